@@ -1,0 +1,55 @@
+"""jaxcontact: JAX-native, differentiable rigid bodies in frictional contact.
+
+Quick start::
+
+    import jax, jax.numpy as jnp, jaxcontact as jc
+    law = jc.CoulombLCP()
+    model = jc.Model(law=law, dt=0.002)
+    params = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(), law=law.init_params(mu=0.18))
+    traj = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.5]), n_steps=800)
+"""
+
+from . import geometry, shapes, solvers
+from .dynamics import (
+    batch_rollout,
+    energy,
+    free_velocity,
+    integrate,
+    penetration,
+    rollout,
+    step,
+    step_with_info,
+)
+from .laws import CoulombLCP, CoulombParams
+from .solvers import LCPSettings
+from .states import make_planar_state, make_state
+from .types import Body, ContactInfo, Ground, Model, Params, PatchType, PlanarState, State
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Body",
+    "ContactInfo",
+    "CoulombLCP",
+    "CoulombParams",
+    "Ground",
+    "LCPSettings",
+    "Model",
+    "Params",
+    "PatchType",
+    "PlanarState",
+    "State",
+    "batch_rollout",
+    "energy",
+    "free_velocity",
+    "geometry",
+    "integrate",
+    "make_planar_state",
+    "make_state",
+    "penetration",
+    "rollout",
+    "shapes",
+    "solvers",
+    "step",
+    "step_with_info",
+]

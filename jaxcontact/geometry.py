@@ -1,0 +1,175 @@
+"""Geometry of convex bodies against a ground plane: pure functions of (body, ground, state).
+
+Everything has static shapes: candidates are the body's (padded) vertices; the ``C`` closest ones
+are selected with ``lax.top_k`` so the contact problem stays small for bodies with many vertices.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from .rotations import perp2d, quat_to_mat, rot2d
+from .types import AnyState, Body, Ground, PatchType, PlanarState, State
+
+# Distance given to padded candidates so they are never selected or active.
+_FAR = 1e6
+
+
+def unit_normal(ground: Ground) -> jnp.ndarray:
+    n = ground.normal
+    return n / jnp.linalg.norm(n)
+
+
+def tangent_basis(n: jnp.ndarray) -> jnp.ndarray:
+    """Tangent directions of a plane with unit normal n: (1, 2) in 2D, (2, 3) in 3D.
+
+    3D: t1 is world x projected on the plane (world y if x is nearly normal), t2 = n × t1.
+    Anisotropic friction coefficients ``mu = (mu_1, mu_2)`` refer to these directions.
+    2D: t = (n_y, −n_x) (world +x for a flat ground).
+    """
+    if n.shape[-1] == 2:
+        return jnp.stack([n[1], -n[0]])[None, :]
+    ex = jnp.array([1.0, 0.0, 0.0], dtype=n.dtype)
+    ey = jnp.array([0.0, 1.0, 0.0], dtype=n.dtype)
+    a = jnp.where(jnp.abs(n[0]) < 0.9, ex, ey)
+    t1 = a - jnp.dot(a, n) * n
+    t1 = t1 / jnp.linalg.norm(t1)
+    t2 = jnp.cross(n, t1)
+    return jnp.stack([t1, t2])
+
+
+def rotation(state: AnyState) -> jnp.ndarray:
+    if isinstance(state, PlanarState):
+        return rot2d(state.angle)
+    return quat_to_mat(state.quat)
+
+
+def world_points(state: AnyState, points_body: jnp.ndarray) -> jnp.ndarray:
+    """Body-frame points (K, d) to world frame."""
+    return state.pos + points_body @ rotation(state).T
+
+
+def signed_distance(ground: Ground, points: jnp.ndarray) -> jnp.ndarray:
+    return points @ unit_normal(ground) - ground.height
+
+
+def point_jacobian(state: AnyState, r_body: jnp.ndarray, directions: jnp.ndarray) -> jnp.ndarray:
+    """Rows mapping generalised velocity to the velocity of body point r along world directions.
+
+    r_body: (d,), directions: (m, d) → (m, nv). 3D generalised velocity is (v_world, ω_body):
+    the point velocity is v + R(ω × r), so a row for direction u is [u, r × (Rᵀu)].
+    Planar: velocity v + θ̇ ẑ×(R r), row [u, u·perp(R r)].
+    """
+    R = rotation(state)
+    if isinstance(state, PlanarState):
+        ang = directions @ perp2d(R @ r_body)
+        return jnp.concatenate([directions, ang[:, None]], axis=-1)
+    u_body = directions @ R  # rows Rᵀu
+    ang = jnp.cross(r_body[None, :], u_body)
+    return jnp.concatenate([directions, ang], axis=-1)
+
+
+@struct.dataclass
+class Contacts:
+    """The selected contact candidates of one body (C of them).
+
+    index: (C,) vertex index. r_body: (C, d). points: (C, d) world. phi: (C,) signed distance.
+    valid: (C,) real (not padding). normal: (d,) ground unit normal. tangents: (d−1, d).
+    jac: (C, d, nv) Jacobian rows [normal, tangents...] of each candidate.
+    """
+
+    index: jnp.ndarray
+    r_body: jnp.ndarray
+    points: jnp.ndarray
+    phi: jnp.ndarray
+    valid: jnp.ndarray
+    normal: jnp.ndarray
+    tangents: jnp.ndarray
+    jac: jnp.ndarray
+
+
+def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int) -> Contacts:
+    """Signed distances of all vertices, the ``num`` closest, their frames and Jacobians."""
+    pts_all = world_points(state, body.vertices)
+    phi_all = signed_distance(ground, pts_all)
+    valid_all = body.vertex_mask > 0
+    phi_sel = jnp.where(valid_all, phi_all, _FAR)
+    if num < body.num_vertices:
+        _, idx = jax.lax.top_k(-jax.lax.stop_gradient(phi_sel), num)
+    else:
+        idx = jnp.arange(body.num_vertices)
+    n = unit_normal(ground)
+    tang = tangent_basis(n)
+    dirs = jnp.concatenate([n[None, :], tang], axis=0)
+    r = body.vertices[idx]
+    jac = jax.vmap(lambda rb: point_jacobian(state, rb, dirs))(r)
+    return Contacts(
+        index=idx,
+        r_body=r,
+        points=pts_all[idx],
+        phi=jnp.where(valid_all[idx], phi_all[idx], _FAR),
+        valid=valid_all[idx],
+        normal=n,
+        tangents=tang,
+        jac=jac,
+    )
+
+
+@struct.dataclass
+class Patch:
+    """Contact patch: type (``PatchType``), centre (world), normal (world), touching mask."""
+
+    kind: jnp.ndarray
+    centre: jnp.ndarray
+    normal: jnp.ndarray
+    touching: jnp.ndarray
+
+
+def contact_patch(body: Body, ground: Ground, state: AnyState, tol: float) -> Patch:
+    """Patch from all vertices within ``tol`` of the ground: point, line or face (≥ 3).
+
+    With no touching vertex the type is NONE and the centre is the closest vertex's ground
+    projection (a well-defined value, never NaN).
+    """
+    pts = world_points(state, body.vertices)
+    phi = signed_distance(ground, pts)
+    valid = body.vertex_mask > 0
+    touching = valid & (phi <= tol)
+    count = jnp.sum(touching)
+    kind = jnp.minimum(count, int(PatchType.FACE)).astype(jnp.int32)
+    w = touching.astype(pts.dtype)
+    closest = jnp.argmin(jnp.where(valid, phi, _FAR))
+    mean = jnp.sum(w[:, None] * pts, axis=0) / jnp.maximum(jnp.sum(w), 1.0)
+    centre = jnp.where(count > 0, mean, pts[closest])
+    n = unit_normal(ground)
+    centre = centre - (jnp.dot(centre, n) - ground.height) * n  # on the plane
+    return Patch(kind=kind, centre=centre, normal=n, touching=touching)
+
+
+def mass_matrix_inverse(body: Body, state: AnyState) -> jnp.ndarray:
+    """Inverse generalised mass matrix: blockdiag(I/m, I_body⁻¹) (3D) or diag(1/m, 1/m, 1/I)."""
+    if isinstance(state, PlanarState):
+        return jnp.diag(jnp.stack([1.0 / body.mass, 1.0 / body.mass, 1.0 / body.inertia]))
+    z = jnp.zeros((3, 3), dtype=body.inertia.dtype)
+    top = jnp.concatenate([jnp.eye(3, dtype=z.dtype) / body.mass, z], axis=1)
+    bot = jnp.concatenate([z, jnp.linalg.inv(body.inertia)], axis=1)
+    return jnp.concatenate([top, bot], axis=0)
+
+
+def mass_matrix(body: Body, state: AnyState) -> jnp.ndarray:
+    if isinstance(state, PlanarState):
+        return jnp.diag(jnp.stack([body.mass, body.mass, body.inertia]))
+    z = jnp.zeros((3, 3), dtype=body.inertia.dtype)
+    top = jnp.concatenate([jnp.eye(3, dtype=z.dtype) * body.mass, z], axis=1)
+    bot = jnp.concatenate([z, body.inertia], axis=1)
+    return jnp.concatenate([top, bot], axis=0)
+
+
+def body_size(body: Body) -> jnp.ndarray:
+    """Characteristic size: the largest distance between two candidate vertices."""
+    v = body.vertices
+    d = jnp.linalg.norm(v[:, None, :] - v[None, :, :], axis=-1)
+    m = (body.vertex_mask[:, None] * body.vertex_mask[None, :]) > 0
+    return jnp.max(jnp.where(m, d, 0.0))

@@ -1,0 +1,13 @@
+"""Contact laws: pure functions behind one signature.
+
+A contact law is a hashable object (a frozen dataclass: its fields are static configuration)
+called as ``law(model, params, state, v_free) -> (impulse, ContactInfo)`` where ``params.law``
+holds its differentiable parameters, ``v_free`` is the generalised velocity after gravity and
+controls, and ``impulse`` is the generalised contact impulse p (v⁺ = v_free + M⁻¹ p).
+Every law also offers ``init_params(...)`` for its default parameter pytree.
+"""
+
+from .base import ContactLaw
+from .coulomb import CoulombLCP, CoulombParams
+
+__all__ = ["ContactLaw", "CoulombLCP", "CoulombParams"]

@@ -1,0 +1,92 @@
+"""Coulomb friction by a velocity-level LCP (Stewart–Trinkle / Anitescu–Potra time stepping).
+
+For the selected contact candidates (signed distance φ, Jacobian rows J_n, J_t) the impulse
+z = (z_n, z_t) solves, with v⁺ = v_free + M⁻¹ Jᵀ z,
+
+    0 <= z_n  ⊥  J_n v⁺ − target >= 0,      |z_t,k| <= μ_k z_n with maximal opposition to J_t,k v⁺,
+
+target = −φ/h (no penetration at the end of the step, linearised: Stewart & Trinkle 1996;
+Anitescu & Potra 1997), raised to −ε J_n v⁻ for approaching contacts when a restitution
+coefficient ε > 0 is set (Poisson-free Newton restitution at the velocity level).
+The friction cone is the polyhedral (pyramidal) cone spanned by the two ground tangents with
+possibly different coefficients μ = (μ_1, μ_2) — anisotropic friction; planar bodies use μ_1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+from flax import struct
+
+from .. import geometry
+from ..solvers import LCPSettings, RowStructure, solve_lcp
+from ..types import AnyState, ContactInfo, Params
+
+
+@struct.dataclass
+class CoulombParams:
+    """mu: (2,) friction coefficients along the ground tangents t1, t2. restitution: () in [0, 1]."""
+
+    mu: jnp.ndarray
+    restitution: jnp.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class CoulombLCP:
+    """Hard contact with Coulomb friction solved as an LCP.
+
+    solver: projected Gauss–Seidel settings (tolerance, cap, regularisation).
+    restitution_threshold: approach speeds (m/s) below which restitution is not applied, so
+    resting contact does not chatter.
+    """
+
+    solver: LCPSettings = LCPSettings()
+    restitution_threshold: float = 0.05
+
+    @staticmethod
+    def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
+        mu1 = jnp.asarray(mu, dtype=jnp.result_type(float))
+        mu2 = mu1 if mu2 is None else jnp.asarray(mu2, dtype=mu1.dtype)
+        return CoulombParams(mu=jnp.stack([mu1, mu2]), restitution=jnp.asarray(restitution, mu1.dtype))
+
+    def __call__(self, model, params: Params, state: AnyState, v_free):
+        body, ground, lp = params.body, params.ground, params.law
+        h = model.dt
+        C = model.num_contacts(body)
+        con = geometry.contact_candidates(body, ground, state, C)
+        d = state.dim
+        nt = d - 1
+        Minv = geometry.mass_matrix_inverse(body, state)
+        J = con.jac.reshape(C * d, -1)  # rows (n, t1[, t2]) per contact
+        A = J @ Minv @ J.T
+        v_pre = state.generalized_velocity()
+
+        vn_pre = con.jac[:, 0, :] @ v_pre
+        target = -con.phi / h
+        eps = jnp.clip(lp.restitution, 0.0, 1.0)
+        bounce = (vn_pre < -self.restitution_threshold) & (con.phi <= model.patch_tol)
+        target = jnp.where(bounce, jnp.maximum(target, -eps * vn_pre), target)
+        b = (J @ v_free).reshape(C, d)
+        b = b.at[:, 0].add(-target)
+        b = jnp.where(con.valid[:, None], b, jnp.asarray(geometry._FAR, b.dtype))
+        mu = jnp.broadcast_to(lp.mu[:nt], (C, nt))
+        coupling = jnp.concatenate([jnp.zeros((C, 1), mu.dtype), mu], axis=1)
+
+        rows = RowStructure.contacts(C, nt)
+        sol = solve_lcp(A, b.reshape(-1), coupling.reshape(-1), rows, self.solver)
+        z = sol.z.reshape(C, d)
+        impulse = J.T @ sol.z
+        patch = geometry.contact_patch(body, ground, state, model.patch_tol)
+        info = ContactInfo(
+            phi=con.phi,
+            active=con.valid & (con.phi <= model.patch_tol),
+            impulse=z,
+            patch_type=patch.kind,
+            patch_centre=patch.centre,
+            patch_normal=patch.normal,
+            residual=sol.residual,
+            iterations=sol.iterations,
+            mode=jnp.asarray(-1, jnp.int32),
+        )
+        return impulse, info

@@ -1,0 +1,148 @@
+"""Bodies from geometry: boxes, regular prisms, convex hulls of points, planar polygons.
+
+Mass properties are those of a uniform solid of the given mass; vertices are re-centred on the
+centre of mass. Degenerate input raises ``ValueError`` before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+
+from .types import Body
+
+
+def _as_body(vertices: np.ndarray, mass: float, inertia, pad_to: int | None) -> Body:
+    k = len(vertices)
+    pad_to = k if pad_to is None else pad_to
+    if pad_to < k:
+        raise ValueError(f"pad_to={pad_to} is smaller than the {k} vertices")
+    verts = np.zeros((pad_to, vertices.shape[1]))
+    verts[:k] = vertices
+    mask = np.zeros(pad_to)
+    mask[:k] = 1.0
+    if pad_to > k:  # padding sits on a real vertex so it is harmless even if unmasked
+        verts[k:] = vertices[0]
+    return Body(
+        mass=jnp.asarray(float(mass)),
+        inertia=jnp.asarray(inertia),
+        vertices=jnp.asarray(verts),
+        vertex_mask=jnp.asarray(mask),
+    )
+
+
+def _check_mass(mass):
+    if not np.isfinite(mass) or mass <= 0:
+        raise ValueError(f"mass: must be positive and finite, got {mass}")
+
+
+def polyhedron_mass_properties(points: np.ndarray, mass: float):
+    """Hull vertices, centre of mass and inertia (about the COM) of the convex hull of points."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    pts = np.asarray(points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise ValueError(f"vertices: expected shape (K, 3), got {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ValueError("vertices: contains NaN or infinite values")
+    if len(pts) < 4 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < 3:
+        raise ValueError("vertices: degenerate hull (points do not span 3D)")
+    try:
+        hull = ConvexHull(pts)
+    except QhullError as err:
+        raise ValueError(f"vertices: degenerate hull ({err.args[0].splitlines()[0]})") from None
+    verts = pts[hull.vertices]
+    c0 = verts.mean(0)
+    vol = 0.0
+    first = np.zeros(3)
+    second = np.zeros((3, 3))
+    for tri in hull.simplices:
+        p = np.stack([c0, *pts[tri]])
+        v = abs(np.linalg.det(p[1:] - p[0])) / 6.0
+        s = p.sum(0)
+        vol += v
+        first += v * s / 4.0
+        second += v / 20.0 * (np.einsum("ki,kj->ij", p, p) + np.outer(s, s))
+    if vol <= 1e-15:
+        raise ValueError("vertices: degenerate hull (zero volume)")
+    com = first / vol
+    cov = second / vol - np.outer(com, com)  # per unit volume, about COM
+    inertia = mass * (np.trace(cov) * np.eye(3) - cov)
+    return verts - com, inertia
+
+
+def convex_hull(points, mass: float = 1.0, pad_to: int | None = None) -> Body:
+    """Uniform solid convex hull of 3D points (interior points are dropped)."""
+    _check_mass(mass)
+    verts, inertia = polyhedron_mass_properties(points, mass)
+    return _as_body(verts, mass, inertia, pad_to)
+
+
+def box(size=(0.1, 0.1, 0.1), mass: float = 0.37, pad_to: int | None = None) -> Body:
+    """Box with full edge lengths ``size`` (a scalar for a cube); default: the 0.1 m, 0.37 kg box."""
+    _check_mass(mass)
+    s = np.broadcast_to(np.asarray(size, dtype=np.float64), (3,))
+    if np.any(s <= 0) or not np.all(np.isfinite(s)):
+        raise ValueError(f"size: edge lengths must be positive, got {s}")
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    verts = signs * s / 2
+    a, b, c = s
+    inertia = mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    return _as_body(verts, mass, inertia, pad_to)
+
+
+def regular_prism(
+    sides: int = 5, radius: float = 0.06, height: float = 0.1, mass: float = 0.37, pad_to=None
+) -> Body:
+    """Right prism over a regular polygon (circumradius ``radius``), axis along body z."""
+    if sides < 3:
+        raise ValueError(f"sides: a prism needs at least 3 sides, got {sides}")
+    if radius <= 0 or height <= 0:
+        raise ValueError("radius and height must be positive")
+    ang = 2 * np.pi * np.arange(sides) / sides
+    ring = np.stack([radius * np.cos(ang), radius * np.sin(ang)], 1)
+    pts = np.concatenate(
+        [np.c_[ring, -np.full(sides, height / 2)], np.c_[ring, np.full(sides, height / 2)]]
+    )
+    return convex_hull(pts, mass, pad_to)
+
+
+def polygon(vertices, mass: float = 1.0, pad_to: int | None = None) -> Body:
+    """Uniform convex planar polygon (body frame x, y); hull of the given points."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    _check_mass(mass)
+    pts = np.asarray(vertices, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] != 2:
+        raise ValueError(f"vertices: expected shape (K, 2), got {pts.shape}")
+    if not np.all(np.isfinite(pts)):
+        raise ValueError("vertices: contains NaN or infinite values")
+    if len(pts) < 3 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < 2:
+        raise ValueError("vertices: degenerate polygon (points do not span 2D)")
+    try:
+        hull = ConvexHull(pts)
+    except QhullError as err:
+        raise ValueError(f"vertices: degenerate polygon ({err.args[0].splitlines()[0]})") from None
+    ring = pts[hull.vertices]  # counter-clockwise
+    c0 = ring.mean(0)
+    area, first, second = 0.0, np.zeros(2), np.zeros((2, 2))
+    for i in range(len(ring)):
+        p = np.stack([c0, ring[i], ring[(i + 1) % len(ring)]])
+        a = abs(np.linalg.det(p[1:] - p[0])) / 2.0
+        s = p.sum(0)
+        area += a
+        first += a * s / 3.0
+        second += a / 12.0 * (np.einsum("ki,kj->ij", p, p) + np.outer(s, s))
+    com = first / area
+    cov = second / area - np.outer(com, com)
+    inertia = mass * np.trace(cov)
+    return _as_body(ring - com, mass, inertia, pad_to)
+
+
+def box2d(size=(0.1, 0.1), mass: float = 0.37, pad_to: int | None = None) -> Body:
+    """Planar rectangle with full side lengths ``size``."""
+    s = np.broadcast_to(np.asarray(size, dtype=np.float64), (2,))
+    if np.any(s <= 0):
+        raise ValueError(f"size: side lengths must be positive, got {s}")
+    a, b = s / 2
+    return polygon([[-a, -b], [a, -b], [a, b], [-a, b]], mass, pad_to)
