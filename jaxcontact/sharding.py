@@ -1,0 +1,67 @@
+"""Batches larger than one device: shard the batch axis with ``jax.sharding``.
+
+``sharded_batch_rollout`` places the batch of states on a 1-D ``Mesh`` over the devices with a
+``NamedSharding`` that splits the leading axis, and runs the same jitted, vmapped rollout as
+``batch_rollout``: XLA partitions it (bodies are independent, so no communication is needed).
+A batch that does not divide the device count is padded with copies of its first body and the
+padding is dropped from the result.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from .dynamics import _batch_rollout, _is_concrete
+from .validation import validate_inputs
+
+BATCH_AXIS = "batch"
+
+
+def batch_mesh(devices=None) -> Mesh:
+    """A 1-D mesh named ``"batch"`` over ``devices`` (default: all devices)."""
+    devs = np.asarray(jax.devices() if devices is None else devices)
+    return Mesh(devs.reshape(-1), (BATCH_AXIS,))
+
+
+def shard_batch(tree, mesh: Mesh):
+    """Place every leaf's leading axis across the mesh (each leaf's batch must divide evenly)."""
+    sharding = NamedSharding(mesh, P(BATCH_AXIS))
+    return jax.tree_util.tree_map(lambda x: jax.device_put(x, sharding), tree)
+
+
+def _pad(tree, n_pad):
+    if n_pad == 0:
+        return tree
+    return jax.tree_util.tree_map(
+        lambda x: jnp.concatenate([x, jnp.repeat(x[:1], n_pad, axis=0)], axis=0), tree
+    )
+
+
+def sharded_batch_rollout(
+    model,
+    params,
+    states,
+    n_steps: int,
+    *,
+    mesh: Mesh | None = None,
+    params_batched: bool = False,
+    output: str = "final",
+    with_info: bool = False,
+):
+    """``batch_rollout`` with the batch axis sharded over ``mesh`` (default: all devices)."""
+    if _is_concrete((params, states)):
+        validate_inputs(params, states, batched=True, params_batched=params_batched)
+    mesh = batch_mesh() if mesh is None else mesh
+    n = jax.tree_util.tree_leaves(states)[0].shape[0]
+    ndev = mesh.devices.size
+    n_pad = (-n) % ndev
+    states = shard_batch(_pad(states, n_pad), mesh)
+    if params_batched:
+        params = shard_batch(_pad(params, n_pad), mesh)
+    else:
+        params = jax.device_put(params, NamedSharding(mesh, P()))
+    out = _batch_rollout(model, params, states, int(n_steps), params_batched, output, with_info)
+    return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out

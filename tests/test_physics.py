@@ -1,0 +1,251 @@
+"""Analytic checks of the core engine with the Coulomb LCP law (float64)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact.rotations import quat_angle_between
+from jaxcontact.states import random_throws
+
+G = 9.81
+H = 0.002
+
+
+def setup(body=None, mu=0.18, mu2=None, restitution=0.0, ground=None, **model_kw):
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-10, max_iter=200))
+    body = jc.shapes.box(0.1, 0.37) if body is None else body
+    dim = body.vertices.shape[-1]
+    model = jc.Model(law=law, dt=H, gravity=G, **model_kw)
+    params = jc.Params(
+        body=body,
+        ground=jc.Ground.flat(dim) if ground is None else ground,
+        law=law.init_params(mu=mu, mu2=mu2, restitution=restitution),
+    )
+    return model, params
+
+
+def test_free_fall_is_exact():
+    model, params = setup()
+    s0 = jc.make_state(pos=[0.1, -0.2, 2.0], vel=[0.3, 0.1, 1.5], omega=[0.0, 0.0, 2.0])
+    n = 200
+    traj = jc.rollout(model, params, s0, n)
+    k = np.arange(n + 1)
+    z = 2.0 + k * H * 1.5 - G * H**2 * k * (k + 1) / 2
+    np.testing.assert_allclose(traj.pos[:, 2], z, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(traj.pos[:, 0], 0.1 + 0.3 * H * k, atol=1e-12)
+    np.testing.assert_allclose(traj.vel[:, 2], 1.5 - G * H * k, atol=1e-12)
+    # spin about a principal axis is constant and integrates exactly: angle = ω t
+    np.testing.assert_allclose(traj.omega[-1], [0, 0, 2.0], atol=1e-12)
+    ang = quat_angle_between(traj.quat[0], traj.quat[-1])
+    assert abs(float(ang) - 2.0 * n * H) < 1e-9
+
+
+def test_planar_free_fall_is_exact():
+    model, params = setup(body=jc.shapes.box2d((0.1, 0.05), 0.2))
+    s0 = jc.make_planar_state(pos=[0.0, 1.0], angle=0.3, vel=[0.5, 0.0], omega=1.0)
+    traj = jc.rollout(model, params, s0, 100)
+    k = np.arange(101)
+    np.testing.assert_allclose(traj.pos[:, 1], 1.0 - G * H**2 * k * (k + 1) / 2, atol=1e-12)
+    np.testing.assert_allclose(traj.angle, 0.3 + H * k, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", ["box", "pentagon_cap", "pentagon_side", "box2d"])
+def test_resting_body_stays_at_rest(shape):
+    if shape == "box":
+        model, params = setup()
+        s0 = jc.make_state(pos=[0, 0, 0.05])
+    elif shape.startswith("pentagon"):
+        body = jc.shapes.regular_prism(5, 0.06, 0.1, 0.37)
+        model, params = setup(body=body)
+        if shape == "pentagon_cap":
+            s0 = jc.make_state(pos=[0, 0, 0.05])
+        else:  # lie on a side face: rotate a side-face normal onto −z
+            s0 = state_on_face(body, side=True)
+    else:
+        model, params = setup(body=jc.shapes.box2d((0.1, 0.1), 0.37))
+        s0 = jc.make_planar_state(pos=[0, 0.05])
+    traj, info = jc.rollout(model, params, s0, 1000, with_info=True)
+    drift = np.abs(np.asarray(traj.pos[-1] - traj.pos[0])).max()
+    assert drift < 1e-6, drift
+    if shape != "box2d":
+        assert float(quat_angle_between(traj.quat[0], traj.quat[-1])) < 1e-6
+        assert int(info.patch_type[-1]) == int(jc.PatchType.FACE)
+    assert float(jnp.max(info.residual)) < 1e-6
+
+
+def quat_from_to(a, b):
+    """Quaternion rotating unit vector a onto unit vector b (not antiparallel)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    axis = np.cross(a, b)
+    s = np.linalg.norm(axis)
+    ang = np.arctan2(s, np.dot(a, b))
+    axis = axis / s if s > 1e-12 else np.array([1.0, 0, 0])
+    return np.r_[np.cos(ang / 2), np.sin(ang / 2) * axis]
+
+
+def state_on_face(body, side=True):
+    """A state resting exactly on a side face (normal ⟂ body z) of a prism."""
+    from scipy.spatial import ConvexHull
+
+    v = np.asarray(body.vertices)
+    eq = ConvexHull(v).equations
+    n = next(e[:3] for e in eq if abs(e[2]) < 1e-9) if side else np.array([0, 0, -1.0])
+    q = quat_from_to(n, [0, 0, -1.0])
+    R = np.asarray(jc.rotations.quat_to_mat(jnp.asarray(q)))
+    return jc.make_state(pos=[0, 0, -(v @ R.T)[:, 2].min()], quat=q)
+
+
+def sliding_distance_closed_form(v0, mu, n_max=100000):
+    """Semi-implicit Euler: v_k = v0 − kμgh until it stops; x = h Σ v_k."""
+    k = np.arange(1, n_max)
+    v = np.maximum(v0 - k * mu * G * H, 0.0)
+    return H * v.sum()
+
+
+@pytest.mark.parametrize("mu", [0.18, 0.6])
+def test_sliding_box_decelerates_at_mu_g_and_stops_where_predicted(mu):
+    model, params = setup(mu=mu)
+    v0 = 1.2
+    s0 = jc.make_state(pos=[0, 0, 0.05], vel=[v0, 0, 0])
+    n = int(v0 / (mu * G * H)) + 100
+    traj = jc.rollout(model, params, s0, n)
+    vx = np.asarray(traj.vel[:, 0])
+    sliding = vx[1:] > 0.05
+    acc = np.diff(vx)[sliding] / H
+    np.testing.assert_allclose(acc, -mu * G, rtol=1e-5)
+    x_stop = float(traj.pos[-1, 0])
+    assert abs(x_stop - sliding_distance_closed_form(v0, mu)) < 1e-5
+    assert abs(x_stop - v0**2 / (2 * mu * G)) < v0 * H  # continuous-time closed form
+    assert abs(float(traj.vel[-1, 0])) < 1e-8
+    assert np.abs(np.asarray(traj.pos[:, 2]) - 0.05).max() < 1e-6  # no hop, no sink
+
+
+def test_planar_box_slides_at_mu_g():
+    mu = 0.3
+    model, params = setup(body=jc.shapes.box2d((0.1, 0.1), 0.37), mu=mu)
+    traj = jc.rollout(model, params, jc.make_planar_state(pos=[0, 0.05], vel=[1.0, 0]), 300)
+    vx = np.asarray(traj.vel[:, 0])
+    acc = np.diff(vx)[vx[1:] > 0.05] / H
+    np.testing.assert_allclose(acc, -mu * G, rtol=1e-5)
+    assert abs(float(traj.pos[-1, 0]) - sliding_distance_closed_form(1.0, mu)) < 1e-5
+
+
+def test_anisotropic_friction_distance_ratio():
+    mu1, mu2 = 0.3, 0.6  # along world x and y (μ > 1 would tip a sliding cube over)
+    model, params = setup(mu=mu1, mu2=mu2)
+    v0 = 1.5
+    tx = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.05], vel=[v0, 0, 0]), 400)
+    ty = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.05], vel=[0, v0, 0]), 400)
+    dx, dy = float(tx.pos[-1, 0]), float(ty.pos[-1, 1])
+    assert abs(dx - sliding_distance_closed_form(v0, mu1)) < 1e-5
+    assert abs(dy - sliding_distance_closed_form(v0, mu2)) < 1e-5
+    # closed-form ratio μ2/μ1 (continuous time), up to the O(h) discretisation
+    assert abs(dx / dy - mu2 / mu1) < 0.02
+    assert abs(float(tx.pos[-1, 1])) < 1e-6 and abs(float(ty.pos[-1, 0])) < 1e-6  # no sideways drift
+
+
+def test_tipped_box_falls_onto_a_face_and_rests():
+    model, params = setup(mu=0.5)
+    a = np.deg2rad(30.0)
+    q = [np.cos(a / 2), np.sin(a / 2), 0, 0]
+    R = np.asarray(jc.rotations.quat_to_mat(jnp.asarray(q)))
+    zmin = (np.asarray(params.body.vertices) @ R.T)[:, 2].min()
+    s0 = jc.make_state(pos=[0, 0, -zmin + 1e-4], quat=q)
+    traj, info = jc.rollout(model, params, s0, 1500, with_info=True)
+    final = jax.tree_util.tree_map(lambda x: x[-1], traj)
+    assert int(info.patch_type[-1]) == int(jc.PatchType.FACE)
+    assert abs(float(final.pos[2]) - 0.05) < 1e-4
+    assert float(jnp.linalg.norm(final.vel)) < 1e-6 and float(jnp.linalg.norm(final.omega)) < 1e-5
+    # the box fell over: its rotation from the start is 30° (back to flat) or 60° (tipped over)
+    tilt = np.rad2deg(float(quat_angle_between(traj.quat[0], final.quat)))
+    assert min(abs(tilt - 30), abs(tilt - 60)) < 0.5
+
+
+def test_restitution_bounces_at_eps_times_approach_speed():
+    model, params = setup(restitution=0.5)
+    s0 = jc.make_state(pos=[0, 0, 0.0505], vel=[0, 0, -2.0])
+    traj = jc.rollout(model, params, s0, 10)
+    vz = np.asarray(traj.vel[:, 2])
+    k = int(np.argmax(vz > 0))
+    assert k > 0
+    # Newton restitution on the pre-impact normal velocity (the state's velocity at step start)
+    assert abs(vz[k] - (-0.5 * vz[k - 1])) < 1e-5
+    # with ε = 0 the same drop does not bounce
+    model0, params0 = setup(restitution=0.0)
+    vz0 = np.asarray(jc.rollout(model0, params0, s0, 10).vel[:, 2])
+    assert vz0.max() <= 1e-9
+
+
+def test_incline_stick_and_slip():
+    alpha = np.deg2rad(20.0)
+    n = jnp.array([-np.sin(alpha), 0.0, np.cos(alpha)])
+    ground = jc.Ground(normal=n, height=jnp.asarray(0.0))
+    q = [np.cos(-alpha / 2), 0, np.sin(-alpha / 2), 0]  # box face aligned with the incline
+    R = np.asarray(jc.rotations.quat_to_mat(jnp.asarray(q)))
+    assert np.allclose(R[:, 2], n)
+    s0 = jc.make_state(pos=0.05 * np.asarray(n), quat=q)
+    # μ > tan α: sticks
+    model, params = setup(mu=0.5, ground=ground)
+    traj = jc.rollout(model, params, s0, 500)
+    assert np.abs(np.asarray(traj.pos[-1] - traj.pos[0])).max() < 1e-6
+    # μ < tan α: slides with a = g (sin α − μ cos α) along the slope
+    mu = 0.2
+    model, params = setup(mu=mu, ground=ground)
+    traj = jc.rollout(model, params, s0, 300)
+    down = jnp.array([-np.cos(alpha), 0.0, -np.sin(alpha)])
+    speed = np.asarray(traj.vel @ down)
+    acc = np.diff(speed)[50:] / H
+    np.testing.assert_allclose(acc, G * (np.sin(alpha) - mu * np.cos(alpha)), rtol=1e-4)
+
+
+def test_contact_patch_types():
+    body = jc.shapes.box(0.1, 0.37)
+    ground = jc.Ground.flat()
+    tol = 1e-3
+    face = jc.geometry.contact_patch(body, ground, jc.make_state(pos=[0.2, 0.1, 0.05]), tol)
+    assert int(face.kind) == jc.PatchType.FACE
+    np.testing.assert_allclose(face.centre, [0.2, 0.1, 0.0], atol=1e-12)
+    a = np.pi / 4
+    q = [np.cos(a / 2), np.sin(a / 2), 0, 0]  # 45° about x: an edge down
+    line = jc.geometry.contact_patch(body, ground, jc.make_state(pos=[0, 0, 0.05 * np.sqrt(2)], quat=q), tol)
+    assert int(line.kind) == jc.PatchType.LINE
+    np.testing.assert_allclose(line.centre, [0, 0, 0], atol=1e-12)
+    # corner down: rotate so the (1,1,1) diagonal points down
+    d = np.array([1.0, 1.0, 1.0]) / np.sqrt(3)
+    axis = np.cross(d, [0, 0, -1.0])
+    ang = np.arccos(np.dot(d, [0, 0, -1.0]))
+    axis = axis / np.linalg.norm(axis)
+    q = np.r_[np.cos(ang / 2), np.sin(ang / 2) * axis]
+    pt = jc.geometry.contact_patch(body, ground, jc.make_state(pos=[0, 0, 0.05 * np.sqrt(3)], quat=q), tol)
+    assert int(pt.kind) == jc.PatchType.POINT
+    air = jc.geometry.contact_patch(body, ground, jc.make_state(pos=[0, 0, 1.0]), tol)
+    assert int(air.kind) == jc.PatchType.NONE and np.all(np.isfinite(air.centre))
+
+
+def _random_rollouts(n, steps, seed=0, restitution=0.0, body=None, planar=False):
+    model, params = setup(body=body, mu=0.4, restitution=restitution)
+    model = jc.Model(law=jc.CoulombLCP(), dt=H, max_contacts=model.max_contacts)
+    states = random_throws(jax.random.PRNGKey(seed), n, planar=planar, ranges={"height": (0.0, 0.3)})
+    traj = jc.batch_rollout(model, params, states, steps, output="trajectory")
+    return model, params, traj
+
+
+@pytest.mark.parametrize("kind", ["box", "pentagon", "box2d"])
+def test_inelastic_throws_never_gain_energy_and_barely_penetrate(kind):
+    body = {
+        "box": jc.shapes.box(0.1, 0.37),
+        "pentagon": jc.shapes.regular_prism(5, 0.06, 0.1, 0.37),
+        "box2d": jc.shapes.box2d((0.1, 0.1), 0.37),
+    }[kind]
+    model, params, traj = _random_rollouts(24, 400, body=body, planar=kind == "box2d")
+    E = jax.vmap(jax.vmap(lambda s: jc.energy(model, params, s)))(traj)
+    dE = np.diff(np.asarray(E), axis=1)
+    scale = float(np.abs(np.asarray(E[:, 0])).max())
+    assert dE.max() < 1e-6 * scale, dE.max()
+    pen = jax.vmap(jax.vmap(lambda s: jc.penetration(params, s)))(traj)
+    size = float(jc.geometry.body_size(params.body))
+    assert float(pen.max()) < 0.01 * size
+    # and the throws come to rest on the ground
+    assert float(jnp.abs(traj.vel[:, -1]).max()) < 2.0
