@@ -65,7 +65,7 @@ class CoulombLCP:
         vn_pre = con.jac[:, 0, :] @ v_pre
         target = -con.phi / h
         eps = jnp.clip(lp.restitution, 0.0, 1.0)
-        bounce = (vn_pre < -self.restitution_threshold) & (con.phi <= model.patch_tol)
+        bounce = (vn_pre < -self.restitution_threshold) & (con.phi <= model.patch_tol) & (eps > 0)
         target = jnp.where(bounce, jnp.maximum(target, -eps * vn_pre), target)
         b = (J @ v_free).reshape(C, d)
         b = b.at[:, 0].add(-target)
