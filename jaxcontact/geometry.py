@@ -78,6 +78,7 @@ class Contacts:
     index: (C,) vertex index. r_body: (C, d). points: (C, d) world. phi: (C,) signed distance.
     valid: (C,) real (not padding). normal: (d,) ground unit normal. tangents: (d−1, d).
     jac: (C, d, nv) Jacobian rows [normal, tangents...] of each candidate.
+    all_points: (K, d) and all_phi: (K,) for every vertex (for the contact patch).
     """
 
     index: jnp.ndarray
@@ -88,6 +89,8 @@ class Contacts:
     normal: jnp.ndarray
     tangents: jnp.ndarray
     jac: jnp.ndarray
+    all_points: jnp.ndarray
+    all_phi: jnp.ndarray
 
 
 def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int) -> Contacts:
@@ -114,6 +117,8 @@ def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int) ->
         normal=n,
         tangents=tang,
         jac=jac,
+        all_points=pts_all,
+        all_phi=phi_all,
     )
 
 
@@ -134,8 +139,11 @@ def contact_patch(body: Body, ground: Ground, state: AnyState, tol: float) -> Pa
     projection (a well-defined value, never NaN).
     """
     pts = world_points(state, body.vertices)
-    phi = signed_distance(ground, pts)
-    valid = body.vertex_mask > 0
+    return patch_from_points(pts, signed_distance(ground, pts), body.vertex_mask > 0, ground, tol)
+
+
+def patch_from_points(pts, phi, valid, ground: Ground, tol: float) -> Patch:
+    """``contact_patch`` from already computed world points (K, d) and distances (K,)."""
     touching = valid & (phi <= tol)
     count = jnp.sum(touching)
     kind = jnp.minimum(count, int(PatchType.FACE)).astype(jnp.int32)

@@ -77,7 +77,9 @@ class CoulombLCP:
         sol = solve_lcp(A, b.reshape(-1), coupling.reshape(-1), rows, self.solver)
         z = sol.z.reshape(C, d)
         impulse = J.T @ sol.z
-        patch = geometry.contact_patch(body, ground, state, model.patch_tol)
+        patch = geometry.patch_from_points(
+            con.all_points, con.all_phi, body.vertex_mask > 0, ground, model.patch_tol
+        )
         info = ContactInfo(
             phi=con.phi,
             active=con.valid & (con.phi <= model.patch_tol),
