@@ -1,0 +1,295 @@
+"""Stress test of jaxcontact: many boxes, including degenerate and extreme initial states.
+
+Workload: the 0.1 m, 0.37 kg box (μ 0.18, no restitution, h = 2 ms, PGS tol 1e-6, ≤ 100 sweeps,
+max_contacts 4) simulated for ``--steps`` steps from ``--throws`` initial states made of
+
+* ``flat_rest``   identity orientation at exactly the contact height (face resting), zero velocity;
+* ``flat_yaw``    face resting with a random rotation about the vertical, zero velocity;
+* ``edge_touch``  rotated 45° about a horizontal axis, the lower edge exactly touching, zero velocity;
+* ``corner_touch`` a corner exactly touching (body diagonal vertical), zero velocity;
+* ``zero_vel``    random orientation in the air, zero velocity (a plain drop);
+* ``fast``        random orientation in the air, |v| = 50 m/s in a random direction and
+                  |ω| = 200 rad/s about a random axis;
+* ``fast_down``   a face resting, driven into the ground at 50 m/s with 200 rad/s spin;
+* ``random``      ``jaxcontact.states.random_throws`` (the rest of the batch).
+
+The batch is simulated in chunks (``--chunk``) to bound memory; per chunk the trajectory is
+reduced on the device to:
+
+* NaN count: bodies whose trajectory contains a non-finite value (must be 0);
+* energy gain: max over bodies and steps of E_{k+1} − E_k (``jc.energy``, kinetic + potential with
+  the ground at z = 0), absolute and relative to the body's energy scale
+  E_scale = KE_0 + m g · 0.1 m + 1e-9 J (initial kinetic energy plus the potential energy of
+  lifting the box by its size);
+* penetration: max over bodies and steps of ``jc.penetration``, absolute and as a fraction of the
+  0.1 m box size;
+* solver: max natural-map residual of the PGS solve and fraction of body-steps at the iteration cap
+  (and the fraction at the cap among body-steps in contact).
+
+Usage::
+
+    python benchmarks/stress.py [--json] [--throws 10000] [--steps 800] [--chunk 1000]
+
+Writes ``benchmarks/results/stress.json`` and ``stress.md`` (unless ``--out-dir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+CATEGORIES = ["flat_rest", "flat_yaw", "edge_touch", "corner_touch", "zero_vel", "fast", "fast_down"]
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--throws", type=int, default=10000, help="number of bodies")
+    p.add_argument("--steps", type=int, default=800)
+    p.add_argument("--chunk", type=int, default=1000, help="bodies simulated at once")
+    p.add_argument("--per-category", type=int, default=None,
+                   help="bodies per special category (default: throws // 20)")
+    p.add_argument("--fast-speed", type=float, default=50.0, help="m/s for the 'fast' categories")
+    p.add_argument("--fast-spin", type=float, default=200.0, help="rad/s for the 'fast' categories")
+    p.add_argument("--device", choices=["cpu", "gpu"], default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
+    return p.parse_args(argv)
+
+
+def _axis_angle_quat(axis, angle):
+    axis = np.asarray(axis, float)
+    axis = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+    return np.concatenate([np.cos(angle / 2)[..., None], np.sin(angle / 2)[..., None] * axis], -1)
+
+
+def _quat_mul(a, b):
+    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
+    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
+    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], -1)
+
+
+def _rand_unit(rng, n):
+    v = rng.normal(size=(n, 3))
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def _quat_to_mat(q):
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def contact_height(quat, half=common.BOX_SIZE / 2):
+    """Centre height at which the lowest corner of the box touches z = 0 exactly."""
+    R = _quat_to_mat(quat)
+    return half * np.abs(R[..., 2, :]).sum(-1)
+
+
+def initial_states(args):
+    """(numpy dict of pos/quat/vel/omega (N, ·), category index per body)."""
+    import jax
+
+    n, k = args.throws, args.per_category or max(args.throws // 20, 1)
+    rng = np.random.default_rng(args.seed)
+    cats, quats, heights, vels, omegas = [], [], [], [], []
+    zero3 = np.zeros((k, 3))
+    yaw = lambda m: _axis_angle_quat(np.tile([0.0, 0, 1], (m, 1)), rng.uniform(-np.pi, np.pi, m))
+
+    def add(ci, q, v=zero3, w=zero3, h=None):
+        cats.append(np.full(len(q), ci))
+        quats.append(q)
+        heights.append(contact_height(q) if h is None else h)
+        vels.append(v)
+        omegas.append(w)
+
+    ident = np.tile([1.0, 0, 0, 0], (k, 1))
+    add(0, ident)                                                      # flat_rest
+    add(1, yaw(k))                                                     # flat_yaw
+    edge = _axis_angle_quat(np.tile([1.0, 0, 0], (k, 1)), np.full(k, np.pi / 4))
+    add(2, _quat_mul(yaw(k), edge))                                    # edge_touch
+    corner = _axis_angle_quat(np.tile([1.0, -1.0, 0], (k, 1)), np.full(k, np.arctan(np.sqrt(2))))
+    add(3, _quat_mul(yaw(k), corner))                                  # corner_touch
+    q = rng.normal(size=(k, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    add(4, q, h=contact_height(q) + rng.uniform(0.1, 1.0, k))          # zero_vel
+    q = rng.normal(size=(k, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    add(5, q, v=args.fast_speed * _rand_unit(rng, k), w=args.fast_spin * _rand_unit(rng, k),
+        h=contact_height(q) + rng.uniform(0.1, 1.0, k))                # fast
+    v = np.concatenate([rng.uniform(-1, 1, (k, 2)), np.full((k, 1), -args.fast_speed)], -1)
+    add(6, ident, v=v, w=args.fast_spin * _rand_unit(rng, k))          # fast_down
+    m = sum(len(c) for c in cats)
+    if m > n:
+        raise SystemExit(f"--throws {n} is smaller than the {m} special bodies; lower --per-category")
+    from jaxcontact.states import random_throws
+
+    rt = jax.device_get(random_throws(jax.random.PRNGKey(args.seed), n - m))
+    st = {
+        "pos": np.concatenate([np.stack([np.zeros(m), np.zeros(m), np.concatenate(heights)], -1), rt.pos]),
+        "quat": np.concatenate(quats + [rt.quat]),
+        "vel": np.concatenate(vels + [rt.vel]),
+        "omega": np.concatenate(omegas + [rt.omega]),
+    }
+    cat = np.concatenate(cats + [np.full(n - m, len(CATEGORIES))])
+    return st, cat
+
+
+def make_chunk_fn(model, params, steps):
+    """Jitted: batched initial State → per-body reductions of the trajectory."""
+    import jax
+    import jax.numpy as jnp
+    import jaxcontact as jc
+
+    g = model.gravity
+    m = params.body.mass
+    cap = model.law.solver.max_iter
+
+    @jax.jit
+    def reduce(states):
+        traj, info = jc.batch_rollout(model, params, states, steps, output="trajectory", with_info=True)
+        leaves = jax.tree_util.tree_leaves(traj) + [info.residual]
+        finite = jnp.ones(states.pos.shape[0], bool)
+        for x in leaves:
+            finite &= jnp.all(jnp.isfinite(x.reshape(x.shape[0], -1)), axis=1)
+        e = jax.vmap(jax.vmap(lambda s: jc.energy(model, params, s)))(traj)           # (B, T+1)
+        pen = jax.vmap(jax.vmap(lambda s: jc.penetration(params, s)))(traj)           # (B, T+1)
+        de = jnp.diff(e, axis=1)
+        ke0 = e[:, 0] - m * g * states.pos[:, 2]
+        scale = ke0 + m * g * common.BOX_SIZE + 1e-9
+        in_contact = jnp.min(info.phi, -1) <= model.patch_tol
+        at_cap = info.iterations >= cap
+        nanmax = lambda x, ax=None: jnp.max(jnp.where(jnp.isfinite(x), x, -jnp.inf), axis=ax)
+        return {
+            "finite": finite,
+            "max_de": nanmax(de, 1),
+            "max_de_rel": nanmax(de / scale[:, None], 1),
+            "max_pen": nanmax(pen, 1),
+            "max_residual": nanmax(info.residual, 1),
+            "cap_steps": jnp.sum(at_cap, 1),
+            "contact_steps": jnp.sum(in_contact, 1),
+            "cap_contact_steps": jnp.sum(at_cap & in_contact, 1),
+            "mean_iterations": jnp.mean(info.iterations, 1),
+            "energy_scale": scale,
+        }
+
+    return reduce
+
+
+def run(args):
+    import jax
+    import jax.numpy as jnp
+    import jaxcontact as jc
+    from tqdm import tqdm
+
+    info = common.machine_info()
+    model, params = common.box_workload()
+    st, cat = initial_states(args)
+    n = args.throws
+    reduce = make_chunk_fn(model, params, args.steps)
+    dtype = jnp.result_type(float)
+    parts = []
+    t0 = time.perf_counter()
+    with tqdm(total=n, desc="stress", unit="body", file=sys.stderr) as bar:
+        for s0 in range(0, n, args.chunk):
+            sl = slice(s0, min(s0 + args.chunk, n))
+            k = sl.stop - sl.start
+            pad = args.chunk - k  # keep one compiled shape: pad the last chunk with copies
+            take = lambda x: np.concatenate([x[sl], np.repeat(x[sl][:1], pad, 0)]) if pad else x[sl]
+            states = jc.State(**{f: jnp.asarray(take(v), dtype) for f, v in st.items()})
+            r = jax.device_get(reduce(states))
+            parts.append({kk: np.asarray(v)[:k] for kk, v in r.items()})
+            bar.update(k)
+    wall = time.perf_counter() - t0
+    R = {kk: np.concatenate([p[kk] for p in parts]) for kk in parts[0]}
+
+    def summary(mask):
+        i_de = int(np.argmax(np.where(mask, R["max_de"], -np.inf)))
+        i_rel = int(np.argmax(np.where(mask, R["max_de_rel"], -np.inf)))
+        i_pen = int(np.argmax(np.where(mask, R["max_pen"], -np.inf)))
+        steps = mask.sum() * args.steps
+        return {
+            "bodies": int(mask.sum()),
+            "nan_bodies": int((~R["finite"][mask]).sum()),
+            "max_energy_gain_J": float(R["max_de"][i_de]),
+            "max_energy_gain_rel": float(R["max_de_rel"][i_rel]),
+            "max_penetration_m": float(R["max_pen"][i_pen]),
+            "max_penetration_frac_of_size": float(R["max_pen"][i_pen] / common.BOX_SIZE),
+            "max_residual": float(np.max(R["max_residual"][mask])),
+            "frac_steps_at_cap": float(R["cap_steps"][mask].sum() / steps),
+            "frac_contact_steps_at_cap": float(R["cap_contact_steps"][mask].sum() / max(R["contact_steps"][mask].sum(), 1)),
+            "mean_iterations": float(R["mean_iterations"][mask].mean()),
+            "worst_bodies": {"energy_gain": i_de, "energy_gain_rel": i_rel, "penetration": i_pen},
+        }
+
+    names = CATEGORIES + ["random"]
+    out = {
+        "benchmark": "stress", "machine": info,
+        "workload": {"body": "box 0.1 m, 0.37 kg", "mu": common.MU, "restitution": 0.0, "dt": common.DT,
+                     "steps": args.steps, "throws": n, "chunk": args.chunk, "seed": args.seed,
+                     "fast_speed": args.fast_speed, "fast_spin": args.fast_spin,
+                     "solver": {"tol": 1e-6, "max_iter": 100, "max_contacts": 4},
+                     "dtype": str(np.dtype(dtype))},
+        "wall_s": wall,
+        "body_steps_per_s_with_diagnostics": n * args.steps / wall,
+        "overall": summary(np.ones(n, bool)),
+        "by_category": {nm: summary(cat == i) for i, nm in enumerate(names) if (cat == i).any()},
+    }
+    out["pass_no_nan"] = out["overall"]["nan_bodies"] == 0
+    return out
+
+
+def markdown(out) -> str:
+    f = common.fmt
+    hdr = ["category", "bodies", "NaN bodies", "max ΔE/step (J)", "max ΔE/step rel.", "max penetration (m)",
+           "penetration / size", "max residual (m/s)", "steps at cap", "contact steps at cap", "mean sweeps"]
+    row = lambda nm, s: [nm, s["bodies"], s["nan_bodies"], f(s["max_energy_gain_J"]), f(s["max_energy_gain_rel"]),
+                         f(s["max_penetration_m"]), f(s["max_penetration_frac_of_size"]), f(s["max_residual"]),
+                         f(s["frac_steps_at_cap"]), f(s["frac_contact_steps_at_cap"]), f(s["mean_iterations"])]
+    rows = [row("**all**", out["overall"])] + [row(k, v) for k, v in out["by_category"].items()]
+    w = out["workload"]
+    return "\n".join([
+        "# jaxcontact stress test (box throws, degenerate and extreme states)", "",
+        common.md_machine(out["machine"]), "",
+        f"Workload: {w['body']}, μ {w['mu']}, h {w['dt']} s, {w['steps']} steps, {w['throws']} bodies in chunks of "
+        f"{w['chunk']}, PGS tol 1e-6 / cap 100, max_contacts 4, {w['dtype']}; 'fast' = {w['fast_speed']} m/s and "
+        f"{w['fast_spin']} rad/s. Wall time {out['wall_s']:.1f} s "
+        f"({f(out['body_steps_per_s_with_diagnostics'])} body-steps/s including trajectory diagnostics).", "",
+        f"**NaN bodies: {out['overall']['nan_bodies']}** ({'pass' if out['pass_no_nan'] else 'FAIL'}).", "",
+        common.md_table(hdr, rows), "",
+        "- ΔE/step: max over bodies and steps of E_{k+1} − E_k (kinetic + potential, jc.energy); "
+        "rel. = divided by the body's scale KE_0 + m g · 0.1 m.",
+        "- Penetration: max over bodies and steps of jc.penetration (deepest vertex below the ground).",
+        "- Residual: PGS natural-map residual (m/s); 'at cap' = solves that used all 100 sweeps.",
+        "",
+    ])
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    common.select_platform(args.device)
+    out = run(args)
+    out_dir = Path(args.out_dir)
+    common.write_json(out_dir / "stress.json", out)
+    (out_dir / "stress.md").write_text(markdown(out) + "\n")
+    print(json.dumps(out, default=common._json_default) if args.json else markdown(out))
+    log(f"wrote {out_dir / 'stress.json'} and {out_dir / 'stress.md'}")
+
+
+if __name__ == "__main__":
+    main()
