@@ -1,0 +1,113 @@
+"""dacm study: generate → train → evaluate for the 3D box, the pentagon prism, the 2D box and the
+anisotropic box, through the ``jaxcontact dacm`` command line (so every number has its command).
+
+Writes benchmarks/results/dacm.json (all evaluation outputs, training reports, commands,
+timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
+
+    python benchmarks/dacm_study.py                      # full study (budgeted, see --time-limit)
+    python benchmarks/dacm_study.py --configs box --throws 30 --time-limit 5 --test-throws 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+CONFIGS = {"box": ("box", False), "pentagon": ("pentagon", False), "box2d": ("box2d", False),
+           "box_aniso": ("box", True)}
+
+
+def run(cmd, log):
+    log(" ".join(cmd))
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True)
+    sys.stderr.write(out.stderr[-3000:])
+    return out.stdout, time.perf_counter() - t0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--configs", default="box,pentagon,box2d,box_aniso")
+    p.add_argument("--throws", type=int, default=120)
+    p.add_argument("--test-throws", type=int, default=100)
+    p.add_argument("--time-limit", type=float, default=40.0, help="seconds per network")
+    p.add_argument("--work", default="/tmp/dacm_study")
+    p.add_argument("--out", default=str(RESULTS / "dacm.json"))
+    a = p.parse_args(argv)
+    log = lambda *x: print(*x, file=sys.stderr, flush=True)
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    results = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
+    py = [sys.executable, "-m", "jaxcontact.cli", "--x64", "dacm"]
+    for name in a.configs.split(","):
+        shape, aniso = CONFIGS[name]
+        data, ck = str(work / f"{name}.npz"), str(work / f"{name}_ckpt")
+        gen = py + ["generate", "--shape", shape, "--throws", str(a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else [])
+        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(a.time_limit)]
+        ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else [])
+        g_out, g_t = run(gen, log)
+        t_out, t_t = run(tr, log)
+        e_out, e_t = run(ev, log)
+        results[name] = {"commands": [" ".join(["jaxcontact"] + c[3:]) for c in (gen, tr, ev)],
+                         "data": json.loads(g_out), "train": json.loads(t_out), "evaluate": json.loads(e_out),
+                         "seconds": {"generate": round(g_t, 1), "train": round(t_t, 1), "evaluate": round(e_t, 1)}}
+        Path(a.out).write_text(json.dumps(results, indent=1))
+        write_md(results, Path(a.out).with_suffix(".md"))
+        log(f"{name} done")
+
+
+def write_md(results, path):
+    L = ["# dacm study (benchmarks/dacm_study.py)", "",
+         "Ground truth: the core Coulomb LCP law (μ = 0.18, or (0.75, 1.5) anisotropic), h = 2 ms, 800 steps.",
+         "Every number below comes from the commands listed per configuration (float64 simulation,",
+         "float32 networks, 2 shared CPU cores; training budget capped per network — see epochs).", ""]
+    L += ["## Fig. 5 — trajectory errors on fresh test throws (mean over throws)", "",
+          "| config | metric | GT mean | PDD err | dacm err |", "| --- | --- | --- | --- | --- |"]
+    for name, r in results.items():
+        tm = r["evaluate"]["trajectory"]
+        for k in ("final_position", "final_orientation", "first_impulse"):
+            L.append(f"| {name} | {k} | {tm['gt_mean'][k]:.3f} | {tm['pdd'][k]:.3f} | {tm['dacm'][k]:.3f} |")
+    L += ["", "## Fig. 3 — one-step accuracy on the test throws' GT contact instances", "",
+          "| config | patch | instances | classifier acc. | regressor R² | PDD R² | train epochs clf/reg/pdd |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, r in results.items():
+        for pt, v in r["evaluate"]["one_step"].items():
+            if not v.get("instances"):
+                continue
+            rep = r["train"].get(pt, {})
+            ep = "/".join(str(rep.get(n, {}).get("epochs_run", "-")) for n in ("classifier", "regressor", "pdd"))
+            f = lambda x: "-" if x is None else f"{x:.3f}"
+            L.append(f"| {name} | {pt} | {v['instances']} | {f(v.get('classifier_accuracy'))} | {f(v.get('regressor_r2'))} | {f(v.get('pdd_r2'))} | {ep} |")
+    for name, r in results.items():
+        a = r["evaluate"].get("anisotropic_directions")
+        if a:
+            L += ["", f"## Fig. 7 — distance travelled per direction ({name})", "",
+                  "| | " + " | ".join(f"{d:.0f}°" for d in a["directions_deg"]) + " |",
+                  "| --- |" + " --- |" * len(a["directions_deg"])]
+            for n in ("gt", "dacm", "pdd"):
+                L.append(f"| {n} | " + " | ".join(f"{x:.3f}" for x in a[n]) + " |")
+            L.append(f"| dacm rel. err | " + " | ".join(f"{x:.1%}" for x in a["dacm_relative_error"]) + " |")
+        ev = r["evaluate"].get("contact_events")
+        if ev:
+            L += ["", f"## Fig. 6 — contact event sequences ({name}, first 5 test throws)", "",
+                  "| throw | GT | dacm | PDD | dacm sim. | PDD sim. |", "| --- | --- | --- | --- | --- | --- |"]
+            for i in range(len(ev["gt"])):
+                c = lambda s: s if len(s) <= 40 else s[:37] + "…"
+                L.append(f"| {i} | {c(ev['gt'][i])} | {c(ev['dacm'][i])} | {c(ev['pdd'][i])} | {ev['dacm_similarity'][i]:.2f} | {ev['pdd_similarity'][i]:.2f} |")
+    L += ["", "## Commands and timings", ""]
+    for name, r in results.items():
+        L.append(f"- **{name}** ({r['seconds']}):")
+        L += [f"  - `{c}`" for c in r["commands"]]
+        oor = r["evaluate"]["out_of_range"]
+        L.append(f"  - out-of-training-range contact instances: {oor}")
+    path.write_text("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""``jaxcontact dacm {generate,train,evaluate}``.
+
+    jaxcontact dacm generate --shape box --throws 150 --seed 0 --out data/box.npz [--anisotropic]
+    jaxcontact dacm train --data data/box.npz --out ckpt/box [--clf-epochs N --reg-epochs N --time-limit S]
+    jaxcontact dacm evaluate --checkpoint ckpt/box --throws 100 --seed 1 --json [--anisotropic]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def _log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def run_generate(args) -> int:
+    from . import data as D
+
+    if args.throws < 1:
+        raise ValueError("--throws must be >= 1")
+    t0 = time.perf_counter()
+    d, _ = D.generate(args.shape, args.throws, args.seed, anisotropic=args.anisotropic, steps=args.steps)
+    D.save(args.out, d)
+    s = D.summary(d)
+    s["seconds"] = round(time.perf_counter() - t0, 1)
+    _log(f"wrote {args.out}")
+    print(json.dumps(s, indent=1))
+    return 0
+
+
+def run_train(args) -> int:
+    from . import data as D
+    from . import train as T
+    from .networks import HyperParams
+
+    d = D.load(args.data)
+    hp = HyperParams.paper(str(d["shape"]))
+    if args.clf_epochs or args.reg_epochs or args.hidden_scale:
+        hp = hp.scaled(args.clf_epochs, args.reg_epochs, args.hidden_scale)
+    t0 = time.perf_counter()
+    dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=args.time_limit, log=_log)
+    meta["train_seconds"] = round(time.perf_counter() - t0, 1)
+    meta["data_file"] = str(args.data)
+    T.save_checkpoint(args.out, dp, pp, meta)
+    _log(f"wrote {args.out} ({meta['train_seconds']} s)")
+    print(json.dumps(meta["report"], indent=1))
+    return 0
+
+
+def run_evaluate(args) -> int:
+    from . import evaluate as E
+    from . import train as T
+
+    if args.throws < 1:
+        raise ValueError("--throws must be >= 1")
+    dl, dp, pl, pp, meta = T.load_checkpoint(args.checkpoint)
+    t0 = time.perf_counter()
+    res, _ = E.evaluate(dl, dp, pl, pp, meta, args.throws, args.seed,
+                        anisotropic=True if args.anisotropic else None, steps=args.steps, log=_log)
+    res["seconds"] = round(time.perf_counter() - t0, 1)
+    res["checkpoint"] = str(args.checkpoint)
+    if args.json:
+        print(json.dumps(res, indent=1))
+    else:
+        tm = res["trajectory"]
+        print(f"{'metric':<20}{'GT mean':>10}{'PDD err':>10}{'dacm err':>10}")
+        for k in ("final_position", "final_orientation", "first_impulse"):
+            print(f"{k:<20}{tm['gt_mean'][k]:>10.3f}{tm['pdd'][k]:>10.3f}{tm['dacm'][k]:>10.3f}")
+        for k, v in res["one_step"].items():
+            print(k, {a: (round(b, 3) if isinstance(b, float) else b) for a, b in v.items()})
+        if "anisotropic_directions" in res:
+            a = res["anisotropic_directions"]
+            print("directions", a["directions_deg"])
+            for n in ("gt", "dacm", "pdd"):
+                print(n, [round(x, 3) for x in a[n]])
+        print("out of training range:", res["out_of_range"])
+    return 0
+
+
+def register(sub) -> None:
+    from ..simulate import SHAPES
+
+    p = sub.add_parser("dacm", help="data-augmented contact model: generate data, train, evaluate")
+    s = p.add_subparsers(dest="dacm_command", required=True)
+    g = s.add_parser("generate", help="ground-truth contact instances from Coulomb-LCP throws")
+    g.add_argument("--shape", choices=SHAPES, default="box")
+    g.add_argument("--anisotropic", action="store_true", help="mu = (0.75, 1.5) along world (x, y)")
+    g.add_argument("--throws", type=int, default=150)
+    g.add_argument("--steps", type=int, default=800)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", required=True)
+    g.set_defaults(func=run_generate)
+    t = s.add_parser("train", help="train the classifiers, regressors and the PDD baseline")
+    t.add_argument("--data", required=True)
+    t.add_argument("--out", required=True, help="checkpoint directory")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--clf-epochs", type=int, default=None, help="default: 100 (paper)")
+    t.add_argument("--reg-epochs", type=int, default=None, help="default: 1000 (paper)")
+    t.add_argument("--hidden-scale", type=float, default=None, help="scale the layer widths")
+    t.add_argument("--time-limit", type=float, default=None, help="seconds per network (stop epochs early)")
+    t.set_defaults(func=run_train)
+    e = s.add_parser("evaluate", help="GT vs dacm vs PDD on fresh test throws")
+    e.add_argument("--checkpoint", required=True)
+    e.add_argument("--throws", type=int, default=100)
+    e.add_argument("--steps", type=int, default=800)
+    e.add_argument("--seed", type=int, default=1)
+    e.add_argument("--anisotropic", action="store_true", help="add the 8-direction distances")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=run_evaluate)

@@ -1,0 +1,229 @@
+"""dacm geometry: the contact detector D, the patch frame, the learned models' inputs and labels.
+
+Everything here is a pure JAX function of one body (``vmap`` it for batches).
+
+Contact detector D (speculative patch)
+    A vertex *touches* when it is within ``tol`` of the ground at the start of the step, or
+    would be at its end under the free velocity: ``φ_i + h·min(0, v¹_n,i) ≤ tol``. At 2 ms
+    steps a box falling at 4 m/s moves 8 mm per step, so a purely positional detector would
+    let it penetrate before any patch exists; the speculative test sees the collision one step
+    ahead, as the ground-truth LCP does (its target −φ/h admits approach up to the gap).
+    The patch type is the count of touching vertices: 1 point, 2 line, ≥ 3 face (3D; a planar
+    polygon has at most a line). Centre: mean of the touching vertices projected on the ground.
+
+Patch frame
+    normal n = ground normal (world z in 3D, world y in 2D); tangents (t1, t2) =
+    ``geometry.tangent_basis(n)`` = world x, y for a flat ground (2D: t = world x); origin at
+    the patch centre c. A generalised impulse p = (P world linear, L body-frame angular) is
+    written as the wrench at c:  3D  w = (P·t1, P·t2, τ_c·n | P·n, τ_c·t1, τ_c·t2),
+    2D  w = (P·t | P·n, τ_c), with τ_c = R L − (c − x) × P the torque about c.
+    The first block is the friction impulse p_f (the paper's (p_x, p_z, m_y)), the second the
+    normal impulse p_n (the paper's (p_y, m̃_x, m̃_z)): a normal pressure on the patch only has
+    torque in the tangent plane, friction only about the normal, so the split is exact.
+    Output components used per patch type (the paper's "dimension of the controllable space"):
+    3D point: p_f = (P·t1, P·t2), p_n = (P·n); line and face: all three of each.
+    2D point: p_f = (P·t), p_n = (P·n); line: p_f = (P·t), p_n = (P·n, τ_c).
+
+Inputs (the paper's best): rotation matrix (9 / 4 entries), centre height above the ground,
+the free generalised velocity v¹ (6 / 3), the patch centre in the body frame (3 / 2), the
+velocity of the body point at the patch centre under v¹ (3 / 2, world), and the mean signed
+distance of the touching vertices (1): 23 inputs in 3D, 13 in 2D.
+
+Labels of a ground-truth contact instance (p = M(v⁺ − v¹), v¹ the engine's free velocity, so p
+is exactly the law's impulse; the issue's M(v⁺ − v) − h·g additionally contains the implicit
+gyroscopic term):
+    detach   ‖P‖ ≤ DETACH_IMPULSE (N·s; 1e-6 ≈ 1.4e-4 of one step of the box's weight),
+    static   else if every touching vertex ends the step with tangential speed ≤ STATIC_SPEED
+             and normal speed within STATIC_SPEED of its no-penetration target −φ_i/h
+             (1e-4 m/s: sticking contacts of the engine are at ≤ 1e-6 m/s — its PGS tolerance —
+             slipping ones almost all ≥ 1e-3 m/s; the gap between is nearly empty),
+    dynamic  otherwise.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from .. import geometry
+from ..rotations import perp2d
+from ..types import Body, Ground, PatchType, PlanarState
+
+STATIC, DYNAMIC, DETACH = 0, 1, 2
+MODE_NAMES = ("static", "dynamic", "detach")
+PATCH_NAMES = {1: "point", 2: "line", 3: "face"}
+
+STATIC_SPEED = 1e-4  # m/s (measured gap in the box data: sticking ≤ 1e-6, slipping mostly ≥ 1e-3)
+DETACH_IMPULSE = 1e-6  # N·s
+
+# Patch-frame wrench components per (dim, patch type): (friction indices, normal indices).
+COMPONENTS = {
+    3: {1: ((0, 1), (3,)), 2: ((0, 1, 2), (3, 4, 5)), 3: ((0, 1, 2), (3, 4, 5))},
+    2: {1: ((0,), (1,)), 2: ((0,), (1, 2))},
+}
+NF = {3: 3, 2: 1}  # friction block size of the full wrench (3D: 6 = 3 + 3, 2D: 3 = 1 + 2)
+
+
+def patch_types(dim: int) -> tuple[int, ...]:
+    return tuple(sorted(COMPONENTS[dim]))
+
+
+def num_features(dim: int) -> int:
+    return 23 if dim == 3 else 13
+
+
+@struct.dataclass
+class DPatch:
+    """Speculative patch of one body: kind (PatchType), centre (world), centre in body frame,
+    touching mask (K,), mean φ of the touching vertices, line axis (body frame, unit)."""
+
+    kind: jnp.ndarray
+    centre: jnp.ndarray
+    centre_body: jnp.ndarray
+    touching: jnp.ndarray
+    phi: jnp.ndarray
+    axis_body: jnp.ndarray
+
+
+def _normal_speeds(body: Body, ground: Ground, state, v):
+    n = geometry.unit_normal(ground)
+    jac = jax.vmap(lambda r: geometry.point_jacobian(state, r, n[None, :])[0])(body.vertices)
+    return jac @ v
+
+
+def detect_patch(body: Body, ground: Ground, state, v_free, tol: float, dt: float) -> DPatch:
+    """The speculative contact detector D (module docstring)."""
+    pts = geometry.world_points(state, body.vertices)
+    phi = geometry.signed_distance(ground, pts)
+    valid = body.vertex_mask > 0
+    vn = _normal_speeds(body, ground, state, v_free)
+    touching = valid & (phi + dt * jnp.minimum(vn, 0.0) <= tol)
+    count = jnp.sum(touching)
+    kind = jnp.minimum(count, 3 if body.dim == 3 else 2).astype(jnp.int32)
+    w = touching.astype(pts.dtype)
+    wsum = jnp.maximum(jnp.sum(w), 1.0)
+    closest = jnp.argmin(jnp.where(valid, phi, 1e6))
+    n = geometry.unit_normal(ground)
+    centre = jnp.where(count > 0, jnp.sum(w[:, None] * pts, 0) / wsum, pts[closest])
+    centre = centre - (jnp.dot(centre, n) - ground.height) * n
+    R = geometry.rotation(state)
+    centre_body = R.T @ (centre - state.pos)
+    phibar = jnp.where(count > 0, jnp.sum(w * phi) / wsum, phi[closest])
+    # Line axis: from the centre to the farthest touching vertex (body frame).
+    rel = body.vertices - centre_body
+    dist = jnp.where(touching, jnp.sum(rel**2, -1), -1.0)
+    far = rel[jnp.argmax(dist)]
+    d = body.dim
+    default = jnp.zeros(d, pts.dtype).at[0].set(1.0)
+    nrm = jnp.linalg.norm(far)
+    axis = jnp.where(nrm > 1e-9, far / jnp.maximum(nrm, 1e-12), default)
+    return DPatch(kind=kind, centre=centre, centre_body=centre_body, touching=touching, phi=phibar, axis_body=axis)
+
+
+def features(body: Body, ground: Ground, state, v_free, patch: DPatch) -> jnp.ndarray:
+    """Input vector of the learned models (module docstring), unnormalised."""
+    R = geometry.rotation(state)
+    n = geometry.unit_normal(ground)
+    height = jnp.dot(state.pos, n) - ground.height
+    d = body.dim
+    vc = geometry.point_jacobian(state, patch.centre_body, jnp.eye(d, dtype=R.dtype)) @ v_free
+    return jnp.concatenate(
+        [R.reshape(-1), height[None], v_free, patch.centre_body, vc, patch.phi[None]]
+    ).astype(v_free.dtype)
+
+
+def frame(ground: Ground, dim: int):
+    n = geometry.unit_normal(ground)
+    return n, geometry.tangent_basis(n)
+
+
+def _cross2(a, b):
+    return a[0] * b[1] - a[1] * b[0]
+
+
+def to_patch_frame(ground: Ground, state, centre, p) -> jnp.ndarray:
+    """Generalised impulse p → patch-frame wrench w (module docstring)."""
+    n, T = frame(ground, state.dim)
+    R = geometry.rotation(state)
+    r = centre - state.pos
+    if isinstance(state, PlanarState):
+        P, L = p[:2], p[2]
+        tau_c = L - _cross2(r, P)
+        return jnp.stack([P @ T[0], P @ n, tau_c])
+    P, L = p[:3], p[3:]
+    tau_c = R @ L - jnp.cross(r, P)
+    return jnp.stack([P @ T[0], P @ T[1], tau_c @ n, P @ n, tau_c @ T[0], tau_c @ T[1]])
+
+
+def from_patch_frame(ground: Ground, state, centre, w) -> jnp.ndarray:
+    """Patch-frame wrench w → generalised impulse p (the paper's T_f p_f + T_n p_n)."""
+    n, T = frame(ground, state.dim)
+    R = geometry.rotation(state)
+    r = centre - state.pos
+    if isinstance(state, PlanarState):
+        P = w[0] * T[0] + w[1] * n
+        tau = w[2] + _cross2(r, P)
+        return jnp.concatenate([P, tau[None]])
+    P = w[0] * T[0] + w[1] * T[1] + w[3] * n
+    tau_c = w[2] * n + w[4] * T[0] + w[5] * T[1]
+    return jnp.concatenate([P, R.T @ (tau_c + jnp.cross(r, P))])
+
+
+def label(body: Body, ground: Ground, state, v_new, p, patch: DPatch, dt: float) -> jnp.ndarray:
+    """static / dynamic / detach label of one ground-truth contact instance."""
+    d = body.dim
+    lin = jnp.linalg.norm(p[:d])
+    n, T = frame(ground, d)
+    pts = geometry.world_points(state, body.vertices)
+    phi = geometry.signed_distance(ground, pts)
+    dirs = jnp.concatenate([n[None], T], 0)
+    vel = jax.vmap(lambda r: geometry.point_jacobian(state, r, dirs) @ v_new)(body.vertices)  # (K, d)
+    err_n = jnp.abs(vel[:, 0] + phi / dt)
+    err_t = jnp.max(jnp.abs(vel[:, 1:]), axis=-1)
+    err = jnp.where(patch.touching, jnp.maximum(err_n, err_t), 0.0)
+    static = jnp.max(err) <= STATIC_SPEED
+    return jnp.where(lin <= DETACH_IMPULSE, DETACH, jnp.where(static, STATIC, DYNAMIC)).astype(jnp.int32)
+
+
+def perp_axes(axis: jnp.ndarray):
+    """Two unit vectors orthogonal to a unit 3-vector (and to each other)."""
+    ex = jnp.array([1.0, 0.0, 0.0], axis.dtype)
+    ey = jnp.array([0.0, 1.0, 0.0], axis.dtype)
+    a = jnp.where(jnp.abs(axis[0]) < 0.9, ex, ey)
+    a1 = a - jnp.dot(a, axis) * axis
+    a1 = a1 / jnp.linalg.norm(a1)
+    return a1, jnp.cross(axis, a1)
+
+
+def static_impulse(body: Body, ground: Ground, state, v_free, patch: DPatch, dt: float) -> jnp.ndarray:
+    """Impulse making the patch static at the end of the step, solved exactly.
+
+    Constraint rows G (static shape nv × nv, unused rows masked): the velocity of the body
+    point at the patch centre = (−φ̄/h) n (no-penetration target, 0 for a resting patch), and
+    for a line the angular velocity perpendicular to the line axis = 0, for a face (3D) / line
+    (2D) the whole angular velocity = 0. p = Gᵀλ with (G M⁻¹ Gᵀ) λ = g − G v¹: a point keeps
+    rolling freely about the contact point, a line rocks about its axis, a face is held.
+    """
+    d = body.dim
+    n, T = frame(ground, d)
+    dirs = jnp.concatenate([n[None], T], 0)
+    Gp = geometry.point_jacobian(state, patch.centre_body, dirs)  # (d, nv)
+    nv = Gp.shape[1]
+    dtype = Gp.dtype
+    if d == 3:
+        a1, a2 = perp_axes(patch.axis_body)
+        Ga = jnp.concatenate([jnp.zeros((3, 3), dtype), jnp.stack([a1, a2, patch.axis_body])], 1)
+        ang_mask = jnp.where(patch.kind == PatchType.POINT, jnp.array([0.0, 0, 0]),
+                             jnp.where(patch.kind == PatchType.LINE, jnp.array([1.0, 1, 0]), jnp.array([1.0, 1, 1])))
+    else:
+        Ga = jnp.array([[0.0, 0.0, 1.0]], dtype)
+        ang_mask = jnp.where(patch.kind == PatchType.LINE, jnp.array([1.0]), jnp.array([0.0]))
+    G = jnp.concatenate([Gp, Ga], 0)  # (nv, nv)
+    mask = jnp.concatenate([jnp.ones(d), ang_mask]).astype(dtype)
+    g = jnp.zeros(nv, dtype).at[0].set(-patch.phi / dt)
+    Minv = geometry.mass_matrix_inverse(body, state)
+    A = G @ Minv @ G.T
+    A = A * mask[:, None] * mask[None, :] + jnp.diag(1.0 - mask)
+    lam = jnp.linalg.solve(A, mask * (g - G @ v_free))
+    return G.T @ (mask * lam)

@@ -1,0 +1,224 @@
+"""The data-augmented contact law (Algorithm 1) and the purely data-driven (PDD) baseline.
+
+Both are frozen dataclasses behind the engine's contact-law signature
+``law(model, params, state, v_free) -> (impulse, ContactInfo)``; their networks and
+normalisation statistics live in ``params.law`` (a dict pytree), so ``jc.rollout`` /
+``jc.batch_rollout`` run them unchanged, jitted and vmapped.
+
+``DACMLaw`` (Algorithm 1), per body and step:
+1. the speculative contact detector D gives the patch (type, centre; ``features``);
+2. the classifier of the patch's type predicts static / dynamic / detach from the inputs;
+3. static: the patch-velocity constraint is solved exactly (``features.static_impulse``);
+   dynamic: the regressor predicts the friction wrench p_f (patch frame), v² = v¹ + M⁻¹T_f p_f,
+   then the frictionless LCP on the contact candidates gives the normal impulse
+   (``solvers.solve_lcp`` with no friction rows: projected Gauss–Seidel, implicit gradients by
+   jaxopt); detach: p = 0.
+All three branches are evaluated and one is chosen with ``jnp.where`` (no Python ``if`` on
+data), so a vmapped batch of bodies in different modes runs as one program. The networks of
+all patch types run and the patch type's output is selected the same way.
+``ContactInfo.mode`` is the predicted class (0 static, 1 dynamic, 2 detach; −1 no patch).
+
+``PDDLaw``: the regressor of the patch's type predicts the full patch-frame wrench (p_f, p_n);
+p = T w. No classifier, no constraint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import geometry
+from ..solvers import LCPSettings, RowStructure, solve_lcp
+from ..types import ContactInfo, PatchType
+from . import features as F
+from .networks import apply
+
+PATCH_KEYS = {1: "point", 2: "line", 3: "face"}
+
+
+def _normalise(stats, x):
+    return (x - stats["x_mean"]) / stats["x_std"]
+
+
+def _select(kind, values: dict, types):
+    """values[type] for the body's patch type (the first type's value when there is no patch)."""
+    out = values[types[0]]
+    for k in types[1:]:
+        out = jnp.where(kind == k, values[k], out)
+    return out
+
+
+def _pad_wrench(dim, k, y, which):
+    fi, ni = F.COMPONENTS[dim][k]
+    idx = {"f": fi, "n": ni, "fn": fi + ni}[which]
+    w = jnp.zeros(6 if dim == 3 else 3, y.dtype)
+    return w.at[jnp.asarray(idx)].set(y)
+
+
+def frictionless_lcp(model, params, state, v, solver: LCPSettings):
+    """Normal impulses (C,) and generalised impulse of the frictionless LCP on the candidates."""
+    body, ground = params.body, params.ground
+    C = model.num_contacts(body)
+    con = geometry.contact_candidates(body, ground, state, C)
+    Minv = geometry.mass_matrix_inverse(body, state)
+    Jn = con.jac[:, 0, :]
+    A = Jn @ Minv @ Jn.T
+    b = Jn @ v + con.phi / model.dt
+    b = jnp.where(con.valid, b, jnp.asarray(geometry._FAR, b.dtype))
+    sol = solve_lcp(A, b, jnp.zeros(C, b.dtype), RowStructure.contacts(C, 0), solver)
+    return sol, Jn.T @ sol.z, con.phi
+
+
+def _info(con_phi, z, patch, dim, mode, residual, iterations, tol):
+    imp = jnp.zeros((z.shape[0], dim), z.dtype).at[:, 0].set(z)
+    return ContactInfo(
+        phi=con_phi, active=con_phi <= tol, impulse=imp, patch_type=patch.kind,
+        patch_centre=patch.centre, patch_normal=jnp.zeros_like(patch.centre).at[dim - 1].set(1.0),
+        residual=residual, iterations=iterations, mode=mode,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class DACMLaw:
+    """Algorithm 1. dim: 3 or 2. clf_hidden / reg_hidden: layer widths (static: they shape the
+    Flax modules). solver: settings of the frictionless LCP."""
+
+    dim: int = 3
+    clf_hidden: tuple[int, ...] = (256, 180, 80)
+    reg_hidden: tuple[int, ...] = (512, 360, 180)
+    solver: LCPSettings = LCPSettings()
+
+    @property
+    def types(self):
+        return F.patch_types(self.dim)
+
+    def init_params(self, key=None, x_dim=None):
+        """Untrained parameters (random networks, unit normalisation) — for shapes and speed
+        measurements; ``train.train`` returns trained ones."""
+        import jax
+
+        from .networks import MLP
+
+        key = jax.random.PRNGKey(0) if key is None else key
+        nx = F.num_features(self.dim) if x_dim is None else x_dim
+        x = jnp.zeros((1, nx), jnp.float32)
+        out = {"clf": {}, "reg": {}, "norm": {}}
+        for k in self.types:
+            name = PATCH_KEYS[k]
+            key, k1, k2 = jax.random.split(key, 3)
+            nf = len(F.COMPONENTS[self.dim][k][0])
+            out["clf"][name] = MLP(self.clf_hidden, 3).init(k1, x)
+            out["reg"][name] = MLP(self.reg_hidden, nf).init(k2, x)
+            out["norm"][name] = _unit_stats(nx, nf)
+        return out
+
+    def predict(self, model, params, state, v_free):
+        """(patch, features, logits, friction wrench (full size, patch frame)) for one body."""
+        body, ground, lp = params.body, params.ground, params.law
+        patch = F.detect_patch(body, ground, state, v_free, model.patch_tol, model.dt)
+        x = F.features(body, ground, state, v_free, patch)
+        logits, pf = {}, {}
+        for k in self.types:
+            name = PATCH_KEYS[k]
+            st = lp["norm"][name]
+            xn = _normalise(st, x)
+            logits[k] = apply(self.clf_hidden, 3, lp["clf"][name], xn)
+            nf = len(F.COMPONENTS[self.dim][k][0])
+            y = apply(self.reg_hidden, nf, lp["reg"][name], xn) * st["y_std"] + st["y_mean"]
+            pf[k] = _pad_wrench(self.dim, k, y, "f")
+        return patch, x, _select(patch.kind, logits, self.types), _select(patch.kind, pf, self.types)
+
+    def __call__(self, model, params, state, v_free):
+        body, ground = params.body, params.ground
+        patch, _, logits, wf = self.predict(model, params, state, v_free)
+        cls = jnp.argmax(logits).astype(jnp.int32)
+        has = patch.kind > PatchType.NONE
+        mode = jnp.where(has, cls, -1).astype(jnp.int32)
+        # static
+        p_static = F.static_impulse(body, ground, state, v_free, patch, model.dt)
+        # dynamic: learned friction, analytical normal impulse
+        p_f = F.from_patch_frame(ground, state, patch.centre, wf)
+        Minv = geometry.mass_matrix_inverse(body, state)
+        v2 = v_free + Minv @ p_f
+        sol, p_n, phi = frictionless_lcp(model, params, state, v2, self.solver)
+        p_dyn = p_f + p_n
+        zero = jnp.zeros_like(v_free)
+        p = jnp.where(mode == F.STATIC, p_static, jnp.where(mode == F.DYNAMIC, p_dyn, zero))
+        z = jnp.where(mode == F.DYNAMIC, sol.z, 0.0)
+        info = _info(phi, z, patch, self.dim, mode, jnp.where(mode == F.DYNAMIC, sol.residual, 0.0),
+                     sol.iterations, model.patch_tol)
+        return p, info
+
+
+@dataclasses.dataclass(frozen=True)
+class PDDLaw:
+    """Purely data-driven baseline: p = T · regressor(inputs) on any non-empty patch."""
+
+    dim: int = 3
+    hidden: tuple[int, ...] = (512, 360, 180)
+
+    @property
+    def types(self):
+        return F.patch_types(self.dim)
+
+    def init_params(self, key=None):
+        import jax
+
+        from .networks import MLP
+
+        key = jax.random.PRNGKey(0) if key is None else key
+        nx = F.num_features(self.dim)
+        out = {"reg": {}, "norm": {}}
+        for k in self.types:
+            key, k1 = jax.random.split(key)
+            fi, ni = F.COMPONENTS[self.dim][k]
+            out["reg"][PATCH_KEYS[k]] = MLP(self.hidden, len(fi) + len(ni)).init(k1, jnp.zeros((1, nx), jnp.float32))
+            out["norm"][PATCH_KEYS[k]] = _unit_stats(nx, len(fi) + len(ni))
+        return out
+
+    def __call__(self, model, params, state, v_free):
+        body, ground, lp = params.body, params.ground, params.law
+        patch = F.detect_patch(body, ground, state, v_free, model.patch_tol, model.dt)
+        x = F.features(body, ground, state, v_free, patch)
+        ws = {}
+        for k in self.types:
+            name = PATCH_KEYS[k]
+            st = lp["norm"][name]
+            fi, ni = F.COMPONENTS[self.dim][k]
+            y = apply(self.hidden, len(fi) + len(ni), lp["reg"][name], _normalise(st, x)) * st["y_std"] + st["y_mean"]
+            ws[k] = _pad_wrench(self.dim, k, y, "fn")
+        w = _select(patch.kind, ws, self.types)
+        has = patch.kind > PatchType.NONE
+        p = jnp.where(has, F.from_patch_frame(ground, state, patch.centre, w), 0.0)
+        C = model.num_contacts(body)
+        con = geometry.contact_candidates(body, ground, state, C)
+        info = _info(con.phi, jnp.zeros(C, p.dtype), patch, self.dim, jnp.asarray(-1, jnp.int32),
+                     jnp.zeros((), p.dtype), jnp.zeros((), jnp.int32), model.patch_tol)
+        return p, info
+
+
+def _unit_stats(nx, ny):
+    return {
+        "x_mean": jnp.zeros(nx), "x_std": jnp.ones(nx), "x_min": -1e30 * jnp.ones(nx),
+        "x_max": 1e30 * jnp.ones(nx), "y_mean": jnp.zeros(ny), "y_std": jnp.ones(ny),
+    }
+
+
+def out_of_range(law_params, x, kind, margin: float = 0.05) -> np.ndarray:
+    """Boolean per instance: some input lies outside the training range of its patch type
+    (widened by ``margin`` × range on each side). x: (N, F) unnormalised, kind: (N,)."""
+    x = np.asarray(x)
+    kind = np.asarray(kind)
+    out = np.zeros(len(x), bool)
+    for k, name in PATCH_KEYS.items():
+        if name not in law_params["norm"]:
+            continue
+        st = law_params["norm"][name]
+        lo, hi = np.asarray(st["x_min"]), np.asarray(st["x_max"])
+        span = np.where(hi - lo < 1e29, hi - lo, 0.0)
+        m = kind == k
+        bad = np.any((x[m] < lo - margin * span) | (x[m] > hi + margin * span), axis=1)
+        out[np.where(m)[0]] = bad
+    return out

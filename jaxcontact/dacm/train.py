@@ -1,0 +1,226 @@
+"""Training of the dacm classifiers / regressors and the PDD regressors (Flax + optax), and
+checkpoints.
+
+Per patch type: the classifier (cross-entropy, 3 classes) on all instances of that type; the
+regressor (MSE on the normalised friction wrench) on the instances labelled dynamic; the PDD
+regressor (MSE on the normalised full wrench) on all instances. PDD gets 50 % more data, as in
+the paper: dacm trains on the first 2/3 of the throws of the data file, PDD on all of them.
+A held-out 10 % of each training set gives the reported validation accuracy / R².
+
+A checkpoint is a directory with ``meta.json`` (shape, dimensions, hyper-parameters, data
+summary, training report) and ``dacm.msgpack`` / ``pdd.msgpack`` (Flax-serialised law params).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import serialization
+
+from . import features as F
+from .law import PATCH_KEYS, DACMLaw, PDDLaw
+from .networks import MLP, HyperParams, NetConfig
+
+CKPT_FORMAT = "jaxcontact.dacm.checkpoint/1"
+
+
+def _stats(x, y):
+    xm, xs = x.mean(0), x.std(0)
+    xs = np.where(xs > 1e-6, xs, 1.0)
+    if y is None or len(y) == 0:
+        ym, ys = np.zeros(0 if y is None else y.shape[1]), np.ones(0 if y is None else y.shape[1])
+    else:
+        ym, ys = y.mean(0), y.std(0)
+        ys = np.where(ys > 1e-9, ys, 1.0)
+    return dict(x_mean=xm, x_std=xs, x_min=x.min(0), x_max=x.max(0), y_mean=ym, y_std=ys)
+
+
+def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float | None = None):
+    """Train one MLP; x normalised (N, F) float32; y int labels (classify) or normalised (N, out).
+    Returns (variables, report). Minibatch Adam, one jitted ``lax.scan`` per epoch."""
+    net = MLP(cfg.hidden, out, cfg.dropout)
+    key = jax.random.PRNGKey(seed)
+    key, k0 = jax.random.split(key)
+    x = jnp.asarray(x, jnp.float32)
+    y = jnp.asarray(y, jnp.int32 if task == "classify" else jnp.float32)
+    variables = net.init(k0, x[:1])
+    opt = optax.adam(cfg.lr)
+    state = opt.init(variables)
+    n = x.shape[0]
+    bs = max(1, min(cfg.batch, n))
+    nb = max(1, n // bs)
+
+    def loss_fn(v, xb, yb, k):
+        pred = net.apply(v, xb, deterministic=False, rngs={"dropout": k})
+        if task == "classify":
+            return optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
+        return jnp.mean((pred - yb) ** 2)
+
+    @jax.jit
+    def epoch(v, s, key):
+        kp, kd = jax.random.split(key)
+        perm = jax.random.permutation(kp, n)[: nb * bs].reshape(nb, bs)
+
+        def step(c, inp):
+            v, s = c
+            idx, k = inp
+            l, g = jax.value_and_grad(loss_fn)(v, x[idx], y[idx], k)
+            upd, s = opt.update(g, s, v)
+            return (optax.apply_updates(v, upd), s), l
+
+        (v, s), ls = jax.lax.scan(step, (v, s), (perm, jax.random.split(kd, nb)))
+        return v, s, ls.mean()
+
+    t0 = time.perf_counter()
+    losses = []
+    done = 0
+    for e in range(cfg.epochs):
+        key, ke = jax.random.split(key)
+        variables, state, l = epoch(variables, state, ke)
+        losses.append(float(l))
+        done = e + 1
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            break
+    rep = {"samples": int(n), "epochs_run": done, "epochs_asked": cfg.epochs,
+           "final_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 2)}
+    return variables, rep
+
+
+def predict(hidden, out, variables, xn):
+    return np.asarray(MLP(tuple(hidden), out).apply(variables, jnp.asarray(xn, jnp.float32)))
+
+
+def r2(pred, true):
+    sst = np.sum((true - true.mean(0)) ** 2)
+    return float(1.0 - np.sum((pred - true) ** 2) / sst) if sst > 0 else float("nan")
+
+
+def _split(n, seed, frac=0.1):
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    nv = int(round(frac * n)) if n >= 20 else 0
+    return perm[nv:], perm[:nv]
+
+
+def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: float | None = None,
+          log=print):
+    """Train dacm and PDD on a dataset (``data.load``). Returns (dacm params, pdd params, meta).
+
+    time_limit: seconds per network (epochs stop early when exceeded; the report says so)."""
+    dim = int(data["dim"])
+    shape = str(data["shape"])
+    hp = hp or HyperParams.paper(shape)
+    n_throws = int(data["n_throws"])
+    dacm_mask = data["throw"] < int(np.ceil(n_throws * 2 / 3))
+    dacm_law = DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden)
+    pdd_law = PDDLaw(dim, hp.pdd.hidden)
+    dp = {"clf": {}, "reg": {}, "norm": {}}
+    pp = {"reg": {}, "norm": {}}
+    report = {}
+    for i, k in enumerate(F.patch_types(dim)):
+        name = PATCH_KEYS[k]
+        fi, ni = F.COMPONENTS[dim][k]
+        rep = {}
+        # ---------- dacm
+        m = dacm_mask & (data["kind"] == k)
+        x, lab, w = data["x"][m], data["label"][m], data["wrench"][m]
+        dyn = lab == F.DYNAMIC
+        if len(x) == 0:
+            raise ValueError(f"no {name} contact instances in the data: generate more throws")
+        st = _stats(x, w[dyn][:, list(fi)] if dyn.any() else np.zeros((0, len(fi))))
+        xn = (x - st["x_mean"]) / st["x_std"]
+        tr, va = _split(len(x), seed + i)
+        v_c, r = fit(hp.classifier, xn[tr], lab[tr], 3, "classify", seed + 10 * i, time_limit)
+        if len(va):
+            r["val_accuracy"] = float(np.mean(predict(hp.classifier.hidden, 3, v_c, xn[va]).argmax(1) == lab[va]))
+        rep["classifier"] = r
+        log(f"[{shape}/{name}] classifier {r}")
+        yd = (w[dyn][:, list(fi)] - st["y_mean"]) / st["y_std"]
+        xd = xn[dyn]
+        if len(xd) == 0:
+            v_r = MLP(hp.regressor.hidden, len(fi)).init(jax.random.PRNGKey(seed), jnp.zeros((1, xn.shape[1])))
+            r = {"samples": 0, "note": "no dynamic instances: untrained"}
+        else:
+            tr, va = _split(len(xd), seed + i + 100)
+            v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, time_limit)
+            if len(va):
+                r["val_r2"] = r2(predict(hp.regressor.hidden, len(fi), v_r, xd[va]), yd[va])
+        rep["regressor"] = r
+        log(f"[{shape}/{name}] regressor {r}")
+        dp["clf"][name], dp["reg"][name] = v_c, v_r
+        dp["norm"][name] = {a: jnp.asarray(b) for a, b in st.items()}
+        # ---------- PDD (all throws = 1.5x dacm's data)
+        m = data["kind"] == k
+        x, w = data["x"][m], data["wrench"][m][:, list(fi + ni)]
+        st = _stats(x, w)
+        xn = (x - st["x_mean"]) / st["x_std"]
+        yn = (w - st["y_mean"]) / st["y_std"]
+        tr, va = _split(len(x), seed + i + 200)
+        v_p, r = fit(hp.pdd, xn[tr], yn[tr], len(fi) + len(ni), "regress", seed + 10 * i + 2, time_limit)
+        if len(va):
+            r["val_r2"] = r2(predict(hp.pdd.hidden, len(fi) + len(ni), v_p, xn[va]), yn[va])
+        rep["pdd"] = r
+        log(f"[{shape}/{name}] pdd {r}")
+        pp["reg"][name] = v_p
+        pp["norm"][name] = {a: jnp.asarray(b) for a, b in st.items()}
+        report[name] = rep
+    meta = {
+        "format": CKPT_FORMAT, "shape": shape, "dim": dim, "anisotropic": bool(data["anisotropic"]),
+        "mu": np.asarray(data["mu"]).tolist(), "hyperparams": hp.to_dict(), "seed": seed,
+        "data_throws": n_throws, "dacm_throws": int(np.ceil(n_throws * 2 / 3)),
+        "static_speed": F.STATIC_SPEED, "detach_impulse": F.DETACH_IMPULSE, "report": report,
+    }
+    return dp, pp, meta
+
+
+def laws_from_meta(meta: dict):
+    hp = HyperParams.from_dict(meta["hyperparams"])
+    dim = int(meta["dim"])
+    return DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden), PDDLaw(dim, hp.pdd.hidden)
+
+
+def save_checkpoint(path, dacm_params, pdd_params, meta) -> None:
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "meta.json").write_text(json.dumps(meta, indent=1))
+    (path / "dacm.msgpack").write_bytes(serialization.to_bytes(jax.device_get(dacm_params)))
+    (path / "pdd.msgpack").write_bytes(serialization.to_bytes(jax.device_get(pdd_params)))
+
+
+def load_checkpoint(path):
+    """(dacm law, dacm params, pdd law, pdd params, meta); ``ValueError`` on a bad checkpoint."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"dacm checkpoint directory not found: {path}")
+    for f in ("meta.json", "dacm.msgpack", "pdd.msgpack"):
+        if not (path / f).is_file():
+            raise ValueError(f"{path}: not a dacm checkpoint (missing {f})")
+    try:
+        meta = json.loads((path / "meta.json").read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}/meta.json: invalid JSON ({e})") from None
+    if meta.get("format") != CKPT_FORMAT:
+        raise ValueError(f"{path}: unsupported checkpoint format {meta.get('format')!r}, expected {CKPT_FORMAT}")
+    dl, pl = laws_from_meta(meta)
+    out = []
+    for law, f in ((dl, "dacm.msgpack"), (pl, "pdd.msgpack")):
+        template = law.init_params()
+        try:
+            params = serialization.from_bytes(template, (path / f).read_bytes())
+        except Exception as e:
+            raise ValueError(f"{path}/{f}: corrupt or does not match meta.json ({type(e).__name__}: {e})") from None
+        t_shapes = [np.shape(a) for a in jax.tree_util.tree_leaves(template)]
+        p_shapes = [np.shape(a) for a in jax.tree_util.tree_leaves(params)]
+        if t_shapes != p_shapes:
+            raise ValueError(f"{path}/{f}: array shapes do not match meta.json's networks")
+        for kp, a in jax.tree_util.tree_leaves_with_path(params):
+            if not np.all(np.isfinite(np.asarray(a))):
+                raise ValueError(f"{path}/{f}: non-finite values at {jax.tree_util.keystr(kp)}")
+        out.append(jax.tree_util.tree_map(jnp.asarray, params))
+    return dl, out[0], pl, out[1], meta

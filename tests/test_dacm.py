@@ -1,0 +1,258 @@
+"""dacm: the contact law's branches, lax-selection batching, data, checkpoints, CLI (tiny sizes)."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact import geometry
+from jaxcontact.dacm import data as D
+from jaxcontact.dacm import features as F
+from jaxcontact.dacm import train as T
+from jaxcontact.dacm.law import PATCH_KEYS, DACMLaw, PDDLaw, out_of_range
+from jaxcontact.simulate import make_body
+
+SMALL = dict(clf_hidden=(8, 8), reg_hidden=(8, 8))
+
+
+def forced(law, params, modes: dict):
+    """Law params whose classifier of patch type k always predicts modes[k] (0/1/2)."""
+    params = jax.tree_util.tree_map(lambda a: a, params)
+    for k, c in modes.items():
+        p = params["clf"][PATCH_KEYS[k]]["params"]
+        last = sorted(p, key=lambda s: int(s.split("_")[1]))[-1]
+        p[last] = {"kernel": jnp.zeros_like(p[last]["kernel"]), "bias": jnp.zeros(3).at[c].set(100.0)}
+    return params
+
+
+def small_friction(params, value=0.002):
+    """Regressors output a small constant friction wrench (an untrained one can be huge)."""
+    params = jax.tree_util.tree_map(lambda a: a, params)
+    for name, v in params["reg"].items():
+        p = v["params"]
+        last = sorted(p, key=lambda s: int(s.split("_")[1]))[-1]
+        p[last] = {"kernel": jnp.zeros_like(p[last]["kernel"]), "bias": jnp.full_like(p[last]["bias"], value)}
+    return params
+
+
+N = 30  # rollout length shared by the tests (one compilation per law and batch size)
+B = 3
+
+
+def tile(s, n=B):
+    return jax.tree_util.tree_map(lambda a: jnp.stack([a] * n), s)
+
+
+def setup(shape, modes, law_cls=DACMLaw):
+    body, C = make_body(shape)
+    law = law_cls(body.dim, **SMALL) if law_cls is DACMLaw else law_cls(body.dim, (8, 8))
+    lp = law.init_params(jax.random.PRNGKey(3))
+    if modes is not None:
+        lp = forced(law, lp, modes)
+    model = jc.Model(law=law, dt=0.002, max_contacts=C)
+    return model, jc.Params(body=body, ground=jc.Ground.flat(body.dim), law=lp)
+
+
+def resting(shape):
+    if shape == "box2d":
+        return jc.make_planar_state(pos=(0.0, 0.05))
+    return jc.make_state(pos=(0.0, 0.0, 0.05))
+
+
+@pytest.mark.parametrize("shape", ["box", "box2d"])
+def test_static_branch_keeps_resting_box_at_rest(shape):
+    dim = 2 if shape == "box2d" else 3
+    model, params = setup(shape, {k: F.STATIC for k in F.patch_types(dim)})
+    s0 = resting(shape)
+    traj, info = jc.batch_rollout(model, params, tile(s0), N, output="trajectory", with_info=True)
+    assert np.all(np.asarray(info.mode) == F.STATIC)
+    assert np.max(np.abs(np.asarray(traj.pos) - np.asarray(s0.pos))) < 1e-12
+    assert np.max(np.abs(np.asarray(traj.vel))) < 1e-12
+    assert np.max(np.abs(np.asarray(traj.omega))) < 1e-12
+
+
+def law_jit(model, params, s):
+    return _LAW_JIT(model)(params, s)
+
+
+_CACHE = {}
+
+
+def _LAW_JIT(model):
+    if model not in _CACHE:
+        _CACHE[model] = jax.jit(lambda p, s: model.law(model, p, s, jc.free_velocity(model, p, s)))
+    return _CACHE[model]
+
+
+def test_static_branch_point_patch_pins_the_contact_point():
+    model, params = setup("box", {1: F.STATIC, 2: F.STATIC, 3: F.STATIC})
+    q = jnp.array([np.cos(0.3), np.sin(0.3), np.sin(0.3) * 0.5, 0.0])
+    q = q / jnp.linalg.norm(q)
+    s = jc.make_state(pos=(0, 0, 0.2), quat=q, vel=(0.5, -0.3, -1.0), omega=(2.0, 1.0, -1.0))
+    low = np.argmin(np.asarray(geometry.world_points(s, params.body.vertices))[:, 2])
+    s = s.replace(pos=s.pos - jnp.array([0, 0, float(geometry.world_points(s, params.body.vertices)[low, 2])]))
+    v1 = jc.free_velocity(model, params, s)
+    p, info = law_jit(model, params, s)
+    assert int(info.patch_type) == 1 and int(info.mode) == F.STATIC
+    v = v1 + geometry.mass_matrix_inverse(params.body, s) @ p
+    J = geometry.point_jacobian(s, params.body.vertices[low], jnp.eye(3))
+    np.testing.assert_allclose(np.asarray(J @ v), 0.0, atol=1e-12)
+
+
+def test_detach_branch_gives_zero_impulse():
+    model, params = setup("box", {1: F.DETACH, 2: F.DETACH, 3: F.DETACH})
+    s = jc.make_state(pos=(0, 0, 0.0505), vel=(0.3, 0.0, 0.2))
+    p, info = law_jit(model, params, s)
+    assert int(info.mode) == F.DETACH and int(info.patch_type) == 3
+    assert np.all(np.asarray(p) == 0.0)
+
+
+def test_dynamic_branch_normal_impulse_nonnegative_and_nonpenetrating():
+    model, params = setup("box", {1: F.DYNAMIC, 2: F.DYNAMIC, 3: F.DYNAMIC})
+    params = params.replace(law=small_friction(params.law))
+    from jaxcontact.states import random_throws
+
+    states = random_throws(jax.random.PRNGKey(0), B)
+    # drop each throw so its lowest vertex is 1 mm above the ground, falling fast
+    pts = jax.vmap(lambda s: geometry.world_points(s, params.body.vertices))(states)
+    states = states.replace(pos=states.pos.at[:, 2].add(-pts[..., 2].min(1) + 1e-3),
+                            vel=states.vel.at[:, 2].set(-3.0))
+    traj, info = jc.batch_rollout(model, params, states, N, output="trajectory", with_info=True)
+    assert np.all(np.asarray(info.impulse[..., 0]) >= 0.0)
+    modes = np.asarray(info.mode)
+    assert np.all((modes == F.DYNAMIC) | (modes == -1)) and np.any(modes == F.DYNAMIC)
+    pts = jax.vmap(jax.vmap(lambda s: geometry.world_points(s, params.body.vertices)))(traj)
+    # non-penetration of the velocity-level LCP holds to first order in h: the residual
+    # penetration is the rotation's second-order term (the Coulomb LCP law has the same)
+    assert float(pts[..., 2].min()) > -1e-4
+
+
+def test_lax_selection_batch_of_mixed_modes_equals_per_body():
+    # point → static, line → dynamic, face → detach; one state of each patch type
+    model, params = setup("box", {1: F.STATIC, 2: F.DYNAMIC, 3: F.DETACH})
+    params = params.replace(law=small_friction(params.law))
+    body = params.body
+    th = 0.4
+    q_line = jnp.array([np.cos(th / 2), np.sin(th / 2), 0, 0])
+    q_pt = jnp.array([0.88, 0.3, 0.35, 0.1])
+    q_pt = q_pt / jnp.linalg.norm(q_pt)
+    sts = []
+    for q, v in ((q_pt, (0.4, 0.1, -0.5)), (q_line, (0.5, 0.0, -0.3)), (jnp.array([1.0, 0, 0, 0]), (0.2, 0.1, 0.0))):
+        s = jc.make_state(quat=q, vel=v, omega=(0.5, -1.0, 0.3))
+        zmin = float(geometry.world_points(s, body.vertices)[:, 2].min())
+        sts.append(s.replace(pos=jnp.array([0.0, 0.0, -zmin])))
+    batch = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *sts)
+    f = lambda s: law_jit(model, params, s)
+    pb, ib = jax.jit(jax.vmap(lambda s: model.law(model, params, s, jc.free_velocity(model, params, s))))(batch)
+    assert list(np.asarray(ib.patch_type)) == [1, 2, 3]
+    assert list(np.asarray(ib.mode)) == [F.STATIC, F.DYNAMIC, F.DETACH]
+    for i, s in enumerate(sts):
+        p, info = f(s)
+        np.testing.assert_allclose(np.asarray(pb[i]), np.asarray(p), rtol=1e-10, atol=1e-13)
+        assert int(info.mode) == int(ib.mode[i])
+    # the same through a jitted batched rollout
+    tb, info = jc.batch_rollout(model, params, batch, N, output="trajectory", with_info=True)
+    for i, s in enumerate(sts):
+        ts = tile(s)
+        ti, _ = jc.batch_rollout(model, params, ts, N, output="trajectory", with_info=True)
+        np.testing.assert_allclose(np.asarray(tb.pos[i]), np.asarray(ti.pos[0]), atol=1e-12)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_patch_frame_round_trip(dim):
+    key = jax.random.PRNGKey(dim)
+    from jaxcontact.states import random_throws
+
+    s = jax.tree_util.tree_map(lambda a: a[0], random_throws(key, 1, planar=dim == 2))
+    g = jc.Ground.flat(dim)
+    c = jnp.asarray(np.random.default_rng(0).normal(size=dim))
+    p = jnp.asarray(np.random.default_rng(1).normal(size=3 if dim == 2 else 6))
+    w = F.to_patch_frame(g, s, c, p)
+    np.testing.assert_allclose(np.asarray(F.from_patch_frame(g, s, c, w)), np.asarray(p), atol=1e-12)
+
+
+def test_pdd_law_runs_and_is_zero_without_patch():
+    model, params = setup("box", None, PDDLaw)
+    s = jc.make_state(pos=(0, 0, 0.5))
+    p, info = law_jit(model, params, s)
+    assert int(info.patch_type) == 0 and np.all(np.asarray(p) == 0)
+
+
+def test_bad_data_and_checkpoints_raise_clear_errors(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a dacm data file"):
+        D.load(bad)
+    np.savez(tmp_path / "x.npz", x=np.zeros((3, 23)))
+    with pytest.raises(ValueError, match="missing arrays"):
+        D.load(tmp_path / "x.npz")
+    with pytest.raises(FileNotFoundError):
+        D.load(tmp_path / "nope.npz")
+    with pytest.raises(FileNotFoundError):
+        T.load_checkpoint(tmp_path / "nockpt")
+    (tmp_path / "ck").mkdir()
+    with pytest.raises(ValueError, match="missing meta.json"):
+        T.load_checkpoint(tmp_path / "ck")
+    with pytest.raises(ValueError, match="shape must be one of"):
+        D.ground_truth_setup("sphere")
+    with pytest.raises(ValueError, match="3D shape"):
+        D.ground_truth_setup("box2d", anisotropic=True)
+
+
+def test_out_of_range_inputs_are_flagged():
+    law = DACMLaw(3, **SMALL)
+    lp = law.init_params()
+    for name in lp["norm"]:
+        lp["norm"][name]["x_min"] = jnp.zeros(23)
+        lp["norm"][name]["x_max"] = jnp.ones(23)
+    x = np.full((3, 23), 0.5)
+    x[1, 4] = 2.0
+    assert list(out_of_range(lp, x, np.array([1, 2, 3]))) == [False, True, False]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from jaxcontact.cli import main
+
+    d = tmp_path_factory.mktemp("dacm")
+    data, ck = str(d / "box.npz"), str(d / "ck")
+    assert main(["dacm", "generate", "--shape", "box", "--throws", "5", "--steps", "250", "--seed", "0", "--out", data]) == 0
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "3", "--reg-epochs", "3",
+                 "--hidden-scale", "0.05"]) == 0
+    return d, data, ck
+
+
+def test_cli_end_to_end_tiny(tiny_run, capsys):
+    from jaxcontact.cli import main
+
+    d, data, ck = tiny_run
+    loaded = D.load(data)
+    s = D.summary(loaded)
+    assert s["instances"] > 0 and set(np.unique(loaded["kind"])) == {1, 2, 3}
+    capsys.readouterr()
+    assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "2", "--steps", "150", "--seed", "5", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    tm = res["trajectory"]
+    for k in ("final_position", "final_orientation", "first_impulse"):
+        assert tm["gt_mean"][k] >= 0 and np.isfinite(tm["dacm"][k])
+    assert set(res["one_step"]) == {"point", "line", "face"}
+    assert "out_of_range" in res and "contact_events" in res
+    # bad checkpoint: corrupt weights
+    (d / "ck" / "pdd.msgpack").write_bytes(b"garbage")
+    assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "1"]) == 2
+
+
+def test_extracted_impulses_match_ground_truth_step(tiny_run):
+    """p = M(v⁺ − v¹) of an instance reproduces the recorded next velocity; labels consistent."""
+    _, data, _ = tiny_run
+    d = D.load(data)
+    lin = np.linalg.norm(d["impulse"][:, :3], axis=1)
+    assert np.all(lin[d["label"] == F.DETACH] <= F.DETACH_IMPULSE)
+    assert np.all(lin[d["label"] != F.DETACH] > F.DETACH_IMPULSE)
+    # the normal force is repulsive
+    assert np.all(d["wrench"][:, 3] >= -1e-9)
+    # a point patch has no torsional friction about its centre
+    assert np.max(np.abs(d["wrench"][d["kind"] == 1][:, 2])) < 1e-9
