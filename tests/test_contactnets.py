@@ -1,0 +1,211 @@
+"""ContactNets: QP optimality, zero loss at the true geometry, gradients vs finite differences,
+the learned-geometry law against CoulombLCP, metrics, CLI end to end, bad inputs."""
+
+import json
+
+import jax
+import jax.flatten_util
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact.contactnets import (
+    ContactFunctions,
+    ContactNetsLaw,
+    LossConfig,
+    batch_loss,
+    init_polytope,
+    load_tosses,
+    transition_loss,
+    true_polytope,
+)
+from jaxcontact.contactnets.data import TossData
+from jaxcontact.contactnets.evaluate import metrics
+from jaxcontact.solvers import QPSettings, solve_qp
+
+VERTS = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
+G, DT, MASS, INERTIA, MU = 187.2, 1 / 148, 0.37, 0.295, 0.3
+
+
+def _body():
+    return jc.Body(mass=jnp.asarray(MASS), inertia=INERTIA * jnp.eye(3), vertices=jnp.asarray(VERTS),
+                   vertex_mask=jnp.ones(8))
+
+
+@pytest.fixture(scope="module")
+def sim():
+    """Noise-free tosses from the core engine (Coulomb LCP, μ = 0.3, no restitution)."""
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-12, max_iter=500, regularization=1e-10))
+    model = jc.Model(law=law, dt=DT, gravity=G, max_contacts=8)
+    params = jc.Params(body=_body(), ground=jc.Ground.flat(), law=law.init_params(mu=MU))
+    q = jc.rotations.quat_normalize(jnp.array([1.0, 0.3, 0.2, 0.1]))
+    s0 = jc.make_state(pos=[0, 0, 2.2], quat=q, vel=[3.0, 1.0, -2.0], omega=[2.0, -3.0, 1.0])
+    traj = np.asarray(jc.rollout(model, params, s0, 50).to_array())
+    assert traj[:, 2].min() < np.sqrt(3.0)  # it reaches the ground
+    return model, params, traj
+
+
+def test_qp_solution_satisfies_kkt():
+    rng = np.random.default_rng(0)
+    n, m = 6, 9
+    A = rng.normal(size=(n, n))
+    Q = A @ A.T + 0.1 * np.eye(n)
+    c = rng.normal(size=n)
+    Gm = rng.normal(size=(m, n))
+    h = rng.uniform(-0.5, 1.0, size=m)
+    h = np.where(np.arange(m) < 3, np.abs(h) + 0.1, h)  # feasible at x = 0 for some rows
+    x0 = np.linalg.lstsq(Gm, np.minimum(h, 0) - 1.0, rcond=None)[0]  # make sure it is feasible
+    h = np.maximum(h, Gm @ x0 + 0.1)
+    sol = solve_qp(jnp.asarray(Q), jnp.asarray(c), jnp.asarray(Gm), jnp.asarray(h),
+                   QPSettings(tol=1e-10, max_iter=20000, linear_solver="lu"))
+    x, y = np.asarray(sol.x), np.asarray(sol.dual)
+    slack = h - Gm @ x
+    assert slack.min() > -1e-6  # primal feasible
+    assert y.min() > -1e-6  # dual feasible
+    assert np.max(np.abs(y * slack)) < 1e-6  # complementarity
+    assert np.max(np.abs(Q @ x + c + Gm.T @ y)) < 1e-5  # stationarity
+    assert np.any(y > 1e-3)  # some constraint active: a real test of the inequality handling
+
+
+def test_loss_zero_for_true_geometry_on_engine_data(sim):
+    model, params, traj = sim
+    fns = ContactFunctions("polytope")
+    cfg = LossConfig(qp=QPSettings(tol=1e-10, max_iter=20000))
+    xs, xns = jnp.asarray(traj[:-1]), jnp.asarray(traj[1:])
+    f = jax.jit(jax.vmap(lambda th, a, b: transition_loss(fns, th, model, params.body, a, b, cfg)[0],
+                         in_axes=(None, 0, 0)))
+    true = np.asarray(f(true_polytope(VERTS, MU), xs, xns))
+    noisy = np.asarray(f(init_polytope(jax.random.PRNGKey(1), VERTS, MU), xs, xns))
+    # zero up to the O(h²) linearisation of φ over a step (φ(q') of a rotating contact vertex)
+    assert true.max() < 1e-3 * noisy.max(), (true.max(), noisy.max())
+    assert true.mean() < 1e-5 and noisy.mean() > 1e3 * true.mean()
+    assert np.sum(true < 1e-12) >= 5  # free-flight steps: exactly 0
+    # regularisers vanish at the true geometry
+    from jaxcontact.contactnets import regularizers
+
+    r1, r2 = regularizers(fns, true_polytope(VERTS, MU), xs[0])
+    assert float(r1) < 1e-20 and float(r2) < 1e-20
+
+
+def test_loss_gradient_matches_finite_differences(sim):
+    model, params, traj = sim
+    fns = ContactFunctions("polytope")
+    cfg = LossConfig(qp=QPSettings(tol=1e-11, max_iter=30000, linear_solver="lu"))
+    phi_low = traj[:, 2] < np.sqrt(3.0) + 0.3
+    idx = np.flatnonzero(phi_low[:-1])[:4]  # transitions near/in contact
+    xs, xns = jnp.asarray(traj[idx]), jnp.asarray(traj[idx + 1])
+    th0 = init_polytope(jax.random.PRNGKey(3), VERTS, MU, noise=0.1)
+    flat, unravel = jax.flatten_util.ravel_pytree(th0)
+    L = jax.jit(lambda p: batch_loss(fns, unravel(p), model, params.body, xs, xns, cfg)[0])
+    g = np.asarray(jax.grad(L)(flat))
+    assert np.linalg.norm(g) > 1e-3
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        d = rng.normal(size=flat.shape)
+        d /= np.linalg.norm(d)
+        eps = 1e-5
+        fd = (float(L(flat + eps * d)) - float(L(flat - eps * d))) / (2 * eps)
+        assert abs(fd - g @ d) <= 2e-3 * max(1.0, abs(fd)), (fd, g @ d)
+
+
+def test_contactnets_law_with_true_geometry_reproduces_coulomb_lcp(sim):
+    model, params, traj = sim
+    law = ContactNetsLaw(solver=model.law.solver)
+    m2 = jc.Model(law=law, dt=DT, gravity=G, max_contacts=None)
+    p2 = jc.Params(body=params.body, ground=jc.Ground.flat(), law=true_polytope(VERTS, MU))
+    traj2 = np.asarray(jc.rollout(m2, p2, jc.State.from_array(jnp.asarray(traj[0])), len(traj) - 1).to_array())
+    assert np.max(np.abs(traj2[:, :3] - traj[:, :3])) < 1e-6
+
+
+def _toss_file(tmp_path, traj, n=3, name="tiny.npz"):
+    states = [traj[i * 4:] for i in range(n)]  # overlapping tosses from the simulation
+    d = TossData(states=states, dt=DT, gravity=G, mass=MASS, inertia=INERTIA * np.eye(3), vertices=VERTS,
+                 toss_ids=np.arange(n), mu_nominal=MU)
+    p = tmp_path / name
+    d.save(p)
+    return p
+
+
+def test_metrics_trivial_cases(sim, tmp_path):
+    _, _, traj = sim
+    d = load_tosses(_toss_file(tmp_path, traj))
+    true, _ = d.padded()
+    m = metrics(true.copy(), d)
+    assert m["pos_error"] == 0 and m["rot_error_deg"] < 1e-5 and m["n_tosses"] == 3
+    shifted = true.copy()
+    shifted[..., 0] += 0.1
+    assert np.isclose(metrics(shifted, d)["pos_error"], 0.1 / 2.0)  # width 2 half-widths
+    sunk = true.copy()
+    sunk[..., 2] = 0.9  # a face 0.1 below the table, no rotation
+    sunk[..., 3:7] = [1, 0, 0, 0]
+    assert np.isclose(metrics(sunk, d)["penetration"], 0.05)
+    rot = true.copy()
+    rot[..., 3:7] = [np.cos(np.pi / 8), 0, 0, np.sin(np.pi / 8)]  # 45° about z
+    true_id = true.copy()
+    true_id[..., 3:7] = [1, 0, 0, 0]
+    d.states = [s.copy() for s in d.states]
+    for s in d.states:
+        s[:, 3:7] = [1, 0, 0, 0]
+    assert np.isclose(metrics(rot, d)["rot_error_deg"], 45.0)
+
+
+def test_cli_train_and_evaluate_end_to_end(sim, tmp_path, capsys):
+    from jaxcontact.cli import main
+
+    _, _, traj = sim
+    f = _toss_file(tmp_path, traj)
+    for variant in ("polytope", "e2e"):
+        out = tmp_path / variant
+        rc = main(["contactnets", "train", "--variant", variant, "--data", str(f), "--tosses", "3", "--seed", "0",
+                   "--out", str(out), "--max-steps", "2", "--batch-size", "16", "--no-progress"])
+        assert rc == 0
+        capsys.readouterr()
+        rc = main(["contactnets", "evaluate", "--checkpoint", str(out), "--data", str(f), "--json"])
+        assert rc == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["n_tosses"] == 3 and res["variant"] == variant
+        for k in ("pos_error", "rot_error_deg", "penetration"):
+            assert np.isfinite(res[k]) and res[k] >= 0
+    # a corrupt checkpoint is refused, never silently loaded
+    blob = (tmp_path / "polytope" / "params.msgpack").read_bytes()
+    (tmp_path / "polytope" / "params.msgpack").write_bytes(blob[:-3] + b"abc")
+    assert main(["contactnets", "evaluate", "--checkpoint", str(tmp_path / "polytope"), "--data", str(f)]) == 2
+    assert "corrupt" in capsys.readouterr().err
+    # a mismatched checkpoint (e2e meta claiming polytope parameters) is refused
+    meta = json.loads((tmp_path / "e2e" / "meta.json").read_text())
+    meta["variant"] = "polytope"
+    (tmp_path / "e2e" / "meta.json").write_text(json.dumps(meta))
+    assert main(["contactnets", "evaluate", "--checkpoint", str(tmp_path / "e2e"), "--data", str(f)]) == 2
+    assert "do not match" in capsys.readouterr().err
+
+
+def test_bad_toss_files_raise_clear_errors(sim, tmp_path):
+    _, _, traj = sim
+    good = dict(np.load(_toss_file(tmp_path, traj)))
+
+    def write(**change):
+        d = {k: v for k, v in {**good, **change}.items() if v is not None}
+        p = tmp_path / "bad.npz"
+        np.savez(p, **d)
+        return p
+
+    with pytest.raises(ValueError, match="missing keys"):
+        load_tosses(write(gravity=None))
+    with pytest.raises(ValueError, match="13"):
+        load_tosses(write(states=good["states"][:, :12]))
+    s = good["states"].copy()
+    s[5, 8] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        load_tosses(write(states=s))
+    L = good["lengths"].copy()
+    L[0], L[1] = 1, L[1] + L[0] - 1
+    with pytest.raises(ValueError, match="at least 2"):
+        load_tosses(write(lengths=L))
+    with pytest.raises(FileNotFoundError):
+        load_tosses(tmp_path / "nope.npz")
+
+
+def test_bundled_subset_loads():
+    d = load_tosses()
+    assert d.n_tosses >= 16 and np.isclose(d.dt, 1 / 148) and np.isclose(d.width, 2.0)
