@@ -15,6 +15,7 @@ SUBCOMMAND_MODULES = [
     "jaxcontact.simulate",
     "jaxcontact.dacm.cli",
     "jaxcontact.impacts.cli",
+    "jaxcontact.contactnets.cli",
 ]
 
 
