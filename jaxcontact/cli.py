@@ -13,6 +13,7 @@ import sys
 # Modules that expose ``register(subparsers: argparse._SubParsersAction) -> None``.
 SUBCOMMAND_MODULES = [
     "jaxcontact.simulate",
+    "jaxcontact.sysid.cli",
     "jaxcontact.dacm.cli",
     "jaxcontact.impacts.cli",
     "jaxcontact.contactnets.cli",

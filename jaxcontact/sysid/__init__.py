@@ -1,0 +1,18 @@
+"""System identification by differentiating rollouts (issue 10).
+
+Fit any differentiable subset of the physical parameters — friction (isotropic or anisotropic),
+restitution, mass and inertia, ground normal and height, body vertices — to observed
+trajectories by minimising a short-window (multiple-shooting) trajectory loss through
+``jaxcontact.rollout``: Levenberg–Marquardt on the residuals with JAX Jacobians, optax Adam, or
+scipy Nelder–Mead as the derivative-free baseline. See docs/sysid.md.
+"""
+
+from .core import METHODS, FitResult, Problem, default_params, errors, fit, within_tolerance
+from .data import Trajectories, check_trajectories, load, save
+from .optim import FitError
+from .params import NAMES, ParamSpec, canonical
+
+__all__ = [
+    "METHODS", "NAMES", "FitError", "FitResult", "ParamSpec", "Problem", "Trajectories", "canonical",
+    "check_trajectories", "default_params", "errors", "fit", "load", "save", "within_tolerance",
+]
