@@ -32,6 +32,43 @@ class CoulombParams:
     restitution: jnp.ndarray
 
 
+@struct.dataclass
+class ContactProblem:
+    """The velocity-level contact problem of one body, shared by the LCP-based laws.
+
+    contacts: the selected candidates (``geometry.Contacts``); J: (C·d, nv) stacked Jacobian rows
+    (normal, tangents per contact); A: J M⁻¹ Jᵀ; free_velocity: (C, d) J v_free per contact;
+    vn_pre: (C,) normal velocity before the step; target: (C,) −φ/h, the no-penetration target.
+    """
+
+    contacts: geometry.Contacts
+    J: jnp.ndarray
+    A: jnp.ndarray
+    free_velocity: jnp.ndarray
+    vn_pre: jnp.ndarray
+    target: jnp.ndarray
+    num_contacts: int = struct.field(pytree_node=False)
+
+
+def contact_problem(model, params: Params, state: AnyState, v_free) -> ContactProblem:
+    """Candidates, Jacobians and Delassus matrix for ``params.body`` against ``params.ground``."""
+    body = params.body
+    C = model.num_contacts(body)
+    con = geometry.contact_candidates(body, params.ground, state, C)
+    d = state.dim
+    Minv = geometry.mass_matrix_inverse(body, state)
+    J = con.jac.reshape(C * d, -1)  # rows (n, t1[, t2]) per contact
+    return ContactProblem(
+        contacts=con,
+        J=J,
+        A=J @ Minv @ J.T,
+        free_velocity=(J @ v_free).reshape(C, d),
+        vn_pre=con.jac[:, 0, :] @ state.generalized_velocity(),
+        target=-con.phi / model.dt,
+        num_contacts=C,
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class CoulombLCP:
     """Hard contact with Coulomb friction solved as an LCP.
@@ -52,24 +89,19 @@ class CoulombLCP:
 
     def __call__(self, model, params: Params, state: AnyState, v_free):
         body, ground, lp = params.body, params.ground, params.law
-        h = model.dt
-        C = model.num_contacts(body)
-        con = geometry.contact_candidates(body, ground, state, C)
-        d = state.dim
+        prob = contact_problem(model, params, state, v_free)
+        con, J, C, d = prob.contacts, prob.J, prob.num_contacts, state.dim
         nt = d - 1
-        Minv = geometry.mass_matrix_inverse(body, state)
-        J = con.jac.reshape(C * d, -1)  # rows (n, t1[, t2]) per contact
-        A = J @ Minv @ J.T
-        v_pre = state.generalized_velocity()
-
-        vn_pre = con.jac[:, 0, :] @ v_pre
-        target = -con.phi / h
         eps = jnp.clip(lp.restitution, 0.0, 1.0)
-        bounce = (vn_pre < -self.restitution_threshold) & (con.phi <= model.patch_tol) & (eps > 0)
-        target = jnp.where(bounce, jnp.maximum(target, -eps * vn_pre), target)
-        b = (J @ v_free).reshape(C, d)
-        b = b.at[:, 0].add(-target)
+        # Newton restitution for contacts that close within this step at the pre-step speed
+        closing = (prob.vn_pre < -self.restitution_threshold) & (
+            con.phi + model.dt * prob.vn_pre <= model.patch_tol
+        )
+        bounce = closing & (eps > 0)
+        target = jnp.where(bounce, jnp.maximum(prob.target, -eps * prob.vn_pre), prob.target)
+        b = prob.free_velocity.at[:, 0].add(-target)
         b = jnp.where(con.valid[:, None], b, jnp.asarray(geometry._FAR, b.dtype))
+        A = prob.A
         mu = jnp.broadcast_to(lp.mu[:nt], (C, nt))
         coupling = jnp.concatenate([jnp.zeros((C, 1), mu.dtype), mu], axis=1)
 

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from .. import geometry
 from ..types import AnyState, ContactInfo, Params
-from .coulomb import CoulombLCP, CoulombParams
+from .coulomb import CoulombLCP, CoulombParams, contact_problem
 
 
 def _sr(x, k):
@@ -64,28 +64,23 @@ class SmoothedCoulomb:
     def __call__(self, model, params: Params, state: AnyState, v_free):
         body, ground, lp = params.body, params.ground, params.law
         h = model.dt
-        C = model.num_contacts(body)
-        con = geometry.contact_candidates(body, ground, state, C)
-        d = state.dim
+        prob = contact_problem(model, params, state, v_free)
+        con, J, C, d = prob.contacts, prob.J, prob.num_contacts, state.dim
         nt = d - 1
-        Minv = geometry.mass_matrix_inverse(body, state)
-        J = con.jac.reshape(C * d, -1)
-        A = J @ Minv @ J.T
-        diag = jnp.diagonal(A)
-        A = A + jnp.diag(self.regularization * diag)
-        v_pre = state.generalized_velocity()
-        vn_pre = con.jac[:, 0, :] @ v_pre
-        target = -con.phi / h
+        diag = jnp.diagonal(prob.A)
+        A = prob.A + jnp.diag(self.regularization * diag)
+        vn_pre, target = prob.vn_pre, prob.target
         eps = jnp.clip(lp.restitution, 0.0, 1.0)
-        # The hard law's bounce switch (approaching faster than the threshold and within patch_tol)
+        # The hard law's bounce switch (approaching faster than the threshold and closing within
+        # the step: φ + h·v_n ≤ patch_tol)
         # is blended too, over √κ in velocity and h√κ in distance, so ε and the ground height do
         # not see a jump when an impact moves across a time step.
         sk = jnp.sqrt(self.kappa)
         w_v = jax.nn.sigmoid((-self.restitution_threshold - vn_pre) / sk)
-        w_d = jax.nn.sigmoid((model.patch_tol - con.phi) / (h * sk))
+        w_d = jax.nn.sigmoid((model.patch_tol - (con.phi + h * vn_pre)) / (h * sk))
         bounce = w_v * w_d * (eps > 0)
         target = target + bounce * jnp.maximum(-eps * vn_pre - target, 0.0)
-        b = (J @ v_free).reshape(C, d).at[:, 0].add(-target).reshape(-1)
+        b = prob.free_velocity.at[:, 0].add(-target).reshape(-1)
         valid = jnp.repeat(con.valid, d)
         mu = jnp.broadcast_to(lp.mu[:nt], (C, nt))
         is_fric = jnp.tile(jnp.arange(d) > 0, C)
