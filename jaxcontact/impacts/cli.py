@@ -74,18 +74,3 @@ def register(subparsers) -> None:
     e.add_argument("--no-published", action="store_true",
                    help="skip the comparison with the published model impulses")
     e.set_defaults(func=_evaluate)
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="jaxcontact")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        print(f"jaxcontact: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
