@@ -159,6 +159,21 @@ class ContactInfo:
     iterations: jnp.ndarray
     mode: jnp.ndarray
 
+    @staticmethod
+    def from_patch(phi, active, impulse, patch, residual, iterations, mode=-1) -> "ContactInfo":
+        """Info from a ``geometry.Patch`` and a solver's residual/iterations."""
+        return ContactInfo(
+            phi=phi,
+            active=active,
+            impulse=impulse,
+            patch_type=patch.kind,
+            patch_centre=patch.centre,
+            patch_normal=patch.normal,
+            residual=jnp.asarray(residual),
+            iterations=jnp.asarray(iterations, jnp.int32),
+            mode=jnp.asarray(mode, jnp.int32),
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class Model:

@@ -44,16 +44,8 @@ class ContactNetsLaw:
         pts = state.pos + poly.vertices @ R.T
         ground = Ground(normal=poly.normal, height=jnp.zeros((), A.dtype))
         patch = geometry.patch_from_points(pts, phi, jnp.ones(C, bool), ground, model.patch_tol)
-        info = ContactInfo(
-            phi=phi,
-            active=phi <= model.patch_tol,
-            impulse=sol.z.reshape(C, 3),
-            patch_type=patch.kind,
-            patch_centre=patch.centre,
-            patch_normal=patch.normal,
-            residual=sol.residual,
-            iterations=sol.iterations,
-            mode=jnp.asarray(-1, jnp.int32),
+        info = ContactInfo.from_patch(
+            phi, phi <= model.patch_tol, sol.z.reshape(C, 3), patch, sol.residual, sol.iterations
         )
         return Jf.T @ sol.z, info
 

@@ -112,15 +112,6 @@ class CoulombLCP:
         patch = geometry.patch_from_points(
             con.all_points, con.all_phi, body.vertex_mask > 0, ground, model.patch_tol
         )
-        info = ContactInfo(
-            phi=con.phi,
-            active=con.valid & (con.phi <= model.patch_tol),
-            impulse=z,
-            patch_type=patch.kind,
-            patch_centre=patch.centre,
-            patch_normal=patch.normal,
-            residual=sol.residual,
-            iterations=sol.iterations,
-            mode=jnp.asarray(-1, jnp.int32),
-        )
+        active = con.valid & (con.phi <= model.patch_tol)
+        info = ContactInfo.from_patch(con.phi, active, z, patch, sol.residual, sol.iterations)
         return impulse, info
