@@ -19,8 +19,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-CONFIGS = {"box": ("box", False), "pentagon": ("pentagon", False), "box2d": ("box2d", False),
-           "box_aniso": ("box", True)}
+# name: (shape, anisotropic, extra train arguments, training throws (None: --throws))
+# "*_plus" = our improvement: friction-ratio target, resting steps subsampled, twice the throws.
+PLUS = ["--friction-target", "ratio", "--max-rest-per-throw", "20"]
+PLUS_EVAL = ["--dissipative"]  # law setting of the *_plus configurations (no retraining)
+CONFIGS = {"box": ("box", False, [], None), "pentagon": ("pentagon", False, [], None),
+           "box2d": ("box2d", False, [], None), "box_aniso": ("box", True, [], None),
+           "box_plus": ("box", False, PLUS, 200), "pentagon_plus": ("pentagon", False, PLUS, 200),
+           "box2d_plus": ("box2d", False, PLUS, 200), "box_aniso_plus": ("box", True, PLUS, 200)}
 
 
 def run(cmd, log):
@@ -39,6 +45,8 @@ def main(argv=None):
     p.add_argument("--time-limit", type=float, default=40.0, help="seconds per network")
     p.add_argument("--work", default="/tmp/dacm_study")
     p.add_argument("--out", default=str(RESULTS / "dacm.json"))
+    p.add_argument("--evaluate-only", action="store_true",
+                   help="re-run only the evaluation of configurations already in --out (checkpoints kept in --work)")
     a = p.parse_args(argv)
     log = lambda *x: print(*x, file=sys.stderr, flush=True)
     work = Path(a.work)
@@ -46,17 +54,23 @@ def main(argv=None):
     results = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
     py = [sys.executable, "-m", "jaxcontact.cli", "--x64", "dacm"]
     for name in a.configs.split(","):
-        shape, aniso = CONFIGS[name]
+        shape, aniso, extra, n_train = CONFIGS[name]
         data, ck = str(work / f"{name}.npz"), str(work / f"{name}_ckpt")
-        gen = py + ["generate", "--shape", shape, "--throws", str(a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else [])
-        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(a.time_limit)]
-        ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else [])
-        g_out, g_t = run(gen, log)
-        t_out, t_t = run(tr, log)
-        e_out, e_t = run(ev, log)
-        results[name] = {"commands": [" ".join(["jaxcontact"] + c[3:]) for c in (gen, tr, ev)],
-                         "data": json.loads(g_out), "train": json.loads(t_out), "evaluate": json.loads(e_out),
-                         "seconds": {"generate": round(g_t, 1), "train": round(t_t, 1), "evaluate": round(e_t, 1)}}
+        gen = py + ["generate", "--shape", shape, "--throws", str(n_train or a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else [])
+        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(a.time_limit)] + extra
+        ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else []) + (PLUS_EVAL if name.endswith("_plus") else [])
+        if a.evaluate_only:
+            e_out, e_t = run(ev, log)
+            results[name]["evaluate"] = json.loads(e_out)
+            results[name]["seconds"]["evaluate"] = round(e_t, 1)
+            results[name]["commands"][2] = " ".join(["jaxcontact"] + ev[3:])
+        else:
+            g_out, g_t = run(gen, log)
+            t_out, t_t = run(tr, log)
+            e_out, e_t = run(ev, log)
+            results[name] = {"commands": [" ".join(["jaxcontact"] + c[3:]) for c in (gen, tr, ev)],
+                             "data": json.loads(g_out), "train": json.loads(t_out), "evaluate": json.loads(e_out),
+                             "seconds": {"generate": round(g_t, 1), "train": round(t_t, 1), "evaluate": round(e_t, 1)}}
         Path(a.out).write_text(json.dumps(results, indent=1))
         write_md(results, Path(a.out).with_suffix(".md"))
         log(f"{name} done")

@@ -130,6 +130,21 @@ def test_dynamic_branch_normal_impulse_nonnegative_and_nonpenetrating():
     assert float(pts[..., 2].min()) > -1e-4
 
 
+def test_dissipative_setting_never_lets_learned_friction_add_energy():
+    import dataclasses
+
+    model, params = setup("box", {1: F.DYNAMIC, 2: F.DYNAMIC, 3: F.DYNAMIC})
+    params = params.replace(law=small_friction(params.law, value=0.5))  # absurdly large friction
+    model = dataclasses.replace(model, law=dataclasses.replace(model.law, dissipative=True))
+    s = jc.make_state(pos=(0, 0, 0.05), vel=(0.4, -0.2, 0.0), omega=(0.0, 0.0, 1.0))
+    v1 = jc.free_velocity(model, params, s)
+    p, info = law_jit(model, params, s)
+    assert int(info.mode) == F.DYNAMIC
+    M = geometry.mass_matrix(params.body, s)
+    v = v1 + jnp.linalg.solve(M, p)
+    assert float(v @ M @ v) <= float(v1 @ M @ v1) + 1e-12
+
+
 def test_lax_selection_batch_of_mixed_modes_equals_per_body():
     # point → static, line → dynamic, face → detach; one state of each patch type
     model, params = setup("box", {1: F.STATIC, 2: F.DYNAMIC, 3: F.DETACH})
@@ -202,6 +217,25 @@ def test_bad_data_and_checkpoints_raise_clear_errors(tmp_path):
         D.ground_truth_setup("box2d", anisotropic=True)
 
 
+def test_rest_subsampling_keeps_motion_and_caps_resting_steps():
+    n = 80
+    x = np.zeros((n, 23))
+    x[:, 19:22] = 0.001  # patch velocity ~ 0: resting
+    x[60:, 19] = 0.5  # sliding
+    data = {"dim": np.array(3), "x": x, "kind": np.full(n, 3), "label": np.zeros(n, int),
+            "throw": np.r_[np.zeros(50, int), np.ones(30, int)]}
+    keep = T.subsample_rest(data, 10)
+    assert keep[60:].all()  # sliding instances all kept
+    assert 8 <= keep[:50].sum() <= 10 and keep[50:60].sum() == 10
+
+
+def test_bad_law_settings_raise():
+    with pytest.raises(ValueError, match="friction_target"):
+        DACMLaw(3, friction_target="relative")
+    with pytest.raises(ValueError, match="dim"):
+        DACMLaw(4)
+
+
 def test_out_of_range_inputs_are_flagged():
     law = DACMLaw(3, **SMALL)
     lp = law.init_params()
@@ -221,7 +255,7 @@ def tiny_run(tmp_path_factory):
     data, ck = str(d / "box.npz"), str(d / "ck")
     assert main(["dacm", "generate", "--shape", "box", "--throws", "5", "--steps", "250", "--seed", "0", "--out", data]) == 0
     assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "3", "--reg-epochs", "3",
-                 "--hidden-scale", "0.05"]) == 0
+                 "--hidden-scale", "0.05", "--friction-target", "ratio", "--max-rest-per-throw", "10"]) == 0
     return d, data, ck
 
 
@@ -240,6 +274,8 @@ def test_cli_end_to_end_tiny(tiny_run, capsys):
         assert tm["gt_mean"][k] >= 0 and np.isfinite(tm["dacm"][k])
     assert set(res["one_step"]) == {"point", "line", "face"}
     assert "out_of_range" in res and "contact_events" in res
+    meta = json.loads((d / "ck" / "meta.json").read_text())
+    assert meta["friction_target"] == "ratio" and meta["instances_used"] <= len(loaded["x"])
     # bad checkpoint: corrupt weights
     (d / "ck" / "pdd.msgpack").write_bytes(b"garbage")
     assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "1"]) == 2

@@ -42,7 +42,8 @@ def run_train(args) -> int:
     if args.clf_epochs or args.reg_epochs or args.hidden_scale:
         hp = hp.scaled(args.clf_epochs, args.reg_epochs, args.hidden_scale)
     t0 = time.perf_counter()
-    dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=args.time_limit, log=_log)
+    dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=args.time_limit, log=_log,
+                           friction_target=args.friction_target, max_rest_per_throw=args.max_rest_per_throw)
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta["data_file"] = str(args.data)
     T.save_checkpoint(args.out, dp, pp, meta)
@@ -60,7 +61,8 @@ def run_evaluate(args) -> int:
     dl, dp, pl, pp, meta = T.load_checkpoint(args.checkpoint)
     t0 = time.perf_counter()
     res, _ = E.evaluate(dl, dp, pl, pp, meta, args.throws, args.seed,
-                        anisotropic=True if args.anisotropic else None, steps=args.steps, log=_log)
+                        anisotropic=True if args.anisotropic else None, steps=args.steps, log=_log,
+                        dissipative=args.dissipative)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["checkpoint"] = str(args.checkpoint)
     if args.json:
@@ -102,6 +104,10 @@ def register(sub) -> None:
     t.add_argument("--reg-epochs", type=int, default=None, help="default: 1000 (paper)")
     t.add_argument("--hidden-scale", type=float, default=None, help="scale the layer widths")
     t.add_argument("--time-limit", type=float, default=None, help="seconds per network (stop epochs early)")
+    t.add_argument("--friction-target", choices=("absolute", "ratio"), default="absolute",
+                   help="absolute: p_f (paper); ratio: p_f / p_n0 of the frictionless LCP (improvement)")
+    t.add_argument("--max-rest-per-throw", type=int, default=None,
+                   help="keep at most this many resting instances per throw (default: all)")
     t.set_defaults(func=run_train)
     e = s.add_parser("evaluate", help="GT vs dacm vs PDD on fresh test throws")
     e.add_argument("--checkpoint", required=True)
@@ -110,4 +116,6 @@ def register(sub) -> None:
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--anisotropic", action="store_true", help="add the 8-direction distances")
     e.add_argument("--json", action="store_true")
+    e.add_argument("--dissipative", action="store_true",
+                   help="scale the learned friction so it adds no kinetic energy (improvement)")
     e.set_defaults(func=run_evaluate)

@@ -48,7 +48,7 @@ def throws(shape: str, n: int, seed: int):
     return random_throws(jax.random.PRNGKey(seed), n, planar=shape == "box2d")
 
 
-def simulate(model, params, states, steps: int, chunk: int = 200):
+def simulate(model, params, states, steps: int, chunk: int = 400):
     """Trajectories (batched state pytree, (B, steps+1, …)) in chunks of ``chunk`` steps."""
     out = [jax.tree_util.tree_map(lambda x: x[:, None], states)]
     done = 0
@@ -74,8 +74,9 @@ def _instances(model, params, s0, s1):
     p = M @ (v_new - v1)
     w = F.to_patch_frame(ground, s0, patch.centre, p)
     lab = F.label(body, ground, s0, v_new, p, patch, model.dt)
+    pn0 = F.reference_normal_impulse(model, params, s0, v1)
     return dict(x=x, kind=patch.kind, label=lab, wrench=w, impulse=p, centre=patch.centre,
-                touching=patch.touching)
+                touching=patch.touching, pn0=pn0)
 
 
 def extract(model, params, traj) -> dict:

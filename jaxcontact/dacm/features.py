@@ -227,3 +227,21 @@ def static_impulse(body: Body, ground: Ground, state, v_free, patch: DPatch, dt:
     A = A * mask[:, None] * mask[None, :] + jnp.diag(1.0 - mask)
     lam = jnp.linalg.solve(A, mask * (g - G @ v_free))
     return G.T @ (mask * lam)
+
+
+RATIO_FLOOR = 1e-4  # N·s, floor of the reference normal impulse (≈ 1.4 % of one step of the box's weight)
+
+
+def reference_normal_impulse(model, params, state, v_free, solver=None):
+    """Normal impulse P·n of the frictionless LCP at the free velocity (≥ 0): the scale by which
+    the "ratio" friction target divides p_f (dacm improvement, see docs/dacm.md)."""
+    from ..solvers import LCPSettings
+    from .law import frictionless_lcp
+
+    _, p, _ = frictionless_lcp(model, params, state, v_free, solver or LCPSettings())
+    n = geometry.unit_normal(params.ground)
+    return jnp.dot(p[: state.dim], n)
+
+
+def friction_scale(pn0):
+    return jnp.maximum(pn0, RATIO_FLOOR)

@@ -18,6 +18,16 @@ data), so a vmapped batch of bodies in different modes runs as one program. The 
 all patch types run and the patch type's output is selected the same way.
 ``ContactInfo.mode`` is the predicted class (0 static, 1 dynamic, 2 detach; −1 no patch).
 
+Improvement over the paper (``friction_target="ratio"``): the regressor predicts p_f divided
+by the reference normal impulse p_n⁰ of the frictionless LCP at v¹ (an extra small LCP solve),
+i.e. a friction *ratio* (≈ μ·direction when sliding) instead of an impulse spanning three
+orders of magnitude between resting sliding and impacts.
+
+Second improvement (``dissipative=True``, a law setting, no retraining): the predicted friction
+impulse is scaled by the largest α ∈ [0, 1] for which it adds no kinetic energy to v¹, so a
+regressor error can never accelerate the body (the Coulomb ground truth violates this bound in
+0.6 % of its dynamic instances — 6 % of point patches — measured on the 100-throw box data).
+
 ``PDDLaw``: the regressor of the patch's type predicts the full patch-frame wrench (p_f, p_n);
 p = T w. No classifier, no constraint.
 """
@@ -89,6 +99,14 @@ class DACMLaw:
     clf_hidden: tuple[int, ...] = (256, 180, 80)
     reg_hidden: tuple[int, ...] = (512, 360, 180)
     solver: LCPSettings = LCPSettings()
+    friction_target: str = "absolute"
+    dissipative: bool = False
+
+    def __post_init__(self):
+        if self.friction_target not in ("absolute", "ratio"):
+            raise ValueError(f"friction_target must be 'absolute' or 'ratio', got {self.friction_target!r}")
+        if self.dim not in (2, 3):
+            raise ValueError(f"dim must be 2 or 3, got {self.dim}")
 
     @property
     def types(self):
@@ -128,7 +146,10 @@ class DACMLaw:
             nf = len(F.COMPONENTS[self.dim][k][0])
             y = apply(self.reg_hidden, nf, lp["reg"][name], xn) * st["y_std"] + st["y_mean"]
             pf[k] = _pad_wrench(self.dim, k, y, "f")
-        return patch, x, _select(patch.kind, logits, self.types), _select(patch.kind, pf, self.types)
+        wf = _select(patch.kind, pf, self.types)
+        if self.friction_target == "ratio":
+            wf = wf * F.friction_scale(F.reference_normal_impulse(model, params, state, v_free, self.solver))
+        return patch, x, _select(patch.kind, logits, self.types), wf
 
     def __call__(self, model, params, state, v_free):
         body, ground = params.body, params.ground
@@ -141,6 +162,13 @@ class DACMLaw:
         # dynamic: learned friction, analytical normal impulse
         p_f = F.from_patch_frame(ground, state, patch.centre, wf)
         Minv = geometry.mass_matrix_inverse(body, state)
+        if self.dissipative:
+            # scale p_f by α ∈ [0, 1] so that it adds no kinetic energy to v¹:
+            # KE(v¹ + αM⁻¹p_f) ≤ KE(v¹)  ⇔  α ≤ −2 v¹·p_f / (p_fᵀM⁻¹p_f)
+            vq = jnp.dot(v_free, p_f)
+            qq = p_f @ Minv @ p_f
+            alpha = jnp.clip(-2.0 * vq / jnp.maximum(qq, jnp.finfo(qq.dtype).tiny), 0.0, 1.0)
+            p_f = jnp.where(qq > 0, alpha, 1.0) * p_f
         v2 = v_free + Minv @ p_f
         sol, p_n, phi = frictionless_lcp(model, params, state, v2, self.solver)
         p_dyn = p_f + p_n

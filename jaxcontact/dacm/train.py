@@ -108,18 +108,38 @@ def _split(n, seed, frac=0.1):
     return perm[nv:], perm[:nv]
 
 
+def subsample_rest(data: dict, max_per_throw: int) -> np.ndarray:
+    """Mask keeping at most ``max_per_throw`` instances per throw of a body resting on a face
+    (3D) / line (2D) — labelled static with a free patch velocity below 0.05 m/s (the resting
+    steps, hundreds per throw, nearly identical) — and every other instance."""
+    dim = int(data["dim"])
+    full = 3 if dim == 3 else 2
+    vc = data["x"][:, -1 - dim:-1]
+    rest = (data["kind"] == full) & (data["label"] == F.STATIC) & (np.linalg.norm(vc, axis=1) < 0.05)
+    keep = ~rest
+    for t in np.unique(data["throw"][rest]):
+        idx = np.where(rest & (data["throw"] == t))[0]
+        keep[idx[:: max(1, int(np.ceil(len(idx) / max_per_throw)))]] = True
+    return keep
+
+
 def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: float | None = None,
-          log=print):
+          log=print, friction_target: str = "absolute", max_rest_per_throw: int | None = None):
     """Train dacm and PDD on a dataset (``data.load``). Returns (dacm params, pdd params, meta).
 
-    time_limit: seconds per network (epochs stop early when exceeded; the report says so)."""
+    time_limit: seconds per network (epochs stop early when exceeded; the report says so).
+    friction_target: "absolute" (the paper: p_f) or "ratio" (p_f / p_n⁰, see ``law``).
+    max_rest_per_throw: keep at most this many resting instances per throw (None: all)."""
     dim = int(data["dim"])
+    if friction_target == "ratio" and "pn0" not in data:
+        raise ValueError("friction_target='ratio' needs data with 'pn0' (regenerate with this version)")
+    if max_rest_per_throw is not None:
+        keep = subsample_rest(data, max_rest_per_throw)
+        data = {k: (v[keep] if isinstance(v, np.ndarray) and v.shape[:1] == keep.shape else v) for k, v in data.items()}
     shape = str(data["shape"])
     hp = hp or HyperParams.paper(shape)
     n_throws = int(data["n_throws"])
     dacm_mask = data["throw"] < int(np.ceil(n_throws * 2 / 3))
-    dacm_law = DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden)
-    pdd_law = PDDLaw(dim, hp.pdd.hidden)
     dp = {"clf": {}, "reg": {}, "norm": {}}
     pp = {"reg": {}, "norm": {}}
     report = {}
@@ -129,7 +149,9 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         rep = {}
         # ---------- dacm
         m = dacm_mask & (data["kind"] == k)
-        x, lab, w = data["x"][m], data["label"][m], data["wrench"][m]
+        x, lab, w = data["x"][m], data["label"][m], data["wrench"][m].copy()
+        if friction_target == "ratio":
+            w[:, : F.NF[dim]] /= np.maximum(data["pn0"][m], F.RATIO_FLOOR)[:, None]
         dyn = lab == F.DYNAMIC
         if len(x) == 0:
             raise ValueError(f"no {name} contact instances in the data: generate more throws")
@@ -175,6 +197,8 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         "mu": np.asarray(data["mu"]).tolist(), "hyperparams": hp.to_dict(), "seed": seed,
         "data_throws": n_throws, "dacm_throws": int(np.ceil(n_throws * 2 / 3)),
         "static_speed": F.STATIC_SPEED, "detach_impulse": F.DETACH_IMPULSE, "report": report,
+        "friction_target": friction_target, "max_rest_per_throw": max_rest_per_throw,
+        "instances_used": int(len(data["x"])),
     }
     return dp, pp, meta
 
@@ -182,7 +206,8 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
 def laws_from_meta(meta: dict):
     hp = HyperParams.from_dict(meta["hyperparams"])
     dim = int(meta["dim"])
-    return DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden), PDDLaw(dim, hp.pdd.hidden)
+    return (DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden, friction_target=meta.get("friction_target", "absolute")),
+            PDDLaw(dim, hp.pdd.hidden))
 
 
 def save_checkpoint(path, dacm_params, pdd_params, meta) -> None:
