@@ -87,43 +87,80 @@ def test_load_toss_and_simulate_formats(tmp_path, small_data):
         sysid.load(toss)
 
 
-# ---- recovery --------------------------------------------------------------------------------
-def test_lm_recovers_friction_and_height_exactly(small_data):
-    """Small case (2 throws, known vertices and restitution): LM on the hard law from 22% / 23%
-    off recovers μ and the ground height to round-off (well inside 1% and 0.002)."""
-    p0 = syn.start_params()
-    p0 = p0.replace(body=p0.body.replace(vertices=jnp.asarray(small_data.truth["vertices"])),
-                    law=p0.law.replace(mu=jnp.array([0.33, 0.33]), restitution=jnp.asarray(0.1)),
-                    ground=p0.ground.replace(height=jnp.asarray(0.010)))
-    prob = sysid.Problem.build(small_data, "mu,ground", p0, window=5, substeps=5)
-    res = sysid.fit(prob, "lm", max_iter=30)
-    errs = sysid.errors(res.values, small_data.truth)
-    assert sysid.within_tolerance(errs), errs
-    assert errs["mu"]["rel"] < 1e-6 and errs["ground"]["abs"] < 1e-8, errs
-    assert res.loss < 1e-20 < prob.loss(prob.x0())
-    assert res.rollouts > 0 and res.history[-1]["loss"] <= res.history[0]["loss"]
-
-
 # ---- gradients -------------------------------------------------------------------------------
-def test_smoothed_law_tends_to_hard_law_and_differentiates_both_ways():
+def test_smoothed_law_tends_to_hard_law_and_is_differentiable():
     body = jc.shapes.box(0.1, 0.37)
-    s0 = jc.make_state(pos=[0, 0, 0.12], quat=np.array([0.95, 0.3, 0.0, 0.1]) / np.linalg.norm([0.95, 0.3, 0.0, 0.1]), vel=[1.0, 0.0, -1.0], omega=[0.0, 3.0, 0.0])
+    q = np.array([0.95, 0.3, 0.0, 0.1])
+    s0 = jc.make_state(pos=[0, 0, 0.07], quat=q / np.linalg.norm(q), vel=[1.0, 0.0, -1.0], omega=[0.0, 3.0, 0.0])
     hard = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-12, max_iter=300))
 
     def final(law, mu=0.3):
         m = jc.Model(law=law, dt=0.002, max_contacts=4)
         p = jc.Params(body=body, ground=jc.Ground.flat(), law=law.init_params(mu, 0.2))
-        return jc.rollout(m, p, s0, 150, output="final").pos
+        return jc.rollout(m, p, s0, 60, output="final").pos
 
     ref = np.asarray(final(hard))
-    gaps = [float(np.abs(np.asarray(final(SmoothedCoulomb(k))) - ref).max()) for k in (1e-2, 1e-4, 1e-6)]
-    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-3, gaps  # metres, after two impacts
-    law = SmoothedCoulomb(1e-4)
+    gaps = [float(np.abs(np.asarray(final(SmoothedCoulomb(k))) - ref).max()) for k in (1e-3, 1e-6)]
+    assert gaps[0] > 10 * gaps[1] and gaps[1] < 1e-4, gaps  # metres, through a tumbling impact
+    law = SmoothedCoulomb(1e-3)
     f = lambda mu: final(law, mu)[0]
-    gr, gf = float(jax.grad(f)(0.3)), float(jax.jacfwd(f)(0.3))
-    assert np.isfinite(gr) and abs(gr - gf) < 1e-9 * max(1.0, abs(gr)), (gr, gf)
+    gr = float(jax.grad(f)(0.3))
+    fd = (float(f(0.3 + 1e-6)) - float(f(0.3 - 1e-6))) / 2e-6
+    assert np.isfinite(gr) and abs(gr) > 1e-3 and abs(gr - fd) < 1e-5 * abs(gr), (gr, fd)
     with pytest.raises(ValueError, match="kappa must be positive"):
         SmoothedCoulomb(0.0)
+
+
+def _modes(model, params, traj, info):
+    """Per-step contact modes of a rollout: the active set, the contacts with a positive normal
+    impulse, the saturated (slipping) friction rows, and the restitution switch (the vertex
+    approaches faster than the threshold and closes within the step) of every vertex."""
+    z = np.asarray(info.impulse)
+    mu = float(np.asarray(params.law.mu)[0])
+    push = z[..., 0] > 1e-9
+    slip = push[..., None] & (np.abs(np.abs(z[..., 1:]) - mu * z[..., :1]) <= 1e-6 * mu * z[..., :1])
+    V = np.asarray(params.body.vertices)
+    R = np.asarray(jax.vmap(jc.rotations.quat_to_mat)(traj.quat[:-1]))
+    r_w = np.einsum("tij,kj->tki", R, V)
+    w_w = np.einsum("tij,tj->ti", R, np.asarray(traj.omega[:-1]))
+    vn = np.asarray(traj.vel[:-1])[:, None, 2] + np.cross(w_w[:, None, :], r_w)[..., 2]
+    phi = np.asarray(traj.pos[:-1])[:, None, 2] + r_w[..., 2] - float(params.ground.height)
+    closing = (vn < -model.law.restitution_threshold) & (phi + model.dt * vn <= model.patch_tol)
+    return np.asarray(info.active), push, slip, closing
+
+
+def test_gradient_through_800_steps_matches_central_differences():
+    """jax.grad of a trajectory loss through an 800-step rollout (a box dropped flat, spinning
+    about the vertical and sliding: an impact with bounces, sliding, sticking to rest) matches
+    central differences to 1e-3 relative in μ, ε and the ground height, where the mode
+    sequence (active sets, stick/slip, bounce switch) is verified identical at ±δ."""
+    body = jc.shapes.box(0.1, 0.37)
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-13, max_iter=500))
+    model = jc.Model(law=law, dt=0.002, max_contacts=4)
+    s0 = jc.make_state(pos=[0, 0, 0.08], vel=[0.8, 0.3, -0.5], omega=[0, 0, 6.0])
+    params = lambda x: jc.Params(body=body, ground=jc.Ground.flat(3, x[2]), law=law.init_params(x[0], x[1]))
+    run = lambda x: jc.rollout(model, params(x), s0, 800, with_info=True)
+
+    def loss(x):
+        tr = run(x)[0]
+        return jnp.sum(tr.pos[::10] ** 2) + jnp.sum(tr.quat[::10, 3] ** 2)
+
+    x = jnp.array([0.3, 0.2, 0.01])
+    g = np.asarray(jax.grad(loss)(x))
+    assert np.all(np.isfinite(g))
+    tr, info = run(x)
+    base = _modes(model, params(x), tr, info)
+    assert base[1].any(axis=1).sum() > 600 and base[2].any() and base[3].any()  # contact, slip, bounces
+    assert not base[2][-100:].any() and float(jnp.abs(tr.vel[-1]).max()) < 1e-6  # sticks at rest
+    for i, d in enumerate([1e-6, 1e-6, 1e-7]):
+        e = jnp.zeros(3).at[i].set(d)
+        for xp in (x + e, x - e):
+            m = _modes(model, params(xp), *run(xp))
+            for a, b, what in zip(base, m, ("active set", "impulse support", "stick/slip", "bounce")):
+                assert np.array_equal(a, b), f"parameter {i}: {what} changes under the perturbation"
+        fd = (float(loss(x + e)) - float(loss(x - e))) / (2 * d)
+        assert abs(g[i] - fd) <= 1e-3 * abs(fd), (i, g[i], fd)
+        assert abs(fd) > 1e-2  # a real sensitivity, not two zeros agreeing
 
 
 # ---- NaN during fitting: clear error, best parameters kept -------------------------------------
@@ -156,17 +193,28 @@ def test_nan_loss_raises_and_keeps_best(method):
         assert best.loss < f(x0)  # progress made before the NaN is kept
 
 
-# ---- command line ----------------------------------------------------------------------------
-def test_cli_sysid_on_a_synthetic_file_reports_values_loss_and_errors(tmp_path, capsys, small_data):
-    path = sysid.save(tmp_path / "syn.npz", small_data)
+# ---- recovery through the command line ------------------------------------------------------
+def test_cli_recovers_friction_restitution_and_height_on_a_tiny_case(tmp_path, capsys, small_data):
+    """Tiny case (2 throws; the file states the true vertices): ``jaxcontact sysid --data`` (LM on
+    the hard law) from μ 22%, ε 30% and the ground 1.5 mm off recovers all three to round-off,
+    far inside 1% and 0.002. The start is *above* the true ground: below it every landing is a
+    bounce whose target velocity −ε v⁻ does not depend on the height, so the loss is piecewise
+    constant there (docs/sysid.md)."""
+    import dataclasses
+
+    data = dataclasses.replace(small_data, vertices=small_data.truth["vertices"])
+    path = sysid.save(tmp_path / "syn.npz", data)
     png = tmp_path / "fit.png"
-    rc = main(["sysid", "--data", str(path), "--params", "mu,ground", "--init", "mu=0.3,restitution=0.1,ground=0.011",
-               "--window", "5", "--substeps", "5", "--max-iter", "8", "--json", "--no-progress", "--plot", str(png)])
+    rc = main(["sysid", "--data", str(path), "--params", "mu,restitution,ground",
+               "--init", "mu=0.33,restitution=0.13,ground=0.0145", "--window", "5", "--substeps", "5",
+               "--max-iter", "30", "--json", "--no-progress", "--plot", str(png)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
-    assert set(out["values"]) == {"mu", "ground"} and out["loss"] >= 0
-    # vertices are the file's nominal cube (the truth is 10% off), so the fit is close, not exact
-    assert out["errors"]["mu"]["rel"] < 0.3 and out["errors"]["ground"]["abs"] < 0.01
+    assert set(out["values"]) == {"mu", "restitution", "ground"}
+    errs = out["errors"]
+    assert sysid.within_tolerance(errs), errs
+    assert errs["mu"]["rel"] < 1e-6 and errs["restitution"]["rel"] < 1e-6 and errs["ground"]["abs"] < 1e-8, errs
+    assert out["loss"] < 1e-20 and out["rollouts"] > 0
     assert png.stat().st_size > 1000
     rc = main(["sysid", "--data", str(path), "--params", "mu,elasticity", "--no-progress"])
     assert rc == 2 and "unknown parameter 'elasticity'" in capsys.readouterr().err
@@ -179,11 +227,11 @@ def test_real_cube_tosses_fit_is_finite_and_decreases_the_loss(shared_dir):
     path = shared_dir / "data" / "cube_tosses" / "tosses.npz"
     if not path.exists():
         pytest.skip(f"shared cube tosses not found at {path} (set JAXCONTACT_SHARED)")
-    data = sysid.load(path).subset(range(4))
+    data = sysid.load(path).subset(range(1))
     law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-9, max_iter=200))
     p0 = sysid.default_params(data, law)
     p0 = p0.replace(law=law.init_params(0.5, 0.5))
     prob = sysid.Problem.build(data, "mu,restitution,ground", p0, window=4, substeps=4)
-    res = sysid.fit(prob, "lm", max_iter=6)
+    res = sysid.fit(prob, "adam", max_iter=3, lr=0.05)  # optax path; LM is covered above
     assert np.isfinite(res.loss) and res.loss < prob.loss(prob.x0())
     assert res.values["mu"] >= 0 and 0 <= res.values["restitution"] <= 1
