@@ -120,7 +120,7 @@ def _run_synthetic(args, log) -> dict:
         from .plots import plot_history
 
         hist = [(f"{'+'.join(s['names']) if len(s['names']) < 4 else 'all'} k={s['kappa']}", h)
-                for s, h in zip(rec["stages"], rec.get("histories", []))]
+                for s, h in zip([s for s in rec["stages"] if "kappa" in s], rec.get("histories", []))]
         if hist:
             out["plot"] = plot_history(hist, args.plot, truth=_jsonable(data.truth))
     return out
