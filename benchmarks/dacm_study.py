@@ -114,6 +114,13 @@ def write_md(results, path):
             for i in range(len(ev["gt"])):
                 c = lambda s: s if len(s) <= 40 else s[:37] + "…"
                 L.append(f"| {i} | {c(ev['gt'][i])} | {c(ev['dacm'][i])} | {c(ev['pdd'][i])} | {ev['dacm_similarity'][i]:.2f} | {ev['pdd_similarity'][i]:.2f} |")
+    nd = {k: r for k, r in results.items() if "evaluate_without_dissipative" in r}
+    if nd:
+        L += ["", "## *_plus checkpoints evaluated without the dissipative friction setting", "",
+              "| config | final position err | final orientation err | first impulse err | command |", "| --- | --- | --- | --- | --- |"]
+        for name, r in nd.items():
+            t = r["evaluate_without_dissipative"]["trajectory"]["dacm"]
+            L.append(f"| {name} | {t['final_position']:.3f} | {t['final_orientation']:.3f} | {t['first_impulse']:.3f} | `{r['evaluate_without_dissipative']['command']}` |")
     L += ["", "## Commands and timings", ""]
     for name, r in results.items():
         L.append(f"- **{name}** ({r['seconds']}):")

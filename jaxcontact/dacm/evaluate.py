@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -42,16 +43,25 @@ def learned_setup(gt_model, gt_params, law, law_params):
     return model, Params(body=gt_params.body, ground=gt_params.ground, law=law_params)
 
 
-def _impulses(model, params, traj):
-    """Linear contact impulse per step (B, T, d) from consecutive states."""
-    def one(s0, s1):
-        v1 = free_velocity(model, params, s0)
-        return geometry.mass_matrix(params.body, s0) @ (s1.generalized_velocity() - v1)
+@partial(jax.jit, static_argnames=("model",))
+def _impulses_jit(model, params, s0, s1):
+    def one(a, b):
+        v1 = free_velocity(model, params, a)
+        return geometry.mass_matrix(params.body, a) @ (b.generalized_velocity() - v1)
 
-    f = jax.jit(jax.vmap(jax.vmap(one)))
+    return jax.vmap(jax.vmap(one))(s0, s1)
+
+
+def _impulses(model, params, traj):
+    """Contact impulse per step (B, T, nv) from consecutive states: M(v⁺ − v¹)."""
     s0 = jax.tree_util.tree_map(lambda a: a[:, :-1], traj)
     s1 = jax.tree_util.tree_map(lambda a: a[:, 1:], traj)
-    return np.asarray(f(s0, s1))
+    return np.asarray(_impulses_jit(model, params, s0, s1))
+
+
+@partial(jax.jit, static_argnames=("tol",))
+def _touching(params, traj, tol):
+    return jax.vmap(jax.vmap(lambda s: geometry.contact_patch(params.body, params.ground, s, tol).touching))(traj)
 
 
 def _first_impulse(p, dim):
@@ -180,8 +190,7 @@ def box_symbols(vertices: np.ndarray):
 def contact_events(params, traj, tol: float = 1e-3) -> list[str]:
     """Event sequence per throw (box only): symbols of the touching feature, repeats merged."""
     edge_sym, faces = box_symbols(np.asarray(params.body.vertices))
-    touch = np.asarray(jax.jit(jax.vmap(jax.vmap(
-        lambda s: geometry.contact_patch(params.body, params.ground, s, tol).touching)))(traj))
+    touch = np.asarray(_touching(params, traj, tol))
     seqs = []
     for b in range(touch.shape[0]):
         out = []

@@ -87,9 +87,14 @@ class DPatch:
 
 
 def _normal_speeds(body: Body, ground: Ground, state, v):
+    """Normal velocity of every vertex under generalised velocity v, in closed form (O(K) FLOPs):
+    3D n·(v + R(ω × r)) = n·v + r·((Rᵀn) × ω); 2D n·(v + θ̇ perp(R r))."""
     n = geometry.unit_normal(ground)
-    jac = jax.vmap(lambda r: geometry.point_jacobian(state, r, n[None, :])[0])(body.vertices)
-    return jac @ v
+    R = geometry.rotation(state)
+    d = body.dim
+    if d == 2:
+        return v[:2] @ n + v[2] * (perp2d(body.vertices @ R.T) @ n)
+    return v[:3] @ n + body.vertices @ jnp.cross(R.T @ n, v[3:])
 
 
 def detect_patch(body: Body, ground: Ground, state, v_free, tol: float, dt: float) -> DPatch:
