@@ -13,10 +13,10 @@ import sys
 # Modules that expose ``register(subparsers: argparse._SubParsersAction) -> None``.
 SUBCOMMAND_MODULES = [
     "jaxcontact.simulate",
-    "jaxcontact.sysid.cli",
+    "jaxcontact.contactnets.cli",
     "jaxcontact.dacm.cli",
     "jaxcontact.impacts.cli",
-    "jaxcontact.contactnets.cli",
+    "jaxcontact.sysid.cli",
 ]
 
 
