@@ -439,6 +439,8 @@ def run(args, save=lambda out: None):
 
 
 def markdown(out) -> str:
+    from jaxcontact.dynamics import CPU_CHUNK
+
     f = common.fmt
     m = out["machine"]
     lines = ["# jaxcontact throughput (box throws)", "", common.md_machine(m), "",
@@ -462,7 +464,8 @@ def markdown(out) -> str:
                                                                    for w in r["mjx"]["windows"])
                                  for r in out["results"] if "windows" in r.get("mjx", {})) + ".")
     lines.append("- jaxcontact: CoulombLCP, PGS tol 1e-6, cap 100 sweeps (adaptive while-loop), max_contacts 4, "
-                 f"{out['workload']['jaxcontact']['dtype']}.")
+                 f"{out['workload']['jaxcontact']['dtype']}; `jc.batch_rollout` defaults (chunk_size='auto': "
+                 f"{CPU_CHUNK} bodies per chunk on a CPU backend, the whole batch on a GPU).")
     for msg in out.get("peer_messages", []):
         lines.append(f"- NOTE: {msg}")
     lines.append("")
