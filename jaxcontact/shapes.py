@@ -36,21 +36,27 @@ def _check_mass(mass):
         raise ValueError(f"mass: must be positive and finite, got {mass}")
 
 
-def polyhedron_mass_properties(points: np.ndarray, mass: float):
-    """Hull vertices, centre of mass and inertia (about the COM) of the convex hull of points."""
+def _hull(points, dim: int):
+    """Validated float64 points (K, dim) and their scipy ``ConvexHull``; degenerate input raises."""
     from scipy.spatial import ConvexHull, QhullError
 
+    what = "hull" if dim == 3 else "polygon"
     pts = np.asarray(points, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[1] != 3:
-        raise ValueError(f"vertices: expected shape (K, 3), got {pts.shape}")
+    if pts.ndim != 2 or pts.shape[1] != dim:
+        raise ValueError(f"vertices: expected shape (K, {dim}), got {pts.shape}")
     if not np.all(np.isfinite(pts)):
         raise ValueError("vertices: contains NaN or infinite values")
-    if len(pts) < 4 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < 3:
-        raise ValueError("vertices: degenerate hull (points do not span 3D)")
+    if len(pts) < dim + 1 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < dim:
+        raise ValueError(f"vertices: degenerate {what} (points do not span {dim}D)")
     try:
-        hull = ConvexHull(pts)
+        return pts, ConvexHull(pts)
     except QhullError as err:
-        raise ValueError(f"vertices: degenerate hull ({err.args[0].splitlines()[0]})") from None
+        raise ValueError(f"vertices: degenerate {what} ({err.args[0].splitlines()[0]})") from None
+
+
+def polyhedron_mass_properties(points: np.ndarray, mass: float):
+    """Hull vertices, centre of mass and inertia (about the COM) of the convex hull of points."""
+    pts, hull = _hull(points, 3)
     verts = pts[hull.vertices]
     c0 = verts.mean(0)
     vol = 0.0
@@ -109,20 +115,8 @@ def regular_prism(
 
 def polygon(vertices, mass: float = 1.0, pad_to: int | None = None) -> Body:
     """Uniform convex planar polygon (body frame x, y); hull of the given points."""
-    from scipy.spatial import ConvexHull, QhullError
-
     _check_mass(mass)
-    pts = np.asarray(vertices, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[1] != 2:
-        raise ValueError(f"vertices: expected shape (K, 2), got {pts.shape}")
-    if not np.all(np.isfinite(pts)):
-        raise ValueError("vertices: contains NaN or infinite values")
-    if len(pts) < 3 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < 2:
-        raise ValueError("vertices: degenerate polygon (points do not span 2D)")
-    try:
-        hull = ConvexHull(pts)
-    except QhullError as err:
-        raise ValueError(f"vertices: degenerate polygon ({err.args[0].splitlines()[0]})") from None
+    pts, hull = _hull(vertices, 2)
     ring = pts[hull.vertices]  # counter-clockwise
     c0 = ring.mean(0)
     area, first, second = 0.0, np.zeros(2), np.zeros((2, 2))
