@@ -131,15 +131,6 @@ class SmoothedCoulomb:
         zc = z.reshape(C, d)
         impulse = J.T @ z
         patch = geometry.patch_from_points(con.all_points, con.all_phi, body.vertex_mask > 0, ground, model.patch_tol)
-        info = ContactInfo(
-            phi=con.phi,
-            active=con.valid & (con.phi <= model.patch_tol),
-            impulse=zc,
-            patch_type=patch.kind,
-            patch_centre=patch.centre,
-            patch_normal=patch.normal,
-            residual=res,
-            iterations=jnp.asarray(self.newton_iters, jnp.int32),
-            mode=jnp.asarray(-1, jnp.int32),
-        )
+        active = con.valid & (con.phi <= model.patch_tol)
+        info = ContactInfo.from_patch(con.phi, active, zc, patch, res, self.newton_iters)
         return impulse, info
