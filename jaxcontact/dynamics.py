@@ -83,10 +83,18 @@ def _is_concrete(tree) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
 
 
+_step_jit = jax.jit(_step, static_argnames=("model",))
+
+
 def step_with_info(model: Model, params: Params, state: AnyState, control=None):
-    """One step of a single body: ``(state⁺, ContactInfo)``. ``vmap`` it for batches."""
+    """One step of a single body: ``(state⁺, ContactInfo)``. ``vmap`` it for batches.
+
+    Called on concrete arrays it validates them and runs a jitted step (compiled once per
+    model and shapes); inside a user's ``jit``/``vmap``/``grad`` it traces straight through.
+    """
     if _is_concrete((params, state, control)):
         validate_inputs(params, state, control=control, batched=False)
+        return _step_jit(model, params, state, control)
     return _step(model, params, state, control)
 
 
