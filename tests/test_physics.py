@@ -260,3 +260,14 @@ def _check_energy_and_penetration(model, params, traj, rel_tol=1e-6):
     pen = jax.vmap(jax.vmap(lambda s: jc.penetration(params, s)))(traj)
     size = float(jc.geometry.body_size(params.body))
     assert float(pen.max()) < 0.01 * size
+
+
+def test_python_loop_of_step_equals_rollout():
+    model, params = setup(mu=0.3)
+    s = jc.make_state(pos=[0, 0, 0.08], quat=[0.96, 0.2, 0.1, 0.15] / np.linalg.norm([0.96, 0.2, 0.1, 0.15]), vel=[0.6, -0.2, 0], omega=[2.0, 0, 1.0])
+    traj = jc.rollout(model, params, s, 60)
+    for _ in range(60):
+        s, info = jc.step_with_info(model, params, s)
+    for a, b in zip(jax.tree_util.tree_leaves(s), jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda x: x[-1], traj))):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    assert np.isfinite(float(info.residual))
