@@ -106,7 +106,7 @@ def write_md(results, path):
                   "| --- |" + " --- |" * len(a["directions_deg"])]
             for n in ("gt", "dacm", "pdd"):
                 L.append(f"| {n} | " + " | ".join(f"{x:.3f}" for x in a[n]) + " |")
-            L.append(f"| dacm rel. err | " + " | ".join(f"{x:.1%}" for x in a["dacm_relative_error"]) + " |")
+            L.append("| dacm rel. err | " + " | ".join(f"{x:.1%}" for x in a["dacm_relative_error"]) + " |")
         ev = r["evaluate"].get("contact_events")
         if ev:
             L += ["", f"## Fig. 6 — contact event sequences ({name}, first 5 test throws)", "",

@@ -20,8 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from . import geometry
-from .rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat, skew
-from .types import AnyState, ContactInfo, Model, Params, PlanarState, State
+from .rotations import quat_exp, quat_mul, quat_normalize, skew
+from .types import AnyState, Model, Params, PlanarState, State
 from .validation import validate_inputs
 
 
@@ -235,6 +235,4 @@ __all__ = [
     "integrate",
     "energy",
     "penetration",
-    "quat_to_mat",
-    "ContactInfo",
 ]

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from .rotations import perp2d, quat_to_mat, rot2d
-from .types import AnyState, Body, Ground, PatchType, PlanarState, State
+from .types import AnyState, Body, Ground, PatchType, PlanarState
 
 # Distance given to padded candidates so they are never selected or active.
 _FAR = 1e6

@@ -27,7 +27,6 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
                     restitution: float = 0.0, dt: float = 0.002, chunk: int = 100, progress: bool = True):
     """Random throws of ``shape``; returns (model, params, trajectory as (N, steps+1, D) array)."""
     import jax
-    import jax.numpy as jnp
     from tqdm.auto import tqdm
 
     from .dynamics import _batch_rollout

@@ -35,8 +35,6 @@ def rollout_tosses(model, params, data, chunk: int = 64, progress: bool = False)
 
 def metrics(pred: np.ndarray, data) -> dict:
     """Eq. 18–19 over all tosses of ``data`` for predicted states ``pred`` (N, T_max, 13)."""
-    from ..rotations import quat_to_mat  # noqa: F401  (documented frame convention)
-
     true, mask = data.padded()
     if pred.shape != true.shape:
         raise ValueError(f"predictions have shape {pred.shape}, data {true.shape}")
