@@ -8,7 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-SHAPES = ("box", "pentagon", "box2d")
+SHAPES = ("box", "pentagon", "box2d", "link")
+
+# The distal link of the articulated chain (jaxcontact.chains): 0.2 x 0.05 x 0.05 m box, same
+# density as the 0.1 m / 0.37 kg box (370 kg/m^3).
+LINK_SIZE = (0.2, 0.05, 0.05)
+LINK_MASS = 0.185
 
 
 def make_body(shape: str):
@@ -20,6 +25,8 @@ def make_body(shape: str):
         return shapes.regular_prism(5, 0.06, 0.1, 0.37), 5
     if shape == "box2d":
         return shapes.box2d((0.1, 0.1), 0.37), 2
+    if shape == "link":
+        return shapes.box(LINK_SIZE, LINK_MASS), 4
     raise ValueError(f"--shape must be one of {SHAPES}, got {shape!r}")
 
 

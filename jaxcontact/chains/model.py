@@ -1,0 +1,365 @@
+"""Articulated chains of box links joined by revolute joints, in maximal coordinates.
+
+Conventions (the dacm paper's 3-link chain, section 4.3):
+
+* Link i is a box whose long axis is its body x axis; it is joined to its parent (link i − 1,
+  or the world for link 0) by a revolute joint. Joint i sits at ``anchor_parent[i]`` in the
+  parent's body frame (world coordinates for the root pin) and at ``anchor_child[i]`` in link
+  i's body frame; its axis is ``axis_parent[i]`` / ``axis_child[i]`` in the same frames. The
+  chains built here put joints at the link ends (x = ∓L/2) with axes along body y = world y, so
+  the chain swings in the world x–z plane, but the engine takes any anchors and axes.
+* The chain's state is a ``State`` pytree with a leading link axis (n, …): every link has its
+  own maximal-coordinate state (pos, quat, vel world, omega body). ``vmap`` adds batch axes.
+* ``ChainParams`` is a pytree of everything differentiable (the stacked link ``Body``, anchors,
+  axes, ground, the ground-truth Coulomb parameters); ``ChainModel`` is static and hashable.
+* A revolute joint is 5 velocity constraints: the two anchor points move together (3 rows,
+  world x, y, z) and the relative angular velocity has no component perpendicular to the axis
+  (2 rows, the tangents of the parent's world axis). Drift is corrected Baumgarte-style: the
+  rows' target is −(β/h)·error (anchor separation; axis misalignment a_p × a_c).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from .. import geometry, shapes
+from ..dynamics import free_velocity
+from ..laws.coulomb import CoulombLCP, CoulombParams
+from ..rotations import quat_to_mat
+from ..solvers import LCPSettings
+from ..types import Body, Ground, Model, Params, State
+
+ROWS_PER_JOINT = 5
+ANCHOR_TOL = 1e-5  # m: joint anchors of an initial state must coincide to this distance
+AXIS_TOL = 1e-4  # rad: joint axes of an initial state must be aligned to this angle
+
+
+@struct.dataclass
+class ChainParams:
+    """Differentiable chain parameters. links: ``Body`` stacked over n links (mass (n,), inertia
+    (n, 3, 3), vertices (n, K, 3), vertex_mask (n, K)). anchor_parent, anchor_child, axis_parent,
+    axis_child: (n, 3) (see module docstring). ground: ``Ground``. law: ``CoulombParams`` of the
+    ground-truth contact (μ along the ground tangents; restitution is not used by the chain)."""
+
+    links: Body
+    anchor_parent: jnp.ndarray
+    anchor_child: jnp.ndarray
+    axis_parent: jnp.ndarray
+    axis_child: jnp.ndarray
+    ground: Ground
+    law: CoulombParams
+
+    @property
+    def num_links(self) -> int:
+        return self.links.mass.shape[0]
+
+    def link(self, i: int) -> Body:
+        return jax.tree_util.tree_map(lambda x: x[i], self.links)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainModel:
+    """Static settings of the chain simulators (hashable: a ``jit`` static argument).
+
+    dt, gravity (along world −z), max_contacts (closest vertices kept per link), patch_tol and
+    gyroscopic as in ``types.Model``. baumgarte: β of the joint drift correction (target
+    velocity −β/h · error). solver: settings of the contact LCP (projected Gauss–Seidel).
+    """
+
+    dt: float = 0.002
+    gravity: float = 9.81
+    max_contacts: int = 4
+    patch_tol: float = 1e-3
+    gyroscopic: bool = True
+    baumgarte: float = 0.2
+    solver: LCPSettings = LCPSettings(tol=1e-7, max_iter=200)
+
+    def __post_init__(self):
+        if not self.dt > 0:
+            raise ValueError(f"ChainModel.dt must be positive, got {self.dt}")
+        if not 0 <= self.baumgarte <= 1:
+            raise ValueError(f"ChainModel.baumgarte must lie in [0, 1], got {self.baumgarte}")
+        if self.max_contacts < 1:
+            raise ValueError(f"ChainModel.max_contacts must be >= 1, got {self.max_contacts}")
+
+    def link_model(self, law=None) -> Model:
+        """The single-body ``Model`` of one link (free velocity, a contact law's settings)."""
+        return Model(law=CoulombLCP(self.solver) if law is None else law, dt=self.dt,
+                     gravity=self.gravity, max_contacts=self.max_contacts,
+                     patch_tol=self.patch_tol, gyroscopic=self.gyroscopic)
+
+
+# ------------------------------------------------------------------------------------ building
+
+
+def make_chain(sizes=((0.2, 0.05, 0.05),) * 3, masses=(0.185,) * 3, pin=(0.0, 0.0, 0.5),
+               mu: float = 0.18, dtype=None) -> ChainParams:
+    """A chain of boxes joined end to end (joint i at x = −L_i/2 of link i and x = +L_{i−1}/2
+    of link i − 1), the root pinned at the world point ``pin``, all axes along y.
+
+    Defaults: the paper's 3 links, each the ``simulate.make_body("link")`` box (0.2 × 0.05 ×
+    0.05 m, 0.185 kg), pinned 0.5 m above the ground. Raises ``ValueError`` naming the field for
+    non-positive masses or sizes and mismatched lengths.
+    """
+    sizes = [tuple(float(v) for v in np.broadcast_to(np.asarray(s, float), (3,))) for s in sizes]
+    masses = [float(m) for m in masses]
+    if len(sizes) != len(masses):
+        raise ValueError(f"masses: {len(masses)} masses for {len(sizes)} links")
+    if len(sizes) < 2:
+        raise ValueError(f"sizes: a chain needs at least 2 links, got {len(sizes)}")
+    for i, m in enumerate(masses):
+        if not np.isfinite(m) or m <= 0:
+            raise ValueError(f"masses[{i}]: link mass must be positive and finite, got {m}")
+    for i, s in enumerate(sizes):
+        if not all(np.isfinite(v) and v > 0 for v in s):
+            raise ValueError(f"sizes[{i}]: link edge lengths must be positive, got {s}")
+    bodies = [shapes.box(s, m) for s, m in zip(sizes, masses)]
+    links = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *bodies)
+    n = len(sizes)
+    half = np.array([s[0] / 2 for s in sizes])
+    anchor_child = np.zeros((n, 3))
+    anchor_child[:, 0] = -half
+    anchor_parent = np.zeros((n, 3))
+    anchor_parent[0] = np.asarray(pin, float)
+    anchor_parent[1:, 0] = half[:-1]
+    axis = np.tile([0.0, 1.0, 0.0], (n, 1))
+    f = lambda a: jnp.asarray(a, dtype=dtype or jnp.result_type(float))
+    return ChainParams(
+        links=jax.tree_util.tree_map(f, links), anchor_parent=f(anchor_parent),
+        anchor_child=f(anchor_child), axis_parent=f(axis), axis_child=f(axis),
+        ground=Ground.flat(3), law=CoulombLCP.init_params(mu=mu),
+    )
+
+
+def _quat_y(theta):
+    return jnp.stack([jnp.cos(theta / 2), jnp.zeros_like(theta), jnp.sin(theta / 2), jnp.zeros_like(theta)], -1)
+
+
+def planar_state(params: ChainParams, angles, rates=None) -> State:
+    """Chain state from joint angles about world y (radians; 0 = every link horizontal along
+    +x, positive swings the link down) and joint rates (rad/s). Positions and velocities are
+    computed joint by joint from the anchors, so the joints coincide exactly."""
+    n = params.num_links
+    dtype = params.anchor_child.dtype
+    angles = jnp.broadcast_to(jnp.asarray(angles, dtype), (n,))
+    rates = jnp.zeros(n, dtype) if rates is None else jnp.broadcast_to(jnp.asarray(rates, dtype), (n,))
+    theta = jnp.cumsum(angles)
+    w = jnp.cumsum(rates)
+    ey = jnp.array([0.0, 1.0, 0.0], dtype)
+    pos, quat, vel, omega = [], [], [], []
+    xj, vj = params.anchor_parent[0], jnp.zeros(3, dtype)
+    for i in range(n):
+        if i > 0:
+            Rp = quat_to_mat(quat[-1])
+            xj = pos[-1] + Rp @ params.anchor_parent[i]
+            vj = vel[-1] + jnp.cross(w[i - 1] * ey, xj - pos[-1])
+        q = _quat_y(theta[i])
+        R = quat_to_mat(q)
+        p = xj - R @ params.anchor_child[i]
+        wv = w[i] * ey
+        pos.append(p)
+        quat.append(q)
+        vel.append(vj + jnp.cross(wv, p - xj))
+        omega.append(R.T @ wv)
+    return State(pos=jnp.stack(pos), quat=jnp.stack(quat), vel=jnp.stack(vel), omega=jnp.stack(omega))
+
+
+def horizontal_state(params: ChainParams) -> State:
+    """The paper's initial condition: every link horizontal, at rest."""
+    return planar_state(params, jnp.zeros(params.num_links))
+
+
+# ---------------------------------------------------------------------------------- kinematics
+
+
+def link_state(state: State, i: int) -> State:
+    return jax.tree_util.tree_map(lambda x: x[i], state)
+
+
+def joint_frames(params: ChainParams, state: State, i: int):
+    """World anchor points and axes of joint i: (x_parent, x_child, a_parent, a_child)."""
+    Rc = quat_to_mat(state.quat[i])
+    xc = state.pos[i] + Rc @ params.anchor_child[i]
+    ac = Rc @ params.axis_child[i]
+    if i == 0:
+        xp, ap = params.anchor_parent[0], params.axis_parent[0]
+    else:
+        Rp = quat_to_mat(state.quat[i - 1])
+        xp = state.pos[i - 1] + Rp @ params.anchor_parent[i]
+        ap = Rp @ params.axis_parent[i]
+    nrm = lambda a: a / jnp.linalg.norm(a)
+    return xp, xc, nrm(ap), nrm(ac)
+
+
+def joint_rows(params: ChainParams, state: State, i: int):
+    """Constraint rows of joint i: (J_child (5, 6), J_parent (5, 6), error (5,)).
+
+    Rows: anchor velocity along world x, y, z, then relative angular velocity along the two
+    tangents u1, u2 of the parent's world axis. The constraint is J_child v_i − J_parent v_{i−1}
+    = −(β/h)·error (J_parent is zero for the root, whose parent is the world)."""
+    xp, xc, ap, ac = joint_frames(params, state, i)
+    U = geometry.tangent_basis(ap)  # (2, 3), orthogonal to the axis
+    eye = jnp.eye(3, dtype=xp.dtype)
+    zero = jnp.zeros((2, 3), xp.dtype)
+
+    def rows(s, r_body):
+        R = quat_to_mat(s.quat)
+        lin = geometry.point_jacobian(s, r_body, eye)  # (3, 6)
+        ang = jnp.concatenate([zero, U @ R], axis=1)  # ω_world = R ω_body
+        return jnp.concatenate([lin, ang], axis=0)
+
+    Jc = rows(link_state(state, i), params.anchor_child[i])
+    if i == 0:
+        Jp = jnp.zeros_like(Jc)
+    else:
+        Jp = rows(link_state(state, i - 1), params.anchor_parent[i])
+    err = jnp.concatenate([xc - xp, U @ jnp.cross(ap, ac)])
+    return Jc, Jp, err
+
+
+def joint_angles(params: ChainParams, state: State) -> jnp.ndarray:
+    """(n,) relative rotation of each joint about world y (the chain's plane; 0 = straight)."""
+    out = []
+    for i in range(params.num_links):
+        Rc = quat_to_mat(state.quat[..., i, :])
+        Rp = jnp.eye(3, dtype=Rc.dtype) if i == 0 else quat_to_mat(state.quat[..., i - 1, :])
+        e = jnp.einsum("...ji,...j->...i", Rp, Rc[..., :, 0])  # Rpᵀ (child x axis)
+        out.append(jnp.arctan2(-e[..., 2], e[..., 0]))
+    return jnp.stack(out, -1)
+
+
+def joint_separation(params: ChainParams, state: State) -> jnp.ndarray:
+    """(n,) distance between the two anchors of each joint (m)."""
+    return jnp.stack([jnp.linalg.norm(joint_frames(params, state, i)[1] - joint_frames(params, state, i)[0])
+                      for i in range(params.num_links)])
+
+
+def energy(model: ChainModel, params: ChainParams, state: State) -> jnp.ndarray:
+    """Kinetic plus gravitational energy of the chain (J)."""
+    L = params.links
+    ke = 0.5 * L.mass * jnp.sum(state.vel**2, -1) + 0.5 * jnp.einsum("ni,nij,nj->n", state.omega, L.inertia, state.omega)
+    return jnp.sum(ke + L.mass * model.gravity * state.pos[:, 2])
+
+
+def lowest_point(params: ChainParams, state: State) -> jnp.ndarray:
+    """(n,) signed distance to the ground of each link's lowest vertex (m)."""
+    def one(body, s):
+        phi = geometry.signed_distance(params.ground, geometry.world_points(s, body.vertices))
+        return jnp.min(jnp.where(body.vertex_mask > 0, phi, jnp.inf))
+
+    return jax.vmap(one)(params.links, state)
+
+
+def free_velocities(model: ChainModel, params: ChainParams, state: State) -> jnp.ndarray:
+    """(n, 6) velocity of every link after gravity (and gyroscopics) alone."""
+    m = model.link_model()
+    return jax.vmap(lambda b, s: free_velocity(m, Params(body=b, ground=params.ground, law=None), s))(params.links, state)
+
+
+def block_diag(blocks) -> jnp.ndarray:
+    """Block-diagonal matrix of a stacked (n, r, c) array of equal-shape blocks."""
+    blocks = jnp.asarray(blocks)
+    n, r, c = blocks.shape
+    eye = jnp.eye(n, dtype=blocks.dtype)
+    return jnp.einsum("lij,lm->limj", blocks, eye).reshape(n * r, n * c)
+
+
+def mass_matrix_inverse(params: ChainParams, state: State, links) -> jnp.ndarray:
+    """Block-diagonal inverse mass matrix of ``links`` (consecutive indices), (6·len, 6·len)."""
+    idx = jnp.asarray(list(links))
+    sel = lambda t: jax.tree_util.tree_map(lambda x: x[idx], t)
+    return block_diag(jax.vmap(geometry.mass_matrix_inverse)(sel(params.links), sel(state)))
+
+
+def joint_system(params: ChainParams, state: State, joints, links):
+    """Stacked rows of ``joints`` over the velocities of ``links`` (consecutive link indices):
+    (J (5·len(joints), 6·len(links)), error (5·len(joints),))."""
+    links = list(links)
+    col = {l: k for k, l in enumerate(links)}
+    J = jnp.zeros((ROWS_PER_JOINT * len(joints), 6 * len(links)), params.anchor_child.dtype)
+    errs = []
+    for r, i in enumerate(joints):
+        Jc, Jp, err = joint_rows(params, state, i)
+        rs = slice(ROWS_PER_JOINT * r, ROWS_PER_JOINT * (r + 1))
+        J = J.at[rs, 6 * col[i]:6 * col[i] + 6].set(Jc)
+        if i > 0:
+            J = J.at[rs, 6 * col[i - 1]:6 * col[i - 1] + 6].add(-Jp)
+        errs.append(err)
+    return J, jnp.concatenate(errs)
+
+
+def constrained_free_motion(model: ChainModel, Minv, Jb, err, v1):
+    """Velocity after the joint constraints alone and the constrained mobility.
+
+    Returns (v_c, W, Cholesky factor of JM⁻¹Jᵀ): v_c = v¹ + M⁻¹Jᵀλ with J v_c = −(β/h)·error, and W = M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹,
+    the map from an external impulse to the velocity change of the jointed system (the
+    maximal-coordinate form of the reduced mass matrix's inverse)."""
+    MJ = Minv @ Jb.T
+    fac = jax.scipy.linalg.cho_factor(Jb @ MJ)
+    target = -(model.baumgarte / model.dt) * err
+    sol = jax.scipy.linalg.cho_solve(fac, jnp.concatenate([(target - Jb @ v1)[:, None], MJ.T], axis=1))
+    vc = v1 + MJ @ sol[:, 0]
+    W = Minv - MJ @ sol[:, 1:]
+    return vc, 0.5 * (W + W.T), fac
+
+
+# ---------------------------------------------------------------------------------- validation
+
+
+def validate_chain(params: ChainParams, state: State) -> None:
+    """Checks on concrete inputs; ``ValueError`` naming the field. Skipped for tracers."""
+    from ..validation import validate_body, validate_ground, validate_law_params
+
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((params, state))):
+        return
+    if not isinstance(params, ChainParams):
+        raise ValueError(f"params: expected ChainParams, got {type(params).__name__}")
+    mass = np.asarray(params.links.mass, float)
+    if mass.ndim != 1 or mass.shape[0] < 2:
+        raise ValueError(f"params.links.mass: expected shape (n,) with n >= 2 links, got {mass.shape}")
+    n = mass.shape[0]
+    for i, m in enumerate(mass):
+        if not np.isfinite(m) or m <= 0:
+            raise ValueError(f"params.links.mass[{i}]: link mass must be positive and finite, got {m}")
+    validate_body(params.links, batched=True)
+    validate_ground(params.ground, 3)
+    validate_law_params(params.law)
+    for name in ("anchor_parent", "anchor_child", "axis_parent", "axis_child"):
+        a = np.asarray(getattr(params, name), float)
+        if a.shape != (n, 3):
+            raise ValueError(f"params.{name}: expected shape ({n}, 3), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"params.{name}: contains NaN or infinite values")
+        if name.startswith("axis") and np.any(np.linalg.norm(a, axis=1) < 1e-9):
+            raise ValueError(f"params.{name}: joint axes must be non-zero vectors")
+    if not isinstance(state, State):
+        raise ValueError(f"state: expected a State with a leading link axis, got {type(state).__name__}")
+    for name, k in (("pos", 3), ("quat", 4), ("vel", 3), ("omega", 3)):
+        a = np.asarray(getattr(state, name), float)
+        if a.shape != (n, k):
+            raise ValueError(f"state.{name}: expected shape ({n}, {k}) for {n} links, got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"state.{name}: contains NaN or infinite values")
+    qn = np.linalg.norm(np.asarray(state.quat, float), axis=1)
+    if np.any(np.abs(qn - 1) > 1e-3):
+        raise ValueError(f"state.quat: not unit quaternions (|q| = {qn.min():.6g}..{qn.max():.6g})")
+    for i in range(n):
+        xp, xc, ap, ac = (np.asarray(a) for a in joint_frames(params, state, i))
+        d = float(np.linalg.norm(xc - xp))
+        if d > ANCHOR_TOL:
+            who = "the world pin" if i == 0 else f"link {i - 1}"
+            raise ValueError(
+                f"params.anchor_parent/anchor_child[{i}]: joint {i} ({who} – link {i}) is inconsistent: "
+                f"its anchors are {d:.3g} m apart in the world at the initial state (tolerance {ANCHOR_TOL} m)"
+            )
+        ang = float(np.arccos(np.clip(abs(np.dot(ap, ac)), -1, 1)))
+        if ang > AXIS_TOL:
+            raise ValueError(
+                f"params.axis_parent/axis_child[{i}]: joint {i} axes differ by {ang:.3g} rad in the world "
+                f"at the initial state (tolerance {AXIS_TOL} rad)"
+            )
