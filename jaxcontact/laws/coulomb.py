@@ -8,6 +8,10 @@ z = (z_n, z_t) solves, with v⁺ = v_free + M⁻¹ Jᵀ z,
 target = −φ/h (no penetration at the end of the step, linearised: Stewart & Trinkle 1996;
 Anitescu & Potra 1997), raised to −ε J_n v⁻ for approaching contacts when a restitution
 coefficient ε > 0 is set (Poisson-free Newton restitution at the velocity level).
+Opt-in ``restitution_target="position"``: the bounce target is −ε v⁻ − (1 + ε) φ/h instead — the
+vertex reaches the ground within the step and leaves it at ε|v⁻| — which is continuous in φ (it
+equals −φ/h where the switch φ + h v⁻ = 0 turns it on), so the trajectory depends continuously on
+the ground height and the vertex positions across a landing (used by system identification).
 The friction cone is the polyhedral (pyramidal) cone spanned by the two ground tangents with
 possibly different coefficients μ = (μ_1, μ_2) — anisotropic friction; planar bodies use μ_1.
 """
@@ -80,6 +84,13 @@ class CoulombLCP:
 
     solver: LCPSettings = LCPSettings()
     restitution_threshold: float = 0.05
+    restitution_target: str = "velocity"
+
+    def __post_init__(self):
+        if self.restitution_target not in ("velocity", "position"):
+            raise ValueError(
+                f"CoulombLCP.restitution_target must be 'velocity' or 'position', got {self.restitution_target!r}"
+            )
 
     @staticmethod
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
@@ -94,11 +105,18 @@ class CoulombLCP:
         nt = d - 1
         eps = jnp.clip(lp.restitution, 0.0, 1.0)
         # Newton restitution for contacts that close within this step at the pre-step speed
-        closing = (prob.vn_pre < -self.restitution_threshold) & (
-            con.phi + model.dt * prob.vn_pre <= model.patch_tol
-        )
+        if self.restitution_target == "position":
+            # position-consistent: reach the ground within the step, leave at ε|v⁻|; switched on
+            # where it equals −φ/h (φ + h v⁻ = 0), so continuous in φ
+            closing = (prob.vn_pre < -self.restitution_threshold) & (con.phi + model.dt * prob.vn_pre <= 0.0)
+            bounce_target = -eps * prob.vn_pre - (1.0 + eps) * con.phi / model.dt
+        else:
+            closing = (prob.vn_pre < -self.restitution_threshold) & (
+                con.phi + model.dt * prob.vn_pre <= model.patch_tol
+            )
+            bounce_target = -eps * prob.vn_pre
         bounce = closing & (eps > 0)
-        target = jnp.where(bounce, jnp.maximum(prob.target, -eps * prob.vn_pre), prob.target)
+        target = jnp.where(bounce, jnp.maximum(prob.target, bounce_target), prob.target)
         b = prob.free_velocity.at[:, 0].add(-target)
         b = jnp.where(con.valid[:, None], b, jnp.asarray(geometry._FAR, b.dtype))
         A = prob.A

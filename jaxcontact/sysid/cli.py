@@ -104,14 +104,17 @@ def _run_synthetic(args, log) -> dict:
     from . import core, synthetic as syn
 
     t0 = time.perf_counter()
-    data = syn.make_synthetic(n_throws=args.throws, steps=args.steps, seed=args.seed, noise=args.noise)
-    log(f"synthetic: {args.throws} throws x {args.steps} steps, noise {args.noise} m; "
-        f"truth mu={syn.TRUTH['mu']}, restitution={syn.TRUTH['restitution']}, ground={syn.TRUTH['ground']}")
-    rec = syn.recover(data, window=args.window or 5, stride=args.stride, max_iter=args.max_iter or 40,
-                      progress=not args.no_progress, log=log)
+    law = syn.synthetic_law(args.restitution_target)
+    data = syn.make_synthetic(n_throws=args.throws, steps=args.steps, seed=args.seed, noise=args.noise, law=law)
+    log(f"synthetic: {args.throws} throws x {args.steps} steps, noise {args.noise} m, restitution target "
+        f"{args.restitution_target}; truth mu={syn.TRUTH['mu']}, restitution={syn.TRUTH['restitution']}, "
+        f"ground={syn.TRUTH['ground']}, vertices 10% off the cube")
+    method = None if args.method == "lm" else args.method
+    rec = syn.recover(data, law=law, method=method, progress=not args.no_progress, log=log, max_iter=args.max_iter)
     res = rec["result"]
     errs = core.errors(res.values, data.truth)
-    out = {"synthetic": True, "throws": args.throws, "noise_m": args.noise, "truth": _jsonable(data.truth),
+    out = {"synthetic": True, "throws": args.throws, "steps": args.steps, "noise_m": args.noise,
+           "restitution_target": args.restitution_target, "truth": _jsonable(data.truth), "start": syn.START,
            "values": res.values, "loss": res.loss, "errors": errs,
            "within_tolerance": core.within_tolerance(errs), "rollouts": rec["rollouts"],
            "wall_time_s": rec["wall_time_s"], "stages": rec["stages"],
@@ -119,8 +122,7 @@ def _run_synthetic(args, log) -> dict:
     if args.plot:
         from .plots import plot_history
 
-        hist = [(f"{'+'.join(s['names']) if len(s['names']) < 4 else 'all'} k={s['kappa']}", h)
-                for s, h in zip([s for s in rec["stages"] if "kappa" in s], rec.get("histories", []))]
+        hist = [(label, h) for label, h in rec["histories"] if h]
         if hist:
             out["plot"] = plot_history(hist, args.plot, truth=_jsonable(data.truth))
     return out
@@ -159,6 +161,8 @@ def register(sub) -> None:
     p.add_argument("--steps", type=int, default=400, help="--synthetic: engine steps per throw")
     p.add_argument("--noise", type=float, default=0.0, help="--synthetic: position noise std (m)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
+                   help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", default=None, help="PNG of the loss and the parameters over iterations")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument("--no-progress", action="store_true")

@@ -12,7 +12,9 @@ def plot_history(histories, path, truth: dict | None = None, title: str = "") ->
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = [k for k, v in histories[0][1][0]["values"].items() if not isinstance(v, list)]
+    keys = []
+    for _, hist in histories:  # scalar parameters of every stage, in order of appearance
+        keys += [k for k, v in hist[0]["values"].items() if not isinstance(v, list) and k not in keys]
     has_v = "vertices" in histories[0][1][0]["values"] or any("vertices" in h[1][0]["values"] for h in histories)
     n = 1 + len(keys) + (1 if has_v and truth and "vertices" in truth else 0)
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.2))

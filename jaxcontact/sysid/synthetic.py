@@ -36,17 +36,26 @@ def true_vertices(seed: int = 0, offset: float = 0.1) -> np.ndarray:
     return V + offset * np.linalg.norm(V, axis=1, keepdims=True) * d
 
 
-def synthetic_law():
-    return CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200))
+def synthetic_law(restitution_target: str = "position") -> CoulombLCP:
+    """The law that generates the synthetic data and is fitted to it (the model class is exact).
+
+    restitution_target="position" (default here): the position-consistent bounce target
+    −ε v⁻ − (1 + ε) φ/h of ``CoulombLCP``, continuous in the distance φ, so the trajectory is
+    continuous in the ground height and the vertices across a landing. "velocity": the engine's
+    default −ε v⁻, under which the loss is piecewise constant in the height below the truth.
+    """
+    return CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200), restitution_target=restitution_target)
 
 
 def make_synthetic(n_throws: int = 20, steps: int = 400, seed: int = 0, noise: float = 0.0,
-                   vertex_seed: int = 0, max_contacts: int = 4, sample_every: int = SAMPLE_EVERY) -> Trajectories:
+                   vertex_seed: int = 0, max_contacts: int = 4, sample_every: int = SAMPLE_EVERY,
+                   law=None) -> Trajectories:
     """``n_throws`` throws of ``steps`` engine steps (dt = 2 ms), sampled every ``sample_every``
-    steps (default 5: 100 Hz, like a motion-capture system), with the truth attached."""
+    steps (default 5: 100 Hz, like a motion-capture system), with the truth attached.
+    law: the data-generating law (default ``synthetic_law()``); fit with the same one."""
     from ..dynamics import batch_rollout
 
-    law = synthetic_law()
+    law = synthetic_law() if law is None else law
     body = shapes.box(BOX, MASS)
     V = true_vertices(vertex_seed)
     body_true = body.replace(vertices=jnp.asarray(V))
@@ -62,7 +71,7 @@ def make_synthetic(n_throws: int = 20, steps: int = 400, seed: int = 0, noise: f
     truth = dict(TRUTH, vertices=V)
     return Trajectories(trajs=list(S), dt=DT * sample_every, gravity=model.gravity, mass=MASS,
                         inertia=np.asarray(body.inertia), vertices=np.asarray(body.vertices),
-                        truth={k: np.asarray(v) for k, v in truth.items()}, source=f"synthetic(seed={seed}, noise={noise})")
+                        truth={k: np.asarray(v) for k, v in truth.items()}, source=f"synthetic(seed={seed}, noise={noise}, restitution_target={getattr(law, 'restitution_target', '-')})")
 
 
 def start_params(law=None) -> Params:
@@ -72,83 +81,20 @@ def start_params(law=None) -> Params:
                   law=law.init_params(mu=START["mu"], restitution=START["restitution"]))
 
 
-# The recovery schedule. Stage 0 scans the ground height alone (1-D, derivative-free): while the
-# model ground is below the true one, every landing in a window is a bounce whose target velocity
-# −ε v⁻ does not depend on the height, so the loss is piecewise constant there and has no
-# gradient; above the truth the −φ/h push makes it smooth. The scan's best grid point plus one
-# grid step therefore starts LM on the smooth side. Then LM fits the scalars on the nominal cube,
-# then everything with the vertices, all on the hard ``CoulombLCP`` (kappa = 0; a stage with
-# kappa > 0 uses ``SmoothedCoulomb(kappa)``).
-SCHEDULE = (
-    (("mu", "restitution", "ground"), 0.0),
-    (NAMES, 0.0),
-)
-HEIGHT_GRID = tuple(np.round(np.arange(0.0, 0.0401, 0.0025), 6))
+def recover(data: Trajectories, *, schedule=None, law=None, method: str | None = None, progress: bool = False,
+            log=None, max_iter: int | None = None) -> dict:
+    """The issue's recovery from ``start_params`` by ``schedule.staged_fit`` (default
+    ``DEFAULT_SCHEDULE``: kinematic geometry, LM on μ and ε, LM on everything, a trimmed LM
+    polish). ``max_iter`` caps the iterations of every rollout stage. ``method="nelder-mead"``:
+    the derivative-free baseline on the same stages and loss (after the same geometry stage)."""
+    import dataclasses
 
+    from .schedule import DEFAULT_SCHEDULE, staged_fit
 
-def scan_height(data: Trajectories, params: Params, *, window: int, substeps: int, stride=None,
-                grid=HEIGHT_GRID) -> tuple[float, dict]:
-    """Loss on a grid of ground heights (other parameters fixed); returns the start height for
-    LM (best grid point + one grid step, on the smooth side) and the scan."""
-    from .core import Problem
-
-    losses_ = []
-    prob = None
-    for h in grid:
-        p = params.replace(ground=params.ground.replace(height=jnp.asarray(float(h))))
-        # contact windows chosen at the initial height so every grid point sees the same windows
-        prob = Problem.build(data, ("ground",), p, law=synthetic_law(), window=window, substeps=substeps,
-                             stride=stride) if prob is None else prob
-        losses_.append(prob.loss(np.array([float(h) / prob.spec.length])))
-    k = int(np.nanargmin(losses_))
-    step = float(grid[1] - grid[0])
-    return float(grid[k]) + step, {"grid": [float(g) for g in grid], "loss": losses_, "best": float(grid[k]),
-                                   "evals": len(grid), "rollouts": len(grid) * prob.num_windows}
-
-
-def recover(data: Trajectories, *, window: int = 5, substeps: int = SAMPLE_EVERY, stride: int | None = None,
-            schedule=SCHEDULE, max_iter: int = 40, progress: bool = False, log=None, scan: bool = True,
-            method: str = "lm", nm_evals: int = 1000) -> dict:
-    """Height scan then ``schedule`` of fits, each warm-started from the last, from the issue's
-    initial guess; returns the final ``FitResult`` and per-stage summaries (wall time and window
-    rollouts summed over the stages, the scan included). ``method="nelder-mead"`` runs the
-    derivative-free baseline on the same stages (``nm_evals`` loss evaluations per stage)."""
-    import time
-
-    from ..laws.smoothed import SmoothedCoulomb
-    from .core import Problem, errors, fit
-
-    params = start_params()
-    stages, histories, total_rollouts, total_time = [], [], 0, 0.0
-    if scan:
-        t0 = time.perf_counter()
-        h0, sc = scan_height(data, params, window=window, substeps=substeps, stride=stride)
-        params = params.replace(ground=params.ground.replace(height=jnp.asarray(h0)))
-        sc["wall_time_s"] = time.perf_counter() - t0
-        total_rollouts += sc["rollouts"]
-        total_time += sc["wall_time_s"]
-        stages.append({"names": ["ground"], "scan": sc, "start_height": h0})
-        if log:
-            log(f"  height scan: best grid point {sc['best']}, LM starts at {h0} ({sc['wall_time_s']:.1f} s)")
-    res = None
-    for names, kappa in schedule:
-        law = SmoothedCoulomb(kappa) if kappa > 0 else synthetic_law()
-        prob = Problem.build(data, names, params.replace(law=params.law), law=law, window=window,
-                             substeps=substeps, stride=stride)
-        if method == "lm":
-            res = fit(prob, "lm", progress=progress, max_iter=max_iter)
-        else:
-            res = fit(prob, method, progress=progress, max_iter=nm_evals)
-        params = res.params
-        total_rollouts += res.rollouts
-        total_time += res.wall_time
-        st = {"names": list(names), "kappa": kappa, **res.summary()}
-        if data.truth:
-            st["errors"] = errors(res.values, data.truth)
-        stages.append(st)
-        histories.append(res.history)
-        if log:
-            log(f"  stage {list(names)} kappa={kappa}: loss {res.loss:.3e}, {res.iterations} it, "
-                f"{res.wall_time:.1f} s, {st.get('errors', '')}")
-    return {"result": res, "stages": stages, "histories": histories, "rollouts": total_rollouts,
-            "wall_time_s": total_time}
+    law = synthetic_law() if law is None else law
+    schedule = DEFAULT_SCHEDULE if schedule is None else schedule
+    if max_iter is not None:
+        schedule = tuple(s if s.kind == "geometry" else dataclasses.replace(s, max_iter=min(s.max_iter, max_iter))
+                         for s in schedule)
+    return staged_fit(data, start_params(law), law, schedule, substeps=SAMPLE_EVERY, method=method,
+                      progress=progress, log=log)
