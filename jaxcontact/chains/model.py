@@ -110,8 +110,8 @@ def make_chain(sizes=((0.2, 0.05, 0.05),) * 3, masses=(0.185,) * 3, pin=(0.0, 0.
     masses = [float(m) for m in masses]
     if len(sizes) != len(masses):
         raise ValueError(f"masses: {len(masses)} masses for {len(sizes)} links")
-    if len(sizes) < 2:
-        raise ValueError(f"sizes: a chain needs at least 2 links, got {len(sizes)}")
+    if len(sizes) < 1:
+        raise ValueError("sizes: a chain needs at least one link")
     for i, m in enumerate(masses):
         if not np.isfinite(m) or m <= 0:
             raise ValueError(f"masses[{i}]: link mass must be positive and finite, got {m}")
@@ -320,8 +320,8 @@ def validate_chain(params: ChainParams, state: State) -> None:
     if not isinstance(params, ChainParams):
         raise ValueError(f"params: expected ChainParams, got {type(params).__name__}")
     mass = np.asarray(params.links.mass, float)
-    if mass.ndim != 1 or mass.shape[0] < 2:
-        raise ValueError(f"params.links.mass: expected shape (n,) with n >= 2 links, got {mass.shape}")
+    if mass.ndim != 1 or mass.shape[0] < 1:
+        raise ValueError(f"params.links.mass: expected shape (n,) with n >= 1 links, got {mass.shape}")
     n = mass.shape[0]
     for i, m in enumerate(mass):
         if not np.isfinite(m) or m <= 0:

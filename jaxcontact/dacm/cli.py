@@ -118,3 +118,4 @@ def register(sub) -> None:
     e.add_argument("--dissipative", action="store_true",
                    help="scale the learned friction so it adds no kinetic energy (improvement)")
     e.set_defaults(func=run_evaluate)
+    __import__("jaxcontact.dacm.chain_cli", fromlist=["register_chain"]).register_chain(s)  # issue 6: Algorithm 2

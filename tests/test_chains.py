@@ -1,0 +1,165 @@
+"""Articulated chains (ground truth) and dacm's Algorithm 2 on them (issue 6). float64.
+
+Compilations are shared: every 3-link ground-truth rollout has the same model and length, so
+the file compiles one 3-link rollout, one 1-link rollout, one Algorithm-2 rollout and one
+gradient.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcontact import chains as C
+from jaxcontact.dacm import chain as A2
+from jaxcontact.laws import CoulombLCP
+
+N = 300  # steps of every 3-link rollout (0.6 s: release, first contact at ~0.28 s, after impact)
+MODEL = C.ChainModel()
+
+
+@pytest.fixture(scope="module")
+def swing():
+    """The paper's experiment: 3 links released from horizontal, pin 0.45 m above the ground."""
+    params = C.make_chain(pin=(0.0, 0.0, 0.45))
+    s0 = C.horizontal_state(params)
+    traj, info = C.rollout(MODEL, params, s0, N)
+    return params, s0, traj, info
+
+
+def _series(f, traj):
+    return np.asarray(jax.vmap(f)(traj))
+
+
+def test_pendulum_chain_without_contact_conserves_energy_and_joints():
+    params = C.make_chain(pin=(0.0, 0.0, 2.0))  # too high to reach the ground
+    s0 = C.planar_state(params, jnp.array([0.3, -0.4, 0.5]), jnp.array([1.0, 0.0, -2.0]))
+    traj, info = C.rollout(MODEL, params, s0, N)
+    E = _series(lambda s: C.energy(MODEL, params, s), traj)
+    sep = _series(lambda s: C.joint_separation(params, s), traj)
+    assert np.all(np.asarray(info.contact_impulse) == 0)
+    # semi-implicit Euler + velocity-level joints: energy drifts by well under 1 % in 0.6 s
+    assert np.max(np.abs(E - E[0])) / abs(E[0]) < 0.01, (E.min(), E.max(), E[0])
+    assert sep.max() < 1e-3  # m (0.5 % of a link); Baumgarte keeps the anchors together
+
+
+def test_single_link_small_oscillation_period():
+    params = C.make_chain(sizes=((0.2, 0.05, 0.05),), masses=(0.185,), pin=(0.0, 0.0, 2.0))
+    amp = 0.05
+    s0 = C.planar_state(params, jnp.array([jnp.pi / 2 + amp]))  # hanging, displaced by 0.05 rad
+    traj, _ = C.rollout(MODEL, params, s0, 800)
+    theta = np.asarray(C.joint_angles(params, traj))[:, 0] - np.pi / 2
+    t = np.arange(len(theta)) * MODEL.dt
+    # downward zero crossings, linearly interpolated
+    idx = np.where((theta[:-1] > 0) & (theta[1:] <= 0))[0]
+    tc = t[idx] + MODEL.dt * theta[idx] / (theta[idx] - theta[idx + 1])
+    period = np.mean(np.diff(tc))
+    m, L, w = 0.185, 0.2, 0.05
+    d = L / 2
+    inertia = m * (L**2 + w**2) / 12 + m * d**2
+    expected = 2 * np.pi * np.sqrt(inertia / (m * MODEL.gravity * d))
+    assert len(tc) >= 2
+    assert abs(period - expected) / expected < 0.005, (period, expected)
+
+
+def test_swinging_chain_lands_without_penetration_and_joints_hold(swing):
+    params, _, traj, info = swing
+    low = _series(lambda s: C.lowest_point(params, s), traj)  # (N+1, n)
+    imp = np.linalg.norm(np.asarray(info.contact_impulse[:, :, :3]), axis=-1)
+    first = int(np.argmax(imp[:, 2] > 0))
+    assert 100 < first < 200, first  # the distal link reaches the ground ...
+    assert np.all(imp[:, :2] == 0)  # ... and only the distal link (the split's assumption)
+    assert low[:, :2].min() > 0.05
+    assert low[:, 2].min() > -2e-3  # penetration bounded by 2 mm at impact
+    sep = _series(lambda s: C.joint_separation(params, s), traj)
+    assert sep[first:].max() < 1e-3  # joints stay attached through and after the impact
+    assert sep[-1].max() < 5e-4
+
+
+def test_algorithm2_with_exact_contact_reproduces_ground_truth(swing):
+    params, s0, gt, gi = swing
+    traj, info = A2.split_rollout(MODEL, CoulombLCP(MODEL.solver), params, params.law, s0, N)
+    ev = np.asarray(info.evaluations)
+    assert np.all(np.asarray(info.converged))
+    assert ev.mean() <= 10 and ev.max() <= A2.RootSettings().max_evals
+    ang_gt, ang = np.asarray(C.joint_angles(params, gt)), np.asarray(C.joint_angles(params, traj))
+    assert np.abs(ang - ang_gt).max() < 0.01  # rad, through the impact
+    assert np.linalg.norm(np.asarray(traj.pos[:, 2] - gt.pos[:, 2]), axis=-1).max() < 2e-3  # m
+    # the first contact impulse matches the monolithic LCP's
+    k = int(np.argmax(np.linalg.norm(np.asarray(gi.contact_impulse[:, 2, :3]), axis=-1) > 0))
+    p_gt = np.asarray(gi.contact_impulse[k, 2, :3])
+    p = np.asarray(info.contact_impulse[k, :3])
+    assert np.linalg.norm(p - p_gt) < 0.02 * np.linalg.norm(p_gt), (p, p_gt)
+    # before any contact the split is exact: the joint force is found in ≤ 2 evaluations
+    assert ev[: k - 5].max() <= 2
+
+
+def test_powell_hybrid_solves_a_nonlinear_system_and_reports_failure():
+    settings = A2.RootSettings(max_evals=40)
+    fun = lambda x: jnp.array([x[0] ** 3 + x[1] - 1.0, x[1] ** 3 - x[0] + 1.0])  # root (1, 0)
+    res = A2.powell_hybrid(fun, jnp.array([0.5, 0.5]), jnp.eye(2), 1e-10, settings)
+    assert bool(res.converged) and np.allclose(res.x, [1.0, 0.0], atol=1e-8)
+    assert int(res.evaluations) <= 40
+    no_root = lambda x: jnp.array([x[0] ** 2 + 1.0, x[1]])
+    res = jax.jit(lambda x0: A2.powell_hybrid(no_root, x0, jnp.eye(2), 1e-10, settings))(jnp.array([1.0, 1.0]))
+    assert not bool(res.converged) and int(res.evaluations) == settings.max_evals
+    assert float(res.residual) >= 1.0 - 1e-6  # the best point found is returned, flagged
+    # vmappable
+    xs = jnp.array([[0.5, 0.5], [2.0, -1.0]])
+    out = jax.vmap(lambda x0: A2.powell_hybrid(fun, x0, jnp.eye(2), 1e-10, settings))(xs)
+    assert np.all(np.asarray(out.converged))
+
+
+def test_gradient_through_the_root_matches_finite_differences(swing):
+    """d(distal pose after two Algorithm-2 steps)/d(initial joint rate, friction) in sliding contact."""
+    params, _, gt, gi = swing
+    imp = np.linalg.norm(np.asarray(gi.contact_impulse[:, 2, :3]), axis=-1)
+    k = int(np.argmax(imp > 0)) + 8  # a few steps into the contact
+    s0 = jax.tree_util.tree_map(lambda x: x[k], gt)
+    law = CoulombLCP(MODEL.solver)
+
+    def loss(dw, mu):
+        s = s0.replace(omega=s0.omega.at[:, 1].add(dw))
+        p = params.replace(law=params.law.replace(mu=jnp.stack([mu, mu])))
+        for _ in range(2):
+            s, info = A2._step(MODEL, law, A2.RootSettings(rtol=1e-9, atol=1e-12), p, p.law, s)
+        return jnp.sum(s.pos[2] * jnp.array([1.0, 0.0, 1.0])) + 0.1 * jnp.sum(s.omega[2]), info
+
+    x0 = (jnp.asarray(0.0), jnp.asarray(0.18))
+    (val, info), g = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))(*x0)
+    assert bool(info.converged) and np.linalg.norm(np.asarray(info.contact_impulse[:3])) > 0
+    f = jax.jit(lambda a, b: loss(a, b)[0])
+    eps = 1e-6
+    fd = [(f(x0[0] + eps, x0[1]) - f(x0[0] - eps, x0[1])) / (2 * eps),
+          (f(x0[0], x0[1] + eps) - f(x0[0], x0[1] - eps)) / (2 * eps)]
+    for a, b in zip(g, fd):
+        assert abs(float(b)) > 1e-6
+        np.testing.assert_allclose(float(a), float(b), rtol=2e-3, atol=1e-8)
+
+
+def test_bad_inputs_raise_named_errors():
+    params = C.make_chain()
+    s0 = C.horizontal_state(params)
+    moved = s0.replace(pos=s0.pos.at[1, 0].add(0.03))  # link 1 shifted: joints 1 and 2 broken
+    with pytest.raises(ValueError, match=r"anchor_parent/anchor_child\[1\].*0.03 m apart"):
+        C.rollout(MODEL, params, moved, 5)
+    with pytest.raises(ValueError, match="anchor"):
+        A2.split_step(MODEL, A2.NoContact(), params, None, moved)
+    bad = params.replace(links=params.links.replace(mass=params.links.mass.at[2].set(0.0)))
+    with pytest.raises(ValueError, match=r"params.links.mass\[2\]"):
+        C.step(MODEL, bad, s0)
+    with pytest.raises(ValueError, match=r"masses\[1\]"):
+        C.make_chain(masses=(0.2, -1.0, 0.2))
+    with pytest.raises(ValueError, match="state.quat"):
+        C.rollout(MODEL, params, s0.replace(quat=s0.quat * 2), 5)
+    with pytest.raises(ValueError, match="state.pos"):
+        C.rollout(MODEL, params, s0.replace(pos=s0.pos[:2]), 5)
+    with pytest.raises(ValueError, match=">= 2 links"):
+        one = C.make_chain(sizes=((0.2, 0.05, 0.05),), masses=(0.185,))
+        A2.split_rollout(MODEL, A2.NoContact(), one, None, C.horizontal_state(one), 3)
+    with pytest.raises(ValueError, match="init"):
+        A2.RootSettings(init="guess")
+    with pytest.raises(ValueError, match="baumgarte"):
+        dataclasses.replace(MODEL, baumgarte=2.0)
