@@ -253,9 +253,10 @@ def tiny_run(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("dacm")
     data, ck = str(d / "box.npz"), str(d / "ck")
-    assert main(["dacm", "generate", "--shape", "box", "--throws", "5", "--steps", "250", "--seed", "0", "--out", data]) == 0
-    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "3", "--reg-epochs", "3",
-                 "--hidden-scale", "0.05", "--friction-target", "ratio", "--max-rest-per-throw", "10"]) == 0
+    assert main(["dacm", "generate", "--shape", "box", "--throws", "4", "--steps", "250", "--seed", "0", "--out", data]) == 0
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "2", "--reg-epochs", "2",
+                 "--hidden-scale", "0.05", "--friction-target", "ratio", "--max-rest-per-throw", "10",
+                 "--inputs", "physics", "--max-steady-per-throw", "10", "--patience", "1"]) == 0
     return d, data, ck
 
 
@@ -267,7 +268,7 @@ def test_cli_end_to_end_tiny(tiny_run, capsys):
     s = D.summary(loaded)
     assert s["instances"] > 0 and set(np.unique(loaded["kind"])) == {1, 2, 3}
     capsys.readouterr()
-    assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "2", "--steps", "150", "--seed", "5", "--json"]) == 0
+    assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "2", "--steps", "120", "--seed", "5", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     tm = res["trajectory"]
     for k in ("final_position", "final_orientation", "first_impulse"):
@@ -276,6 +277,8 @@ def test_cli_end_to_end_tiny(tiny_run, capsys):
     assert "out_of_range" in res and "contact_events" in res
     meta = json.loads((d / "ck" / "meta.json").read_text())
     assert meta["friction_target"] == "ratio" and meta["instances_used"] <= len(loaded["x"])
+    assert meta["inputs"] == "physics" and "physics" in res["dacm_law"]
+    assert all(r["regressor"].get("stopped_by") in ("epochs", "early_stopping") for r in meta["report"].values())
     # bad checkpoint: corrupt weights
     (d / "ck" / "pdd.msgpack").write_bytes(b"garbage")
     assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "1"]) == 2
@@ -292,3 +295,61 @@ def test_extracted_impulses_match_ground_truth_step(tiny_run):
     assert np.all(d["wrench"][:, 3] >= -1e-9)
     # a point patch has no torsional friction about its centre
     assert np.max(np.abs(d["wrench"][d["kind"] == 1][:, 2])) < 1e-9
+
+
+def test_physics_gap_input_separates_detach_from_contact(tiny_run):
+    """A point patch detaches (no impulse) exactly when its gap velocity φ/h + v_n ≥ 0: the first
+    physics input must carry that boundary with the right sign for every instance."""
+    _, data, _ = tiny_run
+    d = D.load(data)
+    pt = d["kind"] == 1
+    assert pt.sum() > 5
+    assert np.array_equal(d["label"][pt] == F.DETACH, d["x_extra"][pt, 0] >= 0)
+
+
+def test_physics_stick_input_of_a_sliding_box_and_law_matches_data():
+    """Box flat on the ground sliding at 1 mm/s along x: p_n⁰ = m g h and the stick impulse is
+    −m v, so the stick ratio input is −v/(g h); the law computes the same inputs as the data."""
+    from jaxcontact.dacm.data import _instances
+
+    law = DACMLaw(3, inputs="physics", **SMALL)
+    body, C = make_body("box")
+    model = jc.Model(law=law, dt=0.002, max_contacts=C)
+    params = jc.Params(body=body, ground=jc.Ground.flat(3), law=law.init_params())
+    s = jc.make_state(pos=(0.0, 0.0, 0.05), vel=(1e-3, 0.0, 0.0))
+    v1 = jc.free_velocity(model, params, s)
+    inst = _instances(model, params, s, s)
+    xe = np.asarray(inst["x_extra"])
+    assert xe.shape == (F.num_features(3, "physics"),)
+    g_h = 9.81 * 0.002
+    np.testing.assert_allclose(np.asarray(inst["pn0"]), float(body.mass) * g_h, rtol=1e-4)  # PGS tolerance
+    np.testing.assert_allclose(xe[-3:], [-1e-3 / g_h, 0.0, 0.0], atol=1e-5)
+    np.testing.assert_allclose(xe[1:3], [1e-3 / np.hypot(1e-3, F.SLIP_EPS), 0.0], atol=1e-9)
+    _, x_law, _, _ = jax.jit(lambda p, st, v: law.predict(model, p, st, v))(params, s, v1)
+    np.testing.assert_allclose(np.asarray(x_law), xe, rtol=1e-9, atol=1e-12)
+
+
+def test_steady_sliding_subsampling_keeps_impacts():
+    n = 100
+    pn0 = np.full(n, 0.00726)
+    pn0[[5, 70]] = 0.5  # two landing impacts
+    data = {"dim": np.array(3), "kind": np.full(n, 3), "label": np.full(n, F.DYNAMIC), "pn0": pn0,
+            "throw": np.r_[np.zeros(60, int), np.ones(40, int)]}
+    keep = T.subsample_steady(data, 5)
+    assert keep[5] and keep[70]
+    assert 4 <= keep[:60].sum() - 1 <= 5 and 4 <= keep[60:].sum() - 1 <= 5
+
+
+def test_early_stopping_returns_the_best_validation_epoch():
+    from jaxcontact.dacm.networks import NetConfig
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 3)).astype(np.float32)
+    y = (x @ np.array([[1.0], [-2.0], [0.5]])).astype(np.float32)
+    xv = rng.normal(size=(64, 3)).astype(np.float32)
+    yv = rng.normal(size=(64, 1)).astype(np.float32)  # unrelated: validation loss soon rises
+    cfg = NetConfig((16,), 60, 0.0, 1e-2, 32)
+    v, rep = T.fit(cfg, x, y, 1, "regress", 0, val=(xv, yv), patience=3)
+    assert rep["best_epoch"] <= rep["epochs_run"] <= rep["best_epoch"] + 3
+    loss = float(np.mean((T.predict((16,), 1, v, xv) - yv) ** 2))
+    np.testing.assert_allclose(loss, rep["best_val_loss"], rtol=1e-5)

@@ -42,7 +42,8 @@ def run_train(args) -> int:
         hp = hp.scaled(args.clf_epochs, args.reg_epochs, args.hidden_scale)
     t0 = time.perf_counter()
     dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=args.time_limit, log=_log,
-                           friction_target=args.friction_target, max_rest_per_throw=args.max_rest_per_throw)
+                           friction_target=args.friction_target, max_rest_per_throw=args.max_rest_per_throw,
+                           inputs=args.inputs, max_steady_per_throw=args.max_steady_per_throw, patience=args.patience)
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta["data_file"] = str(args.data)
     T.save_checkpoint(args.out, dp, pp, meta)
@@ -107,6 +108,12 @@ def register(sub) -> None:
                    help="absolute: p_f (paper); ratio: p_f / p_n0 of the frictionless LCP (improvement)")
     t.add_argument("--max-rest-per-throw", type=int, default=None,
                    help="keep at most this many resting instances per throw (default: all)")
+    t.add_argument("--inputs", choices=("paper", "physics", "both"), default="paper",
+                   help="dacm network inputs: paper (default), physics-derived (improvement) or both")
+    t.add_argument("--max-steady-per-throw", type=int, default=None,
+                   help="keep at most this many steady-sliding instances per throw (default: all)")
+    t.add_argument("--patience", type=int, default=None,
+                   help="early stopping: epochs without a better loss on held-out throws (default: off)")
     t.set_defaults(func=run_train)
     e = s.add_parser("evaluate", help="GT vs dacm vs PDD on fresh test throws")
     e.add_argument("--checkpoint", required=True)

@@ -75,8 +75,9 @@ def _instances(model, params, s0, s1):
     w = F.to_patch_frame(ground, s0, patch.centre, p)
     lab = F.label(body, ground, s0, v_new, p, patch, model.dt)
     pn0 = F.reference_normal_impulse(model, params, s0, v1)
+    xe = F.extra_features(body, ground, s0, v1, patch, pn0, model.dt)
     return dict(x=x, kind=patch.kind, label=lab, wrench=w, impulse=p, centre=patch.centre,
-                touching=patch.touching, pn0=pn0)
+                touching=patch.touching, pn0=pn0, x_extra=xe)
 
 
 def extract(model, params, traj) -> dict:

@@ -32,7 +32,7 @@ from ..rotations import quat_angle_between, quat_mul
 from ..types import Model, Params, PlanarState, State
 from . import data as D
 from . import features as F
-from .law import PATCH_KEYS, out_of_range
+from .law import PATCH_KEYS, law_inputs, out_of_range
 
 STEPS = 800
 
@@ -140,7 +140,8 @@ def one_step_accuracy(test: dict, dacm_law, dacm_params, pdd_law, pdd_params) ->
         x, lab, w = test["x"][m], test["label"][m], test["wrench"][m]
         fi, ni = F.COMPONENTS[dim][k]
         st = dacm_params["norm"][name]
-        xn = (x - np.asarray(st["x_mean"])) / np.asarray(st["x_std"])
+        xd = law_inputs(dacm_law, {a: test[a][m] for a in ("x", "x_extra") if a in test})
+        xn = (xd - np.asarray(st["x_mean"])) / np.asarray(st["x_std"])
         from .train import predict
 
         cls = predict(dacm_law.clf_hidden, 3, dacm_params["clf"][name], xn).argmax(1)
@@ -170,9 +171,9 @@ def one_step_accuracy(test: dict, dacm_law, dacm_params, pdd_law, pdd_params) ->
     return out
 
 
-def count_out_of_range(gt_model, gt_params, law_params, traj, margin: float = 0.05) -> dict:
+def count_out_of_range(gt_model, gt_params, law_params, traj, margin: float = 0.05, law=None) -> dict:
     inst = D.extract(gt_model, gt_params, traj)
-    bad = out_of_range(law_params, inst["x"], inst["kind"], margin)
+    bad = out_of_range(law_params, law_inputs(law, inst), inst["kind"], margin)
     return {"contact_instances": int(len(bad)), "out_of_training_range": int(bad.sum())}
 
 
@@ -289,8 +290,8 @@ def evaluate(dacm_law, dacm_params, pdd_law, pdd_params, meta: dict, throws: int
            "trajectory": trajectory_metrics(gt, {"dacm": tr_d, "pdd": tr_p}, gt_model, gt_params)}
     test = D.extract(gt_model, gt_params, gt)
     res["one_step"] = one_step_accuracy(test, dacm_law, dacm_params, pdd_law, pdd_params)
-    res["out_of_range"] = {"dacm": count_out_of_range(gt_model, gt_params, dacm_params, tr_d),
-                           "pdd": count_out_of_range(gt_model, gt_params, pdd_params, tr_p)}
+    res["out_of_range"] = {"dacm": count_out_of_range(gt_model, gt_params, dacm_params, tr_d, law=dacm_law),
+                           "pdd": count_out_of_range(gt_model, gt_params, pdd_params, tr_p, law=pdd_law)}
     for k, v in res["out_of_range"].items():
         if v["out_of_training_range"]:
             warnings.warn(f"{k}: {v['out_of_training_range']} of {v['contact_instances']} contact instances "

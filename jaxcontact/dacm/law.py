@@ -101,10 +101,13 @@ class DACMLaw:
     solver: LCPSettings = LCPSettings()
     friction_target: str = "absolute"
     dissipative: bool = False
+    inputs: str = "paper"
 
     def __post_init__(self):
         if self.friction_target not in ("absolute", "ratio"):
             raise ValueError(f"friction_target must be 'absolute' or 'ratio', got {self.friction_target!r}")
+        if self.inputs not in F.INPUTS:
+            raise ValueError(f"inputs must be one of {F.INPUTS}, got {self.inputs!r}")
         if self.dim not in (2, 3):
             raise ValueError(f"dim must be 2 or 3, got {self.dim}")
 
@@ -120,7 +123,7 @@ class DACMLaw:
         from .networks import MLP
 
         key = jax.random.PRNGKey(0) if key is None else key
-        nx = F.num_features(self.dim) if x_dim is None else x_dim
+        nx = F.num_features(self.dim, self.inputs) if x_dim is None else x_dim
         x = jnp.zeros((1, nx), jnp.float32)
         out = {"clf": {}, "reg": {}, "norm": {}}
         for k in self.types:
@@ -137,6 +140,12 @@ class DACMLaw:
         body, ground, lp = params.body, params.ground, params.law
         patch = F.detect_patch(body, ground, state, v_free, model.patch_tol, model.dt)
         x = F.features(body, ground, state, v_free, patch)
+        pn0 = None
+        if self.friction_target == "ratio" or self.inputs != "paper":
+            pn0 = F.reference_normal_impulse(model, params, state, v_free, self.solver)
+        if self.inputs != "paper":
+            xe = F.extra_features(body, ground, state, v_free, patch, pn0, model.dt)
+            x = F.select_inputs(x, xe, self.inputs)
         logits, pf = {}, {}
         for k in self.types:
             name = PATCH_KEYS[k]
@@ -148,7 +157,7 @@ class DACMLaw:
             pf[k] = _pad_wrench(self.dim, k, y, "f")
         wf = _select(patch.kind, pf, self.types)
         if self.friction_target == "ratio":
-            wf = wf * F.friction_scale(F.reference_normal_impulse(model, params, state, v_free, self.solver))
+            wf = wf * F.friction_scale(pn0)
         return patch, x, _select(patch.kind, logits, self.types), wf
 
     def __call__(self, model, params, state, v_free):
@@ -232,6 +241,14 @@ def _unit_stats(nx, ny):
         "x_mean": jnp.zeros(nx), "x_std": jnp.ones(nx), "x_min": -1e30 * jnp.ones(nx),
         "x_max": 1e30 * jnp.ones(nx), "y_mean": jnp.zeros(ny), "y_std": jnp.ones(ny),
     }
+
+
+def law_inputs(law, inst: dict) -> np.ndarray:
+    """Inputs of ``law`` (DACMLaw or PDDLaw) for extracted instances (``data.extract``)."""
+    inputs = getattr(law, "inputs", "paper")
+    if inputs != "paper" and "x_extra" not in inst:
+        raise ValueError(f"inputs={inputs!r} needs data with 'x_extra' (regenerate with this version)")
+    return np.asarray(F.select_inputs(np.asarray(inst["x"]), np.asarray(inst.get("x_extra")), inputs))
 
 
 def out_of_range(law_params, x, kind, margin: float = 0.05) -> np.ndarray:

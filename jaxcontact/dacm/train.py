@@ -41,14 +41,19 @@ def _stats(x, y):
     return dict(x_mean=xm, x_std=xs, x_min=x.min(0), x_max=x.max(0), y_mean=ym, y_std=ys)
 
 
-def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float | None = None):
+def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float | None = None,
+        weights=None, val=None, patience: int | None = None):
     """Train one MLP; x normalised (N, F) float32; y int labels (classify) or normalised (N, out).
+    weights: optional per-sample loss weights (N,) (mean 1). val: optional (x, y) validation set
+    (held-out throws): with ``patience``, training stops after that many epochs without a better
+    validation loss and the best epoch's weights are returned (early stopping).
     Returns (variables, report). Minibatch Adam, one jitted ``lax.scan`` per epoch."""
     net = MLP(cfg.hidden, out, cfg.dropout)
     key = jax.random.PRNGKey(seed)
     key, k0 = jax.random.split(key)
     x = jnp.asarray(x, jnp.float32)
     y = jnp.asarray(y, jnp.int32 if task == "classify" else jnp.float32)
+    wts = jnp.ones(x.shape[0], jnp.float32) if weights is None else jnp.asarray(weights / np.mean(weights), jnp.float32)
     variables = net.init(k0, x[:1])
     opt = optax.adam(cfg.lr)
     state = opt.init(variables)
@@ -56,11 +61,11 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
     bs = max(1, min(cfg.batch, n))
     nb = max(1, n // bs)
 
-    def loss_fn(v, xb, yb, k):
+    def loss_fn(v, xb, yb, wb, k):
         pred = net.apply(v, xb, deterministic=False, rngs={"dropout": k})
         if task == "classify":
-            return optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
-        return jnp.mean((pred - yb) ** 2)
+            return jnp.mean(wb * optax.softmax_cross_entropy_with_integer_labels(pred, yb))
+        return jnp.mean(wb[:, None] * (pred - yb) ** 2)
 
     @jax.jit
     def epoch(v, s, key):
@@ -70,25 +75,53 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
         def step(c, inp):
             v, s = c
             idx, k = inp
-            l, g = jax.value_and_grad(loss_fn)(v, x[idx], y[idx], k)
+            l, g = jax.value_and_grad(loss_fn)(v, x[idx], y[idx], wts[idx], k)
             upd, s = opt.update(g, s, v)
             return (optax.apply_updates(v, upd), s), l
 
         (v, s), ls = jax.lax.scan(step, (v, s), (perm, jax.random.split(kd, nb)))
         return v, s, ls.mean()
 
+    if val is not None and len(val[0]):
+        xv = jnp.asarray(val[0], jnp.float32)
+        yv = jnp.asarray(val[1], jnp.int32 if task == "classify" else jnp.float32)
+
+        @jax.jit
+        def val_loss(v):
+            pred = net.apply(v, xv)
+            if task == "classify":  # error rate (cross-entropy only breaks ties): overconfident
+                # logits on a few errors raise the loss long after the accuracy has stopped rising
+                ce = optax.softmax_cross_entropy_with_integer_labels(pred, yv).mean()
+                return jnp.mean(pred.argmax(-1) != yv) + 1e-3 * ce
+            return jnp.mean((pred - yv) ** 2)
+    else:
+        val_loss = None
     t0 = time.perf_counter()
     losses = []
     done = 0
+    best = (np.inf, variables, 0)
+    stopped = "epochs"
     for e in range(cfg.epochs):
         key, ke = jax.random.split(key)
         variables, state, l = epoch(variables, state, ke)
         losses.append(float(l))
         done = e + 1
+        if val_loss is not None:
+            vl = float(val_loss(variables))
+            if vl < best[0]:
+                best = (vl, variables, done)
+            elif patience is not None and done - best[2] >= patience:
+                stopped = "early_stopping"
+                break
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            stopped = "time_limit"
             break
-    rep = {"samples": int(n), "epochs_run": done, "epochs_asked": cfg.epochs,
+    rep = {"samples": int(n), "epochs_run": done, "epochs_asked": cfg.epochs, "stopped_by": stopped,
            "final_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 2)}
+    if val_loss is not None:
+        rep["best_val_loss"], rep["best_epoch"] = best[0], best[2]
+        if patience is not None:  # early stopping returns the best epoch's weights
+            variables = best[1]
     return variables, rep
 
 
@@ -101,11 +134,16 @@ def r2(pred, true):
     return float(1.0 - np.sum((pred - true) ** 2) / sst) if sst > 0 else float("nan")
 
 
-def _split(n, seed, frac=0.1):
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    nv = int(round(frac * n)) if n >= 20 else 0
-    return perm[nv:], perm[:nv]
+def _split(throw, seed, frac=0.1):
+    """(train, validation) indices with the validation set made of whole held-out throws
+    (~``frac`` of them): consecutive steps of one throw are nearly identical, so an instance-level
+    split would score memorisation, not generalisation to new throws."""
+    throw = np.asarray(throw)
+    ids = np.unique(throw)
+    nv = int(round(frac * len(ids))) if len(ids) >= 5 else 0
+    held = np.random.default_rng(seed).permutation(ids)[:nv]
+    va = np.isin(throw, held)
+    return np.where(~va)[0], np.where(va)[0]
 
 
 def subsample_rest(data: dict, max_per_throw: int) -> np.ndarray:
@@ -123,19 +161,49 @@ def subsample_rest(data: dict, max_per_throw: int) -> np.ndarray:
     return keep
 
 
+def subsample_steady(data: dict, max_per_throw: int) -> np.ndarray:
+    """Mask keeping at most ``max_per_throw`` instances per throw of steady sliding — dynamic
+    instances of the full patch (face 3D / line 2D) whose reference normal impulse p_n⁰ is within
+    10 % of the gravity step (the median p_n⁰ of those instances) — and every other instance
+    (the impacts among them: ~1 % of the face instances, but 99 % of the friction impulse error)."""
+    dim = int(data["dim"])
+    full = 3 if dim == 3 else 2
+    cand = (data["kind"] == full) & (data["label"] == F.DYNAMIC)
+    keep = np.ones(len(cand), bool)
+    if not cand.any():
+        return keep
+    pn0 = data["pn0"]
+    g = np.median(pn0[cand])
+    steady = cand & (np.abs(pn0 - g) <= 0.1 * g)
+    keep &= ~steady
+    for t in np.unique(data["throw"][steady]):
+        idx = np.where(steady & (data["throw"] == t))[0]
+        keep[idx[:: max(1, int(np.ceil(len(idx) / max_per_throw)))]] = True
+    return keep
+
+
 def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: float | None = None,
-          log=print, friction_target: str = "absolute", max_rest_per_throw: int | None = None):
+          log=print, friction_target: str = "absolute", max_rest_per_throw: int | None = None,
+          inputs: str = "paper", max_steady_per_throw: int | None = None, patience: int | None = None):
     """Train dacm and PDD on a dataset (``data.load``). Returns (dacm params, pdd params, meta).
 
     time_limit: seconds per network (epochs stop early when exceeded; the report says so).
     friction_target: "absolute" (the paper: p_f) or "ratio" (p_f / p_n⁰, see ``law``).
-    max_rest_per_throw: keep at most this many resting instances per throw (None: all)."""
+    max_rest_per_throw: keep at most this many resting instances per throw (None: all).
+    inputs: "paper", "physics" or "both" (``features.INPUTS``) for dacm's networks (PDD: paper).
+    max_steady_per_throw: keep at most this many steady-sliding instances per throw (None: all).
+    patience: early stopping on held-out throws (None: run the epochs / time limit)."""
     dim = int(data["dim"])
-    if friction_target == "ratio" and "pn0" not in data:
-        raise ValueError("friction_target='ratio' needs data with 'pn0' (regenerate with this version)")
-    if max_rest_per_throw is not None:
-        keep = subsample_rest(data, max_rest_per_throw)
-        data = {k: (v[keep] if isinstance(v, np.ndarray) and v.shape[:1] == keep.shape else v) for k, v in data.items()}
+    if inputs not in F.INPUTS:
+        raise ValueError(f"inputs must be one of {F.INPUTS}, got {inputs!r}")
+    if (friction_target == "ratio" or max_steady_per_throw is not None) and "pn0" not in data:
+        raise ValueError("friction_target='ratio' / max_steady_per_throw need data with 'pn0' (regenerate with this version)")
+    if inputs != "paper" and "x_extra" not in data:
+        raise ValueError(f"inputs={inputs!r} needs data with 'x_extra' (regenerate with this version)")
+    for sub, arg in ((subsample_rest, max_rest_per_throw), (subsample_steady, max_steady_per_throw)):
+        if arg is not None:
+            keep = sub(data, arg)
+            data = {k: (v[keep] if isinstance(v, np.ndarray) and v.shape[:1] == keep.shape else v) for k, v in data.items()}
     shape = str(data["shape"])
     hp = hp or HyperParams.paper(shape)
     n_throws = int(data["n_throws"])
@@ -149,7 +217,8 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         rep = {}
         # ---------- dacm
         m = dacm_mask & (data["kind"] == k)
-        x, lab, w = data["x"][m], data["label"][m], data["wrench"][m].copy()
+        x = F.select_inputs(data["x"][m], data["x_extra"][m] if inputs != "paper" else None, inputs)
+        lab, w, thr = data["label"][m], data["wrench"][m].copy(), data["throw"][m]
         if friction_target == "ratio":
             w[:, : F.NF[dim]] /= np.maximum(data["pn0"][m], F.RATIO_FLOOR)[:, None]
         dyn = lab == F.DYNAMIC
@@ -157,8 +226,9 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
             raise ValueError(f"no {name} contact instances in the data: generate more throws")
         st = _stats(x, w[dyn][:, list(fi)] if dyn.any() else np.zeros((0, len(fi))))
         xn = (x - st["x_mean"]) / st["x_std"]
-        tr, va = _split(len(x), seed + i)
-        v_c, r = fit(hp.classifier, xn[tr], lab[tr], 3, "classify", seed + 10 * i, time_limit)
+        tr, va = _split(thr, seed + i)
+        v_c, r = fit(hp.classifier, xn[tr], lab[tr], 3, "classify", seed + 10 * i, time_limit,
+                     val=(xn[va], lab[va]), patience=patience)
         if len(va):
             r["val_accuracy"] = float(np.mean(predict(hp.classifier.hidden, 3, v_c, xn[va]).argmax(1) == lab[va]))
         rep["classifier"] = r
@@ -169,8 +239,9 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
             v_r = MLP(hp.regressor.hidden, len(fi)).init(jax.random.PRNGKey(seed), jnp.zeros((1, xn.shape[1])))
             r = {"samples": 0, "note": "no dynamic instances: untrained"}
         else:
-            tr, va = _split(len(xd), seed + i + 100)
-            v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, time_limit)
+            tr, va = _split(thr[dyn], seed + i + 100)
+            v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, time_limit,
+                         val=(xd[va], yd[va]), patience=patience)
             if len(va):
                 r["val_r2"] = r2(predict(hp.regressor.hidden, len(fi), v_r, xd[va]), yd[va])
         rep["regressor"] = r
@@ -183,8 +254,9 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         st = _stats(x, w)
         xn = (x - st["x_mean"]) / st["x_std"]
         yn = (w - st["y_mean"]) / st["y_std"]
-        tr, va = _split(len(x), seed + i + 200)
-        v_p, r = fit(hp.pdd, xn[tr], yn[tr], len(fi) + len(ni), "regress", seed + 10 * i + 2, time_limit)
+        tr, va = _split(data["throw"][m], seed + i + 200)
+        v_p, r = fit(hp.pdd, xn[tr], yn[tr], len(fi) + len(ni), "regress", seed + 10 * i + 2, time_limit,
+                     val=(xn[va], yn[va]), patience=patience)
         if len(va):
             r["val_r2"] = r2(predict(hp.pdd.hidden, len(fi) + len(ni), v_p, xn[va]), yn[va])
         rep["pdd"] = r
@@ -198,6 +270,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         "data_throws": n_throws, "dacm_throws": int(np.ceil(n_throws * 2 / 3)),
         "static_speed": F.STATIC_SPEED, "detach_impulse": F.DETACH_IMPULSE, "report": report,
         "friction_target": friction_target, "max_rest_per_throw": max_rest_per_throw,
+        "inputs": inputs, "max_steady_per_throw": max_steady_per_throw, "patience": patience,
         "instances_used": int(len(data["x"])),
     }
     return dp, pp, meta
@@ -206,7 +279,8 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
 def laws_from_meta(meta: dict):
     hp = HyperParams.from_dict(meta["hyperparams"])
     dim = int(meta["dim"])
-    return (DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden, friction_target=meta.get("friction_target", "absolute")),
+    return (DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden, friction_target=meta.get("friction_target", "absolute"),
+                    inputs=meta.get("inputs", "paper")),
             PDDLaw(dim, hp.pdd.hidden))
 
 
