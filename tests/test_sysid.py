@@ -235,3 +235,44 @@ def test_real_cube_tosses_fit_is_finite_and_decreases_the_loss(shared_dir):
     res = sysid.fit(prob, "adam", max_iter=3, lr=0.05)  # optax path; LM is covered above
     assert np.isfinite(res.loss) and res.loss < prob.loss(prob.x0())
     assert res.values["mu"] >= 0 and 0 <= res.values["restitution"] <= 1
+
+
+# ---- the staged schedule ----------------------------------------------------------------------
+def test_kinematic_stage_finds_the_height_from_below_where_the_rollout_loss_is_flat():
+    """Start with the ground 13 mm below the truth (the issue's start, height 0). With the
+    engine's default velocity bounce target the rollout loss has exactly zero height gradient
+    there; the kinematic stage (supported samples touch the ground, none penetrates) does not
+    need one and lands on the truth; with the position-consistent target the rollout loss has a
+    gradient pointing up."""
+    from jaxcontact.sysid import kinematic
+
+    grads = {}
+    for target in ("velocity", "position"):
+        law = syn.synthetic_law(target)
+        data = syn.make_synthetic(n_throws=2, steps=300, seed=3, law=law)
+        p0 = syn.start_params(law)
+        p0 = p0.replace(body=p0.body.replace(vertices=jnp.asarray(data.truth["vertices"])),
+                        law=law.init_params(0.27, 0.1))
+        prob = sysid.Problem.build(data, "ground", p0, law=law, window=5, substeps=5)
+        grads[target] = float(prob.loss_and_grad(np.array([0.004 / prob.spec.length]))[1][0])
+        g = kinematic.fit_geometry(data, p0, ("ground",))
+        assert g["supported"] > 20
+        assert abs(g["values"]["ground"] - 0.013) < 2e-4, g["values"]  # 0.12 mm with the velocity target
+    assert grads["velocity"] == 0.0 and grads["position"] < 0, grads  # d loss / d height at 4 mm
+
+
+def test_cli_synthetic_staged_recovery_on_a_reduced_case(capsys):
+    """``jaxcontact sysid --synthetic --json`` on a reduced case (2 throws of 300 steps, the
+    vertex set known): from μ 0.5, ε 0.5 and the ground 13 mm *below* the truth, the staged
+    schedule (kinematic height, LM, trimmed LM) recovers μ, ε, height inside 1% / 2 mm."""
+    rc = main(["sysid", "--synthetic", "--json", "--throws", "2", "--steps", "300", "--seed", "3",
+               "--known-vertices", "--max-iter", "20", "--no-progress"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["restitution_target"] == "position" and out["start"]["ground"] == 0.0
+    errs = out["errors"]
+    assert out["within_tolerance"] and sysid.within_tolerance(errs), errs
+    assert errs["mu"]["rel"] < 1e-3 and errs["restitution"]["rel"] < 1e-3 and errs["ground"]["abs"] < 1e-5, errs
+    kinds = [s["kind"] for s in out["stages"]]
+    assert kinds == ["geometry", "lm", "lm"], kinds
+    assert abs(out["stages"][0]["values"]["ground"] - 0.013) < 1e-4  # the height from below, no rollout
+    assert out["rollouts"] > 0 and out["loss"] < 1e-12

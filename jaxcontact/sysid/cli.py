@@ -110,11 +110,12 @@ def _run_synthetic(args, log) -> dict:
         f"{args.restitution_target}; truth mu={syn.TRUTH['mu']}, restitution={syn.TRUTH['restitution']}, "
         f"ground={syn.TRUTH['ground']}, vertices 10% off the cube")
     method = None if args.method == "lm" else args.method
-    rec = syn.recover(data, law=law, method=method, progress=not args.no_progress, log=log, max_iter=args.max_iter)
+    rec = syn.recover(data, law=law, method=method, progress=not args.no_progress, log=log, max_iter=args.max_iter,
+                      known_vertices=args.known_vertices)
     res = rec["result"]
     errs = core.errors(res.values, data.truth)
     out = {"synthetic": True, "throws": args.throws, "steps": args.steps, "noise_m": args.noise,
-           "restitution_target": args.restitution_target, "truth": _jsonable(data.truth), "start": syn.START,
+           "restitution_target": args.restitution_target, "known_vertices": args.known_vertices, "truth": _jsonable(data.truth), "start": syn.START,
            "values": res.values, "loss": res.loss, "errors": errs,
            "within_tolerance": core.within_tolerance(errs), "rollouts": rec["rollouts"],
            "wall_time_s": rec["wall_time_s"], "stages": rec["stages"],
@@ -161,6 +162,8 @@ def register(sub) -> None:
     p.add_argument("--steps", type=int, default=400, help="--synthetic: engine steps per throw")
     p.add_argument("--noise", type=float, default=0.0, help="--synthetic: position noise std (m)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--known-vertices", action="store_true",
+                   help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", default=None, help="PNG of the loss and the parameters over iterations")

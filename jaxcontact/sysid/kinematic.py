@@ -69,11 +69,14 @@ def geometry_residuals(spec: ParamSpec, x, X_sup, X_all, w_pen: float = 1.0):
 
 
 def fit_geometry(data: Trajectories, params: Params, names=("ground", "vertices"), *, tol=None,
-                 max_iter: int = 100, max_height: float | None = None) -> dict:
+                 max_iter: int = 100, prior: float = 1e-3) -> dict:
     """Fit ``names`` (ground height, vertices; any subset) to the supported-sample and
     non-penetration conditions. Returns {"params", "values", "loss", "supported", "iterations",
     "wall_time_s", "message"}; the height starts at the median lowest-vertex height of the
-    supported samples when ``params`` puts the ground below every one of them."""
+    supported samples when ``params`` puts the ground below every one of them. ``prior``: weight
+    of a weak pull towards the initial values (length units per unit of the scaled vector), so
+    vertices that never touch the ground in the data stay where they were instead of drifting
+    along directions the data do not see; the later rollout stages are unregularised."""
     import time
 
     t0 = time.perf_counter()
@@ -89,8 +92,11 @@ def fit_geometry(data: Trajectories, params: Params, names=("ground", "vertices"
     spec = ParamSpec.build(names, params)
     Xs, Xa = jnp.asarray(X_sup), jnp.asarray(X_all)
     scale = 1.0 / np.sqrt(len(X_sup))
-    res = jax.jit(lambda x: scale * geometry_residuals(spec, x, Xs, Xa))
-    jac = jax.jit(jax.jacfwd(lambda x: scale * geometry_residuals(spec, x, Xs, Xa)))
+    x0 = jnp.asarray(spec.pack(params))
+    w = prior * spec.length
+    f = lambda x: jnp.concatenate([scale * geometry_residuals(spec, x, Xs, Xa), w * (x - x0)])
+    res = jax.jit(f)
+    jac = jax.jit(jax.jacfwd(f))
     r = optim.levenberg_marquardt(lambda x: (res(x), jac(x)), res, spec.pack(params), max_iter=max_iter,
                                   ftol=1e-14, xtol=1e-12)
     p = spec.unpack(jnp.asarray(r.x))

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import jax.numpy as jnp
 import numpy as np
 
 from . import kinematic
@@ -50,6 +51,14 @@ class Stage:
         return f"{self.kind} {names}{extra}"
 
 
+def known_geometry_schedule(max_iter: int = 30) -> tuple:
+    """The schedule when the vertices are known: kinematic height, LM on μ, ε and the height,
+    a trimmed LM polish (one compiled Jacobian)."""
+    return (Stage("geometry", ("ground",), max_iter=50),
+            Stage("lm", ("mu", "restitution", "ground"), max_iter=max_iter),
+            Stage("lm", ("mu", "restitution", "ground"), max_iter=max_iter, trim=0.1))
+
+
 DEFAULT_SCHEDULE = (
     Stage("geometry", ("ground", "vertices"), max_iter=100),
     Stage("lm", ("mu", "restitution"), max_iter=12),
@@ -59,20 +68,20 @@ DEFAULT_SCHEDULE = (
 
 
 def trim_windows(prob: Problem, x, fraction: float) -> tuple[Problem, int]:
-    """``prob`` without the ``fraction`` of windows with the largest squared residual at x."""
+    """``prob`` with zero weight on the ``fraction`` of windows with the largest squared residual
+    at x (the shapes stay, so the compiled loss and Jacobian are reused)."""
     if fraction <= 0:
         return prob, 0
+    live = np.asarray(prob.weights) > 0
     r = np.asarray(prob.residuals(x)).reshape(prob.num_windows, -1)
-    per = np.sum(r * r, axis=1)
-    k = int(np.floor(fraction * prob.num_windows))
+    per = np.where(live, np.sum(r * r, axis=1), -np.inf)
+    k = int(np.floor(fraction * live.sum()))
     if k == 0:
         return prob, 0
-    keep = np.ones(prob.num_windows, bool)
+    keep = live.copy()
     keep[np.argsort(per)[-k:]] = False
-    n_res = int(keep.sum()) * r.shape[1]
-    w = np.full(int(keep.sum()), 1.0 / np.sqrt(n_res))
-    return dataclasses.replace(prob, windows=prob.windows[keep], weights=prob.weights[keep] * 0 + w,
-                               where=prob.where[keep]), k
+    w = np.where(keep, 1.0 / np.sqrt(int(keep.sum()) * r.shape[1]), 0.0)
+    return dataclasses.replace(prob, weights=jnp.asarray(w)), k
 
 
 def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int = 1, stride=None,
@@ -86,9 +95,11 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
 
     params = params0
     stages, histories, rollouts, wall, res = [], [], 0, 0.0, None
+    prev = None  # (stage, Problem) of the last rollout stage
     for st in schedule:
         if st.kind == "geometry":
             g = kinematic.fit_geometry(data, params, st.names, max_iter=st.max_iter)
+            prev = None
             params = g["params"].replace(law=params.law)
             wall += g["wall_time_s"]
             summ = {"stage": st.label(), "names": list(st.names), "kind": st.kind, "values": g["values"],
@@ -98,12 +109,18 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
         else:
             kind = method or st.kind
             lw = SmoothedCoulomb(st.kappa) if st.kappa > 0 else law
-            prob = Problem.build(data, st.names, params, law=lw, window=st.window, substeps=substeps,
-                                 stride=stride, contact_margin=contact_margin)
-            prob, dropped = trim_windows(prob, prob.x0(), st.trim)
+            same = prev is not None and (prev[0].names, prev[0].window, prev[0].kappa) == (st.names, st.window, st.kappa)
+            if same:  # same fitted set and loss as the last stage: reuse its compiled Problem
+                prob, x0 = prev[1], res.x
+            else:
+                prob = Problem.build(data, st.names, params, law=lw, window=st.window, substeps=substeps,
+                                     stride=stride, contact_margin=contact_margin)
+                x0 = prob.x0()
+            prob, dropped = trim_windows(prob, x0, st.trim)
+            prev = (st, prob)
             budget = st.max_iter * 50 if kind == "nelder-mead" and st.kind != "nelder-mead" else st.max_iter
             t0 = time.perf_counter()
-            res = fit(prob, kind, progress=progress, max_iter=budget)
+            res = fit(prob, kind, x0, progress=progress, max_iter=budget)
             params = res.params  # the smoothed law has the hard law's parameter pytree
             t = time.perf_counter() - t0
             wall += t

@@ -82,19 +82,25 @@ def start_params(law=None) -> Params:
 
 
 def recover(data: Trajectories, *, schedule=None, law=None, method: str | None = None, progress: bool = False,
-            log=None, max_iter: int | None = None) -> dict:
+            log=None, max_iter: int | None = None, known_vertices: bool = False) -> dict:
     """The issue's recovery from ``start_params`` by ``schedule.staged_fit`` (default
     ``DEFAULT_SCHEDULE``: kinematic geometry, LM on μ and ε, LM on everything, a trimmed LM
     polish). ``max_iter`` caps the iterations of every rollout stage. ``method="nelder-mead"``:
-    the derivative-free baseline on the same stages and loss (after the same geometry stage)."""
+    the derivative-free baseline on the same stages and loss (after the same geometry stage).
+    known_vertices: start from the true vertex set and fit μ, ε, height only
+    (``schedule.known_geometry_schedule``) — the reduced case of the tests."""
     import dataclasses
 
-    from .schedule import DEFAULT_SCHEDULE, staged_fit
+    from .schedule import DEFAULT_SCHEDULE, known_geometry_schedule, staged_fit
 
     law = synthetic_law() if law is None else law
-    schedule = DEFAULT_SCHEDULE if schedule is None else schedule
+    p0 = start_params(law)
+    if known_vertices:
+        p0 = p0.replace(body=p0.body.replace(vertices=jnp.asarray(data.truth["vertices"])))
+    if schedule is None:
+        schedule = known_geometry_schedule() if known_vertices else DEFAULT_SCHEDULE
     if max_iter is not None:
         schedule = tuple(s if s.kind == "geometry" else dataclasses.replace(s, max_iter=min(s.max_iter, max_iter))
                          for s in schedule)
-    return staged_fit(data, start_params(law), law, schedule, substeps=SAMPLE_EVERY, method=method,
+    return staged_fit(data, p0, law, schedule, substeps=SAMPLE_EVERY, method=method,
                       progress=progress, log=log)
