@@ -24,12 +24,15 @@ sys.path.insert(0, str(REPO))
 RESULTS = REPO / "benchmarks" / "results"
 
 
-def speed(data, B=64, reps=3):
+def speed(data, batches=(64, 256), n_single=64, seconds=3.0):
+    """Loss-and-gradient throughput (transitions/s): batched (one vmapped call per batch) versus
+    one transition per call in a Python loop (the reference implementation's structure), same
+    compiled function, same run; plus the BoxOSQP (λ, slack) form for comparison."""
     import jax
     import jax.numpy as jnp
 
     from jaxcontact.contactnets.functions import ContactFunctions, init_polytope
-    from jaxcontact.contactnets.loss import LossConfig, batch_loss
+    from jaxcontact.contactnets.loss import LossConfig, batch_loss, reference_transition_loss
     from jaxcontact.contactnets.train import body_of
     from jaxcontact.laws import CoulombLCP
     from jaxcontact.solvers import QPSettings
@@ -37,27 +40,42 @@ def speed(data, B=64, reps=3):
 
     xs, xns = data.transitions()
     rng = np.random.default_rng(0)
-    i = rng.choice(len(xs), B, replace=False)
+    i = rng.choice(len(xs), max(batches), replace=False)
     a, b = jnp.asarray(xs[i]), jnp.asarray(xns[i])
     body = body_of(data)
     model = Model(law=CoulombLCP(), dt=data.dt, gravity=data.gravity)
     fns = ContactFunctions("polytope")
     th = init_polytope(jax.random.PRNGKey(0), data.vertices, data.mu_nominal)
-    cfg = LossConfig(qp=QPSettings(tol=1e-4, max_iter=300))
+    cfg = LossConfig()
+
+    def rate(f, B):
+        jax.block_until_ready(f(th, a[:B], b[:B]))
+        t, r = time.perf_counter(), 0
+        while time.perf_counter() - t < seconds:
+            jax.block_until_ready(f(th, a[:B], b[:B]))
+            r += 1
+        return B * r / (time.perf_counter() - t)
+
+    def single(f):
+        jax.block_until_ready(f(th, a[:1], b[:1]))
+        t = time.perf_counter()
+        for k in range(n_single):
+            jax.block_until_ready(f(th, a[k:k + 1], b[k:k + 1]))
+        return n_single / (time.perf_counter() - t)
+
     f = jax.jit(jax.value_and_grad(lambda th, a, b: batch_loss(fns, th, model, body, a, b, cfg)[0]))
-    jax.block_until_ready(f(th, a, b))
-    jax.block_until_ready(f(th, a[:1], b[:1]))
-    t = time.perf_counter()
-    for _ in range(reps):
-        jax.block_until_ready(f(th, a, b))
-    batched = B * reps / (time.perf_counter() - t)
-    t = time.perf_counter()
-    for k in range(B):
-        jax.block_until_ready(f(th, a[k:k + 1], b[k:k + 1]))
-    single = B / (time.perf_counter() - t)
-    return {"batch": B, "batched_transitions_per_s": batched, "one_at_a_time_transitions_per_s": single,
-            "speedup": batched / single, "device": str(jax.devices()[0]), "dtype": "float64",
-            "qp": "jaxopt BoxOSQP tol 1e-4, implicit diff; loss + gradient of the polytope model"}
+    out = {"batched_transitions_per_s": {str(B): rate(f, B) for B in batches}}
+    out["one_at_a_time_transitions_per_s"] = single(f)
+    out["speedup"] = {B: v / out["one_at_a_time_transitions_per_s"] for B, v in out["batched_transitions_per_s"].items()}
+    qcfg = LossConfig(qp=QPSettings(tol=1e-4, max_iter=300))
+    g = jax.jit(jax.value_and_grad(lambda th, a, b: jnp.mean(jax.vmap(
+        lambda x, xn: reference_transition_loss(fns, th, model, body, x, xn, qcfg)[0])(a, b))))
+    out["boxosqp_form"] = {"batched_transitions_per_s": rate(g, 64), "one_at_a_time_transitions_per_s": single(g),
+                           "qp": "jaxopt BoxOSQP tol 1e-4, max 300 iterations, implicit diff of the QP solution"}
+    out.update(device=str(jax.devices()[0]), dtype="float64",
+               inner=f"jaxopt ProjectedGradient (FISTA, Jacobi-scaled), {cfg.inner.max_iter} iterations, "
+                     f"{cfg.gradient} gradient; loss + gradient of the polytope model")
+    return out
 
 
 def main() -> int:
@@ -69,6 +87,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--work", default="/tmp/contactnets_study")
+    ap.add_argument("--speed-only", action="store_true", help="only the loss-gradient throughput")
     args = ap.parse_args()
 
     import jax
@@ -87,9 +106,11 @@ def main() -> int:
     print(f"{data.n_tosses} tosses: test {test.n_tosses}, training pool {pool.n_tosses}", flush=True)
 
     sp = speed(pool)
-    sp["command"] = "python benchmarks/contactnets_study.py"
+    sp["command"] = "python benchmarks/contactnets_study.py" + (" --speed-only" if args.speed_only else "")
     (out / "contactnets_speed.json").write_text(json.dumps(sp, indent=1))
     print("speed", sp, flush=True)
+    if args.speed_only:
+        return 0
 
     caps = {"polytope": TrainConfig(max_steps=300), "deep": TrainConfig(max_steps=200),
             "e2e": TrainConfig(max_steps=1500), "lcp": TrainConfig(sysid_iters=10)}

@@ -22,7 +22,8 @@ from jaxcontact.contactnets import (
 )
 from jaxcontact.contactnets.data import TossData
 from jaxcontact.contactnets.evaluate import metrics
-from jaxcontact.solvers import QPSettings, solve_qp
+from jaxcontact.contactnets.loss import reference_transition_loss
+from jaxcontact.solvers import NonnegSettings, QPSettings, minimize_nonneg, solve_qp
 
 VERTS = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
 G, DT, MASS, INERTIA, MU = 187.2, 1 / 148, 0.37, 0.295, 0.3
@@ -68,10 +69,46 @@ def test_qp_solution_satisfies_kkt():
     assert np.any(y > 1e-3)  # some constraint active: a real test of the inequality handling
 
 
+def test_nonneg_solver_satisfies_kkt_and_differentiates_implicitly():
+    rng = np.random.default_rng(1)
+    n = 12
+    A = rng.normal(size=(n, n))
+    Q = A @ A.T / n + np.diag(rng.uniform(1e-3, 10.0, n))  # badly scaled: the Jacobi scaling matters
+    c = rng.normal(size=n)
+    f = lambda x, Q, c: 0.5 * x @ Q @ x + c @ x
+    st = NonnegSettings(max_iter=5000, tol=1e-13)
+    x = np.asarray(minimize_nonneg(f, Q, (jnp.asarray(Q), jnp.asarray(c)), st).x)
+    g = Q @ x + c
+    assert x.min() >= 0 and g.min() > -1e-8  # primal and dual feasible
+    assert np.max(np.abs(x * g)) < 1e-8  # complementarity
+    assert 0 < np.sum(x > 1e-6) < n  # a real mix of active and free coordinates
+    # implicit derivative of the solution vs central differences
+    d = rng.normal(size=n)
+    sol = lambda t: minimize_nonneg(f, Q, (jnp.asarray(Q), jnp.asarray(c + t * d)), st).x
+    jv = np.asarray(jax.jacrev(sol)(0.0))
+    fd = (np.asarray(sol(1e-6)) - np.asarray(sol(-1e-6))) / 2e-6
+    assert np.allclose(jv, fd, atol=1e-5), (jv, fd)
+
+
+def test_fast_inner_solver_matches_boxosqp_reference(sim):
+    model, params, traj = sim
+    fns = ContactFunctions("polytope")
+    xs, xns = jnp.asarray(traj[:-1]), jnp.asarray(traj[1:])
+    th = init_polytope(jax.random.PRNGKey(2), VERTS, MU)
+    ref_cfg = LossConfig(qp=QPSettings(tol=1e-10, max_iter=20000, linear_solver="lu"))
+    ref = np.asarray(jax.jit(jax.vmap(lambda a, b: reference_transition_loss(fns, th, model, params.body, a, b,
+                                                                               ref_cfg)[0]))(xs, xns))
+    fast = np.asarray(jax.jit(jax.vmap(lambda a, b: transition_loss(fns, th, model, params.body, a, b,
+                                                                    LossConfig())[0]))(xs, xns))
+    assert ref.max() > 1.0  # the noisy geometry has a real loss to match
+    assert np.max(np.abs(fast - ref)) <= 1e-3 * ref.max() + 1e-8, np.max(np.abs(fast - ref))
+    assert abs(fast.mean() - ref.mean()) <= 1e-4 * ref.mean()
+
+
 def test_loss_zero_for_true_geometry_on_engine_data(sim):
     model, params, traj = sim
     fns = ContactFunctions("polytope")
-    cfg = LossConfig(qp=QPSettings(tol=1e-10, max_iter=20000))
+    cfg = LossConfig(inner=NonnegSettings(max_iter=3000, tol=1e-13))
     xs, xns = jnp.asarray(traj[:-1]), jnp.asarray(traj[1:])
     f = jax.jit(jax.vmap(lambda th, a, b: transition_loss(fns, th, model, params.body, a, b, cfg)[0],
                          in_axes=(None, 0, 0)))
@@ -91,22 +128,26 @@ def test_loss_zero_for_true_geometry_on_engine_data(sim):
 def test_loss_gradient_matches_finite_differences(sim):
     model, params, traj = sim
     fns = ContactFunctions("polytope")
-    cfg = LossConfig(qp=QPSettings(tol=1e-11, max_iter=30000, linear_solver="lu"))
     phi_low = traj[:, 2] < np.sqrt(3.0) + 0.3
     idx = np.flatnonzero(phi_low[:-1])[:4]  # transitions near/in contact
     xs, xns = jnp.asarray(traj[idx]), jnp.asarray(traj[idx + 1])
     th0 = init_polytope(jax.random.PRNGKey(3), VERTS, MU, noise=0.1)
     flat, unravel = jax.flatten_util.ravel_pytree(th0)
-    L = jax.jit(lambda p: batch_loss(fns, unravel(p), model, params.body, xs, xns, cfg)[0])
-    g = np.asarray(jax.grad(L)(flat))
-    assert np.linalg.norm(g) > 1e-3
-    rng = np.random.default_rng(0)
-    for _ in range(2):
-        d = rng.normal(size=flat.shape)
-        d /= np.linalg.norm(d)
-        eps = 1e-5
-        fd = (float(L(flat + eps * d)) - float(L(flat - eps * d))) / (2 * eps)
-        assert abs(fd - g @ d) <= 2e-3 * max(1.0, abs(fd)), (fd, g @ d)
+    inner = NonnegSettings(max_iter=4000, tol=1e-13)
+    grads = {}
+    for mode in ("envelope", "implicit"):  # value derivative at the solution vs jaxopt implicit diff of β*
+        cfg = LossConfig(inner=inner, gradient=mode)
+        L = jax.jit(lambda p: batch_loss(fns, unravel(p), model, params.body, xs, xns, cfg)[0])
+        g = grads[mode] = np.asarray(jax.grad(L)(flat))
+        assert np.linalg.norm(g) > 1e-3
+        rng = np.random.default_rng(0)
+        for _ in range(2):
+            d = rng.normal(size=flat.shape)
+            d /= np.linalg.norm(d)
+            eps = 1e-5
+            fd = (float(L(flat + eps * d)) - float(L(flat - eps * d))) / (2 * eps)
+            assert abs(fd - g @ d) <= 2e-3 * max(1.0, abs(fd)), (mode, fd, g @ d)
+    assert np.allclose(grads["envelope"], grads["implicit"], rtol=1e-4, atol=1e-6 * np.abs(grads["implicit"]).max())
 
 
 def test_contactnets_law_with_true_geometry_reproduces_coulomb_lcp(sim):

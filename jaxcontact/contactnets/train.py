@@ -38,8 +38,7 @@ class TrainConfig:
     val_fraction: float = 0.3
     max_val: int = 512  # validation transitions used (fixed random subset)
     noise: float = 0.4
-    qp_tol: float = 1e-4
-    qp_max_iter: int = 300
+    inner_iters: int = 100  # accelerated projected-gradient iterations of the inner program
     sysid_iters: int = 15  # Levenberg–Marquardt iterations of the lcp variant
 
 
@@ -236,7 +235,7 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
     import optax
     from tqdm.auto import tqdm
 
-    from ..solvers import QPSettings
+    from ..solvers import NonnegSettings
     from .laws import e2e_apply
     from .loss import LossConfig, batch_loss, e2e_batch_loss, transition_impulse, e2e_features
     from ..types import Model
@@ -272,7 +271,7 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
     else:
         theta = init_theta(meta, key)
         fns = _fns(meta)
-        lcfg = LossConfig(qp=QPSettings(tol=cfg.qp_tol, max_iter=cfg.qp_max_iter))
+        lcfg = LossConfig(inner=NonnegSettings(max_iter=cfg.inner_iters))
         loss = lambda th, a, b: batch_loss(fns, th, model, body, a, b, lcfg)
         lr = cfg.lr or 5e-3
         wd = 0.0 if cfg.weight_decay is None else cfg.weight_decay
