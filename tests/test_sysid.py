@@ -18,7 +18,8 @@ from jaxcontact.sysid import synthetic as syn
 
 @pytest.fixture(scope="module")
 def small_data():
-    return syn.make_synthetic(n_throws=2, steps=300, seed=3)
+    # the engine default (velocity) bounce target: `sysid --data` fits with the default CoulombLCP
+    return syn.make_synthetic(n_throws=2, steps=300, seed=3, law=syn.synthetic_law("velocity"))
 
 
 # ---- parameters and bounds ------------------------------------------------------------------
