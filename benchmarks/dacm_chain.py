@@ -106,7 +106,7 @@ def main() -> int:
         ("g_evaluations_worst", "G evaluations per step, worst"),
         ("converged_fraction", "converged steps (fraction)"),
         ("failed_steps", "failed steps"),
-        ("diverged_swings", "swings with NaN"),
+        ("diverged_swings", "diverged swings (excluded from the error means)"),
     ]
     cols = [("free", "exact_coulomb"), ("free", "dacm"), ("free", "pdd"), ("eq7", "exact_coulomb"), ("eq7", "dacm")]
     lines.append("| metric | " + " | ".join(f"H = {m} ({i} init)" for i, m in cols) + " |")

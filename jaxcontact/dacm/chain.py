@@ -16,8 +16,13 @@ drift (Baumgarte β, as in the ground truth). H is any engine contact law — ``
 on the isolated link), ``CoulombLCP`` (exact) or ``NoContact`` — called on the distal link with
 the free velocity that includes the joint force, exactly H(q, q̇, τ + Jᵀf_j) of the paper.
 
-Initial f_j from eq. 7 (the force that stops the upstream joint point: (hĴŴĴᵀ)⁺Ĵv̂_c, a
-pseudo-inverse because a straight chain is a singular configuration of Ĵ). The root of G is
+Initial f_j: ``RootSettings.init="eq7"`` is the paper's eq. 7 (the force that stops the upstream
+joint point, (hĴŴĴᵀ)⁺Ĵv̂_c, a pseudo-inverse because a straight chain is a singular configuration
+of Ĵ); the default ``"free"`` is the root of G with H ≡ 0, −A⁻¹c (exact whenever the distal link
+ends the step out of contact). For a fast swing eq. 7 asks for hundreds of newtons, where the
+learned H sees a violent contact and G has spurious roots: measured on 8 chain swings, the eq. 7 start
+converges in 61 % of the dacm steps and 5 swings diverge, "free" converges in every step
+(benchmarks/results/dacm_chain.md). The root of G is
 found by ``powell_hybrid``: Powell's dogleg trust region with Broyden updates of the Jacobian
 (started from A, exact wherever H does not depend on f) and a forward-difference refresh of the
 Jacobian after repeated failed steps, in one ``lax.while_loop`` that evaluates G exactly once
