@@ -1,6 +1,6 @@
 """ContactNets data-efficiency study (Fig. 5) and loss-gradient throughput on the real cube tosses.
 
-    python benchmarks/contactnets_study.py [--data ../shared/data/cube_tosses/tosses.npz] [--quick]
+    python benchmarks/contactnets_study.py [--data ../shared/data/cube_tosses/tosses.npz] [--speed-only]
 
 A fixed held-out test set (48 tosses, seed 12345) is never used for training or model selection;
 each model is trained on N tosses of the remaining pool (train/validation split inside, early
@@ -81,8 +81,8 @@ def speed(data, batches=(64, 256), n_single=64, seconds=3.0):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(REPO.parent / "shared/data/cube_tosses/tosses.npz"))
-    ap.add_argument("--sizes", default="32,256,4,16,64")
-    ap.add_argument("--deep-sizes", default="32,4,256")
+    ap.add_argument("--sizes", default="32,256,4,16,64,8,128")
+    ap.add_argument("--deep-sizes", default="32,256,4")
     ap.add_argument("--n-test", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS))
@@ -112,14 +112,17 @@ def main() -> int:
     if args.speed_only:
         return 0
 
-    caps = {"polytope": TrainConfig(max_steps=300), "deep": TrainConfig(max_steps=200),
-            "e2e": TrainConfig(max_steps=1500), "lcp": TrainConfig(sysid_iters=10)}
-    runs = [(v, int(n)) for n in args.sizes.split(",") for v in ("polytope", "e2e", "lcp")]
-    runs += [("deep", int(n)) for n in args.deep_sizes.split(",")]
+    long = dict(max_epochs=1000, patience=40)  # early stopping decides; cosine schedule over max_steps
+    caps = {"polytope": TrainConfig(max_steps=6000, **long), "deep": TrainConfig(max_steps=2500, **long),
+            "e2e": TrainConfig(max_steps=6000, **long), "lcp": TrainConfig(sysid_iters=15)}
+    deep = {int(n) for n in args.deep_sizes.split(",")}
+    runs = [(v, int(n)) for n in args.sizes.split(",") for v in ("polytope", "lcp", "e2e", "deep")
+            if v != "deep" or int(n) in deep]
     res_path = out / "contactnets_data_efficiency.json"
     results = {"command": "python benchmarks/contactnets_study.py", "n_test": test.n_tosses,
                "test_toss_ids": test.toss_ids.tolist(), "seed": args.seed,
-               "caps": {k: {"max_steps": c.max_steps, "sysid_iters": c.sysid_iters} for k, c in caps.items()},
+               "caps": {k: {"max_steps": c.max_steps, "patience": c.patience, "sysid_iters": c.sysid_iters}
+                        for k, c in caps.items()},
                "results": {}}
     for v, n in runs:
         ck = Path(args.work) / f"{v}_{n}_s{args.seed}"

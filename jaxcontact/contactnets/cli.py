@@ -15,7 +15,7 @@ def _train(args) -> int:
 
     data = load_tosses(args.data)
     cfg = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_epochs=args.max_epochs,
-                      patience=args.patience, lr=args.lr)
+                      patience=args.patience, lr=args.lr, schedule=args.schedule, inner_iters=args.inner_iters)
     train(args.variant, data, args.tosses, args.seed, args.out, cfg, progress=not args.no_progress,
           log=lambda *a: print(*a, file=sys.stderr))
     return 0
@@ -76,6 +76,10 @@ def register(sub) -> None:
     t.add_argument("--max-epochs", type=int, default=200)
     t.add_argument("--patience", type=int, default=12)
     t.add_argument("--lr", type=float, default=None)
+    t.add_argument("--schedule", choices=("cosine", "constant"), default="cosine",
+                   help="learning-rate schedule over --max-steps")
+    t.add_argument("--inner-iters", type=int, default=100,
+                   help="iterations of the inner convex program's solver (ContactNets loss)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=_train)
     e = s.add_parser("evaluate", help="roll out a checkpoint on every toss of a file; eq. 18-19 metrics")

@@ -39,6 +39,14 @@ class TrainConfig:
     max_val: int = 512  # validation transitions used (fixed random subset)
     noise: float = 0.4
     inner_iters: int = 100  # accelerated projected-gradient iterations of the inner program
+    schedule: str = "cosine"  # learning rate: "cosine" (decay to lr_floor·lr over max_steps) | "constant"
+    lr_floor: float = 0.05
+
+    def __post_init__(self):
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"TrainConfig.schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        if self.max_steps < 1 or self.batch_size < 1:
+            raise ValueError("TrainConfig.max_steps and batch_size must be >= 1")
     sysid_iters: int = 15  # Levenberg–Marquardt iterations of the lcp variant
 
 
@@ -243,6 +251,12 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
 
     variant = meta["variant"]
     rng = np.random.default_rng(seed)
+
+    def sched(lr):
+        if cfg.schedule == "constant":
+            return lr
+        return optax.cosine_decay_schedule(lr, max(1, cfg.max_steps), alpha=cfg.lr_floor)
+
     xs, xns = train_d.transitions()
     vx, vxn = val_d.transitions()
     bs = int(cfg.batch_size)
@@ -267,7 +281,7 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
         wd = 1e-3 if cfg.weight_decay is None else cfg.weight_decay
         labels = lambda p: p.replace(net=jax.tree_util.tree_map(lambda _: "net", p.net), in_mean="fixed",
                                      in_std="fixed", out_scale="fixed")
-        tx = optax.multi_transform({"net": optax.adamw(lr, weight_decay=wd), "fixed": optax.set_to_zero()}, labels)
+        tx = optax.multi_transform({"net": optax.adamw(sched(lr), weight_decay=wd), "fixed": optax.set_to_zero()}, labels)
     else:
         theta = init_theta(meta, key)
         fns = _fns(meta)
@@ -278,10 +292,10 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
         if variant == "deep":
             labels = lambda p: type(p)(poly=jax.tree_util.tree_map(lambda _: "poly", p.poly),
                                        net=jax.tree_util.tree_map(lambda _: "net", p.net))
-            tx = optax.multi_transform({"poly": optax.adamw(lr, weight_decay=wd),
-                                        "net": optax.adamw(5e-4, weight_decay=wd)}, labels)
+            tx = optax.multi_transform({"poly": optax.adamw(sched(lr), weight_decay=wd),
+                                        "net": optax.adamw(sched(5e-4), weight_decay=wd)}, labels)
         else:
-            tx = optax.adamw(lr, weight_decay=wd)
+            tx = optax.adamw(sched(lr), weight_decay=wd)
     meta["lr"] = lr
     opt_state = tx.init(theta)
 
