@@ -72,9 +72,9 @@ def register(sub) -> None:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True, help="checkpoint directory")
     t.add_argument("--batch-size", type=int, default=64)
-    t.add_argument("--max-steps", type=int, default=600)
+    t.add_argument("--max-steps", type=int, default=3000)
     t.add_argument("--max-epochs", type=int, default=200)
-    t.add_argument("--patience", type=int, default=12)
+    t.add_argument("--patience", type=int, default=20, help="validation rounds without improvement before stopping")
     t.add_argument("--lr", type=float, default=None)
     t.add_argument("--schedule", choices=("cosine", "constant"), default="cosine",
                    help="learning-rate schedule over --max-steps")

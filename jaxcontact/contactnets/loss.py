@@ -61,7 +61,7 @@ class LossConfig:
     w_dissipation: float = 1.0
     w_reg: float = 0.3
     ridge: float = 1e-8  # relative Tikhonov term so the inner program is strictly convex
-    inner: NonnegSettings = NonnegSettings()
+    inner: NonnegSettings = NonnegSettings(max_iter=100)  # what training uses (TrainConfig.inner_iters)
     gradient: str = "envelope"  # "envelope" | "implicit" (see the module docstring)
     contacts: int | None = None  # inner program over the K closest candidates; None: all
     qp: QPSettings = QPSettings()  # only for reference_transition_loss (BoxOSQP form)
