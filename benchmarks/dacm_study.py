@@ -29,7 +29,9 @@ PLUS_EVAL = ["--dissipative"]  # law setting of the *_plus configurations (no re
 CONFIGS = {"box": ("box", False, [], None), "pentagon": ("pentagon", False, [], None),
            "box2d": ("box2d", False, [], None), "box_aniso": ("box", True, [], None),
            "box_plus": ("box", False, PLUS, 300), "pentagon_plus": ("pentagon", False, PLUS, 300),
-           "box2d_plus": ("box2d", False, PLUS, 300), "box_aniso_plus": ("box", True, PLUS, 300)}
+           "box2d_plus": ("box2d", False, PLUS, 300), "box_aniso_plus": ("box", True, PLUS, 300),
+           # ablation: the plus recipe with the paper's inputs (the physics inputs hurt Fig. 7, see docs)
+           "box_aniso_plus_paper_inputs": ("box", True, [a for a in PLUS if a not in ("--inputs", "physics")], 300)}
 
 
 def run(cmd, log):
@@ -50,7 +52,11 @@ def main(argv=None):
     p.add_argument("--out", default=str(RESULTS / "dacm.json"))
     p.add_argument("--evaluate-only", action="store_true",
                    help="re-run only the evaluation of configurations already in --out (checkpoints kept in --work)")
+    p.add_argument("--diagnose", default=None, help="only print the data diagnosis of this .npz (JSON)")
     a = p.parse_args(argv)
+    if a.diagnose:
+        print(json.dumps(diagnose(a.diagnose), indent=1))
+        return
     log = lambda *x: print(*x, file=sys.stderr, flush=True)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -77,6 +83,47 @@ def main(argv=None):
         Path(a.out).write_text(json.dumps(results, indent=1))
         write_md(results, Path(a.out).with_suffix(".md"))
         log(f"{name} done")
+
+
+def diagnose(path) -> dict:
+    """Facts of a generated data file (needs x_extra / pn0) that explain what the networks can
+    learn: the friction-to-normal ratio (box friction: μ per axis, μ√2 when both axes slide), the
+    spread of the normal impulse, the R² an analytic Coulomb predictor reaches from the inputs
+    (the stick impulse clipped to ±μ p_n⁰ per component), the point detach rule and how rare the
+    impacts are among the face instances."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from jaxcontact.dacm import data as D
+    from jaxcontact.dacm import features as F
+
+    d = D.load(path)
+    dim = int(d["dim"])
+    mu = np.broadcast_to(np.asarray(d["mu"], float).reshape(-1), (dim - 1,)) if dim == 3 else np.asarray(d["mu"], float).reshape(-1)[:1]
+    nf = F.NF[dim]
+    out = {"file": str(path), "instances": int(len(d["x"])), "throws": int(d["n_throws"]), "mu": mu.tolist()}
+    r2 = lambda p, t: (1 - ((t - p) ** 2).sum(0) / np.maximum(((t - t.mean(0)) ** 2).sum(0), 1e-30)).round(3).tolist()
+    for k in F.patch_types(dim):
+        m = (d["kind"] == k) & (d["label"] == F.DYNAMIC)
+        if not m.any():
+            continue
+        w, pn0 = d["wrench"][m], np.maximum(d["pn0"][m], F.RATIO_FLOOR)
+        ntan = dim - 1
+        pt, pn = w[:, :ntan], w[:, nf]
+        stick = d["x_extra"][m][:, -nf:][:, :ntan] * pn0[:, None]
+        clip = np.clip(stick, -mu * pn0[:, None], mu * pn0[:, None])
+        g = np.median(pn0)
+        r = {"dynamic_instances": int(m.sum()),
+             "friction_over_normal_pct_5_50_95": np.percentile(np.linalg.norm(pt, axis=1) / np.maximum(pn, 1e-9), [5, 50, 95]).round(3).tolist(),
+             "normal_impulse_pct_5_50_99": np.percentile(pn, [5, 50, 99]).round(5).tolist(),
+             "tangential_impulse_std": pt.std(0).round(5).tolist(),
+             "analytic_clip_r2_per_tangent": r2(clip, pt),
+             "impacts_share_pn0_gt_2x_median": float(np.mean(pn0 > 2 * g))}
+        if k == 1:
+            pm = d["kind"] == 1
+            r["point_detach_iff_gap_ge_0"] = float(np.mean((d["label"][pm] == F.DETACH) == (d["x_extra"][pm, 0] >= 0)))
+        out[{1: "point", 2: "line", 3: "face"}[k]] = r
+    return out
 
 
 def write_md(results, path):

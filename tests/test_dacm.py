@@ -256,7 +256,7 @@ def tiny_run(tmp_path_factory):
     assert main(["dacm", "generate", "--shape", "box", "--throws", "4", "--steps", "250", "--seed", "0", "--out", data]) == 0
     assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "2", "--reg-epochs", "2",
                  "--hidden-scale", "0.05", "--friction-target", "ratio", "--max-rest-per-throw", "10",
-                 "--inputs", "physics", "--max-steady-per-throw", "10", "--patience", "1"]) == 0
+                 "--inputs", "physics", "--max-steady-per-throw", "10"]) == 0
     return d, data, ck
 
 
