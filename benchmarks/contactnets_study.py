@@ -88,6 +88,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--work", default="/tmp/contactnets_study")
     ap.add_argument("--speed-only", action="store_true", help="only the loss-gradient throughput")
+    ap.add_argument("--variants", default="polytope,lcp,e2e,deep",
+                    help="variants to (re)run; results of other variants already in the JSON are kept")
+    ap.add_argument("--skip-speed", action="store_true", help="keep the existing speed measurement")
     args = ap.parse_args()
 
     import jax
@@ -105,10 +108,11 @@ def main() -> int:
     test, pool = data.subset(np.sort(perm[: args.n_test])), data.subset(np.sort(perm[args.n_test:]))
     print(f"{data.n_tosses} tosses: test {test.n_tosses}, training pool {pool.n_tosses}", flush=True)
 
-    sp = speed(pool)
-    sp["command"] = "python benchmarks/contactnets_study.py" + (" --speed-only" if args.speed_only else "")
-    (out / "contactnets_speed.json").write_text(json.dumps(sp, indent=1))
-    print("speed", sp, flush=True)
+    if not args.skip_speed:
+        sp = speed(pool)
+        sp["command"] = "python benchmarks/contactnets_study.py" + (" --speed-only" if args.speed_only else "")
+        (out / "contactnets_speed.json").write_text(json.dumps(sp, indent=1))
+        print("speed", sp, flush=True)
     if args.speed_only:
         return 0
 
@@ -116,14 +120,19 @@ def main() -> int:
     caps = {"polytope": TrainConfig(max_steps=6000, **long), "deep": TrainConfig(max_steps=2500, **long),
             "e2e": TrainConfig(max_steps=6000, **long), "lcp": TrainConfig(sysid_iters=15)}
     deep = {int(n) for n in args.deep_sizes.split(",")}
+    variants = args.variants.split(",")
     runs = [(v, int(n)) for n in args.sizes.split(",") for v in ("polytope", "lcp", "e2e", "deep")
-            if v != "deep" or int(n) in deep]
+            if v in variants and (v != "deep" or int(n) in deep)]
     res_path = out / "contactnets_data_efficiency.json"
     results = {"command": "python benchmarks/contactnets_study.py", "n_test": test.n_tosses,
                "test_toss_ids": test.toss_ids.tolist(), "seed": args.seed,
                "caps": {k: {"max_steps": c.max_steps, "patience": c.patience, "sysid_iters": c.sysid_iters}
                         for k, c in caps.items()},
                "results": {}}
+    if res_path.exists() and set(variants) != {"polytope", "lcp", "e2e", "deep"}:  # partial re-run: keep the others
+        old = json.loads(res_path.read_text())
+        results["results"] = {v: r for v, r in old["results"].items() if v not in variants}
+        results["command"] = old.get("command", results["command"]) + f"; then --variants {args.variants}"
     for v, n in runs:
         ck = Path(args.work) / f"{v}_{n}_s{args.seed}"
         t0 = time.perf_counter()
@@ -137,7 +146,7 @@ def main() -> int:
                  total_time_s=time.perf_counter() - t0)
         if v == "lcp":
             m["identified"] = meta["lcp"]
-        results["results"].setdefault(v, {}).setdefault(str(n), []).append(m)
+        results["results"].setdefault(v, {})[str(n)] = [m]
         res_path.write_text(json.dumps(results, indent=1))
         print(f"{v:9s} N={n:4d} pos {m['pos_error']:.3f} rot {m['rot_error_deg']:.1f} deg pen {m['penetration']:.4f} "
               f"({m['total_time_s']:.0f} s)", flush=True)

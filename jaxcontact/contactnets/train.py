@@ -36,7 +36,7 @@ class TrainConfig:
     lr: float | None = None  # default per variant (see module docstring)
     weight_decay: float | None = None
     val_fraction: float = 0.3
-    max_val: int = 512  # validation transitions used (fixed random subset)
+    max_val: int = 2048  # validation transitions used (fixed random subset; fewer make early stopping noisy)
     noise: float = 0.4
     inner_iters: int = 100  # accelerated projected-gradient iterations of the inner program
     schedule: str = "cosine"  # learning rate: "cosine" (decay to lr_floor·lr over max_steps) | "constant"
