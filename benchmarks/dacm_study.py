@@ -53,7 +53,12 @@ def main(argv=None):
     p.add_argument("--evaluate-only", action="store_true",
                    help="re-run only the evaluation of configurations already in --out (checkpoints kept in --work)")
     p.add_argument("--diagnose", default=None, help="only print the data diagnosis of this .npz (JSON)")
+    p.add_argument("--probe", nargs=3, metavar=("DATA", "PATCH", "INPUTS"), default=None,
+                   help="only run the generalisation probe (patch type 1/2/3, inputs paper/physics/both)")
     a = p.parse_args(argv)
+    if a.probe:
+        print(json.dumps(probe(a.probe[0], int(a.probe[1]), a.probe[2]), indent=1))
+        return
     if a.diagnose:
         print(json.dumps(diagnose(a.diagnose), indent=1))
         return
@@ -124,6 +129,43 @@ def diagnose(path) -> dict:
             r["point_detach_iff_gap_ge_0"] = float(np.mean((d["label"][pm] == F.DETACH) == (d["x_extra"][pm, 0] >= 0)))
         out[{1: "point", 2: "line", 3: "face"}[k]] = r
     return out
+
+
+def probe(path, patch: int, inputs: str, epochs: int = 60, seed: int = 0) -> dict:
+    """Generalisation probe: the Fig. 3 friction regressor (ratio target) on one patch type's
+    dynamic instances, trained on the first 75 % of the throws and tested on the rest (R² per
+    component, in ratio units and in impulse units)."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from jaxcontact.dacm import data as D
+    from jaxcontact.dacm import features as F
+    from jaxcontact.dacm import train as T
+    from jaxcontact.dacm.networks import HyperParams, NetConfig
+
+    d = D.load(path)
+    dim = int(d["dim"])
+    fi = list(F.COMPONENTS[dim][patch][0])
+    dyn = (d["kind"] == patch) & (d["label"] == F.DYNAMIC)
+    x = F.select_inputs(d["x"], d.get("x_extra"), inputs)
+    scale = np.maximum(d["pn0"], F.RATIO_FLOOR)[:, None]
+    y = d["wrench"][:, fi] / scale
+    cut = int(0.75 * int(d["n_throws"]))
+    tr, te = dyn & (d["throw"] < cut), dyn & (d["throw"] >= cut)
+    st = T._stats(x[tr], y[tr])
+    xn = lambda m: (x[m] - st["x_mean"]) / st["x_std"]
+    yn = lambda m: (y[m] - st["y_mean"]) / st["y_std"]
+    reg = HyperParams.paper(str(d["shape"])).regressor
+    cfg = NetConfig(reg.hidden, epochs, reg.dropout, reg.lr, reg.batch)
+    v, rep = T.fit(cfg, xn(tr), yn(tr), len(fi), "regress", seed)
+    r2 = lambda p, t: (1 - ((t - p) ** 2).sum(0) / ((t - t.mean(0)) ** 2).sum(0)).round(3).tolist()
+    pte = T.predict(cfg.hidden, len(fi), v, xn(te))
+    imp = (pte * st["y_std"] + st["y_mean"]) * scale[te]
+    return {"file": str(path), "patch": patch, "inputs": inputs, "epochs": epochs,
+            "train_instances": int(tr.sum()), "test_instances": int(te.sum()),
+            "train_r2_ratio": r2(T.predict(cfg.hidden, len(fi), v, xn(tr)), yn(tr)),
+            "test_r2_ratio": r2(pte, yn(te)), "test_r2_impulse": r2(imp, d["wrench"][te][:, fi]),
+            "seconds": rep["seconds"]}
 
 
 def write_md(results, path):
