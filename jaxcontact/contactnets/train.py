@@ -32,7 +32,7 @@ class TrainConfig:
     max_epochs: int = 200
     max_steps: int = 600
     patience: int = 12
-    eval_every: int = 40  # steps per validation round at most
+    eval_every: int = 40  # steps per validation round (patience counts rounds)
     lr: float | None = None  # default per variant (see module docstring)
     weight_decay: float | None = None
     val_fraction: float = 0.3
@@ -311,9 +311,10 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
         return float(np.mean([eval_loss(th, vx[i:i + bs], vxn[i:i + bs]) for i in range(0, n_val, bs)]))
 
     n = len(xs)
-    # one "epoch" below is a validation round: a full pass over the training transitions or
-    # ``eval_every`` steps, whichever is shorter (so early stopping also works on big sets)
-    steps_per_epoch = max(1, min(n // bs, cfg.eval_every))
+    # one "epoch" below is a validation round of ``eval_every`` steps, whatever the data size, so
+    # small training sets are not stopped after a few hundred steps (the paper likewise gave
+    # smaller datasets additional epochs)
+    steps_per_epoch = max(1, cfg.eval_every)
     best, best_epoch, bad, steps, history = np.inf, 0, 0, 0, []
     v0 = val_loss(theta)
     history.append({"epoch": 0, "step": 0, "train": None, "val": v0})
