@@ -1,15 +1,19 @@
 """Synthetic recovery of issue 10, the smoothing comparison and the real cube tosses, written to
 benchmarks/results/sysid.{json,md,png}.
 
-    python benchmarks/sysid_recovery.py [--throws 20] [--counts 5,10] [--nm-evals 300] [--real 8]
+    python benchmarks/sysid_recovery.py [--throws 20] [--noise-counts 5,10,20] [--noise-max-iter 8]
+        [--nm-evals 150] [--smooth-throws 2] [--smooth-iter 6] [--real 6] [--real-iter 15]
+
+Results are written after every row (``"complete": false`` until the end), so a run stopped by
+hand still leaves the rows it finished.
 
 Hidden truth: μ = 0.27, ε = 0.1, ground height 0.013 m, a vertex set 10% off the 0.1 m cube;
 start: μ = 0.5, ε = 0.5, height 0, the nominal cube. Data and fit use ``CoulombLCP`` with the
 position-consistent bounce target (``synthetic.synthetic_law()``; docs/sysid.md says why).
 Schedule ``sysid.DEFAULT_SCHEDULE`` (kinematic geometry, LM μ+ε, LM everything, trimmed LM
 polish), windows of 5 samples (100 Hz) with 5 engine steps per sample. Runs, in one process:
-LM noise-free and with 1 mm position noise on all throws, 1 mm noise on subsets (error vs number
-of throws), Nelder–Mead on the same stages and loss (after the same geometry stage, a fixed
+LM noise-free on all throws, LM with 1 mm position noise on nested subsets of one noisy data set
+(error vs number of throws; rollout stages capped at --noise-max-iter iterations), Nelder–Mead on the same stages and loss (after the same geometry stage, a fixed
 evaluation budget per stage), the hard-vs-smoothed comparison (height from below, engine-default
 restitution), and μ, ε, ground on the first real tosses.
 """
@@ -47,18 +51,18 @@ def _clean(stages):
             for s in stages]
 
 
-def synthetic_run(n, noise, method, args, data_all):
+def synthetic_run(n, noise, method, args, data_all, max_iter=None):
     data = data_all[noise].subset(range(n))
     t0 = time.perf_counter()
     if method == "lm":
-        rec = syn.recover(data, log=log)
+        rec = syn.recover(data, log=log, max_iter=max_iter)
     else:  # the same stages and loss, Nelder–Mead with a fixed budget per rollout stage
         sched = tuple(s if s.kind == "geometry" else dataclasses.replace(s, kind="nelder-mead", max_iter=args.nm_evals)
                       for s in DEFAULT_SCHEDULE)
         rec = syn.recover(data, schedule=sched, log=log)
     res = rec["result"]
     errs = sysid.errors(res.values, data.truth)
-    out = {"method": method, "throws": n, "noise_m": noise, "values": {k: v for k, v in res.values.items() if k != "vertices"},
+    out = {"method": method, "throws": n, "noise_m": noise, "max_iter_cap": max_iter, "values": {k: v for k, v in res.values.items() if k != "vertices"},
            "loss": res.loss, "errors": errs, "within_tolerance": sysid.within_tolerance(errs),
            "rollouts": rec["rollouts"], "wall_time_s": rec["wall_time_s"], "total_time_s": time.perf_counter() - t0,
            "stages": _clean(rec["stages"])}
@@ -72,8 +76,8 @@ def smoothing_comparison(args):
     out = []
     for target, schedule, label in [
         ("velocity", (Stage("lm", ("mu", "restitution", "ground"), max_iter=25),), "hard (velocity target)"),
-        ("velocity", (Stage("lm", ("mu", "restitution", "ground"), max_iter=6, kappa=1e-2),
-                      Stage("lm", ("mu", "restitution", "ground"), max_iter=6, kappa=1e-3),
+        ("velocity", (Stage("lm", ("mu", "restitution", "ground"), max_iter=args.smooth_iter, kappa=1e-2),
+                      Stage("lm", ("mu", "restitution", "ground"), max_iter=args.smooth_iter, kappa=1e-3),
                       Stage("lm", ("mu", "restitution", "ground"), max_iter=25)), "smoothed κ 1e-2 → 1e-3, then hard"),
         ("position", (Stage("lm", ("mu", "restitution", "ground"), max_iter=25),), "hard (position target)"),
     ]:
@@ -116,30 +120,47 @@ def real_run(n, args, target):
 def _pct(e, k):
     if k not in e:
         return "—"
-    return f"{e[k]['abs'] * 1000:.3f} mm" if k == "ground" else f"{100 * e[k]['rel']:.3g}%"
+    return f"{e[k]['abs'] * 1000:.3g} mm" if k == "ground" else f"{100 * e[k]['rel']:.3g}%"
 
 
 def write_md(result: dict, path: str) -> None:
+    status = "" if result.get("complete") else " — **partial: the run had not finished when this was written**"
     L = ["# System identification: synthetic recovery, smoothing, real tosses", "",
-         f"Command: `{result['command']}` ({result['devices']}, jax {result['jax']}, 2 CPU cores shared with other jobs, "
-         f"total {result['total_time_s']:.0f} s).", "",
+         f"Command: `nice -n 5 {result['command']}` ({result['devices']}, jax {result['jax']}, 2 CPU cores shared with "
+         f"other jobs, load ≈ 8; total {result['total_time_s']:.0f} s){status}. Every number below is from this one run "
+         "(`sysid.json`, plots `sysid.png`, `sysid_noise.png`).", "",
          "Truth μ 0.27, ε 0.1, ground 0.013 m, vertices 10% off the 0.1 m cube; start μ 0.5, ε 0.5, height 0, nominal "
          "cube. Data and fit: CoulombLCP with the position-consistent bounce target. Schedule `sysid.DEFAULT_SCHEDULE`. "
          "Errors: relative (μ, ε, worst vertex ‖v−v*‖/‖v*‖), absolute (height). Target: 1% / 2 mm. Rollouts: window "
-         "simulations (a Jacobian counts one per window); wall: the fit stages (data generation and compilation of "
-         "the data are outside, compilation of the losses inside).", "",
-         "| method | throws | noise | μ err | ε err | height err | vertex err | within target | rollouts | wall s |",
-         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+         "simulations (a Jacobian counts one per window); wall: the fit stages (data generation outside, compilation "
+         "of the losses inside). Noisy rows: 1 mm i.i.d. Gaussian on every observed position coordinate, nested "
+         "subsets (the first N throws) of one noisy data set, every LM stage capped at the 'LM cap' iterations.", "",
+         "| method | throws | noise | LM cap | μ err | ε err | height err | vertex err | within target | rollouts | wall s |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["runs"]:
         e = r["errors"]
-        L.append(f"| {r['method']} | {r['throws']} | {r['noise_m'] * 1000:g} mm | {_pct(e, 'mu')} | {_pct(e, 'restitution')} | "
-                 f"{_pct(e, 'ground')} | {_pct(e, 'vertices')} | {r['within_tolerance']} | {r['rollouts']} | {r['wall_time_s']:.0f} |")
-    L += ["", "Stages of the noise-free LM run:", "", "| stage | loss | it | μ err | ε err | height err | vertex err | s |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for s in result["runs"][0]["stages"]:
-        e = s.get("errors", {})
-        L.append(f"| {s['stage']} | {s['loss']:.2e} | {s['iterations']} | {_pct(e, 'mu')} | {_pct(e, 'restitution')} | "
-                 f"{_pct(e, 'ground')} | {_pct(e, 'vertices')} | {s['wall_time_s']:.0f} |")
+        cap = r.get("max_iter_cap") or "—"
+        L.append(f"| {r['method']} | {r['throws']} | {r['noise_m'] * 1000:g} mm | {cap} | {_pct(e, 'mu')} | "
+                 f"{_pct(e, 'restitution')} | {_pct(e, 'ground')} | {_pct(e, 'vertices')} | {r['within_tolerance']} | "
+                 f"{r['rollouts']} | {r['wall_time_s']:.0f} |")
+    L += ["", "Stages of every run (errors after the stage):", "",
+          "| run | stage | loss | it | loss evals | μ err | ε err | height err | vertex err | s |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in result["runs"]:
+        run = f"{r['method']} {r['throws']} thr {r['noise_m'] * 1000:g} mm"
+        for s in r["stages"]:
+            e = s.get("errors", {})
+            L.append(f"| {run} | {s['stage']} | {s['loss']:.2e} | {s['iterations']} | {s.get('loss_evals', '—')} | "
+                     f"{_pct(e, 'mu')} | {_pct(e, 'restitution')} | {_pct(e, 'ground')} | {_pct(e, 'vertices')} | "
+                     f"{s['wall_time_s']:.0f} |")
+    for r in result.get("real", []):
+        v, nom = r["values"], r["nominal_in_readme"]
+        L += ["", f"## Real cube tosses ({r['tosses']} tosses, {r['windows']} windows, bounce target {r['restitution_target']}, "
+              f"{r['rollouts']} rollouts, {r['wall_time_s']:.0f} s)", "",
+              "| | identified | dataset (`mu_nominal`, `restitution_nominal`) |", "| --- | --- | --- |",
+              f"| μ | {v['mu']:.3f} | {nom.get('mu', '—')} |", f"| ε | {v['restitution']:.3f} | {nom.get('restitution', '—')} |",
+              f"| ground height | {1000 * r['ground_m']:.2f} mm (kinematic stage: {1000 * r['ground_after_geometry_m']:.2f} mm) "
+              "| table top at z = 0 |", "", f"RMS window residual {1000 * r['rms_residual_m']:.2f} mm, {r['iterations']} LM iterations."]
     if result.get("smoothing"):
         L += ["", f"## Hard vs smoothed: ground height from below ({result['smoothing'][0]['throws']} throws, true vertices, "
               "start μ 0.5, ε 0.5, height 0)", "",
@@ -149,55 +170,101 @@ def write_md(result: dict, path: str) -> None:
             e = r["errors"]
             L.append(f"| {r['label']} | {r['restitution_target']} | {_pct(e, 'mu')} | {_pct(e, 'restitution')} | "
                      f"{_pct(e, 'ground')} | {r['loss']:.2e} | {r['rollouts']} | {r['wall_time_s']:.0f} |")
-    for r in result.get("real", []):
-        v, nom = r["values"], r["nominal_in_readme"]
-        L += ["", f"## Real cube tosses ({r['tosses']} tosses, {r['windows']} windows, bounce target {r['restitution_target']}, "
-              f"{r['rollouts']} rollouts, {r['wall_time_s']:.0f} s)", "",
-              "| | identified | README (dataset authors) |", "| --- | --- | --- |",
-              f"| μ | {v['mu']:.3f} | {nom.get('mu', '—')} |", f"| ε | {v['restitution']:.3f} | {nom.get('restitution', '—')} |",
-              f"| ground height | {1000 * r['ground_m']:.2f} mm (kinematic stage: {1000 * r['ground_after_geometry_m']:.2f} mm) "
-              "| table top at z = 0 |", "", f"RMS window residual {1000 * r['rms_residual_m']:.2f} mm."]
     Path(path).write_text("\n".join(L) + "\n")
+
+
+def plot_noise(runs, path):
+    """Error vs number of throws of the 1 mm noise rows (log-log), with the N^-1/2 slope."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted((r for r in runs if r["method"] == "lm" and r["noise_m"] > 0), key=lambda r: r["throws"])
+    if len(rows) < 2:
+        return
+    n = np.array([r["throws"] for r in rows], dtype=float)
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for key, lab in (("mu", "μ (rel)"), ("restitution", "ε (rel)"), ("vertices", "worst vertex (rel)")):
+        ax.loglog(n, [r["errors"][key]["rel"] for r in rows], marker="o", label=lab)
+    ax.loglog(n, [r["errors"]["ground"]["abs"] / 0.1 for r in rows], marker="s", label="height / 0.1 m")
+    e0 = rows[0]["errors"]["mu"]["rel"]
+    ax.loglog(n, e0 * np.sqrt(n[0] / n), "k:", lw=1, label="∝ N^-1/2")
+    ax.axhline(0.01, color="r", lw=0.8, ls="--", label="1% target")
+    ax.set_xlabel("throws")
+    ax.set_ylabel("error")
+    ax.set_title("1 mm position noise: error vs throws")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--throws", type=int, default=20)
-    ap.add_argument("--counts", default="5,10", help="throw counts for error vs throws (1 mm noise)")
-    ap.add_argument("--nm-evals", type=int, default=300, help="Nelder–Mead loss evaluations per rollout stage")
-    ap.add_argument("--smooth-throws", type=int, default=2)
-    ap.add_argument("--real", type=int, default=8, help="real tosses used (0: skip)")
-    ap.add_argument("--real-iter", type=int, default=20)
+    ap.add_argument("--throws", type=int, default=20, help="throws of the noise-free LM and Nelder–Mead rows")
+    ap.add_argument("--noise", type=float, default=0.001, help="position noise (m) of the noisy rows")
+    ap.add_argument("--noise-counts", default="5,10,20", help="throw counts of the noisy rows (nested subsets)")
+    ap.add_argument("--noise-max-iter", type=int, default=8, help="iteration cap of every LM stage in the noisy rows")
+    ap.add_argument("--nm-evals", type=int, default=150, help="Nelder–Mead loss evaluations per rollout stage (0: skip)")
+    ap.add_argument("--smooth-throws", type=int, default=2, help="throws of the smoothing comparison (0: skip)")
+    ap.add_argument("--smooth-iter", type=int, default=6, help="LM iterations of each smoothed stage")
+    ap.add_argument("--real", type=int, default=6, help="real tosses used (0: skip)")
+    ap.add_argument("--real-iter", type=int, default=15)
+    ap.add_argument("--real-targets", default="position,velocity")
     ap.add_argument("--real-data", default=str(Path(__file__).resolve().parents[2] / "shared/data/cube_tosses/tosses.npz"))
     ap.add_argument("--out", default=str(OUT / "sysid"))
+    ap.add_argument("--md-only", action="store_true", help="only re-render OUT.md from OUT.json (no fitting)")
     args = ap.parse_args()
+    if args.md_only:
+        write_md(json.loads(Path(args.out + ".json").read_text()), args.out + ".md")
+        return
     t0 = time.perf_counter()
-    data_all = {nz: syn.make_synthetic(n_throws=args.throws, noise=nz) for nz in (0.0, 0.001)}
-    runs, recs = [], {}
-    plan = ([(args.throws, 0.0, "lm"), (args.throws, 0.0, "nelder-mead"), (args.throws, 0.001, "lm")]
-            + [(int(c), 0.001, "lm") for c in args.counts.split(",") if c])
-    for n, noise, method in plan:
-        out, rec = synthetic_run(n, noise, method, args, data_all)
-        runs.append(out)
-        recs[(n, noise, method)] = rec
-    smoothing = smoothing_comparison(args) if args.smooth_throws else []
-    real = [real_run(args.real, args, t) for t in ("position", "velocity")] if args.real else []
-    result = {"command": "python " + " ".join(sys.argv), "machine": platform.processor() or platform.machine(),
-              "jax": jax.__version__, "devices": str(jax.devices()),
+    counts = [int(c) for c in args.noise_counts.split(",") if c]
+    n_noisy = max(counts, default=0)
+    data_all = {0.0: syn.make_synthetic(n_throws=args.throws)}
+    if counts:
+        data_all[args.noise] = syn.make_synthetic(n_throws=n_noisy, noise=args.noise)
+    result = {"command": "python " + " ".join(sys.argv), "complete": False,
+              "machine": platform.processor() or platform.machine(), "jax": jax.__version__,
+              "devices": str(jax.devices()), "args": vars(args),
               "truth": {k: np.asarray(v).tolist() for k, v in data_all[0.0].truth.items()}, "start": syn.START,
-              "schedule": [dataclasses.asdict(s) for s in DEFAULT_SCHEDULE], "runs": runs, "smoothing": smoothing,
-              "real": real, "total_time_s": time.perf_counter() - t0}
-    Path(args.out + ".json").write_text(json.dumps(result, indent=1, default=lambda o: np.asarray(o).tolist()))
-    write_md(result, args.out + ".md")
-    try:
-        from jaxcontact.sysid.plots import plot_history
+              "schedule": [dataclasses.asdict(s) for s in DEFAULT_SCHEDULE], "runs": [], "smoothing": [], "real": []}
 
-        rec = recs[(args.throws, 0.0, "lm")]
-        plot_history([(lab, h) for lab, h in rec["histories"] if h], args.out + ".png",
-                     truth={k: np.asarray(v).tolist() for k, v in data_all[0.0].truth.items()},
-                     title=f"LM recovery, {args.throws} throws, no noise")
-    except Exception as err:  # the plot is a convenience; the numbers are in the JSON
-        log(f"plot failed: {err}")
+    def save():
+        result["total_time_s"] = time.perf_counter() - t0
+        Path(args.out + ".json").write_text(json.dumps(result, indent=1, default=lambda o: np.asarray(o).tolist()))
+        write_md(result, args.out + ".md")
+
+    recs = {}
+    plan = [(args.throws, 0.0, "lm", None)]
+    if args.nm_evals:
+        plan.append((args.throws, 0.0, "nelder-mead", None))
+    plan += [(c, args.noise, "lm", args.noise_max_iter) for c in counts]
+    for n, noise, method, cap in plan:
+        out, rec = synthetic_run(n, noise, method, args, data_all, max_iter=cap)
+        result["runs"].append(out)
+        recs[(n, noise, method)] = rec
+        save()
+        if (n, noise, method) == (args.throws, 0.0, "lm"):
+            try:
+                from jaxcontact.sysid.plots import plot_history
+
+                plot_history([(lab, h) for lab, h in rec["histories"] if h], args.out + ".png",
+                             truth=result["truth"], title=f"LM recovery, {args.throws} throws, no noise")
+            except Exception as err:  # the plot is a convenience; the numbers are in the JSON
+                log(f"plot failed: {err}")
+    try:
+        plot_noise(result["runs"], args.out + "_noise.png")
+    except Exception as err:
+        log(f"noise plot failed: {err}")
+    for t in [t for t in args.real_targets.split(",") if t] if args.real else []:
+        result["real"].append(real_run(args.real, args, t))
+        save()
+    if args.smooth_throws:
+        result["smoothing"] = smoothing_comparison(args)
+    result["complete"] = True
+    save()
     log(f"wrote {args.out}.json ({result['total_time_s']:.0f} s)")
 
 
