@@ -123,7 +123,8 @@ def diagnose(path) -> dict:
              "normal_impulse_pct_5_50_99": np.percentile(pn, [5, 50, 99]).round(5).tolist(),
              "tangential_impulse_std": pt.std(0).round(5).tolist(),
              "analytic_clip_r2_per_tangent": r2(clip, pt),
-             "impacts_share_pn0_gt_2x_median": float(np.mean(pn0 > 2 * g))}
+             "impacts_share_pn0_gt_2x_median": float(np.mean(pn0 > 2 * g)),
+             "sliding_faster_than_0.1_m_s_per_tangent": [int(np.sum(np.abs(d["x"][m][:, -1 - dim + j]) > 0.1)) for j in range(ntan)]}
         if k == 1:
             pm = d["kind"] == 1
             r["point_detach_iff_gap_ge_0"] = float(np.mean((d["label"][pm] == F.DETACH) == (d["x_extra"][pm, 0] >= 0)))
