@@ -34,10 +34,9 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jaxcontact import shapes, sysid  # noqa: E402
+from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
 from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, Stage, staged_fit  # noqa: E402
-from jaxcontact.types import Ground, Params  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 
