@@ -1,23 +1,36 @@
 """dacm Algorithm 2 on the paper's 3-link chain: trajectory errors and G evaluations.
 
-    python benchmarks/dacm_chain.py --checkpoint CKPT [--swings 8 --steps 500]
+    python benchmarks/dacm_chain.py --checkpoint CKPT [--swings 8 --steps 500] [--no-dissipative]
+        [--also LABEL=CKPT ...] [--also-nondissipative]
 
-CKPT is a dacm checkpoint trained on the isolated link, made with
+CKPT is a dacm checkpoint trained on random throws of the isolated link only, made with the
+improved recipe of docs/dacm.md ("_plus"):
 
-    jaxcontact --x64 dacm generate --shape link --throws 150 --seed 0 --out link.npz
-    jaxcontact --x64 dacm train --data link.npz --out CKPT --time-limit 20 \
-        --friction-target ratio --max-rest-per-throw 20
+    jaxcontact --x64 dacm generate --shape link --throws 300 --seed 0 --out link.npz
+    jaxcontact --x64 dacm train --data link.npz --out CKPT --friction-target ratio \
+        --inputs physics --max-rest-per-throw 20 --max-steady-per-throw 20 --patience 20 --time-limit 90
 
-(without --checkpoint both commands are run into /tmp/jaxcontact_dacm_chain/). Two
-configurations of the root finder are measured on the same swings: the initial joint force of
-the paper's eq. 7 ("eq7") and the root of G without contact ("free", the default). Writes
-benchmarks/results/dacm_chain.json and .md.
+Ablation checkpoint with chain-like (tip-first) throws of the isolated link added to the data:
+
+    jaxcontact --x64 dacm chain-data --data link.npz --tip-throws 150 --seed 0 --out link_tip.npz
+    jaxcontact --x64 dacm train --data link_tip.npz --out CKPT_TIP ...same options...
+    python benchmarks/dacm_chain.py --checkpoint CKPT --also "random + tip throws=CKPT_TIP"
+
+(without --checkpoint these commands are run into /tmp/jaxcontact_dacm_chain/). The dacm law is
+the checkpoint's (its inputs and friction target from meta.json) with the dissipative setting
+of ``dacm evaluate --dissipative`` (``--no-dissipative`` turns it off). Two configurations of the
+root finder are measured on the same swings: the initial joint force of the paper's eq. 7
+("eq7") and the root of G without contact ("free", the default); PDD and the exact Coulomb law
+as H for comparison. ``--also LABEL=CKPT`` adds other checkpoints' dacm (free init, same
+setting) as ablation columns, ``--also-nondissipative`` the main checkpoint without the
+dissipative setting. Writes benchmarks/results/dacm_chain.json and .md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -30,8 +43,9 @@ jax.config.update("jax_enable_x64", True)
 from jaxcontact.dacm.chain_cli import evaluate_chain  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-GEN = ["--shape", "link", "--throws", "150", "--seed", "0"]
-TRAIN = ["--time-limit", "20", "--friction-target", "ratio", "--max-rest-per-throw", "20"]
+GEN = ["--shape", "link", "--throws", "300", "--seed", "0"]
+TRAIN = ["--friction-target", "ratio", "--inputs", "physics", "--max-rest-per-throw", "20",
+         "--max-steady-per-throw", "20", "--patience", "20", "--time-limit", "90"]
 
 
 def ensure_checkpoint(path):
@@ -57,30 +71,95 @@ def main() -> int:
     ap.add_argument("--swings", type=int, default=8)
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-dissipative", action="store_true", help="dacm law without the dissipative setting")
+    ap.add_argument("--also", action="append", default=[], metavar="LABEL=CKPT",
+                    help="another checkpoint's dacm as an ablation column (free init)")
+    ap.add_argument("--also-nondissipative", action="store_true",
+                    help="ablation column: the main checkpoint's dacm without the dissipative setting")
+    ap.add_argument("--md-only", action="store_true", help="re-render the .md from the saved .json")
+    ap.add_argument("--made-by", default=None,
+                    help="the commands that made a given --checkpoint (recorded; default: rebuilt from its meta.json, "
+                         "which does not record --time-limit: 90 s is written)")
     args = ap.parse_args()
+    diss = not args.no_dissipative
+    if args.md_only:  # re-render the .md from the saved .json (and the checkpoint's meta.json)
+        out = json.loads((RESULTS / "dacm_chain.json").read_text())
+        ckpt = out.get("checkpoint", out["runs"]["free"]["checkpoint"])
+        if args.made_by:
+            out["checkpoint_made_by"] = args.made_by
+            (RESULTS / "dacm_chain.json").write_text(json.dumps(out, indent=1))
+        return write_md(out, json.loads((Path(ckpt) / "meta.json").read_text()))
     ckpt, how = ensure_checkpoint(args.checkpoint)
     meta = json.loads((ckpt / "meta.json").read_text())
     t0 = time.perf_counter()
     runs = {}
     for init in ("free", "eq7"):
-        runs[init] = evaluate_chain(ckpt, args.steps, args.swings, args.seed, init=init, pdd=(init == "free"))
+        runs[init] = evaluate_chain(ckpt, args.steps, args.swings, args.seed, init=init, dissipative=diss,
+                                    pdd=(init == "free"))
+    ablations = {}
+    extra = [(a.split("=", 1)[0], a.split("=", 1)[1], diss) for a in args.also]
+    if args.also_nondissipative:
+        extra.append(("not dissipative", str(ckpt), False))
+    for label, path, d in extra:
+        r = evaluate_chain(path, args.steps, args.swings, args.seed, init="free", dissipative=d, reference=False)
+        m = json.loads((Path(path) / "meta.json").read_text())
+        ablations[label] = {"checkpoint": path, "dissipative": d, "data_throws": m.get("data_throws"),
+                            "train_seconds": m.get("train_seconds"), "inputs": r["inputs"],
+                            "friction_target": r["friction_target"], **r["models"]["dacm"]}
+    flags = (" --no-dissipative" if args.no_dissipative else "") + "".join(f" --also {shlex.quote(a)}" for a in args.also) \
+        + (" --also-nondissipative" if args.also_nondissipative else "")
     out = {
-        "command": f"python benchmarks/dacm_chain.py --checkpoint {ckpt} --swings {args.swings} --steps {args.steps} --seed {args.seed}",
-        "checkpoint_made_by": how or "given", "checkpoint_report": meta.get("report"),
+        "command": f"python benchmarks/dacm_chain.py --checkpoint {ckpt} --swings {args.swings} --steps {args.steps} "
+                   f"--seed {args.seed}{flags}",
+        "ablations": ablations,
+        "checkpoint_made_by": how or args.made_by or "given", "checkpoint_report": meta.get("report"),
         "checkpoint_train_seconds": meta.get("train_seconds"), "machine": "2 shared CPU cores (load varies)",
         "seconds": round(time.perf_counter() - t0, 1), "runs": runs,
     }
+    out["checkpoint"] = str(ckpt)
+    out["checkpoint_recipe"] = recipe(meta)
+    out["swings"], out["steps"], out["dissipative"] = args.swings, args.steps, diss
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dacm_chain.json").write_text(json.dumps(out, indent=1))
+    return write_md(out, meta)
+
+
+def recipe(meta) -> str:
+    """The ``dacm train`` options recorded in a checkpoint's meta.json."""
+    opts = [("--friction-target", "friction_target"), ("--inputs", "inputs"), ("--max-rest-per-throw", "max_rest_per_throw"),
+            ("--max-steady-per-throw", "max_steady_per_throw"), ("--patience", "patience")]
+    o = " ".join(f"{f} {meta[k]}" for f, k in opts if meta.get(k) is not None)
+    train = f"jaxcontact --x64 dacm train --data {meta.get('data_file')} --out CKPT {o} --seed {meta.get('seed')} --time-limit 90"
+    data = Path(str(meta.get("data_file")))
+    if not data.is_file():
+        return train
+    import numpy as np
+
+    with np.load(data) as z:
+        n = int(z["n_throws"]) - (int(z["tip_throws"]) if "tip_throws" in z.files else 0)
+        gen = f"jaxcontact --x64 dacm generate --shape {z['shape']} --throws {n} --seed {int(z['seed'])}"
+        if "tip_throws" in z.files:
+            gen += (f" --out BASE; jaxcontact --x64 dacm chain-data --data BASE --tip-throws {int(z['tip_throws'])} "
+                    f"--tip-steps {int(z['tip_steps'])} --seed {int(z['tip_seed'])}")
+    return f"{gen} --out {data}; {train}"
+
+
+def write_md(out, meta) -> int:
+    runs, ablations = out["runs"], out["ablations"]
+    ckpt, how = out.get("checkpoint", runs["free"]["checkpoint"]), out["checkpoint_made_by"]
+    diss = out.get("dissipative", runs["free"]["dissipative"])
+    swings, steps = out.get("swings", runs["free"]["swings"]), out.get("steps", runs["free"]["steps"])
     gt = runs["free"]["ground_truth"]
     lines = [
         "# dacm Algorithm 2 on the 3-link chain",
         "",
         f"Command: `{out['command']}` ({out['seconds']} s). Checkpoint: `{ckpt}` "
         f"(isolated link only, {meta.get('data_throws')} throws, {meta.get('train_seconds')} s of training, "
-        f"friction target {meta.get('friction_target')}).",
+        f"friction target {meta.get('friction_target')}, inputs {meta.get('inputs', 'paper')}); "
+        f"dacm law {'dissipative' if diss else 'not dissipative'}. Checkpoint made by: "
+        f"{how if how != 'given' else recipe(meta)}.",
         "",
-        f"{args.swings} swings × {args.steps} steps of 2 ms: swing 0 released from horizontal at rest (the paper's), "
+        f"{swings} swings × {steps} steps of 2 ms: swing 0 released from horizontal at rest (the paper's), "
         "the others from random nearby configurations (joint angles ±0.3 rad, rates ±1 rad/s). Pin 0.45 m above "
         "the ground; links 0.2 × 0.05 × 0.05 m, 0.185 kg; μ = 0.18. Errors are against the ground truth (joints and "
         "Coulomb contact of every link in one LCP), averaged over swings (and steps, joints for the means).",
@@ -113,6 +192,19 @@ def main() -> int:
     lines.append("|---" * (len(cols) + 1) + "|")
     for k, label in keys:
         lines.append(f"| {label} | " + " | ".join(fmt(runs[i]["models"][m][k]) for i, m in cols) + " |")
+    if ablations:
+        labs = list(ablations)
+        lines += ["", "Ablations (free init, H = dacm):", "",
+                  "| metric | " + " | ".join(f"dacm: {a}" for a in labs) + " |", "|---" * (len(labs) + 1) + "|"]
+        for k, label in keys:
+            lines.append(f"| {label} | " + " | ".join(fmt(ablations[a][k]) for a in labs) + " |")
+        lines.append("")
+        for a in labs:
+            am_path = Path(ablations[a]["checkpoint"]) / "meta.json"
+            am = json.loads(am_path.read_text()) if am_path.is_file() else {}
+            lines.append(f"* {a}: `{ablations[a]['checkpoint']}` ({ablations[a]['data_throws']} throws, "
+                         f"{ablations[a]['train_seconds']} s of training, inputs {ablations[a]['inputs']}, "
+                         f"dissipative {ablations[a]['dissipative']})" + (f": `{recipe(am)}`" if am else ""))
     lines += [
         "",
         "H = exact_coulomb is Algorithm 2 with the distal link's exact Coulomb LCP: it isolates the error of the "

@@ -162,3 +162,39 @@ def test_bad_inputs_raise_named_errors():
         A2.RootSettings(init="guess")
     with pytest.raises(ValueError, match="baumgarte"):
         dataclasses.replace(MODEL, baumgarte=2.0)
+
+
+def test_tip_throws_land_tip_first_and_merge_interleaves_throws():
+    """Chain-like training data of the isolated link: states in the preset ranges, merged throw
+    ids spread over the index range (dacm's first 2/3 gets both kinds). No simulation here."""
+    from jaxcontact.dacm import chain_data as CD
+    from jaxcontact.rotations import quat_to_mat
+    from jaxcontact.simulate import make_body
+
+    body, _ = make_body("link")
+    s = CD.tip_throws(jax.random.PRNGKey(3), 64, body)
+    R = np.asarray(quat_to_mat(s.quat))
+    low = np.min(np.einsum("nij,kj->nki", R, np.asarray(body.vertices))[..., 2], axis=1) + np.asarray(s.pos[:, 2])
+    lo, hi = CD.TIP_RANGES["clearance"]
+    assert np.all(low >= lo - 1e-12) and np.all(low <= hi + 1e-12)
+    tilt = np.abs(np.arcsin(np.clip(R[:, 2, 0], -1, 1)))  # long axis below/above horizontal
+    assert tilt.max() <= CD.TIP_RANGES["tilt"][1] + CD.TIP_RANGES["roll"][1] + 1e-9 and tilt.max() > 0.5
+    assert np.all(np.asarray(s.vel[:, 2]) <= 0)
+    w_world = np.einsum("nij,nj->ni", R, np.asarray(s.omega))
+    assert np.abs(w_world).max() > 10.0  # swinging
+    def fake(n_throws, per, seed):
+        thr = np.repeat(np.arange(n_throws), per)
+        n = len(thr)
+        return dict(x=np.zeros((n, 23)), kind=np.ones(n, np.int32), label=np.ones(n, np.int32),
+                    wrench=np.zeros((n, 6)), throw=thr, shape=np.array("link"), dim=np.array(3),
+                    anisotropic=np.array(False), mu=np.array([0.18, 0.18]), n_throws=np.array(n_throws),
+                    seed=np.array(seed), steps=np.array(10), missed=np.array(0), format=np.array("f"))
+    m = CD.merge(fake(30, 2, 0), fake(15, 3, 1))
+    assert int(m["n_throws"]) == 45 and len(m["x"]) == 105
+    assert sorted(np.unique(m["throw"]).tolist()) == list(range(45))
+    first = m["throw"] < 30  # dacm's share
+    tip_ids = np.unique(m["throw"][m["source"] == 1])
+    assert 9 <= np.sum(tip_ids < 30) <= 11  # about 2/3 of the 15 tip throws
+    with pytest.raises(ValueError, match="mu"):
+        CD.merge(fake(3, 1, 0), dict(fake(3, 1, 0), mu=np.array([0.5, 0.5])))
+    assert first.any()

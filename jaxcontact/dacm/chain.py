@@ -21,7 +21,8 @@ joint point, (hĴŴĴᵀ)⁺Ĵv̂_c, a pseudo-inverse because a straight chain i
 of Ĵ); the default ``"free"`` is the root of G with H ≡ 0, −A⁻¹c (exact whenever the distal link
 ends the step out of contact). For a fast swing eq. 7 asks for hundreds of newtons, where the
 learned H sees a violent contact and G has spurious roots: measured on 8 chain swings, the eq. 7 start
-converges in 61 % of the dacm steps and 5 swings diverge, "free" converges in every step
+fails in a few steps (5 of 4000 with the current dacm checkpoint; 39 % and 5 diverged swings with
+an earlier, weaker one) and costs accuracy, "free" converges in every step
 (benchmarks/results/dacm_chain.md). The root of G is
 found by ``powell_hybrid``: Powell's dogleg trust region with Broyden updates of the Jacobian
 (started from A, exact wherever H does not depend on f) and a forward-difference refresh of the

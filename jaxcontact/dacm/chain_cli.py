@@ -114,8 +114,13 @@ def trajectory_errors(params, gt, gi, traj, infos, steps):
 
 
 def evaluate_chain(checkpoint, steps: int = 500, swings: int = 8, seed: int = 0, pin_height: float = 0.45,
-                   init: str = "free", dissipative: bool = False, pdd: bool = False, log=_log) -> dict:
-    """Everything ``jaxcontact dacm chain`` reports, as a dict (see module docstring)."""
+                   init: str = "free", dissipative: bool = False, pdd: bool = False, reference: bool = True,
+                   log=_log) -> dict:
+    """Everything ``jaxcontact dacm chain`` reports, as a dict (see module docstring).
+
+    The dacm law is the checkpoint's (``train.load_checkpoint``: its inputs and friction target
+    come from the checkpoint's meta), with ``dissipative`` the law setting of ``dacm evaluate
+    --dissipative``. ``reference=False`` skips the exact-Coulomb H (for ablations)."""
     import jax
 
     from .. import chains as C
@@ -148,6 +153,7 @@ def evaluate_chain(checkpoint, steps: int = 500, swings: int = 8, seed: int = 0,
         "pin_height": pin_height, "links": params.num_links, "link_size": [0.2, 0.05, 0.05],
         "link_mass": float(params.links.mass[-1]), "mu": mu.tolist(), "root_init": init,
         "root_rtol": settings.rtol, "dissipative": dissipative, "friction_target": meta.get("friction_target"),
+        "inputs": dl.inputs,
         "ground_truth": {
             "upstream_min_clearance": float(low[:, :, :-1].min()),
             "swings_with_upstream_contact": int((low[:, :, :-1].min(axis=(1, 2)) <= cmodel.patch_tol).sum()),
@@ -161,7 +167,7 @@ def evaluate_chain(checkpoint, steps: int = 500, swings: int = 8, seed: int = 0,
         },
         "models": {},
     }
-    laws = [("exact_coulomb", CoulombLCP(cmodel.solver), params.law), ("dacm", dl, dp)]
+    laws = ([("exact_coulomb", CoulombLCP(cmodel.solver), params.law)] if reference else []) + [("dacm", dl, dp)]
     if pdd:
         laws.append(("pdd", pl, pp))
     for name, law, lp in laws:
@@ -208,8 +214,12 @@ def register_chain(dacm_subparsers) -> None:
     c.add_argument("--pin-height", type=float, default=0.45, help="height of the root pin above the ground (m)")
     c.add_argument("--init", choices=("free", "eq7"), default="free",
                    help="initial joint force: root of G without contact (default) or the paper's eq. 7")
-    c.add_argument("--dissipative", action="store_true", help="dacm friction may not add kinetic energy")
+    c.add_argument("--dissipative", action="store_true",
+                   help="dacm friction may not add kinetic energy (law setting, as dacm evaluate --dissipative)")
     c.add_argument("--pdd", action="store_true", help="also run the PDD baseline as H")
     c.add_argument("--strict", action="store_true", help="exit with status 3 if any step failed to converge")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_chain)
+    from .chain_data import register_chain_data
+
+    register_chain_data(dacm_subparsers)
