@@ -6,6 +6,7 @@ timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
 
     python benchmarks/dacm_study.py                      # full study (budgeted, see --time-limit)
     python benchmarks/dacm_study.py --configs box --throws 30 --time-limit 5 --test-throws 10
+    python benchmarks/dacm_study.py --configs box_aniso_slide,box_aniso_slide_600 --time-limit 90
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ CONFIGS = {"box": ("box", False, [], None), "pentagon": ("pentagon", False, [], 
            "box_plus": ("box", False, PLUS, 300), "pentagon_plus": ("pentagon", False, PLUS, 300),
            "box2d_plus": ("box2d", False, PLUS, 300), "box_aniso_plus": ("box", True, PLUS, 300),
            # ablation: the plus recipe with the paper's inputs (the physics inputs hurt Fig. 7, see docs)
-           "box_aniso_plus_paper_inputs": ("box", True, [a for a in PLUS if a not in ("--inputs", "physics")], 300)}
+           "box_aniso_plus_paper_inputs": ("box", True, [a for a in PLUS if a not in ("--inputs", "physics")], 300),
+           # the plus recipe on a data mixture: half of the 300 throws are sliding throws (Fig. 7)
+           "box_aniso_slide": ("box", True, PLUS, 300),
+           "box_aniso_slide_600": ("box", True, PLUS, 600)}  # same mixture, twice the throws
+GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"]}
+DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
 
 
 def run(cmd, log):
@@ -70,9 +76,9 @@ def main(argv=None):
     for name in a.configs.split(","):
         shape, aniso, extra, n_train = CONFIGS[name]
         data, ck = str(work / f"{name}.npz"), str(work / f"{name}_ckpt")
-        gen = py + ["generate", "--shape", shape, "--throws", str(n_train or a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else [])
+        gen = py + ["generate", "--shape", shape, "--throws", str(n_train or a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else []) + GEN_EXTRA.get(name, [])
         tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(a.time_limit)] + extra
-        ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else []) + (PLUS_EVAL if name.endswith("_plus") else [])
+        ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else []) + (PLUS_EVAL if name.endswith("_plus") or name in DISSIPATIVE else [])
         if a.evaluate_only:
             e_out, e_t = run(ev, log)
             results[name]["evaluate"] = json.loads(e_out)
@@ -209,7 +215,7 @@ def write_md(results, path):
                 L.append(f"| {i} | {c(ev['gt'][i])} | {c(ev['dacm'][i])} | {c(ev['pdd'][i])} | {ev['dacm_similarity'][i]:.2f} | {ev['pdd_similarity'][i]:.2f} |")
     nd = {k: r for k, r in results.items() if "evaluate_without_dissipative" in r}
     if nd:
-        L += ["", "## *_plus checkpoints evaluated without the dissipative friction setting", "",
+        L += ["", "## plus-recipe checkpoints evaluated without the dissipative friction setting", "",
               "| config | final position err | final orientation err | first impulse err | command |", "| --- | --- | --- | --- | --- |"]
         for name, r in nd.items():
             t = r["evaluate_without_dissipative"]["trajectory"]["dacm"]

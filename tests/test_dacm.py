@@ -353,3 +353,35 @@ def test_early_stopping_returns_the_best_validation_epoch():
     assert rep["best_epoch"] <= rep["epochs_run"] <= rep["best_epoch"] + 3
     loss = float(np.mean((T.predict((16,), 1, v, xv) - yv) ** 2))
     np.testing.assert_allclose(loss, rep["best_val_loss"], rtol=1e-5)
+
+
+def test_slide_fraction_mixes_throws_and_keeps_the_random_ones():
+    m = D.slide_mask(10, 0.5)
+    assert m.sum() == 5 and not (m[:-1] & m[1:]).any()  # spread evenly
+    assert D.slide_mask(6, 0.0).sum() == 0 and D.slide_mask(6, 1.0).all()
+    with pytest.raises(ValueError, match="slide-fraction"):
+        D.slide_mask(4, 1.5)
+    r, mix = D.throws("box", 6, 0), D.throws("box", 6, 0, 0.5)
+    keep = ~D.slide_mask(6, 0.5)
+    np.testing.assert_array_equal(np.asarray(mix.pos)[keep], np.asarray(r.pos)[keep])  # same random throws
+    s = D.throws("box", 64, 0, 1.0)
+    body, _ = make_body("box")
+    R = jax.vmap(jc.rotations.quat_to_mat)(s.quat)
+    low = np.min(np.einsum("bij,kj->bki", np.asarray(R), np.asarray(body.vertices))[..., 2], 1) + np.asarray(s.pos[:, 2])
+    lo, hi = D.SLIDE_RANGES["gap"]
+    assert np.all((low >= lo - 1e-9) & (low <= hi + 1e-9))
+    assert np.all(np.degrees(np.arccos(np.asarray(R[:, 2, 2]))) <= np.degrees(D.SLIDE_RANGES["tilt"][1]) + 1e-6)
+    sp = np.linalg.norm(np.asarray(s.vel[:, :2]), axis=1)
+    assert np.all((sp >= 0.5 - 1e-9) & (sp <= 3.0 + 1e-9))
+
+
+def test_slide_preset_produces_sliding_face_contacts():
+    """Anisotropic μ = (0.75, 1.5): random throws almost never slide on a face; sliding throws
+    land on a face and slide (patch velocity > 0.1 m/s) in most throws."""
+    d, _ = D.generate("box", 4, 0, anisotropic=True, steps=150, slide_fraction=1.0)
+    face_dyn = (d["kind"] == 3) & (d["label"] == F.DYNAMIC)
+    vc = d["x"][:, -4:-1]  # velocity of the body point at the patch centre
+    sliding = face_dyn & (np.linalg.norm(vc[:, :2], axis=1) > 0.1)
+    assert len(np.unique(d["throw"][sliding])) >= 3
+    assert sliding.sum() >= 20
+    assert float(d["slide_fraction"]) == 1.0 and D.summary(d)["slide_fraction"] == 1.0

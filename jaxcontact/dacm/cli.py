@@ -1,6 +1,6 @@
 """``jaxcontact dacm {generate,train,evaluate}``.
 
-    jaxcontact dacm generate --shape box --throws 150 --seed 0 --out data/box.npz [--anisotropic]
+    jaxcontact dacm generate --shape box --throws 150 --seed 0 --out data/box.npz [--anisotropic] [--slide-fraction F]
     jaxcontact dacm train --data data/box.npz --out ckpt/box [--clf-epochs N --reg-epochs N --time-limit S]
     jaxcontact dacm evaluate --checkpoint ckpt/box --throws 100 --seed 1 --json [--anisotropic]
 """
@@ -22,7 +22,8 @@ def run_generate(args) -> int:
     if args.throws < 1:
         raise ValueError("--throws must be >= 1")
     t0 = time.perf_counter()
-    d, _ = D.generate(args.shape, args.throws, args.seed, anisotropic=args.anisotropic, steps=args.steps)
+    d, _ = D.generate(args.shape, args.throws, args.seed, anisotropic=args.anisotropic, steps=args.steps,
+                      slide_fraction=args.slide_fraction)
     D.save(args.out, d)
     s = D.summary(d)
     s["seconds"] = round(time.perf_counter() - t0, 1)
@@ -94,6 +95,9 @@ def register(sub) -> None:
     g.add_argument("--throws", type=int, default=150)
     g.add_argument("--steps", type=int, default=800)
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--slide-fraction", type=float, default=0.0,
+                   help="share of the throws replaced by sliding throws (low, near-flat, fast horizontal "
+                        "launches; 1 = only sliding throws; default 0 = the paper's random throws)")
     g.add_argument("--out", required=True)
     g.set_defaults(func=run_generate)
     t = s.add_parser("train", help="train the classifiers, regressors and the PDD baseline")

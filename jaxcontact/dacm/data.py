@@ -7,6 +7,12 @@ anisotropic, no restitution) and extracts every contact instance — every step 
 patch (``features.detect_patch``) is non-empty: inputs, patch type and centre, the impulse
 p = M(v⁺ − v¹), its patch-frame wrench and the static/dynamic/detach label (thresholds in
 ``features``). Saved as one ``.npz``.
+
+``slide_fraction`` > 0 replaces that share of the random throws by *sliding throws*
+(``slide_throws``: low, near-flat launches with random yaw, horizontal speed 0.5–3 m/s in a random
+direction, small spin), spread evenly over the throw indices so the first 2/3 (dacm's share) and
+the held-out validation throws get the same mixture. With μ = (0.75, 1.5) the random throws almost
+never slide on a face; Fig. 7's flat 2 m/s slides need these.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ import numpy as np
 from .. import geometry
 from ..dynamics import _batch_rollout, free_velocity
 from ..laws import CoulombLCP
+from ..rotations import quat_mul, quat_to_mat
 from ..simulate import SHAPES, make_body
 from ..states import random_throws
-from ..types import Ground, Model, Params
+from ..types import Ground, Model, Params, PlanarState, State
 from . import features as F
 
 ANISO_MU = (0.75, 1.5)  # along world x (t1) and world y (t2)
@@ -44,8 +51,79 @@ def ground_truth_setup(shape: str, anisotropic: bool = False, dt: float = 0.002)
     return model, params
 
 
-def throws(shape: str, n: int, seed: int):
-    return random_throws(jax.random.PRNGKey(seed), n, planar=shape == "box2d")
+# Sliding throws (``slide_throws``): gap between the lowest vertex and the ground at launch (m),
+# tilt from the resting pose about a random horizontal axis (rad), horizontal speed magnitude
+# (m/s, random direction), vertical speed (m/s), body-frame angular velocity about the horizontal
+# axes and about the vertical (spin) (rad/s). The tilt and horizontal rates are small so most
+# landings are face impacts (a box tilted by more than ~0.03 rad lands on an edge and, with
+# μ = 1.5 > half-width / centre height, tips over instead of sliding). Fig. 7's throws (gap
+# 0.10 m, no tilt, 2 m/s, −0.5 m/s down, no spin) lie inside these ranges.
+SLIDE_RANGES = {
+    "gap": (0.0, 0.15),
+    "tilt": (0.0, 0.02),
+    "horizontal_speed": (0.5, 3.0),
+    "vertical_speed": (-1.0, 0.0),
+    "angular_speed": (-0.1, 0.1),
+    "spin": (-2.0, 2.0),
+}
+
+
+def slide_throws(key, n: int, body, ranges=None):
+    """``n`` sliding throws of ``body`` (batched State / PlanarState): resting pose (identity
+    orientation, lying on its lowest face) yawed at random and tilted by at most ``tilt``, lowest
+    vertex ``gap`` above the ground, horizontal velocity of random direction and magnitude,
+    small downward vertical speed, small rotation rates — the body lands nearly flat and slides."""
+    r = dict(SLIDE_RANGES, **(ranges or {}))
+    dtype = jnp.result_type(float)
+    k = jax.random.split(key, 10)
+    u = lambda kk, shape, lohi: jax.random.uniform(kk, shape, dtype, lohi[0], lohi[1])
+    gap = u(k[0], (n,), r["gap"])
+    tilt = u(k[4], (n,), r["tilt"])
+    speed = u(k[3], (n,), r["horizontal_speed"]) * jnp.where(jax.random.bernoulli(k[7], 0.5, (n,)), 1.0, -1.0)
+    vz = u(k[1], (n,), r["vertical_speed"])
+    verts = jnp.asarray(body.vertices, dtype)
+    mask = jnp.asarray(body.vertex_mask, bool)
+    if body.dim == 2:
+        angle = jnp.where(jax.random.bernoulli(k[2], 0.5, (n,)), tilt, -tilt)  # 2D: no spin
+        c, s_ = jnp.cos(angle), jnp.sin(angle)
+        low = jnp.min(jnp.where(mask, s_[:, None] * verts[None, :, 0] + c[:, None] * verts[None, :, 1], jnp.inf), 1)
+        return PlanarState(pos=jnp.stack([jnp.zeros(n, dtype), gap - low], -1), angle=angle,
+                           vel=jnp.stack([speed, vz], -1), omega=u(k[6], (n,), r["angular_speed"]))
+    omega = jnp.concatenate([u(k[6], (n, 2), r["angular_speed"]), u(k[5], (n, 1), r["spin"])], -1)
+    yaw = jax.random.uniform(k[2], (n,), dtype, -jnp.pi, jnp.pi)
+    axis = jax.random.uniform(k[8], (n,), dtype, -jnp.pi, jnp.pi)  # horizontal tilt axis
+    qyaw = jnp.stack([jnp.cos(yaw / 2), 0 * yaw, 0 * yaw, jnp.sin(yaw / 2)], -1)
+    qtilt = jnp.stack([jnp.cos(tilt / 2), jnp.cos(axis) * jnp.sin(tilt / 2), jnp.sin(axis) * jnp.sin(tilt / 2), 0 * tilt], -1)
+    quat = jax.vmap(quat_mul)(qtilt, qyaw)
+    low = jax.vmap(lambda q: jnp.min(jnp.where(mask, (verts @ quat_to_mat(q).T)[:, 2], jnp.inf)))(quat)
+    direction = jax.random.uniform(k[9], (n,), dtype, -jnp.pi, jnp.pi)
+    speed = jnp.abs(speed)
+    zero = jnp.zeros(n, dtype)
+    return State(pos=jnp.stack([zero, zero, gap - low], -1), quat=quat,
+                 vel=jnp.stack([speed * jnp.cos(direction), speed * jnp.sin(direction), vz], -1),
+                 omega=omega)
+
+
+def slide_mask(n: int, fraction: float) -> np.ndarray:
+    """Which of ``n`` throws are sliding throws: round(n·fraction) of them, spread evenly."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"--slide-fraction must be in [0, 1], got {fraction}")
+    i = np.arange(n)
+    return np.floor((i + 1) * fraction + 1e-9) > np.floor(i * fraction + 1e-9)
+
+
+def throws(shape: str, n: int, seed: int, slide_fraction: float = 0.0):
+    """Random throws (``states.random_throws``, key ``PRNGKey(seed)``); with ``slide_fraction``,
+    that share of them (``slide_mask``) replaced by ``slide_throws`` (key folded from the seed)."""
+    key = jax.random.PRNGKey(seed)
+    s = random_throws(key, n, planar=shape == "box2d")
+    m = slide_mask(n, slide_fraction)
+    if not m.any():
+        return s
+    body, _ = make_body(shape)
+    sl = slide_throws(jax.random.fold_in(key, 7), n, body)
+    mj = jnp.asarray(m)
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(mj.reshape((n,) + (1,) * (a.ndim - 1)), b, a), s, sl)
 
 
 def simulate(model, params, states, steps: int, chunk: int = 400):
@@ -107,12 +185,14 @@ def extract(model, params, traj) -> dict:
     return out
 
 
-def generate(shape: str, n_throws: int, seed: int, anisotropic: bool = False, steps: int = 800):
-    """Simulate ``n_throws`` random throws and return (data dict, trajectories)."""
+def generate(shape: str, n_throws: int, seed: int, anisotropic: bool = False, steps: int = 800,
+             slide_fraction: float = 0.0):
+    """Simulate ``n_throws`` throws (random, ``slide_fraction`` of them sliding) and return
+    (data dict, trajectories)."""
     if n_throws < 1 or steps < 1:
         raise ValueError("--throws and steps must be >= 1")
     model, params = ground_truth_setup(shape, anisotropic)
-    s0 = throws(shape, n_throws, seed)
+    s0 = throws(shape, n_throws, seed, slide_fraction)
     traj = simulate(model, params, s0, steps)
     data = extract(model, params, traj)
     mu = np.asarray(params.law.mu)
@@ -120,6 +200,7 @@ def generate(shape: str, n_throws: int, seed: int, anisotropic: bool = False, st
         format=np.array(FORMAT), shape=np.array(shape), anisotropic=np.array(anisotropic),
         mu=mu, dt=np.array(model.dt), steps=np.array(steps), seed=np.array(seed),
         n_throws=np.array(n_throws), dim=np.array(params.body.dim),
+        slide_fraction=np.array(slide_fraction),
         static_speed=np.array(F.STATIC_SPEED), detach_impulse=np.array(F.DETACH_IMPULSE),
     )
     return data, traj
@@ -162,7 +243,8 @@ def load(path) -> dict:
 
 def summary(data: dict) -> dict:
     out = {"instances": int(len(data["x"])), "throws": int(data["n_throws"]),
-           "missed_impulses_without_patch": int(data.get("missed", 0))}
+           "missed_impulses_without_patch": int(data.get("missed", 0)),
+           "slide_fraction": float(data.get("slide_fraction", 0.0))}
     for k in F.patch_types(int(data["dim"])):
         m = data["kind"] == k
         out[F.PATCH_NAMES[k]] = {F.MODE_NAMES[c]: int(np.sum(m & (data["label"] == c))) for c in range(3)}
