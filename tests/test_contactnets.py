@@ -265,17 +265,21 @@ def test_deep_variant_starts_as_its_polytope_and_is_differentiable(sim):
     poly = ContactFunctions("polytope")
     xs, xns = jnp.asarray(traj[:-1:3]), jnp.asarray(traj[1::3])
     cfg = LossConfig()
-    ld, gd = jax.value_and_grad(lambda t: batch_loss(deep, t, model, params.body, xs, xns, cfg)[0])(th)
-    lp = batch_loss(poly, th.poly, model, params.body, xs, xns, cfg)[0]
+    ld, gd = jax.jit(jax.value_and_grad(lambda t: batch_loss(deep, t, model, params.body, xs, xns, cfg)[0]))(th)
+    lp = jax.jit(lambda t: batch_loss(poly, t, model, params.body, xs, xns, cfg)[0])(th.poly)
     assert abs(float(ld) - float(lp)) <= 1e-9 * max(1.0, float(lp))
     net_grad = jax.flatten_util.ravel_pytree(gd.net)[0]
     assert np.all(np.isfinite(net_grad)) and np.linalg.norm(net_grad) > 0
     # same φ and Jacobians, hence the same ContactNetsLaw impulses and rollouts
-    for x in traj[::10]:
-        s = jc.State.from_array(jnp.asarray(x))
-        R = jc.rotations.quat_to_mat(s.quat)
-        for a, b in zip(deep.terms(th, s.pos, R), poly.terms(th.poly, s.pos, R)):
-            assert np.max(np.abs(np.asarray(a) - np.asarray(b))) < 1e-12
+    def terms(fns, theta, x):
+        s = jc.State.from_array(x)
+        return fns.terms(theta, s.pos, jc.rotations.quat_to_mat(s.quat))
+
+    X = jnp.asarray(traj[::10])
+    td = jax.jit(jax.vmap(lambda x: terms(deep, th, x)))(X)
+    tp = jax.jit(jax.vmap(lambda x: terms(poly, th.poly, x)))(X)
+    for a, b in zip(td, tp):
+        assert np.max(np.abs(np.asarray(a) - np.asarray(b))) < 1e-12
 
 
 def test_training_recovers_geometry_from_engine_data(sim, tmp_path):
