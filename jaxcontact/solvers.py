@@ -305,8 +305,8 @@ class NonnegSolution:
     error: jnp.ndarray
 
 
-def minimize_nonneg(fun: Callable, curvature, args: tuple = (), settings: NonnegSettings = NonnegSettings(),
-                    x0=None) -> NonnegSolution:
+def minimize_nonneg(fun: Callable, curvature, args: tuple = (),
+                    settings: NonnegSettings = NonnegSettings()) -> NonnegSolution:
     """Minimise a smooth convex ``fun(x, *args)`` over x >= 0 (x a vector of length n).
 
     ``curvature`` (n, n) is a PSD matrix bounding the Hessian of ``fun`` from above (for a QP,
@@ -340,6 +340,5 @@ def minimize_nonneg(fun: Callable, curvature, args: tuple = (), settings: Nonneg
     solver = ProjectedGradient(fun=scaled, projection=projection_non_negative, stepsize=1.0,
                                maxiter=settings.max_iter, tol=settings.tol, acceleration=True,
                                implicit_diff=settings.implicit_diff, jit=True)
-    y0 = jnp.zeros(n, Hc.dtype) if x0 is None else jax.lax.stop_gradient(x0) / s
-    res = solver.run(y0, None, s, L, *args)
+    res = solver.run(jnp.zeros(n, Hc.dtype), None, s, L, *args)
     return NonnegSolution(x=s * res.params, iterations=res.state.iter_num, error=res.state.error)

@@ -26,8 +26,6 @@ For one observed transition (x, x') with configuration q = (p, R):
   (``gradient="envelope"``, the default). ``gradient="implicit"`` differentiates β*(θ) itself
   with jaxopt's implicit differentiation; a test checks that both agree with finite differences.
   Reverse mode never enters the solver's iterations in either mode.
-* ``contacts=K`` restricts the inner program to the K candidates closest to the ground at q (the
-  rest have λ = 0), as the engine's ``max_contacts`` does; None keeps all.
 * ``reference_transition_loss`` solves the same program in the original (λ, slack) form with
   jaxopt ``BoxOSQP`` — kept as an independent check of the fast path.
 
@@ -63,14 +61,11 @@ class LossConfig:
     ridge: float = 1e-8  # relative Tikhonov term so the inner program is strictly convex
     inner: NonnegSettings = NonnegSettings(max_iter=100)  # what training uses (TrainConfig.inner_iters)
     gradient: str = "envelope"  # "envelope" | "implicit" (see the module docstring)
-    contacts: int | None = None  # inner program over the K closest candidates; None: all
     qp: QPSettings = QPSettings()  # only for reference_transition_loss (BoxOSQP form)
 
     def __post_init__(self):
         if self.gradient not in ("envelope", "implicit"):
             raise ValueError(f"LossConfig.gradient must be 'envelope' or 'implicit', got {self.gradient!r}")
-        if self.contacts is not None and self.contacts < 1:
-            raise ValueError(f"LossConfig.contacts must be >= 1 or None, got {self.contacts}")
 
 
 def transition_impulse(model: Model, body: Body, x, xn):
@@ -154,9 +149,6 @@ def inner_terms(fns: ContactFunctions, theta, model: Model, body: Body, x, xn, c
     s, sn, v_free, v_next, F = transition_impulse(model, body, x, xn)
     phi, _, Jn, Jt = fns.terms(theta, s.pos, quat_to_mat(s.quat))
     phi_next, _ = fns.phi(theta, sn.pos, quat_to_mat(sn.quat))
-    if cfg.contacts is not None and cfg.contacts < phi.shape[0]:
-        _, idx = jax.lax.top_k(-jax.lax.stop_gradient(phi), cfg.contacts)
-        phi, Jn, Jt, phi_next = phi[idx], Jn[idx], Jt[idx], phi_next[idx]
     Minv = geometry.mass_matrix_inverse(body, s)
     D = jnp.asarray(RAYS, Jn.dtype)  # (3, 4)
     J = jnp.concatenate([Jn[:, None, :], Jt], axis=1)  # (C, 3, 6) rows n, t1, t2
@@ -209,10 +201,10 @@ def transition_loss(fns, theta, model, body, x, xn, cfg: LossConfig):
     ridge = cfg.ridge * scale
     H = H + 2.0 * ridge * jnp.eye(H.shape[0], dtype=H.dtype)
     f = lambda beta, T, ridge: _objective(beta, T, ridge, cfg)
-    implicit = cfg.gradient == "implicit"
-    settings = dataclasses.replace(cfg.inner, implicit_diff=implicit)
-    sol = minimize_nonneg(f, H, (T if implicit else jax.lax.stop_gradient(T), ridge), settings)
-    beta = sol.x if implicit else jax.lax.stop_gradient(sol.x)
+    # envelope mode: the solver returns β* without derivatives, so only ∂f/∂θ at β* remains
+    settings = dataclasses.replace(cfg.inner, implicit_diff=cfg.gradient == "implicit")
+    sol = minimize_nonneg(f, H, (T, ridge), settings)
+    beta = sol.x
     val = f(beta, T, ridge)
     C = T["K"].shape[0]
     lam = beta.reshape(C, 4) @ T["D"].T

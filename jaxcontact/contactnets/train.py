@@ -41,13 +41,13 @@ class TrainConfig:
     inner_iters: int = 100  # accelerated projected-gradient iterations of the inner program
     schedule: str = "cosine"  # learning rate: "cosine" (decay to lr_floor·lr over max_steps) | "constant"
     lr_floor: float = 0.05
+    sysid_iters: int = 15  # Levenberg–Marquardt iterations of the lcp variant
 
     def __post_init__(self):
         if self.schedule not in ("cosine", "constant"):
             raise ValueError(f"TrainConfig.schedule must be 'cosine' or 'constant', got {self.schedule!r}")
         if self.max_steps < 1 or self.batch_size < 1:
             raise ValueError("TrainConfig.max_steps and batch_size must be >= 1")
-    sysid_iters: int = 15  # Levenberg–Marquardt iterations of the lcp variant
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
     def sched(lr):
         if cfg.schedule == "constant":
             return lr
-        return optax.cosine_decay_schedule(lr, max(1, cfg.max_steps), alpha=cfg.lr_floor)
+        return optax.cosine_decay_schedule(lr, cfg.max_steps, alpha=cfg.lr_floor)
 
     xs, xns = train_d.transitions()
     vx, vxn = val_d.transitions()
