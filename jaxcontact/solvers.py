@@ -20,6 +20,7 @@ a guard that keeps gradients finite where the contact problem is degenerate.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import jax
@@ -160,13 +161,21 @@ def _pgs_sweep(rows: RowStructure, z, A, b, coupling):
     return jax.lax.fori_loop(0, m, row, (z, jnp.zeros((), z.dtype)))
 
 
-def _dense_guarded_solve(matvec: Callable, rhs):
-    """Dense LU solve of the implicit-differentiation system with a finiteness guard."""
+def _dense_guarded_solve(matvec: Callable, rhs, ridge: float = 1e-10):
+    """Dense LU solve of the implicit-differentiation system (relative ridge) with a finiteness guard."""
     n = rhs.shape[0]
     M = jax.vmap(matvec, in_axes=1, out_axes=1)(jnp.eye(n, dtype=rhs.dtype))
     scale = jnp.maximum(jnp.max(jnp.abs(M)), 1.0)
-    x = jnp.linalg.solve(M + (1e-10 * scale) * jnp.eye(n, dtype=rhs.dtype), rhs)
+    x = jnp.linalg.solve(M + (ridge * scale) * jnp.eye(n, dtype=rhs.dtype), rhs)
     return jnp.where(jnp.all(jnp.isfinite(x)), x, jnp.zeros_like(x))
+
+
+def implicit_root(optimality_fun: Callable, has_aux: bool = False, ridge: float = 1e-10):
+    """Decorator (jaxopt ``custom_root``): differentiate a root solver ``solver(x0, θ)`` implicitly
+    through ``optimality_fun(x, θ) = 0`` at the returned root, with the dense guarded adjoint
+    solve used by ``solve_lcp`` (relative ``ridge``). Reverse mode never enters the solver."""
+    return _jaxopt_implicit.custom_root(optimality_fun, has_aux=has_aux,
+                                        solve=functools.partial(_dense_guarded_solve, ridge=ridge))
 
 
 def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSettings(), z0=None):

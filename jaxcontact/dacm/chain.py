@@ -32,7 +32,7 @@ atol with rtol = 0.5 % (the paper's tolerance) and S = diag(1, 1, 1, ℓ, ℓ) p
 rows in m/s (ℓ: the distal joint's lever arm). Every step returns the number of G evaluations
 and a ``converged`` flag; a failed step keeps the best f found and says so.
 
-Gradients: the root is wrapped in jaxopt's ``custom_root`` (implicit differentiation of
+Gradients: the root is wrapped in ``solvers.implicit_root`` (jaxopt ``custom_root``: implicit differentiation of
 G(f*, θ) = 0 with a dense guarded solve), so reverse mode never enters the solver loop.
 """
 
@@ -44,7 +44,6 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 from flax import struct
-from jaxopt.implicit_diff import custom_root
 
 from .. import geometry
 from ..chains.model import (
@@ -59,6 +58,7 @@ from ..chains.model import (
     validate_chain,
 )
 from ..dynamics import integrate
+from ..solvers import implicit_root
 from ..types import ContactInfo, Params, State
 
 
@@ -184,14 +184,6 @@ def powell_hybrid(fun, x0, B0, tol, settings: RootSettings) -> RootResult:
     return RootResult(x=out["x"], residual=res, evaluations=out["nfev"], converged=res <= tol)
 
 
-def _dense_solve(matvec, b):
-    n = b.shape[0]
-    M = jax.vmap(matvec, in_axes=1, out_axes=1)(jnp.eye(n, dtype=b.dtype))
-    scale = jnp.maximum(jnp.max(jnp.abs(M)), 1.0)
-    x = jnp.linalg.solve(M + (1e-12 * scale) * jnp.eye(n, dtype=b.dtype), b)
-    return jnp.where(jnp.all(jnp.isfinite(x)), x, jnp.zeros_like(x))
-
-
 @struct.dataclass
 class SplitInfo:
     """Per Algorithm-2 step: G evaluations, converged flag, ‖S G‖ and its tolerance, the joint
@@ -263,7 +255,7 @@ def _step(cmodel: ChainModel, law, settings: RootSettings, params: ChainParams, 
         res = powell_hybrid(lambda y: r(y, th), y0, B0, tol, settings)
         return res.x, res
 
-    y, res = custom_root(r, has_aux=True, solve=_dense_solve)(solver)(jax.lax.stop_gradient(f0 / D), th)
+    y, res = implicit_root(r, has_aux=True, ridge=1e-12)(solver)(jax.lax.stop_gradient(f0 / D), th)
     f = D * y
     # lines 7–11
     vf = v1[d] + h * Minv_d @ (J.T @ f)
