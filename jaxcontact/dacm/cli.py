@@ -112,8 +112,9 @@ def register(sub) -> None:
                    help="absolute: p_f (paper); ratio: p_f / p_n0 of the frictionless LCP (improvement)")
     t.add_argument("--max-rest-per-throw", type=int, default=None,
                    help="keep at most this many resting instances per throw (default: all)")
-    t.add_argument("--inputs", choices=("paper", "physics", "both"), default="paper",
-                   help="dacm network inputs: paper (default), physics-derived (improvement) or both")
+    t.add_argument("--inputs", choices=("paper", "physics", "both", "coulomb"), default="paper",
+                   help="dacm network inputs: paper (default), physics-derived (improvement), both, or "
+                        "coulomb (physics + per-vertex sliding-friction inputs, second improvement)")
     t.add_argument("--max-steady-per-throw", type=int, default=None,
                    help="keep at most this many steady-sliding instances per throw (default: all)")
     t.add_argument("--patience", type=int, default=None,

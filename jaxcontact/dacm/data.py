@@ -152,8 +152,10 @@ def _instances(model, params, s0, s1):
     p = M @ (v_new - v1)
     w = F.to_patch_frame(ground, s0, patch.centre, p)
     lab = F.label(body, ground, s0, v_new, p, patch, model.dt)
-    pn0 = F.reference_normal_impulse(model, params, s0, v1)
-    xe = F.extra_features(body, ground, s0, v1, patch, pn0, model.dt)
+    ref = F.reference_lcp(model, params, s0, v1)
+    pn0 = ref.pn0
+    xe = jnp.concatenate([F.extra_features(body, ground, s0, v1, patch, pn0, model.dt),
+                          F.coulomb_features(body, ground, s0, patch, ref)])
     return dict(x=x, kind=patch.kind, label=lab, wrench=w, impulse=p, centre=patch.centre,
                 touching=patch.touching, pn0=pn0, x_extra=xe)
 

@@ -69,6 +69,12 @@ def _pad_wrench(dim, k, y, which):
 
 def frictionless_lcp(model, params, state, v, solver: LCPSettings):
     """Normal impulses (C,) and generalised impulse of the frictionless LCP on the candidates."""
+    sol, p, con = frictionless_lcp_contacts(model, params, state, v, solver)
+    return sol, p, con.phi
+
+
+def frictionless_lcp_contacts(model, params, state, v, solver: LCPSettings):
+    """``frictionless_lcp`` returning the contact candidates (``geometry.Contacts``) instead of φ."""
     body, ground = params.body, params.ground
     C = model.num_contacts(body)
     con = geometry.contact_candidates(body, ground, state, C)
@@ -78,7 +84,7 @@ def frictionless_lcp(model, params, state, v, solver: LCPSettings):
     b = Jn @ v + con.phi / model.dt
     b = jnp.where(con.valid, b, jnp.asarray(geometry._FAR, b.dtype))
     sol = solve_lcp(A, b, jnp.zeros(C, b.dtype), RowStructure.contacts(C, 0), solver)
-    return sol, Jn.T @ sol.z, con.phi
+    return sol, Jn.T @ sol.z, con
 
 
 def _info(con_phi, z, patch, dim, mode, residual, iterations, tol):
@@ -142,9 +148,12 @@ class DACMLaw:
         x = F.features(body, ground, state, v_free, patch)
         pn0 = None
         if self.friction_target == "ratio" or self.inputs != "paper":
-            pn0 = F.reference_normal_impulse(model, params, state, v_free, self.solver)
+            ref = F.reference_lcp(model, params, state, v_free, self.solver)
+            pn0 = ref.pn0
         if self.inputs != "paper":
             xe = F.extra_features(body, ground, state, v_free, patch, pn0, model.dt)
+            if self.inputs == "coulomb":
+                xe = jnp.concatenate([xe, F.coulomb_features(body, ground, state, patch, ref)])
             x = F.select_inputs(x, xe, self.inputs)
         logits, pf = {}, {}
         for k in self.types:
@@ -161,9 +170,15 @@ class DACMLaw:
         return patch, x, _select(patch.kind, logits, self.types), wf
 
     def __call__(self, model, params, state, v_free):
-        body, ground = params.body, params.ground
         patch, _, logits, wf = self.predict(model, params, state, v_free)
         cls = jnp.argmax(logits).astype(jnp.int32)
+        return self.impulse(model, params, state, v_free, patch, cls, wf)
+
+    def impulse(self, model, params, state, v_free, patch, cls, wf, keep_friction=None):
+        """Algorithm 1's branches for a given class ``cls`` and friction wrench ``wf`` (patch
+        frame): (impulse, ContactInfo). ``keep_friction`` (bool, optional): skip the dissipative
+        scaling (used by the oracle diagnosis, ``benchmarks/dacm_oracle.py``)."""
+        body, ground = params.body, params.ground
         has = patch.kind > PatchType.NONE
         mode = jnp.where(has, cls, -1).astype(jnp.int32)
         # static
@@ -177,6 +192,8 @@ class DACMLaw:
             vq = jnp.dot(v_free, p_f)
             qq = p_f @ Minv @ p_f
             alpha = jnp.clip(-2.0 * vq / jnp.maximum(qq, jnp.finfo(qq.dtype).tiny), 0.0, 1.0)
+            if keep_friction is not None:
+                alpha = jnp.where(keep_friction, 1.0, alpha)
             p_f = jnp.where(qq > 0, alpha, 1.0) * p_f
         v2 = v_free + Minv @ p_f
         sol, p_n, phi = frictionless_lcp(model, params, state, v2, self.solver)

@@ -190,7 +190,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
     time_limit: seconds per network (epochs stop early when exceeded; the report says so).
     friction_target: "absolute" (the paper: p_f) or "ratio" (p_f / p_n⁰, see ``law``).
     max_rest_per_throw: keep at most this many resting instances per throw (None: all).
-    inputs: "paper", "physics" or "both" (``features.INPUTS``) for dacm's networks (PDD: paper).
+    inputs: "paper", "physics", "both" or "coulomb" (``features.INPUTS``) for dacm's networks (PDD: paper).
     max_steady_per_throw: keep at most this many steady-sliding instances per throw (None: all).
     patience: early stopping on held-out throws (None: run the epochs / time limit)."""
     dim = int(data["dim"])
