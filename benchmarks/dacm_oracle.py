@@ -14,7 +14,7 @@ dacm's. "all oracle" (GT classes and GT friction on every patch type) measures w
 decomposition itself costs; the single replacements say which network dominates the error.
 
     python benchmarks/dacm_oracle.py --checkpoint /tmp/dacm_study/box_plus_ckpt --throws 100 \
-        --dissipative --out benchmarks/results/dacm_oracle.json
+        --dissipative --out benchmarks/results/dacm_oracle.json --label box_plus
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=E.STEPS)
     p.add_argument("--dissipative", action="store_true")
     p.add_argument("--variants", default=",".join(VARIANTS))
-    p.add_argument("--out", default=None)
+    p.add_argument("--out", default=None, help="JSON file; results are merged into it under --label")
+    p.add_argument("--label", default=None, help="key in --out (default: checkpoint path, +dissipative)")
     a = p.parse_args(argv)
     dl, dp, _, _, meta = T.load_checkpoint(a.checkpoint)
     gt_model, gt_params = D.ground_truth_setup(meta["shape"], bool(meta.get("anisotropic")))
@@ -118,7 +119,10 @@ def main(argv=None):
     for name in trajs:
         print(f"{name:<28}" + "".join(f"{tm[name][k]:>20.3f}" for k in keys))
     if a.out:
-        Path(a.out).write_text(json.dumps(res, indent=1))
+        out = Path(a.out)
+        allres = json.loads(out.read_text()) if out.exists() else {}
+        allres[a.label or (a.checkpoint + (" dissipative" if a.dissipative else ""))] = res
+        out.write_text(json.dumps(allres, indent=1))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
     python benchmarks/dacm_study.py                      # full study (budgeted, see --time-limit)
     python benchmarks/dacm_study.py --configs box --throws 30 --time-limit 5 --test-throws 10
     python benchmarks/dacm_study.py --configs box_aniso_slide,box_aniso_slide_600 --time-limit 90
+    python benchmarks/dacm_study.py --configs box_coulomb,box_coulomb_1000,box_aniso_slide_coulomb,box_coulomb_3000 --time-limit 90
 """
 
 from __future__ import annotations
@@ -36,7 +37,14 @@ CONFIGS = {"box": ("box", False, [], None), "pentagon": ("pentagon", False, [], 
            # the plus recipe on a data mixture: half of the 300 throws are sliding throws (Fig. 7)
            "box_aniso_slide": ("box", True, PLUS, 300),
            "box_aniso_slide_600": ("box", True, PLUS, 600)}  # same mixture, twice the throws
-GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"]}
+# "*_coulomb" = the plus recipe with the coulomb inputs (per-vertex sliding friction of the
+# frictionless normal solution, see features.py / docs/dacm.md), evaluated without --dissipative
+# (the oracle diagnosis, benchmarks/dacm_oracle.py, measured it better without).
+COULOMB = ["coulomb" if a == "physics" else a for a in PLUS]
+CONFIGS.update({"box_coulomb": ("box", False, COULOMB, 300), "box_coulomb_1000": ("box", False, COULOMB, 1000),
+                "box_coulomb_3000": ("box", False, COULOMB, 3000), "box_aniso_slide_coulomb": ("box", True, COULOMB, 300)})
+GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"],
+             "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"]}
 DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
 
 

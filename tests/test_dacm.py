@@ -307,12 +307,16 @@ def test_physics_gap_input_separates_detach_from_contact(tiny_run):
     assert np.array_equal(d["label"][pt] == F.DETACH, d["x_extra"][pt, 0] >= 0)
 
 
-def test_physics_stick_input_of_a_sliding_box_and_law_matches_data():
+@pytest.mark.parametrize("inputs", ["physics", "coulomb"])
+def test_physics_stick_input_of_a_sliding_box_and_law_matches_data(inputs):
     """Box flat on the ground sliding at 1 mm/s along x: p_n⁰ = m g h and the stick impulse is
-    −m v, so the stick ratio input is −v/(g h); the law computes the same inputs as the data."""
+    −m v, so the stick ratio input is −v/(g h); the coulomb inputs: every vertex slides along +x
+    at 1 mm/s (σ = −1/√2 with ε = 1 mm/s), carries a quarter of p_n⁰, no torsion by symmetry,
+    centre of pressure at the patch centre, no normal–tangential coupling at the face centre.
+    The law computes the same inputs as the data."""
     from jaxcontact.dacm.data import _instances
 
-    law = DACMLaw(3, inputs="physics", **SMALL)
+    law = DACMLaw(3, inputs=inputs, **SMALL)
     body, C = make_body("box")
     model = jc.Model(law=law, dt=0.002, max_contacts=C)
     params = jc.Params(body=body, ground=jc.Ground.flat(3), law=law.init_params())
@@ -320,13 +324,25 @@ def test_physics_stick_input_of_a_sliding_box_and_law_matches_data():
     v1 = jc.free_velocity(model, params, s)
     inst = _instances(model, params, s, s)
     xe = np.asarray(inst["x_extra"])
-    assert xe.shape == (F.num_features(3, "physics"),)
+    assert xe.shape == (F.num_extra_features(3),)
     g_h = 9.81 * 0.002
     np.testing.assert_allclose(np.asarray(inst["pn0"]), float(body.mass) * g_h, rtol=1e-4)  # PGS tolerance
-    np.testing.assert_allclose(xe[-3:], [-1e-3 / g_h, 0.0, 0.0], atol=1e-5)
+    nphys = F.N_PHYSICS[3]
+    np.testing.assert_allclose(xe[nphys - 3:nphys], [-1e-3 / g_h, 0.0, 0.0], atol=1e-5)
     np.testing.assert_allclose(xe[1:3], [1e-3 / np.hypot(1e-3, F.SLIP_EPS), 0.0], atol=1e-9)
+    # coulomb inputs: s (2), torsion, centre of pressure (2), coupling (2)
+    np.testing.assert_allclose(xe[nphys:], [-1 / np.sqrt(2), 0, 0, 0, 0, 0, 0], atol=1e-4)
     _, x_law, _, _ = jax.jit(lambda p, st, v: law.predict(model, p, st, v))(params, s, v1)
-    np.testing.assert_allclose(np.asarray(x_law), xe, rtol=1e-9, atol=1e-12)
+    assert x_law.shape == (F.num_features(3, inputs),)
+    np.testing.assert_allclose(np.asarray(x_law), xe[: F.num_features(3, inputs)], rtol=1e-9, atol=1e-12)
+
+
+def test_coulomb_inputs_need_data_of_this_version():
+    x = np.zeros((4, 23))
+    with pytest.raises(ValueError, match="regenerate"):
+        F.select_inputs(x, np.zeros((4, F.N_PHYSICS[3])), "coulomb")
+    assert F.select_inputs(x, np.zeros((4, F.N_PHYSICS[3])), "physics").shape == (4, F.N_PHYSICS[3])
+    assert F.select_inputs(x, np.zeros((4, F.num_extra_features(3))), "physics").shape == (4, F.N_PHYSICS[3])
 
 
 def test_steady_sliding_subsampling_keeps_impacts():
