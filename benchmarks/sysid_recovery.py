@@ -1,7 +1,7 @@
 """Synthetic recovery of issue 10, the smoothing comparison and the real cube tosses, written to
 benchmarks/results/sysid.{json,md,png}.
 
-    python benchmarks/sysid_recovery.py [--throws 20] [--noise-counts 5,10,20] [--noise-max-iter 8]
+    python benchmarks/sysid_recovery.py [--throws 20] [--noise-counts 5,10,20] [--noise-max-iter K]
         [--nm-evals 150] [--smooth-throws 2] [--smooth-iter 6] [--real 6] [--real-iter 15]
 
 Results are written after every row (``"complete": false`` until the end), so a run stopped by
@@ -10,10 +10,11 @@ hand still leaves the rows it finished.
 Hidden truth: μ = 0.27, ε = 0.1, ground height 0.013 m, a vertex set 10% off the 0.1 m cube;
 start: μ = 0.5, ε = 0.5, height 0, the nominal cube. Data and fit use ``CoulombLCP`` with the
 position-consistent bounce target (``synthetic.synthetic_law()``; docs/sysid.md says why).
-Schedule ``sysid.DEFAULT_SCHEDULE`` (kinematic geometry, LM μ+ε, LM everything, trimmed LM
-polish), windows of 5 samples (100 Hz) with 5 engine steps per sample. Runs, in one process:
+Schedule ``sysid.DEFAULT_SCHEDULE`` (kinematic geometry, a (μ, ε) grid then LM μ+ε, LM everything,
+trimmed LM polish; window start positions fitted in every LM stage), windows of 5 samples
+(100 Hz) with 5 engine steps per sample. Runs, in one process:
 LM noise-free on all throws, LM with 1 mm position noise on nested subsets of one noisy data set
-(error vs number of throws; rollout stages capped at --noise-max-iter iterations), Nelder–Mead on the same stages and loss (after the same geometry stage, a fixed
+(error vs number of throws; rollout stages optionally capped at --noise-max-iter iterations), Nelder–Mead on the same stages and loss (after the same geometry stage, a fixed
 evaluation budget per stage), the hard-vs-smoothed comparison (height from below, engine-default
 restitution), and μ, ε, ground on the first real tosses.
 """
@@ -56,7 +57,7 @@ def synthetic_run(n, noise, method, args, data_all, max_iter=None):
     if method == "lm":
         rec = syn.recover(data, log=log, max_iter=max_iter)
     else:  # the same stages and loss, Nelder–Mead with a fixed budget per rollout stage
-        sched = tuple(s if s.kind == "geometry" else dataclasses.replace(s, kind="nelder-mead", max_iter=args.nm_evals)
+        sched = tuple(s if s.kind == "geometry" else dataclasses.replace(s, kind="nelder-mead", max_iter=args.nm_evals, starts=())
                       for s in DEFAULT_SCHEDULE)
         rec = syn.recover(data, schedule=sched, log=log)
     res = rec["result"]
@@ -133,7 +134,7 @@ def write_md(result: dict, path: str) -> None:
          "Errors: relative (μ, ε, worst vertex ‖v−v*‖/‖v*‖), absolute (height). Target: 1% / 2 mm. Rollouts: window "
          "simulations (a Jacobian counts one per window); wall: the fit stages (data generation outside, compilation "
          "of the losses inside). Noisy rows: 1 mm i.i.d. Gaussian on every observed position coordinate, nested "
-         "subsets (the first N throws) of one noisy data set, every LM stage capped at the 'LM cap' iterations.", "",
+         "subsets (the first N throws) of one noisy data set, LM stages capped at the 'LM cap' iterations where one is given; window start positions fitted in every LM stage (`starts=("pos",)`).", "",
          "| method | throws | noise | LM cap | μ err | ε err | height err | vertex err | within target | rollouts | wall s |",
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["runs"]:
@@ -204,7 +205,8 @@ def main():
     ap.add_argument("--throws", type=int, default=20, help="throws of the noise-free LM and Nelder–Mead rows")
     ap.add_argument("--noise", type=float, default=0.001, help="position noise (m) of the noisy rows")
     ap.add_argument("--noise-counts", default="5,10,20", help="throw counts of the noisy rows (nested subsets)")
-    ap.add_argument("--noise-max-iter", type=int, default=8, help="iteration cap of every LM stage in the noisy rows")
+    ap.add_argument("--noise-max-iter", type=int, default=None,
+                    help="iteration cap of every LM stage in the noisy rows (default: the schedule's)")
     ap.add_argument("--nm-evals", type=int, default=150, help="Nelder–Mead loss evaluations per rollout stage (0: skip)")
     ap.add_argument("--smooth-throws", type=int, default=2, help="throws of the smoothing comparison (0: skip)")
     ap.add_argument("--smooth-iter", type=int, default=6, help="LM iterations of each smoothed stage")

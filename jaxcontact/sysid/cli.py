@@ -76,9 +76,10 @@ def _run_data(args, log) -> dict:
     params0 = _initial_params(data, law, init)
     args.window = args.window or 4
     prob = core.Problem.build(data, args.params, params0, law=law, window=args.window, substeps=args.substeps,
-                              stride=args.stride)
+                              stride=args.stride, starts=args.starts or ())
     log(f"{data.source}: {len(data)} trajectories, {prob.num_windows} contact windows of {args.window} samples "
-        f"({args.substeps} engine steps each), fitting {', '.join(prob.spec.names)} by {args.method}")
+        f"({args.substeps} engine steps each), fitting {', '.join(prob.spec.names)} by {args.method}"
+        + (f", window starts fitted ({'+'.join(prob.starts)})" if prob.starts else ""))
     try:
         res = core.fit(prob, args.method, progress=not args.no_progress, max_iter=args.max_iter)
     except core.optim.FitError as err:
@@ -111,7 +112,7 @@ def _run_synthetic(args, log) -> dict:
         f"ground={syn.TRUTH['ground']}, vertices 10% off the cube")
     method = None if args.method == "lm" else args.method
     rec = syn.recover(data, law=law, method=method, progress=not args.no_progress, log=log, max_iter=args.max_iter,
-                      known_vertices=args.known_vertices)
+                      known_vertices=args.known_vertices, starts=args.starts)
     res = rec["result"]
     errs = core.errors(res.values, data.truth)
     out = {"synthetic": True, "throws": args.throws, "steps": args.steps, "noise_m": args.noise,
@@ -155,6 +156,10 @@ def register(sub) -> None:
     p.add_argument("--window", type=int, default=None, help="samples per window (multiple shooting; default 4, 5 with --synthetic)")
     p.add_argument("--substeps", type=int, default=4, help="engine steps per sample (--synthetic: 5, fixed)")
     p.add_argument("--stride", type=int, default=None, help="samples between window starts (default: window)")
+    p.add_argument("--starts", default=None,
+                   help="window start-state components fitted per window, comma-separated from pos, vel, rot, angvel "
+                        "(for noisy observations; default: none with --data, the schedule's with --synthetic; "
+                        "'' for none)")
     p.add_argument("--kappa", type=float, default=0.0, help="> 0: fit with the smoothed law (relaxation kappa)")
     p.add_argument("--max-iter", type=int, default=None)
     p.add_argument("--max-trajectories", type=int, default=None, help="use only the first N trajectories")

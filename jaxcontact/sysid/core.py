@@ -42,14 +42,19 @@ class Problem:
     @staticmethod
     def build(data: Trajectories, names, params0: Params | None = None, *, law=None, window: int = 4,
               substeps: int = 1, stride: int | None = None, rot_scale: float | None = None,
-              max_contacts: int = 4, contact_margin: float | None = None) -> "Problem":
+              max_contacts: int = 4, contact_margin: float | None = None, starts=()) -> "Problem":
         """Windows of ``window`` samples, simulated with ``substeps`` engine steps per sample.
 
         params0: initial guess (default: a body from the data's mass/inertia/vertices, a flat
         ground at 0, the law's default parameters). law: contact law (default: a tight
         ``CoulombLCP``). contact_margin: keep only windows where a vertex comes within this
         distance of the ground (default: the body size; ``inf`` keeps all windows).
+        starts: start-state groups fitted per window ("pos", "vel", "rot", "angvel"; default
+        none: windows start from the observed states) — use "pos" (and "vel", …) when the
+        observations are noisy (``losses`` module doc). The optimisation vector is then
+        [physical parameters, window 0's corrections, window 1's, …].
         """
+        starts = losses.check_starts(starts)
         if substeps < 1:
             raise ValueError(f"substeps must be >= 1, got {substeps}")
         law = CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200)) if law is None else law
@@ -60,7 +65,8 @@ class Problem:
         model = Model(law=law, dt=data.dt / substeps, gravity=data.gravity, max_contacts=max_contacts,
                       patch_tol=1e-3 / unit)  # the engine's default 1 mm, in the data's units
         rot_scale = spec.length if rot_scale is None else float(rot_scale)
-        wl = losses.WindowLoss(model=model, window=int(window), substeps=int(substeps), rot_scale=rot_scale)
+        wl = losses.WindowLoss(model=model, window=int(window), substeps=int(substeps), rot_scale=rot_scale,
+                               starts=starts)
         wins, where = losses.make_windows(data, int(window), stride)
         margin = spec.length if contact_margin is None else float(contact_margin)
         if np.isfinite(margin):
@@ -68,30 +74,62 @@ class Problem:
             if not keep.any():
                 raise ValueError(f"no window comes within {margin:.4g} of the ground: nothing to identify contact from")
             wins, where = wins[keep], where[keep]
-        n_res = wins.shape[0] * window * 6
+        n_res = wins.shape[0] * wl.rows * 6
         weights = jnp.full((wins.shape[0],), 1.0 / np.sqrt(n_res))
         return Problem(spec, wl, jnp.asarray(wins), weights, where, data)
 
-    # the three oracles, in the scaled unconstrained coordinates of ``spec``
-    def residuals(self, x):
-        return losses.residuals(self.loss_def, self.spec.unpack, jnp.asarray(x), self.windows, self.weights)
+    # the three oracles, on the vector z = [scaled unconstrained parameters of ``spec``,
+    # the windows' start corrections (none unless ``starts``)]
+    @property
+    def starts(self) -> tuple:
+        return self.loss_def.starts
 
-    def residuals_and_jacobian(self, x):
-        return losses.jacobian(self.loss_def, self.spec.unpack, jnp.asarray(x), self.windows, self.weights)
+    @property
+    def size(self) -> int:
+        return self.spec.size + self.num_windows * self.loss_def.n_start
 
-    def loss(self, x) -> float:
-        r = self.residuals(x)
+    def split(self, z):
+        """(physical-parameter vector, start corrections (windows, n_start)) of z."""
+        z = jnp.asarray(z)
+        if z.shape != (self.size,):
+            raise ValueError(f"vector of length {z.shape} for a problem of {self.spec.size} parameters "
+                             f"+ {self.num_windows}×{self.loss_def.n_start} start corrections = {self.size}")
+        n = self.spec.size
+        return z[:n], z[n:].reshape(self.num_windows, self.loss_def.n_start)
+
+    def residuals(self, z):
+        return losses.residuals(self.loss_def, self.spec.unpack, *self.split(z), self.windows, self.weights)
+
+    def residuals_and_jacobian(self, z):
+        """(r, J): J a dense array without start corrections, else an ``optim.BlockJacobian``."""
+        r, Jx, Jd = losses.jacobian(self.loss_def, self.spec.unpack, *self.split(z), self.windows, self.weights)
+        if not self.starts:
+            return r, np.asarray(Jx).reshape(-1, self.spec.size)
+        return r, optim.BlockJacobian(r, Jx, Jd)
+
+    def loss(self, z) -> float:
+        r = self.residuals(z)
         return float(jnp.sum(r * r))
 
-    def loss_and_grad(self, x):
-        return losses.loss_and_grad(self.loss_def, self.spec.unpack, jnp.asarray(x), self.windows, self.weights)
+    def loss_and_grad(self, z):
+        f, (gx, gd) = losses.loss_and_grad(self.loss_def, self.spec.unpack, *self.split(z), self.windows,
+                                           self.weights)
+        return f, jnp.concatenate([gx, gd.reshape(-1)])
 
     @property
     def num_windows(self) -> int:
         return int(self.windows.shape[0])
 
     def x0(self) -> np.ndarray:
-        return self.spec.pack(self.spec.template)
+        """The initial guess: ``spec``'s template, zero start corrections."""
+        return np.concatenate([self.spec.pack(self.spec.template), np.zeros(self.size - self.spec.size)])
+
+    def start_corrections(self, z) -> np.ndarray:
+        """(windows, n_start) start corrections at z, physical units (length, length/s, rad, rad/s)."""
+        d = np.asarray(self.split(z)[1])
+        T = self.loss_def.model.dt * self.loss_def.substeps
+        scale = {"pos": self.loss_def.rot_scale, "vel": self.loss_def.rot_scale / T, "rot": 1.0, "angvel": 1.0 / T}
+        return d * np.repeat([scale[g] for g in self.starts], 3)[None, :] if self.starts else d
 
     def with_law(self, law) -> "Problem":
         """The same problem with another contact law (e.g. a smoothed one)."""
@@ -119,7 +157,7 @@ def default_params(data: Trajectories, law) -> Params:
 @dataclasses.dataclass
 class FitResult:
     """Identified parameters. values: physical values by name. loss: mean squared residual
-    (length² units) at ``x``. rollouts: window simulations run (forward), gradient/Jacobian
+    (length² units) at ``x`` (the whole optimisation vector, start corrections included). rollouts: window simulations run (forward), gradient/Jacobian
     evaluations included (one per window each). history: per-iteration loss and values."""
 
     params: Params
@@ -145,10 +183,11 @@ class FitResult:
 
 def _to_result(prob: Problem, r: optim.OptimResult) -> FitResult:
     x = np.asarray(r.x)
-    hist = [{"iter": h["iter"], "loss": h["loss"], "time": h["time"], "values": prob.spec.flat_values(h["x"])}
+    n = prob.spec.size
+    hist = [{"iter": h["iter"], "loss": h["loss"], "time": h["time"], "values": prob.spec.flat_values(h["x"][:n])}
             for h in r.history]
     return FitResult(
-        params=prob.spec.unpack(jnp.asarray(x)), values=prob.spec.flat_values(x), x=x, loss=float(r.loss),
+        params=prob.spec.unpack(jnp.asarray(x[:n])), values=prob.spec.flat_values(x[:n]), x=x, loss=float(r.loss),
         method=r.method, iterations=r.iterations, loss_evals=r.loss_evals, grad_evals=r.grad_evals,
         rollouts=(r.loss_evals + r.grad_evals) * prob.num_windows, wall_time=r.wall_time,
         message=r.message, history=hist, num_windows=prob.num_windows,
@@ -164,7 +203,11 @@ def fit(prob: Problem, method: str = "lm", x0=None, *, progress: bool = False, m
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "nelder-mead" and prob.starts:
+        raise ValueError(f"nelder-mead cannot fit the {prob.size} variables of per-window start corrections; "
+                         "build the Problem without starts, or use lm/adam")
     x0 = prob.x0() if x0 is None else np.asarray(x0, dtype=float)
+    prob.split(x0)  # checks the length
     bar = None
     if progress:
         from tqdm.auto import tqdm

@@ -6,9 +6,16 @@ with jumps at every contact-mode change) and its gradient says little about the 
 Each window instead starts from an *observed* state and is simulated for ``window`` samples
 (``window × substeps`` engine steps, compared at the sample times); errors cannot compound past
 the window, the loss is much closer to a sum of smooth pieces, and the windows are independent
-so they are ``vmap``-ed. The window start states are taken from the data, not fitted (the
-multiple-shooting defects are not decision variables): this keeps the parameter vector small
-enough for dense Gauss–Newton, at the price of a small bias when the start states are noisy.
+so they are ``vmap``-ed.
+
+Window starts: by default each window starts from the *observed* state (``starts=()``). With
+noisy observations that biases the fit (errors in variables: a start 1 mm inside the ground is
+pushed out, one 1 mm above it falls, and neither happened). ``starts=("pos",)`` (or any of
+"pos", "vel", "rot", "angvel") makes a per-window correction of those start-state components a
+decision variable, with the start sample itself among the residuals: the fit is then the least-
+squares estimate of the parameters *and* the start states. Each correction enters only its own
+window's residuals, so the Gauss–Newton system is block-arrow shaped and is solved by a Schur
+complement on the physical parameters (``optim.BlockJacobian``), not densely.
 
 Residual per compared sample: position error (length units) and the rotation error
 ``rot_scale · 2·vec(q_obs⁻¹ ⊗ q_pred)`` (sign-aligned, ≈ rot_scale × angle), so both are lengths.
@@ -71,60 +78,114 @@ def rotation_error(q_pred, q_obs):
     return 2.0 * s * dq[..., 1:]
 
 
+START_GROUPS = ("pos", "vel", "rot", "angvel")  # fitted start-state components, in this order
+
+
+def check_starts(starts) -> tuple:
+    """Canonical tuple of start-state groups (a comma-separated string or a sequence)."""
+    if isinstance(starts, str):
+        starts = [g for g in starts.replace(" ", "").split(",") if g]
+    starts = tuple(starts or ())
+    bad = [g for g in starts if g not in START_GROUPS]
+    if bad:
+        raise ValueError(f"unknown start-state group(s) {bad}: choose from {', '.join(START_GROUPS)}")
+    if len(set(starts)) != len(starts):
+        raise ValueError(f"start-state group named twice in {starts}")
+    return tuple(g for g in START_GROUPS if g in starts)
+
+
 @dataclasses.dataclass(frozen=True)
 class WindowLoss:
     """Residuals of windowed rollouts; static configuration (hashable, a ``jit`` static arg).
 
     model: engine model with dt = sample period / substeps. window: samples per window.
-    substeps: engine steps per sample. rot_scale: length multiplying rotation errors.
+    substeps: engine steps per sample. rot_scale: length multiplying rotation errors (and the
+    unit of a position correction). starts: fitted start-state groups (see the module doc).
     """
 
     model: Model
     window: int
     substeps: int
     rot_scale: float
+    starts: tuple = ()
 
-    def simulate(self, params, x0):
-        """Predicted samples (window+1, 13) from the observed start x0 (13,)."""
+    @property
+    def n_start(self) -> int:
+        """Start-state correction variables per window."""
+        return 3 * len(self.starts)
+
+    @property
+    def rows(self) -> int:
+        """Residual rows (of 6) per window: the start sample is compared when it is fitted."""
+        return self.window + (1 if self.starts else 0)
+
+    def start_state(self, x0, delta):
+        """The window's start state: the observed x0 (13,) plus the correction delta (n_start,),
+        scaled so one unit is ``rot_scale`` of position, one radian, or that per sample period."""
         s0 = State.from_array(x0)
-        s0 = s0.replace(quat=s0.quat / jnp.linalg.norm(s0.quat))
-        traj = rollout(self.model, params, s0, self.window * self.substeps)
+        q = s0.quat / jnp.linalg.norm(s0.quat)
+        T = self.model.dt * self.substeps
+        i = 0
+        for g in self.starts:
+            d = delta[i:i + 3]
+            i += 3
+            if g == "pos":
+                s0 = s0.replace(pos=s0.pos + self.rot_scale * d)
+            elif g == "vel":
+                s0 = s0.replace(vel=s0.vel + self.rot_scale / T * d)
+            elif g == "rot":  # body-frame rotation vector, first order (smooth at 0)
+                dq = jnp.concatenate([jnp.ones((1,), d.dtype), 0.5 * d])
+                q = quat_mul(q, dq / jnp.linalg.norm(dq))
+            elif g == "angvel":
+                s0 = s0.replace(omega=s0.omega + d / T)
+        return s0.replace(quat=q)
+
+    def simulate(self, params, x0, delta=None):
+        """Predicted samples (window+1, 13) from the observed start x0 (13,) (plus ``delta``)."""
+        delta = jnp.zeros((self.n_start,), jnp.asarray(x0).dtype) if delta is None else delta
+        traj = rollout(self.model, params, self.start_state(x0, delta), self.window * self.substeps)
         return traj.to_array()[:: self.substeps]
 
-    def window_residual(self, params, win):
-        """(window, 6) residual rows of one window (observed samples win (window+1, 13))."""
-        pred = self.simulate(params, win[0])
-        dp = pred[1:, 0:3] - win[1:, 0:3]
-        dr = self.rot_scale * rotation_error(pred[1:, 3:7], win[1:, 3:7])
+    def window_residual(self, params, win, delta=None):
+        """(rows, 6) residual rows of one window (observed samples win (window+1, 13)): the
+        samples after the start, and the start itself when it is fitted."""
+        pred = self.simulate(params, win[0], delta)
+        k = 0 if self.starts else 1
+        dp = pred[k:, 0:3] - win[k:, 0:3]
+        dr = self.rot_scale * rotation_error(pred[k:, 3:7], win[k:, 3:7])
         return jnp.concatenate([dp, dr], axis=-1)
 
 
 @partial(jax.jit, static_argnames=("wl", "unpack"))
-def residuals(wl: WindowLoss, unpack, x, windows, weights):
-    """Flat residual vector at the parameter vector x; ``weights`` (n,) scales each window."""
+def residuals(wl: WindowLoss, unpack, x, deltas, windows, weights):
+    """Flat residual vector at the parameter vector x and the start corrections deltas
+    (n, n_start); ``weights`` (n,) scales each window."""
     params = unpack(x)
-    r = jax.vmap(lambda w: wl.window_residual(params, w))(windows)
+    r = jax.vmap(lambda w, d: wl.window_residual(params, w, d))(windows, deltas)
     return (r * weights[:, None, None]).reshape(-1)
 
 
 @partial(jax.jit, static_argnames=("wl", "unpack", "batch"))
-def jacobian(wl: WindowLoss, unpack, x, windows, weights, batch: int = 64):
-    """(residuals, Jacobian) at x. Reverse mode per window (the LCP's implicit derivative is a
-    custom VJP) — one forward and 6·window reverse sweeps per window, windows in batches."""
+def jacobian(wl: WindowLoss, unpack, x, deltas, windows, weights, batch: int = 64):
+    """(residuals (n·m,), ∂r/∂x (n, m, len x), ∂r/∂delta (n, m, n_start)) with m = 6·rows.
+    Reverse mode per window (the LCP's implicit derivative is a custom VJP) — one forward and
+    m reverse sweeps per window, windows in batches; a window's start correction touches only
+    its own rows, so that block is per window."""
 
-    def one(w):
-        f = lambda xx: wl.window_residual(unpack(xx), w).reshape(-1)
-        r, vjp = jax.vjp(f, x)
-        J = jax.vmap(vjp)(jnp.eye(r.shape[0], dtype=r.dtype))[0]
-        return r, J
+    def one(wd):
+        w, d = wd
+        f = lambda xx, dd: wl.window_residual(unpack(xx), w, dd).reshape(-1)
+        r, vjp = jax.vjp(f, x, d)
+        Jx, Jd = jax.vmap(vjp)(jnp.eye(r.shape[0], dtype=r.dtype))
+        return r, Jx, Jd
 
-    r, J = jax.lax.map(one, windows, batch_size=batch)
+    r, Jx, Jd = jax.lax.map(one, (windows, deltas), batch_size=batch)
     r = r * weights[:, None]
-    J = J * weights[:, None, None]
-    return r.reshape(-1), J.reshape(-1, x.shape[0])
+    return r.reshape(-1), Jx * weights[:, None, None], Jd * weights[:, None, None]
 
 
 @partial(jax.jit, static_argnames=("wl", "unpack"))
-def loss_and_grad(wl: WindowLoss, unpack, x, windows, weights):
-    f = lambda xx: jnp.sum(residuals(wl, unpack, xx, windows, weights) ** 2)
-    return jax.value_and_grad(f)(x)
+def loss_and_grad(wl: WindowLoss, unpack, x, deltas, windows, weights):
+    """(loss, (∂/∂x, ∂/∂deltas))."""
+    f = lambda xx, dd: jnp.sum(residuals(wl, unpack, xx, dd, windows, weights) ** 2)
+    return jax.value_and_grad(f, argnums=(0, 1))(x, deltas)

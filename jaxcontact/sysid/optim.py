@@ -68,21 +68,88 @@ class Tracker:
         raise FitError(msg, self.result(it, msg))
 
 
+class DenseJacobian:
+    """Gauss–Newton pieces of a dense Jacobian J: gradient Jᵀr, diag(JᵀJ), damped solves."""
+
+    def __init__(self, r, J):
+        J = np.asarray(J)
+        self.finite = bool(np.all(np.isfinite(J)))
+        self.g = J.T @ r
+        self.H = J.T @ J
+
+    def diag(self):
+        return np.diag(self.H).copy()
+
+    def solve(self, damp):
+        """The step s of (JᵀJ + diag(damp)) s = −Jᵀr."""
+        return np.linalg.solve(self.H + np.diag(damp), -self.g)
+
+    def curvature(self, s) -> float:
+        return float(s @ self.H @ s)
+
+
+class BlockJacobian:
+    """A block-arrow Jacobian: every window w has residual rows r_w (m,) that depend on the
+    shared variables x (n_g) through Jg[w] (m, n_g) and on its own local variables (n_l) through
+    Jl[w] (m, n_l) only. The vector is [x, local_0, local_1, …]. A damped Gauss–Newton step is
+    solved by eliminating the local blocks (Schur complement on the n_g shared variables):
+    O(W·n_l³ + n_g³) instead of a dense (n_g + W·n_l)³ solve — as in bundle adjustment."""
+
+    def __init__(self, r, Jg, Jl):
+        Jg, Jl = np.asarray(Jg), np.asarray(Jl)
+        W, m, _ = Jg.shape
+        r = np.asarray(r).reshape(W, m)
+        self.Jg, self.Jl = Jg, Jl
+        self.finite = bool(np.all(np.isfinite(Jg)) and np.all(np.isfinite(Jl)))
+        self.ng, self.nl, self.W = Jg.shape[2], Jl.shape[2], W
+        self.A = np.einsum("wmi,wmj->ij", Jg, Jg)
+        self.B = np.einsum("wmi,wmj->wij", Jg, Jl)
+        self.C = np.einsum("wmi,wmj->wij", Jl, Jl)
+        self.gg = np.einsum("wmi,wm->i", Jg, r)
+        self.gl = np.einsum("wmi,wm->wi", Jl, r)
+        self.g = np.concatenate([self.gg, self.gl.ravel()])
+
+    def diag(self):
+        return np.concatenate([np.diag(self.A), np.diagonal(self.C, axis1=1, axis2=2).ravel()])
+
+    def solve(self, damp):
+        dg, dl = damp[: self.ng], damp[self.ng:].reshape(self.W, self.nl)
+        Cd = self.C + dl[:, :, None] * np.eye(self.nl)[None]
+        rhs = np.concatenate([np.swapaxes(self.B, 1, 2), self.gl[:, :, None]], axis=2)  # (W, nl, ng+1)
+        X = np.linalg.solve(Cd, rhs)
+        CiBt, Cig = X[:, :, : self.ng], X[:, :, self.ng]
+        S = self.A + np.diag(dg) - np.einsum("wij,wjk->ik", self.B, CiBt)
+        sg = np.linalg.solve(S, -self.gg + np.einsum("wij,wj->i", self.B, Cig))
+        sl = -Cig - np.einsum("wij,j->wi", CiBt, sg)
+        return np.concatenate([sg, sl.ravel()])
+
+    def curvature(self, s) -> float:
+        sg, sl = s[: self.ng], s[self.ng:].reshape(self.W, self.nl)
+        Js = np.einsum("wmi,i->wm", self.Jg, sg) + np.einsum("wmi,wi->wm", self.Jl, sl)
+        return float(np.sum(Js * Js))
+
+
 def levenberg_marquardt(res_jac: Callable, res: Callable, x0, *, max_iter: int = 50, ftol: float = 1e-10,
                         xtol: float = 1e-9, gtol: float = 1e-12, lam0: float = 1e-3, max_rejects: int = 12,
                         callback=None) -> OptimResult:
     """Damped Gauss–Newton with Marquardt's diagonal scaling and Nielsen's damping update.
 
-    res_jac(x) -> (r, J); res(x) -> r. Loss = ‖r‖². A trial step whose loss is NaN is rejected
+    res_jac(x) -> (r, J) with J a dense array or a ``BlockJacobian``; res(x) -> r. Loss = ‖r‖².
+    A trial step whose loss is NaN is rejected
     like any bad step (more damping); only a NaN at the start, or ``max_rejects`` rejections in
     a row of which the last is NaN, raise ``FitError``.
     """
     tr = Tracker(x0, "levenberg-marquardt", callback)
     x = np.array(x0, dtype=float)
-    r, J = (np.asarray(a) for a in res_jac(x))
+    def gauss_newton(x):
+        r, J = res_jac(x)
+        r = np.asarray(r)
+        return r, (J if isinstance(J, BlockJacobian) else DenseJacobian(r, J))
+
+    r, J = gauss_newton(x)
     tr.grad_evals += 1
     f = float(r @ r)
-    if not np.isfinite(f) or not np.all(np.isfinite(J)):
+    if not np.isfinite(f) or not J.finite:
         tr.fail(0, "loss or Jacobian is NaN/inf at the initial guess", x)
     tr.seen(x, f)
     tr.record(0, x, f)
@@ -91,11 +158,10 @@ def levenberg_marquardt(res_jac: Callable, res: Callable, x0, *, max_iter: int =
     message = "max_iter reached"
     it = 0
     for it in range(1, max_iter + 1):
-        g = J.T @ r
-        H = J.T @ J
+        g = J.g
         # Moré's scaling: the running maximum of diag(JᵀJ), floored, so a parameter whose column is
         # momentarily tiny (a vertex off the ground) cannot take a huge step.
-        Dmax = np.diag(H).copy() if Dmax is None else np.maximum(Dmax, np.diag(H))
+        Dmax = J.diag() if Dmax is None else np.maximum(Dmax, J.diag())
         D = np.maximum(Dmax, 1e-6 * max(np.max(Dmax), 1e-300))
         if lam is None:
             lam = lam0 * float(np.max(D))
@@ -106,14 +172,14 @@ def levenberg_marquardt(res_jac: Callable, res: Callable, x0, *, max_iter: int =
         rejects = 0
         while not accepted:
             try:
-                step = np.linalg.solve(H + lam * np.diag(D), -g)
+                step = J.solve(lam * D)
             except np.linalg.LinAlgError:
                 step = -g / (lam * D)
             xn = x + step
             rn = np.asarray(res(xn))
             tr.loss_evals += 1
             fn = float(rn @ rn)
-            pred = -(2 * step @ g + step @ H @ step)  # predicted decrease of ‖r‖²
+            pred = -(2 * step @ g + J.curvature(step))  # predicted decrease of ‖r‖²
             rho = (f - fn) / pred if pred > 0 else -1.0
             if np.isfinite(fn) and rho > 1e-4:
                 accepted = True
@@ -138,10 +204,9 @@ def levenberg_marquardt(res_jac: Callable, res: Callable, x0, *, max_iter: int =
         if df <= ftol * f or np.linalg.norm(x - x_old) <= xtol * (np.linalg.norm(x) + xtol):
             message = "converged (ftol/xtol)"
             break
-        rj = res_jac(x)
-        r, J = (np.asarray(a) for a in rj)
+        r, J = gauss_newton(x)
         tr.grad_evals += 1
-        if not np.all(np.isfinite(J)):
+        if not J.finite:
             tr.fail(it, "Jacobian became NaN/inf", x)
     return tr.result(it, message)
 

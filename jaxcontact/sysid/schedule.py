@@ -44,10 +44,14 @@ class Stage:
     max_iter: int = 30
     kappa: float = 0.0
     trim: float = 0.0
+    starts: tuple = ()  # start-state groups fitted per window (Problem.build's ``starts``)
+    grid: int = 0  # > 0: first evaluate the loss on a grid of this many values per parameter
 
     def label(self) -> str:
         names = "all" if len(self.names) >= 4 else "+".join(self.names)
         extra = (f" κ={self.kappa:g}" if self.kappa else "") + (f" trim {self.trim:.0%}" if self.trim else "")
+        extra += f" starts {'+'.join(self.starts)}" if self.starts else ""
+        extra += f" grid {self.grid}" if self.grid else ""
         return f"{self.kind} {names}{extra}"
 
 
@@ -61,10 +65,44 @@ def known_geometry_schedule(max_iter: int = 30) -> tuple:
 
 DEFAULT_SCHEDULE = (
     Stage("geometry", ("ground", "vertices"), max_iter=100),
-    Stage("lm", ("mu", "restitution"), max_iter=12),
-    Stage("lm", ("mu", "restitution", "ground", "vertices"), max_iter=30),
-    Stage("lm", ("mu", "restitution", "ground", "vertices"), max_iter=30, trim=0.1),
+    Stage("lm", ("mu", "restitution"), max_iter=15, grid=6, starts=("pos",)),
+    Stage("lm", ("mu", "restitution", "ground", "vertices"), max_iter=60, starts=("pos",)),
+    Stage("lm", ("mu", "restitution", "ground", "vertices"), max_iter=30, trim=0.1, starts=("pos",)),
 )
+
+
+GRID_RANGES = {"mu": (0.05, 1.0, "log"), "restitution": (0.05, 0.8, "lin")}  # ε off its bound (sigmoid)
+
+
+def grid_start(prob: Problem, x0, points: int) -> tuple[np.ndarray, int]:
+    """The best of x0 and a grid of ``points`` values per fitted scalar (μ log-spaced in
+    [0.05, 1], ε in [0.05, 0.8] — not at its bound, where the sigmoid has no slope; other parameters and start corrections held at x0): a cheap global
+    look before a local method, for the few parameters whose loss is multimodal (a wrong ε makes
+    other bounces; LM from a bad ε settles in a basin of those). Returns (x, loss evaluations)."""
+    names = prob.spec.names
+    bad = [n for n in names if n not in GRID_RANGES]
+    if bad:
+        raise ValueError(f"grid search covers {', '.join(GRID_RANGES)}; not {', '.join(bad)}")
+    axes = []
+    for n in names:
+        lo, hi, kind = GRID_RANGES[n]
+        axes.append(np.geomspace(lo, hi, points) if kind == "log" else np.linspace(lo, hi, points))
+    best_x, best_f, evals = np.asarray(x0, float), prob.loss(x0), 1
+    n = prob.spec.size
+    for combo in np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(names)):
+        p = prob.spec.unpack(np.asarray(x0[:n]))
+        for name, v in zip(names, combo):
+            if name == "mu":
+                p = p.replace(law=p.law.replace(mu=jnp.full_like(p.law.mu, v)))
+            else:
+                p = p.replace(law=p.law.replace(restitution=jnp.asarray(v)))
+        x = np.array(x0, float)
+        x[:n] = prob.spec.pack(p)
+        f = prob.loss(x)
+        evals += 1
+        if np.isfinite(f) and f < best_f:
+            best_x, best_f = x, f
+    return best_x, evals
 
 
 def trim_windows(prob: Problem, x, fraction: float) -> tuple[Problem, int]:
@@ -108,25 +146,38 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
             hist = g["history"]
         else:
             kind = method or st.kind
+            if kind == "nelder-mead":  # derivative-free: no per-window variables
+                st = dataclasses.replace(st, starts=())
             lw = SmoothedCoulomb(st.kappa) if st.kappa > 0 else law
-            same = prev is not None and (prev[0].names, prev[0].window, prev[0].kappa) == (st.names, st.window, st.kappa)
+            key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts))
+            same = prev is not None and key(prev[0]) == key(st)
             if same:  # same fitted set and loss as the last stage: reuse its compiled Problem
                 prob, x0 = prev[1], res.x
             else:
                 prob = Problem.build(data, st.names, params, law=lw, window=st.window, substeps=substeps,
-                                     stride=stride, contact_margin=contact_margin)
+                                     stride=stride, contact_margin=contact_margin, starts=st.starts)
                 x0 = prob.x0()
+                old = prev[1] if prev is not None else None
+                if (old is not None and prob.starts and old.starts == prob.starts
+                        and old.windows.shape == prob.windows.shape and np.array_equal(old.where, prob.where)):
+                    x0[prob.spec.size:] = res.x[old.spec.size:]  # same windows: keep their start corrections
+            t0 = time.perf_counter()
+            grid_evals = 0
+            if st.grid:
+                x0, grid_evals = grid_start(prob, x0, st.grid)
             prob, dropped = trim_windows(prob, x0, st.trim)
             prev = (st, prob)
             budget = st.max_iter * 50 if kind == "nelder-mead" and st.kind != "nelder-mead" else st.max_iter
-            t0 = time.perf_counter()
             res = fit(prob, kind, x0, progress=progress, max_iter=budget)
             params = res.params  # the smoothed law has the hard law's parameter pytree
             t = time.perf_counter() - t0
             wall += t
-            rollouts += res.rollouts
+            rollouts += res.rollouts + grid_evals * prob.num_windows
             summ = {"stage": st.label(), "names": list(st.names), "kind": kind, "kappa": st.kappa,
                     "windows_dropped": dropped, **res.summary(), "wall_time_s": t}
+            if grid_evals:
+                summ["grid_loss_evals"] = grid_evals
+                summ["rollouts"] += grid_evals * prob.num_windows
             hist = res.history
         if data.truth:
             summ["errors"] = errors(summ["values"], data.truth)

@@ -82,13 +82,15 @@ def start_params(law=None) -> Params:
 
 
 def recover(data: Trajectories, *, schedule=None, law=None, method: str | None = None, progress: bool = False,
-            log=None, max_iter: int | None = None, known_vertices: bool = False) -> dict:
+            log=None, max_iter: int | None = None, known_vertices: bool = False, starts=None) -> dict:
     """The issue's recovery from ``start_params`` by ``schedule.staged_fit`` (default
     ``DEFAULT_SCHEDULE``: kinematic geometry, LM on μ and ε, LM on everything, a trimmed LM
     polish). ``max_iter`` caps the iterations of every rollout stage. ``method="nelder-mead"``:
     the derivative-free baseline on the same stages and loss (after the same geometry stage).
     known_vertices: start from the true vertex set and fit μ, ε, height only
-    (``schedule.known_geometry_schedule``) — the reduced case of the tests."""
+    (``schedule.known_geometry_schedule``) — the reduced case of the tests. starts: override the
+    fitted window-start groups of every rollout stage ("" or () for none; Nelder–Mead stages
+    never fit starts)."""
     import dataclasses
 
     from .schedule import DEFAULT_SCHEDULE, known_geometry_schedule, staged_fit
@@ -102,5 +104,12 @@ def recover(data: Trajectories, *, schedule=None, law=None, method: str | None =
     if max_iter is not None:
         schedule = tuple(s if s.kind == "geometry" else dataclasses.replace(s, max_iter=min(s.max_iter, max_iter))
                          for s in schedule)
+    if starts is not None:
+        from .losses import check_starts
+
+        starts = check_starts(starts)
+        schedule = tuple(s if s.kind == "geometry" else dataclasses.replace(s, starts=starts) for s in schedule)
+    if method == "nelder-mead":
+        schedule = tuple(dataclasses.replace(s, starts=()) for s in schedule)
     return staged_fit(data, p0, law, schedule, substeps=SAMPLE_EVERY, method=method,
                       progress=progress, log=log)
