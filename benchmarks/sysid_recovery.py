@@ -134,7 +134,7 @@ def write_md(result: dict, path: str) -> None:
          "Errors: relative (μ, ε, worst vertex ‖v−v*‖/‖v*‖), absolute (height). Target: 1% / 2 mm. Rollouts: window "
          "simulations (a Jacobian counts one per window); wall: the fit stages (data generation outside, compilation "
          "of the losses inside). Noisy rows: 1 mm i.i.d. Gaussian on every observed position coordinate, nested "
-         "subsets (the first N throws) of one noisy data set, LM stages capped at the 'LM cap' iterations where one is given; window start positions fitted in every LM stage (`starts=("pos",)`).", "",
+         "subsets (the first N throws) of one noisy data set, LM stages capped at the 'LM cap' iterations where one is given; window start positions fitted in every LM stage (`starts=('pos',)`).", "",
          "| method | throws | noise | LM cap | μ err | ε err | height err | vertex err | within target | rollouts | wall s |",
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["runs"]:
