@@ -179,7 +179,11 @@ def jacobian(wl: WindowLoss, unpack, x, deltas, windows, weights, batch: int = 6
         Jx, Jd = jax.vmap(vjp)(jnp.eye(r.shape[0], dtype=r.dtype))
         return r, Jx, Jd
 
-    r, Jx, Jd = jax.lax.map(one, (windows, deltas), batch_size=batch)
+    if deltas.shape[1] == 0:  # no start corrections (lax.map cannot batch a zero-size axis)
+        r, Jx, _ = jax.lax.map(lambda w: one((w, jnp.zeros((0,), w.dtype))), windows, batch_size=batch)
+        Jd = jnp.zeros(r.shape + (0,), r.dtype)
+    else:
+        r, Jx, Jd = jax.lax.map(one, (windows, deltas), batch_size=batch)
     r = r * weights[:, None]
     return r.reshape(-1), Jx * weights[:, None, None], Jd * weights[:, None, None]
 
