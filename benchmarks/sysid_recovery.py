@@ -216,6 +216,8 @@ def main():
     ap.add_argument("--real-data", default=str(Path(__file__).resolve().parents[2] / "shared/data/cube_tosses/tosses.npz"))
     ap.add_argument("--out", default=str(OUT / "sysid"))
     ap.add_argument("--md-only", action="store_true", help="only re-render OUT.md from OUT.json (no fitting)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the synthetic rows already in OUT.json (same method, throws, noise) and run the rest")
     args = ap.parse_args()
     if args.md_only:
         write_md(json.loads(Path(args.out + ".json").read_text()), args.out + ".md")
@@ -238,11 +240,20 @@ def main():
         write_md(result, args.out + ".md")
 
     recs = {}
+    done = {}
+    if args.resume and Path(args.out + ".json").exists():
+        old = json.loads(Path(args.out + ".json").read_text())
+        done = {(r["method"], r["throws"], r["noise_m"]): r for r in old.get("runs", [])}
+        result["resumed_from"] = old.get("command")
     plan = [(args.throws, 0.0, "lm", None)]
     if args.nm_evals:
         plan.append((args.throws, 0.0, "nelder-mead", None))
     plan += [(c, args.noise, "lm", args.noise_max_iter) for c in counts]
     for n, noise, method, cap in plan:
+        if (method, n, noise) in done and done[(method, n, noise)].get("max_iter_cap") == cap:
+            result["runs"].append(done[(method, n, noise)])  # kept from the earlier run of this script
+            log(f"{method} throws={n} noise={noise}: kept from the earlier run")
+            continue
         out, rec = synthetic_run(n, noise, method, args, data_all, max_iter=cap)
         result["runs"].append(out)
         recs[(n, noise, method)] = rec

@@ -313,6 +313,23 @@ def test_block_jacobian_step_matches_the_dense_gauss_newton_step():
     assert B.curvature(s) == pytest.approx(float(np.sum((J @ s) ** 2)), rel=1e-12)
 
 
+def test_window_jacobian_in_batches_with_and_without_starts(small_data):
+    """More windows than one ``lax.map`` batch (64), with and without start corrections: the
+    dense and block Jacobians agree on the shared columns (regression: a zero-size start block
+    once broke the batched map)."""
+    prob = {st: sysid.Problem.build(small_data, "mu", syn.start_params(), window=1, substeps=5, starts=st)
+            for st in ((), ("pos",))}
+    assert prob[()].num_windows > 64
+    r0, J0 = prob[()].residuals_and_jacobian(prob[()].x0())
+    r1, J1 = prob[("pos",)].residuals_and_jacobian(prob[("pos",)].x0())
+    assert isinstance(J0, np.ndarray) and isinstance(J1, optim.BlockJacobian)
+    W = prob[()].num_windows
+    # the start rows (zero at zero correction) are extra; the other rows are the same residuals
+    r1 = np.asarray(r1).reshape(W, 2, 6)[:, 1]
+    np.testing.assert_allclose(r1.ravel() * np.sqrt(2), np.asarray(r0), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(J1.Jg[:, 6:, :].reshape(-1, 1) * np.sqrt(2), J0, rtol=1e-8, atol=1e-14)
+
+
 def test_fitted_window_starts_remove_the_bias_of_noisy_starts():
     """1 mm position noise, 2 throws, the vertex set and ε known; LM on μ and the ground height
     started *at the truth*. Windows started from the noisy observed states bias the fit (a start

@@ -180,7 +180,7 @@ def jacobian(wl: WindowLoss, unpack, x, deltas, windows, weights, batch: int = 6
         return r, Jx, Jd
 
     if deltas.shape[1] == 0:  # no start corrections (lax.map cannot batch a zero-size axis)
-        r, Jx, _ = jax.lax.map(lambda w: one((w, jnp.zeros((0,), w.dtype))), windows, batch_size=batch)
+        r, Jx = jax.lax.map(lambda w: one((w, jnp.zeros((0,), w.dtype)))[:2], windows, batch_size=batch)
         Jd = jnp.zeros(r.shape + (0,), r.dtype)
     else:
         r, Jx, Jd = jax.lax.map(one, (windows, deltas), batch_size=batch)
