@@ -1,6 +1,7 @@
 """ContactNets: QP optimality, zero loss at the true geometry, gradients vs finite differences,
 the learned-geometry law against CoulombLCP, metrics, CLI end to end, bad inputs."""
 
+import dataclasses
 import json
 
 import jax
@@ -23,7 +24,7 @@ from jaxcontact.contactnets import (
 from jaxcontact.contactnets.data import TossData
 from jaxcontact.contactnets.evaluate import metrics
 from jaxcontact.contactnets.loss import reference_transition_loss
-from jaxcontact.solvers import NonnegSettings, QPSettings, minimize_nonneg, solve_qp
+from jaxcontact.solvers import NonnegSettings, QPSettings, minimize_nonneg, minimize_nonneg_qp, solve_qp
 
 VERTS = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
 G, DT, MASS, INERTIA, MU = 187.2, 1 / 148, 0.37, 0.295, 0.3
@@ -88,6 +89,105 @@ def test_nonneg_solver_satisfies_kkt_and_differentiates_implicitly():
     jv = np.asarray(jax.jacrev(sol)(0.0))
     fd = (np.asarray(sol(1e-6)) - np.asarray(sol(-1e-6))) / 2e-6
     assert np.allclose(jv, fd, atol=1e-5), (jv, fd)
+
+
+def _hinge_qp(seed, n=12, m=4):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, n))
+    Q = A @ A.T / n + np.diag(rng.uniform(1e-3, 10.0, n))  # badly scaled
+    c = rng.normal(size=n)
+    P = rng.normal(size=(m, n))
+    a = rng.normal(size=m)
+    return Q, c, P, a
+
+
+def test_fixed_iteration_fista_matches_jaxopt_and_differentiates():
+    Q, c, P, a = _hinge_qp(4)
+    w = 0.7
+    f = lambda x, Q, c, P, a: 0.5 * x @ Q @ x + c @ x + w * jnp.sum(jnp.minimum(a + P @ x, 0.0) ** 2)
+    H = Q + 2 * w * P.T @ P
+    args = tuple(map(jnp.asarray, (Q, c, P, a)))
+    # same iterates: 40 iterations of each path (jaxopt's stopping test cannot trigger at tol 1e-30)
+    k = 40
+    ref = np.asarray(minimize_nonneg(f, H, args, NonnegSettings(max_iter=k, tol=1e-30)).x)
+    gen = np.asarray(minimize_nonneg(f, H, args, NonnegSettings(max_iter=k, method="fista")).x)
+    qp = minimize_nonneg_qp(*args, weight=w, settings=NonnegSettings(max_iter=k, method="fista"))
+    assert np.abs(ref).max() > 0.1
+    assert np.allclose(gen, ref, rtol=1e-11, atol=1e-12), np.abs(gen - ref).max()
+    assert np.allclose(np.asarray(qp.x), ref, rtol=1e-10, atol=1e-11), np.abs(np.asarray(qp.x) - ref).max()
+    x_prev = np.asarray(minimize_nonneg_qp(*args, weight=w, settings=NonnegSettings(max_iter=k - 1, method="fista")).x)
+    # error = the last step's length in the Jacobi-scaled variables (jaxopt's definition)
+    step = np.linalg.norm((np.asarray(qp.x) - x_prev) * np.sqrt(np.diag(H)))
+    assert int(qp.iterations) == k and step > 0
+    assert np.isclose(float(qp.error), step, rtol=1e-6), (float(qp.error), step)
+    deleg = minimize_nonneg_qp(*args, weight=w, settings=NonnegSettings(max_iter=k, tol=1e-30, method="jaxopt"))
+    assert np.allclose(np.asarray(deleg.x), ref, rtol=1e-12, atol=1e-13)
+    # converged: KKT of the hinge QP
+    st = NonnegSettings(max_iter=4000, method="fista")
+    x = np.asarray(minimize_nonneg_qp(*args, weight=w, settings=st).x)
+    g = Q @ x + c + 2 * w * P.T @ np.minimum(a + P @ x, 0.0)
+    assert x.min() >= 0 and g.min() > -1e-8 and np.max(np.abs(x * g)) < 1e-8
+    assert 0 < np.sum(x > 1e-6) < len(x) and np.any(a + P @ x < -1e-3)  # active bounds and an active hinge
+    # implicit derivatives of the solution (with respect to c and to P) vs central differences
+    rng = np.random.default_rng(5)
+    dc, dP = rng.normal(size=c.shape), rng.normal(size=P.shape)
+    for name, sol in (
+        ("qp c", lambda t: minimize_nonneg_qp(args[0], args[1] + t * dc, args[2], args[3], w, st).x),
+        ("qp P", lambda t: minimize_nonneg_qp(args[0], args[1], args[2] + t * dP, args[3], w, st).x),
+        ("generic c", lambda t: minimize_nonneg(f, H, (args[0], args[1] + t * dc, args[2], args[3]), st).x),
+    ):
+        jv = np.asarray(jax.jacrev(sol)(0.0))
+        fd = (np.asarray(sol(1e-6)) - np.asarray(sol(-1e-6))) / 2e-6
+        assert np.abs(jv).max() > 1e-3 and np.allclose(jv, fd, atol=1e-5), (name, jv, fd)
+    with pytest.raises(ValueError, match="method"):
+        NonnegSettings(method="newton")
+
+
+def test_fista_loss_matches_jaxopt_loss_and_gradient(sim):
+    model, params, traj = sim
+    fns = ContactFunctions("polytope")
+    xs, xns = jnp.asarray(traj[:-1]), jnp.asarray(traj[1:])
+    th = init_polytope(jax.random.PRNGKey(2), VERTS, MU)
+    old = LossConfig(inner=NonnegSettings(max_iter=100, tol=1e-30, method="jaxopt"))
+    new = LossConfig(inner=NonnegSettings(max_iter=100, method="fista"))
+    per = lambda cfg, th, a, b: jax.vmap(lambda x, xn: transition_loss(fns, th, model, params.body, x, xn, cfg)[0])(a, b)
+    lo, ln = (np.asarray(jax.jit(lambda a, b, c=c: per(c, th, a, b))(xs, xns)) for c in (old, new))
+    assert lo.max() > 1.0
+    assert np.max(np.abs(ln - lo)) <= 1e-10 * lo.max(), np.max(np.abs(ln - lo))
+    # float32 evaluation of the same path: loss within 1e-4 of the float64 one (relative to the largest)
+    f32 = lambda t: jax.tree_util.tree_map(lambda x: x.astype(jnp.float32), t)
+    body32 = f32(params.body)
+    l32 = jax.jit(jax.vmap(lambda x, xn: transition_loss(fns, f32(th), model, body32, x, xn, new)[0]))(
+        xs.astype(jnp.float32), xns.astype(jnp.float32))
+    assert l32.dtype == jnp.float32
+    assert np.max(np.abs(np.asarray(l32, np.float64) - lo)) <= 1e-4 * lo.max()
+    # loss gradients: fista (envelope) = jaxopt (envelope), and fista's implicit mode agrees
+    flat, unravel = jax.flatten_util.ravel_pytree(th)
+    grad = lambda cfg: np.asarray(jax.jit(jax.grad(lambda p: batch_loss(fns, unravel(p), model, params.body,
+                                                                       xs, xns, cfg)[0]))(flat))
+    g_old, g_new = grad(old), grad(new)
+    g_imp = grad(dataclasses.replace(new, gradient="implicit"))
+    assert np.linalg.norm(g_old) > 1e-3
+    assert np.allclose(g_new, g_old, rtol=1e-9, atol=1e-10 * np.abs(g_old).max())
+    assert np.allclose(g_imp, g_new, rtol=1e-3, atol=1e-4 * np.abs(g_new).max())
+
+
+def test_fista_loss_gradient_matches_finite_differences(sim):
+    model, params, traj = sim
+    fns = ContactFunctions("polytope")
+    idx = np.flatnonzero(traj[:-1, 2] < np.sqrt(3.0) + 0.3)[:4]  # transitions near/in contact
+    xs, xns = jnp.asarray(traj[idx]), jnp.asarray(traj[idx + 1])
+    flat, unravel = jax.flatten_util.ravel_pytree(init_polytope(jax.random.PRNGKey(3), VERTS, MU, noise=0.1))
+    cfg = LossConfig(inner=NonnegSettings(max_iter=1500, method="fista"))
+    L = jax.jit(lambda p: batch_loss(fns, unravel(p), model, params.body, xs, xns, cfg)[0])
+    g = np.asarray(jax.grad(L)(flat))
+    assert np.linalg.norm(g) > 1e-3
+    rng = np.random.default_rng(1)
+    for _ in range(2):
+        d = rng.normal(size=flat.shape)
+        d /= np.linalg.norm(d)
+        fd = (float(L(flat + 1e-5 * d)) - float(L(flat - 1e-5 * d))) / 2e-5
+        assert abs(fd - g @ d) <= 2e-3 * max(1.0, abs(fd)), (fd, g @ d)
 
 
 def test_fast_inner_solver_matches_boxosqp_reference(sim):

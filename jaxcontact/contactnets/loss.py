@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from .. import geometry
 from ..dynamics import free_velocity
 from ..rotations import quat_to_mat
-from ..solvers import NonnegSettings, QPSettings, minimize_nonneg, solve_qp
+from ..solvers import NonnegSettings, QPSettings, minimize_nonneg, minimize_nonneg_qp, solve_qp
 from ..types import Body, Ground, Model, Params, State
 from .functions import ContactFunctions
 
@@ -177,19 +177,28 @@ def _objective(beta, T, ridge, cfg: LossConfig):
             + ridge * (beta @ beta))
 
 
-def inner_curvature(T, cfg: LossConfig):
-    """A PSD matrix (4C, 4C) bounding the Hessian of f from above (l₃'s hinge taken as active),
-    and its largest diagonal entry (the scale of the ridge)."""
+def inner_quadratic(T, cfg: LossConfig):
+    """The smooth part of f in dense form: f(β) = ½ βᵀQβ + cᵀβ + w₁FᵀM⁻¹F + w₃ Σ min(0, a + Pβ)²
+    (ridge not included). Returns (Q (4C, 4C), c (4C,), P (C, 4C)); P = ∂φ̃'/∂β."""
     C = T["K"].shape[0]
     K = T["K"].reshape(C * 4, -1)
-    H = 2.0 * cfg.w_match * K @ T["Minv"] @ K.T
+    KM = K @ T["Minv"]
+    Q = 2.0 * cfg.w_match * KM @ K.T
+    c = -2.0 * cfg.w_match * KM @ T["F"]
     DtD = T["D"].T @ T["D"]
     blocks = (2.0 * cfg.w_active * T["phi_next"][:, None, None] ** 2 * DtD
               + 2.0 * cfg.w_dissipation * jnp.einsum("cki,ckj->cij", T["Ldis"], T["Ldis"]))
-    eye = jnp.eye(C, dtype=H.dtype)
-    H = H + jnp.einsum("cd,cij->cidj", eye, blocks).reshape(C * 4, C * 4)
-    P = T["JnM"] @ K.T  # (C, 4C): ∂φ̃'/∂β
-    H = H + 2.0 * cfg.w_penetration * P.T @ P
+    eye = jnp.eye(C, dtype=Q.dtype)
+    Q = Q + jnp.einsum("cd,cij->cidj", eye, blocks).reshape(C * 4, C * 4)
+    P = T["JnM"] @ K.T  # (C, 4C)
+    return Q, c, P
+
+
+def inner_curvature(T, cfg: LossConfig):
+    """A PSD matrix (4C, 4C) bounding the Hessian of f from above (l₃'s hinge taken as active),
+    and its largest diagonal entry (the scale of the ridge)."""
+    Q, _, P = inner_quadratic(T, cfg)
+    H = Q + 2.0 * cfg.w_penetration * P.T @ P
     return H, jnp.maximum(jnp.max(jnp.diagonal(H)), 1e-12)
 
 
@@ -197,15 +206,26 @@ def transition_loss(fns, theta, model, body, x, xn, cfg: LossConfig):
     """ContactNets loss (eq. 16) of one transition: (loss, info) with info = λ (C, 3) at the
     solution, the solver's iteration count and fixed-point error."""
     T = inner_terms(fns, theta, model, body, x, xn, cfg)
-    H, scale = inner_curvature(jax.lax.stop_gradient(T), cfg)
-    ridge = cfg.ridge * scale
-    H = H + 2.0 * ridge * jnp.eye(H.shape[0], dtype=H.dtype)
-    f = lambda beta, T, ridge: _objective(beta, T, ridge, cfg)
+    Ts = jax.lax.stop_gradient(T)
     # envelope mode: the solver returns β* without derivatives, so only ∂f/∂θ at β* remains
     settings = dataclasses.replace(cfg.inner, implicit_diff=cfg.gradient == "implicit")
-    sol = minimize_nonneg(f, H, (T, ridge), settings)
+    if settings.method == "fista":
+        # structured form (dense quadratic + squared hinge): one stacked product per iteration
+        Q, c, P = inner_quadratic(T if settings.implicit_diff else Ts, cfg)
+        Qs, _, Ps = (Q, c, P) if not settings.implicit_diff else inner_quadratic(Ts, cfg)
+        H = Qs + 2.0 * cfg.w_penetration * Ps.T @ Ps
+        ridge = cfg.ridge * jnp.maximum(jnp.max(jnp.diagonal(H)), 1e-12)
+        Q = Q + 2.0 * ridge * jnp.eye(Q.shape[0], dtype=Q.dtype)
+        a = T["a"] if settings.implicit_diff else Ts["a"]
+        sol = minimize_nonneg_qp(Q, c, P, a, cfg.w_penetration, settings)
+    else:
+        H, scale = inner_curvature(Ts, cfg)
+        ridge = cfg.ridge * scale
+        H = H + 2.0 * ridge * jnp.eye(H.shape[0], dtype=H.dtype)
+        f = lambda beta, T, ridge: _objective(beta, T, ridge, cfg)
+        sol = minimize_nonneg(f, H, (T, ridge), settings)
     beta = sol.x
-    val = f(beta, T, ridge)
+    val = _objective(beta, T, ridge, cfg)
     C = T["K"].shape[0]
     lam = beta.reshape(C, 4) @ T["D"].T
     return jnp.maximum(val, 0.0), dict(lam=lam, iterations=sol.iterations, error=sol.error)
