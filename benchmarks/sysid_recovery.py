@@ -51,8 +51,8 @@ def _clean(stages):
             for s in stages]
 
 
-def synthetic_run(n, noise, method, args, data_all, max_iter=None):
-    data = data_all[noise].subset(range(n))
+def synthetic_run(n, noise, method, args, data_all, max_iter=None, replicate=0):
+    data = data_all[(noise, replicate)].subset(range(n))
     t0 = time.perf_counter()
     if method == "lm":
         rec = syn.recover(data, log=log, max_iter=max_iter)
@@ -62,11 +62,11 @@ def synthetic_run(n, noise, method, args, data_all, max_iter=None):
         rec = syn.recover(data, schedule=sched, log=log)
     res = rec["result"]
     errs = sysid.errors(res.values, data.truth)
-    out = {"method": method, "throws": n, "noise_m": noise, "max_iter_cap": max_iter, "values": {k: v for k, v in res.values.items() if k != "vertices"},
+    out = {"method": method, "throws": n, "noise_m": noise, "replicate": replicate, "max_iter_cap": max_iter, "values": {k: v for k, v in res.values.items() if k != "vertices"},
            "loss": res.loss, "errors": errs, "within_tolerance": sysid.within_tolerance(errs),
            "rollouts": rec["rollouts"], "wall_time_s": rec["wall_time_s"], "total_time_s": time.perf_counter() - t0,
            "stages": _clean(rec["stages"])}
-    log(f"{method} throws={n} noise={noise}: {errs} ({out['total_time_s']:.0f} s)")
+    log(f"{method} throws={n} noise={noise} replicate={replicate}: {errs} ({out['total_time_s']:.0f} s)")
     return out, rec
 
 
@@ -137,19 +137,31 @@ def write_md(result: dict, path: str) -> None:
          "simulations (a Jacobian counts one per window); wall: the fit stages (data generation outside, compilation "
          "of the losses inside). Noisy rows: 1 mm i.i.d. Gaussian on every observed position coordinate, nested "
          "subsets (the first N throws) of one noisy data set, LM stages capped at the 'LM cap' iterations where one is given; window start positions fitted in every LM stage (`starts=('pos',)`).", "",
-         "| method | throws | noise | LM cap | μ err | ε err | height err | vertex err | within target | rollouts | wall s |",
-         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+         "| method | throws | noise | data seed | LM cap | μ err | ε err | height err | vertex err | within target | rollouts | wall s |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["runs"]:
         e = r["errors"]
         cap = r.get("max_iter_cap") or "—"
-        L.append(f"| {r['method']} | {r['throws']} | {r['noise_m'] * 1000:g} mm | {cap} | {_pct(e, 'mu')} | "
+        L.append(f"| {r['method']} | {r['throws']} | {r['noise_m'] * 1000:g} mm | {r.get('replicate', 0)} | {cap} | {_pct(e, 'mu')} | "
                  f"{_pct(e, 'restitution')} | {_pct(e, 'ground')} | {_pct(e, 'vertices')} | {r['within_tolerance']} | "
                  f"{r['rollouts']} | {r['wall_time_s']:.0f} |")
+    noisy = [r for r in result["runs"] if r["method"] == "lm" and r["noise_m"] > 0]
+    if len({r.get("replicate", 0) for r in noisy}) > 1:
+        L += ["", "Noisy rows over the data seeds (mean / worst of the seeds):", "",
+              "| throws | seeds | μ err | ε err | height err | vertex err |", "| --- | --- | --- | --- | --- | --- |"]
+        for n in sorted({r["throws"] for r in noisy}):
+            rows = [r for r in noisy if r["throws"] == n]
+            cell = []
+            for k in ("mu", "restitution", "ground", "vertices"):
+                v = np.array([r["errors"][k]["abs" if k == "ground" else "rel"] for r in rows])
+                f = (lambda x: f"{1000 * x:.3g} mm") if k == "ground" else (lambda x: f"{100 * x:.3g}%")
+                cell.append(f"{f(v.mean())} / {f(v.max())}")
+            L.append(f"| {n} | {len(rows)} | " + " | ".join(cell) + " |")
     L += ["", "Stages of every run (errors after the stage):", "",
           "| run | stage | loss | it | loss evals | μ err | ε err | height err | vertex err | s |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["runs"]:
-        run = f"{r['method']} {r['throws']} thr {r['noise_m'] * 1000:g} mm"
+        run = f"{r['method']} {r['throws']} thr {r['noise_m'] * 1000:g} mm seed {r.get('replicate', 0)}"
         for s in r["stages"]:
             e = s.get("errors", {})
             L.append(f"| {run} | {s['stage']} | {s['loss']:.2e} | {s['iterations']} | {s.get('loss_evals', '—')} | "
@@ -182,20 +194,24 @@ def plot_noise(runs, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = sorted((r for r in runs if r["method"] == "lm" and r["noise_m"] > 0), key=lambda r: r["throws"])
-    if len(rows) < 2:
+    noisy = [r for r in runs if r["method"] == "lm" and r["noise_m"] > 0]
+    n = np.array(sorted({r["throws"] for r in noisy}), dtype=float)
+    if len(n) < 2:
         return
-    n = np.array([r["throws"] for r in rows], dtype=float)
+
+    def mean_err(key, fld):  # mean over the data seeds at each throw count
+        return np.array([np.mean([r["errors"][key][fld] for r in noisy if r["throws"] == k]) for k in n])
+
     fig, ax = plt.subplots(figsize=(5, 3.6))
     for key, lab in (("mu", "μ (rel)"), ("restitution", "ε (rel)"), ("vertices", "worst vertex (rel)")):
-        ax.loglog(n, [r["errors"][key]["rel"] for r in rows], marker="o", label=lab)
-    ax.loglog(n, [r["errors"]["ground"]["abs"] / 0.1 for r in rows], marker="s", label="height / 0.1 m")
-    e0 = rows[0]["errors"]["mu"]["rel"]
+        ax.loglog(n, mean_err(key, "rel"), marker="o", label=lab)
+    ax.loglog(n, mean_err("ground", "abs") / 0.1, marker="s", label="height / 0.1 m")
+    e0 = mean_err("mu", "rel")[0]
     ax.loglog(n, e0 * np.sqrt(n[0] / n), "k:", lw=1, label="∝ N^-1/2")
     ax.axhline(0.01, color="r", lw=0.8, ls="--", label="1% target")
     ax.set_xlabel("throws")
     ax.set_ylabel("error")
-    ax.set_title("1 mm position noise: error vs throws")
+    ax.set_title("1 mm position noise: error vs throws (mean over data seeds)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -207,6 +223,8 @@ def main():
     ap.add_argument("--throws", type=int, default=20, help="throws of the noise-free LM and Nelder–Mead rows")
     ap.add_argument("--noise", type=float, default=0.001, help="position noise (m) of the noisy rows")
     ap.add_argument("--noise-counts", default="5,10,20", help="throw counts of the noisy rows (nested subsets)")
+    ap.add_argument("--noise-replicates", type=int, default=1,
+                    help="independent noisy data sets (throws and noise from seeds 0..R-1) per throw count")
     ap.add_argument("--noise-max-iter", type=int, default=None,
                     help="iteration cap of every LM stage in the noisy rows (default: the schedule's)")
     ap.add_argument("--nm-evals", type=int, default=150, help="Nelder–Mead loss evaluations per rollout stage (0: skip)")
@@ -227,13 +245,13 @@ def main():
     t0 = time.perf_counter()
     counts = [int(c) for c in args.noise_counts.split(",") if c]
     n_noisy = max(counts, default=0)
-    data_all = {0.0: syn.make_synthetic(n_throws=args.throws)}
-    if counts:
-        data_all[args.noise] = syn.make_synthetic(n_throws=n_noisy, noise=args.noise)
+    data_all = {(0.0, 0): syn.make_synthetic(n_throws=args.throws)}
+    for r in range(args.noise_replicates if counts else 0):  # replicate r: throws and noise from seed r
+        data_all[(args.noise, r)] = syn.make_synthetic(n_throws=n_noisy, noise=args.noise, seed=r)
     result = {"command": "python " + " ".join(sys.argv), "complete": False,
               "machine": platform.processor() or platform.machine(), "jax": jax.__version__,
               "devices": str(jax.devices()), "args": vars(args),
-              "truth": {k: np.asarray(v).tolist() for k, v in data_all[0.0].truth.items()}, "start": syn.START,
+              "truth": {k: np.asarray(v).tolist() for k, v in data_all[(0.0, 0)].truth.items()}, "start": syn.START,
               "schedule": [dataclasses.asdict(s) for s in DEFAULT_SCHEDULE], "runs": [], "smoothing": [], "real": []}
 
     def save():
@@ -245,18 +263,23 @@ def main():
     done = {}
     if args.resume and Path(args.out + ".json").exists():
         old = json.loads(Path(args.out + ".json").read_text())
-        done = {(r["method"], r["throws"], r["noise_m"]): r for r in old.get("runs", [])}
+        done = {(r["method"], r["throws"], r["noise_m"], r.get("replicate", 0)): r for r in old.get("runs", [])}
         result["resumed_from"] = old.get("command")
-    plan = [(args.throws, 0.0, "lm", None)]
+        if not args.real:
+            result["real"] = old.get("real", [])
+        if not args.smooth_throws:
+            result["smoothing"] = old.get("smoothing", [])
+    plan = [(args.throws, 0.0, "lm", None, 0)]
     if args.nm_evals:
-        plan.append((args.throws, 0.0, "nelder-mead", None))
-    plan += [(c, args.noise, "lm", args.noise_max_iter) for c in counts]
-    for n, noise, method, cap in plan:
-        if (method, n, noise) in done and done[(method, n, noise)].get("max_iter_cap") == cap:
-            result["runs"].append(done[(method, n, noise)])  # kept from the earlier run of this script
-            log(f"{method} throws={n} noise={noise}: kept from the earlier run")
+        plan.append((args.throws, 0.0, "nelder-mead", None, 0))
+    plan += [(c, args.noise, "lm", args.noise_max_iter, r) for r in range(args.noise_replicates) for c in counts]
+    for n, noise, method, cap, rp in plan:
+        key = (method, n, noise, rp)
+        if key in done and done[key].get("max_iter_cap") == cap:
+            result["runs"].append(done[key])  # kept from the earlier run of this script
+            log(f"{method} throws={n} noise={noise} replicate={rp}: kept from the earlier run")
             continue
-        out, rec = synthetic_run(n, noise, method, args, data_all, max_iter=cap)
+        out, rec = synthetic_run(n, noise, method, args, data_all, max_iter=cap, replicate=rp)
         result["runs"].append(out)
         recs[(n, noise, method)] = rec
         save()
