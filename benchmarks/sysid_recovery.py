@@ -129,8 +129,8 @@ def write_md(result: dict, path: str) -> None:
          f"Command: `nice -n 5 {result['command']}` ({result['devices']}, jax {result['jax']}, 2 CPU cores shared with "
          f"other jobs; total {result['total_time_s']:.0f} s){status}. Every number below is from this one run "
          "(`sysid.json`, plots `sysid.png`, `sysid_noise.png`)"
-         + (f"; the synthetic rows were kept from an earlier run of `{result['resumed_from']}` with the same code "
-            "(`--resume`), the total time is this run's" if result.get("resumed_from") else "") + ".", "",
+         + (f"; rows and sections already in the earlier results (written by `{result['resumed_from']}`) were kept, "
+            "not re-run (`--resume`); the total time is this run's" if result.get("resumed_from") else "") + ".", "",
          "Truth μ 0.27, ε 0.1, ground 0.013 m, vertices 10% off the 0.1 m cube; start μ 0.5, ε 0.5, height 0, nominal "
          "cube. Data and fit: CoulombLCP with the position-consistent bounce target. Schedule `sysid.DEFAULT_SCHEDULE`. "
          "Errors: relative (μ, ε, worst vertex ‖v−v*‖/‖v*‖), absolute (height). Target: 1% / 2 mm. Rollouts: window "
