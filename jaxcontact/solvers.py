@@ -288,23 +288,25 @@ def solve_qp(Q, c, G, h, settings: QPSettings = QPSettings()) -> QPSolution:
 class NonnegSettings:
     """Settings of ``minimize_nonneg`` (accelerated projected gradient, FISTA).
 
-    max_iter: iteration cap (the vmapped loop runs until every problem of the batch meets ``tol``
-    or the cap). tol: jaxopt's fixed-point error ‖x − proj(x − ∇f(x)/L)‖·L in the scaled variables.
+    max_iter: iteration count ("fista") or cap ("jaxopt": the vmapped loop runs until every problem
+    of the batch meets ``tol`` or the cap). tol ("jaxopt" only): jaxopt's error, the step length
+    ‖x_k − x_{k−1}‖ in the scaled variables.
     power_iters: power-iteration steps estimating L, the largest eigenvalue of the scaled curvature.
     implicit_diff: differentiate the solution implicitly (jaxopt) with respect to the problem's
     arguments; with False the solution is returned without derivatives (stop-gradient).
-    method: "jaxopt" — jaxopt ``ProjectedGradient`` (``lax.while_loop`` with its stopping test at
-    ``tol``); "fista" — the same FISTA iterates (unit step, t₀ = 1, x₀ = y₀ = 0) for exactly
-    ``max_iter`` iterations in a ``lax.fori_loop``, no per-iteration stopping test (``tol`` unused;
-    the returned ``error`` is the last step's ‖x_k − x_{k−1}‖, jaxopt's error definition).
-    unroll: ``fori_loop`` unroll factor of the "fista" method.
+    method: "fista" (default) — FISTA with unit step, t₀ = 1, x₀ = y₀ = 0, i.e. jaxopt's iterates,
+    for exactly ``max_iter`` iterations in a ``lax.fori_loop``/``lax.scan``, no per-iteration
+    stopping test (``tol`` unused; the returned ``error`` is the last step's ‖x_k − x_{k−1}‖, jaxopt's
+    error definition); "jaxopt" — jaxopt ``ProjectedGradient`` (``lax.while_loop`` with its stopping
+    test at ``tol``; the default before the fixed-iteration path, kept for comparison).
+    unroll: loop unroll factor of the "fista" method.
     """
 
     max_iter: int = 300
     tol: float = 1e-9
     power_iters: int = 12
     implicit_diff: bool = True
-    method: str = "jaxopt"
+    method: str = "fista"
     unroll: int = 1
 
     def __post_init__(self):
@@ -451,22 +453,24 @@ def minimize_nonneg_qp(Q, c, P=None, a=None, weight: float = 1.0,
     if not settings.implicit_diff:
         Q, c, P, a = jax.lax.stop_gradient((Q, c, P, a))
 
-    Hc = jax.lax.stop_gradient(Q + 2.0 * weight * P.T @ P)
-    d = jnp.diagonal(Hc)
+    # the curvature H = Q + 2·weight·PᵀP is never formed: its diagonal and its products suffice
+    Qc, Pc = jax.lax.stop_gradient((Q, P))
+    d = jnp.diagonal(Qc) + 2.0 * weight * jnp.sum(Pc * Pc, axis=0)
     floor = jnp.maximum(1e-12 * jnp.max(d), jnp.finfo(dtype).tiny)
     s = 1.0 / jnp.sqrt(jnp.maximum(d, floor))
-    Hs = s[:, None] * Hc * s[None, :]
+    Qh, Ph = s[:, None] * Qc * s[None, :], Pc * s[None, :]
+    Hs = lambda v: Qh @ v + 2.0 * weight * ((Ph @ v) @ Ph)
     v = jnp.ones(n, dtype)
     for _ in range(settings.power_iters):
-        v = Hs @ v
+        v = Hs(v)
         v = v / (jnp.linalg.norm(v) + 1e-300)
-    L = 1.05 * (v @ Hs @ v) + 1e-300
+    L = 1.05 * (v @ Hs(v)) + 1e-300
     # scaled problem in y = x / s, divided by L: gradient  Qs y + cs + Pt · min(0, a + Ps y)
-    Qs = (s[:, None] * Q * s[None, :]) / L
+    Qs = (s[:, None] * Q * s[None, :]) / L  # = Qh / L where Q carries no derivative
     cs = s * c / L
     Ps = P * s[None, :]
     Pt = (2.0 * weight / L) * Ps
-    momentum = jnp.asarray(_fista_momentum(settings.max_iter, np.dtype(dtype)))
+    momentum = _fista_momentum(settings.max_iter, np.dtype(dtype))  # numpy: no tracer closed over
 
     def grad(y, Qs, cs, Ps, Pt, a):
         z = jnp.concatenate([Qs, Ps], axis=0) @ y
@@ -479,14 +483,15 @@ def minimize_nonneg_qp(Q, c, P=None, a=None, weight: float = 1.0,
         def body(carry, mom):
             x, y = carry
             z = QP @ y
-            g = z[:n] + cs + jnp.minimum(a + z[n:], 0.0) @ Pt
+            # the (m, n) product with the hinge as a broadcast-and-sum: fused with the update below
+            g = z[:n] + cs + jnp.sum(jnp.minimum(a + z[n:], 0.0)[:, None] * Pt, axis=0)
             x_new = jnp.maximum(y - g, 0.0)
             return (x_new, x_new + mom * (x_new - x)), None
 
-        (x, y), _ = jax.lax.scan(body, (y0, y0), momentum, unroll=settings.unroll)
-        # y_K = x_K + μ_K (x_K − x_{K−1}): the last step without carrying x_{K−1}
-        last = momentum[-1]
-        err = jnp.where(last > 0, jnp.linalg.norm(y - x) / jnp.where(last > 0, last, 1.0), jnp.linalg.norm(x - y0))
+        (x, y), _ = jax.lax.scan(body, (y0, y0), jnp.asarray(momentum), unroll=settings.unroll)
+        # y_K = x_K + μ_K (x_K − x_{K−1}): the last step without carrying x_{K−1} (μ_1 = 0)
+        last = float(momentum[-1])
+        err = jnp.linalg.norm(y - x) / last if last > 0 else jnp.linalg.norm(x - y0)
         return x, err
 
     if settings.implicit_diff:

@@ -77,7 +77,7 @@ def test_nonneg_solver_satisfies_kkt_and_differentiates_implicitly():
     Q = A @ A.T / n + np.diag(rng.uniform(1e-3, 10.0, n))  # badly scaled: the Jacobi scaling matters
     c = rng.normal(size=n)
     f = lambda x, Q, c: 0.5 * x @ Q @ x + c @ x
-    st = NonnegSettings(max_iter=2000, tol=1e-13)
+    st = NonnegSettings(max_iter=2000, tol=1e-13, method="jaxopt")
     x = np.asarray(minimize_nonneg(f, Q, (jnp.asarray(Q), jnp.asarray(c)), st).x)
     g = Q @ x + c
     assert x.min() >= 0 and g.min() > -1e-8  # primal and dual feasible
@@ -109,7 +109,7 @@ def test_fixed_iteration_fista_matches_jaxopt_and_differentiates():
     args = tuple(map(jnp.asarray, (Q, c, P, a)))
     # same iterates: 40 iterations of each path (jaxopt's stopping test cannot trigger at tol 1e-30)
     k = 40
-    ref = np.asarray(minimize_nonneg(f, H, args, NonnegSettings(max_iter=k, tol=1e-30)).x)
+    ref = np.asarray(minimize_nonneg(f, H, args, NonnegSettings(max_iter=k, tol=1e-30, method="jaxopt")).x)
     gen = np.asarray(minimize_nonneg(f, H, args, NonnegSettings(max_iter=k, method="fista")).x)
     qp = minimize_nonneg_qp(*args, weight=w, settings=NonnegSettings(max_iter=k, method="fista"))
     assert np.abs(ref).max() > 0.1
@@ -172,13 +172,27 @@ def test_fista_loss_matches_jaxopt_loss_and_gradient(sim):
     assert np.allclose(g_imp, g_new, rtol=1e-3, atol=1e-4 * np.abs(g_new).max())
 
 
-def test_fista_loss_gradient_matches_finite_differences(sim):
+def test_chunked_batch_loss_equals_plain_vmap(sim):
+    model, params, traj = sim
+    fns = ContactFunctions("polytope")
+    xs, xns = jnp.asarray(traj[:24]), jnp.asarray(traj[1:25])
+    th = init_polytope(jax.random.PRNGKey(4), VERTS, MU)
+    vg = lambda cfg: jax.jit(jax.value_and_grad(lambda t: batch_loss(fns, t, model, params.body, xs, xns, cfg)[0]))(th)
+    (v0, g0), (v1, g1) = vg(LossConfig(chunk=0)), vg(LossConfig(chunk=8))  # 24 = 3 chunks of 8
+    assert float(v0) > 0 and np.isclose(float(v1), float(v0), rtol=1e-12)
+    for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
+        assert np.allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12 * np.abs(np.asarray(a)).max())
+    with pytest.raises(ValueError, match="chunk"):
+        LossConfig(chunk=-1)
+
+
+def test_jaxopt_path_loss_gradient_matches_finite_differences(sim):
     model, params, traj = sim
     fns = ContactFunctions("polytope")
     idx = np.flatnonzero(traj[:-1, 2] < np.sqrt(3.0) + 0.3)[:4]  # transitions near/in contact
     xs, xns = jnp.asarray(traj[idx]), jnp.asarray(traj[idx + 1])
     flat, unravel = jax.flatten_util.ravel_pytree(init_polytope(jax.random.PRNGKey(3), VERTS, MU, noise=0.1))
-    cfg = LossConfig(inner=NonnegSettings(max_iter=1500, method="fista"))
+    cfg = LossConfig(inner=NonnegSettings(max_iter=1500, tol=1e-13, method="jaxopt"))  # the default is "fista"
     L = jax.jit(lambda p: batch_loss(fns, unravel(p), model, params.body, xs, xns, cfg)[0])
     g = np.asarray(jax.grad(L)(flat))
     assert np.linalg.norm(g) > 1e-3
