@@ -401,3 +401,38 @@ def test_slide_preset_produces_sliding_face_contacts():
     assert len(np.unique(d["throw"][sliding])) >= 3
     assert sliding.sum() >= 20
     assert float(d["slide_fraction"]) == 1.0 and D.summary(d)["slide_fraction"] == 1.0
+
+
+def test_dynamic_branch_with_ground_truth_friction_reproduces_the_coulomb_impulse():
+    """Algorithm 1's decomposition is exact for a dynamic point impact: given the GT friction
+    wrench, v² = v¹ + M⁻¹T_f p_f and the frictionless LCP give back the Coulomb-LCP impulse
+    (what the oracle diagnosis, benchmarks/dacm_oracle.py, relies on). The corner touches the
+    ground: for a vertex above it the patch centre (its ground projection) moves the friction's
+    point of application, and its tangential torque lands in the normal block (0.2 % at 1 mm)."""
+    from jaxcontact.laws import CoulombLCP
+
+    model, params = setup("box", None)
+    gt_law = CoulombLCP()
+    gt_params = params.replace(law=gt_law.init_params(mu=D.ISO_MU))
+    axis = np.array([0.8, 0.5, 0.3]) / np.linalg.norm([0.8, 0.5, 0.3])
+    q = np.r_[np.cos(0.35), np.sin(0.35) * axis]  # tilted: one corner lowest
+    s = jc.make_state(pos=(0.0, 0.0, 0.0), quat=q, vel=(1.0, 0.5, -2.0), omega=(0.0, 3.0, 1.0))
+    low = float(geometry.world_points(s, params.body.vertices)[:, 2].min())
+    s = s.replace(pos=s.pos.at[2].set(-low))  # corner on the ground: the patch centre is the vertex
+
+    @jax.jit
+    def both(params, gt_params, s):
+        v1 = jc.free_velocity(model, params, s)
+        p_gt, _ = gt_law(model, gt_params, s, v1)
+        patch = F.detect_patch(params.body, params.ground, s, v1, model.patch_tol, model.dt)
+        lab = F.label(params.body, params.ground, s, v1 + geometry.mass_matrix_inverse(params.body, s) @ p_gt,
+                      p_gt, patch, model.dt)
+        w = F.to_patch_frame(params.ground, s, patch.centre, p_gt)
+        wf = jnp.zeros(6).at[:3].set(w[:3])
+        p, info = model.law.impulse(model, params, s, v1, patch, lab, wf)
+        return p, p_gt, lab, patch.kind
+
+    p, p_gt, lab, kind = both(params, gt_params, s)
+    assert int(kind) == 1 and int(lab) == F.DYNAMIC
+    assert float(jnp.linalg.norm(p_gt[:3])) > 0.05
+    np.testing.assert_allclose(np.asarray(p), np.asarray(p_gt), rtol=1e-4, atol=1e-7)

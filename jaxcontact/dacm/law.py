@@ -28,6 +28,10 @@ impulse is scaled by the largest α ∈ [0, 1] for which it adds no kinetic ener
 regressor error can never accelerate the body (the Coulomb ground truth violates this bound in
 0.6 % of its dynamic instances — 6 % of point patches — measured on the 100-throw box data).
 
+Third (``inputs="coulomb"``): the networks also see per-vertex sliding-friction inputs computed
+from the same frictionless LCP (``features.coulomb_features``), which make line and face
+friction learnable (docs/dacm.md, improvement 7).
+
 ``PDDLaw``: the regressor of the patch's type predicts the full patch-frame wrench (p_f, p_n);
 p = T w. No classifier, no constraint.
 """
