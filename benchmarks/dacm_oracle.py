@@ -28,6 +28,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -87,6 +88,8 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=E.STEPS)
     p.add_argument("--dissipative", action="store_true")
     p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--directions", action="store_true",
+                   help="also roll out the Fig. 7 direction throws (evaluate.direction_throws): distance per direction")
     p.add_argument("--out", default=None, help="JSON file; results are merged into it under --label")
     p.add_argument("--label", default=None, help="key in --out (default: checkpoint path, +dissipative)")
     a = p.parse_args(argv)
@@ -95,7 +98,7 @@ def main(argv=None):
     s0 = D.throws(meta["shape"], a.throws, a.seed)
     t0 = time.perf_counter()
     gt = D.simulate(gt_model, gt_params, s0, a.steps)
-    trajs = {}
+    trajs, setups = {}, {}
     res = {"command": "python benchmarks/dacm_oracle.py " + " ".join(argv if argv is not None else sys.argv[1:]),
            "checkpoint": a.checkpoint, "throws": a.throws, "seed": a.seed, "dissipative": a.dissipative,
            "seconds": {}}
@@ -106,12 +109,24 @@ def main(argv=None):
         law = dataclasses.replace(law, dissipative=a.dissipative)
         lp = dict(dp, gt=gt_params.law)
         m, prm = E.learned_setup(gt_model, gt_params, law, lp)
+        setups[name] = (m, prm)
         t1 = time.perf_counter()
         trajs[name] = D.simulate(m, prm, s0, a.steps)
         res["seconds"][name] = round(time.perf_counter() - t1, 1)
         print(name, res["seconds"][name], file=sys.stderr, flush=True)
     tm = E.trajectory_metrics(gt, trajs, gt_model, gt_params)
     res["trajectory"] = tm
+    if a.directions:
+        sd, deg = E.direction_throws(dtype=gt_params.body.mass.dtype)
+        dist = lambda tr: np.linalg.norm(np.asarray(tr.pos[:, -1, :2] - tr.pos[:, 0, :2]), axis=1)
+        g = dist(D.simulate(gt_model, gt_params, sd, a.steps))
+        res["directions"] = {"directions_deg": deg.round(1).tolist(), "gt": g.tolist()}
+        for name, (m, prm) in setups.items():
+            dd = dist(D.simulate(m, prm, sd, a.steps))
+            rel = np.abs(dd - g) / g
+            res["directions"][name] = {"distance": dd.tolist(), "relative_error": rel.tolist(),
+                                       "max_relative_error": float(rel.max())}
+            print(f"directions {name:<26} max {rel.max():.1%}  " + " ".join(f"{x:.1%}" for x in rel))
     res["seconds"]["total"] = round(time.perf_counter() - t0, 1)
     keys = ("final_position", "final_orientation", "first_impulse")
     print(f"{'variant':<28}" + "".join(f"{k:>20}" for k in keys))

@@ -8,6 +8,7 @@ timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
     python benchmarks/dacm_study.py --configs box --throws 30 --time-limit 5 --test-throws 10
     python benchmarks/dacm_study.py --configs box_aniso_slide,box_aniso_slide_600 --time-limit 90
     python benchmarks/dacm_study.py --configs box_coulomb,box_coulomb_1000,box_aniso_slide_coulomb,box_coulomb_3000 --time-limit 90
+    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000 --time-limit 90
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ CONFIGS = {"box": ("box", False, [], None), "pentagon": ("pentagon", False, [], 
 # (the oracle diagnosis, benchmarks/dacm_oracle.py, measured it better without).
 COULOMB = ["coulomb" if a == "physics" else a for a in PLUS]
 CONFIGS.update({"box_coulomb": ("box", False, COULOMB, 300), "box_coulomb_1000": ("box", False, COULOMB, 1000),
-                "box_coulomb_3000": ("box", False, COULOMB, 3000), "box_aniso_slide_coulomb": ("box", True, COULOMB, 300)})
+                "box_coulomb_3000": ("box", False, COULOMB, 3000), "box_aniso_slide_coulomb": ("box", True, COULOMB, 300),
+                "box_aniso_slide_coulomb_1000": ("box", True, COULOMB, 1000)})
 GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"],
-             "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"]}
+             "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"], "box_aniso_slide_coulomb_1000": ["--slide-fraction", "0.5"]}
 DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
 
 
@@ -108,8 +110,10 @@ def diagnose(path) -> dict:
     """Facts of a generated data file (needs x_extra / pn0) that explain what the networks can
     learn: the friction-to-normal ratio (box friction: μ per axis, μ√2 when both axes slide), the
     spread of the normal impulse, the R² an analytic Coulomb predictor reaches from the inputs
-    (the stick impulse clipped to ±μ p_n⁰ per component), the point detach rule and how rare the
-    impacts are among the face instances."""
+    (the stick impulse clipped to ±μ p_n⁰ per component; with the coulomb inputs also μ times the
+    unit-coefficient sliding friction, and that with the sliding point's normal-impulse coupling
+    μ s / (1 + μ Σ_k c_k s_k)), the point detach rule and how rare the impacts are among the face
+    instances."""
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
@@ -129,7 +133,7 @@ def diagnose(path) -> dict:
         w, pn0 = d["wrench"][m], np.maximum(d["pn0"][m], F.RATIO_FLOOR)
         ntan = dim - 1
         pt, pn = w[:, :ntan], w[:, nf]
-        stick = d["x_extra"][m][:, -nf:][:, :ntan] * pn0[:, None]
+        stick = d["x_extra"][m][:, F.N_PHYSICS[dim] - nf:F.N_PHYSICS[dim]][:, :ntan] * pn0[:, None]
         clip = np.clip(stick, -mu * pn0[:, None], mu * pn0[:, None])
         g = np.median(pn0)
         r = {"dynamic_instances": int(m.sum()),
@@ -139,6 +143,15 @@ def diagnose(path) -> dict:
              "analytic_clip_r2_per_tangent": r2(clip, pt),
              "impacts_share_pn0_gt_2x_median": float(np.mean(pn0 > 2 * g)),
              "sliding_faster_than_0.1_m_s_per_tangent": [int(np.sum(np.abs(d["x"][m][:, -1 - dim + j]) > 0.1)) for j in range(ntan)]}
+        xe = d["x_extra"][m]
+        if xe.shape[1] == F.num_extra_features(dim):  # coulomb inputs present (features.coulomb_features)
+            nph = F.N_PHYSICS[dim]
+            sl = xe[:, nph:nph + ntan]  # unit-coefficient per-vertex sliding friction / p_n⁰
+            cpl = xe[:, -ntan:]  # normal-tangential coupling A_nk / A_nn
+            slide = mu * sl / (1 + np.sum(mu * cpl * sl, 1, keepdims=True))
+            r["analytic_slide_r2_per_tangent"] = r2(mu * sl * pn0[:, None], pt)
+            r["analytic_coupled_slide_r2_per_tangent"] = r2(slide * pn0[:, None], pt)
+            r["analytic_coupled_slide_r2_ratio_units"] = r2(slide, pt / pn0[:, None])
         if k == 1:
             pm = d["kind"] == 1
             r["point_detach_iff_gap_ge_0"] = float(np.mean((d["label"][pm] == F.DETACH) == (d["x_extra"][pm, 0] >= 0)))
