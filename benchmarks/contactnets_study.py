@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,10 +25,23 @@ sys.path.insert(0, str(REPO))
 RESULTS = REPO / "benchmarks" / "results"
 
 
-def speed(data, batches=(64, 256), n_single=64, seconds=3.0):
-    """Loss-and-gradient throughput (transitions/s): batched (one vmapped call per batch) versus
-    one transition per call in a Python loop (the reference implementation's structure), same
-    compiled function, same run; plus the BoxOSQP (λ, slack) form for comparison."""
+def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=3):
+    """Loss-and-gradient throughput (transitions/s) of the polytope ContactNets loss, batched (one
+    vmapped call per batch) versus one transition per call in a Python loop (the reference
+    implementation's structure), with the same compiled function in the same run, for each inner
+    solver path and dtype:
+
+    * ``jaxopt_f64`` — jaxopt ProjectedGradient (while_loop, stopping test at tol 1e-9, autodiff
+      gradient of the objective per iteration), float64: the default before the fixed-iteration path;
+    * ``fista_f64`` / ``fista_f32`` — ``solvers.minimize_nonneg_qp``: the same FISTA iterates, exactly
+      100 iterations in a ``lax.scan``, one stacked dense product per iteration;
+    * the BoxOSQP (λ, slack) form, float64, for comparison.
+
+    The machine is shared (2 cores, other jobs running), so single and batched rates are measured
+    interleaved in ``rounds`` rounds; each rate is reported as its best and its median over the
+    rounds, and the speedups as best/best and median/median."""
+    import dataclasses as dc
+
     import jax
     import jax.numpy as jnp
 
@@ -35,46 +49,92 @@ def speed(data, batches=(64, 256), n_single=64, seconds=3.0):
     from jaxcontact.contactnets.loss import LossConfig, batch_loss, reference_transition_loss
     from jaxcontact.contactnets.train import body_of
     from jaxcontact.laws import CoulombLCP
-    from jaxcontact.solvers import QPSettings
+    from jaxcontact.solvers import NonnegSettings, QPSettings
     from jaxcontact.types import Model
 
     xs, xns = data.transitions()
     rng = np.random.default_rng(0)
-    i = rng.choice(len(xs), max(batches), replace=False)
-    a, b = jnp.asarray(xs[i]), jnp.asarray(xns[i])
-    body = body_of(data)
+    i = rng.choice(len(xs), max(max(batches), n_single), replace=False)
+    a64, b64 = jnp.asarray(xs[i]), jnp.asarray(xns[i])
+    body64 = body_of(data)
     model = Model(law=CoulombLCP(), dt=data.dt, gravity=data.gravity)
     fns = ContactFunctions("polytope")
-    th = init_polytope(jax.random.PRNGKey(0), data.vertices, data.mu_nominal)
-    cfg = LossConfig()
+    th64 = init_polytope(jax.random.PRNGKey(0), data.vertices, data.mu_nominal)
 
-    def rate(f, B):
-        jax.block_until_ready(f(th, a[:B], b[:B]))
-        t, r = time.perf_counter(), 0
-        while time.perf_counter() - t < seconds:
-            jax.block_until_ready(f(th, a[:B], b[:B]))
-            r += 1
-        return B * r / (time.perf_counter() - t)
+    def cast(tree, dtype):
+        return jax.tree_util.tree_map(
+            lambda x: x.astype(dtype) if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
 
-    def single(f):
-        jax.block_until_ready(f(th, a[:1], b[:1]))
-        t = time.perf_counter()
-        for k in range(n_single):
-            jax.block_until_ready(f(th, a[k:k + 1], b[k:k + 1]))
-        return n_single / (time.perf_counter() - t)
+    def measure(f, th, a, b, Bs):
+        def run(B, off=0):
+            return jax.block_until_ready(f(th, a[off:off + B], b[off:off + B]))
 
-    f = jax.jit(jax.value_and_grad(lambda th, a, b: batch_loss(fns, th, model, body, a, b, cfg)[0]))
-    out = {"batched_transitions_per_s": {str(B): rate(f, B) for B in batches}}
-    out["one_at_a_time_transitions_per_s"] = single(f)
-    out["speedup"] = {B: v / out["one_at_a_time_transitions_per_s"] for B, v in out["batched_transitions_per_s"].items()}
+        for B in (1, *Bs):
+            run(B)  # compile
+        single, batched = [], {B: [] for B in Bs}
+        for _ in range(rounds):
+            t = time.perf_counter()
+            for k in range(n_single):
+                run(1, k)
+            single.append(n_single / (time.perf_counter() - t))
+            for B in Bs:
+                t, r = time.perf_counter(), 0
+                while time.perf_counter() - t < seconds:
+                    run(B)
+                    r += 1
+                batched[B].append(B * r / (time.perf_counter() - t))
+        med = lambda v: float(np.median(v))
+        res = {"one_at_a_time_transitions_per_s": {"best": max(single), "median": med(single)},
+               "batched_transitions_per_s": {str(B): {"best": max(v), "median": med(v)} for B, v in batched.items()}}
+        res["speedup_best"] = {str(B): max(v) / max(single) for B, v in batched.items()}
+        res["speedup_median"] = {str(B): med(v) / med(single) for B, v in batched.items()}
+        return res
+
+    cfg_old = LossConfig(inner=NonnegSettings(max_iter=100, method="jaxopt"))
+    cfg_new = LossConfig(inner=NonnegSettings(max_iter=100, method="fista"))
+    out = {"paths": {}}
+    for name, cfg, dtype in (("jaxopt_f64", cfg_old, jnp.float64), ("fista_f64", cfg_new, jnp.float64),
+                             ("fista_f32", cfg_new, jnp.float32)):
+        th, body, a, b = cast((th64, body64, a64, b64), dtype)
+        f = jax.jit(jax.value_and_grad(lambda th, a, b, cfg=cfg, body=body: batch_loss(fns, th, model, body, a, b, cfg)[0]))
+        val, grad = f(th, a[:1], b[:1])
+        r = measure(f, th, a, b, batches)
+        r.update(dtype=str(val.dtype), gradient_dtype=str(jax.tree_util.tree_leaves(grad)[0].dtype),
+                 inner=(f"{cfg.inner.method}: " + ("jaxopt ProjectedGradient (FISTA, Jacobi-scaled, while_loop with stopping "
+                        "test at tol 1e-9)" if cfg.inner.method == "jaxopt" else "solvers.minimize_nonneg_qp (same FISTA "
+                        "iterates, fixed count, lax.scan, stacked dense product)") + f", {cfg.inner.max_iter} iterations, "
+                       f"{cfg.gradient} gradient"))
+        out["paths"][name] = r
+        print(name, json.dumps({k: r[k] for k in ("one_at_a_time_transitions_per_s", "speedup_best", "speedup_median")}),
+              flush=True)
+    # agreement of the loss values (batch of 256, float64 jaxopt path as the reference)
+    B = min(256, len(a64))
+    vals = {}
+    for name, cfg, dtype in (("jaxopt_f64", cfg_old, jnp.float64), ("fista_f64", cfg_new, jnp.float64),
+                             ("fista_f32", cfg_new, jnp.float32)):
+        th, body, a, b = cast((th64, body64, a64[:B], b64[:B]), dtype)
+        from jaxcontact.contactnets.loss import transition_loss
+        vals[name] = np.asarray(jax.jit(jax.vmap(lambda x, xn, th=th, body=body, cfg=cfg: transition_loss(
+            fns, th, model, body, x, xn, cfg)[0]))(a, b), np.float64)
+    ref = vals["jaxopt_f64"]
+    out["loss_agreement"] = {k: {"max_abs_diff_over_max_loss": float(np.max(np.abs(v - ref)) / np.max(ref)),
+                                 "mean_loss_rel_diff": float(abs(v.mean() - ref.mean()) / ref.mean())}
+                             for k, v in vals.items() if k != "jaxopt_f64"}
+    out["loss_agreement"]["transitions"] = int(B)
+    # the BoxOSQP (λ, slack) form, one generic QP per transition (the reference implementation's structure)
     qcfg = LossConfig(qp=QPSettings(tol=1e-4, max_iter=300))
     g = jax.jit(jax.value_and_grad(lambda th, a, b: jnp.mean(jax.vmap(
-        lambda x, xn: reference_transition_loss(fns, th, model, body, x, xn, qcfg)[0])(a, b))))
-    out["boxosqp_form"] = {"batched_transitions_per_s": rate(g, 64), "one_at_a_time_transitions_per_s": single(g),
-                           "qp": "jaxopt BoxOSQP tol 1e-4, max 300 iterations, implicit diff of the QP solution"}
-    out.update(device=str(jax.devices()[0]), dtype="float64",
-               inner=f"jaxopt ProjectedGradient (FISTA, Jacobi-scaled), {cfg.inner.max_iter} iterations, "
-                     f"{cfg.gradient} gradient; loss + gradient of the polytope model")
+        lambda x, xn: reference_transition_loss(fns, th, model, body64, x, xn, qcfg)[0])(a, b))))
+    r = measure(g, th64, a64, b64, (64,))
+    r.update(dtype="float64", qp="jaxopt BoxOSQP tol 1e-4, max 300 iterations, implicit diff of the QP solution")
+    out["boxosqp_form"] = r
+    best = out["paths"]["fista_f32"]
+    out["fista_f32_vs_boxosqp_one_at_a_time_best"] = {
+        B: v["best"] / r["one_at_a_time_transitions_per_s"]["best"] for B, v in best["batched_transitions_per_s"].items()}
+    out.update(device=str(jax.devices()[0]), device_kind=jax.devices()[0].device_kind, batch_sizes=list(batches),
+               n_single=n_single, rounds=rounds, seconds_per_batched_measurement=seconds,
+               model="polytope ContactNets loss + gradient (value_and_grad of batch_loss, regularisers included)",
+               cpu_threads_visible=os.cpu_count())
     return out
 
 
@@ -91,6 +151,8 @@ def main() -> int:
     ap.add_argument("--variants", default="polytope,lcp,e2e,deep",
                     help="variants to (re)run; results of other variants already in the JSON are kept")
     ap.add_argument("--skip-speed", action="store_true", help="keep the existing speed measurement")
+    ap.add_argument("--speed-batches", default="64,256,1024,4096", help="batch sizes of the throughput measurement")
+    ap.add_argument("--speed-rounds", type=int, default=3, help="interleaved single/batched measurement rounds")
     args = ap.parse_args()
 
     import jax
@@ -109,8 +171,8 @@ def main() -> int:
     print(f"{data.n_tosses} tosses: test {test.n_tosses}, training pool {pool.n_tosses}", flush=True)
 
     if not args.skip_speed:
-        sp = speed(pool)
-        sp["command"] = "python benchmarks/contactnets_study.py" + (" --speed-only" if args.speed_only else "")
+        sp = speed(pool, batches=tuple(int(b) for b in args.speed_batches.split(",")), rounds=args.speed_rounds)
+        sp["command"] = " ".join(["python benchmarks/contactnets_study.py"] + sys.argv[1:])
         (out / "contactnets_speed.json").write_text(json.dumps(sp, indent=1))
         print("speed", sp, flush=True)
     if args.speed_only:
