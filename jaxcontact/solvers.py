@@ -334,8 +334,9 @@ def minimize_nonneg(fun: Callable, curvature, args: tuple = (),
     ``curvature`` (n, n) is a PSD matrix bounding the Hessian of ``fun`` from above (for a QP,
     its Hessian). The variables are Jacobi-scaled, x = s ⊙ y with s = diag(curvature)^(-1/2),
     and the objective divided by L, the largest eigenvalue of the scaled curvature (power
-    iteration), so jaxopt ``ProjectedGradient`` (FISTA acceleration) runs with unit step on a
-    well-conditioned problem. Pure, jit- and vmap-able (a batch of problems is one ``vmap``).
+    iteration), so FISTA runs with unit step on a well-conditioned problem: a fixed number of
+    iterations in a ``lax.fori_loop`` (``settings.method == "fista"``, the default) or jaxopt
+    ``ProjectedGradient`` with its stopping test (``"jaxopt"``) — the same iterates. Pure, jit- and vmap-able (a batch of problems is one ``vmap``).
     With ``settings.implicit_diff`` the solution is differentiable with respect to ``args``
     implicitly at the fixed point x = proj(x − ∇f(x)/L) — reverse mode never enters the loop.
 
