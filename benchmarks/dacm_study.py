@@ -9,6 +9,7 @@ timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
     python benchmarks/dacm_study.py --configs box_aniso_slide,box_aniso_slide_600 --time-limit 90
     python benchmarks/dacm_study.py --configs box_coulomb,box_coulomb_1000,box_aniso_slide_coulomb,box_coulomb_3000 --time-limit 90
     python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000 --time-limit 90
+    python benchmarks/dacm_study.py --configs box_coulomb_3000_t150
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ COULOMB = ["coulomb" if a == "physics" else a for a in PLUS]
 CONFIGS.update({"box_coulomb": ("box", False, COULOMB, 300), "box_coulomb_1000": ("box", False, COULOMB, 1000),
                 "box_coulomb_3000": ("box", False, COULOMB, 3000), "box_aniso_slide_coulomb": ("box", True, COULOMB, 300),
                 "box_aniso_slide_coulomb_1000": ("box", True, COULOMB, 1000)})
+CONFIGS["box_coulomb_3000_t150"] = ("box", False, COULOMB, 3000)  # same, 150 s per network
+TIME_LIMIT = {"box_coulomb_3000_t150": 150.0}  # per-configuration override of --time-limit
 GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"],
              "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"], "box_aniso_slide_coulomb_1000": ["--slide-fraction", "0.5"]}
 DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
@@ -87,7 +90,7 @@ def main(argv=None):
         shape, aniso, extra, n_train = CONFIGS[name]
         data, ck = str(work / f"{name}.npz"), str(work / f"{name}_ckpt")
         gen = py + ["generate", "--shape", shape, "--throws", str(n_train or a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else []) + GEN_EXTRA.get(name, [])
-        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(a.time_limit)] + extra
+        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(TIME_LIMIT.get(name, a.time_limit))] + extra
         ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else []) + (PLUS_EVAL if name.endswith("_plus") or name in DISSIPATIVE else [])
         if a.evaluate_only:
             e_out, e_t = run(ev, log)
