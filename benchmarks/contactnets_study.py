@@ -40,7 +40,6 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
     The machine is shared (2 cores, other jobs running), so single and batched rates are measured
     interleaved in ``rounds`` rounds; each rate is reported as its best and its median over the
     rounds, and the speedups as best/best and median/median."""
-    import dataclasses as dc
 
     import jax
     import jax.numpy as jnp

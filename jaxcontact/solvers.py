@@ -446,7 +446,6 @@ def minimize_nonneg_qp(Q, c, P=None, a=None, weight: float = 1.0,
     if P is None:
         P, a = jnp.zeros((0, n), dtype), jnp.zeros((0,), dtype)
     P, a = jnp.asarray(P, dtype), jnp.asarray(a, dtype)
-    m = P.shape[0]
     if settings.method != "fista":
         fun = lambda x, Q, c, P, a: (0.5 * x @ Q @ x + c @ x + weight * jnp.sum(jnp.minimum(a + P @ x, 0.0) ** 2))
         H = Q + 2.0 * weight * P.T @ P
