@@ -37,24 +37,15 @@ def _parse_init(text: str) -> dict:
 
 
 def _initial_params(data, law, init: dict):
-    import jax.numpy as jnp
-
     from .core import default_params
-    from .params import canonical
+    from .params import SCALARS, canonical, with_scalar
 
     p = default_params(data, law)
     for k, v in init.items():
         c = canonical([k])[0]
-        if c == "mu":
-            p = p.replace(law=p.law.replace(mu=jnp.full_like(p.law.mu, v)))
-        elif c == "restitution":
-            p = p.replace(law=p.law.replace(restitution=jnp.asarray(v)))
-        elif c == "ground":
-            p = p.replace(ground=p.ground.replace(height=jnp.asarray(v)))
-        elif c == "mass":
-            p = p.replace(body=p.body.replace(mass=jnp.asarray(v)))
-        else:
-            raise ValueError(f"--init: {k!r} cannot be set from the command line (scalars: mu, restitution, ground, mass)")
+        if c not in SCALARS:
+            raise ValueError(f"--init: {k!r} cannot be set from the command line (scalars: {', '.join(SCALARS)})")
+        p = with_scalar(p, c, v)
     return p
 
 

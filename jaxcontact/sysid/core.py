@@ -127,9 +127,7 @@ class Problem:
     def start_corrections(self, z) -> np.ndarray:
         """(windows, n_start) start corrections at z, physical units (length, length/s, rad, rad/s)."""
         d = np.asarray(self.split(z)[1])
-        T = self.loss_def.model.dt * self.loss_def.substeps
-        scale = {"pos": self.loss_def.rot_scale, "vel": self.loss_def.rot_scale / T, "rot": 1.0, "angvel": 1.0 / T}
-        return d * np.repeat([scale[g] for g in self.starts], 3)[None, :] if self.starts else d
+        return d * np.repeat([self.loss_def.start_scale(g) for g in self.starts], 3)[None, :]
 
     def with_law(self, law) -> "Problem":
         """The same problem with another contact law (e.g. a smoothed one)."""

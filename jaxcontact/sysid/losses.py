@@ -119,25 +119,28 @@ class WindowLoss:
         """Residual rows (of 6) per window: the start sample is compared when it is fitted."""
         return self.window + (1 if self.starts else 0)
 
+    def start_scale(self, group: str) -> float:
+        """Physical size of one unit of a start correction: ``rot_scale`` of position (length),
+        that per sample period (velocity), one radian, one radian per sample period."""
+        T = self.model.dt * self.substeps
+        return {"pos": self.rot_scale, "vel": self.rot_scale / T, "rot": 1.0, "angvel": 1.0 / T}[group]
+
     def start_state(self, x0, delta):
-        """The window's start state: the observed x0 (13,) plus the correction delta (n_start,),
-        scaled so one unit is ``rot_scale`` of position, one radian, or that per sample period."""
+        """The window's start state: the observed x0 (13,) plus the correction delta (n_start,)
+        in the units of ``start_scale``."""
         s0 = State.from_array(x0)
         q = s0.quat / jnp.linalg.norm(s0.quat)
-        T = self.model.dt * self.substeps
-        i = 0
-        for g in self.starts:
-            d = delta[i:i + 3]
-            i += 3
+        for i, g in enumerate(self.starts):
+            d = self.start_scale(g) * delta[3 * i:3 * i + 3]
             if g == "pos":
-                s0 = s0.replace(pos=s0.pos + self.rot_scale * d)
+                s0 = s0.replace(pos=s0.pos + d)
             elif g == "vel":
-                s0 = s0.replace(vel=s0.vel + self.rot_scale / T * d)
+                s0 = s0.replace(vel=s0.vel + d)
             elif g == "rot":  # body-frame rotation vector, first order (smooth at 0)
                 dq = jnp.concatenate([jnp.ones((1,), d.dtype), 0.5 * d])
                 q = quat_mul(q, dq / jnp.linalg.norm(dq))
             elif g == "angvel":
-                s0 = s0.replace(omega=s0.omega + d / T)
+                s0 = s0.replace(omega=s0.omega + d)
         return s0.replace(quat=q)
 
     def simulate(self, params, x0, delta=None):

@@ -64,6 +64,23 @@ def canonical(names) -> tuple[str, ...]:
     return tuple(out)
 
 
+SCALARS = ("mu", "restitution", "ground", "mass")
+
+
+def with_scalar(params: Params, name: str, value: float) -> Params:
+    """``params`` with one scalar parameter (a canonical name of ``SCALARS``; isotropic μ) set."""
+    v = jnp.asarray(value)
+    if name == "mu":
+        return params.replace(law=params.law.replace(mu=jnp.full_like(params.law.mu, value)))
+    if name == "restitution":
+        return params.replace(law=params.law.replace(restitution=v))
+    if name == "ground":
+        return params.replace(ground=params.ground.replace(height=v))
+    if name == "mass":
+        return params.replace(body=params.body.replace(mass=v))
+    raise ValueError(f"{name!r} is not a scalar parameter ({', '.join(SCALARS)})")
+
+
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity: a jit static argument
 class ParamSpec:
     """The fitted subset of ``Params``: packs physical values into a scaled unconstrained vector.

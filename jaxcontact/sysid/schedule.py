@@ -34,6 +34,7 @@ import numpy as np
 
 from . import kinematic
 from .core import Problem, errors, fit
+from .params import with_scalar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,13 +90,11 @@ def grid_start(prob: Problem, x0, points: int) -> tuple[np.ndarray, int]:
         axes.append(np.geomspace(lo, hi, points) if kind == "log" else np.linspace(lo, hi, points))
     best_x, best_f, evals = np.asarray(x0, float), prob.loss(x0), 1
     n = prob.spec.size
+    p0 = prob.spec.unpack(np.asarray(x0[:n]))
     for combo in np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(names)):
-        p = prob.spec.unpack(np.asarray(x0[:n]))
+        p = p0
         for name, v in zip(names, combo):
-            if name == "mu":
-                p = p.replace(law=p.law.replace(mu=jnp.full_like(p.law.mu, v)))
-            else:
-                p = p.replace(law=p.law.replace(restitution=jnp.asarray(v)))
+            p = with_scalar(p, name, v)
         x = np.array(x0, float)
         x[:n] = prob.spec.pack(p)
         f = prob.loss(x)
@@ -172,12 +171,12 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
             params = res.params  # the smoothed law has the hard law's parameter pytree
             t = time.perf_counter() - t0
             wall += t
-            rollouts += res.rollouts + grid_evals * prob.num_windows
             summ = {"stage": st.label(), "names": list(st.names), "kind": kind, "kappa": st.kappa,
                     "windows_dropped": dropped, **res.summary(), "wall_time_s": t}
             if grid_evals:
                 summ["grid_loss_evals"] = grid_evals
                 summ["rollouts"] += grid_evals * prob.num_windows
+            rollouts += summ["rollouts"]
             hist = res.history
         if data.truth:
             summ["errors"] = errors(summ["values"], data.truth)
