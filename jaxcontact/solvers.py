@@ -408,7 +408,7 @@ def _fista_nonneg(grad: Callable, x0, args: tuple, settings: NonnegSettings):
         def optimality(x, *a):
             return jnp.maximum(x - grad(x, *a), 0.0) - x
 
-        solve = _jaxopt_implicit.custom_root(optimality, has_aux=True, solve=_dense_guarded_solve)(solve)
+        solve = implicit_root(optimality, has_aux=True)(solve)
     x, err = solve(x0, *args)
     return x, jnp.asarray(settings.max_iter, jnp.int32), err
 
@@ -498,6 +498,6 @@ def minimize_nonneg_qp(Q, c, P=None, a=None, weight: float = 1.0,
         def optimality(y, Qs, cs, Ps, Pt, a):
             return jnp.maximum(y - grad(y, Qs, cs, Ps, Pt, a), 0.0) - y
 
-        solve = _jaxopt_implicit.custom_root(optimality, has_aux=True, solve=_dense_guarded_solve)(solve)
+        solve = implicit_root(optimality, has_aux=True)(solve)
     y, err = solve(jnp.zeros(n, dtype), Qs, cs, Ps, Pt, a)
     return NonnegSolution(x=s * y, iterations=jnp.asarray(settings.max_iter, jnp.int32), error=err)

@@ -271,6 +271,8 @@ class Reference:
 
 
 def reference_lcp(model, params, state, v_free, solver=None) -> Reference:
+    """The frictionless LCP at the free velocity (``Reference``); its normal impulse P·n ≥ 0 is the
+    scale by which the "ratio" friction target divides p_f (dacm improvement, see docs/dacm.md)."""
     from ..solvers import LCPSettings
     from .law import frictionless_lcp_contacts
 
@@ -278,12 +280,6 @@ def reference_lcp(model, params, state, v_free, solver=None) -> Reference:
     n = geometry.unit_normal(params.ground)
     v_after = v_free + geometry.mass_matrix_inverse(params.body, state) @ p
     return Reference(pn0=jnp.dot(p[: state.dim], n), z=sol.z, contacts=con, v_after=v_after)
-
-
-def reference_normal_impulse(model, params, state, v_free, solver=None):
-    """Normal impulse P·n of the frictionless LCP at the free velocity (≥ 0): the scale by which
-    the "ratio" friction target divides p_f (dacm improvement, see docs/dacm.md)."""
-    return reference_lcp(model, params, state, v_free, solver).pn0
 
 
 def friction_scale(pn0):
@@ -366,7 +362,7 @@ def _slog(g, scale):
 
 
 def extra_features(body: Body, ground: Ground, state, v_free, patch: DPatch, pn0, dt: float) -> jnp.ndarray:
-    """The "plus" inputs (block comment above), unnormalised; pn0 = ``reference_normal_impulse``."""
+    """The "plus" inputs (block comment above), unnormalised; pn0 = ``reference_lcp(...).pn0``."""
     d = body.dim
     n, T = frame(ground, d)
     dirs = jnp.concatenate([n[None], T], 0)
