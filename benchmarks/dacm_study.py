@@ -10,6 +10,9 @@ timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
     python benchmarks/dacm_study.py --configs box_coulomb,box_coulomb_1000,box_aniso_slide_coulomb,box_coulomb_3000 --time-limit 90
     python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000 --time-limit 90
     python benchmarks/dacm_study.py --configs box_coulomb_3000_t150
+    python benchmarks/dacm_study.py --configs pentagon_coulomb_1000,box2d_coulomb_1000 --time-limit 90
+    python benchmarks/dacm_study.py --configs box_coulomb_3000_residual --out /tmp/dacm_run/res3000.json
+    python benchmarks/dacm_study.py --merge /tmp/dacm_run/res3000.json   # into benchmarks/results/dacm.json
 """
 
 from __future__ import annotations
@@ -47,9 +50,24 @@ CONFIGS.update({"box_coulomb": ("box", False, COULOMB, 300), "box_coulomb_1000":
                 "box_coulomb_3000": ("box", False, COULOMB, 3000), "box_aniso_slide_coulomb": ("box", True, COULOMB, 300),
                 "box_aniso_slide_coulomb_1000": ("box", True, COULOMB, 1000)})
 CONFIGS["box_coulomb_3000_t150"] = ("box", False, COULOMB, 3000)  # same, 150 s per network
-TIME_LIMIT = {"box_coulomb_3000_t150": 150.0}  # per-configuration override of --time-limit
+CONFIGS.update({"pentagon_coulomb_1000": ("pentagon", False, COULOMB, 1000),
+                "box2d_coulomb_1000": ("box2d", False, COULOMB, 1000)})
+# "*_residual" = the coulomb recipe with the residual friction head (a fitted sliding-Coulomb term
+# of the coulomb inputs plus the network, features.coulomb_head; our improvement 9)
+RESIDUAL = COULOMB + ["--friction-head", "residual"]
+CONFIGS.update({"box_coulomb_3000_residual": ("box", False, RESIDUAL, 3000),
+                "box_coulomb_1000_residual": ("box", False, RESIDUAL, 1000),
+                "box_aniso_slide_coulomb_1000_residual": ("box", True, RESIDUAL, 1000),
+                "pentagon_coulomb_1000_residual": ("pentagon", False, RESIDUAL, 1000),
+                "box2d_coulomb_1000_residual": ("box2d", False, RESIDUAL, 1000)})
+# configurations whose generate command is another's: its data file is reused when present
+SHARED_DATA = {"box_coulomb_3000_residual": "box_coulomb_3000", "box_coulomb_1000_residual": "box_coulomb_1000",
+               "box_aniso_slide_coulomb_1000_residual": "box_aniso_slide_coulomb_1000",
+               "pentagon_coulomb_1000_residual": "pentagon_coulomb_1000", "box2d_coulomb_1000_residual": "box2d_coulomb_1000"}
+TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0}  # per-configuration override of --time-limit
 GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"],
-             "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"], "box_aniso_slide_coulomb_1000": ["--slide-fraction", "0.5"]}
+             "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"], "box_aniso_slide_coulomb_1000": ["--slide-fraction", "0.5"],
+             "box_aniso_slide_coulomb_1000_residual": ["--slide-fraction", "0.5"]}
 DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
 
 
@@ -71,6 +89,8 @@ def main(argv=None):
     p.add_argument("--out", default=str(RESULTS / "dacm.json"))
     p.add_argument("--evaluate-only", action="store_true",
                    help="re-run only the evaluation of configurations already in --out (checkpoints kept in --work)")
+    p.add_argument("--merge", default=None,
+                   help="only merge the configurations of this results JSON (a run with another --out) into --out")
     p.add_argument("--diagnose", default=None, help="only print the data diagnosis of this .npz (JSON)")
     p.add_argument("--probe", nargs=3, metavar=("DATA", "PATCH", "INPUTS"), default=None,
                    help="only run the generalisation probe (patch type 1/2/3, inputs paper/physics/both)")
@@ -81,6 +101,12 @@ def main(argv=None):
     if a.diagnose:
         print(json.dumps(diagnose(a.diagnose), indent=1))
         return
+    if a.merge:
+        results = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
+        results.update(json.loads(Path(a.merge).read_text()))
+        Path(a.out).write_text(json.dumps(results, indent=1))
+        write_md(results, Path(a.out).with_suffix(".md"))
+        return
     log = lambda *x: print(*x, file=sys.stderr, flush=True)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -88,7 +114,7 @@ def main(argv=None):
     py = [sys.executable, "-m", "jaxcontact.cli", "--x64", "dacm"]
     for name in a.configs.split(","):
         shape, aniso, extra, n_train = CONFIGS[name]
-        data, ck = str(work / f"{name}.npz"), str(work / f"{name}_ckpt")
+        data, ck = str(work / f"{SHARED_DATA.get(name, name)}.npz"), str(work / f"{name}_ckpt")
         gen = py + ["generate", "--shape", shape, "--throws", str(n_train or a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else []) + GEN_EXTRA.get(name, [])
         tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(TIME_LIMIT.get(name, a.time_limit))] + extra
         ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else []) + (PLUS_EVAL if name.endswith("_plus") or name in DISSIPATIVE else [])
@@ -98,7 +124,14 @@ def main(argv=None):
             results[name]["seconds"]["evaluate"] = round(e_t, 1)
             results[name]["commands"][2] = " ".join(["jaxcontact"] + ev[3:])
         else:
-            g_out, g_t = run(gen, log)
+            if name in SHARED_DATA and Path(data).exists():  # same generate command as SHARED_DATA[name]
+                sys.path.insert(0, str(ROOT))
+                from jaxcontact.dacm import data as D
+
+                log(f"reusing {data} (same generate command as {SHARED_DATA[name]})")
+                g_out, g_t = json.dumps(D.summary(D.load(data))), 0.0
+            else:
+                g_out, g_t = run(gen, log)
             t_out, t_t = run(tr, log)
             e_out, e_t = run(ev, log)
             results[name] = {"commands": [" ".join(["jaxcontact"] + c[3:]) for c in (gen, tr, ev)],

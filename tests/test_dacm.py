@@ -436,3 +436,87 @@ def test_dynamic_branch_with_ground_truth_friction_reproduces_the_coulomb_impuls
     assert int(kind) == 1 and int(lab) == F.DYNAMIC
     assert float(jnp.linalg.norm(p_gt[:3])) > 0.05
     np.testing.assert_allclose(np.asarray(p), np.asarray(p_gt), rtol=1e-4, atol=1e-7)
+
+
+def test_residual_head_is_the_coulomb_friction_of_a_sliding_point_impact():
+    """The residual friction head's sliding-Coulomb term with m = μ reproduces the Coulomb-LCP
+    friction ratio p_f / p_n⁰ of a corner impact that slides through the step (including the
+    normal–tangential coupling: without the denominator it is off by several per cent), and
+    ``fit_coulomb_head`` recovers coefficients from exact targets."""
+    from jaxcontact.dacm.data import _instances
+    from jaxcontact.laws import CoulombLCP
+
+    model, params = setup("box", None)
+    gt_law = CoulombLCP()
+    gt_params = params.replace(law=gt_law.init_params(mu=D.ISO_MU))
+    axis = np.array([0.8, 0.5, 0.3]) / np.linalg.norm([0.8, 0.5, 0.3])
+    q = np.r_[np.cos(0.35), np.sin(0.35) * axis]
+    s = jc.make_state(pos=(0.0, 0.0, 0.0), quat=q, vel=(2.0, -3.0, -1.5), omega=(0.0, 3.0, 1.0))
+    low = float(geometry.world_points(s, params.body.vertices)[:, 2].min())
+    s = s.replace(pos=s.pos.at[2].set(-low))
+    v1 = jc.free_velocity(model, params, s)
+    p_gt, _ = gt_law(model, gt_params, s, v1)
+    inst = _instances(model, params, s, s)
+    assert int(inst["kind"]) == 1
+    w = np.asarray(F.to_patch_frame(params.ground, s, inst["centre"], p_gt))
+    ratio = w[:2] / float(inst["pn0"])
+    assert np.all(np.abs(ratio) > 0.1)  # both axes slide: |p_f,k| = μ p_n
+    x = np.asarray(inst["x_extra"])
+    mu = np.array([D.ISO_MU, D.ISO_MU])
+    np.testing.assert_allclose(np.asarray(F.coulomb_head(mu, x, 3)), ratio, rtol=1e-5)
+    uncoupled = mu * x[F.N_PHYSICS[3]:F.N_PHYSICS[3] + 2]
+    assert np.max(np.abs(uncoupled - ratio) / np.abs(ratio)) > 0.1
+    # least-squares recovery of the coefficients from exact targets (random rows)
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(200, F.num_features(3, "coulomb"))) * 0.5
+    m = np.array([0.3, 0.2, 0.1])
+    np.testing.assert_allclose(F.fit_coulomb_head(xs, F.coulomb_head(m, xs, 3), 3), m, atol=1e-6)
+
+
+def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
+    """Train with --friction-head residual on tiny data: the checkpoint carries the fitted head
+    coefficients, the law's friction wrench equals head + network evaluated on the data's inputs
+    (× p_n⁰), and the residual head needs the coulomb inputs and the ratio target."""
+    from jaxcontact.cli import main
+
+    with pytest.raises(ValueError, match="residual"):
+        DACMLaw(3, inputs="physics", friction_target="ratio", friction_head="residual")
+    with pytest.raises(ValueError, match="friction_head"):
+        DACMLaw(3, friction_head="linear")
+    _, data, _ = tiny_run
+    ck = str(tmp_path / "ck")
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "1", "--reg-epochs", "2",
+                 "--hidden-scale", "0.05", "--friction-target", "ratio", "--inputs", "coulomb",
+                 "--friction-head", "residual"]) == 0
+    dl, dp, _, _, meta = T.load_checkpoint(ck)
+    assert dl.friction_head == "residual" and meta["friction_head"] == "residual"
+    d = D.load(data)
+    for name in ("point", "line", "face"):
+        head = np.asarray(dp["norm"][name]["head"])
+        assert head.shape == ((2,) if name == "point" else (3,))
+        assert meta["report"][name]["head"] == pytest.approx(head.tolist(), abs=1e-5)
+    # the head fitted on the point instances is close to μ (most dynamic points slide)
+    assert 0.05 < float(np.asarray(dp["norm"]["point"]["head"])[0]) < 0.4
+    # the law (jitted, one body) gives head + network on its own inputs, scaled by p_n⁰
+    from jaxcontact.dacm.data import _instances
+
+    body, C = make_body("box")
+    model = jc.Model(law=dl, dt=float(d["dt"]), max_contacts=C)
+    params = jc.Params(body=body, ground=jc.Ground.flat(3), law=dp)
+    axis = np.array([0.8, 0.5, 0.3]) / np.linalg.norm([0.8, 0.5, 0.3])
+    s = jc.make_state(pos=(0.0, 0.0, 0.0), quat=np.r_[np.cos(0.35), np.sin(0.35) * axis],
+                      vel=(2.0, -3.0, -1.5), omega=(0.0, 3.0, 1.0))
+    s = s.replace(pos=s.pos.at[2].set(-float(geometry.world_points(s, body.vertices)[:, 2].min())))
+    v1 = jc.free_velocity(model, params, s)
+    patch, x_law, _, wf = jax.jit(lambda p, st, v: dl.predict(model, p, st, v))(params, s, v1)
+    assert int(patch.kind) == 1
+    inst = _instances(model, params, s, s)
+    xd = np.asarray(inst["x_extra"])[None]
+    np.testing.assert_allclose(np.asarray(x_law), xd[0], rtol=1e-9, atol=1e-12)
+    st = {a: np.asarray(b) for a, b in dp["norm"]["point"].items()}
+    y_net = T.predict(dl.reg_hidden, 2, dp["reg"]["point"], (xd - st["x_mean"]) / st["x_std"])
+    y = np.asarray(dl.friction_output(st, y_net, xd))[0]
+    np.testing.assert_allclose(y - np.asarray(F.coulomb_head(st["head"], xd, 3))[0],
+                               y_net[0] * st["y_std"] + st["y_mean"], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(wf)[:2], y * float(F.friction_scale(inst["pn0"])), rtol=1e-4, atol=1e-8)
+    assert np.all(np.asarray(wf)[2:] == 0.0)

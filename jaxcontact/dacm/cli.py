@@ -44,7 +44,8 @@ def run_train(args) -> int:
     t0 = time.perf_counter()
     dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=args.time_limit, log=_log,
                            friction_target=args.friction_target, max_rest_per_throw=args.max_rest_per_throw,
-                           inputs=args.inputs, max_steady_per_throw=args.max_steady_per_throw, patience=args.patience)
+                           inputs=args.inputs, max_steady_per_throw=args.max_steady_per_throw, patience=args.patience,
+                           friction_head=args.friction_head)
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta["data_file"] = str(args.data)
     T.save_checkpoint(args.out, dp, pp, meta)
@@ -119,6 +120,10 @@ def register(sub) -> None:
                    help="keep at most this many steady-sliding instances per throw (default: all)")
     t.add_argument("--patience", type=int, default=None,
                    help="early stopping: epochs without a better loss on held-out throws (default: off)")
+    t.add_argument("--friction-head", choices=("plain", "residual"), default="plain",
+                   help="plain: the network is the friction regressor (paper); residual: a fitted sliding-"
+                        "Coulomb term of the coulomb inputs plus the network (needs --inputs coulomb "
+                        "--friction-target ratio; improvement)")
     t.set_defaults(func=run_train)
     e = s.add_parser("evaluate", help="GT vs dacm vs PDD on fresh test throws")
     e.add_argument("--checkpoint", required=True)

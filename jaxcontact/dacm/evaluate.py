@@ -150,7 +150,7 @@ def one_step_accuracy(test: dict, dacm_law, dacm_params, pdd_law, pdd_params) ->
         dyn = lab == F.DYNAMIC
         if dyn.any():
             yp = predict(dacm_law.reg_hidden, len(fi), dacm_params["reg"][name], xn[dyn])
-            yp = yp * np.asarray(st["y_std"]) + np.asarray(st["y_mean"])
+            yp = np.asarray(dacm_law.friction_output({a: np.asarray(b) for a, b in st.items()}, yp, xd[dyn]))
             yt = w[dyn][:, list(fi)]
             if dacm_law.friction_target == "ratio":  # compare impulses: scale back by p_n⁰
                 yp = yp * np.maximum(test["pn0"][m][dyn], F.RATIO_FLOOR)[:, None]

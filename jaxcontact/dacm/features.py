@@ -357,6 +357,54 @@ def coulomb_features(body: Body, ground: Ground, state, patch: DPatch, ref: Refe
     return jnp.concatenate([s, tors[None], cop, coupling]).astype(ref.v_after.dtype)
 
 
+# ---------------------------------------------------------------- "residual" friction head
+# Our improvement over the paper (``friction_head="residual"``, needs the coulomb inputs and the
+# ratio target): the regressor's output is a fitted sliding-Coulomb term plus the network,
+#     y = m ⊙ b / max(1 + Σ_k m_k c_k s_k, HEAD_DEN_MIN) + NN(x),
+# with b the unit-coefficient sliding friction of the coulomb inputs per output component (s_1,
+# s_2 and, for a line or face, the torsion; 2D: s), s = (s_k), c the normal–tangential coupling
+# A_nk / A_nn, and m (one coefficient per output component and patch type, ≈ μ) fitted by least
+# squares on the training instances before the network is trained on the rest. A point that
+# slides through the whole step has the ratio μσ / (1 + μ Σ_k c_k σ_k) exactly; the network then
+# only learns sticking and the deviations from all-sliding. "plain" (default): the paper's head.
+FRICTION_HEADS = ("plain", "residual")
+HEAD_DEN_MIN = 0.2  # floor of the coupling denominator (it is ≥ 0.5 in the box data; < 0 would be Painlevé-like)
+
+
+def slide_terms(x, dim: int, nf: int):
+    """(b, s, c) of the residual head from coulomb-input rows x (``select_inputs(..., "coulomb")``,
+    unnormalised): b (…, nf) sliding friction per output component, s (…, dim−1), c (…, dim−1)."""
+    nph, nt = N_PHYSICS[dim], dim - 1
+    if x.shape[-1] != nph + N_COULOMB[dim]:
+        raise ValueError(f"the residual friction head needs the coulomb inputs ({nph + N_COULOMB[dim]} columns), got {x.shape[-1]}")
+    return x[..., nph:nph + nf], x[..., nph:nph + nt], x[..., -nt:]
+
+
+def coulomb_head(m, x, dim: int):
+    """The fitted sliding-Coulomb term of the residual head (block comment above) for coefficients
+    m (nf,) and coulomb-input rows x (…, F); numpy or jax arrays."""
+    xp = np if isinstance(x, np.ndarray) and isinstance(m, np.ndarray) else jnp
+    nt = dim - 1
+    b, s, c = slide_terms(x, dim, m.shape[-1])
+    den = xp.maximum(1.0 + xp.sum(m[:nt] * c * s, axis=-1, keepdims=True), HEAD_DEN_MIN)
+    return m * b / den
+
+
+def fit_coulomb_head(x, y, dim: int) -> np.ndarray:
+    """Least-squares coefficients m (nf,) of ``coulomb_head`` for inputs x (N, F) and friction
+    ratios y (N, nf) (numpy; scipy's trust-region least squares from the per-component linear fit)."""
+    from scipy.optimize import least_squares
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    nf = y.shape[1]
+    b, _, _ = slide_terms(x, dim, nf)
+    m0 = np.array([np.dot(b[:, j], y[:, j]) / max(np.dot(b[:, j], b[:, j]), 1e-12) for j in range(nf)])
+    if len(y) < nf:
+        return np.zeros(nf)
+    sol = least_squares(lambda m: (coulomb_head(m, x, dim) - y).ravel(), m0)
+    return sol.x
+
+
 def _slog(g, scale):
     return jnp.sign(g) * jnp.log1p(jnp.abs(g) / scale)
 

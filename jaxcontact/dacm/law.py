@@ -32,6 +32,10 @@ Third (``inputs="coulomb"``): the networks also see per-vertex sliding-friction 
 from the same frictionless LCP (``features.coulomb_features``), which make line and face
 friction learnable (docs/dacm.md, improvement 7).
 
+Fourth (``friction_head="residual"``, with the coulomb inputs and the ratio target): the
+regressor's output is a fitted sliding-Coulomb term of those inputs (``features.coulomb_head``,
+coefficients in ``params.law["norm"][patch]["head"]``) plus the network (improvement 9).
+
 ``PDDLaw``: the regressor of the patch's type predicts the full patch-frame wrench (p_f, p_n);
 p = T w. No classifier, no constraint.
 """
@@ -112,10 +116,15 @@ class DACMLaw:
     friction_target: str = "absolute"
     dissipative: bool = False
     inputs: str = "paper"
+    friction_head: str = "plain"
 
     def __post_init__(self):
         if self.friction_target not in ("absolute", "ratio"):
             raise ValueError(f"friction_target must be 'absolute' or 'ratio', got {self.friction_target!r}")
+        if self.friction_head not in F.FRICTION_HEADS:
+            raise ValueError(f"friction_head must be one of {F.FRICTION_HEADS}, got {self.friction_head!r}")
+        if self.friction_head == "residual" and (self.inputs != "coulomb" or self.friction_target != "ratio"):
+            raise ValueError("friction_head='residual' needs inputs='coulomb' and friction_target='ratio'")
         if self.inputs not in F.INPUTS:
             raise ValueError(f"inputs must be one of {F.INPUTS}, got {self.inputs!r}")
         if self.dim not in (2, 3):
@@ -143,7 +152,17 @@ class DACMLaw:
             out["clf"][name] = MLP(self.clf_hidden, 3).init(k1, x)
             out["reg"][name] = MLP(self.reg_hidden, nf).init(k2, x)
             out["norm"][name] = _unit_stats(nx, nf)
+            if self.friction_head == "residual":
+                out["norm"][name]["head"] = jnp.zeros(nf)
         return out
+
+    def friction_output(self, stats, y_net, x):
+        """Regressor output (friction ratio / impulse, patch-type components) from the network's
+        normalised output y_net and the unnormalised inputs x (numpy or jax, one row or a batch)."""
+        y = y_net * stats["y_std"] + stats["y_mean"]
+        if self.friction_head == "residual":
+            y = y + F.coulomb_head(stats["head"], x, self.dim)
+        return y
 
     def predict(self, model, params, state, v_free):
         """(patch, features, logits, friction wrench (full size, patch frame)) for one body."""
@@ -166,7 +185,7 @@ class DACMLaw:
             xn = _normalise(st, x)
             logits[k] = apply(self.clf_hidden, 3, lp["clf"][name], xn)
             nf = len(F.COMPONENTS[self.dim][k][0])
-            y = apply(self.reg_hidden, nf, lp["reg"][name], xn) * st["y_std"] + st["y_mean"]
+            y = self.friction_output(st, apply(self.reg_hidden, nf, lp["reg"][name], xn), x)
             pf[k] = _pad_wrench(self.dim, k, y, "f")
         wf = _select(patch.kind, pf, self.types)
         if self.friction_target == "ratio":

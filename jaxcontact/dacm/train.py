@@ -184,7 +184,8 @@ def subsample_steady(data: dict, max_per_throw: int) -> np.ndarray:
 
 def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: float | None = None,
           log=print, friction_target: str = "absolute", max_rest_per_throw: int | None = None,
-          inputs: str = "paper", max_steady_per_throw: int | None = None, patience: int | None = None):
+          inputs: str = "paper", max_steady_per_throw: int | None = None, patience: int | None = None,
+          friction_head: str = "plain"):
     """Train dacm and PDD on a dataset (``data.load``). Returns (dacm params, pdd params, meta).
 
     time_limit: seconds per network (epochs stop early when exceeded; the report says so).
@@ -192,10 +193,16 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
     max_rest_per_throw: keep at most this many resting instances per throw (None: all).
     inputs: "paper", "physics", "both" or "coulomb" (``features.INPUTS``) for dacm's networks (PDD: paper).
     max_steady_per_throw: keep at most this many steady-sliding instances per throw (None: all).
-    patience: early stopping on held-out throws (None: run the epochs / time limit)."""
+    patience: early stopping on held-out throws (None: run the epochs / time limit).
+    friction_head: "plain" (the paper) or "residual" (fitted sliding-Coulomb term + network,
+    ``features.coulomb_head``; needs inputs="coulomb" and friction_target="ratio")."""
     dim = int(data["dim"])
     if inputs not in F.INPUTS:
         raise ValueError(f"inputs must be one of {F.INPUTS}, got {inputs!r}")
+    if friction_head not in F.FRICTION_HEADS:
+        raise ValueError(f"friction_head must be one of {F.FRICTION_HEADS}, got {friction_head!r}")
+    if friction_head == "residual" and (inputs != "coulomb" or friction_target != "ratio"):
+        raise ValueError("friction_head='residual' needs inputs='coulomb' and friction_target='ratio'")
     if (friction_target == "ratio" or max_steady_per_throw is not None) and "pn0" not in data:
         raise ValueError("friction_target='ratio' / max_steady_per_throw need data with 'pn0' (regenerate with this version)")
     if inputs != "paper" and "x_extra" not in data:
@@ -224,7 +231,15 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         dyn = lab == F.DYNAMIC
         if len(x) == 0:
             raise ValueError(f"no {name} contact instances in the data: generate more throws")
-        st = _stats(x, w[dyn][:, list(fi)] if dyn.any() else np.zeros((0, len(fi))))
+        yf = w[dyn][:, list(fi)]
+        tr_r, va_r = _split(thr[dyn], seed + i + 100)  # regressor split (held-out throws)
+        if friction_head == "residual":  # fitted sliding-Coulomb term; the network learns the rest
+            head = F.fit_coulomb_head(x[dyn][tr_r], yf[tr_r], dim)
+            yf = yf - F.coulomb_head(head, x[dyn], dim)
+        st = _stats(x, yf if dyn.any() else np.zeros((0, len(fi))))
+        if friction_head == "residual":
+            st["head"] = head
+            rep["head"] = np.round(head, 5).tolist()
         xn = (x - st["x_mean"]) / st["x_std"]
         tr, va = _split(thr, seed + i)
         v_c, r = fit(hp.classifier, xn[tr], lab[tr], 3, "classify", seed + 10 * i, time_limit,
@@ -233,17 +248,22 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
             r["val_accuracy"] = float(np.mean(predict(hp.classifier.hidden, 3, v_c, xn[va]).argmax(1) == lab[va]))
         rep["classifier"] = r
         log(f"[{shape}/{name}] classifier {r}")
-        yd = (w[dyn][:, list(fi)] - st["y_mean"]) / st["y_std"]
+        yd = (yf - st["y_mean"]) / st["y_std"]
         xd = xn[dyn]
         if len(xd) == 0:
             v_r = MLP(hp.regressor.hidden, len(fi)).init(jax.random.PRNGKey(seed), jnp.zeros((1, xn.shape[1])))
             r = {"samples": 0, "note": "no dynamic instances: untrained"}
         else:
-            tr, va = _split(thr[dyn], seed + i + 100)
+            tr, va = tr_r, va_r
             v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, time_limit,
                          val=(xd[va], yd[va]), patience=patience)
             if len(va):
                 r["val_r2"] = r2(predict(hp.regressor.hidden, len(fi), v_r, xd[va]), yd[va])
+                if friction_head == "residual":  # R² of the whole output (head + network), ratio units
+                    full = yf[va] + F.coulomb_head(head, x[dyn][va], dim)
+                    pred = predict(hp.regressor.hidden, len(fi), v_r, xd[va]) * st["y_std"] + st["y_mean"] + F.coulomb_head(head, x[dyn][va], dim)
+                    r["val_r2_output"] = r2(pred, full)
+                    r["val_r2_head_only"] = r2(F.coulomb_head(head, x[dyn][va], dim), full)
         rep["regressor"] = r
         log(f"[{shape}/{name}] regressor {r}")
         dp["clf"][name], dp["reg"][name] = v_c, v_r
@@ -271,7 +291,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         "static_speed": F.STATIC_SPEED, "detach_impulse": F.DETACH_IMPULSE, "report": report,
         "friction_target": friction_target, "max_rest_per_throw": max_rest_per_throw,
         "inputs": inputs, "max_steady_per_throw": max_steady_per_throw, "patience": patience,
-        "instances_used": int(len(data["x"])),
+        "instances_used": int(len(data["x"])), "friction_head": friction_head,
     }
     return dp, pp, meta
 
@@ -280,7 +300,7 @@ def laws_from_meta(meta: dict):
     hp = HyperParams.from_dict(meta["hyperparams"])
     dim = int(meta["dim"])
     return (DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden, friction_target=meta.get("friction_target", "absolute"),
-                    inputs=meta.get("inputs", "paper")),
+                    inputs=meta.get("inputs", "paper"), friction_head=meta.get("friction_head", "plain")),
             PDDLaw(dim, hp.pdd.hidden))
 
 
