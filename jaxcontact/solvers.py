@@ -458,17 +458,24 @@ def minimize_nonneg_qp(Q, c, P=None, a=None, weight: float = 1.0,
     d = jnp.diagonal(Qc) + 2.0 * weight * jnp.sum(Pc * Pc, axis=0)
     floor = jnp.maximum(1e-12 * jnp.max(d), jnp.finfo(dtype).tiny)
     s = 1.0 / jnp.sqrt(jnp.maximum(d, floor))
-    Qh, Ph = s[:, None] * Qc * s[None, :], Pc * s[None, :]
-    Hs = lambda v: Qh @ v + 2.0 * weight * ((Ph @ v) @ Ph)
+    QPh = jnp.concatenate([s[:, None] * Qc * s[None, :], Pc * s[None, :]], axis=0)  # scaled [Q; P]
+
+    def Hs(v):  # scaled curvature times v: one stacked product
+        z = QPh @ v
+        return z[:n] + 2.0 * weight * (z[n:] @ QPh[n:])
+
     v = jnp.ones(n, dtype)
     for _ in range(settings.power_iters):
         v = Hs(v)
         v = v / (jnp.linalg.norm(v) + 1e-300)
     L = 1.05 * (v @ Hs(v)) + 1e-300
     # scaled problem in y = x / s, divided by L: gradient  Qs y + cs + Pt · min(0, a + Ps y)
-    Qs = (s[:, None] * Q * s[None, :]) / L  # = Qh / L where Q carries no derivative
     cs = s * c / L
-    Ps = P * s[None, :]
+    if settings.implicit_diff:  # Q, P carry derivatives: scale them again
+        Qs = (s[:, None] * Q * s[None, :]) / L
+        Ps = P * s[None, :]
+    else:  # the scaled matrices of the power iteration are the loop's
+        Qs, Ps = QPh[:n] / L, QPh[n:]
     Pt = (2.0 * weight / L) * Ps
     momentum = _fista_momentum(settings.max_iter, np.dtype(dtype))  # numpy: no tracer closed over
 
