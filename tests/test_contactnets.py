@@ -420,3 +420,32 @@ def test_training_recovers_geometry_from_engine_data(sim, tmp_path):
     n = np.asarray(th.normal) / np.linalg.norm(np.asarray(th.normal))
     n0 = np.asarray(th0.normal) / np.linalg.norm(np.asarray(th0.normal))
     assert 1.0 - n[2] < 0.25 * (1.0 - n0[2]), (n, n0)  # the ground normal tilts back towards +z
+
+
+def test_rollout_selection_keeps_the_candidate_with_the_best_validation_rollouts(sim, tmp_path):
+    """TrainConfig(select="rollout"): among the lowest-validation-loss rounds, the checkpoint holds the
+    parameters whose validation-toss rollouts score best (position error + rotation error in radians)."""
+    from jaxcontact.contactnets.data import split_train_val
+    from jaxcontact.contactnets.evaluate import rollout_tosses
+    from jaxcontact.contactnets.train import TrainConfig, load_checkpoint, sim_model_params, train
+
+    _, _, traj = sim
+    d = TossData(states=[traj[i * 3:] for i in range(6)], dt=DT, gravity=G, mass=MASS, inertia=INERTIA * np.eye(3),
+                 vertices=VERTS, toss_ids=np.arange(6), mu_nominal=MU)
+    cfg = TrainConfig(max_steps=160, batch_size=32, eval_every=20, patience=100, select="rollout", select_candidates=3)
+    meta = train("polytope", d, 6, 0, tmp_path / "ck", cfg, progress=False, log=lambda *a: None)
+    cands = meta["candidates"]
+    assert meta["select"] == "rollout" and len(cands) == 3
+    vals = sorted(h["val"] for h in meta["history"])
+    assert sorted(c["val"] for c in cands) == vals[:3]  # the three lowest validation losses
+    best = min(cands, key=lambda c: c["score"])
+    assert meta["selected_epoch"] == best["epoch"] and np.isfinite(best["score"])
+    # the checkpoint's parameters reproduce the selected candidate's validation rollouts
+    meta2, th = load_checkpoint(tmp_path / "ck")
+    _, va = split_train_val(d.n_tosses, 6, 0, cfg.val_fraction)
+    val_d = d.subset(va)
+    m = metrics(rollout_tosses(*sim_model_params(meta2, th), val_d), val_d)
+    assert np.isclose(m["pos_error"], best["val_pos_error"], rtol=1e-9)
+    assert np.isclose(m["pos_error"] + np.radians(m["rot_error_deg"]), best["score"], rtol=1e-9)
+    with pytest.raises(ValueError, match="select"):
+        TrainConfig(select="test")

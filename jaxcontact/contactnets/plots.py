@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-COLORS = {"polytope": "tab:red", "deep": "tab:purple", "e2e": "tab:blue", "lcp": "tab:green"}
+COLORS = {"polytope": "tab:red", "polytope_vr": "tab:orange", "deep": "tab:purple", "e2e": "tab:blue", "lcp": "tab:green"}
 
 
 def _mat(q):
