@@ -1,12 +1,20 @@
-"""Write benchmarks/results/contactnets_data_efficiency.md (+ .png) from the study's JSON results."""
+"""Write benchmarks/results/contactnets_data_efficiency.md (+ .png) from the study's JSON results
+(mean over the seeds of each (variant, training tosses) row; per-seed values in brackets)."""
 
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 R = REPO / "benchmarks" / "results"
+
+
+def _rate_cells(r, key, sizes):
+    return [f"{r['batched_transitions_per_s' + key][str(B)]['best']:.0f} / {r['batched_transitions_per_s' + key][str(B)]['median']:.0f} "
+            f"({r['speedup_best' + key][str(B)]:.1f}x / {r['speedup_median' + key][str(B)]:.1f}x)" for B in sizes]
 
 
 def speed_paragraph(sp):
@@ -16,26 +24,64 @@ def speed_paragraph(sp):
         batched = ", ".join(f"batch {B}: {v:.0f} transitions/s ({v / one:.1f}x)" for B, v in sp["batched_transitions_per_s"].items())
         return (f"Loss-and-gradient throughput (polytope, {sp['dtype']}, {sp['device']}, `{sp['command']}`): one transition "
                 f"per call {one:.0f} transitions/s; {batched}. Inner solver: {sp['inner']}.")
+    load = ""
+    if "load_average_before" in sp:
+        load = (f" Load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in sp['load_average_before'])}, after "
+                f"{'/'.join(f'{x:.1f}' for x in sp['load_average_after'])}.")
     parts = [f"Loss-and-gradient throughput of the polytope model (`{sp['command']}`, {sp['device']} "
              f"({sp.get('device_kind', '?')}), {sp['cpu_threads_visible']} CPU threads shared with other jobs; single and "
              f"batched calls of the same compiled function measured interleaved in {sp['rounds']} rounds, best / median of "
-             f"the rounds; speedups best/best and median/median):", ""]
-    parts += ["| path | dtype | one at a time (transitions/s) | " + " | ".join(f"batch {B}" for B in sp["batch_sizes"]) + " |",
-              "| --- | --- | --- | " + " | ".join("---" for _ in sp["batch_sizes"]) + " |"]
-    for name, r in sp["paths"].items():
-        one = r["one_at_a_time_transitions_per_s"]
-        cells = [f"{r['batched_transitions_per_s'][str(B)]['best']:.0f} / {r['batched_transitions_per_s'][str(B)]['median']:.0f} "
-                 f"({r['speedup_best'][str(B)]:.1f}x / {r['speedup_median'][str(B)]:.1f}x)" for B in sp["batch_sizes"]]
-        parts.append(f"| {r['inner']} | {r['dtype']} | {one['best']:.0f} / {one['median']:.0f} | " + " | ".join(cells) + " |")
+             f"the rounds; speedups best/best and median/median).{load}", ""]
+    clocks = [("", "wall clock")] + ([("_cpu", "CPU time (process CPU seconds, all threads)")]
+                                     if "one_at_a_time_transitions_per_s_cpu" in next(iter(sp["paths"].values())) else [])
+    for key, label in clocks:
+        parts += [f"Transitions per second of {label}:", "",
+                  "| path | dtype | one at a time | " + " | ".join(f"batch {B}" for B in sp["batch_sizes"]) + " |",
+                  "| --- | --- | --- | " + " | ".join("---" for _ in sp["batch_sizes"]) + " |"]
+        for name, r in sp["paths"].items():
+            one = r["one_at_a_time_transitions_per_s" + key]
+            parts.append(f"| {r['inner']} | {r['dtype']} | {one['best']:.0f} / {one['median']:.0f} | "
+                         + " | ".join(_rate_cells(r, key, sp["batch_sizes"])) + " |")
+        parts.append("")
     ref = sp["boxosqp_form"]
     ag = sp["loss_agreement"]
-    parts += ["", f"For comparison, the (λ, slack) form with {ref['qp']} (float64): one at a time "
+    parts += [f"For comparison, the (λ, slack) form with {ref['qp']} (float64, wall clock): one at a time "
               f"{ref['one_at_a_time_transitions_per_s']['best']:.0f} / {ref['one_at_a_time_transitions_per_s']['median']:.0f}, "
               f"batch 64 {ref['batched_transitions_per_s']['64']['best']:.0f} / {ref['batched_transitions_per_s']['64']['median']:.0f} "
               "transitions/s. Loss agreement with the float64 jaxopt path on "
               f"{ag['transitions']} transitions (max |Δ| / max loss): fista float64 "
               f"{ag['fista_f64']['max_abs_diff_over_max_loss']:.1e}, fista float32 {ag['fista_f32']['max_abs_diff_over_max_loss']:.1e}."]
+    if "loss_accuracy_vs_converged" in sp:
+        acc = sp["loss_accuracy_vs_converged"]
+        parts[-1] += (" Accuracy of the 100-iteration losses against a converged float64 solve (5000 iterations), max |Δ| / "
+                      "max loss and relative error of the mean: " + ", ".join(
+                          f"{k} {v['max_abs_diff_over_max_loss']:.1e} / {v['mean_loss_rel_diff']:.1e}" for k, v in acc.items()) + ".")
     return "\n".join(parts)
+
+
+def _mean(rows, k):
+    v = [m[k] for m in rows if np.isfinite(m[k])]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def comparison(d):
+    """Mean over seeds per training-set size: the learned polytope(s) against the tuned LCP, and the
+    issue's targets evaluated on these means."""
+    res = d["results"]
+    ns = sorted({int(n) for v in res.values() for n in v})
+    cols = [v for v in ("polytope", "polytope_vr", "lcp", "e2e", "deep") if v in res]
+    head = "| tosses | " + " | ".join(f"{v} pos / rot (seeds)" for v in cols)
+    lines = [head + " | polytope / lcp pos | polytope / lcp rot |", "| --- " * (len(cols) + 3) + "|"]
+    for n in ns:
+        cells = []
+        for v in cols:
+            rows = res[v].get(str(n), [])
+            cells.append(f"{_mean(rows, 'pos_error'):.3f} / {_mean(rows, 'rot_error_deg'):.1f} ({len(rows)})" if rows else "–")
+        rp, rl = res.get("polytope", {}).get(str(n), []), res.get("lcp", {}).get(str(n), [])
+        ratio = (f"{_mean(rp, 'pos_error') / _mean(rl, 'pos_error'):.2f} | {_mean(rp, 'rot_error_deg') / _mean(rl, 'rot_error_deg'):.2f}"
+                 if rp and rl else "– | –")
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines)
 
 
 def main():
@@ -43,17 +89,25 @@ def main():
 
     d = json.loads((R / "contactnets_data_efficiency.json").read_text())
     sp = json.loads((R / "contactnets_speed.json").read_text())
+    cmds = d.get("commands", [d.get("command", "")])
     lines = ["# ContactNets data efficiency on real cube tosses", "",
-             f"Command: `{d['command']}` (then `python benchmarks/contactnets_report.py`). "
-             f"Held-out test tosses: {d['n_test']}; one seed ({d['seed']}); caps: {d['caps']}.", "",
-             "| variant | training tosses | pos error (block widths) | rot error (deg) | penetration (block widths) | diverged | train time (s) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "Commands (in order; each re-run replaces only the (variant, tosses, seed) rows it trains): "
+             + "; ".join(f"`{c}`" for c in cmds) + " (then `python benchmarks/contactnets_report.py`). "
+             f"Held-out test tosses: {d['n_test']}; caps: {d['caps']}. `polytope_vr`: the polytope with the parameters "
+             "chosen among the 8 lowest-validation-loss rounds by the rollouts of the validation tosses "
+             "(`TrainConfig(select=\"rollout\")`).", "",
+             "Mean over seeds (per-seed values in brackets, seed order as listed):", "",
+             "| variant | training tosses | seeds | pos error (block widths) | rot error (deg) | penetration (block widths) | diverged | train time (s) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for v, byn in d["results"].items():
         for n in sorted(byn, key=int):
-            for m in byn[n]:
-                lines.append(f"| {v} | {n} | {m['pos_error']:.3f} | {m['rot_error_deg']:.1f} | {m['penetration']:.4f} | "
-                             f"{m['n_diverged']} | {m['train_time_s']:.0f} |")
-    lines += ["", speed_paragraph(sp)]
+            rows = byn[n]
+            per = lambda k, f: f"{_mean(rows, k):{f}}" + (" [" + ", ".join(f"{m[k]:{f}}" for m in rows) + "]" if len(rows) > 1 else "")
+            lines.append(f"| {v} | {n} | {','.join(str(m.get('seed', 0)) for m in rows)} | {per('pos_error', '.3f')} | "
+                         f"{per('rot_error_deg', '.1f')} | {per('penetration', '.4f')} | {sum(m['n_diverged'] for m in rows)} | "
+                         f"{np.mean([m['train_time_s'] for m in rows]):.0f} |")
+    lines += ["", "Means over seeds side by side (pos in block widths / rot in degrees; number of seeds in brackets):", "",
+              comparison(d), "", speed_paragraph(sp)]
     (R / "contactnets_data_efficiency.md").write_text("\n".join(lines) + "\n")
     plot_data_efficiency(d["results"], R / "contactnets_data_efficiency.png")
 

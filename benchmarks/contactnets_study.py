@@ -6,7 +6,8 @@ A fixed held-out test set (48 tosses, seed 12345) is never used for training or 
 each model is trained on N tosses of the remaining pool (train/validation split inside, early
 stopping on the validation loss) and rolled out from the first state of every test toss.
 Writes benchmarks/results/contactnets_data_efficiency.json|png, contactnets_speed.json,
-contactnets_rollout.png. Budget (2 shared CPU cores): one seed, step caps per variant below.
+contactnets_rollout.png. Budget (2 shared CPU cores): ``--seeds`` (default one), step caps per variant below;
+a re-run replaces only the (variant, tosses, seed) rows it trains.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
     from jaxcontact.solvers import NonnegSettings, QPSettings
     from jaxcontact.types import Model
 
+    load0 = os.getloadavg()
     xs, xns = data.transitions()
     rng = np.random.default_rng(0)
     i = rng.choice(len(xs), max(max(batches), n_single), replace=False)
@@ -70,23 +72,30 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
 
         for B in (1, *Bs):
             run(B)  # compile
-        single, batched = [], {B: [] for B in Bs}
+        # wall-clock rates, and CPU-time rates (process CPU seconds, all threads): the latter hardly
+        # depend on what else runs on the shared cores, so their ratio is the steadier statistic
+        single, batched = {"wall": [], "cpu": []}, {"wall": {B: [] for B in Bs}, "cpu": {B: [] for B in Bs}}
         for _ in range(rounds):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             for k in range(n_single):
                 run(1, k)
-            single.append(n_single / (time.perf_counter() - t))
+            single["wall"].append(n_single / (time.perf_counter() - t))
+            single["cpu"].append(n_single / (time.process_time() - c))
             for B in Bs:
-                t, r = time.perf_counter(), 0
+                t, c, r = time.perf_counter(), time.process_time(), 0
                 while time.perf_counter() - t < seconds:
                     run(B)
                     r += 1
-                batched[B].append(B * r / (time.perf_counter() - t))
+                batched["wall"][B].append(B * r / (time.perf_counter() - t))
+                batched["cpu"][B].append(B * r / (time.process_time() - c))
         med = lambda v: float(np.median(v))
-        res = {"one_at_a_time_transitions_per_s": {"best": max(single), "median": med(single)},
-               "batched_transitions_per_s": {str(B): {"best": max(v), "median": med(v)} for B, v in batched.items()}}
-        res["speedup_best"] = {str(B): max(v) / max(single) for B, v in batched.items()}
-        res["speedup_median"] = {str(B): med(v) / med(single) for B, v in batched.items()}
+        res = {}
+        for clock, key in (("wall", ""), ("cpu", "_cpu")):
+            sg, bt = single[clock], batched[clock]
+            res["one_at_a_time_transitions_per_s" + key] = {"best": max(sg), "median": med(sg)}
+            res["batched_transitions_per_s" + key] = {str(B): {"best": max(v), "median": med(v)} for B, v in bt.items()}
+            res["speedup_best" + key] = {str(B): max(v) / max(sg) for B, v in bt.items()}
+            res["speedup_median" + key] = {str(B): med(v) / med(sg) for B, v in bt.items()}
         return res
 
     cfg_old = LossConfig(inner=NonnegSettings(max_iter=100, method="jaxopt"))
@@ -104,7 +113,8 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
                         "iterates, fixed count, lax.scan, stacked dense product)") + f", {cfg.inner.max_iter} iterations, "
                        f"{cfg.gradient} gradient"))
         out["paths"][name] = r
-        print(name, json.dumps({k: r[k] for k in ("one_at_a_time_transitions_per_s", "speedup_best", "speedup_median")}),
+        print(name, json.dumps({k: r[k] for k in ("one_at_a_time_transitions_per_s", "speedup_best", "speedup_median",
+                                                  "speedup_best_cpu", "speedup_median_cpu")}),
               flush=True)
     # agreement of the loss values (batch of 256, float64 jaxopt path as the reference)
     B = min(256, len(a64))
@@ -115,6 +125,14 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
         from jaxcontact.contactnets.loss import transition_loss
         vals[name] = np.asarray(jax.jit(jax.vmap(lambda x, xn, th=th, body=body, cfg=cfg: transition_loss(
             fns, th, model, body, x, xn, cfg)[0]))(a, b), np.float64)
+    # a converged float64 solution (5000 iterations) as the yardstick of the 100-iteration paths' accuracy
+    conv = LossConfig(inner=NonnegSettings(max_iter=5000, method="fista"))
+    vals["converged_f64"] = np.asarray(jax.jit(jax.vmap(lambda x, xn: transition_loss(
+        fns, th64, model, body64, x, xn, conv)[0]))(a64[:B], b64[:B]), np.float64)
+    cv = vals.pop("converged_f64")
+    out["loss_accuracy_vs_converged"] = {k: {"max_abs_diff_over_max_loss": float(np.max(np.abs(v - cv)) / np.max(cv)),
+                                             "mean_loss_rel_diff": float(abs(v.mean() - cv.mean()) / cv.mean())}
+                                         for k, v in vals.items()}
     ref = vals["jaxopt_f64"]
     out["loss_agreement"] = {k: {"max_abs_diff_over_max_loss": float(np.max(np.abs(v - ref)) / np.max(ref)),
                                  "mean_loss_rel_diff": float(abs(v.mean() - ref.mean()) / ref.mean())}
@@ -133,7 +151,7 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
     out.update(device=str(jax.devices()[0]), device_kind=jax.devices()[0].device_kind, batch_sizes=list(batches),
                n_single=n_single, rounds=rounds, seconds_per_batched_measurement=seconds,
                model="polytope ContactNets loss + gradient (value_and_grad of batch_loss, regularisers included)",
-               cpu_threads_visible=os.cpu_count())
+               cpu_threads_visible=os.cpu_count(), load_average_before=load0, load_average_after=os.getloadavg())
     return out
 
 
@@ -143,7 +161,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="32,256,4,16,64,8,128")
     ap.add_argument("--deep-sizes", default="32,256,4")
     ap.add_argument("--n-test", type=int, default=48)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", default="0", help="training seeds (comma-separated); one result row per seed")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--work", default="/tmp/contactnets_study")
     ap.add_argument("--speed-only", action="store_true", help="only the loss-gradient throughput")
@@ -161,6 +179,7 @@ def main() -> int:
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.plots import plot_data_efficiency, plot_rollout
     from jaxcontact.contactnets.train import TrainConfig, load_checkpoint, sim_model_params, train
+    from jaxcontact.solvers import NonnegSettings
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -179,39 +198,63 @@ def main() -> int:
 
     long = dict(max_epochs=1000, patience=40)  # early stopping decides; cosine schedule over max_steps
     caps = {"polytope": TrainConfig(max_steps=6000, **long), "deep": TrainConfig(max_steps=2500, **long),
+            # the polytope with the parameters chosen by validation-toss rollouts (TrainConfig.select)
+            "polytope_vr": TrainConfig(max_steps=6000, select="rollout", **long),
             "e2e": TrainConfig(max_steps=6000, **long), "lcp": TrainConfig(sysid_iters=15)}
     deep = {int(n) for n in args.deep_sizes.split(",")}
     variants = args.variants.split(",")
-    runs = [(v, int(n)) for n in args.sizes.split(",") for v in ("polytope", "lcp", "e2e", "deep")
+    seeds = [int(x) for x in args.seeds.split(",")]
+    runs = [(v, int(n), seed) for seed in seeds for n in args.sizes.split(",") for v in ("polytope", "polytope_vr", "lcp", "e2e", "deep")
             if v in variants and (v != "deep" or int(n) in deep)]
     res_path = out / "contactnets_data_efficiency.json"
     results = {"command": "python benchmarks/contactnets_study.py", "n_test": test.n_tosses,
-               "test_toss_ids": test.toss_ids.tolist(), "seed": args.seed,
+               "test_toss_ids": test.toss_ids.tolist(),
                "caps": {k: {"max_steps": c.max_steps, "patience": c.patience, "sysid_iters": c.sysid_iters}
                         for k, c in caps.items()},
                "results": {}}
-    if res_path.exists() and set(variants) != {"polytope", "lcp", "e2e", "deep"}:  # partial re-run: keep the others
+    if res_path.exists():
+        # a re-run replaces the rows of the (variant, tosses, seed) it trains and keeps all others
         old = json.loads(res_path.read_text())
-        results["results"] = {v: r for v, r in old["results"].items() if v not in variants}
-        results["command"] = old.get("command", results["command"]) + f"; then --variants {args.variants}"
-    for v, n in runs:
-        ck = Path(args.work) / f"{v}_{n}_s{args.seed}"
+        for v, byn in old["results"].items():
+            for n, rows in byn.items():
+                for m in rows:
+                    m.setdefault("seed", old.get("seed", 0))  # older files: one seed for the whole file
+                results["results"].setdefault(v, {})[n] = rows
+        results["commands"] = old.get("commands", [old.get("command", "")])
+    results.setdefault("commands", [])
+    results["commands"].append(" ".join(["python benchmarks/contactnets_study.py"] + sys.argv[1:]))
+    for v, n, seed in runs:
+        ck = Path(args.work) / f"{v}_{n}_s{seed}"
         t0 = time.perf_counter()
-        meta = train(v, pool, n, args.seed, ck, caps[v], progress=False, log=lambda *a: print(*a, flush=True))
+        meta = train(v.split("_")[0], pool, n, seed, ck, caps[v], progress=False, log=lambda *a: print(*a, flush=True))
         meta, theta = load_checkpoint(ck)
         model, params = sim_model_params(meta, theta)
         pred = rollout_tosses(model, params, test)
         m = metrics(pred, test)
         m.pop("per_toss")
-        m.update(train_time_s=meta.get("train_time_s"), steps=meta.get("steps"), best_val=meta.get("best_val"),
-                 total_time_s=time.perf_counter() - t0)
+        m.update(seed=seed, train_time_s=meta.get("train_time_s"), steps=meta.get("steps"), best_val=meta.get("best_val"),
+                 total_time_s=time.perf_counter() - t0, stopped=meta.get("stopped"),
+                 inner=(f"{NonnegSettings().method} {meta['config']['inner_iters']} iterations"
+                        if v in ("polytope", "polytope_vr", "deep") else None),
+                 date=time.strftime("%Y-%m-%d %H:%M"))
         if v == "lcp":
             m["identified"] = meta["lcp"]
-        results["results"].setdefault(v, {})[str(n)] = [m]
+        if meta.get("select") == "rollout":
+            m["selected_step"] = meta["selected_step"]
+        if res_path.exists():  # rows written meanwhile by another run of this script are kept
+            for vv, byn in json.loads(res_path.read_text())["results"].items():
+                for nn, rows in byn.items():
+                    mine = {r.get("seed") for r in results["results"].get(vv, {}).get(nn, [])}
+                    extra = [r for r in rows if r.get("seed") not in mine]
+                    if extra:
+                        results["results"].setdefault(vv, {})[nn] = sorted(
+                            results["results"].get(vv, {}).get(nn, []) + extra, key=lambda r: r["seed"])
+        rows = [r for r in results["results"].setdefault(v, {}).get(str(n), []) if r.get("seed") != seed]
+        results["results"][v][str(n)] = sorted(rows + [m], key=lambda r: r["seed"])
         res_path.write_text(json.dumps(results, indent=1))
-        print(f"{v:9s} N={n:4d} pos {m['pos_error']:.3f} rot {m['rot_error_deg']:.1f} deg pen {m['penetration']:.4f} "
-              f"({m['total_time_s']:.0f} s)", flush=True)
-        if v == "polytope" and n == 32:
+        print(f"{v:9s} N={n:4d} seed {seed} pos {m['pos_error']:.3f} rot {m['rot_error_deg']:.1f} deg "
+              f"pen {m['penetration']:.4f} ({m['total_time_s']:.0f} s)", flush=True)
+        if v == "polytope" and n == 32 and seed == seeds[0]:
             plot_rollout(pred[0], test.states[0], test, out / "contactnets_rollout.png",
                          title=f"polytope (32 tosses) vs real toss {int(test.toss_ids[0])}")
         plot_data_efficiency(results["results"], out / "contactnets_data_efficiency.png")
