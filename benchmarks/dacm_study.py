@@ -16,6 +16,7 @@ timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
     python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000_residual --time-limit 90 --out /tmp/dacm_run/aniso_res.json
     python benchmarks/dacm_study.py --configs pentagon_coulomb_3000_residual --out /tmp/dacm_run/pent3000.json
     python benchmarks/dacm_study.py --configs box_coulomb_6000_residual --out /tmp/dacm_run/box6000.json
+    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_3000 --out /tmp/dacm_run/aniso3000.json
 """
 
 from __future__ import annotations
@@ -64,16 +65,18 @@ CONFIGS.update({"box_coulomb_3000_residual": ("box", False, RESIDUAL, 3000),
                 "pentagon_coulomb_1000_residual": ("pentagon", False, RESIDUAL, 1000),
                 "box2d_coulomb_1000_residual": ("box2d", False, RESIDUAL, 1000),
                 "pentagon_coulomb_3000_residual": ("pentagon", False, RESIDUAL, 3000),
-                "box_coulomb_6000_residual": ("box", False, RESIDUAL, 6000)})
+                "box_coulomb_6000_residual": ("box", False, RESIDUAL, 6000),
+                "box_aniso_slide_coulomb_3000": ("box", True, COULOMB, 3000)})
 # configurations whose generate command is another's: its data file is reused when present
 SHARED_DATA = {"box_coulomb_3000_residual": "box_coulomb_3000", "box_coulomb_1000_residual": "box_coulomb_1000",
                "box_aniso_slide_coulomb_1000_residual": "box_aniso_slide_coulomb_1000",
                "pentagon_coulomb_1000_residual": "pentagon_coulomb_1000", "box2d_coulomb_1000_residual": "box2d_coulomb_1000"}
 TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0, "pentagon_coulomb_3000_residual": 150.0,
-              "box_coulomb_6000_residual": 150.0}  # per-configuration override of --time-limit
+              "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0}  # per-configuration override of --time-limit
 GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"],
              "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"], "box_aniso_slide_coulomb_1000": ["--slide-fraction", "0.5"],
-             "box_aniso_slide_coulomb_1000_residual": ["--slide-fraction", "0.5"]}
+             "box_aniso_slide_coulomb_1000_residual": ["--slide-fraction", "0.5"],
+             "box_aniso_slide_coulomb_3000": ["--slide-fraction", "0.5"]}
 DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
 
 
