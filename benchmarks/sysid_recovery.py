@@ -238,6 +238,8 @@ def main():
     ap.add_argument("--md-only", action="store_true", help="only re-render OUT.md from OUT.json (no fitting)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the synthetic rows already in OUT.json (same method, throws, noise) and run the rest")
+    ap.add_argument("--fresh-runs", action="store_true",
+                    help="with --resume: re-run every synthetic row (keep only the real and smoothing sections)")
     args = ap.parse_args()
     if args.md_only:
         write_md(json.loads(Path(args.out + ".json").read_text()), args.out + ".md")
@@ -263,7 +265,8 @@ def main():
     done = {}
     if args.resume and Path(args.out + ".json").exists():
         old = json.loads(Path(args.out + ".json").read_text())
-        done = {(r["method"], r["throws"], r["noise_m"], r.get("replicate", 0)): r for r in old.get("runs", [])}
+        done = {} if args.fresh_runs else {(r["method"], r["throws"], r["noise_m"], r.get("replicate", 0)): r
+                                           for r in old.get("runs", [])}
         result["resumed_from"] = old.get("command")
         if not args.real:
             result["real"] = old.get("real", [])

@@ -363,3 +363,38 @@ def test_fitted_window_starts_remove_the_bias_of_noisy_starts():
     with pytest.raises(ValueError, match="nelder-mead cannot"):
         sysid.fit(sysid.Problem.build(data, "mu", p_true, law=law, window=5, substeps=5, starts="pos"),
                   "nelder-mead")
+
+
+def test_hop_search_leaves_a_local_minimum_of_a_jagged_loss(small_data):
+    """``schedule.hop_search`` (the 1-D scans after LM in the default schedule's last stage): on a
+    loss with a local minimum at μ = 0.30 beside the global one at 0.27 (the jaggedness noisy data
+    gives the window loss), a scan from the local minimum moves μ to the global one and lowers the
+    loss; ε (started at 0.02, scanned ±0.05 and kept in [0, 1]) walks to 0.1 over two scans;
+    after that a scan makes no move."""
+    from jaxcontact.sysid.params import with_scalar
+    from jaxcontact.sysid.schedule import hop_search
+
+    law = syn.synthetic_law()
+    prob = sysid.Problem.build(small_data, "mu,restitution", syn.start_params(law), law=law, window=5, substeps=5)
+    n = prob.spec.size
+
+    def jagged(z):
+        v = prob.spec.flat_values(np.asarray(z)[:n])
+        mu, eps = float(np.ravel(v["mu"])[0]), float(v["restitution"])
+        return (mu - 0.27) ** 2 - 5e-4 * np.exp(-(((mu - 0.30) / 0.004) ** 2)) + (eps - 0.1) ** 2
+
+    prob.loss = jagged  # the scan only evaluates the loss: no rollouts needed for this check
+    x = prob.x0()
+    x[:n] = prob.spec.pack(with_scalar(with_scalar(prob.spec.template, "mu", 0.30), "restitution", 0.02))
+    f0 = jagged(x)
+    x1, f1, evals, moves = hop_search(prob, x)
+    vals = prob.spec.flat_values(x1[:n])
+    assert f1 < f0 - 1e-4 and f1 == pytest.approx(jagged(x1))
+    assert abs(float(np.ravel(vals["mu"])[0]) - 0.27) < 0.002, vals
+    assert float(vals["restitution"]) == pytest.approx(0.07, abs=1e-9)  # the top of its first scan
+    assert [m[0] for m in moves] == ["mu", "restitution"] and evals > 30
+    x2, f2, _, moves2 = hop_search(prob, x1)
+    assert [m[0] for m in moves2] == ["restitution"] and f2 < f1
+    assert float(prob.spec.flat_values(x2[:n])["restitution"]) == pytest.approx(0.1, abs=0.004)
+    x3, f3, _, moves3 = hop_search(prob, x2)
+    assert moves3 == [] and f3 == f2 and np.array_equal(x3, x2)
