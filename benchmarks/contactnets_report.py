@@ -81,6 +81,17 @@ def comparison(d):
         ratio = (f"{_mean(rp, 'pos_error') / _mean(rl, 'pos_error'):.2f} | {_mean(rp, 'rot_error_deg') / _mean(rl, 'rot_error_deg'):.2f}"
                  if rp and rl else "– | –")
         lines.append(f"| {n} | " + " | ".join(cells) + f" | {ratio} |")
+    if "polytope_vr" in res and "polytope" in res:  # paired: the same seeds (same training tosses)
+        lines += ["", "`polytope_vr` against `polytope` and `lcp` on the same seeds (same training tosses), means:", "",
+                  "| tosses | seeds | polytope pos / rot | polytope_vr pos / rot | lcp pos / rot |", "| --- | --- | --- | --- | --- |"]
+        for n in ns:
+            vr = res["polytope_vr"].get(str(n), [])
+            seeds = {m["seed"] for m in vr}
+            same = lambda v: [m for m in res.get(v, {}).get(str(n), []) if m["seed"] in seeds]
+            if vr:
+                cell = lambda rows: f"{_mean(rows, 'pos_error'):.3f} / {_mean(rows, 'rot_error_deg'):.1f}" if rows else "–"
+                lines.append(f"| {n} | {','.join(map(str, sorted(seeds)))} | {cell(same('polytope'))} | {cell(vr)} | "
+                             f"{cell(same('lcp'))} |")
     return "\n".join(lines)
 
 
