@@ -95,6 +95,34 @@ def comparison(d):
     return "\n".join(lines)
 
 
+def targets(d):
+    """The issue's three accuracy targets, evaluated on the means over seeds (stated plainly)."""
+    res = d["results"]
+    poly, lcp, e2e = res.get("polytope", {}), res.get("lcp", {}), res.get("e2e", {})
+    out = ["Targets, evaluated on the means over seeds:", ""]
+    big = [n for n in sorted(poly, key=int) if int(n) >= 32]
+    pen = {n: (_mean(poly[n], "penetration"), max(m["penetration"] for m in poly[n])) for n in big}
+    ok = all(v[0] <= 0.02 for v in pen.values())
+    out.append(f"- Polytope penetration <= 2 % of the block width from 32 tosses on: {'met' if ok else 'NOT met'} on the means ("
+               + ", ".join(f"{n}: {v[0]:.4f}" for n, v in pen.items()) + "); largest single run "
+               + f"{max(v[1] for v in pen.values()):.4f}.")
+    if "32" in poly and "256" in e2e:
+        pp, ep = _mean(poly["32"], "pos_error"), _mean(e2e["256"], "pos_error")
+        pr, er = _mean(poly["32"], "rot_error_deg"), _mean(e2e["256"], "rot_error_deg")
+        out.append(f"- Polytope with 32 tosses at least as good as E2E with 256: "
+                   f"{'met' if pp <= ep and pr <= er else 'NOT met'} (pos {pp:.3f} vs {ep:.3f}, rot {pr:.1f} vs {er:.1f} deg).")
+    common = [n for n in sorted(poly, key=int) if n in lcp]
+    rp = {n: _mean(poly[n], "pos_error") / _mean(lcp[n], "pos_error") for n in common}
+    rr = {n: _mean(poly[n], "rot_error_deg") / _mean(lcp[n], "rot_error_deg") for n in common}
+    clear = [n for n in common if rp[n] <= 0.9 and rr[n] <= 0.9]
+    verdict = ("NOT met: the learned polytope is not clearly better than the tuned Coulomb LCP (deep: one seed, 3 sizes, better in position, worse in rotation; see above)" if len(clear) < len(common)
+               else "met")
+    out.append(f"- Learned models clearly below the tuned Coulomb LCP: {verdict} (at least 10 % better in both position and "
+               f"rotation at {', '.join(clear) if clear else 'no'} training-set size{'s' if len(clear) != 1 else ''}; "
+               "polytope / LCP ratios pos, rot: " + "; ".join(f"{n}: {rp[n]:.2f}, {rr[n]:.2f}" for n in common) + ").")
+    return "\n".join(out)
+
+
 def main():
     from jaxcontact.contactnets.plots import plot_data_efficiency
 
@@ -118,7 +146,7 @@ def main():
                          f"{per('rot_error_deg', '.1f')} | {per('penetration', '.4f')} | {sum(m['n_diverged'] for m in rows)} | "
                          f"{np.mean([m['train_time_s'] for m in rows]):.0f} |")
     lines += ["", "Means over seeds side by side (pos in block widths / rot in degrees; number of seeds in brackets):", "",
-              comparison(d), "", speed_paragraph(sp)]
+              comparison(d), "", targets(d), "", speed_paragraph(sp)]
     (R / "contactnets_data_efficiency.md").write_text("\n".join(lines) + "\n")
     plot_data_efficiency(d["results"], R / "contactnets_data_efficiency.png")
 
