@@ -221,7 +221,7 @@ def transition_loss(fns, theta, model, body, x, xn, cfg: LossConfig):
     if settings.method == "fista":
         # structured form (dense quadratic + squared hinge): one stacked product per iteration
         Q, c, P = inner_quadratic(T if settings.implicit_diff else Ts, cfg)
-        Qs, _, Ps = (Q, c, P) if not settings.implicit_diff else inner_quadratic(Ts, cfg)
+        Qs, Ps = jax.lax.stop_gradient((Q, P))  # the ridge's scale carries no derivative
         diag_h = jnp.diagonal(Qs) + 2.0 * cfg.w_penetration * jnp.sum(Ps * Ps, axis=0)  # of inner_curvature's H
         ridge = cfg.ridge * jnp.maximum(jnp.max(diag_h), 1e-12)
         Q = Q + 2.0 * ridge * jnp.eye(Q.shape[0], dtype=Q.dtype)
