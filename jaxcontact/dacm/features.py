@@ -368,6 +368,14 @@ def coulomb_features(body: Body, ground: Ground, state, patch: DPatch, ref: Refe
 # slides through the whole step has the ratio μσ / (1 + μ Σ_k c_k σ_k) exactly; the network then
 # only learns sticking and the deviations from all-sliding. "plain" (default): the paper's head.
 FRICTION_HEADS = ("plain", "residual")
+def check_friction_head(friction_head: str, inputs: str, friction_target: str) -> None:
+    """Raise ``ValueError`` for an unknown head, or the residual head without what it needs."""
+    if friction_head not in FRICTION_HEADS:
+        raise ValueError(f"friction_head must be one of {FRICTION_HEADS}, got {friction_head!r}")
+    if friction_head == "residual" and (inputs != "coulomb" or friction_target != "ratio"):
+        raise ValueError("friction_head='residual' needs inputs='coulomb' and friction_target='ratio'")
+
+
 HEAD_DEN_MIN = 0.2  # floor of the coupling denominator (it is ≥ 0.5 in the box data; < 0 would be Painlevé-like)
 
 

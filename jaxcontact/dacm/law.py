@@ -121,10 +121,7 @@ class DACMLaw:
     def __post_init__(self):
         if self.friction_target not in ("absolute", "ratio"):
             raise ValueError(f"friction_target must be 'absolute' or 'ratio', got {self.friction_target!r}")
-        if self.friction_head not in F.FRICTION_HEADS:
-            raise ValueError(f"friction_head must be one of {F.FRICTION_HEADS}, got {self.friction_head!r}")
-        if self.friction_head == "residual" and (self.inputs != "coulomb" or self.friction_target != "ratio"):
-            raise ValueError("friction_head='residual' needs inputs='coulomb' and friction_target='ratio'")
+        F.check_friction_head(self.friction_head, self.inputs, self.friction_target)
         if self.inputs not in F.INPUTS:
             raise ValueError(f"inputs must be one of {F.INPUTS}, got {self.inputs!r}")
         if self.dim not in (2, 3):

@@ -199,10 +199,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
     dim = int(data["dim"])
     if inputs not in F.INPUTS:
         raise ValueError(f"inputs must be one of {F.INPUTS}, got {inputs!r}")
-    if friction_head not in F.FRICTION_HEADS:
-        raise ValueError(f"friction_head must be one of {F.FRICTION_HEADS}, got {friction_head!r}")
-    if friction_head == "residual" and (inputs != "coulomb" or friction_target != "ratio"):
-        raise ValueError("friction_head='residual' needs inputs='coulomb' and friction_target='ratio'")
+    F.check_friction_head(friction_head, inputs, friction_target)
     if (friction_target == "ratio" or max_steady_per_throw is not None) and "pn0" not in data:
         raise ValueError("friction_target='ratio' / max_steady_per_throw need data with 'pn0' (regenerate with this version)")
     if inputs != "paper" and "x_extra" not in data:
@@ -260,10 +257,11 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
             if len(va):
                 r["val_r2"] = r2(predict(hp.regressor.hidden, len(fi), v_r, xd[va]), yd[va])
                 if friction_head == "residual":  # R² of the whole output (head + network), ratio units
-                    full = yf[va] + F.coulomb_head(head, x[dyn][va], dim)
-                    pred = predict(hp.regressor.hidden, len(fi), v_r, xd[va]) * st["y_std"] + st["y_mean"] + F.coulomb_head(head, x[dyn][va], dim)
+                    head_va = F.coulomb_head(head, x[dyn][va], dim)
+                    full = yf[va] + head_va
+                    pred = predict(hp.regressor.hidden, len(fi), v_r, xd[va]) * st["y_std"] + st["y_mean"] + head_va
                     r["val_r2_output"] = r2(pred, full)
-                    r["val_r2_head_only"] = r2(F.coulomb_head(head, x[dyn][va], dim), full)
+                    r["val_r2_head_only"] = r2(head_va, full)
         rep["regressor"] = r
         log(f"[{shape}/{name}] regressor {r}")
         dp["clf"][name], dp["reg"][name] = v_c, v_r
