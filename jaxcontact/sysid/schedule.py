@@ -90,20 +90,29 @@ def grid_start(prob: Problem, x0, points: int) -> tuple[np.ndarray, int]:
     for n in names:
         lo, hi, kind = GRID_RANGES[n]
         axes.append(np.geomspace(lo, hi, points) if kind == "log" else np.linspace(lo, hi, points))
-    best_x, best_f, evals = np.asarray(x0, float), prob.loss(x0), 1
+    combos = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(names))
+    x0 = np.asarray(x0, float)
+    best_x, _, _, evals = _best_setting(prob, x0, prob.loss(x0), names, combos)
+    return best_x, evals + 1
+
+
+def _best_setting(prob: Problem, x, f, names, settings):
+    """The best of x (loss f) and x with the scalars ``names`` set to each row of ``settings``
+    (everything else, start corrections included, held). Returns (x, loss, row index or None,
+    loss evaluations)."""
     n = prob.spec.size
-    p0 = prob.spec.unpack(np.asarray(x0[:n]))
-    for combo in np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(names)):
+    p0 = prob.spec.unpack(jnp.asarray(x[:n]))
+    best_x, best_f, best_i = x, f, None
+    for i, row in enumerate(settings):
         p = p0
-        for name, v in zip(names, combo):
+        for name, v in zip(names, row):
             p = with_scalar(p, name, v)
-        x = np.array(x0, float)
-        x[:n] = prob.spec.pack(p)
-        f = prob.loss(x)
-        evals += 1
-        if np.isfinite(f) and f < best_f:
-            best_x, best_f = x, f
-    return best_x, evals
+        xx = np.array(x, float)
+        xx[:n] = prob.spec.pack(p)
+        fx = prob.loss(xx)
+        if np.isfinite(fx) and fx < best_f:
+            best_x, best_f, best_i = xx, fx, i
+    return best_x, best_f, best_i, len(settings)
 
 
 # half-widths of the local scans of ``hop_search``: relative for μ, ε (at least HOP_MIN_ABS), in
@@ -128,7 +137,6 @@ def hop_search(prob: Problem, x, points: int = 31) -> tuple[np.ndarray, float, i
     f0 = prob.loss(x)
     evals, moves = 1, []
     for name in names:
-        p0 = prob.spec.unpack(jnp.asarray(x[:n]))
         v0 = float(np.ravel(prob.spec.flat_values(x[:n])[name])[0])
         kind, w = HOP_RANGES[name]
         half = w * prob.spec.length if kind == "length" else max(w * abs(v0), HOP_MIN_ABS.get(name, 0.0))
@@ -137,16 +145,10 @@ def hop_search(prob: Problem, x, points: int = 31) -> tuple[np.ndarray, float, i
             vals = vals[vals >= 0]
         if name == "restitution":
             vals = vals[vals <= 1]
-        best_f, best_x, best_v = f0, x, v0
-        for v in vals:
-            xx = np.array(x)
-            xx[:n] = prob.spec.pack(with_scalar(p0, name, v))
-            f = prob.loss(xx)
-            evals += 1
-            if np.isfinite(f) and f < best_f:
-                best_f, best_x, best_v = f, xx, v
-        if best_v != v0:
-            moves.append((name, v0, best_v, f0, best_f))
+        best_x, best_f, i, ev = _best_setting(prob, x, f0, (name,), vals[:, None])
+        evals += ev
+        if i is not None:
+            moves.append((name, v0, float(vals[i]), f0, best_f))
         x, f0 = best_x, best_f
     return x, f0, evals, moves
 

@@ -109,7 +109,5 @@ def recover(data: Trajectories, *, schedule=None, law=None, method: str | None =
 
         starts = check_starts(starts)
         schedule = tuple(s if s.kind == "geometry" else dataclasses.replace(s, starts=starts) for s in schedule)
-    if method == "nelder-mead":
-        schedule = tuple(dataclasses.replace(s, starts=()) for s in schedule)
     return staged_fit(data, p0, law, schedule, substeps=SAMPLE_EVERY, method=method,
                       progress=progress, log=log)
