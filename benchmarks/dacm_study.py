@@ -67,16 +67,12 @@ CONFIGS.update({"box_coulomb_3000_residual": ("box", False, RESIDUAL, 3000),
                 "pentagon_coulomb_3000_residual": ("pentagon", False, RESIDUAL, 3000),
                 "box_coulomb_6000_residual": ("box", False, RESIDUAL, 6000),
                 "box_aniso_slide_coulomb_3000": ("box", True, COULOMB, 3000)})
-# configurations whose generate command is another's: its data file is reused when present
-SHARED_DATA = {"box_coulomb_3000_residual": "box_coulomb_3000", "box_coulomb_1000_residual": "box_coulomb_1000",
-               "box_aniso_slide_coulomb_1000_residual": "box_aniso_slide_coulomb_1000",
-               "pentagon_coulomb_1000_residual": "pentagon_coulomb_1000", "box2d_coulomb_1000_residual": "box2d_coulomb_1000"}
+# configurations whose generate command is another's (a "*_residual" beside its plain config):
+# its data file is reused when present
+SHARED_DATA = {n: n[:-len("_residual")] for n in CONFIGS if n.endswith("_residual") and n[:-len("_residual")] in CONFIGS}
 TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0, "pentagon_coulomb_3000_residual": 150.0,
               "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0}  # per-configuration override of --time-limit
-GEN_EXTRA = {"box_aniso_slide": ["--slide-fraction", "0.5"], "box_aniso_slide_600": ["--slide-fraction", "0.5"],
-             "box_aniso_slide_coulomb": ["--slide-fraction", "0.5"], "box_aniso_slide_coulomb_1000": ["--slide-fraction", "0.5"],
-             "box_aniso_slide_coulomb_1000_residual": ["--slide-fraction", "0.5"],
-             "box_aniso_slide_coulomb_3000": ["--slide-fraction", "0.5"]}
+GEN_EXTRA = {n: ["--slide-fraction", "0.5"] for n in CONFIGS if n.startswith("box_aniso_slide")}  # the sliding mixture
 DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
 
 
