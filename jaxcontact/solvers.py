@@ -295,7 +295,7 @@ class NonnegSettings:
     implicit_diff: differentiate the solution implicitly (jaxopt) with respect to the problem's
     arguments; with False the solution is returned without derivatives (stop-gradient).
     method: "fista" (default) — FISTA with unit step, t₀ = 1, x₀ = y₀ = 0, i.e. jaxopt's iterates,
-    for exactly ``max_iter`` iterations in a ``lax.fori_loop``/``lax.scan``, no per-iteration
+    for exactly ``max_iter`` iterations in a ``lax.scan`` (coefficients from ``_fista_momentum``), no per-iteration
     stopping test (``tol`` unused; the returned ``error`` is the last step's ‖x_k − x_{k−1}‖, jaxopt's
     error definition); "jaxopt" — jaxopt ``ProjectedGradient`` (``lax.while_loop`` with its stopping
     test at ``tol``; the default before the fixed-iteration path, kept for comparison).
@@ -335,7 +335,7 @@ def minimize_nonneg(fun: Callable, curvature, args: tuple = (),
     its Hessian). The variables are Jacobi-scaled, x = s ⊙ y with s = diag(curvature)^(-1/2),
     and the objective divided by L, the largest eigenvalue of the scaled curvature (power
     iteration), so FISTA runs with unit step on a well-conditioned problem: a fixed number of
-    iterations in a ``lax.fori_loop`` (``settings.method == "fista"``, the default) or jaxopt
+    iterations in a ``lax.scan`` (``settings.method == "fista"``, the default) or jaxopt
     ``ProjectedGradient`` with its stopping test (``"jaxopt"``) — the same iterates. Pure, jit- and vmap-able (a batch of problems is one ``vmap``).
     With ``settings.implicit_diff`` the solution is differentiable with respect to ``args``
     implicitly at the fixed point x = proj(x − ∇f(x)/L) — reverse mode never enters the loop.
@@ -389,19 +389,18 @@ def _fista_nonneg(grad: Callable, x0, args: tuple, settings: NonnegSettings):
     derivatives (jaxopt ``custom_root`` on the projected-gradient fixed point, the same optimality
     condition as jaxopt's solver, adjoint system solved densely as in ``solve_lcp``); otherwise the
     caller has already stopped the gradients."""
+    momentum = _fista_momentum(settings.max_iter, np.dtype(x0.dtype))  # numpy: no tracer closed over
+
     def solve(x_init, *a):
         a = jax.lax.stop_gradient(a)
 
-        def body(_, carry):
-            x, y, t, _err = carry
+        def body(carry, mom):
+            x, y, _err = carry
             x_new = jnp.maximum(y - grad(y, *a), 0.0)
-            t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * t * t))
-            y_new = x_new + ((t - 1.0) / t_new) * (x_new - x)
-            return x_new, y_new, t_new, jnp.linalg.norm(x_new - x)
+            return (x_new, x_new + mom * (x_new - x), jnp.linalg.norm(x_new - x)), None
 
-        one = jnp.ones((), x_init.dtype)
-        init = (x_init, x_init, one, jnp.full((), jnp.inf, x_init.dtype))
-        x, _, _, err = jax.lax.fori_loop(0, settings.max_iter, body, init, unroll=settings.unroll)
+        init = (x_init, x_init, jnp.full((), jnp.inf, x_init.dtype))
+        (x, _, err), _ = jax.lax.scan(body, init, jnp.asarray(momentum), unroll=settings.unroll)
         return x, err
 
     if settings.implicit_diff:
