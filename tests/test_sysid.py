@@ -398,3 +398,23 @@ def test_hop_search_leaves_a_local_minimum_of_a_jagged_loss(small_data):
     assert float(prob.spec.flat_values(x2[:n])["restitution"]) == pytest.approx(0.1, abs=0.004)
     x3, f3, _, moves3 = hop_search(prob, x2)
     assert moves3 == [] and f3 == f2 and np.array_equal(x3, x2)
+
+
+def test_fit_result_after_adds_the_work_of_both_fits():
+    """``FitResult.after``: a polish fit reported with the work and history of the fit it continued."""
+    import numpy as np
+
+    from jaxcontact.sysid.core import FitResult
+
+    def res(it, ev, hist_losses, loss):
+        return FitResult(params=None, values={"mu": loss}, x=np.zeros(1), loss=loss, method="lm", iterations=it,
+                         loss_evals=ev, grad_evals=it, rollouts=10 * ev, wall_time=1.0, message="m",
+                         history=[{"iter": i, "loss": v} for i, v in enumerate(hist_losses)], num_windows=5)
+
+    first, polish = res(3, 7, [4.0, 3.0, 2.0], 2.0), res(2, 4, [1.5, 1.0], 1.0)
+    both = polish.after(first)
+    assert (both.iterations, both.loss_evals, both.grad_evals, both.rollouts) == (5, 11, 5, 110)
+    assert [h["iter"] for h in both.history] == [0, 1, 2, 3, 4]
+    assert [h["loss"] for h in both.history] == [4.0, 3.0, 2.0, 1.5, 1.0]
+    assert both.loss == 1.0 and both.values == {"mu": 1.0}  # the polish's result
+    assert polish.iterations == 2  # not modified in place

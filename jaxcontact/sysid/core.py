@@ -172,6 +172,14 @@ class FitResult:
     history: list
     num_windows: int
 
+    def after(self, earlier: "FitResult") -> "FitResult":
+        """This fit (started where ``earlier`` stopped) with the work and history of both: the
+        counters add up and the history continues ``earlier``'s iteration numbers."""
+        return dataclasses.replace(
+            self, iterations=earlier.iterations + self.iterations, loss_evals=earlier.loss_evals + self.loss_evals,
+            grad_evals=earlier.grad_evals + self.grad_evals, rollouts=earlier.rollouts + self.rollouts,
+            history=earlier.history + [dict(h, iter=h["iter"] + earlier.iterations) for h in self.history])
+
     def summary(self) -> dict:
         return {"method": self.method, "values": self.values, "loss": self.loss,
                 "rms_residual": float(np.sqrt(self.loss)), "iterations": self.iterations,

@@ -224,13 +224,7 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
                 hop_log += moves
                 if not moves:
                     break
-                polish = fit(prob, kind, x_h, max_iter=max(st.max_iter // 2, 5))
-                polish.loss_evals += res.loss_evals
-                polish.grad_evals += res.grad_evals
-                polish.rollouts += res.rollouts
-                polish.iterations += res.iterations
-                polish.history = res.history + [dict(h, iter=h["iter"] + res.iterations) for h in polish.history]
-                res = polish
+                res = fit(prob, kind, x_h, max_iter=max(st.max_iter // 2, 5)).after(res)
             params = res.params  # the smoothed law has the hard law's parameter pytree
             t = time.perf_counter() - t0
             wall += t
