@@ -63,6 +63,9 @@ def _evaluate(args) -> int:
 
 
 def register(sub) -> None:
+    from .train import TrainConfig  # numpy only at import time
+
+    d = TrainConfig()
     p = sub.add_parser("contactnets", help="ContactNets: learn contact geometry/friction from cube tosses")
     s = p.add_subparsers(dest="contactnets_command", required=True)
     t = s.add_parser("train", help="train one variant and write a checkpoint directory")
@@ -71,14 +74,15 @@ def register(sub) -> None:
     t.add_argument("--tosses", type=int, default=16, help="tosses used (train + validation split)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True, help="checkpoint directory")
-    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--batch-size", type=int, default=d.batch_size)
+    # the command line trains longer than TrainConfig()'s quick library default (600 steps, patience 12)
     t.add_argument("--max-steps", type=int, default=3000)
-    t.add_argument("--max-epochs", type=int, default=200)
+    t.add_argument("--max-epochs", type=int, default=d.max_epochs)
     t.add_argument("--patience", type=int, default=20, help="validation rounds without improvement before stopping")
     t.add_argument("--lr", type=float, default=None)
-    t.add_argument("--schedule", choices=("cosine", "constant"), default="cosine",
+    t.add_argument("--schedule", choices=("cosine", "constant"), default=d.schedule,
                    help="learning-rate schedule over --max-steps")
-    t.add_argument("--inner-iters", type=int, default=100,
+    t.add_argument("--inner-iters", type=int, default=d.inner_iters,
                    help="iterations of the inner convex program's solver (ContactNets loss)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=_train)
