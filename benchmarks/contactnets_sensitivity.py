@@ -1,0 +1,93 @@
+"""How much of a model's rollout error on the real cube tosses is sensitivity to the initial state?
+
+For each checkpoint: its rollouts of the study's 48 held-out test tosses from each toss's first
+state (eq. 18–19 against the real tosses), and the same model's rollouts from first states
+perturbed by small measurement-like errors (position, a rotation about a random axis, a relative
+error of every velocity component; two noise draws per level), compared with the unperturbed
+rollouts by the same metrics. If perturbations of the size of tracking noise moved the rollouts
+as far as the real tosses are from them, no deterministic model could do much better; if they
+move them much less, the error is model error.
+
+    python benchmarks/contactnets_sensitivity.py /tmp/contactnets_study/lcp_256_s2 /tmp/contactnets_study/polytope_256_s0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+LEVELS = ((0.5, 0.5, 0.01), (1.0, 1.0, 0.02), (2.0, 2.0, 0.05))  # (mm, degrees, relative velocity error)
+
+
+def perturbed(data, pos_mm, rot_deg, vel_frac, seed, unit_m):
+    """``data`` with each toss's first state perturbed (position σ pos_mm, rotation angle σ rot_deg
+    about a uniformly random axis, every velocity component scaled by 1 + N(0, vel_frac))."""
+    rng = np.random.default_rng(seed)
+    states = []
+    for s in data.states:
+        s = np.array(s, float)
+        x = s[0]
+        x[:3] += rng.normal(0.0, pos_mm * 1e-3 / unit_m, 3)
+        ax = rng.normal(size=3)
+        ax /= np.linalg.norm(ax)
+        ang = np.radians(rng.normal(0.0, rot_deg))
+        w1, v1 = np.cos(ang / 2), np.sin(ang / 2) * ax  # x.quat ⊗ dq (perturbation in the body frame)
+        w0, v0 = x[3], x[4:7]
+        x[3:7] = np.concatenate([[w0 * w1 - v0 @ v1], w0 * v1 + w1 * v0 + np.cross(v0, v1)])
+        x[7:13] *= 1.0 + rng.normal(0.0, vel_frac, 6)
+        states.append(s)
+    return dataclasses.replace(data, states=states)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("checkpoints", nargs="+")
+    ap.add_argument("--data", default=str(REPO.parent / "shared/data/cube_tosses/tosses.npz"))
+    ap.add_argument("--n-test", type=int, default=48, help="held-out tosses, drawn as in contactnets_study.py")
+    ap.add_argument("--unit-m", type=float, default=0.0524, help="metres per length unit of the file")
+    ap.add_argument("--out", default=str(REPO / "benchmarks/results/contactnets_sensitivity.json"))
+    args = ap.parse_args()
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from jaxcontact.contactnets.data import load_tosses
+    from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
+    from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
+
+    data = load_tosses(args.data)
+    perm = np.random.default_rng(12345).permutation(data.n_tosses)  # contactnets_study.py's test split
+    test = data.subset(np.sort(perm[: args.n_test]))
+    out = {"command": " ".join(["python benchmarks/contactnets_sensitivity.py"] + sys.argv[1:]),
+           "n_test": test.n_tosses, "levels": [dict(pos_mm=a, rot_deg=b, vel_rel=c) for a, b, c in LEVELS],
+           "checkpoints": {}}
+    for ck in args.checkpoints:
+        meta, theta = load_checkpoint(ck)
+        model, params = sim_model_params(meta, theta)
+        base = rollout_tosses(model, params, test)
+        m0 = metrics(base, test)
+        per = m0.pop("per_toss")
+        pos, rot = np.asarray(per["pos_error"]), np.asarray(per["rot_error_deg"])
+        row = {"variant": meta["variant"], "n_tosses": meta["n_tosses"], "seed": meta["seed"],
+               "vs_real": dict(m0, pos_median=float(np.median(pos)), rot_median_deg=float(np.median(rot))),
+               "perturbed_vs_unperturbed": []}
+        ref = dataclasses.replace(test, states=[base[i, : len(s)] for i, s in enumerate(test.states)])
+        for lvl in LEVELS:
+            ms = [metrics(rollout_tosses(model, params, perturbed(test, *lvl, seed, args.unit_m)), ref) for seed in (0, 1)]
+            row["perturbed_vs_unperturbed"].append({"pos_error": float(np.mean([m["pos_error"] for m in ms])),
+                                                    "rot_error_deg": float(np.mean([m["rot_error_deg"] for m in ms]))})
+        out["checkpoints"][Path(ck).name] = row
+        print(Path(ck).name, json.dumps({k: row[k] for k in ("vs_real", "perturbed_vs_unperturbed")}), flush=True)
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
