@@ -167,7 +167,9 @@ def inner_terms(fns: ContactFunctions, theta, model: Model, body: Body, x, xn, c
     Ldis = u[:, :, None] * D[0][None, None, :] + jnp.abs(u)[:, :, None] * D[1:][None, :, :]  # (C,2,4)
     JnM = model.dt * Jn @ Minv  # (C, 6): φ̃' = a + JnM Jᵀλ
     a = phi + model.dt * Jn @ v_free  # φ̃' at λ = 0
-    return dict(F=F, Minv=Minv, K=K, D=D, phi_next=phi_next, Ldis=Ldis, JnM=JnM, a=a)
+    # the position columns of J (∂φ/∂p, world frame) are what the A.3 regularisers need
+    return dict(F=F, Minv=Minv, K=K, D=D, phi_next=phi_next, Ldis=Ldis, JnM=JnM, a=a, jn_pos=Jn[:, :3],
+                jt_pos=Jt[:, :, :3])
 
 
 def _objective(beta, T, ridge, cfg: LossConfig):
@@ -213,7 +215,8 @@ def inner_curvature(T, cfg: LossConfig):
 
 def transition_loss(fns, theta, model, body, x, xn, cfg: LossConfig):
     """ContactNets loss (eq. 16) of one transition: (loss, info) with info = λ (C, 3) at the
-    solution, the solver's iteration count and fixed-point error."""
+    solution, the solver's iteration count and fixed-point error, and the A.3 regularisers
+    (R₁, R₂) at x from the same Jacobians."""
     T = inner_terms(fns, theta, model, body, x, xn, cfg)
     Ts = jax.lax.stop_gradient(T)
     # envelope mode: the solver returns β* without derivatives, so only ∂f/∂θ at β* remains
@@ -237,13 +240,18 @@ def transition_loss(fns, theta, model, body, x, xn, cfg: LossConfig):
     val = _objective(beta, T, ridge, cfg)
     C = T["K"].shape[0]
     lam = beta.reshape(C, 4) @ T["D"].T
-    return jnp.maximum(val, 0.0), dict(lam=lam, iterations=sol.iterations, error=sol.error)
+    return jnp.maximum(val, 0.0), dict(lam=lam, iterations=sol.iterations, error=sol.error,
+                                       reg=_regularizer_terms(T["jn_pos"], T["jt_pos"]))
 
 
 def regularizers(fns: ContactFunctions, theta, x):
     """(R₁, R₂) of appendix A.3 at the configuration of state-row x."""
     s = State.from_array(x)
-    jn, jt = fns.position_jacobians(theta, s.pos, quat_to_mat(s.quat))  # (C,3), (C,2,3)
+    return _regularizer_terms(*fns.position_jacobians(theta, s.pos, quat_to_mat(s.quat)))
+
+
+def _regularizer_terms(jn, jt):
+    """(R₁, R₂) from ∂φ_n/∂p (C, 3) and ∂φ_t/∂p (C, 2, 3)."""
     nn_ = jnp.linalg.norm(jn, axis=-1)
     nt = jnp.linalg.norm(jt, axis=-1)
     cos = jnp.einsum("cd,ckd->ck", jn, jt) / (nn_[:, None] * nt + 1e-12)
@@ -251,16 +259,20 @@ def regularizers(fns: ContactFunctions, theta, x):
 
 
 def batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig):
-    """Mean ContactNets loss + w_reg (R₁ + R₂) over a batch; vmapped QPs. Returns (total, parts)."""
-    f = lambda x, xn: transition_loss(fns, theta, model, body, x, xn, cfg)[0]
+    """Mean ContactNets loss + w_reg (R₁ + R₂) over a batch; vmapped QPs. Returns (total, parts).
+    The regularisers reuse the loss's Jacobians (``transition_loss``'s info)."""
+
+    def f(x, xn):
+        val, info = transition_loss(fns, theta, model, body, x, xn, cfg)
+        return val, info["reg"]
+
     B = xs.shape[0]
     if cfg.chunk and B > cfg.chunk and B % cfg.chunk == 0:
         k = B // cfg.chunk
         chunks = (xs.reshape(k, cfg.chunk, -1), xns.reshape(k, cfg.chunk, -1))
-        losses = jax.lax.map(lambda ab: jax.vmap(f)(*ab), chunks).reshape(B)
+        losses, (r1, r2) = jax.tree_util.tree_map(lambda a: a.reshape(B), jax.lax.map(lambda ab: jax.vmap(f)(*ab), chunks))
     else:
-        losses = jax.vmap(f)(xs, xns)
-    r1, r2 = jax.vmap(lambda x: regularizers(fns, theta, x))(xs)
+        losses, (r1, r2) = jax.vmap(f)(xs, xns)
     data = jnp.mean(losses)
     reg = cfg.w_reg * (jnp.mean(r1) + jnp.mean(r2))
     return data + reg, dict(data=data, reg=reg)
