@@ -6,7 +6,8 @@ perturbed by small measurement-like errors (position, a rotation about a random 
 error of every velocity component; two noise draws per level), compared with the unperturbed
 rollouts by the same metrics. If perturbations of the size of tracking noise moved the rollouts
 as far as the real tosses are from them, no deterministic model could do much better; if they
-move them much less, the error is model error.
+move them much less, the error is model error. ``--substeps``: the same models rolled out with
+k engine steps of dt/k per sample (Stewart–Trinkle at a finer time step), against the real tosses.
 
     python benchmarks/contactnets_sensitivity.py /tmp/contactnets_study/lcp_256_s2 /tmp/contactnets_study/polytope_256_s0
 """
@@ -52,6 +53,7 @@ def main() -> int:
     ap.add_argument("--data", default=str(REPO.parent / "shared/data/cube_tosses/tosses.npz"))
     ap.add_argument("--n-test", type=int, default=48, help="held-out tosses, drawn as in contactnets_study.py")
     ap.add_argument("--unit-m", type=float, default=0.0524, help="metres per length unit of the file")
+    ap.add_argument("--substeps", default="2,4", help="engine steps per sample of the finer-step rollouts")
     ap.add_argument("--out", default=str(REPO / "benchmarks/results/contactnets_sensitivity.json"))
     args = ap.parse_args()
 
@@ -61,6 +63,8 @@ def main() -> int:
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
+    from jaxcontact.dynamics import batch_rollout
+    from jaxcontact.types import State
 
     data = load_tosses(args.data)
     perm = np.random.default_rng(12345).permutation(data.n_tosses)  # contactnets_study.py's test split
@@ -83,8 +87,17 @@ def main() -> int:
             ms = [metrics(rollout_tosses(model, params, perturbed(test, *lvl, seed, args.unit_m)), ref) for seed in (0, 1)]
             row["perturbed_vs_unperturbed"].append({"pos_error": float(np.mean([m["pos_error"] for m in ms])),
                                                     "rot_error_deg": float(np.mean([m["rot_error_deg"] for m in ms]))})
+        padded, _ = test.padded()
+        row["substeps_vs_real"] = {}
+        for k in (int(x) for x in args.substeps.split(",") if x):
+            traj = batch_rollout(dataclasses.replace(model, dt=model.dt / k), params,
+                                 State.from_array(jax.numpy.asarray(padded[:, 0])), (padded.shape[1] - 1) * k,
+                                 output="trajectory")
+            mk = metrics(np.asarray(traj.to_array())[:, ::k], test)
+            row["substeps_vs_real"][str(k)] = {key: mk[key] for key in ("pos_error", "rot_error_deg", "penetration")}
         out["checkpoints"][Path(ck).name] = row
-        print(Path(ck).name, json.dumps({k: row[k] for k in ("vs_real", "perturbed_vs_unperturbed")}), flush=True)
+        print(Path(ck).name, json.dumps({k: row[k] for k in ("vs_real", "perturbed_vs_unperturbed", "substeps_vs_real")}),
+              flush=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     return 0
 
