@@ -67,11 +67,35 @@ CONFIGS.update({"box_coulomb_3000_residual": ("box", False, RESIDUAL, 3000),
                 "pentagon_coulomb_3000_residual": ("pentagon", False, RESIDUAL, 3000),
                 "box_coulomb_6000_residual": ("box", False, RESIDUAL, 6000),
                 "box_aniso_slide_coulomb_3000": ("box", True, COULOMB, 3000)})
-# configurations whose generate command is another's (a "*_residual" beside its plain config):
-# its data file is reused when present
-SHARED_DATA = {n: n[:-len("_residual")] for n in CONFIGS if n.endswith("_residual") and n[:-len("_residual")] in CONFIGS}
+# "*_tNNN" = the configuration without the suffix, trained with NNN seconds per network (run alone
+# on the machine: the earlier 150 s runs shared 2 cores with 5 other jobs and stopped under-trained)
+CONFIGS["box_coulomb_12000_residual"] = ("box", False, RESIDUAL, 12000)
+CONFIGS.update({"box_coulomb_6000_residual_t400": CONFIGS["box_coulomb_6000_residual"],
+                "pentagon_coulomb_3000_residual_t400": CONFIGS["pentagon_coulomb_3000_residual"],
+                "box_coulomb_12000_residual_t300": CONFIGS["box_coulomb_12000_residual"]})
 TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0, "pentagon_coulomb_3000_residual": 150.0,
               "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0}  # per-configuration override of --time-limit
+TIME_LIMIT.update({n: float(n.rsplit("_t", 1)[1]) for n in CONFIGS if n.rsplit("_t", 1)[-1].isdigit()})
+
+
+def _same_generate(name: str) -> str | None:
+    """The configuration whose generate command ``name`` shares (``*_residual`` beside its plain
+    configuration, ``*_tNNN`` beside the one without the suffix), or None."""
+    for base in (name.rsplit("_t", 1)[0] if name.rsplit("_t", 1)[-1].isdigit() else None,
+                 name[:-len("_residual")] if name.endswith("_residual") else None):
+        if base in CONFIGS:
+            return base
+    return None
+
+
+def _data_name(name: str) -> str:
+    while _same_generate(name) is not None:
+        name = _same_generate(name)
+    return name
+
+
+# configurations whose generate command is another's: its data file is reused when present
+SHARED_DATA = {n: _data_name(n) for n in CONFIGS if _same_generate(n) is not None}
 GEN_EXTRA = {n: ["--slide-fraction", "0.5"] for n in CONFIGS if n.startswith("box_aniso_slide")}  # the sliding mixture
 DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_EVAL besides the "*_plus" names
 
