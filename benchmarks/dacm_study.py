@@ -69,10 +69,12 @@ CONFIGS.update({"box_coulomb_3000_residual": ("box", False, RESIDUAL, 3000),
                 "box_aniso_slide_coulomb_3000": ("box", True, COULOMB, 3000)})
 # "*_tNNN" = the configuration without the suffix, trained with NNN seconds per network (run alone
 # on the machine: the earlier 150 s runs shared 2 cores with 5 other jobs and stopped under-trained)
-CONFIGS["box_coulomb_12000_residual"] = ("box", False, RESIDUAL, 12000)
+CONFIGS.update({"box_coulomb_12000_residual": ("box", False, RESIDUAL, 12000),
+                "pentagon_coulomb_12000_residual": ("pentagon", False, RESIDUAL, 12000)})
 CONFIGS.update({"box_coulomb_6000_residual_t400": CONFIGS["box_coulomb_6000_residual"],
                 "pentagon_coulomb_3000_residual_t400": CONFIGS["pentagon_coulomb_3000_residual"],
-                "box_coulomb_12000_residual_t300": CONFIGS["box_coulomb_12000_residual"]})
+                "box_coulomb_12000_residual_t300": CONFIGS["box_coulomb_12000_residual"],
+                "pentagon_coulomb_12000_residual_t300": CONFIGS["pentagon_coulomb_12000_residual"]})
 TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0, "pentagon_coulomb_3000_residual": 150.0,
               "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0}  # per-configuration override of --time-limit
 TIME_LIMIT.update({n: float(n.rsplit("_t", 1)[1]) for n in CONFIGS if n.rsplit("_t", 1)[-1].isdigit()})
