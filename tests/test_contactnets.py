@@ -449,3 +449,21 @@ def test_rollout_selection_keeps_the_candidate_with_the_best_validation_rollouts
     assert np.isclose(m["pos_error"] + np.radians(m["rot_error_deg"]), best["score"], rtol=1e-9)
     with pytest.raises(ValueError, match="select"):
         TrainConfig(select="test")
+
+
+def test_rollout_tosses_substeps(sim, tmp_path):
+    """``rollout_tosses``: the engine's own model reproduces its tosses; with ``substeps`` it steps
+    at dt / k and returns every k-th state (same shape, close to the one-step rollout)."""
+    from jaxcontact.contactnets.evaluate import rollout_tosses
+
+    model, params, traj = sim
+    d = load_tosses(_toss_file(tmp_path, traj))
+    one = rollout_tosses(model, params, d)
+    assert metrics(one, d)["pos_error"] < 1e-9
+    two = rollout_tosses(model, params, d, substeps=2)
+    assert two.shape == one.shape
+    np.testing.assert_allclose(two[:, 0], one[:, 0])  # the same first states
+    m2 = metrics(two, d)
+    assert 1e-6 < m2["pos_error"] < 0.05 and m2["n_diverged"] == 0  # a finer step: close, not identical
+    with pytest.raises(ValueError, match="substeps"):
+        rollout_tosses(model, params, d, substeps=0)

@@ -15,21 +15,28 @@ from __future__ import annotations
 import numpy as np
 
 
-def rollout_tosses(model, params, data, chunk: int = 64, progress: bool = False) -> np.ndarray:
-    """(N, T_max, 13) predicted states from each toss's first state (batched over tosses)."""
+def rollout_tosses(model, params, data, chunk: int = 64, progress: bool = False, substeps: int = 1) -> np.ndarray:
+    """(N, T_max, 13) predicted states from each toss's first state (batched over tosses).
+    ``substeps``: engine steps of dt / substeps per sample (every substeps-th state is returned)."""
+    import dataclasses
+
     import jax.numpy as jnp
     from tqdm.auto import tqdm
 
     from ..dynamics import batch_rollout
     from ..types import State
 
+    if substeps < 1:
+        raise ValueError(f"substeps must be >= 1, got {substeps}")
+    if substeps > 1:
+        model = dataclasses.replace(model, dt=model.dt / substeps)
     padded, _ = data.padded()
     T = padded.shape[1]
     out = []
     for i in tqdm(range(0, data.n_tosses, chunk), desc="rollouts", disable=not progress):
         s0 = State.from_array(jnp.asarray(padded[i : i + chunk, 0]))
-        traj = batch_rollout(model, params, s0, T - 1, output="trajectory")
-        out.append(np.asarray(traj.to_array()))
+        traj = batch_rollout(model, params, s0, (T - 1) * substeps, output="trajectory")
+        out.append(np.asarray(traj.to_array())[:, ::substeps])
     return np.concatenate(out, axis=0)
 
 
