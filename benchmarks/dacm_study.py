@@ -67,32 +67,39 @@ CONFIGS.update({"box_coulomb_3000_residual": ("box", False, RESIDUAL, 3000),
                 "pentagon_coulomb_3000_residual": ("pentagon", False, RESIDUAL, 3000),
                 "box_coulomb_6000_residual": ("box", False, RESIDUAL, 6000),
                 "box_aniso_slide_coulomb_3000": ("box", True, COULOMB, 3000)})
-# "*_tNNN" = the configuration without the suffix, trained with NNN seconds per network (run alone
-# on the machine: the earlier 150 s runs shared 2 cores with 5 other jobs and stopped under-trained)
 CONFIGS.update({"box_coulomb_12000_residual": ("box", False, RESIDUAL, 12000),
                 "pentagon_coulomb_12000_residual": ("pentagon", False, RESIDUAL, 12000)})
+# "*_tNNN" = the configuration without the suffix, trained with NNN seconds per network (run alone
+# on the machine: the earlier 150 s runs shared 2 cores with 5 other jobs and stopped under-trained)
 CONFIGS.update({"box_coulomb_6000_residual_t400": CONFIGS["box_coulomb_6000_residual"],
                 "pentagon_coulomb_3000_residual_t400": CONFIGS["pentagon_coulomb_3000_residual"],
                 "box_coulomb_12000_residual_t300": CONFIGS["box_coulomb_12000_residual"],
                 "pentagon_coulomb_12000_residual_t300": CONFIGS["pentagon_coulomb_12000_residual"]})
 TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0, "pentagon_coulomb_3000_residual": 150.0,
               "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0}  # per-configuration override of --time-limit
-TIME_LIMIT.update({n: float(n.rsplit("_t", 1)[1]) for n in CONFIGS if n.rsplit("_t", 1)[-1].isdigit()})
+
+
+def _time_suffix(name: str):
+    """(configuration without the suffix, seconds) for a ``*_tNNN`` name, else None."""
+    base, _, sec = name.rpartition("_t")
+    return (base, float(sec)) if base and sec.isdigit() else None
+
+
+TIME_LIMIT.update({n: _time_suffix(n)[1] for n in CONFIGS if _time_suffix(n)})
 
 
 def _same_generate(name: str) -> str | None:
     """The configuration whose generate command ``name`` shares (``*_residual`` beside its plain
     configuration, ``*_tNNN`` beside the one without the suffix), or None."""
-    for base in (name.rsplit("_t", 1)[0] if name.rsplit("_t", 1)[-1].isdigit() else None,
-                 name[:-len("_residual")] if name.endswith("_residual") else None):
+    for base in ((_time_suffix(name) or (None,))[0], name[:-len("_residual")] if name.endswith("_residual") else None):
         if base in CONFIGS:
             return base
     return None
 
 
 def _data_name(name: str) -> str:
-    while _same_generate(name) is not None:
-        name = _same_generate(name)
+    while (base := _same_generate(name)) is not None:
+        name = base
     return name
 
 
