@@ -40,21 +40,21 @@ def main() -> int:
 
     jax.config.update("jax_enable_x64", True)
     from jaxcontact.dacm import data as D
-    from jaxcontact.dacm.evaluate import trajectory_metrics
+    from jaxcontact.dacm.evaluate import STEPS, trajectory_metrics
 
     model, params = D.ground_truth_setup(args.shape)
     s0 = D.throws(args.shape, args.throws, args.seed)
-    gt = D.simulate(model, params, s0, 800)
+    gt = D.simulate(model, params, s0, STEPS)
     variants = {}
     for r in (float(x) for x in args.mu_rel.split(",")):
         for sgn in (1, -1):
             lp = dataclasses.replace(params.law, mu=params.law.mu * (1 + sgn * r))
-            variants[f"mu{'+' if sgn > 0 else '-'}{100 * r:g}%"] = D.simulate(model, params.replace(law=lp), s0, 800)
+            variants[f"mu{'+' if sgn > 0 else '-'}{100 * r:g}%"] = D.simulate(model, params.replace(law=lp), s0, STEPS)
     rng = np.random.default_rng(0)
     for eps in (float(x) for x in args.state_eps.split(",")):
         noise = lambda a: a + eps * jnp.asarray(rng.normal(size=a.shape), a.dtype)
         s = s0.replace(pos=noise(s0.pos), vel=noise(s0.vel))
-        variants[f"state{eps:g}"] = D.simulate(model, params, s, 800)
+        variants[f"state{eps:g}"] = D.simulate(model, params, s, STEPS)
     m = trajectory_metrics(gt, variants, model, params)
     out = {"command": " ".join(["python benchmarks/dacm_sensitivity.py"] + sys.argv[1:]), "shape": args.shape,
            "throws": args.throws, "seed": args.seed, "metrics": m}

@@ -368,6 +368,8 @@ def coulomb_features(body: Body, ground: Ground, state, patch: DPatch, ref: Refe
 # slides through the whole step has the ratio μσ / (1 + μ Σ_k c_k σ_k) exactly; the network then
 # only learns sticking and the deviations from all-sliding. "plain" (default): the paper's head.
 FRICTION_HEADS = ("plain", "residual")
+
+
 def check_friction_head(friction_head: str, inputs: str, friction_target: str) -> None:
     """Raise ``ValueError`` for an unknown head, or the residual head without what it needs."""
     if friction_head not in FRICTION_HEADS:
