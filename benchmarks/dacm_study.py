@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -75,8 +76,17 @@ CONFIGS.update({"box_coulomb_6000_residual_t400": CONFIGS["box_coulomb_6000_resi
                 "pentagon_coulomb_3000_residual_t400": CONFIGS["pentagon_coulomb_3000_residual"],
                 "box_coulomb_12000_residual_t300": CONFIGS["box_coulomb_12000_residual"],
                 "pentagon_coulomb_12000_residual_t300": CONFIGS["pentagon_coulomb_12000_residual"]})
+# "*_pn0w" = the configuration without the suffix, its dacm regressors' squared errors weighted by
+# the reference normal impulse p_n⁰ (train --regressor-weight pn0: impacts count by their impulse)
+PN0W = ["--regressor-weight", "pn0"]
+CONFIGS.update({"box_aniso_slide_coulomb_1000_pn0w": ("box", True, COULOMB + PN0W, 1000),
+                "box_aniso_slide_coulomb_3000_pn0w": ("box", True, COULOMB + PN0W, 3000),
+                "box_aniso_slide_coulomb_12000": ("box", True, COULOMB, 12000),
+                "box_aniso_slide_coulomb_12000_pn0w": ("box", True, COULOMB + PN0W, 12000)})
+CONFIGS["box_aniso_slide_coulomb_12000_pn0w_t300"] = CONFIGS["box_aniso_slide_coulomb_12000_pn0w"]
 TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0, "pentagon_coulomb_3000_residual": 150.0,
-              "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0}  # per-configuration override of --time-limit
+              "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0,
+              "box_aniso_slide_coulomb_3000_pn0w": 150.0}  # per-configuration override of --time-limit
 
 
 def _time_suffix(name: str):
@@ -91,7 +101,8 @@ TIME_LIMIT.update({n: _time_suffix(n)[1] for n in CONFIGS if _time_suffix(n)})
 def _same_generate(name: str) -> str | None:
     """The configuration whose generate command ``name`` shares (``*_residual`` beside its plain
     configuration, ``*_tNNN`` beside the one without the suffix), or None."""
-    for base in ((_time_suffix(name) or (None,))[0], name[:-len("_residual")] if name.endswith("_residual") else None):
+    for base in ((_time_suffix(name) or (None,))[0],
+                 *(name[:-len(x)] if name.endswith(x) else None for x in ("_residual", "_pn0w"))):
         if base in CONFIGS:
             return base
     return None
@@ -129,6 +140,9 @@ def main(argv=None):
                    help="re-run only the evaluation of configurations already in --out (checkpoints kept in --work)")
     p.add_argument("--merge", default=None,
                    help="only merge the configurations of this results JSON (a run with another --out) into --out")
+    p.add_argument("--add-evaluations", nargs="+", metavar=("CONFIG", "FILE"), default=None,
+                   help="only store these `jaxcontact dacm evaluate --json` outputs (other test seeds, "
+                        "--symmetry) under CONFIG's evaluate_extra in --out, with their commands")
     p.add_argument("--diagnose", default=None, help="only print the data diagnosis of this .npz (JSON)")
     p.add_argument("--probe", nargs=3, metavar=("DATA", "PATCH", "INPUTS"), default=None,
                    help="only run the generalisation probe (patch type 1/2/3, inputs paper/physics/both)")
@@ -138,6 +152,19 @@ def main(argv=None):
         return
     if a.diagnose:
         print(json.dumps(diagnose(a.diagnose), indent=1))
+        return
+    if a.add_evaluations:
+        results = json.loads(Path(a.out).read_text())
+        name, files = a.add_evaluations[0], a.add_evaluations[1:]
+        if name not in results or not files:
+            raise SystemExit(f"--add-evaluations: {name!r} is not a configuration of {a.out}, or no files given")
+        for f in files:
+            e = json.loads(Path(f).read_text())
+            e["command"] = evaluate_command(e)
+            ex = results[name].setdefault("evaluate_extra", [])
+            ex[:] = [x for x in ex if x["command"] != e["command"]] + [e]
+        Path(a.out).write_text(json.dumps(results, indent=1))
+        write_md(results, Path(a.out).with_suffix(".md"))
         return
     if a.merge:
         results = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
@@ -270,6 +297,15 @@ def probe(path, patch: int, inputs: str, epochs: int = 60, seed: int = 0) -> dic
             "seconds": rep["seconds"]}
 
 
+def evaluate_command(e: dict) -> str:
+    """The command line that produced an evaluation JSON (from its recorded settings)."""
+    sym = re.search(r"symmetry=(\d+)", e.get("dacm_law", ""))
+    diss = "dissipative=True" in e.get("dacm_law", "")
+    return (f"jaxcontact --x64 dacm evaluate --checkpoint {e['checkpoint']} --throws {e['throws']} --seed {e['seed']} --json"
+            + (" --anisotropic" if e.get("anisotropic") else "") + (" --dissipative" if diss else "")
+            + (f" --symmetry {sym.group(1)}" if sym and sym.group(1) != "1" else ""))
+
+
 def write_md(results, path):
     L = ["# dacm study (benchmarks/dacm_study.py)", "",
          "Ground truth: the core Coulomb LCP law (μ = 0.18, or (0.75, 1.5) anisotropic), h = 2 ms, 800 steps.",
@@ -315,6 +351,17 @@ def write_md(results, path):
         for name, r in nd.items():
             t = r["evaluate_without_dissipative"]["trajectory"]["dacm"]
             L.append(f"| {name} | {t['final_position']:.3f} | {t['final_orientation']:.3f} | {t['first_impulse']:.3f} | `{r['evaluate_without_dissipative']['command']}` |")
+    extra = [(name, e) for name, r in results.items()
+             for e in list(r.get("evaluate_other_test_seeds", {}).values()) + r.get("evaluate_extra", [])]
+    if extra:
+        L += ["", "## Further evaluations of the stored checkpoints (other test seeds, symmetry averaging)", "",
+              "| config | final position err | final orientation err | first impulse err | Fig. 7 worst direction | command |",
+              "| --- | --- | --- | --- | --- | --- |"]
+        for name, e in extra:
+            t = e["trajectory"]["dacm"]
+            a = e.get("anisotropic_directions")
+            f7 = f"{a['dacm_max_relative_error']:.1%}" if a else "-"
+            L.append(f"| {name} | {t['final_position']:.3f} | {t['final_orientation']:.3f} | {t['first_impulse']:.3f} | {f7} | `{e['command']}` |")
     L += ["", "## Commands and timings", ""]
     for name, r in results.items():
         L.append(f"- **{name}** ({r['seconds']}):")

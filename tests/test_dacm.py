@@ -13,6 +13,7 @@ from jaxcontact.dacm import data as D
 from jaxcontact.dacm import features as F
 from jaxcontact.dacm import train as T
 from jaxcontact.dacm.law import PATCH_KEYS, DACMLaw, PDDLaw, out_of_range
+from jaxcontact.rotations import quat_mul
 from jaxcontact.simulate import make_body
 
 SMALL = dict(clf_hidden=(8, 8), reg_hidden=(8, 8))
@@ -174,6 +175,47 @@ def test_lax_selection_batch_of_mixed_modes_equals_per_body():
         ts = tile(s)
         ti, _ = jc.batch_rollout(model, params, ts, N, output="trajectory", with_info=True)
         np.testing.assert_allclose(np.asarray(tb.pos[i]), np.asarray(ti.pos[0]), atol=1e-12)
+
+
+def _rotate_about_z(s, ang):
+    """The state of the world rotated by ``ang`` about the ground normal (z) through the origin."""
+    c, si = np.cos(ang), np.sin(ang)
+    R = jnp.array([[c, -si, 0.0], [si, c, 0.0], [0.0, 0.0, 1.0]])
+    q = jnp.array([np.cos(ang / 2), 0.0, 0.0, np.sin(ang / 2)])
+    return s.replace(pos=R @ s.pos, quat=quat_mul(q, s.quat), vel=R @ s.vel), R
+
+
+def test_symmetry_averaged_law_is_equivariant_like_the_ground_truth():
+    """The anisotropic Coulomb ground truth is equivariant under a half turn about the ground
+    normal (the premise of DACMLaw(symmetry=2)); the symmetry-averaged dacm law is too, exactly,
+    while the plain law with random networks is not (so the check can fail)."""
+    body, C = make_body("box")
+    axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+    s = jc.make_state(quat=np.r_[np.cos(0.3), np.sin(0.3) * axis], vel=(0.7, -0.4, -0.9), omega=(1.0, -2.0, 0.5))
+    s = s.replace(pos=jnp.array([0.3, -0.2, -float(geometry.world_points(s, body.vertices)[:, 2].min()) + 1e-4]))
+    rs, R = _rotate_about_z(s, np.pi)
+    gm, gp = D.ground_truth_setup("box", anisotropic=True)
+    law_gt = jax.jit(lambda st: gm.law(gm, gp, st, jc.free_velocity(gm, gp, st))[0])
+    p, pr = law_gt(s), law_gt(rs)
+    assert float(jnp.linalg.norm(p[:3])) > 0.05  # an impact with friction
+    np.testing.assert_allclose(pr[:3], R @ p[:3], atol=1e-9)  # linear part rotates, angular (body frame) not
+    np.testing.assert_allclose(pr[3:], p[3:], atol=1e-9)
+    with pytest.raises(ValueError, match="symmetry"):
+        DACMLaw(3, symmetry=3)
+    with pytest.raises(ValueError, match="dim=3"):
+        DACMLaw(2, symmetry=2)
+    errs = {}
+    for sym in (1, 2):
+        law = DACMLaw(3, inputs="coulomb", friction_target="ratio", symmetry=sym, **SMALL)
+        model = jc.Model(law=law, dt=0.002, max_contacts=C)
+        params = jc.Params(body=body, ground=jc.Ground.flat(3), law=law.init_params(jax.random.PRNGKey(5)))
+        pred = jax.jit(lambda st: law.predict_symmetric(model, params, st, jc.free_velocity(model, params, st)))
+        (patch, _, lg, wf), (patch_r, _, lg_r, wf_r) = pred(s), pred(rs)
+        assert int(patch.kind) == int(patch_r.kind) == 1
+        errs[sym] = max(float(jnp.max(jnp.abs(lg_r - lg))), float(jnp.max(jnp.abs(wf_r[:2] + wf[:2]))),
+                        float(jnp.abs(wf_r[2] - wf[2])))
+        assert float(jnp.max(jnp.abs(wf[:2]))) > 1e-6
+    assert errs[2] < 1e-9 and errs[1] > 1e-4, errs
 
 
 @pytest.mark.parametrize("dim", [2, 3])
@@ -371,6 +413,29 @@ def test_early_stopping_returns_the_best_validation_epoch():
     np.testing.assert_allclose(loss, rep["best_val_loss"], rtol=1e-5)
 
 
+def test_weighted_fit_weights_training_and_validation_alike():
+    """Per-sample weights (train --regressor-weight pn0): a sample with zero weight does not pull
+    the fit, and the reported validation loss is the weighted one of the returned network."""
+    from jaxcontact.dacm.networks import NetConfig
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(256, 2)).astype(np.float32)
+    y = (x @ np.array([[1.0], [-1.0]])).astype(np.float32)
+    w = np.ones(256)
+    y[:64] += 5.0  # corrupted targets, weighted out
+    w[:64] = 0.0
+    wv = rng.uniform(0.1, 3.0, 64)
+    cfg = NetConfig((16,), 80, 0.0, 1e-2, 32)
+    v, rep = T.fit(cfg, x, y, 1, "regress", 0, weights=w, val=(x[64:128], y[64:128], wv), patience=10)
+    pred = T.predict((16,), 1, v, x[64:128])
+    np.testing.assert_allclose(rep["best_val_loss"], np.mean(wv / wv.mean() * (pred - y[64:128])[:, 0] ** 2), rtol=1e-4)
+    assert float(np.mean((T.predict((16,), 1, v, x[128:]) - y[128:]) ** 2)) < 0.1  # the clean relation
+    with pytest.raises(ValueError, match="regressor_weight"):
+        T.train({"dim": np.array(3)}, regressor_weight="impulse")
+    with pytest.raises(ValueError, match="friction_target='ratio'"):
+        T.train({"dim": np.array(3)}, regressor_weight="pn0")
+
+
 def test_slide_fraction_mixes_throws_and_keeps_the_random_ones():
     m = D.slide_mask(10, 0.5)
     assert m.sum() == 5 and not (m[:-1] & m[1:]).any()  # spread evenly
@@ -474,7 +539,7 @@ def test_residual_head_is_the_coulomb_friction_of_a_sliding_point_impact():
 
 
 def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
-    """Train with --friction-head residual on tiny data: the checkpoint carries the fitted head
+    """Train with --friction-head residual (and impulse-weighted regressors) on tiny data: the checkpoint carries the fitted head
     coefficients, the law's friction wrench equals head + network evaluated on the data's inputs
     (× p_n⁰), and the residual head needs the coulomb inputs and the ratio target."""
     from jaxcontact.cli import main
@@ -487,9 +552,10 @@ def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
     ck = str(tmp_path / "ck")
     assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "1", "--reg-epochs", "2",
                  "--hidden-scale", "0.05", "--friction-target", "ratio", "--inputs", "coulomb",
-                 "--friction-head", "residual"]) == 0
+                 "--friction-head", "residual", "--regressor-weight", "pn0"]) == 0
     dl, dp, _, _, meta = T.load_checkpoint(ck)
     assert dl.friction_head == "residual" and meta["friction_head"] == "residual"
+    assert meta["regressor_weight"] == "pn0"
     d = D.load(data)
     for name in ("point", "line", "face"):
         head = np.asarray(dp["norm"][name]["head"])

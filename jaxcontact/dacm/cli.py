@@ -45,7 +45,7 @@ def run_train(args) -> int:
     dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=args.time_limit, log=_log,
                            friction_target=args.friction_target, max_rest_per_throw=args.max_rest_per_throw,
                            inputs=args.inputs, max_steady_per_throw=args.max_steady_per_throw, patience=args.patience,
-                           friction_head=args.friction_head)
+                           friction_head=args.friction_head, regressor_weight=args.regressor_weight)
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta["data_file"] = str(args.data)
     T.save_checkpoint(args.out, dp, pp, meta)
@@ -64,7 +64,7 @@ def run_evaluate(args) -> int:
     t0 = time.perf_counter()
     res, _ = E.evaluate(dl, dp, pl, pp, meta, args.throws, args.seed,
                         anisotropic=True if args.anisotropic else None, steps=args.steps, log=_log,
-                        dissipative=args.dissipative)
+                        dissipative=args.dissipative, symmetry=args.symmetry)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["checkpoint"] = str(args.checkpoint)
     if args.json:
@@ -124,6 +124,10 @@ def register(sub) -> None:
                    help="plain: the network is the friction regressor (paper); residual: a fitted sliding-"
                         "Coulomb term of the coulomb inputs plus the network (needs --inputs coulomb "
                         "--friction-target ratio; improvement)")
+    t.add_argument("--regressor-weight", choices=("uniform", "pn0"), default="uniform",
+                   help="uniform: every dynamic instance alike (paper); pn0: squared errors weighted by the "
+                        "reference normal impulse, so impacts count by their impulse (needs --friction-target "
+                        "ratio; improvement)")
     t.set_defaults(func=run_train)
     e = s.add_parser("evaluate", help="GT vs dacm vs PDD on fresh test throws")
     e.add_argument("--checkpoint", required=True)
@@ -134,5 +138,8 @@ def register(sub) -> None:
     e.add_argument("--json", action="store_true")
     e.add_argument("--dissipative", action="store_true",
                    help="scale the learned friction so it adds no kinetic energy (improvement)")
+    e.add_argument("--symmetry", type=int, choices=(1, 2, 4), default=1,
+                   help="average dacm's predictions over this many rotations about the ground normal "
+                        "(2: any friction pyramid, anisotropic too; 4: isotropic only; 3D; improvement)")
     e.set_defaults(func=run_evaluate)
     __import__("jaxcontact.dacm.chain_cli", fromlist=["register_chain"]).register_chain(s)  # issue 6: Algorithm 2

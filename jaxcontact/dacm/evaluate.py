@@ -265,12 +265,14 @@ def anisotropic_directions(gt_model, gt_params, learned: dict, steps: int = STEP
 
 def evaluate(dacm_law, dacm_params, pdd_law, pdd_params, meta: dict, throws: int, seed: int,
              anisotropic: bool | None = None, steps: int = STEPS, events: int = 5, log=None,
-             dissipative: bool = False) -> dict:
+             dissipative: bool = False, symmetry: int = 1) -> dict:
     import dataclasses
 
     shape = meta["shape"]
     if dissipative:
         dacm_law = dataclasses.replace(dacm_law, dissipative=True)
+    if symmetry != 1:
+        dacm_law = dataclasses.replace(dacm_law, symmetry=symmetry)
     aniso = bool(meta.get("anisotropic")) if anisotropic is None else anisotropic
     if aniso and not meta.get("anisotropic"):
         raise ValueError("--anisotropic needs a checkpoint trained on anisotropic data (generate --anisotropic)")

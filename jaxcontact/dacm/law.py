@@ -36,6 +36,14 @@ Fourth (``friction_head="residual"``, with the coulomb inputs and the ratio targ
 regressor's output is a fitted sliding-Coulomb term of those inputs (``features.coulomb_head``,
 coefficients in ``params.law["norm"][patch]["head"]``) plus the network (improvement 9).
 
+Fifth (``symmetry=k``, a law setting, no retraining; 3D): the classifier probabilities and the
+friction wrench are averaged over the k rotations of the world by 2π·j/k about the ground normal
+(j = 0 … k−1; state rotated, prediction rotated back). The ground truth is equivariant under
+these rotations — k = 2 for any friction pyramid along the ground tangents (anisotropic μ too),
+k = 4 only for isotropic μ — so this is test-time augmentation by an exact symmetry of the data:
+the averaged law is itself equivariant, and independent network errors partly cancel. It costs
+k network and reference-LCP evaluations per step.
+
 ``PDDLaw``: the regressor of the patch's type predicts the full patch-frame wrench (p_f, p_n);
 p = T w. No classifier, no constraint.
 """
@@ -44,16 +52,19 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .. import geometry
+from ..rotations import quat_mul
 from ..solvers import LCPSettings, RowStructure, solve_lcp
 from ..types import ContactInfo, PatchType
 from . import features as F
 from .networks import apply
 
 PATCH_KEYS = {1: "point", 2: "line", 3: "face"}
+SYMMETRIES = (1, 2, 4)  # DACMLaw.symmetry: rotations about the ground normal averaged over
 
 
 def _normalise(stats, x):
@@ -117,8 +128,13 @@ class DACMLaw:
     dissipative: bool = False
     inputs: str = "paper"
     friction_head: str = "plain"
+    symmetry: int = 1
 
     def __post_init__(self):
+        if self.symmetry not in SYMMETRIES:
+            raise ValueError(f"symmetry must be one of {SYMMETRIES} (rotations about the ground normal), got {self.symmetry!r}")
+        if self.symmetry > 1 and self.dim != 3:
+            raise ValueError("symmetry > 1 (rotations about the ground normal) needs dim=3")
         if self.friction_target not in ("absolute", "ratio"):
             raise ValueError(f"friction_target must be 'absolute' or 'ratio', got {self.friction_target!r}")
         F.check_friction_head(self.friction_head, self.inputs, self.friction_target)
@@ -134,8 +150,6 @@ class DACMLaw:
     def init_params(self, key=None, x_dim=None):
         """Untrained parameters (random networks, unit normalisation) — for shapes and speed
         measurements; ``train.train`` returns trained ones."""
-        import jax
-
         from .networks import MLP
 
         key = jax.random.PRNGKey(0) if key is None else key
@@ -189,8 +203,34 @@ class DACMLaw:
             wf = wf * F.friction_scale(pn0)
         return patch, x, _select(patch.kind, logits, self.types), wf
 
+    def predict_symmetric(self, model, params, state, v_free):
+        """``predict`` averaged over the ``symmetry`` rotations about the ground normal (module
+        docstring): (patch, features, log of the mean class probabilities, mean friction wrench),
+        patch and features those of the unrotated state."""
+        patch, x, logits, wf = self.predict(model, params, state, v_free)
+        if self.symmetry == 1:
+            return patch, x, logits, wf
+        n = geometry.unit_normal(params.ground)
+        T = geometry.tangent_basis(n)  # (2, 3)
+        probs, wfs = [jax.nn.softmax(logits)], [wf]
+        for j in range(1, self.symmetry):
+            ang = 2.0 * np.pi * j / self.symmetry
+            c, s_ = np.cos(ang), np.sin(ang)
+            K = jnp.array([[0.0, -n[2], n[1]], [n[2], 0.0, -n[0]], [-n[1], n[0], 0.0]], n.dtype)
+            R = c * jnp.eye(3, dtype=n.dtype) + s_ * K + (1.0 - c) * jnp.outer(n, n)  # rotation about n
+            q = jnp.concatenate([jnp.array([np.cos(ang / 2)], n.dtype), np.sin(ang / 2) * n])
+            rs = state.replace(pos=R @ state.pos, quat=quat_mul(q, state.quat), vel=R @ state.vel)  # ω: body frame
+            rv = jnp.concatenate([R @ v_free[:3], v_free[3:]])
+            _, _, lg, w = self.predict(model, params, rs, rv)
+            # tangential force back to the unrotated world (B_ik = t_i · Rᵀ t_k); the torsion
+            # about n and the (zero) normal components are unchanged by a rotation about n
+            B = T @ R.T @ T.T
+            probs.append(jax.nn.softmax(lg))
+            wfs.append(w.at[:2].set(B @ w[:2]))
+        return patch, x, jnp.log(jnp.mean(jnp.stack(probs), 0)), jnp.mean(jnp.stack(wfs), 0)
+
     def __call__(self, model, params, state, v_free):
-        patch, _, logits, wf = self.predict(model, params, state, v_free)
+        patch, _, logits, wf = self.predict_symmetric(model, params, state, v_free)
         cls = jnp.argmax(logits).astype(jnp.int32)
         return self.impulse(model, params, state, v_free, patch, cls, wf)
 
@@ -238,8 +278,6 @@ class PDDLaw:
         return F.patch_types(self.dim)
 
     def init_params(self, key=None):
-        import jax
-
         from .networks import MLP
 
         key = jax.random.PRNGKey(0) if key is None else key

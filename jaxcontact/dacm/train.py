@@ -44,8 +44,8 @@ def _stats(x, y):
 def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float | None = None,
         weights=None, val=None, patience: int | None = None):
     """Train one MLP; x normalised (N, F) float32; y int labels (classify) or normalised (N, out).
-    weights: optional per-sample loss weights (N,) (mean 1). val: optional (x, y) validation set
-    (held-out throws): with ``patience``, training stops after that many epochs without a better
+    weights: optional per-sample loss weights (N,) (normalised to mean 1). val: optional (x, y) or
+    (x, y, weights) validation set (held-out throws; its loss weighted alike): with ``patience``, training stops after that many epochs without a better
     validation loss and the best epoch's weights are returned (early stopping).
     Returns (variables, report). Minibatch Adam, one jitted ``lax.scan`` per epoch."""
     net = MLP(cfg.hidden, out, cfg.dropout)
@@ -85,6 +85,8 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
     if val is not None and len(val[0]):
         xv = jnp.asarray(val[0], jnp.float32)
         yv = jnp.asarray(val[1], jnp.int32 if task == "classify" else jnp.float32)
+        wv = jnp.ones(xv.shape[0], jnp.float32) if len(val) < 3 or val[2] is None else \
+            jnp.asarray(val[2] / np.mean(val[2]), jnp.float32)
 
         @jax.jit
         def val_loss(v):
@@ -93,7 +95,7 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
                 # logits on a few errors raise the loss long after the accuracy has stopped rising
                 ce = optax.softmax_cross_entropy_with_integer_labels(pred, yv).mean()
                 return jnp.mean(pred.argmax(-1) != yv) + 1e-3 * ce
-            return jnp.mean((pred - yv) ** 2)
+            return jnp.mean(wv[:, None] * (pred - yv) ** 2)
     else:
         val_loss = None
     t0 = time.perf_counter()
@@ -182,10 +184,13 @@ def subsample_steady(data: dict, max_per_throw: int) -> np.ndarray:
     return keep
 
 
+REGRESSOR_WEIGHTS = ("uniform", "pn0")
+
+
 def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: float | None = None,
           log=print, friction_target: str = "absolute", max_rest_per_throw: int | None = None,
           inputs: str = "paper", max_steady_per_throw: int | None = None, patience: int | None = None,
-          friction_head: str = "plain"):
+          friction_head: str = "plain", regressor_weight: str = "uniform"):
     """Train dacm and PDD on a dataset (``data.load``). Returns (dacm params, pdd params, meta).
 
     time_limit: seconds per network (epochs stop early when exceeded; the report says so).
@@ -195,11 +200,20 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
     max_steady_per_throw: keep at most this many steady-sliding instances per throw (None: all).
     patience: early stopping on held-out throws (None: run the epochs / time limit).
     friction_head: "plain" (the paper) or "residual" (fitted sliding-Coulomb term + network,
-    ``features.coulomb_head``; needs inputs="coulomb" and friction_target="ratio")."""
+    ``features.coulomb_head``; needs inputs="coulomb" and friction_target="ratio").
+    regressor_weight: "uniform" (the paper) or "pn0": each dynamic instance's squared error in the
+    dacm regressor's loss (training and validation) weighted by its reference normal impulse p_n⁰
+    (floored at ``features.RATIO_FLOOR``), so an impact's friction counts by the impulse it carries
+    instead of as one of the thousands of steady-sliding steps (needs friction_target="ratio": the
+    ratio error times p_n⁰ is the impulse error)."""
     dim = int(data["dim"])
     if inputs not in F.INPUTS:
         raise ValueError(f"inputs must be one of {F.INPUTS}, got {inputs!r}")
     F.check_friction_head(friction_head, inputs, friction_target)
+    if regressor_weight not in REGRESSOR_WEIGHTS:
+        raise ValueError(f"regressor_weight must be one of {REGRESSOR_WEIGHTS}, got {regressor_weight!r}")
+    if regressor_weight == "pn0" and friction_target != "ratio":
+        raise ValueError("regressor_weight='pn0' needs friction_target='ratio'")
     if (friction_target == "ratio" or max_steady_per_throw is not None) and "pn0" not in data:
         raise ValueError("friction_target='ratio' / max_steady_per_throw need data with 'pn0' (regenerate with this version)")
     if inputs != "paper" and "x_extra" not in data:
@@ -229,6 +243,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         if len(x) == 0:
             raise ValueError(f"no {name} contact instances in the data: generate more throws")
         yf = w[dyn][:, list(fi)]
+        wr = np.maximum(data["pn0"][m][dyn], F.RATIO_FLOOR) if regressor_weight == "pn0" else np.ones(len(yf))
         tr_r, va_r = _split(thr[dyn], seed + i + 100)  # regressor split (held-out throws)
         if friction_head == "residual":  # fitted sliding-Coulomb term; the network learns the rest
             head = F.fit_coulomb_head(x[dyn][tr_r], yf[tr_r], dim)
@@ -253,7 +268,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         else:
             tr, va = tr_r, va_r
             v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, time_limit,
-                         val=(xd[va], yd[va]), patience=patience)
+                         weights=wr[tr], val=(xd[va], yd[va], wr[va]), patience=patience)
             if len(va):
                 r["val_r2"] = r2(predict(hp.regressor.hidden, len(fi), v_r, xd[va]), yd[va])
                 if friction_head == "residual":  # R² of the whole output (head + network), ratio units
@@ -290,6 +305,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         "friction_target": friction_target, "max_rest_per_throw": max_rest_per_throw,
         "inputs": inputs, "max_steady_per_throw": max_steady_per_throw, "patience": patience,
         "instances_used": int(len(data["x"])), "friction_head": friction_head,
+        "regressor_weight": regressor_weight,
     }
     return dp, pp, meta
 
