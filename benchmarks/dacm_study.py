@@ -17,6 +17,12 @@ timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
     python benchmarks/dacm_study.py --configs pentagon_coulomb_3000_residual --out /tmp/dacm_run/pent3000.json
     python benchmarks/dacm_study.py --configs box_coulomb_6000_residual --out /tmp/dacm_run/box6000.json
     python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_3000 --out /tmp/dacm_run/aniso3000.json
+    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000_pn0w --time-limit 90 --out /tmp/dacm_run/pn0w.json
+    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_3000_pn0w --out /tmp/dacm_run/pn0w3000.json
+    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_12000_pn0w_t300 --out /tmp/dacm_run/pn0w12000.json
+    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_12000_pn0w_t300_seed1 --out /tmp/dacm_run/pn0w12000s1.json
+    python benchmarks/dacm_study.py --merge /tmp/dacm_run/pn0w12000.json        # then into benchmarks/results/dacm.json
+    python benchmarks/dacm_study.py --add-evaluations box_aniso_slide_coulomb_12000_pn0w_t300 sym2.json  # (evaluate --symmetry 2 output)
 """
 
 from __future__ import annotations
@@ -84,6 +90,8 @@ CONFIGS.update({"box_aniso_slide_coulomb_1000_pn0w": ("box", True, COULOMB + PN0
                 "box_aniso_slide_coulomb_12000": ("box", True, COULOMB, 12000),
                 "box_aniso_slide_coulomb_12000_pn0w": ("box", True, COULOMB + PN0W, 12000)})
 CONFIGS["box_aniso_slide_coulomb_12000_pn0w_t300"] = CONFIGS["box_aniso_slide_coulomb_12000_pn0w"]
+# "*_seedK" = the configuration without the suffix trained with --seed K (same data)
+CONFIGS["box_aniso_slide_coulomb_12000_pn0w_t300_seed1"] = CONFIGS["box_aniso_slide_coulomb_12000_pn0w"]
 TIME_LIMIT = {"box_coulomb_3000_t150": 150.0, "box_coulomb_3000_residual": 150.0, "pentagon_coulomb_3000_residual": 150.0,
               "box_coulomb_6000_residual": 150.0, "box_aniso_slide_coulomb_3000": 150.0,
               "box_aniso_slide_coulomb_3000_pn0w": 150.0}  # per-configuration override of --time-limit
@@ -96,12 +104,22 @@ def _time_suffix(name: str):
 
 
 TIME_LIMIT.update({n: _time_suffix(n)[1] for n in CONFIGS if _time_suffix(n)})
+TIME_LIMIT["box_aniso_slide_coulomb_12000_pn0w_t300_seed1"] = 300.0
+
+
+def _seed_suffix(name: str):
+    """(configuration without the suffix, training seed) for a ``*_seedK`` name, else None."""
+    base, _, k = name.rpartition("_seed")
+    return (base, int(k)) if base and k.isdigit() else None
+
+
+TRAIN_SEED = {n: _seed_suffix(n)[1] for n in CONFIGS if _seed_suffix(n)}
 
 
 def _same_generate(name: str) -> str | None:
-    """The configuration whose generate command ``name`` shares (``*_residual`` beside its plain
-    configuration, ``*_tNNN`` beside the one without the suffix), or None."""
-    for base in ((_time_suffix(name) or (None,))[0],
+    """The configuration whose generate command ``name`` shares (``*_residual`` / ``*_pn0w`` beside
+    its plain configuration, ``*_tNNN`` / ``*_seedK`` beside the one without the suffix), or None."""
+    for base in ((_time_suffix(name) or (None,))[0], (_seed_suffix(name) or (None,))[0],
                  *(name[:-len(x)] if name.endswith(x) else None for x in ("_residual", "_pn0w"))):
         if base in CONFIGS:
             return base
@@ -181,7 +199,8 @@ def main(argv=None):
         shape, aniso, extra, n_train = CONFIGS[name]
         data, ck = str(work / f"{SHARED_DATA.get(name, name)}.npz"), str(work / f"{name}_ckpt")
         gen = py + ["generate", "--shape", shape, "--throws", str(n_train or a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else []) + GEN_EXTRA.get(name, [])
-        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(TIME_LIMIT.get(name, a.time_limit))] + extra
+        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(TIME_LIMIT.get(name, a.time_limit))] + extra \
+            + (["--seed", str(TRAIN_SEED[name])] if name in TRAIN_SEED else [])
         ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else []) + (PLUS_EVAL if name.endswith("_plus") or name in DISSIPATIVE else [])
         if a.evaluate_only:
             e_out, e_t = run(ev, log)
