@@ -36,6 +36,9 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
       gradient of the objective per iteration), float64: the default before the fixed-iteration path;
     * ``fista_f64`` / ``fista_f32`` — ``solvers.minimize_nonneg_qp``: the same FISTA iterates, exactly
       100 iterations in a ``lax.scan``, one stacked dense product per iteration;
+    * ``fista_f32_sharded`` (when XLA exposes more than one device, ``--cpu-devices``) — ``fista_f32``
+      with each batch split over the devices by ``contactnets.sharded_batch_loss``: on a CPU host,
+      one device per core, so a batch uses every core while one transition per call uses one;
     * the BoxOSQP (λ, slack) form, float64, for comparison.
 
     The machine is shared (2 cores, other jobs running), so single and batched rates are measured
@@ -46,7 +49,7 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
     import jax.numpy as jnp
 
     from jaxcontact.contactnets.functions import ContactFunctions, init_polytope
-    from jaxcontact.contactnets.loss import LossConfig, batch_loss, reference_transition_loss
+    from jaxcontact.contactnets.loss import LossConfig, batch_loss, reference_transition_loss, sharded_batch_loss
     from jaxcontact.contactnets.train import body_of
     from jaxcontact.laws import CoulombLCP
     from jaxcontact.solvers import NonnegSettings, QPSettings
@@ -66,9 +69,11 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
         return jax.tree_util.tree_map(
             lambda x: x.astype(dtype) if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
 
-    def measure(f, th, a, b, Bs):
+    def measure(f, th, a, b, Bs, f_batched=None):
+        fb = f if f_batched is None else f_batched  # the batched calls' function (sharded path)
+
         def run(B, off=0):
-            return jax.block_until_ready(f(th, a[off:off + B], b[off:off + B]))
+            return jax.block_until_ready((f if B == 1 else fb)(th, a[off:off + B], b[off:off + B]))
 
         for B in (1, *Bs):
             run(B)  # compile
@@ -116,6 +121,25 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
         print(name, json.dumps({k: r[k] for k in ("one_at_a_time_transitions_per_s", "speedup_best", "speedup_median",
                                                   "speedup_best_cpu", "speedup_median_cpu")}),
               flush=True)
+    ndev = len(jax.devices())
+    if ndev > 1:
+        # the same float32 loss with each batch split over the CPU devices (one per core) by shard_map;
+        # one transition per call cannot be split, so it runs as above on one device
+        th, body, a, b = cast((th64, body64, a64, b64), jnp.float32)
+        f = jax.jit(jax.value_and_grad(lambda th, a, b, body=body: batch_loss(fns, th, model, body, a, b, cfg_new)[0]))
+        fs = jax.jit(jax.value_and_grad(lambda th, a, b, body=body: sharded_batch_loss(fns, th, model, body, a, b, cfg_new)[0]))
+        r = measure(f, th, a, b, batches, f_batched=fs)
+        (v1, g1), (v2, g2) = f(th, a[:1024], b[:1024]), fs(th, a[:1024], b[:1024])
+        r.update(dtype="float32", devices=ndev,
+                 sharded_vs_single_device_max_rel_diff=float(max(
+                     [abs(float(v2) - float(v1)) / abs(float(v1))]
+                     + [float(jnp.max(jnp.abs(x - y)) / jnp.max(jnp.abs(x))) for x, y in zip(
+                         jax.tree_util.tree_leaves(g1), jax.tree_util.tree_leaves(g2))])),
+                 inner=f"fista as above, each batch split over {ndev} CPU devices (contactnets.sharded_batch_loss, "
+                       "shard_map); one at a time on one device")
+        out["paths"]["fista_f32_sharded"] = r
+        print("fista_f32_sharded", json.dumps({k: r[k] for k in ("one_at_a_time_transitions_per_s", "speedup_best",
+                                                                 "speedup_median", "speedup_best_cpu")}), flush=True)
     # agreement of the loss values (batch of 256, float64 jaxopt path as the reference)
     B = min(256, len(a64))
     vals = {}
@@ -170,7 +194,13 @@ def main() -> int:
     ap.add_argument("--skip-speed", action="store_true", help="keep the existing speed measurement")
     ap.add_argument("--speed-batches", default="64,256,1024,4096", help="batch sizes of the throughput measurement")
     ap.add_argument("--speed-rounds", type=int, default=3, help="interleaved single/batched measurement rounds")
+    ap.add_argument("--cpu-devices", type=int, default=os.cpu_count() or 1,
+                    help="CPU devices XLA exposes (one per core); with more than one the throughput measurement adds "
+                         "batches split over them by shard_map")
     args = ap.parse_args()
+    if args.cpu_devices > 1:  # before jax is imported
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   f" --xla_force_host_platform_device_count={args.cpu_devices}").strip()
 
     import jax
 

@@ -372,7 +372,7 @@ def minimize_nonneg(fun: Callable, curvature, args: tuple = (),
     if not settings.implicit_diff:
         args = jax.lax.stop_gradient(args)
     if settings.method == "fista":
-        y, it, err = _fista_nonneg(scaled_grad, jnp.zeros(n, Hc.dtype), (s, L, *args), settings)
+        y, it, err = _fista_nonneg(scaled_grad, jnp.zeros_like(s), (s, L, *args), settings)
         return NonnegSolution(x=s * y, iterations=it, error=err)
     solver = ProjectedGradient(fun=scaled, projection=projection_non_negative, stepsize=1.0,
                                maxiter=settings.max_iter, tol=settings.tol, acceleration=True,
@@ -505,5 +505,5 @@ def minimize_nonneg_qp(Q, c, P=None, a=None, weight: float = 1.0,
             return jnp.maximum(y - grad(y, Qs, cs, Ps, Pt, a), 0.0) - y
 
         solve = implicit_root(optimality, has_aux=True)(solve)
-    y, err = solve(jnp.zeros(n, dtype), Qs, cs, Ps, Pt, a)
+    y, err = solve(jnp.zeros_like(cs), Qs, cs, Ps, Pt, a)  # zeros_like: inherits shard_map axis types
     return NonnegSolution(x=s * y, iterations=jnp.asarray(settings.max_iter, jnp.int32), error=err)

@@ -18,6 +18,7 @@ from jaxcontact.contactnets import (
     batch_loss,
     init_polytope,
     load_tosses,
+    sharded_batch_loss,
     transition_loss,
     true_polytope,
 )
@@ -467,3 +468,54 @@ def test_rollout_tosses_substeps(sim, tmp_path):
     assert 1e-6 < m2["pos_error"] < 0.05 and m2["n_diverged"] == 0  # a finer step: close, not identical
     with pytest.raises(ValueError, match="substeps"):
         rollout_tosses(model, params, d, substeps=0)
+
+
+SHARDED_LOSS_SCRIPT = """
+import jax, numpy as np, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+import jaxcontact as jc
+from jaxcontact.contactnets import ContactFunctions, LossConfig, batch_loss, init_polytope, sharded_batch_loss
+from jaxcontact.solvers import NonnegSettings
+assert len(jax.devices()) == 4, jax.devices()
+V = np.array([[x, y, z] for x in (-1.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
+law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-12, max_iter=500))
+model = jc.Model(law=law, dt=1 / 148, gravity=187.2, max_contacts=8)
+body = jc.Body(mass=jnp.asarray(0.37), inertia=0.295 * jnp.eye(3), vertices=jnp.asarray(V), vertex_mask=jnp.ones(8))
+params = jc.Params(body=body, ground=jc.Ground.flat(), law=law.init_params(mu=0.3))
+q = jc.rotations.quat_normalize(jnp.array([1.0, 0.3, 0.2, 0.1]))
+s0 = jc.make_state(pos=[0, 0, 1.9], quat=q, vel=[3.0, 1.0, -2.0], omega=[2.0, -3.0, 1.0])
+traj = jnp.asarray(jc.rollout(model, params, s0, 40).to_array())
+fns = ContactFunctions("polytope")
+th = init_polytope(jax.random.PRNGKey(4), V, 0.3)
+worst = 0.0
+for B, cfg in ((23, LossConfig(chunk=8)), (32, LossConfig(chunk=4)), (20, LossConfig(inner=NonnegSettings(max_iter=60)))):
+    xs, xns = traj[:B], traj[1:B + 1]
+    v0, g0 = jax.jit(jax.value_and_grad(lambda t: batch_loss(fns, t, model, body, xs, xns, cfg)[0]))(th)
+    v1, g1 = jax.jit(jax.value_and_grad(lambda t: sharded_batch_loss(fns, t, model, body, xs, xns, cfg)[0]))(th)
+    assert float(v0) > 1e-3, float(v0)
+    worst = max(worst, abs(float(v1) - float(v0)) / float(v0))
+    for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
+        worst = max(worst, float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) / float(np.max(np.abs(np.asarray(a)))))
+print("RESULT", worst)
+"""
+
+
+def test_sharded_batch_loss_equals_single_device_loss_and_gradient(sim):
+    """Four CPU devices: the shard_map loss (uneven batch padded, chunked local batches) has the
+    single-device value and gradient; the inner paths that cannot run sharded are refused."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", SHARDED_LOSS_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    worst = float([ln for ln in out.stdout.splitlines() if ln.startswith("RESULT")][0].split()[1])
+    assert worst < 1e-10, worst
+    model, params, traj = sim
+    th = init_polytope(jax.random.PRNGKey(4), VERTS, MU)
+    xs, xns = jnp.asarray(traj[:4]), jnp.asarray(traj[1:5])
+    for cfg in (LossConfig(inner=NonnegSettings(method="jaxopt")), LossConfig(gradient="implicit")):
+        with pytest.raises(ValueError, match="shard_map"):
+            sharded_batch_loss(ContactFunctions("polytope"), th, model, params.body, xs, xns, cfg)

@@ -10,10 +10,10 @@ docs/contactnets.md.
 from .data import TossData, bundled_path, load_tosses, split_train_val
 from .functions import ContactFunctions, DeepParams, PolytopeParams, init_deep, init_polytope, true_polytope
 from .laws import ContactNetsLaw, E2ELaw, E2EParams
-from .loss import LossConfig, batch_loss, contact_qp, regularizers, transition_loss
+from .loss import LossConfig, batch_loss, contact_qp, regularizers, sharded_batch_loss, transition_loss
 
 __all__ = [
     "ContactFunctions", "ContactNetsLaw", "DeepParams", "E2ELaw", "E2EParams", "LossConfig", "PolytopeParams",
     "TossData", "batch_loss", "bundled_path", "contact_qp", "init_deep", "init_polytope", "load_tosses",
-    "regularizers", "split_train_val", "transition_loss", "true_polytope",
+    "regularizers", "sharded_batch_loss", "split_train_val", "transition_loss", "true_polytope",
 ]

@@ -258,8 +258,9 @@ def _regularizer_terms(jn, jt):
     return jnp.sum(cos**2), jnp.sum((nn_ - 1.0) ** 2)
 
 
-def batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig):
-    """Mean ContactNets loss + w_reg (R₁ + R₂) over a batch; vmapped QPs. Returns (total, parts).
+def batch_terms(fns, theta, model, body, xs, xns, cfg: LossConfig):
+    """Per-transition (loss (B,), R₁ (B,), R₂ (B,)) of a batch; vmapped inner programs, in a
+    ``lax.map`` over chunks of ``cfg.chunk`` transitions when the batch is a larger multiple of it.
     The regularisers reuse the loss's Jacobians (``transition_loss``'s info)."""
 
     def f(x, xn):
@@ -273,8 +274,54 @@ def batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig):
         losses, (r1, r2) = jax.tree_util.tree_map(lambda a: a.reshape(B), jax.lax.map(lambda ab: jax.vmap(f)(*ab), chunks))
     else:
         losses, (r1, r2) = jax.vmap(f)(xs, xns)
+    return losses, r1, r2
+
+
+def batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig):
+    """Mean ContactNets loss + w_reg (R₁ + R₂) over a batch; vmapped QPs. Returns (total, parts)."""
+    losses, r1, r2 = batch_terms(fns, theta, model, body, xs, xns, cfg)
     data = jnp.mean(losses)
     reg = cfg.w_reg * (jnp.mean(r1) + jnp.mean(r2))
+    return data + reg, dict(data=data, reg=reg)
+
+
+def sharded_batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig, mesh=None):
+    """``batch_loss`` with the batch split over the devices of ``mesh`` (default: all devices, a
+    1-D ``jaxcontact.sharding.batch_mesh``) by ``shard_map``: each device solves the inner programs
+    of its share of the transitions and the sums are combined by one ``psum``; same value and
+    gradient as ``batch_loss`` (up to summation order). A batch that does not divide the device
+    count is padded with zero-weight copies of its first transition. On a CPU host, run with
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` to use every core: the inner
+    programs are small, so one XLA CPU computation runs on one core. Needs the default inner path
+    (``inner.method="fista"``, ``gradient="envelope"``): jaxopt's solvers do not run under
+    ``shard_map``."""
+    if cfg.inner.method != "fista" or cfg.gradient != "envelope":
+        raise ValueError("sharded_batch_loss needs LossConfig(inner.method='fista', gradient='envelope'), got "
+                         f"method={cfg.inner.method!r}, gradient={cfg.gradient!r}: jaxopt's solvers and implicit "
+                         "differentiation do not run under shard_map")
+    from jax.sharding import PartitionSpec as P
+
+    from ..sharding import BATCH_AXIS, batch_mesh
+
+    shard_map = getattr(jax, "shard_map", None)
+    if shard_map is None:  # jax < 0.7
+        from jax.experimental.shard_map import shard_map
+    mesh = batch_mesh() if mesh is None else mesh
+    B = xs.shape[0]
+    n_pad = (-B) % mesh.devices.size
+    w = jnp.concatenate([jnp.ones(B, xs.dtype), jnp.zeros(n_pad, xs.dtype)])
+    if n_pad:
+        xs = jnp.concatenate([xs, jnp.repeat(xs[:1], n_pad, axis=0)])
+        xns = jnp.concatenate([xns, jnp.repeat(xns[:1], n_pad, axis=0)])
+
+    def local(theta, xs, xns, w):
+        losses, r1, r2 = batch_terms(fns, theta, model, body, xs, xns, cfg)
+        return jax.lax.psum(jnp.stack([w @ losses, w @ r1, w @ r2]), BATCH_AXIS)
+
+    b = P(BATCH_AXIS)
+    sums = shard_map(local, mesh=mesh, in_specs=(P(), b, b, b), out_specs=P())(theta, xs, xns, w)
+    data = sums[0] / B
+    reg = cfg.w_reg * (sums[1] + sums[2]) / B
     return data + reg, dict(data=data, reg=reg)
 
 
