@@ -124,7 +124,7 @@ def targets(d):
     verdict = "met" if len(clear) == len(common) else "NOT met: the learned polytope is not clearly better than the tuned Coulomb LCP"
     out.append(f"- Learned models clearly below the tuned Coulomb LCP: {verdict} (at least 10 % better in both position and "
                f"rotation at {sizes(clear)}; polytope / LCP ratios pos, rot: {ratios(r)}).")
-    for v in ("polytope_vr", "deep"):  # the other learned variants, for the record
+    for v in ["polytope_vr", "deep"] + sorted(k for k in res if k.startswith("deep_")):  # the others, for the record
         if res.get(v):
             _, rv, cv = against_lcp(res[v])
             seeds = sorted({m["seed"] for rows in res[v].values() for m in rows})
@@ -158,7 +158,7 @@ def main():
     lines += ["", "Means over seeds side by side (pos in block widths / rot in degrees; number of seeds in brackets):", "",
               comparison(d), "", targets(d), "", speed_paragraph(sp)]
     (R / "contactnets_data_efficiency.md").write_text("\n".join(lines) + "\n")
-    plot_data_efficiency(d["results"], R / "contactnets_data_efficiency.png")
+    plot_data_efficiency({k: r for k, r in d["results"].items() if not k.startswith("deep_")}, R / "contactnets_data_efficiency.png")
 
 
 if __name__ == "__main__":

@@ -230,12 +230,14 @@ def main() -> int:
     caps = {"polytope": TrainConfig(max_steps=6000, **long), "deep": TrainConfig(max_steps=2500, **long),
             # the polytope with the parameters chosen by validation-toss rollouts (TrainConfig.select)
             "polytope_vr": TrainConfig(max_steps=6000, select="rollout", **long),
-            "e2e": TrainConfig(max_steps=6000, **long), "lcp": TrainConfig(sysid_iters=15)}
+            "e2e": TrainConfig(max_steps=6000, **long), "lcp": TrainConfig(sysid_iters=15),
+            # ablation of deep's network inputs (ContactFunctions.features; "deep" is the paper's "pR")
+            **{f"deep_{f}": TrainConfig(max_steps=2500, deep_features=f, **long) for f in ("zR", "p", "vertex")}}
     deep = {int(n) for n in args.deep_sizes.split(",")}
     variants = args.variants.split(",")
     seeds = [int(x) for x in args.seeds.split(",")]
-    runs = [(v, int(n), seed) for seed in seeds for n in args.sizes.split(",") for v in ("polytope", "polytope_vr", "lcp", "e2e", "deep")
-            if v in variants and (v != "deep" or int(n) in deep)]
+    runs = [(v, int(n), seed) for seed in seeds for n in args.sizes.split(",") for v in caps
+            if v in variants and (not v.startswith("deep") or int(n) in deep)]
     res_path = out / "contactnets_data_efficiency.json"
     results = {"command": "python benchmarks/contactnets_study.py", "n_test": test.n_tosses,
                "test_toss_ids": test.toss_ids.tolist(),
@@ -265,7 +267,7 @@ def main() -> int:
         m.update(seed=seed, train_time_s=meta.get("train_time_s"), steps=meta.get("steps"), best_val=meta.get("best_val"),
                  total_time_s=time.perf_counter() - t0, stopped=meta.get("stopped"),
                  inner=(f"{NonnegSettings().method} {meta['config']['inner_iters']} iterations"
-                        if v in ("polytope", "polytope_vr", "deep") else None),
+                        if v.startswith(("polytope", "deep")) else None),
                  date=time.strftime("%Y-%m-%d %H:%M"))
         if v == "lcp":
             m["identified"] = meta["lcp"]
@@ -287,7 +289,8 @@ def main() -> int:
         if v == "polytope" and n == 32 and seed == seeds[0]:
             plot_rollout(pred[0], test.states[0], test, out / "contactnets_rollout.png",
                          title=f"polytope (32 tosses) vs real toss {int(test.toss_ids[0])}")
-        plot_data_efficiency(results["results"], out / "contactnets_data_efficiency.png")
+        plot_data_efficiency({k: r for k, r in results["results"].items() if not k.startswith("deep_")},
+                             out / "contactnets_data_efficiency.png")
     return 0
 
 

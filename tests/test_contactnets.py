@@ -397,6 +397,65 @@ def test_deep_variant_starts_as_its_polytope_and_is_differentiable(sim):
         assert np.max(np.abs(np.asarray(a) - np.asarray(b))) < 1e-12
 
 
+def test_deep_network_inputs_have_their_structure(sim, tmp_path):
+    """The ablation inputs of deep's network (ContactFunctions.features): each starts as its polytope,
+    its gradient reaches the network, and the correction has the structure its inputs imply once the
+    last layer is non-zero — zR: invariant to horizontal translation; p: independent of the rotation;
+    vertex: contact i's correction is the shared network at contact i's world point."""
+    from jaxcontact.contactnets import init_deep
+    from jaxcontact.contactnets.train import TrainConfig
+
+    model, params, traj = sim
+    poly = ContactFunctions("polytope")
+    xs, xns = jnp.asarray(traj[:-1:6]), jnp.asarray(traj[1::6])
+    R0 = jc.rotations.quat_to_mat(jc.rotations.quat_normalize(jnp.array([1.0, 0.3, 0.2, 0.1])))
+    R1 = jc.rotations.quat_to_mat(jc.rotations.quat_normalize(jnp.array([0.4, -0.5, 0.7, 0.2])))
+    p0 = jnp.array([0.3, -0.2, 1.5])
+    for feats in ("zR", "p", "vertex"):
+        fns = ContactFunctions("deep", hidden=(16, 16), features=feats)
+        th = init_deep(jax.random.PRNGKey(5), fns, VERTS, MU, noise=0.1)
+        ld, gd = jax.value_and_grad(lambda t: batch_loss(fns, t, model, params.body, xs, xns, LossConfig())[0])(th)
+        lp = batch_loss(poly, th.poly, model, params.body, xs, xns, LossConfig())[0]
+        assert abs(float(ld) - float(lp)) <= 1e-9 * max(1.0, float(lp)), feats
+        assert np.linalg.norm(jax.flatten_util.ravel_pytree(gd.net)[0]) > 0, feats
+        flat, unravel = jax.flatten_util.ravel_pytree(th.net)
+        th = th.replace(net=unravel(flat + 0.3 * jax.random.normal(jax.random.PRNGKey(6), flat.shape)))
+        corr = lambda pos, R: [a - b for a, b in zip(fns.phi(th, pos, R), poly.phi(th.poly, pos, R))]  # noqa: E731
+        base = corr(p0, R0)
+        assert float(jnp.max(jnp.abs(base[0]))) > 1e-3, feats  # the perturbed network does correct
+        if feats == "zR":
+            moved = corr(p0 + jnp.array([2.0, -1.0, 0.0]), R0)
+            assert all(float(jnp.max(jnp.abs(a - b))) < 1e-12 for a, b in zip(base, moved))
+            assert float(jnp.max(jnp.abs(corr(p0 + jnp.array([0.0, 0.0, 0.5]), R0)[0] - base[0]))) > 1e-6
+        if feats == "p":
+            rotated = corr(p0, R1)
+            assert all(float(jnp.max(jnp.abs(a - b))) < 1e-12 for a, b in zip(base, rotated))
+        if feats == "vertex":
+            pts = p0 + th.poly.vertices @ R0.T
+            dn, dt = jax.vmap(lambda x: fns.mlp().apply(th.net, x))(pts)
+            assert float(jnp.max(jnp.abs(dn[:, 0] - base[0]))) < 1e-12
+            assert float(jnp.max(jnp.abs(dt[:, 0] - base[1]))) < 1e-12
+        # the checkpoint records the inputs; a checkpoint read with other inputs is refused
+        from jaxcontact.contactnets.train import load_checkpoint, save_checkpoint
+
+        meta = dict(variant="deep", hidden=[16, 16], vertices=VERTS.tolist(), mu_nominal=MU, noise=0.1, features=feats)
+        ck = tmp_path / feats
+        save_checkpoint(ck, meta, th)
+        _, back = load_checkpoint(ck)
+        assert np.array_equal(jax.flatten_util.ravel_pytree(back)[0], jax.flatten_util.ravel_pytree(th)[0])
+        save_checkpoint(ck, dict(meta, features="pR"), th)
+        with pytest.raises(ValueError, match="do not match"):
+            load_checkpoint(ck)
+    with pytest.raises(ValueError, match="features"):
+        ContactFunctions("deep", features="xyz")
+    with pytest.raises(ValueError, match="deep_features"):
+        TrainConfig(deep_features="R")
+    from jaxcontact.contactnets.functions import FEATURES
+    from jaxcontact.contactnets.train import DEEP_FEATURES
+
+    assert set(DEEP_FEATURES) == set(FEATURES)
+
+
 def test_training_recovers_geometry_from_engine_data(sim, tmp_path):
     """Polytope training on noise-free engine tosses from a 40 %-noise start moves the vertices, the
     normal and the friction-scaled tangents towards the truth and lowers the validation loss."""

@@ -15,7 +15,8 @@ def _train(args) -> int:
 
     data = load_tosses(args.data)
     cfg = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_epochs=args.max_epochs,
-                      patience=args.patience, lr=args.lr, schedule=args.schedule, inner_iters=args.inner_iters)
+                      patience=args.patience, lr=args.lr, schedule=args.schedule, inner_iters=args.inner_iters,
+                      deep_features=args.deep_features)
     train(args.variant, data, args.tosses, args.seed, args.out, cfg, progress=not args.no_progress,
           log=lambda *a: print(*a, file=sys.stderr))
     return 0
@@ -63,7 +64,7 @@ def _evaluate(args) -> int:
 
 
 def register(sub) -> None:
-    from .train import TrainConfig  # numpy only at import time
+    from .train import DEEP_FEATURES, TrainConfig  # numpy only at import time
 
     d = TrainConfig()
     p = sub.add_parser("contactnets", help="ContactNets: learn contact geometry/friction from cube tosses")
@@ -84,6 +85,9 @@ def register(sub) -> None:
                    help="learning-rate schedule over --max-steps")
     t.add_argument("--inner-iters", type=int, default=d.inner_iters,
                    help="iterations of the inner convex program's solver (ContactNets loss)")
+    t.add_argument("--deep-features", choices=DEEP_FEATURES, default=d.deep_features,
+                   help="deep only, the network's input: pR position and rotation (the paper), zR height and rotation, "
+                        "p position, vertex each contact's world point (one network shared by the contacts)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=_train)
     e = s.add_parser("evaluate", help="roll out a checkpoint on every toss of a file; eq. 18-19 metrics")

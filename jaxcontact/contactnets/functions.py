@@ -17,6 +17,7 @@ Variants:
   position Jacobian (= n) to unit norm, as in the paper.
 * **deep** — polytope plus, in parallel, a Flax MLP (2 × 256, tanh) of (p, R) adding to φ_n
   and φ_t (eq. 20); its last layer starts at zero so training starts from the polytope.
+  ``ContactFunctions.features`` chooses other network inputs (an ablation, see the field).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class DeepParams:
 
 
 class ContactMLP(nn.Module):
-    """Residual φ network: features (p, R) → (φ_n (C,), φ_t (C, 2))."""
+    """Residual φ network: features (``ContactFunctions.features``) → (φ_n (C,), φ_t (C, 2))."""
 
     num_contacts: int
     hidden: tuple = (256, 256)
@@ -63,6 +64,9 @@ def polytope_phi(theta: PolytopeParams, pos, R):
     return pts @ theta.normal, pts @ theta.tangents.T
 
 
+FEATURES = {"pR": 12, "zR": 10, "p": 3, "vertex": 3}  # deep network input sets and their sizes
+
+
 @dataclasses.dataclass(frozen=True)
 class ContactFunctions:
     """Static description of a learned contact-function family (hashable)."""
@@ -70,20 +74,41 @@ class ContactFunctions:
     variant: str = "polytope"  # "polytope" | "deep"
     num_contacts: int = 8
     hidden: tuple = (256, 256)
+    # inputs of deep's network: "pR" — position and rotation matrix (the paper, 12); "zR" — height and
+    # rotation matrix (10): invariant to horizontal translation, as contact with a flat table is;
+    # "p" — position only (3): a correction that depends on where the body is, not on its pose;
+    # "vertex" — each contact's world point (3) through one network shared by the contacts: a learned
+    # field of the environment (height and friction varying over the table)
+    features: str = "pR"
 
     def __post_init__(self):
         if self.variant not in ("polytope", "deep"):
             raise ValueError(f"contact function variant must be 'polytope' or 'deep', got {self.variant!r}")
+        if self.features not in FEATURES:
+            raise ValueError(f"deep network features must be one of {tuple(FEATURES)}, got {self.features!r}")
+
+    def features_of(self, pos, R):
+        """The network's input at configuration (pos, R)."""
+        if self.features == "p":
+            return pos
+        p = pos if self.features == "pR" else pos[2:]
+        return jnp.concatenate([p, R.reshape(-1)])
 
     def mlp(self) -> ContactMLP:
-        return ContactMLP(num_contacts=self.num_contacts, hidden=tuple(self.hidden))
+        # "vertex": one network of a world point, shared by the contacts (a learned field of the
+        # environment), else one output per contact
+        n = 1 if self.features == "vertex" else self.num_contacts
+        return ContactMLP(num_contacts=n, hidden=tuple(self.hidden))
 
     def phi(self, theta, pos, R):
         if self.variant == "polytope":
             return polytope_phi(theta, pos, R)
         pn, pt = polytope_phi(theta.poly, pos, R)
-        feats = jnp.concatenate([pos, R.reshape(-1)])
-        dn, dt = self.mlp().apply(theta.net, feats)
+        if self.features == "vertex":
+            pts = pos + theta.poly.vertices @ R.T  # (C, 3) world
+            dn, dt = jax.vmap(lambda x: self.mlp().apply(theta.net, x))(pts)
+            return pn + dn[:, 0], pt + dt[:, 0]
+        dn, dt = self.mlp().apply(theta.net, self.features_of(pos, R))
         return pn + dn, pt + dt
 
     def terms(self, theta, pos, R):
@@ -134,7 +159,6 @@ def true_polytope(vertices, mu: float, dtype=None) -> PolytopeParams:
 def init_deep(key, fns: ContactFunctions, vertices, mu: float, noise: float = 0.4, dtype=None) -> DeepParams:
     k1, k2 = jax.random.split(key)
     poly = init_polytope(k1, vertices, mu, noise, dtype)
-    feats = jnp.zeros(12, dtype=poly.vertices.dtype)
-    net = fns.mlp().init(k2, feats)
+    net = fns.mlp().init(k2, jnp.zeros(FEATURES[fns.features], dtype=poly.vertices.dtype))
     net = jax.tree_util.tree_map(lambda a: a.astype(poly.vertices.dtype), net)
     return DeepParams(poly=poly, net=net)

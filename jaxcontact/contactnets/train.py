@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 VARIANTS = ("polytope", "deep", "e2e", "lcp")
+DEEP_FEATURES = ("pR", "zR", "p", "vertex")  # deep's network inputs (functions.ContactFunctions.features)
 FORMAT = "jaxcontact.contactnets/1"
 
 
@@ -48,6 +49,7 @@ class TrainConfig:
     # widths) + rotation error (radians). Validation tosses only; the test set is never seen.
     select: str = "loss"
     select_candidates: int = 8
+    deep_features: str = "pR"  # deep's network input, one of DEEP_FEATURES; "pR" is the paper's
 
     def __post_init__(self):
         if self.schedule not in ("cosine", "constant"):
@@ -56,6 +58,8 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.select must be 'loss' or 'rollout', got {self.select!r}")
         if self.select_candidates < 1:
             raise ValueError("TrainConfig.select_candidates must be >= 1")
+        if self.deep_features not in DEEP_FEATURES:
+            raise ValueError(f"TrainConfig.deep_features must be one of {DEEP_FEATURES}, got {self.deep_features!r}")
         if self.max_steps < 1 or self.batch_size < 1:
             raise ValueError("TrainConfig.max_steps and batch_size must be >= 1")
 
@@ -78,7 +82,8 @@ def body_of(meta_or_data):
 def _fns(meta):
     from .functions import ContactFunctions
 
-    return ContactFunctions(meta["variant"], num_contacts=len(meta["vertices"]), hidden=tuple(meta["hidden"]))
+    return ContactFunctions(meta["variant"], num_contacts=len(meta["vertices"]), hidden=tuple(meta["hidden"]),
+                            features=meta.get("features") or "pR")  # None: not a deep model
 
 
 def init_theta(meta, key):
@@ -196,6 +201,7 @@ def _meta(variant, data, n_tosses, seed, cfg, tr, va):
     hidden = {"deep": (256, 256), "e2e": (256, 256, 256, 256)}.get(variant, ())
     return {
         "variant": variant, "seed": int(seed), "n_tosses": int(n_tosses), "hidden": list(hidden),
+        "features": cfg.deep_features if variant == "deep" else None,
         "dt": data.dt, "gravity": data.gravity, "mass": data.mass, "inertia": np.asarray(data.inertia).tolist(),
         "vertices": np.asarray(data.vertices).tolist(), "mu_nominal": data.mu_nominal, "noise": cfg.noise,
         "train_toss_ids": np.asarray(data.toss_ids)[tr].tolist(), "val_toss_ids": np.asarray(data.toss_ids)[va].tolist(),
