@@ -79,9 +79,14 @@ def main(checkpoints) -> int:
         wl = losses.WindowLoss(model=model, window=4, substeps=1, rot_scale=1.0)
         wts = jnp.full((w4.shape[0],), 1.0 / np.sqrt(w4.shape[0] * 24))
         d0 = jnp.zeros((w4.shape[0], 0))
-        res_jac = lambda x: (lambda r, Jx, Jd: (r, np.asarray(Jx).reshape(-1, x0.size)))(  # noqa: E731
-            *losses.jacobian(wl, unpack, jnp.asarray(x), d0, w4, wts))
-        res = lambda x: losses.residuals(wl, unpack, jnp.asarray(x), d0, w4, wts)  # noqa: E731
+
+        def res_jac(x):
+            r, Jx, _ = losses.jacobian(wl, unpack, jnp.asarray(x), d0, w4, wts)
+            return r, np.asarray(Jx).reshape(-1, x0.size)
+
+        def res(x):
+            return losses.residuals(wl, unpack, jnp.asarray(x), d0, w4, wts)
+
         lm = optim.levenberg_marquardt(res_jac, res, np.asarray(x0), max_iter=15, lam0=1e-8)
         run["lm"] = {"windows": int(w4.shape[0]), "loss_before": float(lm.history[0]["loss"]), "loss_after": lm.loss,
                      "test": evaluate(lm.x, test), "val": evaluate(lm.x, va), "time_s": time.perf_counter() - t0}

@@ -32,7 +32,8 @@ def shard_batch(tree, mesh: Mesh):
     return jax.tree_util.tree_map(lambda x: jax.device_put(x, sharding), tree)
 
 
-def _pad(tree, n_pad):
+def pad_batch(tree, n_pad):
+    """Every leaf with ``n_pad`` copies of its first row appended along the leading axis."""
     if n_pad == 0:
         return tree
     return jax.tree_util.tree_map(
@@ -58,9 +59,9 @@ def sharded_batch_rollout(
     n = jax.tree_util.tree_leaves(states)[0].shape[0]
     ndev = mesh.devices.size
     n_pad = (-n) % ndev
-    states = shard_batch(_pad(states, n_pad), mesh)
+    states = shard_batch(pad_batch(states, n_pad), mesh)
     if params_batched:
-        params = shard_batch(_pad(params, n_pad), mesh)
+        params = shard_batch(pad_batch(params, n_pad), mesh)
     else:
         params = jax.device_put(params, NamedSharding(mesh, P()))
     out = _batch_rollout(model, params, states, int(n_steps), params_batched, output, with_info)

@@ -87,28 +87,30 @@ class ContactFunctions:
         if self.features not in FEATURES:
             raise ValueError(f"deep network features must be one of {tuple(FEATURES)}, got {self.features!r}")
 
-    def features_of(self, pos, R):
-        """The network's input at configuration (pos, R)."""
-        if self.features == "p":
-            return pos
-        p = pos if self.features == "pR" else pos[2:]
-        return jnp.concatenate([p, R.reshape(-1)])
-
     def mlp(self) -> ContactMLP:
         # "vertex": one network of a world point, shared by the contacts (a learned field of the
         # environment), else one output per contact
         n = 1 if self.features == "vertex" else self.num_contacts
         return ContactMLP(num_contacts=n, hidden=tuple(self.hidden))
 
+    def correction(self, theta: DeepParams, pos, R):
+        """Deep's network term (Δφ_n (C,), Δφ_t (C, 2)) at configuration (pos, R), from the inputs
+        that ``features`` names."""
+        if self.features == "vertex":
+            pts = pos + theta.poly.vertices @ R.T  # (C, 3) world
+            dn, dt = jax.vmap(lambda x: self.mlp().apply(theta.net, x))(pts)
+            return dn[:, 0], dt[:, 0]
+        if self.features == "p":
+            x = pos
+        else:  # "pR" (the paper) or "zR" (height only)
+            x = jnp.concatenate([pos if self.features == "pR" else pos[2:], R.reshape(-1)])
+        return self.mlp().apply(theta.net, x)
+
     def phi(self, theta, pos, R):
         if self.variant == "polytope":
             return polytope_phi(theta, pos, R)
         pn, pt = polytope_phi(theta.poly, pos, R)
-        if self.features == "vertex":
-            pts = pos + theta.poly.vertices @ R.T  # (C, 3) world
-            dn, dt = jax.vmap(lambda x: self.mlp().apply(theta.net, x))(pts)
-            return pn + dn[:, 0], pt + dt[:, 0]
-        dn, dt = self.mlp().apply(theta.net, self.features_of(pos, R))
+        dn, dt = self.correction(theta, pos, R)
         return pn + dn, pt + dt
 
     def terms(self, theta, pos, R):

@@ -280,8 +280,12 @@ def batch_terms(fns, theta, model, body, xs, xns, cfg: LossConfig):
 def batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig):
     """Mean ContactNets loss + w_reg (R₁ + R₂) over a batch; vmapped QPs. Returns (total, parts)."""
     losses, r1, r2 = batch_terms(fns, theta, model, body, xs, xns, cfg)
-    data = jnp.mean(losses)
-    reg = cfg.w_reg * (jnp.mean(r1) + jnp.mean(r2))
+    return _total(cfg, jnp.mean(losses), jnp.mean(r1), jnp.mean(r2))
+
+
+def _total(cfg: LossConfig, data, r1, r2):
+    """(loss, parts) from the batch means of the data term and of the regularisers R₁, R₂."""
+    reg = cfg.w_reg * (r1 + r2)
     return data + reg, dict(data=data, reg=reg)
 
 
@@ -301,7 +305,7 @@ def sharded_batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig, mesh=N
                          "differentiation do not run under shard_map")
     from jax.sharding import PartitionSpec as P
 
-    from ..sharding import BATCH_AXIS, batch_mesh
+    from ..sharding import BATCH_AXIS, batch_mesh, pad_batch
 
     shard_map = getattr(jax, "shard_map", None)
     if shard_map is None:  # jax < 0.7
@@ -310,9 +314,7 @@ def sharded_batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig, mesh=N
     B = xs.shape[0]
     n_pad = (-B) % mesh.devices.size
     w = jnp.concatenate([jnp.ones(B, xs.dtype), jnp.zeros(n_pad, xs.dtype)])
-    if n_pad:
-        xs = jnp.concatenate([xs, jnp.repeat(xs[:1], n_pad, axis=0)])
-        xns = jnp.concatenate([xns, jnp.repeat(xns[:1], n_pad, axis=0)])
+    xs, xns = pad_batch((xs, xns), n_pad)
 
     def local(theta, xs, xns, w):
         losses, r1, r2 = batch_terms(fns, theta, model, body, xs, xns, cfg)
@@ -320,9 +322,7 @@ def sharded_batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig, mesh=N
 
     b = P(BATCH_AXIS)
     sums = shard_map(local, mesh=mesh, in_specs=(P(), b, b, b), out_specs=P())(theta, xs, xns, w)
-    data = sums[0] / B
-    reg = cfg.w_reg * (sums[1] + sums[2]) / B
-    return data + reg, dict(data=data, reg=reg)
+    return _total(cfg, *(sums / B))
 
 
 # ---------------------------------------------------------------------------------------------
