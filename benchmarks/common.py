@@ -120,6 +120,15 @@ def machine_info() -> dict:
     return info
 
 
+def cube_test_split(data, n_test: int = 48, seed: int = 12345):
+    """(test, pool) of the ContactNets studies: a fixed random set of ``n_test`` held-out tosses of
+    ``data`` (a ``TossData``), never used for training or model selection, and the remaining pool."""
+    import numpy as np
+
+    perm = np.random.default_rng(seed).permutation(data.n_tosses)
+    return data.subset(np.sort(perm[:n_test])), data.subset(np.sort(perm[n_test:]))
+
+
 def write_json(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n")

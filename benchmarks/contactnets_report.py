@@ -130,6 +130,16 @@ def targets(d):
             seeds = sorted({m["seed"] for rows in res[v].values() for m in rows})
             out.append(f"  {v} (seeds {', '.join(map(str, seeds))}): clearly better at {sizes(cv)}; {v} / LCP ratios pos, rot: "
                        f"{ratios(rv)}.")
+    if (R / "contactnets_paired.json").exists():  # benchmarks/contactnets_paired.py: the same rows with intervals
+        rows = [r for r in json.loads((R / "contactnets_paired.json").read_text())["rows"] if r["variant"] != "e2e"]
+        sure = [r for r in rows if r["pos_ratio_ci95"][1] < 0.9 and r["rot_ratio_ci95"][1] < 0.9]
+        top = max(rows, key=lambda r: r["p_clear"])
+        out.append(f"  Paired on the test tosses with bootstrap intervals ([contactnets_paired.md](contactnets_paired.md)): "
+                   f"{len(sure)} of {len(rows)} ContactNets (variant, size) rows have both 95 % upper bounds below 0.9; the "
+                   f"most likely to be clearly better is {top['variant']} with {top['tosses']} tosses (pos "
+                   f"{top['pos_ratio']:.2f} [{top['pos_ratio_ci95'][0]:.2f}, {top['pos_ratio_ci95'][1]:.2f}], rot "
+                   f"{top['rot_ratio']:.2f} [{top['rot_ratio_ci95'][0]:.2f}, {top['rot_ratio_ci95'][1]:.2f}], p_clear "
+                   f"{top['p_clear']:.2f}).")
     return "\n".join(out)
 
 

@@ -39,14 +39,14 @@ def main(checkpoints) -> int:
     from jax.flatten_util import ravel_pytree
 
     from jaxcontact import sysid
+    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
     from jaxcontact.sysid import losses, optim
 
     data = load_tosses(REPO.parent / "shared/data/cube_tosses/tosses.npz")
-    perm = np.random.default_rng(12345).permutation(data.n_tosses)  # the study's test set
-    test = data.subset(np.sort(perm[:48]))
+    test, _ = cube_test_split(data)  # the study's test set
     ids = {int(i): k for k, i in enumerate(data.toss_ids)}
     out = {"command": " ".join(["python benchmarks/contactnets_rollout_finetune.py"] + checkpoints), "runs": []}
     for ck in checkpoints:

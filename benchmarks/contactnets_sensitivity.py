@@ -61,13 +61,13 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
 
     data = load_tosses(args.data)
-    perm = np.random.default_rng(12345).permutation(data.n_tosses)  # contactnets_study.py's test split
-    test = data.subset(np.sort(perm[: args.n_test]))
+    test, _ = cube_test_split(data, args.n_test)  # contactnets_study.py's test split
     out = {"command": " ".join(["python benchmarks/contactnets_sensitivity.py"] + sys.argv[1:]),
            "n_test": test.n_tosses, "levels": [dict(pos_mm=a, rot_deg=b, vel_rel=c) for a, b, c in LEVELS],
            "checkpoints": {}}

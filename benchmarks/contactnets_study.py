@@ -206,6 +206,7 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.plots import plot_data_efficiency, plot_rollout
@@ -215,8 +216,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = load_tosses(args.data)
-    perm = np.random.default_rng(12345).permutation(data.n_tosses)
-    test, pool = data.subset(np.sort(perm[: args.n_test])), data.subset(np.sort(perm[args.n_test:]))
+    test, pool = cube_test_split(data, args.n_test)
     print(f"{data.n_tosses} tosses: test {test.n_tosses}, training pool {pool.n_tosses}", flush=True)
 
     if not args.skip_speed:
