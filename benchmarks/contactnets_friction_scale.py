@@ -64,15 +64,16 @@ def main() -> int:
         err = (pred[rows, L - 1, :2] - p_end) / test.width
         return float(np.mean(np.sum(err * travel, axis=1)))
 
+    def poly_of(meta, law):  # the polytope part of a learned law: its tangents are the lumped friction
+        return law if meta["variant"] == "polytope" else law.poly
+
     def with_scale(meta, params, s):
         law = params.law
         if meta["variant"] == "lcp":
             return params.replace(law=law.replace(mu=law.mu * s))
-        if meta["variant"] == "polytope":
-            return params.replace(law=law.replace(tangents=law.tangents * s))
-        if meta["variant"] == "deep":  # the polytope part's tangents (the network's φ_t is left as learned)
-            return params.replace(law=law.replace(poly=law.poly.replace(tangents=law.poly.tangents * s)))
-        raise ValueError(f"no friction to scale in a {meta['variant']} model")
+        # deep: the polytope part's tangents (the network's φ_t is left as learned)
+        poly = poly_of(meta, law).replace(tangents=poly_of(meta, law).tangents * s)
+        return params.replace(law=poly if meta["variant"] == "polytope" else law.replace(poly=poly))
 
     ids = {int(t): k for k, t in enumerate(data.toss_ids)}
     out = {"command": " ".join(["python benchmarks/contactnets_friction_scale.py"] + sys.argv[1:]), "scales": scales,
@@ -80,12 +81,13 @@ def main() -> int:
     t0 = time.perf_counter()
     for ck in args.checkpoints:
         meta, theta = load_checkpoint(ck)
+        if meta["variant"] not in ("polytope", "deep", "lcp"):
+            raise ValueError(f"{ck}: no friction to scale in a {meta['variant']} model (polytope, deep or lcp)")
         model, params = sim_model_params(meta, theta)
         if meta["variant"] == "lcp":
             friction = [float(np.asarray(params.law.mu).reshape(-1)[0])]
         else:
-            tang = params.law.tangents if meta["variant"] == "polytope" else params.law.poly.tangents
-            friction = np.linalg.norm(np.asarray(tang), axis=1).tolist()
+            friction = np.linalg.norm(np.asarray(poly_of(meta, params.law).tangents), axis=1).tolist()
         own = sorted(ids[t] for t in meta["train_toss_ids"] + meta["val_toss_ids"])
         if len(own) > args.max_train:
             own = sorted(np.random.default_rng(0).choice(own, args.max_train, replace=False).tolist())

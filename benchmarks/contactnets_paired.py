@@ -118,6 +118,14 @@ def main() -> int:
     return 0
 
 
+def summary(rows):
+    """(rows with both 95 % upper bounds below 0.9, the ContactNets rows (E2E left out), the ContactNets row
+    with the largest p_clear or None) of the paired rows."""
+    contenders = [r for r in rows if r["variant"] != "e2e"]
+    sure = [r for r in contenders if r["pos_ratio_ci95"][1] < 0.9 and r["rot_ratio_ci95"][1] < 0.9]
+    return sure, contenders, max(contenders, key=lambda r: r["p_clear"], default=None)
+
+
 def report(res) -> str:
     ci = lambda c: f"[{c[0]:.2f}, {c[1]:.2f}]"  # noqa: E731
     lines = [
@@ -134,12 +142,10 @@ def report(res) -> str:
         lines.append(f"| {r['variant']} | {r['tosses']} | {','.join(map(str, r['seeds']))} | {r['pos_ratio']:.2f} {ci(r['pos_ratio_ci95'])} | "
                      f"{r['rot_ratio']:.2f} {ci(r['rot_ratio_ci95'])} | {r['p_clear']:.3f} | {r['pos_win_rate']:.2f} | "
                      f"{r['rot_win_rate']:.2f} |")
-    contenders = [r for r in res["rows"] if r["variant"] != "e2e"]
-    best = max(contenders, key=lambda r: r["p_clear"]) if contenders else None
+    sure, contenders, best = summary(res["rows"])
     lines += ["", "Reading: a learned model is clearly (>= 10 %) better than the LCP in both errors with confidence only "
               "where both intervals lie below 0.9."]
     if best is not None:
-        sure = [r for r in contenders if r["pos_ratio_ci95"][1] < 0.9 and r["rot_ratio_ci95"][1] < 0.9]
         lines.append(f"Rows where both upper bounds are below 0.9: {len(sure)} of {len(contenders)} ContactNets rows. "
                      f"Largest p_clear: {best['variant']} with {best['tosses']} tosses, {best['p_clear']:.3f}.")
     return "\n".join(lines) + "\n"

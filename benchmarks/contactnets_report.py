@@ -11,6 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 R = REPO / "benchmarks" / "results"
 
+from contactnets_paired import summary  # noqa: E402
+
 
 def _rate_cells(r, key, sizes):
     return [f"{r['batched_transitions_per_s' + key][str(B)]['best']:.0f} / {r['batched_transitions_per_s' + key][str(B)]['median']:.0f} "
@@ -130,10 +132,9 @@ def targets(d):
             seeds = sorted({m["seed"] for rows in res[v].values() for m in rows})
             out.append(f"  {v} (seeds {', '.join(map(str, seeds))}): clearly better at {sizes(cv)}; {v} / LCP ratios pos, rot: "
                        f"{ratios(rv)}.")
-    if (R / "contactnets_paired.json").exists():  # benchmarks/contactnets_paired.py: the same rows with intervals
-        rows = [r for r in json.loads((R / "contactnets_paired.json").read_text())["rows"] if r["variant"] != "e2e"]
-        sure = [r for r in rows if r["pos_ratio_ci95"][1] < 0.9 and r["rot_ratio_ci95"][1] < 0.9]
-        top = max(rows, key=lambda r: r["p_clear"])
+    paired = R / "contactnets_paired.json"  # benchmarks/contactnets_paired.py: the same rows with intervals
+    sure, rows, top = summary(json.loads(paired.read_text())["rows"]) if paired.exists() else ([], [], None)
+    if top is not None:
         out.append(f"  Paired on the test tosses with bootstrap intervals ([contactnets_paired.md](contactnets_paired.md)): "
                    f"{len(sure)} of {len(rows)} ContactNets (variant, size) rows have both 95 % upper bounds below 0.9; the "
                    f"most likely to be clearly better is {top['variant']} with {top['tosses']} tosses (pos "
