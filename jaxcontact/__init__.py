@@ -9,7 +9,7 @@ Quick start::
     traj = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.5]), n_steps=800)
 """
 
-from . import geometry, shapes, solvers
+from . import contact, geometry, shapes, solvers
 from .dynamics import (
     batch_rollout,
     energy,
@@ -20,7 +20,7 @@ from .dynamics import (
     step,
     step_with_info,
 )
-from .laws import CoulombLCP, CoulombParams
+from .laws import ContactLaw, CoulombLCP, CoulombParams, NoContact, SmoothedCoulomb
 from .solvers import LCPSettings
 from .states import make_planar_state, make_state
 from .types import Body, ContactInfo, Ground, Model, Params, PatchType, PlanarState, State
@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Body",
     "ContactInfo",
+    "ContactLaw",
     "CoulombLCP",
     "CoulombParams",
     "Ground",
@@ -40,15 +41,18 @@ __all__ = [
     "PlanarState",
     "State",
     "batch_rollout",
+    "contact",
     "energy",
     "free_velocity",
     "geometry",
     "integrate",
     "make_planar_state",
     "make_state",
+    "NoContact",
     "penetration",
     "rollout",
     "shapes",
+    "SmoothedCoulomb",
     "solvers",
     "step",
     "step_with_info",

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from . import geometry
 from .rotations import quat_exp, quat_mul, quat_normalize, skew
 from .types import AnyState, Model, Params, PlanarState, State
-from .validation import validate_inputs
+from .validation import is_concrete, validate_inputs
 
 
 def gravity_vector(model: Model, state: AnyState, dtype) -> jnp.ndarray:
@@ -79,10 +79,6 @@ def _step(model: Model, params: Params, state: AnyState, control=None):
     return integrate(model, state, v_new), info
 
 
-def _is_concrete(tree) -> bool:
-    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
-
-
 _step_jit = jax.jit(_step, static_argnames=("model",))
 
 
@@ -92,7 +88,7 @@ def step_with_info(model: Model, params: Params, state: AnyState, control=None):
     Called on concrete arrays it validates them and runs a jitted step (compiled once per
     model and shapes); inside a user's ``jit``/``vmap``/``grad`` it traces straight through.
     """
-    if _is_concrete((params, state, control)):
+    if is_concrete((params, state, control)):
         validate_inputs(params, state, control=control, batched=False)
         return _step_jit(model, params, state, control)
     return _step(model, params, state, control)
@@ -144,13 +140,13 @@ def rollout(
         n_steps = n_ctrl
     if n_steps is None or int(n_steps) < 0:
         raise ValueError("rollout needs n_steps >= 0 or a controls array")
-    if _is_concrete((params, state, controls)):
+    if is_concrete((params, state, controls)):
         validate_inputs(params, state, control=controls, batched=False, control_steps=True)
     return _rollout(model, params, state, controls, int(n_steps), output, with_info)
 
 
-# Bodies per sequential chunk of a batched rollout on a CPU (measured best of 64/256/1024 at
-# batch 4096 in benchmarks/throughput.py).
+# Bodies per sequential chunk of a batched rollout on a CPU (chosen by the chunk-size sweep of the
+# throughput benchmark; its results file has the measurement).
 CPU_CHUNK = 256
 
 
@@ -164,6 +160,7 @@ def batch_rollout(
     output: str = "final",
     with_info: bool = False,
     chunk_size: int | None | str = "auto",
+    validate: bool = True,
 ):
     """``rollout`` vmapped over a leading batch axis of ``states`` (and ``params`` if batched).
 
@@ -172,12 +169,15 @@ def batch_rollout(
     the slowest body of a huge batch from setting every body's solver sweep count (the same
     physics; results differ only by floating-point rounding). ``None`` vmaps the whole batch at
     once (best on GPUs); ``"auto"`` is 256 on a CPU backend and ``None`` elsewhere.
+    validate: check concrete inputs first (shapes, finiteness, quaternions, mass; one pass over the
+    batch on the host). ``False`` skips the check for inputs already validated (e.g. states that
+    came out of an earlier rollout); inside a user's ``jit`` the check never runs anyway.
     """
     if chunk_size == "auto":
         chunk_size = CPU_CHUNK if jax.default_backend() == "cpu" else None
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive int, None or 'auto', got {chunk_size!r}")
-    if _is_concrete((params, states)):
+    if validate and is_concrete((params, states)):
         validate_inputs(params, states, batched=True, params_batched=params_batched)
     return _batch_rollout(
         model, params, states, int(n_steps), params_batched, output, with_info, chunk_size

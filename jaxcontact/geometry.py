@@ -13,8 +13,9 @@ from flax import struct
 from .rotations import perp2d, quat_to_mat, rot2d
 from .types import AnyState, Body, Ground, PatchType, PlanarState
 
-# Distance given to padded candidates so they are never selected or active.
-_FAR = 1e6
+# Distance (m) given to padded candidates so they are never selected or active; also the free
+# velocity (m/s) given to padded rows of a contact problem so they never push.
+FAR = 1e6
 
 
 def unit_normal(ground: Ground) -> jnp.ndarray:
@@ -98,7 +99,7 @@ def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int) ->
     pts_all = world_points(state, body.vertices)
     phi_all = signed_distance(ground, pts_all)
     valid_all = body.vertex_mask > 0
-    phi_sel = jnp.where(valid_all, phi_all, _FAR)
+    phi_sel = jnp.where(valid_all, phi_all, FAR)
     if num < body.num_vertices:
         _, idx = jax.lax.top_k(-jax.lax.stop_gradient(phi_sel), num)
     else:
@@ -112,7 +113,7 @@ def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int) ->
         index=idx,
         r_body=r,
         points=pts_all[idx],
-        phi=jnp.where(valid_all[idx], phi_all[idx], _FAR),
+        phi=jnp.where(valid_all[idx], phi_all[idx], FAR),
         valid=valid_all[idx],
         normal=n,
         tangents=tang,
@@ -148,7 +149,7 @@ def patch_from_points(pts, phi, valid, ground: Ground, tol: float) -> Patch:
     count = jnp.sum(touching)
     kind = jnp.minimum(count, int(PatchType.FACE)).astype(jnp.int32)
     w = touching.astype(pts.dtype)
-    closest = jnp.argmin(jnp.where(valid, phi, _FAR))
+    closest = jnp.argmin(jnp.where(valid, phi, FAR))
     mean = jnp.sum(w[:, None] * pts, axis=0) / jnp.maximum(jnp.sum(w), 1.0)
     centre = jnp.where(count > 0, mean, pts[closest])
     n = unit_normal(ground)

@@ -36,7 +36,7 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
     import jax
     from tqdm.auto import tqdm
 
-    from .dynamics import _batch_rollout
+    from .dynamics import batch_rollout
     from .laws import CoulombLCP
     from .states import random_throws
     from .types import Ground, Model, Params
@@ -56,7 +56,7 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
     with tqdm(total=steps, desc=f"simulate {shape} x{throws}", unit="step", disable=not progress) as bar:
         while done < steps:
             n = min(chunk, steps - done)
-            traj = _batch_rollout(model, params, state, n, False, "trajectory", False)
+            traj = batch_rollout(model, params, state, n, output="trajectory", chunk_size=None, validate=False)
             arr = np.asarray(traj.to_array())  # (N, n+1, D)
             out.append(arr[:, 1:].transpose(1, 0, 2))
             state = jax.tree_util.tree_map(lambda x: x[:, -1], traj)

@@ -5,11 +5,18 @@ Every check raises ``ValueError`` naming the offending field, e.g. ``state.quat`
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from .types import Body, Ground, Params, PlanarState, State
 
 QUAT_TOL = 1e-3
+
+
+def is_concrete(tree) -> bool:
+    """True when no leaf of ``tree`` is a tracer: the call runs eagerly (not inside a user's
+    ``jit``/``vmap``/``grad``), so its inputs can be validated and a jitted function called."""
+    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
 
 
 def _arr(x, name):

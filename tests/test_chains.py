@@ -14,8 +14,8 @@ import pytest
 
 from jaxcontact import chains as C
 from jaxcontact.dacm import chain as A2
-from jaxcontact.laws import CoulombLCP
-from jaxcontact.solvers import LCPSettings
+from jaxcontact.laws import CoulombLCP, NoContact
+from jaxcontact.solvers import LCPSettings, powell_hybrid
 
 N = 300  # steps of every 3-link rollout (0.6 s: release, first contact at ~0.28 s, after impact)
 MODEL = C.ChainModel()
@@ -101,11 +101,11 @@ def test_powell_hybrid_solves_a_nonlinear_system_and_reports_failure():
     settings = A2.RootSettings(max_evals=40)
     fun = lambda x: jnp.array([x[0] ** 3 + x[1] - 1.0, x[1] ** 3 - x[0] + 1.0])  # root (1, 0)
     xs = jnp.array([[0.5, 0.5], [2.0, -1.0]])  # vmapped
-    res = jax.jit(jax.vmap(lambda x0: A2.powell_hybrid(fun, x0, jnp.eye(2), 1e-10, settings)))(xs)
+    res = jax.jit(jax.vmap(lambda x0: powell_hybrid(fun, x0, jnp.eye(2), 1e-10, settings)))(xs)
     assert np.all(np.asarray(res.converged)) and np.allclose(res.x, [[1.0, 0.0]] * 2, atol=1e-8)
     assert np.all(np.asarray(res.evaluations) <= 40)
     no_root = lambda x: jnp.array([x[0] ** 2 + 1.0, x[1]])
-    res = jax.jit(lambda x0: A2.powell_hybrid(no_root, x0, jnp.eye(2), 1e-10, settings))(jnp.array([1.0, 1.0]))
+    res = jax.jit(lambda x0: powell_hybrid(no_root, x0, jnp.eye(2), 1e-10, settings))(jnp.array([1.0, 1.0]))
     assert not bool(res.converged) and int(res.evaluations) == settings.max_evals
     assert float(res.residual) >= 1.0 - 1e-6  # the best point found is returned, flagged
 
@@ -122,7 +122,7 @@ def test_gradient_through_the_root_matches_finite_differences(swing):
     def loss(dw, mu):
         s = s0.replace(omega=s0.omega.at[:, 1].add(dw))
         p = params.replace(law=params.law.replace(mu=jnp.stack([mu, mu])))
-        s, info = A2._step(model, law, A2.RootSettings(rtol=1e-7, atol=1e-12), p, p.law, s)
+        s, info = A2.split_step(model, law, p, p.law, s, A2.RootSettings(rtol=1e-7, atol=1e-12))
         return jnp.sum(s.pos[2] * jnp.array([1.0, 0.0, 1.0])) + 0.1 * jnp.sum(s.omega[2]), info
 
     x0 = (jnp.asarray(0.0), jnp.asarray(0.18))
@@ -145,7 +145,7 @@ def test_bad_inputs_raise_named_errors():
     with pytest.raises(ValueError, match=r"anchor_parent/anchor_child\[1\].*0.03 m apart"):
         C.rollout(MODEL, params, moved, 5)
     with pytest.raises(ValueError, match="anchor"):
-        A2.split_step(MODEL, A2.NoContact(), params, None, moved)
+        A2.split_step(MODEL, NoContact(), params, None, moved)
     bad = params.replace(links=params.links.replace(mass=params.links.mass.at[2].set(0.0)))
     with pytest.raises(ValueError, match=r"params.links.mass\[2\]"):
         C.step(MODEL, bad, s0)
@@ -157,7 +157,7 @@ def test_bad_inputs_raise_named_errors():
         C.rollout(MODEL, params, s0.replace(pos=s0.pos[:2]), 5)
     with pytest.raises(ValueError, match=">= 2 links"):
         one = C.make_chain(sizes=((0.2, 0.05, 0.05),), masses=(0.185,))
-        A2.split_rollout(MODEL, A2.NoContact(), one, None, C.horizontal_state(one), 3)
+        A2.split_rollout(MODEL, NoContact(), one, None, C.horizontal_state(one), 3)
     with pytest.raises(ValueError, match="init"):
         A2.RootSettings(init="guess")
     with pytest.raises(ValueError, match="baumgarte"):

@@ -9,7 +9,8 @@ One step (semi-implicit Euler, like ``jaxcontact.dynamics``):
 3. the bilateral rows are eliminated exactly (Schur complement): v_c = v¹ + M⁻¹J_bᵀλ(v¹) satisfies
    the joints, W = M⁻¹ − M⁻¹J_bᵀ(J_bM⁻¹J_bᵀ)⁻¹J_bM⁻¹ is the jointed system's mobility, and the
    contact LCP  0 ≤ z ⊥ J_c W J_cᵀ z + J_c v_c − target ≥ 0 (friction rows boxed by μ z_n) is
-   solved by ``solvers.solve_lcp`` (projected Gauss–Seidel, implicit gradients). This is the same
+   built and solved by ``jaxcontact.contact`` with W as the mobility (the one contact-problem
+   builder of every LCP-based law; projected Gauss–Seidel, implicit gradients). This is the same
    solution as the LCP with the joint rows as bilateral rows (``RowStructure.contacts(C, 2, 5n)``)
    but PGS never has to iterate on the stiff joint rows of a chain;
 4. v⁺ = v_c + W J_cᵀ z, then every link is integrated (``dynamics.integrate``).
@@ -25,10 +26,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from .. import geometry
+from .. import contact, geometry
 from ..dynamics import integrate
-from ..solvers import RowStructure, solve_lcp
 from ..types import State
+from ..validation import is_concrete
 from .model import (
     ChainModel,
     ChainParams,
@@ -55,21 +56,19 @@ class ChainInfo:
     joint_error: jnp.ndarray
 
 
-def contact_rows(model: ChainModel, params: ChainParams, state: State, links):
-    """Contact rows of ``links`` (consecutive indices) against the ground.
-
-    Returns (J (len·C·3, 6·len), target (len·C,), valid (len·C,), phi (len, C), coupling)."""
+def contact_problem(model: ChainModel, params: ChainParams, state: State, links, mobility, v_free):
+    """The contact problem (``jaxcontact.contact``) of ``links``' closest vertices against the
+    ground, acting through the jointed system's ``mobility`` W at the free velocity ``v_free``
+    (both over the generalised velocities of ``links``, 6 per link). Returns (problem, phi (len, C))."""
     links = list(links)
     C = model.max_contacts
     idx = jnp.asarray(links)
     sel = lambda t: jax.tree_util.tree_map(lambda x: x[idx], t)
     con = jax.vmap(lambda b, s: geometry.contact_candidates(b, params.ground, s, C))(sel(params.links), sel(state))
-    J = block_diag(con.jac.reshape(len(links), C * 3, 6))
-    phi = con.phi
-    valid = con.valid.reshape(-1)
-    mu = jnp.broadcast_to(params.law.mu[:2], (len(links) * C, 2))
-    coupling = jnp.concatenate([jnp.zeros((len(links) * C, 1), mu.dtype), mu], axis=1).reshape(-1)
-    return J, -phi.reshape(-1) / model.dt, valid, phi, coupling
+    nc = len(links) * C
+    jac = block_diag(con.jac.reshape(len(links), C * 3, 6)).reshape(nc, 3, 6 * len(links))
+    prob = contact.from_jacobians(jac, con.phi.reshape(-1), con.valid.reshape(-1), mobility, v_free, model.dt)
+    return prob, con.phi
 
 
 def _step(model: ChainModel, params: ChainParams, state: State):
@@ -79,13 +78,9 @@ def _step(model: ChainModel, params: ChainParams, state: State):
     Minv = mass_matrix_inverse(params, state, range(n))
     Jb, err = joint_system(params, state, range(n), range(n))
     vc, W, fac = constrained_free_motion(model, Minv, Jb, err, v1)
-    Jc, target, valid, phi, coupling = contact_rows(model, params, state, range(n))
-    nc = target.shape[0]
-    b = (Jc @ vc).reshape(nc, 3).at[:, 0].add(-target)
-    b = jnp.where(valid[:, None], b, jnp.asarray(geometry._FAR, b.dtype)).reshape(-1)
-    A = Jc @ W @ Jc.T
-    sol = solve_lcp(A, b, coupling, RowStructure.contacts(nc, 2), model.solver)
-    p = Jc.T @ sol.z
+    prob, phi = contact_problem(model, params, state, range(n), W, vc)
+    sol = contact.solve(prob, params.law.mu[:2], model.solver)
+    p = sol.impulse
     v_new = vc + W @ p
     # joint impulse λ: J_b v⁺ = target with v⁺ = v¹ + M⁻¹(J_bᵀλ + p)
     lam = jax.scipy.linalg.cho_solve(fac, -(model.baumgarte / h) * err - Jb @ (v1 + Minv @ p))
@@ -99,16 +94,12 @@ def _step(model: ChainModel, params: ChainParams, state: State):
     return new, info
 
 
-def _concrete(tree) -> bool:
-    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
-
-
 _step_jit = jax.jit(_step, static_argnames=("model",))
 
 
 def step_with_info(model: ChainModel, params: ChainParams, state: State):
     """One ground-truth step of a chain: ``(state⁺, ChainInfo)``. Validates concrete inputs."""
-    if _concrete((params, state)):
+    if is_concrete((params, state)):
         validate_chain(params, state)
         return _step_jit(model, params, state)
     return _step(model, params, state)
@@ -133,14 +124,14 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int):
     """``n_steps`` ground-truth steps (``lax.scan``): (trajectory (n_steps + 1, n, …), infos)."""
     if int(n_steps) < 0:
         raise ValueError(f"n_steps must be >= 0, got {n_steps}")
-    if _concrete((params, state)):
+    if is_concrete((params, state)):
         validate_chain(params, state)
     return _rollout(model, params, state, int(n_steps))
 
 
 def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int):
     """``rollout`` vmapped over a leading batch axis of ``states`` (same chain parameters)."""
-    if _concrete((params, states)):
+    if is_concrete((params, states)):
         for b in range(states.pos.shape[0]):
             validate_chain(params, jax.tree_util.tree_map(lambda x: x[b], states))
     return jax.vmap(lambda s: _rollout(model, params, s, int(n_steps)))(states)

@@ -15,11 +15,11 @@ import flax.linen as nn
 import jax.numpy as jnp
 from flax import struct
 
-from .. import geometry
+from .. import contact, geometry
 from ..rotations import quat_to_mat
-from ..solvers import LCPSettings, RowStructure, solve_lcp
+from ..solvers import LCPSettings
 from ..types import ContactInfo, Ground, Params
-from .functions import ContactFunctions, PolytopeParams
+from .functions import ContactFunctions, PolytopeParams, init_deep, init_polytope
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,27 +27,38 @@ class ContactNetsLaw:
     fns: ContactFunctions = ContactFunctions()
     solver: LCPSettings = LCPSettings(tol=1e-7, max_iter=100)
 
+    def init_params(self, key=None, vertices=None, mu: float = 0.18, noise: float = 0.0, dtype=None):
+        """Contact-function parameters: the polytope of ``vertices`` (body frame; default the
+        0.1 m cube's 8 corners) with friction ``mu``, perturbed by ``noise`` (relative; 0 = exact,
+        the paper's initialisation uses 0.4), plus a zero-output network for the deep variant."""
+        import jax
+        import numpy as np
+
+        key = jax.random.PRNGKey(0) if key is None else key
+        if vertices is None:
+            vertices = 0.05 * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+        vertices = np.asarray(vertices)
+        if vertices.shape != (self.fns.num_contacts, 3):
+            raise ValueError(f"vertices must have shape ({self.fns.num_contacts}, 3) "
+                             f"(ContactFunctions.num_contacts), got {vertices.shape}")
+        if self.fns.variant == "deep":
+            return init_deep(key, self.fns, vertices, mu, noise, dtype)
+        return init_polytope(key, vertices, mu, noise, dtype)
+
     def __call__(self, model, params: Params, state, v_free):
         theta = params.law
         R = quat_to_mat(state.quat)
         phi, _, Jn, Jt = self.fns.terms(theta, state.pos, R)
         C = phi.shape[0]
-        h = model.dt
-        J = jnp.concatenate([Jn[:, None, :], Jt], axis=1)  # (C, 3, 6)
-        Jf = J.reshape(3 * C, 6)
+        jac = jnp.concatenate([Jn[:, None, :], Jt], axis=1)  # (C, 3, 6): friction lumped into J_t (μ = 1)
         Minv = geometry.mass_matrix_inverse(params.body, state)
-        A = Jf @ Minv @ Jf.T
-        b = (Jf @ v_free).reshape(C, 3).at[:, 0].add(phi / h)
-        coupling = jnp.tile(jnp.array([0.0, 1.0, 1.0], A.dtype), C)
-        sol = solve_lcp(A, b.reshape(-1), coupling, RowStructure.contacts(C, 2), self.solver)
+        prob = contact.from_jacobians(jac, phi, jnp.ones(C, bool), Minv, v_free, model.dt)
+        sol = contact.solve(prob, 1.0, self.solver)
         poly: PolytopeParams = theta if isinstance(theta, PolytopeParams) else theta.poly
         pts = state.pos + poly.vertices @ R.T
-        ground = Ground(normal=poly.normal, height=jnp.zeros((), A.dtype))
+        ground = Ground(normal=poly.normal, height=jnp.zeros((), prob.A.dtype))
         patch = geometry.patch_from_points(pts, phi, jnp.ones(C, bool), ground, model.patch_tol)
-        info = ContactInfo.from_patch(
-            phi, phi <= model.patch_tol, sol.z.reshape(C, 3), patch, sol.residual, sol.iterations
-        )
-        return Jf.T @ sol.z, info
+        return sol.impulse, contact.info(phi, phi <= model.patch_tol, sol.z, patch, sol)
 
 
 class ImpulseMLP(nn.Module):
@@ -79,7 +90,21 @@ def e2e_apply(hidden: tuple, theta: E2EParams, x_row):
 
 @dataclasses.dataclass(frozen=True)
 class E2ELaw:
+    """The end-to-end baseline: ``ImpulseMLP`` maps the normalised state to the generalised impulse."""
+
     hidden: tuple = (256, 256, 256, 256)
+
+    def init_params(self, key=None, out_scale: float = 1e-3, dtype=None) -> E2EParams:
+        """Untrained parameters: a randomly initialised network, unit input normalisation and an
+        impulse scale of ``out_scale`` N·s (training replaces all of them)."""
+        import jax
+
+        key = jax.random.PRNGKey(0) if key is None else key
+        dtype = dtype or jnp.result_type(float)
+        net = ImpulseMLP(hidden=tuple(self.hidden)).init(key, jnp.zeros(18, dtype))
+        net = jax.tree_util.tree_map(lambda a: a.astype(dtype), net)
+        return E2EParams(net=net, in_mean=jnp.zeros(18, dtype), in_std=jnp.ones(18, dtype),
+                         out_scale=jnp.full(6, out_scale, dtype))
 
     def __call__(self, model, params: Params, state, v_free):
         x = state.to_array()

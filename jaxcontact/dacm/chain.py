@@ -20,20 +20,17 @@ Initial f_j: ``RootSettings.init="eq7"`` is the paper's eq. 7 (the force that st
 joint point, (hĴŴĴᵀ)⁺Ĵv̂_c, a pseudo-inverse because a straight chain is a singular configuration
 of Ĵ); the default ``"free"`` is the root of G with H ≡ 0, −A⁻¹c (exact whenever the distal link
 ends the step out of contact). For a fast swing eq. 7 asks for hundreds of newtons, where the
-learned H sees a violent contact and G has spurious roots: measured on 8 chain swings, the eq. 7 start
-fails in a few steps (5 of 4000 with the current dacm checkpoint; 39 % and 5 diverged swings with
-an earlier, weaker one) and costs accuracy, "free" converges in every step
-(benchmarks/results/dacm_chain.md). The root of G is
-found by ``powell_hybrid``: Powell's dogleg trust region with Broyden updates of the Jacobian
-(started from A, exact wherever H does not depend on f) and a forward-difference refresh of the
-Jacobian after repeated failed steps, in one ``lax.while_loop`` that evaluates G exactly once
-per iteration (jit-able, vmappable). Converged means ‖S G‖ ≤ rtol·(‖S J v¹‖ + ‖S Ĵ v̂_c‖ + g h) +
+learned H sees a violent contact and G has spurious roots, so the eq. 7 start fails in some steps
+where "free" converges (measured in docs/chains.md). The root of G is found by
+``solvers.find_root`` (Powell's hybrid method: dogleg trust region with Broyden updates of the
+Jacobian, started from A, exact wherever H does not depend on f, and a forward-difference
+refresh after repeated failed steps; one evaluation of G per iteration, jit-able, vmappable). Converged means ‖S G‖ ≤ rtol·(‖S J v¹‖ + ‖S Ĵ v̂_c‖ + g h) +
 atol with rtol = 0.5 % (the paper's tolerance) and S = diag(1, 1, 1, ℓ, ℓ) putting the angular
 rows in m/s (ℓ: the distal joint's lever arm). Every step returns the number of G evaluations
 and a ``converged`` flag; a failed step keeps the best f found and says so.
 
-Gradients: the root is wrapped in ``solvers.implicit_root`` (jaxopt ``custom_root``: implicit differentiation of
-G(f*, θ) = 0 with a dense guarded solve), so reverse mode never enters the solver loop.
+Gradients: ``find_root`` differentiates implicitly through G(f*, θ) = 0 (declared once in
+``solvers.implicit``), so reverse mode never enters the solver loop.
 """
 
 from __future__ import annotations
@@ -58,24 +55,9 @@ from ..chains.model import (
     validate_chain,
 )
 from ..dynamics import integrate
-from ..solvers import implicit_root
-from ..types import ContactInfo, Params, State
-
-
-@dataclasses.dataclass(frozen=True)
-class NoContact:
-    """The contact law H ≡ 0 (a chain in free swing; for tests of the split itself)."""
-
-    def __call__(self, model, params, state, v_free):
-        C = model.num_contacts(params.body)
-        z = jnp.zeros((), v_free.dtype)
-        info = ContactInfo(
-            phi=jnp.zeros(C, v_free.dtype), active=jnp.zeros(C, bool), impulse=jnp.zeros((C, 3), v_free.dtype),
-            patch_type=jnp.zeros((), jnp.int32), patch_centre=jnp.zeros(3, v_free.dtype),
-            patch_normal=jnp.zeros(3, v_free.dtype), residual=z, iterations=jnp.zeros((), jnp.int32),
-            mode=-jnp.ones((), jnp.int32),
-        )
-        return jnp.zeros_like(v_free), info
+from ..solvers import HybridSettings, find_root
+from ..types import Params, State
+from ..validation import is_concrete
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +74,10 @@ class RootSettings:
     fd_after: int = 2
     init: str = "free"
 
+    @property
+    def hybrid(self) -> HybridSettings:
+        return HybridSettings(max_evals=self.max_evals, fd_after=self.fd_after)
+
     def __post_init__(self):
         if not self.rtol > 0 or not self.atol >= 0:
             raise ValueError(f"RootSettings: rtol must be > 0 and atol >= 0, got {self.rtol}, {self.atol}")
@@ -99,89 +85,6 @@ class RootSettings:
             raise ValueError(f"RootSettings.init must be 'eq7' or 'free', got {self.init!r}")
         if self.max_evals < 2:
             raise ValueError(f"RootSettings.max_evals must be >= 2, got {self.max_evals}")
-
-
-@struct.dataclass
-class RootResult:
-    x: jnp.ndarray
-    residual: jnp.ndarray  # ‖r(x)‖
-    evaluations: jnp.ndarray
-    converged: jnp.ndarray
-
-
-def _dogleg(B, r, delta):
-    """Powell's dogleg step for min ‖r + B s‖ within ‖s‖ ≤ delta."""
-    newton = -jnp.linalg.solve(B, r)
-    grad = B.T @ r
-    Bg = B @ grad
-    t = jnp.dot(grad, grad) / jnp.maximum(jnp.dot(Bg, Bg), jnp.finfo(r.dtype).tiny)
-    cauchy = -t * grad
-    nn, nc = jnp.linalg.norm(newton), jnp.linalg.norm(cauchy)
-    ok = jnp.all(jnp.isfinite(newton))
-    # on the segment cauchy → newton, find τ with ‖cauchy + τ(newton − cauchy)‖ = delta
-    d = newton - cauchy
-    a = jnp.dot(d, d)
-    b = 2 * jnp.dot(cauchy, d)
-    c = nc**2 - delta**2
-    tau = (-b + jnp.sqrt(jnp.maximum(b * b - 4 * a * c, 0.0))) / jnp.maximum(2 * a, jnp.finfo(r.dtype).tiny)
-    dog = cauchy + jnp.clip(tau, 0.0, 1.0) * d
-    scaled_cauchy = cauchy * (delta / jnp.maximum(nc, jnp.finfo(r.dtype).tiny))
-    step = jnp.where(nn <= delta, newton, jnp.where(nc >= delta, scaled_cauchy, dog))
-    return jnp.where(ok, step, scaled_cauchy)
-
-
-def powell_hybrid(fun, x0, B0, tol, settings: RootSettings) -> RootResult:
-    """Root of ``fun`` (R^m → R^m) from x0 with initial Jacobian estimate B0 (see module doc).
-
-    One evaluation of ``fun`` per loop iteration: either a trust-region trial step (dogleg on
-    the current Jacobian estimate, Broyden update after it, accepted if ‖fun‖ decreases
-    enough) or one column of a forward-difference Jacobian (started after ``fd_after``
-    consecutive rejections). Pure; ``lax.while_loop``; vmappable."""
-    m = x0.shape[0]
-    dtype = x0.dtype
-    r0 = fun(x0)
-    sqrt_eps = jnp.sqrt(jnp.finfo(dtype).eps)
-    init = dict(x=x0, r=r0, B=B0, delta=jnp.asarray(1e8, dtype) * (1.0 + jnp.linalg.norm(x0)),
-                nfev=jnp.asarray(1, jnp.int32), fd=jnp.asarray(-1, jnp.int32), nfail=jnp.asarray(0, jnp.int32))
-
-    def cond(c):
-        return (jnp.linalg.norm(c["r"]) > tol) & (c["nfev"] < settings.max_evals)
-
-    def body(c):
-        x, r, B, delta = c["x"], c["r"], c["B"], c["delta"]
-        in_fd = c["fd"] >= 0
-        e = jax.nn.one_hot(jnp.maximum(c["fd"], 0), m, dtype=dtype)
-        h_fd = sqrt_eps * (1.0 + jnp.linalg.norm(x))
-        s = _dogleg(B, r, delta)
-        trial = jnp.where(in_fd, x + h_fd * e, x + s)
-        rt = fun(trial)
-        # forward-difference column
-        col = (rt - r) / h_fd
-        B_fd = B + jnp.outer(col - B @ e, e)
-        # trust-region step: Broyden update, acceptance, radius
-        ss = jnp.maximum(jnp.dot(s, s), jnp.finfo(dtype).tiny)
-        B_br = B + jnp.outer(rt - r - B @ s, s) / ss
-        rr = jnp.dot(r, r)
-        pred = rr - jnp.sum((r + B @ s) ** 2)
-        act = rr - jnp.dot(rt, rt)
-        rho = jnp.where(pred > 0, act / jnp.where(pred > 0, pred, 1.0), -1.0)
-        finite = jnp.all(jnp.isfinite(rt))
-        accept = (~in_fd) & finite & (act > 0) & (rho > 1e-4)
-        ns = jnp.sqrt(ss)
-        delta_new = jnp.where(rho < 0.1, 0.5 * ns, jnp.where(rho > 0.5, jnp.maximum(delta, 2 * ns), delta))
-        nfail = jnp.where(accept, 0, c["nfail"] + 1)
-        start_fd = (~in_fd) & (nfail >= settings.fd_after)
-        fd_next = jnp.where(in_fd, jnp.where(c["fd"] + 1 >= m, -1, c["fd"] + 1), jnp.where(start_fd, 0, -1))
-        B_new = jnp.where(in_fd, B_fd, jnp.where(finite, B_br, B))
-        return dict(
-            x=jnp.where(accept, trial, x), r=jnp.where(accept, rt, r), B=B_new,
-            delta=jnp.where(in_fd, delta, delta_new), nfev=c["nfev"] + 1, fd=fd_next,
-            nfail=jnp.where(start_fd | in_fd, 0, nfail),
-        )
-
-    out = jax.lax.while_loop(cond, body, init)
-    res = jnp.linalg.norm(out["r"])
-    return RootResult(x=out["x"], residual=res, evaluations=out["nfev"], converged=res <= tol)
 
 
 @struct.dataclass
@@ -251,11 +154,8 @@ def _step(cmodel: ChainModel, law, settings: RootSettings, params: ChainParams, 
     r = _residual_fn(law, model_d)
     B0 = jax.lax.stop_gradient(S[:, None] * A * D[None, :])
 
-    def solver(y0, th):
-        res = powell_hybrid(lambda y: r(y, th), y0, B0, tol, settings)
-        return res.x, res
-
-    y, res = implicit_root(r, has_aux=True, ridge=1e-12)(solver)(jax.lax.stop_gradient(f0 / D), th)
+    res = find_root(r, jax.lax.stop_gradient(f0 / D), th, B0, tol, settings.hybrid, ridge=1e-12)
+    y = res.x
     f = D * y
     # lines 7–11
     vf = v1[d] + h * Minv_d @ (J.T @ f)
@@ -277,10 +177,6 @@ def _check_links(params):
                          f"got {params.num_links}")
 
 
-def _concrete(tree) -> bool:
-    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
-
-
 _step_jit = jax.jit(_step, static_argnames=("cmodel", "law", "settings"))
 
 
@@ -289,7 +185,7 @@ def split_step(cmodel: ChainModel, law, params: ChainParams, law_params, state: 
     """One step of Algorithm 2: ``(state⁺, SplitInfo)``. ``law`` is the distal link's contact law
     H (static), ``law_params`` its parameters. Validates concrete inputs; pure under jit/vmap."""
     _check_links(params)
-    if _concrete((params, state)):
+    if is_concrete((params, state)):
         validate_chain(params, state)
         return _step_jit(cmodel, law, settings, params, law_params, state)
     return _step(cmodel, law, settings, params, law_params, state)
@@ -312,7 +208,7 @@ def split_rollout(cmodel: ChainModel, law, params: ChainParams, law_params, stat
     if int(n_steps) < 0:
         raise ValueError(f"n_steps must be >= 0, got {n_steps}")
     _check_links(params)
-    if _concrete((params, state)):
+    if is_concrete((params, state)):
         validate_chain(params, state)
     return _rollout(cmodel, law, settings, params, law_params, state, int(n_steps))
 
@@ -321,7 +217,7 @@ def batch_split_rollout(cmodel: ChainModel, law, params: ChainParams, law_params
                         settings: RootSettings = RootSettings()):
     """``split_rollout`` vmapped over a leading batch axis of ``states``."""
     _check_links(params)
-    if _concrete((params, states)):
+    if is_concrete((params, states)):
         for b in range(states.pos.shape[0]):
             validate_chain(params, jax.tree_util.tree_map(lambda x: x[b], states))
     return jax.vmap(lambda s: _rollout(cmodel, law, settings, params, law_params, s, int(n_steps)))(states)

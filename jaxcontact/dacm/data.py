@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import geometry
-from ..dynamics import _batch_rollout, free_velocity
+from ..dynamics import batch_rollout, free_velocity
 from ..laws import CoulombLCP
 from ..rotations import quat_mul, quat_to_mat
 from ..simulate import SHAPES, make_body
@@ -133,7 +133,7 @@ def simulate(model, params, states, steps: int, chunk: int = 400):
     s = states
     while done < steps:
         k = min(chunk, steps - done)
-        traj = _batch_rollout(model, params, s, k, False, "trajectory", False)
+        traj = batch_rollout(model, params, s, k, output="trajectory", chunk_size=None, validate=False)
         out.append(jax.tree_util.tree_map(lambda x: x[:, 1:], traj))
         s = jax.tree_util.tree_map(lambda x: x[:, -1], traj)
         done += k

@@ -25,8 +25,8 @@ orders of magnitude between resting sliding and impacts.
 
 Second improvement (``dissipative=True``, a law setting, no retraining): the predicted friction
 impulse is scaled by the largest α ∈ [0, 1] for which it adds no kinetic energy to v¹, so a
-regressor error can never accelerate the body (the Coulomb ground truth violates this bound in
-0.6 % of its dynamic instances — 6 % of point patches — measured on the 100-throw box data).
+regressor error can never accelerate the body (the Coulomb ground truth itself violates this
+bound in a small share of its dynamic instances; measured in docs/dacm.md).
 
 Third (``inputs="coulomb"``): the networks also see per-vertex sliding-friction inputs computed
 from the same frictionless LCP (``features.coulomb_features``), which make line and face
@@ -56,10 +56,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import geometry
+from .. import contact, geometry
 from ..rotations import quat_mul
-from ..solvers import LCPSettings, RowStructure, solve_lcp
-from ..types import ContactInfo, PatchType
+from ..solvers import LCPSettings
+from ..types import PatchType
 from . import features as F
 from .networks import apply
 
@@ -86,33 +86,12 @@ def _pad_wrench(dim, k, y, which):
     return w.at[jnp.asarray(idx)].set(y)
 
 
-def frictionless_lcp(model, params, state, v, solver: LCPSettings):
-    """Normal impulses (C,) and generalised impulse of the frictionless LCP on the candidates."""
-    sol, p, con = frictionless_lcp_contacts(model, params, state, v, solver)
-    return sol, p, con.phi
-
-
-def frictionless_lcp_contacts(model, params, state, v, solver: LCPSettings):
-    """``frictionless_lcp`` returning the contact candidates (``geometry.Contacts``) instead of φ."""
-    body, ground = params.body, params.ground
-    C = model.num_contacts(body)
-    con = geometry.contact_candidates(body, ground, state, C)
-    Minv = geometry.mass_matrix_inverse(body, state)
-    Jn = con.jac[:, 0, :]
-    A = Jn @ Minv @ Jn.T
-    b = Jn @ v + con.phi / model.dt
-    b = jnp.where(con.valid, b, jnp.asarray(geometry._FAR, b.dtype))
-    sol = solve_lcp(A, b, jnp.zeros(C, b.dtype), RowStructure.contacts(C, 0), solver)
-    return sol, Jn.T @ sol.z, con
-
-
-def _info(con_phi, z, patch, dim, mode, residual, iterations, tol):
+def _info(model, con_phi, z, patch, dim, mode, solution):
+    """ContactInfo of a dacm/PDD step: normal impulses z (C,), the detector's patch (its normal is
+    the world up axis), the predicted mode."""
     imp = jnp.zeros((z.shape[0], dim), z.dtype).at[:, 0].set(z)
-    return ContactInfo(
-        phi=con_phi, active=con_phi <= tol, impulse=imp, patch_type=patch.kind,
-        patch_centre=patch.centre, patch_normal=jnp.zeros_like(patch.centre).at[dim - 1].set(1.0),
-        residual=residual, iterations=iterations, mode=mode,
-    )
+    normal = jnp.zeros_like(patch.centre).at[dim - 1].set(1.0)
+    return contact.info(con_phi, con_phi <= model.patch_tol, imp, patch, solution, mode, patch_normal=normal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,13 +235,13 @@ class DACMLaw:
                 alpha = jnp.where(keep_friction, 1.0, alpha)
             p_f = jnp.where(qq > 0, alpha, 1.0) * p_f
         v2 = v_free + Minv @ p_f
-        sol, p_n, phi = frictionless_lcp(model, params, state, v2, self.solver)
-        p_dyn = p_f + p_n
+        sol, con = contact.frictionless(model, params, state, v2, self.solver)
+        p_dyn = p_f + sol.impulse
         zero = jnp.zeros_like(v_free)
         p = jnp.where(mode == F.STATIC, p_static, jnp.where(mode == F.DYNAMIC, p_dyn, zero))
-        z = jnp.where(mode == F.DYNAMIC, sol.z, 0.0)
-        info = _info(phi, z, patch, self.dim, mode, jnp.where(mode == F.DYNAMIC, sol.residual, 0.0),
-                     sol.iterations, model.patch_tol)
+        z = jnp.where(mode == F.DYNAMIC, sol.z[:, 0], 0.0)
+        info = _info(model, con.phi, z, patch, self.dim, mode,
+                     sol.replace(residual=jnp.where(mode == F.DYNAMIC, sol.residual, 0.0)))
         return p, info
 
 
@@ -306,8 +285,10 @@ class PDDLaw:
         p = jnp.where(has, F.from_patch_frame(ground, state, patch.centre, w), 0.0)
         C = model.num_contacts(body)
         con = geometry.contact_candidates(body, ground, state, C)
-        info = _info(con.phi, jnp.zeros(C, p.dtype), patch, self.dim, jnp.asarray(-1, jnp.int32),
-                     jnp.zeros((), p.dtype), jnp.zeros((), jnp.int32), model.patch_tol)
+        zero = jnp.zeros((), p.dtype)
+        none = contact.ContactSolution(z=jnp.zeros((C, 1), p.dtype), impulse=p, residual=zero,
+                                       iterations=jnp.zeros((), jnp.int32))
+        info = _info(model, con.phi, jnp.zeros(C, p.dtype), patch, self.dim, jnp.asarray(-1, jnp.int32), none)
         return p, info
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .models import _safe_div, _solve2
+from .models import safe_div, solve2
 
 
 def energy_change(P, u0, W):
@@ -33,28 +33,28 @@ def energy_change(P, u0, W):
 def ellipse_params(u0, W):
     """Centre ``c = -W⁻¹u0``, shape ``W`` and squared radius ``r² = u0ᵀ W⁻¹ u0``:
     the ellipse is ``(P - c)ᵀ W (P - c) <= r²``."""
-    c = _solve2(W, -u0)
+    c = solve2(W, -u0)
     return c, W, -(u0 @ c)
 
 
 def feasibility(P, u0, W, tol=1e-9):
     """Boolean: ``P`` lies in the feasible impulse set (energy, non-penetration, ``P_n >= 0``)."""
-    scale_e = jnp.maximum(u0 @ _solve2(W, u0), 1e-300)
+    scale_e = jnp.maximum(u0 @ solve2(W, u0), 1e-300)
     scale_v = jnp.maximum(jnp.abs(u0[1]), 1e-300)
     e_ok = energy_change(P, u0, W) <= tol * scale_e
     n_ok = u0[1] + (W @ P)[1] >= -tol * scale_v
-    p_ok = P[1] >= -tol * jnp.maximum(jnp.abs(_solve2(W, -u0)[1]), 1e-300)
+    p_ok = P[1] >= -tol * jnp.maximum(jnp.abs(solve2(W, -u0)[1]), 1e-300)
     return e_ok & n_ok & p_ok
 
 
 def _min_on_ellipse(H, g, u0, W, iters=120):
     """argmin ½PᵀHP - gᵀP s.t. ΔE(P) <= 0 (KKT: (H + λW)P = g - λu0, λ >= 0)."""
-    P0 = _solve2(H, g)
+    P0 = solve2(H, g)
     scale = jnp.trace(H) / jnp.maximum(jnp.trace(W), 1e-300)
 
     def P_of(loglam):
         lam = scale * jnp.exp(loglam)
-        return _solve2(H + lam * W, g - lam * u0)
+        return solve2(H + lam * W, g - lam * u0)
 
     def body(_, ab):
         a, b = ab
@@ -73,7 +73,7 @@ def _min_on_line(H, g, u0, W, a, c):
     aa = jnp.maximum(a @ a, 1e-300)
     PL = a * (c / aa)
     d = jnp.array([-a[1], a[0]])
-    t_star = _safe_div(d @ (g - H @ PL), d @ H @ d)
+    t_star = safe_div(d @ (g - H @ PL), d @ H @ d)
     # chord: ½ t² dᵀWd + t dᵀ(u0 + W PL) + ΔE(PL) <= 0
     qa = 0.5 * (d @ W @ d)
     qb = d @ (u0 + W @ PL)
@@ -81,8 +81,8 @@ def _min_on_line(H, g, u0, W, a, c):
     disc = qb * qb - 4 * qa * qc
     ok = disc >= 0
     sq = jnp.sqrt(jnp.maximum(disc, 0.0))
-    t1 = _safe_div(-qb - sq, 2 * qa)
-    t2 = _safe_div(-qb + sq, 2 * qa)
+    t1 = safe_div(-qb - sq, 2 * qa)
+    t2 = safe_div(-qb + sq, 2 * qa)
     t = jnp.clip(t_star, t1, t2)
     return PL + t * d, ok
 
@@ -99,7 +99,7 @@ def constrained_lsq_impulse(H, g, u0, W):
         cands.append(P)
         oks.append(ok)
     A2 = jnp.stack([lines[0][0], lines[1][0]])
-    Pv = _solve2(A2, jnp.array([lines[0][1], lines[1][1]]))
+    Pv = solve2(A2, jnp.array([lines[0][1], lines[1][1]]))
     cands.append(Pv)
     oks.append(jnp.asarray(True))
     cands = jnp.stack(cands)
@@ -108,7 +108,7 @@ def constrained_lsq_impulse(H, g, u0, W):
     vals = jnp.where(feas, vals, jnp.inf)
     best = jnp.argmin(vals)
     # fall back to the sticking impulse (always feasible for an approaching impact)
-    stick = _solve2(W, -u0)
+    stick = solve2(W, -u0)
     return jnp.where(jnp.any(feas), cands[best], stick)
 
 
@@ -132,7 +132,7 @@ def irb_impulse(v_pre, v_post, J, Minv, rho):
 def momentum_lsq_impulse(v_pre, v_post, J, M):
     """Eq. 7: ``P_IRB = argmin ‖M(v_f - v_i) - JᵀP‖`` (unconstrained least squares)."""
     A = J @ J.T
-    return _solve2(A, J @ (M @ (v_post - v_pre)))
+    return solve2(A, J @ (M @ (v_post - v_pre)))
 
 
 def ellipse_boundary(u0, W, n=200):

@@ -42,16 +42,16 @@ def contact_quantities(v, J, Minv):
     return J @ v, W
 
 
-def _safe_div(a, b):
+def safe_div(a, b):
     b = jnp.where(jnp.abs(b) > _TINY, b, jnp.where(b >= 0, _TINY, -_TINY))
     return a / b
 
 
-def _solve2(W, r):
+def solve2(W, r):
     """Solve the 2x2 system ``W x = r`` in closed form (W SPD)."""
     det = W[0, 0] * W[1, 1] - W[0, 1] * W[1, 0]
     inv = jnp.array([[W[1, 1], -W[0, 1]], [-W[1, 0], W[0, 0]]])
-    return _safe_div(inv @ r, det)
+    return safe_div(inv @ r, det)
 
 
 def _approaching(u0):
@@ -73,10 +73,10 @@ def _coulomb_lcp(u0, W, mu, target_n):
     ``W_nn > mu |W_tn|``, which holds for every impact in the data set.
     """
     un = u0[1]
-    stick = _solve2(W, jnp.array([0.0, target_n]) - u0)
+    stick = solve2(W, jnp.array([0.0, target_n]) - u0)
     s = jnp.where(stick[0] >= 0, 1.0, -1.0)
     denom = W[1, 1] + s * mu * W[1, 0]
-    pn_slide = jnp.maximum(_safe_div(target_n - un, denom), 0.0)
+    pn_slide = jnp.maximum(safe_div(target_n - un, denom), 0.0)
     slide = jnp.array([s * mu * pn_slide, pn_slide])
     in_cone = (jnp.abs(stick[0]) <= mu * stick[1]) & (stick[1] >= 0)
     P = jnp.where(in_cone, stick, slide)
@@ -120,15 +120,15 @@ def drumwright_shell(u0, W, mu, eps):
     def obj(P):
         return 0.5 * P @ W @ P + P @ u0
 
-    stick = _solve2(W, -u0)
+    stick = solve2(W, -u0)
     stick_ok = (jnp.abs(stick[0]) <= mu * stick[1] + 1e-15) & (stick[1] >= 0)
     cands, vals = [stick], [jnp.where(stick_ok, obj(stick), jnp.inf)]
     for s in (1.0, -1.0):
         d = jnp.array([s * mu, 1.0])
         Wd = W @ d
-        pn = jnp.maximum(_safe_div(-(d @ u0), d @ Wd), 0.0)
+        pn = jnp.maximum(safe_div(-(d @ u0), d @ Wd), 0.0)
         # non-penetration along the edge: un + Wd_n pn >= 0
-        pn_min = jnp.where(Wd[1] > 0, _safe_div(-un, Wd[1]), 0.0)
+        pn_min = jnp.where(Wd[1] > 0, safe_div(-un, Wd[1]), 0.0)
         pn = jnp.maximum(pn, pn_min)
         P = pn * d
         cands.append(P)
@@ -150,7 +150,7 @@ def whittaker(u0, W, mu, eps):
     4th ed., Dover; Kane T.R., Levinson D.A. (1985) Dynamics: Theory and Applications.
     Reference implementation: ``planar-contact-models/src/whittaker.m``.
     """
-    stick = _solve2(W, jnp.array([0.0, -eps * u0[1]]) - u0)
+    stick = solve2(W, jnp.array([0.0, -eps * u0[1]]) - u0)
     pn = jnp.maximum(stick[1], 0.0)
     pt = jnp.clip(stick[0], -mu * pn, mu * pn)
     return jnp.where(_approaching(u0), jnp.array([pt, pn]), jnp.zeros(2))
@@ -172,9 +172,9 @@ def _coulomb_path(u0, W, mu):
     s1 = jnp.where(ut >= 0, 1.0, -1.0)
     d1 = -s1 * mu
     rate_t = W[0, 0] * d1 + W[0, 1]  # d u_t / dp while sliding
-    p_star = jnp.where((s1 * rate_t < 0) & (jnp.abs(ut) > 0), _safe_div(-ut, rate_t), jnp.inf)
+    p_star = jnp.where((s1 * rate_t < 0) & (jnp.abs(ut) > 0), safe_div(-ut, rate_t), jnp.inf)
     p_star = jnp.where(ut == 0, 0.0, p_star)
-    stick_rate = -_safe_div(W[0, 1], W[0, 0])
+    stick_rate = -safe_div(W[0, 1], W[0, 0])
     d2 = jnp.where(jnp.abs(W[0, 1]) <= mu * W[0, 0], stick_rate,
                    -jnp.where(W[0, 1] >= 0, 1.0, -1.0) * mu)
     return p_star, d1, d2
@@ -288,7 +288,7 @@ def _bisect_increasing(fun, lo, hi, iters=64):
     a, b = jax.lax.fori_loop(0, iters, body, (lo, hi))
     r = jax.lax.stop_gradient(0.5 * (a + b))
     val, slope = jax.jvp(fun, (r,), (jnp.ones_like(r),))
-    step = _safe_div(val, slope)
+    step = safe_div(val, slope)
     width = jax.lax.stop_gradient(b - a)
     step = jnp.where(jnp.isfinite(step) & (jnp.abs(step) <= width), step, 0.0)
     return r - step
@@ -323,7 +323,7 @@ def mirtich_viscous(u0, W, mu, eps):
         return un0 * p + 0.5 * wnn * p * p + wnt * (-mu * (ut0 * g2 + wtn * g3))
 
     un_neg = jnp.minimum(un0, -1e-12)
-    scale = _safe_div(-un_neg, wnn)
+    scale = safe_div(-un_neg, wnn)
     pc = _bisect_increasing(un, jnp.zeros_like(scale), scale)
     Fc = F(pc)
     target = (1.0 - eps * eps) * Fc

@@ -23,9 +23,9 @@ import dataclasses
 import jax.numpy as jnp
 from flax import struct
 
-from .. import geometry
-from ..solvers import LCPSettings, RowStructure, solve_lcp
-from ..types import AnyState, ContactInfo, Params
+from .. import contact
+from ..solvers import LCPSettings
+from ..types import AnyState, Params
 
 
 @struct.dataclass
@@ -34,43 +34,6 @@ class CoulombParams:
 
     mu: jnp.ndarray
     restitution: jnp.ndarray
-
-
-@struct.dataclass
-class ContactProblem:
-    """The velocity-level contact problem of one body, shared by the LCP-based laws.
-
-    contacts: the selected candidates (``geometry.Contacts``); J: (C·d, nv) stacked Jacobian rows
-    (normal, tangents per contact); A: J M⁻¹ Jᵀ; free_velocity: (C, d) J v_free per contact;
-    vn_pre: (C,) normal velocity before the step; target: (C,) −φ/h, the no-penetration target.
-    """
-
-    contacts: geometry.Contacts
-    J: jnp.ndarray
-    A: jnp.ndarray
-    free_velocity: jnp.ndarray
-    vn_pre: jnp.ndarray
-    target: jnp.ndarray
-    num_contacts: int = struct.field(pytree_node=False)
-
-
-def contact_problem(model, params: Params, state: AnyState, v_free) -> ContactProblem:
-    """Candidates, Jacobians and Delassus matrix for ``params.body`` against ``params.ground``."""
-    body = params.body
-    C = model.num_contacts(body)
-    con = geometry.contact_candidates(body, params.ground, state, C)
-    d = state.dim
-    Minv = geometry.mass_matrix_inverse(body, state)
-    J = con.jac.reshape(C * d, -1)  # rows (n, t1[, t2]) per contact
-    return ContactProblem(
-        contacts=con,
-        J=J,
-        A=J @ Minv @ J.T,
-        free_velocity=(J @ v_free).reshape(C, d),
-        vn_pre=con.jac[:, 0, :] @ state.generalized_velocity(),
-        target=-con.phi / model.dt,
-        num_contacts=C,
-    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,37 +62,25 @@ class CoulombLCP:
         return CoulombParams(mu=jnp.stack([mu1, mu2]), restitution=jnp.asarray(restitution, mu1.dtype))
 
     def __call__(self, model, params: Params, state: AnyState, v_free):
-        body, ground, lp = params.body, params.ground, params.law
-        prob = contact_problem(model, params, state, v_free)
-        con, J, C, d = prob.contacts, prob.J, prob.num_contacts, state.dim
-        nt = d - 1
-        eps = jnp.clip(lp.restitution, 0.0, 1.0)
-        # Newton restitution for contacts that close within this step at the pre-step speed
-        if self.restitution_target == "position":
-            # position-consistent: reach the ground within the step, leave at ε|v⁻|; switched on
-            # where it equals −φ/h (φ + h v⁻ = 0), so continuous in φ
-            closing = (prob.vn_pre < -self.restitution_threshold) & (con.phi + model.dt * prob.vn_pre <= 0.0)
-            bounce_target = -eps * prob.vn_pre - (1.0 + eps) * con.phi / model.dt
-        else:
-            closing = (prob.vn_pre < -self.restitution_threshold) & (
-                con.phi + model.dt * prob.vn_pre <= model.patch_tol
-            )
-            bounce_target = -eps * prob.vn_pre
-        bounce = closing & (eps > 0)
-        target = jnp.where(bounce, jnp.maximum(prob.target, bounce_target), prob.target)
-        b = prob.free_velocity.at[:, 0].add(-target)
-        b = jnp.where(con.valid[:, None], b, jnp.asarray(geometry._FAR, b.dtype))
-        A = prob.A
-        mu = jnp.broadcast_to(lp.mu[:nt], (C, nt))
-        coupling = jnp.concatenate([jnp.zeros((C, 1), mu.dtype), mu], axis=1)
+        prob, con = contact.rigid_body(model, params, state, v_free)
+        target = restitution_target(self, model, params, state, prob, con)
+        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target)
+        return sol.impulse, contact.rigid_body_info(model, params, con, sol)
 
-        rows = RowStructure.contacts(C, nt)
-        sol = solve_lcp(A, b.reshape(-1), coupling.reshape(-1), rows, self.solver)
-        z = sol.z.reshape(C, d)
-        impulse = J.T @ sol.z
-        patch = geometry.patch_from_points(
-            con.all_points, con.all_phi, body.vertex_mask > 0, ground, model.patch_tol
-        )
-        active = con.valid & (con.phi <= model.patch_tol)
-        info = ContactInfo.from_patch(con.phi, active, z, patch, sol.residual, sol.iterations)
-        return impulse, info
+
+def restitution_target(law, model, params: Params, state: AnyState, prob: contact.ContactProblem, con):
+    """The normal-row target of ``CoulombLCP``-style laws: −φ/h, raised for contacts that close
+    within this step at the pre-step speed (Newton restitution; ``law.restitution_target`` picks
+    the velocity- or the position-consistent form, ``law.restitution_threshold`` the speed floor)."""
+    eps = jnp.clip(params.law.restitution, 0.0, 1.0)
+    vn_pre = con.jac[:, 0, :] @ state.generalized_velocity()
+    if law.restitution_target == "position":
+        # position-consistent: reach the ground within the step, leave at ε|v⁻|; switched on
+        # where it equals −φ/h (φ + h v⁻ = 0), so continuous in φ
+        closing = (vn_pre < -law.restitution_threshold) & (con.phi + model.dt * vn_pre <= 0.0)
+        bounce_target = -eps * vn_pre - (1.0 + eps) * con.phi / model.dt
+    else:
+        closing = (vn_pre < -law.restitution_threshold) & (con.phi + model.dt * vn_pre <= model.patch_tol)
+        bounce_target = -eps * vn_pre
+    bounce = closing & (eps > 0)
+    return jnp.where(bounce, jnp.maximum(prob.target, bounce_target), prob.target)

@@ -1,0 +1,175 @@
+"""The contact problem: built once for every LCP-based law and for chains.
+
+Every hard-contact law in jaxcontact resolves contact the same way: rows J (a normal and
+``num_tangents`` friction rows per contact) act on the generalised velocity through a mobility W
+(M⁻¹ for one body; the joint-constrained mobility for a chain), and the impulse z solves the
+box-friction LCP (``solvers.solve_lcp``)
+
+    0 <= z_n  ⊥  J_n v⁺ − target >= 0,      |z_t,k| <= μ_k z_n opposing J_t,k v⁺,
+    v⁺ = v_free + W Jᵀ z,  target = −φ/h (no penetration at the end of the step) unless raised.
+
+This module is the one place that stacks those rows, forms the Delassus matrix A = J W Jᵀ and
+the free constraint velocities, masks padded candidates, calls the solver and fills
+``ContactInfo``. The laws only decide what is theirs: where the rows come from (the body's
+vertices, a learned φ, a chain's links), the friction coefficients and the target.
+
+* ``from_jacobians`` — a problem from any rows (ContactNets' learned Jacobians, chains).
+* ``rigid_body`` — the rows of a body's closest vertices against the ground (``geometry``).
+* ``solve`` / ``solve_smoothed`` — the hard and the relaxed solution, as ``ContactSolution``.
+* ``frictionless`` — the normal-only problem of a body (dacm's reference and dynamic branch).
+* ``info`` — the per-step ``ContactInfo``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from flax import struct
+
+from . import geometry
+from .solvers import LCPSettings, RowStructure, solve_lcp, solve_smoothed_lcp
+from .types import ContactInfo
+
+
+@struct.dataclass
+class ContactProblem:
+    """The velocity-level contact problem of C contacts with d = 1 + num_tangents rows each.
+
+    J: (C·d, nv) stacked rows (normal, tangents per contact). A: (C·d, C·d) Delassus matrix J W Jᵀ.
+    free_velocity: (C, d) J v_free per contact. phi: (C,) signed distances (m). valid: (C,) real
+    contacts (padding never pushes). target: (C,) −φ/h, the no-penetration normal velocity (m/s).
+    """
+
+    J: jnp.ndarray
+    A: jnp.ndarray
+    free_velocity: jnp.ndarray
+    phi: jnp.ndarray
+    valid: jnp.ndarray
+    target: jnp.ndarray
+    num_contacts: int = struct.field(pytree_node=False)
+    num_tangents: int = struct.field(pytree_node=False)
+
+    @property
+    def rows_per_contact(self) -> int:
+        return 1 + self.num_tangents
+
+
+@struct.dataclass
+class ContactSolution:
+    """z: (C, d) impulses per contact in the contact frame (normal, tangents); impulse: (nv,)
+    generalised impulse Jᵀz; residual (m/s) and iterations of the solver."""
+
+    z: jnp.ndarray
+    impulse: jnp.ndarray
+    residual: jnp.ndarray
+    iterations: jnp.ndarray
+
+
+def from_jacobians(jac, phi, valid, mobility, v_free, dt: float) -> ContactProblem:
+    """A problem from per-contact rows ``jac`` (C, d, nv) [normal, tangents...], signed distances
+    ``phi`` (C,), a ``valid`` mask (C,), the ``mobility`` W (nv, nv) and the free velocity (nv,)."""
+    C, d = jac.shape[0], jac.shape[1]
+    J = jac.reshape(C * d, -1)
+    return ContactProblem(
+        J=J,
+        A=J @ mobility @ J.T,
+        free_velocity=(J @ v_free).reshape(C, d),
+        phi=phi,
+        valid=valid,
+        target=-phi / dt,
+        num_contacts=C,
+        num_tangents=d - 1,
+    )
+
+
+def rigid_body(model, params, state, v_free, friction: bool = True):
+    """(problem, candidates) for ``params.body``'s ``model.num_contacts`` closest vertices against
+    ``params.ground``; ``friction=False`` keeps only the normal rows."""
+    body = params.body
+    con = geometry.contact_candidates(body, params.ground, state, model.num_contacts(body))
+    jac = con.jac if friction else con.jac[:, :1, :]
+    prob = from_jacobians(jac, con.phi, con.valid, geometry.mass_matrix_inverse(body, state), v_free, model.dt)
+    return prob, con
+
+
+def _rhs(problem: ContactProblem, target):
+    target = problem.target if target is None else target
+    return problem.free_velocity.at[:, 0].add(-target)
+
+
+def _coupling(problem: ContactProblem, mu):
+    C, nt = problem.num_contacts, problem.num_tangents
+    dtype = problem.A.dtype
+    mu = jnp.broadcast_to(jnp.asarray(mu, dtype), (C, nt))
+    return jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1).reshape(-1)
+
+
+def solve(problem: ContactProblem, mu=1.0, settings: LCPSettings = LCPSettings(), target=None) -> ContactSolution:
+    """The hard contact impulse: the box-friction LCP by projected Gauss–Seidel with implicit
+    gradients. mu: friction coefficient per tangent row, broadcast to (C, num_tangents) (a scalar,
+    (nt,) per direction, or (C, nt)); target: (C,) normal-row target, default −φ/h."""
+    C, d = problem.num_contacts, problem.rows_per_contact
+    b = _rhs(problem, target)
+    b = jnp.where(problem.valid[:, None], b, jnp.asarray(geometry.FAR, b.dtype))
+    rows = RowStructure.contacts(C, problem.num_tangents)
+    sol = solve_lcp(problem.A, b.reshape(-1), _coupling(problem, mu), rows, settings)
+    return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
+                           iterations=sol.iterations)
+
+
+def solve_smoothed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
+                   target=None) -> ContactSolution:
+    """The relaxed-complementarity impulse (``solvers.solve_smoothed_lcp``) of the same problem;
+    A gets a relative diagonal ``regularization``."""
+    C, d = problem.num_contacts, problem.rows_per_contact
+    A = problem.A + jnp.diag(regularization * jnp.diagonal(problem.A))
+    b = _rhs(problem, target).reshape(-1)
+    rows = RowStructure.contacts(C, problem.num_tangents)
+    valid = jnp.repeat(problem.valid, d)
+    sol = solve_smoothed_lcp(A, b, _coupling(problem, mu), rows, valid, kappa, newton_iters)
+    return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
+                           iterations=sol.iterations)
+
+
+def frictionless(model, params, state, v_free, settings: LCPSettings = LCPSettings()):
+    """(solution, candidates) of the frictionless LCP of ``params.body`` at ``v_free``:
+    normal impulses ``solution.z[:, 0]`` (C,) and the generalised impulse ``solution.impulse``."""
+    prob, con = rigid_body(model, params, state, v_free, friction=False)
+    return solve(prob, 0.0, settings), con
+
+
+def info(phi, active, z, patch, solution: ContactSolution, mode=-1, patch_normal=None) -> ContactInfo:
+    """``ContactInfo`` of one step from the contacts' φ and active mask, impulses z (C, d), a patch
+    (``kind``, ``centre`` and, unless ``patch_normal`` is given, ``normal``) and the solution."""
+    return ContactInfo(
+        phi=phi,
+        active=active,
+        impulse=z,
+        patch_type=patch.kind,
+        patch_centre=patch.centre,
+        patch_normal=patch.normal if patch_normal is None else patch_normal,
+        residual=jnp.asarray(solution.residual),
+        iterations=jnp.asarray(solution.iterations, jnp.int32),
+        mode=jnp.asarray(mode, jnp.int32),
+    )
+
+
+def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolution, mode=-1) -> ContactInfo:
+    """``info`` for a body's candidates: the vertices' contact patch and the candidates within
+    ``model.patch_tol``."""
+    patch = geometry.patch_from_points(con.all_points, con.all_phi, params.body.vertex_mask > 0, params.ground,
+                                       model.patch_tol)
+    active = con.valid & (con.phi <= model.patch_tol)
+    return info(con.phi, active, solution.z, patch, solution, mode)
+
+
+__all__ = [
+    "ContactProblem",
+    "ContactSolution",
+    "frictionless",
+    "from_jacobians",
+    "info",
+    "rigid_body",
+    "rigid_body_info",
+    "solve",
+    "solve_smoothed",
+]

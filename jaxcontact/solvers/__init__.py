@@ -1,0 +1,44 @@
+"""Every numerical solver of jaxcontact, in one package — the only place that imports jaxopt.
+
+| module | solver | used by |
+| --- | --- | --- |
+| ``lcp`` | ``solve_lcp``: box-friction LCP, projected Gauss–Seidel | every LCP-based law and chains, through ``jaxcontact.contact`` |
+| ``smoothed`` | ``solve_smoothed_lcp``: relaxed-complementarity LCP, Newton with κ continuation | ``SmoothedCoulomb`` |
+| ``nonneg`` | ``minimize_nonneg`` / ``minimize_nonneg_qp``: FISTA (or jaxopt ``ProjectedGradient``) over x ≥ 0 | ContactNets' inner program |
+| ``qp`` | ``solve_qp``: small dense QPs, jaxopt ``BoxOSQP`` | ContactNets' reference inner QP |
+| ``root`` | ``powell_hybrid`` / ``find_root``: Powell's hybrid root finder | dacm Algorithm 2 (chains) |
+| ``implicit`` | ``implicit_root`` / ``implicit_fixed_point``: jaxopt ``custom_root`` / ``custom_fixed_point`` | all of the above |
+
+Implicit differentiation is declared once, in ``implicit``; the solvers call it and stay unaware
+of how their derivative is formed (the smoothed solver's is one Newton step at the solution,
+which also gives forward mode). Swapping jaxopt for another library touches this package only.
+"""
+
+from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root
+from .lcp import LCPSettings, LCPSolution, RowStructure, solve_lcp
+from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
+from .qp import QPSettings, QPSolution, solve_qp
+from .root import HybridSettings, RootResult, find_root, powell_hybrid
+from .smoothed import solve_smoothed_lcp
+
+__all__ = [
+    "HybridSettings",
+    "LCPSettings",
+    "LCPSolution",
+    "NonnegSettings",
+    "NonnegSolution",
+    "QPSettings",
+    "QPSolution",
+    "RootResult",
+    "RowStructure",
+    "dense_guarded_solve",
+    "find_root",
+    "implicit_fixed_point",
+    "implicit_root",
+    "minimize_nonneg",
+    "minimize_nonneg_qp",
+    "powell_hybrid",
+    "solve_lcp",
+    "solve_qp",
+    "solve_smoothed_lcp",
+]

@@ -1,0 +1,91 @@
+"""One protocol, every law: each contact law runs inside one ``rollout`` under ``jit``, ``vmap``
+and ``jax.grad`` with parameters from its own ``init_params``; values finite, ``ContactInfo``
+filled with the documented shapes."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact.contactnets.functions import ContactFunctions
+from jaxcontact.contactnets.laws import ContactNetsLaw, E2ELaw
+from jaxcontact.dacm.law import DACMLaw, PDDLaw
+from jaxcontact.laws import ContactLaw, CoulombLCP, NoContact, SmoothedCoulomb
+
+SMALL = (16,)  # small networks: the protocol is under test, not the learned models
+
+LAWS = {
+    "coulomb": lambda: (CoulombLCP(), dict(mu=0.3, restitution=0.2)),
+    "smoothed": lambda: (SmoothedCoulomb(kappa=1e-4, newton_iters=12), dict(mu=0.3, restitution=0.2)),
+    "dacm_paper": lambda: (DACMLaw(clf_hidden=SMALL, reg_hidden=SMALL), dict(key=jax.random.PRNGKey(1))),
+    "dacm": lambda: (
+        DACMLaw(clf_hidden=SMALL, reg_hidden=SMALL, friction_target="ratio", inputs="coulomb",
+                friction_head="residual", dissipative=True),
+        dict(key=jax.random.PRNGKey(2)),
+    ),
+    "pdd": lambda: (PDDLaw(hidden=SMALL), dict(key=jax.random.PRNGKey(3))),
+    "contactnets_polytope": lambda: (ContactNetsLaw(ContactFunctions("polytope")), dict(mu=0.3)),
+    "contactnets_deep": lambda: (ContactNetsLaw(ContactFunctions("deep", hidden=(16, 16))), dict(mu=0.3)),
+    "e2e": lambda: (E2ELaw(hidden=(16, 16)), dict(key=jax.random.PRNGKey(4))),
+    "none": lambda: (NoContact(), dict()),
+}
+TOUCHING = {"coulomb", "smoothed", "contactnets_polytope", "contactnets_deep"}  # must push the box up
+N_STEPS = 12
+
+
+def _states():
+    """Four boxes within 2 mm of the ground, falling and sliding, one tilted onto an edge."""
+    q_tilt = jnp.array([np.cos(0.2), np.sin(0.2), 0.0, 0.0])
+    return jc.State(
+        pos=jnp.array([[0.0, 0.0, 0.051], [0.1, 0.0, 0.052], [0.0, 0.2, 0.05 * (np.cos(0.4) + np.sin(0.4)) + 1e-3],
+                       [0.3, 0.1, 0.051]]),
+        quat=jnp.stack([jnp.array([1.0, 0.0, 0.0, 0.0])] * 3 + [q_tilt])[jnp.array([0, 1, 3, 2])],
+        vel=jnp.array([[0.0, 0.0, -0.5], [1.0, 0.0, -0.2], [0.5, -0.5, -1.0], [-0.8, 0.3, 0.0]]),
+        omega=jnp.array([[0.0, 0.0, 0.0], [0.0, 0.0, 2.0], [1.0, 0.0, 0.0], [0.0, 0.5, 0.0]]),
+    )
+
+
+@pytest.mark.parametrize("name", list(LAWS))
+def test_law_in_rollout_under_jit_vmap_grad(name):
+    law, kw = LAWS[name]()
+    assert isinstance(law, ContactLaw)
+    model = jc.Model(law=law, dt=0.002)
+    params = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(), law=law.init_params(**kw))
+    if name == "pdd":  # an untrained PDD predicts O(1) N·s wrenches per step: scale them to the box's weight
+        params = params.replace(law=jax.tree_util.tree_map_with_path(
+            lambda path, x: x * 1e-3 if "y_std" in jax.tree_util.keystr(path) else x, params.law))
+    states = _states()
+    n = states.pos.shape[0]
+
+    def loss(p):  # one compiled program: jit of grad of a vmapped rollout with its ContactInfo
+        traj, info = jax.vmap(lambda s: jc.rollout(model, p, s, N_STEPS, with_info=True))(states)
+        value = jnp.sum(traj.pos[:, -1, 2]) + 0.1 * jnp.sum(traj.vel[:, -1] ** 2)
+        return value, (traj, info)
+
+    (value, (traj, info)), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+    assert np.isfinite(float(value))
+    for leaf in jax.tree_util.tree_leaves(traj):
+        assert leaf.shape[:2] == (n, N_STEPS + 1) and np.all(np.isfinite(leaf)), name
+    C = model.num_contacts(params.body)
+    assert info.phi.shape[:2] == (n, N_STEPS) and info.active.shape == info.phi.shape
+    assert info.impulse.shape[:2] == (n, N_STEPS) and info.impulse.shape[-1] in (1, 3)
+    if name != "e2e":  # E2E has no contact geometry; every other law reports its C candidates
+        assert info.phi.shape[-1] in (C, 8) and info.impulse.shape[-2] == info.phi.shape[-1]
+    for field in ("patch_type", "residual", "iterations", "mode"):
+        assert getattr(info, field).shape == (n, N_STEPS), field
+    assert info.patch_centre.shape == info.patch_normal.shape == (n, N_STEPS, 3)
+    for leaf in jax.tree_util.tree_leaves(info):
+        assert np.all(np.isfinite(np.asarray(leaf, float))), name
+    assert np.all(np.asarray(info.residual) >= 0) and np.all(np.asarray(info.iterations) >= 0)
+    if name in TOUCHING:
+        assert np.asarray(info.impulse)[..., 0].max() > 0  # normal impulses push
+        assert np.asarray(info.active).any() and (np.asarray(info.patch_type) > 0).any()
+        # no body sinks: the end state is within 2 mm of the ground at worst
+        pen = jax.vmap(lambda s: jc.penetration(params, s))(jax.tree_util.tree_map(lambda x: x[:, -1], traj))
+        assert float(pen.max()) < 2e-3
+
+    leaves = jax.tree_util.tree_leaves(grads)
+    assert leaves and all(np.all(np.isfinite(np.asarray(g))) for g in leaves), name
+    if name in TOUCHING:  # contact makes the final state depend on the law's geometry or friction
+        assert any(np.any(np.asarray(g) != 0) for g in jax.tree_util.tree_leaves(grads.law) + [grads.body.mass])

@@ -1,0 +1,112 @@
+"""The package's shape: no import cycles (lazy imports included), jaxopt only under
+``jaxcontact/solvers``, no private names imported across modules."""
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "jaxcontact"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path):
+    """(imported module, [names], lineno) for every import in the file, relative ones resolved."""
+    mod = _module_name(path)
+    pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, [], node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target, [a.name for a in node.names], node.lineno
+
+
+def _graph():
+    files = {_module_name(p): p for p in PKG.rglob("*.py")}
+    graph = {m: set() for m in files}
+    for m, p in files.items():
+        for target, names, _ in _imports(p):
+            if not target.startswith("jaxcontact"):
+                continue
+            # `from pkg import sub` imports the submodule pkg.sub
+            subs = [f"{target}.{n}" for n in names if f"{target}.{n}" in files]
+            deps = subs if subs and len(subs) == len(names) else [target] + subs
+            for t in deps:
+                if t in files and t != m:
+                    graph[m].add(t)
+    return files, graph
+
+
+def _ancestors(m):
+    parts = m.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def test_no_import_cycles():
+    files, graph = _graph()
+    # a package's __init__ importing its own submodules is how packages work, not a cycle
+    edges = {m: {t for t in ts if t not in _ancestors(m)} for m, ts in graph.items()}
+    state, stack, cycles = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(edges[m]):
+            if state.get(t) == 1:
+                cycles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_jaxopt_only_in_the_solvers_package():
+    offenders = []
+    for p in PKG.rglob("*.py"):
+        for target, _, line in _imports(p):
+            if target.split(".")[0] == "jaxopt" and "solvers" not in p.relative_to(PKG).parts:
+                offenders.append(f"{p.relative_to(PKG)}:{line}")
+    assert not offenders, offenders
+
+
+def test_no_private_names_across_modules():
+    offenders = []
+    for p in PKG.rglob("*.py"):
+        for target, names, line in _imports(p):
+            if not target.startswith("jaxcontact"):
+                continue
+            if any(part.startswith("_") and part != "__init__" for part in target.split(".")) or any(
+                n.startswith("_") for n in names
+            ):
+                offenders.append(f"{p.relative_to(PKG)}:{line} {target} {names}")
+    assert not offenders, offenders
+
+
+def test_every_law_implements_the_protocol():
+    from jaxcontact.contactnets.laws import ContactNetsLaw, E2ELaw
+    from jaxcontact.dacm.law import DACMLaw, PDDLaw
+    from jaxcontact.laws import CoulombLCP, NoContact, SmoothedCoulomb
+    from jaxcontact.laws.base import ContactLaw
+
+    for cls in (CoulombLCP, SmoothedCoulomb, NoContact, DACMLaw, PDDLaw, ContactNetsLaw, E2ELaw):
+        law = cls()
+        assert isinstance(law, ContactLaw), cls
+        hash(law)  # a jit static argument
