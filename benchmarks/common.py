@@ -14,6 +14,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -127,15 +128,6 @@ def machine_info(module: str, argv=None) -> dict:
     return info
 
 
-def cube_test_split(data, n_test: int = 48, seed: int = 12345):
-    """(test, pool) of the ContactNets studies: a fixed random set of ``n_test`` held-out tosses of
-    ``data`` (a ``TossData``), never used for training or model selection, and the remaining pool."""
-    import numpy as np
-
-    perm = np.random.default_rng(seed).permutation(data.n_tosses)
-    return data.subset(np.sort(perm[:n_test])), data.subset(np.sort(perm[n_test:]))
-
-
 def write_json(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2, default=json_default) + "\n")
@@ -159,10 +151,16 @@ def md_table(headers, rows) -> str:
     return "\n".join(out)
 
 
+def current_command(cmd: str) -> str:
+    """A command recorded as ``python benchmarks/<name>.py ...`` in today's form,
+    ``python -m benchmarks.<name> ...`` (the options are the same)."""
+    return re.sub(r"python benchmarks/(\w+)\.py", r"python -m benchmarks.\1", cmd)
+
+
 def md_machine(info: dict) -> str:
     v = info["versions"]
     return "\n".join([
-        f"- Command: `{info['command']}`",
+        f"- Command: `{current_command(info['command'])}`",
         f"- Date: {info['date']}  (git {info.get('git_commit')})",
         f"- Machine: {info['host_cpu']}, {info['cpu_count']} cores "
         f"({info['affinity_cores']} usable); load average at start {info['load_average_at_start']}",
