@@ -23,7 +23,7 @@ ends the step out of contact). For a fast swing eq. 7 asks for hundreds of newto
 learned H sees a violent contact and G has spurious roots: measured on 8 chain swings, the eq. 7 start
 fails in a few steps (5 of 4000 with the current dacm checkpoint; 39 % and 5 diverged swings with
 an earlier, weaker one) and costs accuracy, "free" converges in every step
-(benchmarks/results/dacm_chain.md). The root of G is
+(studies/dacm/results/dacm_chain.md). The root of G is
 found by ``powell_hybrid``: Powell's dogleg trust region with Broyden updates of the Jacobian
 (started from A, exact wherever H does not depend on f) and a forward-difference refresh of the
 Jacobian after repeated failed steps, in one ``lax.while_loop`` that evaluates G exactly once
