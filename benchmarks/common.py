@@ -1,5 +1,6 @@
-"""Shared helpers for the jaxcontact benchmarks: the box-throw workload, timing, machine info,
-and the equivalent MuJoCo / MJX model.
+"""Shared helpers for the jaxcontact engine benchmarks (``python -m benchmarks.<name>`` from the
+repository root): the box-throw workload, timing, machine info, and the equivalent MuJoCo / MJX
+model.
 
 The workload (the dacm paper's throwing experiment): a 0.1 m cube of 0.37 kg, Coulomb friction
 μ = 0.18, no restitution, time step h = 2 ms, thrown from ``jaxcontact.states.random_throws``
@@ -13,6 +14,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -71,14 +73,20 @@ def timed(fn, repeats: int = 2):
     return {"first_s": first, "best_s": min(times), "times_s": times, "out": out}
 
 
-def machine_info() -> dict:
-    """Cores, JAX devices, versions, date and the exact command line."""
+def command_line(module: str, argv=None) -> str:
+    """The command that ran ``module`` (``python -m module args...``), for the results files."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return " ".join(["python", "-m", module] + [shlex.quote(a) for a in args])
+
+
+def machine_info(module: str, argv=None) -> dict:
+    """Cores, JAX devices, versions, date and the exact command line (``python -m module ...``)."""
     import jax
     import numpy as np
 
     info = {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+        "command": command_line(module, argv),
         "host_cpu": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -120,21 +128,12 @@ def machine_info() -> dict:
     return info
 
 
-def cube_test_split(data, n_test: int = 48, seed: int = 12345):
-    """(test, pool) of the ContactNets studies: a fixed random set of ``n_test`` held-out tosses of
-    ``data`` (a ``TossData``), never used for training or model selection, and the remaining pool."""
-    import numpy as np
-
-    perm = np.random.default_rng(seed).permutation(data.n_tosses)
-    return data.subset(np.sort(perm[:n_test])), data.subset(np.sort(perm[n_test:]))
-
-
 def write_json(path: Path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, default=_json_default) + "\n")
+    path.write_text(json.dumps(obj, indent=2, default=json_default) + "\n")
 
 
-def _json_default(x):
+def json_default(x):
     import numpy as np
 
     if isinstance(x, (np.floating, np.integer)):
@@ -152,10 +151,16 @@ def md_table(headers, rows) -> str:
     return "\n".join(out)
 
 
+def current_command(cmd: str) -> str:
+    """A command recorded as ``python benchmarks/<name>.py ...`` in today's form,
+    ``python -m benchmarks.<name> ...`` (the options are the same)."""
+    return re.sub(r"python benchmarks/(\w+)\.py", r"python -m benchmarks.\1", cmd)
+
+
 def md_machine(info: dict) -> str:
     v = info["versions"]
     return "\n".join([
-        f"- Command: `{info['command']}`",
+        f"- Command: `{current_command(info['command'])}`",
         f"- Date: {info['date']}  (git {info.get('git_commit')})",
         f"- Machine: {info['host_cpu']}, {info['cpu_count']} cores "
         f"({info['affinity_cores']} usable); load average at start {info['load_average_at_start']}",

@@ -8,7 +8,10 @@ timed step resolves contact. Laws: ``CoulombLCP`` with every vertex a contact ca
 trained network is the same; its frictionless LCP uses the 8 closest candidates).
 Timing: ``jc.batch_rollout`` (jit of vmap of scan), warm-up call, then best of ``--repeats``.
 
-    python benchmarks/dacm_speed.py            # writes benchmarks/results/dacm_speed.json / .md
+    python -m benchmarks.dacm_speed            # writes benchmarks/results/dacm_speed.json / .md
+
+An engine benchmark (no data, no training): the step cost of the dacm law as a contact law of
+the simulator. The dacm study itself is ``python -m studies.dacm`` (studies/dacm/README.md).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import jaxcontact as jc
 from jaxcontact import geometry, shapes
 from jaxcontact.dacm import DACMLaw
 
-ROOT = Path(__file__).resolve().parents[1]
+from .common import RESULTS_DIR, command_line
 
 
 def sphere_body(n, seed=0):
@@ -65,7 +68,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--big-batch", type=int, default=1024)
     p.add_argument("--big-steps", type=int, default=100)
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dacm_speed.json"))
+    p.add_argument("--out", default=str(RESULTS_DIR / "dacm_speed.json"))
     a = p.parse_args(argv)
     res = {"device": str(jax.devices()[0]), "x64": bool(jax.config.jax_enable_x64), "batch": a.batch,
            "steps": a.steps, "per_body_step_us": {}}
@@ -102,7 +105,7 @@ def main(argv=None):
     print(res["big_rollout"], file=sys.stderr)
     Path(a.out).write_text(json.dumps(res, indent=1))
     L = ["# dacm step cost vs vertex count (benchmarks/dacm_speed.py)", "",
-         f"`python benchmarks/dacm_speed.py` — {res['device']}, x64={res['x64']}, batch {a.batch} × {a.steps} steps, "
+         f"`{command_line('benchmarks.dacm_speed', argv)}` — {res['device']}, x64={res['x64']}, batch {a.batch} × {a.steps} steps, "
          "every step in contact; 2 CPU cores shared with other jobs, so absolute numbers are noisy.", "",
          "| hull vertices | LCP, all vertices (µs/body-step) | LCP, 8 closest | dacm |", "| --- | --- | --- | --- |"]
     for n, r in res["per_body_step_us"].items():

@@ -4,23 +4,24 @@ Compiles ``batch_rollout(..., output="final")`` of the box-throw workload at two
 reports the bytes per body (slope between them) of arguments, outputs and temporaries, for the
 default device (run on a GPU machine to measure GPU memory; the figure is what XLA allocates).
 
-    python benchmarks/memory.py --json
+    python -m benchmarks.memory --json    # writes benchmarks/results/memory.json (unless --out)
+
+The rollout is the public ``jc.batch_rollout`` inside ``jax.jit`` (traced, so it skips input
+validation), with ``chunk_size=None``: the whole batch in one vmap, as on a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import jax
 
 import jaxcontact as jc
-from jaxcontact.dynamics import _batch_rollout
 from jaxcontact.states import random_throws
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from .common import RESULTS_DIR, command_line
 
 
 def analysis(batch: int, steps: int, max_iter: int, fixed: bool):
@@ -28,7 +29,8 @@ def analysis(batch: int, steps: int, max_iter: int, fixed: bool):
     model = jc.Model(law=law, dt=0.002, max_contacts=4)
     params = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(), law=law.init_params(0.18))
     states = random_throws(jax.random.PRNGKey(0), batch)
-    compiled = _batch_rollout.lower(model, params, states, steps, False, "final", False).compile()
+    rollout = jax.jit(lambda p, s: jc.batch_rollout(model, p, s, steps, output="final", chunk_size=None))
+    compiled = rollout.lower(params, states).compile()
     m = compiled.memory_analysis()
     return {
         "argument": m.argument_size_in_bytes,
@@ -43,9 +45,10 @@ def main(argv=None):
     ap.add_argument("--batches", default="1024,16384")
     ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", default=str(RESULTS_DIR / "memory.json"), help="results JSON")
     args = ap.parse_args(argv)
     b1, b2 = (int(x) for x in args.batches.split(","))
-    out = {"command": "python benchmarks/memory.py " + " ".join(sys.argv[1:] if argv is None else argv),
+    out = {"command": command_line("benchmarks.memory", argv),
            "device": str(jax.devices()[0]), "dtype": str(jax.numpy.result_type(float)), "configs": {}}
     for name, (max_iter, fixed) in {"tolerance (max_iter 100)": (100, False), "fixed 20 sweeps": (20, True)}.items():
         a1, a2 = analysis(b1, args.steps, max_iter, fixed), analysis(b2, args.steps, max_iter, fixed)
@@ -53,8 +56,8 @@ def main(argv=None):
             f"batch_{b1}": a1, f"batch_{b2}": a2,
             "bytes_per_body": {k: (a2[k] - a1[k]) / (b2 - b1) for k in a1},
         }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "memory.json").write_text(json.dumps(out, indent=2))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2))
     if args.json:
         print(json.dumps(out, indent=2))
     else:

@@ -6,7 +6,7 @@ and reports the distribution of final-state differences (position, orientation a
 the throws' impact counts, so outliers can be traced to chaotic tumbling. On a GPU machine run
 ``--platform gpu`` for the float32 side; the float64 reference always runs on the CPU.
 
-    python benchmarks/precision.py --throws 1000 --steps 800 --json
+    python -m benchmarks.precision --throws 1000 --steps 800 --json   # → benchmarks/results/precision.json
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from .common import RESULTS_DIR, command_line
 
 _WORKER = r"""
 import sys, numpy as np, jax
@@ -65,6 +65,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--platform", default="cpu", help="JAX platform of the float32 run (cpu or gpu)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", default=str(RESULTS_DIR / "precision.json"), help="results JSON")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         ref = run_worker(args.throws, args.steps, args.seed, True, "cpu", f"{tmp}/f64.npz")
@@ -75,7 +76,7 @@ def main(argv=None):
     imp = ref["impacts"]
     worst = np.argsort(dpos)[-5:][::-1]
     res = {
-        "command": "python benchmarks/precision.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": command_line("benchmarks.precision", argv),
         "throws": args.throws,
         "steps": args.steps,
         "reference": f"float64 on {ref['device']}",
@@ -90,8 +91,8 @@ def main(argv=None):
                           "impacts": int(imp[i])} for i in worst],
         "corr_posdiff_vs_impacts": float(np.corrcoef(dpos, imp)[0, 1]) if np.std(imp) > 0 else None,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "precision.json").write_text(json.dumps(res, indent=2))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=2))
     print(json.dumps(res, indent=2) if args.json else
           f"f32 vs f64 final position diff p50/p90/p99/max: {[round(v, 6) for v in res['final_position_diff_m'].values()]} m")
 

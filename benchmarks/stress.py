@@ -28,7 +28,7 @@ reduced on the device to:
 
 Usage::
 
-    python benchmarks/stress.py [--json] [--throws 10000] [--steps 800] [--chunk 1000]
+    python -m benchmarks.stress [--json] [--throws 10000] [--steps 800] [--chunk 1000]
 
 Writes ``benchmarks/results/stress.json`` and ``stress.md`` (unless ``--out-dir``).
 """
@@ -43,8 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from . import common
 
 CATEGORIES = ["flat_rest", "flat_yaw", "edge_touch", "corner_touch", "zero_vel", "fast", "fast_down"]
 
@@ -66,7 +65,9 @@ def parse_args(argv=None):
     p.add_argument("--device", choices=["cpu", "gpu"], default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    a.argv = argv
+    return a
 
 
 def _axis_angle_quat(axis, angle):
@@ -197,7 +198,7 @@ def run(args):
     import jaxcontact as jc
     from tqdm import tqdm
 
-    info = common.machine_info()
+    info = common.machine_info("benchmarks.stress", args.argv)
     model, params = common.box_workload()
     st, cat = initial_states(args)
     n = args.throws
@@ -287,7 +288,7 @@ def main(argv=None):
     out_dir = Path(args.out_dir)
     common.write_json(out_dir / "stress.json", out)
     (out_dir / "stress.md").write_text(markdown(out) + "\n")
-    print(json.dumps(out, default=common._json_default) if args.json else markdown(out))
+    print(json.dumps(out, default=common.json_default) if args.json else markdown(out))
     log(f"wrote {out_dir / 'stress.json'} and {out_dir / 'stress.md'}")
 
 

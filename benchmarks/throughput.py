@@ -28,10 +28,10 @@ iteration counts) with their deviation from the default settings.
 
 Usage::
 
-    python benchmarks/throughput.py                   # CPU, batches 1,64,1024,4096, 800 steps
-    python benchmarks/throughput.py --quick           # smoke test
-    python benchmarks/throughput.py --device gpu      # GPU (batches 1,024 … 1,048,576)
-    python benchmarks/throughput.py --json --sweep
+    python -m benchmarks.throughput                   # CPU, batches 1,64,1024,4096, 800 steps
+    python -m benchmarks.throughput --quick           # smoke test
+    python -m benchmarks.throughput --device gpu      # GPU (batches 1,024 … 1,048,576)
+    python -m benchmarks.throughput --json --sweep
 
 Always writes ``benchmarks/results/throughput.json`` and ``throughput.md`` (unless ``--out-dir``).
 """
@@ -45,8 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from . import common
 
 CPU_BATCHES = "1,64,1024,4096"
 GPU_BATCHES = "1024,16384,131072,1048576"
@@ -80,6 +79,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     a = p.parse_args(argv)
+    a.argv = argv
     if a.repeats < 1:
         p.error("--repeats must be >= 1")
     if a.batches is None:
@@ -340,7 +340,7 @@ def run(args, save=lambda out: None):
     """Run all benchmarks; ``save(out)`` is called after each part (partial results survive)."""
     import jax
 
-    info = common.machine_info()
+    info = common.machine_info("benchmarks.throughput", args.argv)
     device = jax.devices()[0]
     log(f"JAX devices: {info['jax_devices']}")
     mujoco, mj_msg = (None, "MuJoCo peers not requested")
@@ -512,7 +512,7 @@ def main(argv=None):
     out = run(args, save)
     save(out)
     if args.json:
-        print(json.dumps(out, default=common._json_default))
+        print(json.dumps(out, default=common.json_default))
     else:
         print(markdown(out))
     log(f"wrote {out_dir / 'throughput.json'} and {out_dir / 'throughput.md'}")

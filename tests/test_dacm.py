@@ -471,7 +471,7 @@ def test_slide_preset_produces_sliding_face_contacts():
 def test_dynamic_branch_with_ground_truth_friction_reproduces_the_coulomb_impulse():
     """Algorithm 1's decomposition is exact for a dynamic point impact: given the GT friction
     wrench, v² = v¹ + M⁻¹T_f p_f and the frictionless LCP give back the Coulomb-LCP impulse
-    (what the oracle diagnosis, benchmarks/dacm_oracle.py, relies on). The corner touches the
+    (what the oracle diagnosis, python -m studies.dacm oracle, relies on). The corner touches the
     ground: for a vertex above it the patch centre (its ground projection) moves the friction's
     point of application, and its tangential torque lands in the normal block (0.2 % at 1 mm)."""
     from jaxcontact.laws import CoulombLCP

@@ -21,10 +21,11 @@ joint point, (hĴŴĴᵀ)⁺Ĵv̂_c, a pseudo-inverse because a straight chain i
 of Ĵ); the default ``"free"`` is the root of G with H ≡ 0, −A⁻¹c (exact whenever the distal link
 ends the step out of contact). For a fast swing eq. 7 asks for hundreds of newtons, where the
 learned H sees a violent contact and G has spurious roots, so the eq. 7 start fails in some steps
-where "free" converges (measured in docs/chains.md). The root of G is found by
+where "free" converges (measured in studies/dacm/results/dacm_chain.md). The root of G is found by
 ``solvers.find_root`` (Powell's hybrid method: dogleg trust region with Broyden updates of the
 Jacobian, started from A, exact wherever H does not depend on f, and a forward-difference
-refresh after repeated failed steps; one evaluation of G per iteration, jit-able, vmappable). Converged means ‖S G‖ ≤ rtol·(‖S J v¹‖ + ‖S Ĵ v̂_c‖ + g h) +
+refresh after repeated failed steps; one evaluation of G per iteration, jit-able, vmappable).
+Converged means ‖S G‖ ≤ rtol·(‖S J v¹‖ + ‖S Ĵ v̂_c‖ + g h) +
 atol with rtol = 0.5 % (the paper's tolerance) and S = diag(1, 1, 1, ℓ, ℓ) putting the angular
 rows in m/s (ℓ: the distal joint's lever arm). Every step returns the number of G evaluations
 and a ``converged`` flag; a failed step keeps the best f found and says so.

@@ -309,7 +309,7 @@ def friction_scale(pn0):
 # magnitude ∝ the vertex's normal impulse, opposing the vertex's slip, which the patch-centre
 # quantities above do not determine for a line or a face (measured: line / face friction
 # regressors at test R² 0.11 / 0.35; with GT friction on all patch types the learned classifiers
-# give 0.003 m / 0.03 rad, benchmarks/results/dacm_oracle.json). From the frictionless LCP at v¹
+# give 0.003 m / 0.03 rad, studies/dacm/results/dacm_oracle.json). From the frictionless LCP at v¹
 # (normal impulses z_i of the candidates, velocity after it v⁰ = v¹ + M⁻¹J_nᵀz):
 #   * the unit-coefficient sliding friction s_k = Σ_i z_i σ(−u_ik) / p_n⁰ per tangent k, with
 #     u_i = J_t,i v⁰ the slip of candidate i and σ(u) = u / √(u² + ε²) (|s_k| ≤ 1: the box-friction

@@ -216,7 +216,7 @@ class DACMLaw:
     def impulse(self, model, params, state, v_free, patch, cls, wf, keep_friction=None):
         """Algorithm 1's branches for a given class ``cls`` and friction wrench ``wf`` (patch
         frame): (impulse, ContactInfo). ``keep_friction`` (bool, optional): skip the dissipative
-        scaling (used by the oracle diagnosis, ``benchmarks/dacm_oracle.py``)."""
+        scaling (used by the oracle diagnosis, ``python -m studies.dacm oracle``)."""
         body, ground = params.body, params.ground
         has = patch.kind > PatchType.NONE
         mode = jnp.where(has, cls, -1).astype(jnp.int32)

@@ -1,8 +1,9 @@
 """Is the learned polytope's friction the gap to the tuned LCP? A one-parameter rollout calibration.
 
-    python benchmarks/contactnets_friction_scale.py CHECKPOINT [CHECKPOINT ...] [--scales 0.8,0.9,...]
+    python -m studies.contactnets friction-scale CHECKPOINT [CHECKPOINT ...] [--scales 0.8,0.9,...] [--work DIR]
 
-For each checkpoint of ``contactnets_study.py`` (polytope, deep or lcp):
+For each checkpoint of ``python -m studies.contactnets study`` (polytope, deep or lcp; names are
+looked up in ``--work``, default ``work/contactnets``):
 
 * its friction level: the learned tangent functions' scale (row norms of the polytope's ``tangents``,
   the lumped μ) or the LCP's identified μ;
@@ -15,38 +16,38 @@ For each checkpoint of ``contactnets_study.py`` (polytope, deep or lcp):
   ``--scales`` with the lowest position error + rotation error (radians), and the test errors with
   it against s = 1.
 
-Writes benchmarks/results/contactnets_friction_scale.json.
+Writes studies/contactnets/results/contactnets_friction_scale.json (``--out`` to change).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from ..common import command_line, in_work
+from .common import RESULTS, WORK, cube_test_split, cube_tosses_path, lowest_corner
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("checkpoints", nargs="+")
-    ap.add_argument("--data", default=str(REPO.parent / "shared/data/cube_tosses/tosses.npz"))
+def main(argv=None, prog="studies.contactnets friction-scale") -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("checkpoints", nargs="+", help="study checkpoints (names are looked up in --work)")
+    ap.add_argument("--work", default=WORK, help="the study's --work directory (default %(default)s)")
+    ap.add_argument("--data", default=str(cube_tosses_path()))
     ap.add_argument("--scales", default="0.8,0.9,1.0,1.1,1.2,1.3,1.4,1.6")
     ap.add_argument("--max-train", type=int, default=64, help="training/validation tosses rolled out per scale")
-    ap.add_argument("--out", default=str(REPO / "benchmarks/results/contactnets_friction_scale.json"))
-    args = ap.parse_args()
+    ap.add_argument("--out", default=str(RESULTS / "contactnets_friction_scale.json"))
+    args = ap.parse_args(argv)
 
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
-    from jaxcontact.contactnets.evaluate import _lowest_corner, metrics, rollout_tosses
+    from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
 
     data = load_tosses(args.data)
@@ -55,7 +56,7 @@ def main() -> int:
     true, mask = test.padded()
     L = test.lengths
     rows = np.arange(test.n_tosses)
-    low = _lowest_corner(true, test.vertices)
+    low = lowest_corner(true, test.vertices)
     first = np.argmax((low < 0.05) & mask, axis=1)  # first contact sample of each test toss
     p_first, p_end = true[rows, first, :2], true[rows, L - 1, :2]
     travel = (p_end - p_first) / np.linalg.norm(p_end - p_first, axis=1, keepdims=True)
@@ -76,10 +77,10 @@ def main() -> int:
         return params.replace(law=poly if meta["variant"] == "polytope" else law.replace(poly=poly))
 
     ids = {int(t): k for k, t in enumerate(data.toss_ids)}
-    out = {"command": " ".join(["python benchmarks/contactnets_friction_scale.py"] + sys.argv[1:]), "scales": scales,
+    out = {"command": command_line(prog, argv), "scales": scales,
            "n_test": test.n_tosses, "runs": []}
     t0 = time.perf_counter()
-    for ck in args.checkpoints:
+    for ck in (in_work(c, args.work) for c in args.checkpoints):
         meta, theta = load_checkpoint(ck)
         if meta["variant"] not in ("polytope", "deep", "lcp"):
             raise ValueError(f"{ck}: no friction to scale in a {meta['variant']} model (polytope, deep or lcp)")
@@ -116,6 +117,3 @@ def main() -> int:
     Path(args.out).write_text(json.dumps(out, indent=1))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,10 @@ as far as the real tosses are from them, no deterministic model could do much be
 move them much less, the error is model error. ``--substeps``: the same models rolled out with
 k engine steps of dt/k per sample (Stewart–Trinkle at a finer time step), against the real tosses.
 
-    python benchmarks/contactnets_sensitivity.py /tmp/contactnets_study/lcp_256_s2 /tmp/contactnets_study/polytope_256_s0
+    python -m studies.contactnets sensitivity lcp_256_s2 polytope_256_s0 [--work DIR]
+
+(checkpoint names are looked up in ``--work``, default ``work/contactnets``, the study's work
+directory). Writes studies/contactnets/results/contactnets_sensitivity.json (``--out`` to change).
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from ..common import command_line, in_work
+from .common import RESULTS, WORK, cube_test_split, cube_tosses_path
+
 LEVELS = ((0.5, 0.5, 0.01), (1.0, 1.0, 0.02), (2.0, 2.0, 0.05))  # (mm, degrees, relative velocity error)
 
 
@@ -48,30 +51,31 @@ def perturbed(data, pos_mm, rot_deg, vel_frac, seed, unit_m):
     return dataclasses.replace(data, states=states)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("checkpoints", nargs="+")
-    ap.add_argument("--data", default=str(REPO.parent / "shared/data/cube_tosses/tosses.npz"))
-    ap.add_argument("--n-test", type=int, default=48, help="held-out tosses, drawn as in contactnets_study.py")
+def main(argv=None, prog="studies.contactnets sensitivity") -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("checkpoints", nargs="+", help="study checkpoints (names are looked up in --work)")
+    ap.add_argument("--work", default=WORK, help="the study's --work directory (default %(default)s)")
+    ap.add_argument("--data", default=str(cube_tosses_path()))
+    ap.add_argument("--n-test", type=int, default=48, help="held-out tosses, drawn as in the study")
     ap.add_argument("--unit-m", type=float, default=0.0524, help="metres per length unit of the file")
     ap.add_argument("--substeps", default="2,4", help="engine steps per sample of the finer-step rollouts")
-    ap.add_argument("--out", default=str(REPO / "benchmarks/results/contactnets_sensitivity.json"))
-    args = ap.parse_args()
+    ap.add_argument("--out", default=str(RESULTS / "contactnets_sensitivity.json"))
+    args = ap.parse_args(argv)
 
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
 
     data = load_tosses(args.data)
-    test, _ = cube_test_split(data, args.n_test)  # contactnets_study.py's test split
-    out = {"command": " ".join(["python benchmarks/contactnets_sensitivity.py"] + sys.argv[1:]),
+    test, _ = cube_test_split(data, args.n_test)  # the study's test split
+    out = {"command": command_line(prog, argv),
            "n_test": test.n_tosses, "levels": [dict(pos_mm=a, rot_deg=b, vel_rel=c) for a, b, c in LEVELS],
            "checkpoints": {}}
-    for ck in args.checkpoints:
+    for ck in (in_work(c, args.work) for c in args.checkpoints):
         meta, theta = load_checkpoint(ck)
         model, params = sim_model_params(meta, theta)
         base = rollout_tosses(model, params, test)
@@ -96,6 +100,3 @@ def main() -> int:
     Path(args.out).write_text(json.dumps(out, indent=1))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

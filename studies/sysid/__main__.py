@@ -1,7 +1,7 @@
 """Synthetic recovery of issue 10, the smoothing comparison and the real cube tosses, written to
-benchmarks/results/sysid.{json,md,png}.
+studies/sysid/results/sysid.{json,md,png} and sysid_noise.png (``--out`` to change the prefix).
 
-    python benchmarks/sysid_recovery.py [--throws 20] [--noise-counts 5,10,20] [--noise-max-iter K]
+    python -m studies.sysid [--throws 20] [--noise-counts 5,10,20] [--noise-max-iter K]
         [--nm-evals 150] [--smooth-throws 2] [--smooth-iter 6] [--real 6] [--real-iter 15]
 
 Results are written after every row (``"complete": false`` until the end), so a run stopped by
@@ -38,6 +38,8 @@ import numpy as np  # noqa: E402
 from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
 from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, Stage, staged_fit  # noqa: E402
+
+from ..common import command_line, cube_tosses_path  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 
@@ -123,13 +125,18 @@ def _pct(e, k):
     return f"{e[k]['abs'] * 1000:.3g} mm" if k == "ground" else f"{100 * e[k]['rel']:.3g}%"
 
 
+def current_command(cmd: str) -> str:
+    """A command recorded as ``python benchmarks/sysid_recovery.py ...`` in today's form (same options)."""
+    return cmd.replace("python benchmarks/sysid_recovery.py", "python -m studies.sysid")
+
+
 def write_md(result: dict, path: str) -> None:
     status = "" if result.get("complete") else " — **partial: the run had not finished when this was written**"
     L = ["# System identification: synthetic recovery, smoothing, real tosses", "",
-         f"Command: `nice -n 5 {result['command']}` ({result['devices']}, jax {result['jax']}, 2 CPU cores shared with "
+         f"Command: `nice -n 5 {current_command(result['command'])}` ({result['devices']}, jax {result['jax']}, 2 CPU cores shared with "
          f"other jobs; total {result['total_time_s']:.0f} s){status}. Every number below is from this one run "
          "(`sysid.json`, plots `sysid.png`, `sysid_noise.png`)"
-         + (f"; rows and sections already in the earlier results (written by `{result['resumed_from']}`) were kept, "
+         + (f"; rows and sections already in the earlier results (written by `{current_command(result['resumed_from'])}`) were kept, "
             "not re-run (`--resume`); the total time is this run's" if result.get("resumed_from") else "") + ".", "",
          "Truth μ 0.27, ε 0.1, ground 0.013 m, vertices 10% off the 0.1 m cube; start μ 0.5, ε 0.5, height 0, nominal "
          "cube. Data and fit: CoulombLCP with the position-consistent bounce target. Schedule `sysid.DEFAULT_SCHEDULE`. "
@@ -218,8 +225,9 @@ def plot_noise(runs, path):
     plt.close(fig)
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m studies.sysid", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--throws", type=int, default=20, help="throws of the noise-free LM and Nelder–Mead rows")
     ap.add_argument("--noise", type=float, default=0.001, help="position noise (m) of the noisy rows")
     ap.add_argument("--noise-counts", default="5,10,20", help="throw counts of the noisy rows (nested subsets)")
@@ -233,14 +241,14 @@ def main():
     ap.add_argument("--real", type=int, default=6, help="real tosses used (0: skip)")
     ap.add_argument("--real-iter", type=int, default=15)
     ap.add_argument("--real-targets", default="position,velocity")
-    ap.add_argument("--real-data", default=str(Path(__file__).resolve().parents[2] / "shared/data/cube_tosses/tosses.npz"))
-    ap.add_argument("--out", default=str(OUT / "sysid"))
+    ap.add_argument("--real-data", default=str(cube_tosses_path()))
+    ap.add_argument("--out", default=str(OUT / "sysid"), help="prefix of the results files (default %(default)s)")
     ap.add_argument("--md-only", action="store_true", help="only re-render OUT.md from OUT.json (no fitting)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the synthetic rows already in OUT.json (same method, throws, noise) and run the rest")
     ap.add_argument("--fresh-runs", action="store_true",
                     help="with --resume: re-run every synthetic row (keep only the real and smoothing sections)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.md_only:
         write_md(json.loads(Path(args.out + ".json").read_text()), args.out + ".md")
         return
@@ -250,7 +258,7 @@ def main():
     data_all = {(0.0, 0): syn.make_synthetic(n_throws=args.throws)}
     for r in range(args.noise_replicates if counts else 0):  # replicate r: throws and noise from seed r
         data_all[(args.noise, r)] = syn.make_synthetic(n_throws=n_noisy, noise=args.noise, seed=r)
-    result = {"command": "python " + " ".join(sys.argv), "complete": False,
+    result = {"command": command_line("studies.sysid", argv), "complete": False,
               "machine": platform.processor() or platform.machine(), "jax": jax.__version__,
               "devices": str(jax.devices()), "args": vars(args),
               "truth": {k: np.asarray(v).tolist() for k, v in data_all[(0.0, 0)].truth.items()}, "start": syn.START,

@@ -1,7 +1,7 @@
 """dacm Algorithm 2 on the paper's 3-link chain: trajectory errors and G evaluations.
 
-    python benchmarks/dacm_chain.py --checkpoint CKPT [--swings 8 --steps 500] [--no-dissipative]
-        [--also LABEL=CKPT ...] [--also-nondissipative]
+    python -m studies.dacm chain --checkpoint CKPT [--swings 8 --steps 500] [--no-dissipative]
+        [--also LABEL=CKPT ...] [--also-nondissipative] [--work DIR]
 
 CKPT is a dacm checkpoint trained on random throws of the isolated link only, made with the
 improved recipe of docs/dacm.md ("_plus"):
@@ -14,16 +14,18 @@ Ablation checkpoint with chain-like (tip-first) throws of the isolated link adde
 
     jaxcontact --x64 dacm chain-data --data link.npz --tip-throws 150 --seed 0 --out link_tip.npz
     jaxcontact --x64 dacm train --data link_tip.npz --out CKPT_TIP ...same options...
-    python benchmarks/dacm_chain.py --checkpoint CKPT --also "random + tip throws=CKPT_TIP"
+    python -m studies.dacm chain --checkpoint CKPT --also "random + tip throws=CKPT_TIP"
 
-(without --checkpoint these commands are run into /tmp/jaxcontact_dacm_chain/). The dacm law is
+(without --checkpoint the first two commands are run into ``--work``, default ``work/dacm``, as
+link.npz and link_ckpt; a checkpoint name is looked up in ``--work``). The dacm law is
 the checkpoint's (its inputs and friction target from meta.json) with the dissipative setting
 of ``dacm evaluate --dissipative`` (``--no-dissipative`` turns it off). Two configurations of the
 root finder are measured on the same swings: the initial joint force of the paper's eq. 7
 ("eq7") and the root of G without contact ("free", the default); PDD and the exact Coulomb law
 as H for comparison. ``--also LABEL=CKPT`` adds other checkpoints' dacm (free init, same
 setting) as ablation columns, ``--also-nondissipative`` the main checkpoint without the
-dissipative setting. Writes benchmarks/results/dacm_chain.json and .md.
+dissipative setting. Writes studies/dacm/results/dacm_chain.json and .md. docs/chains.md has the
+measured results.
 """
 
 from __future__ import annotations
@@ -36,11 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-import jax
-
-jax.config.update("jax_enable_x64", True)
-
-from jaxcontact.dacm.chain_cli import evaluate_chain  # noqa: E402
+from ..common import default_work, in_work
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GEN = ["--shape", "link", "--throws", "300", "--seed", "0"]
@@ -48,11 +46,11 @@ TRAIN = ["--friction-target", "ratio", "--inputs", "physics", "--max-rest-per-th
          "--max-steady-per-throw", "20", "--patience", "20", "--time-limit", "90"]
 
 
-def ensure_checkpoint(path):
+def ensure_checkpoint(path, work):
     if path is not None:
-        return Path(path), None
-    work = Path("/tmp/jaxcontact_dacm_chain")
-    work.mkdir(exist_ok=True)
+        return in_work(path, work), None
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
     ckpt = work / "link_ckpt"
     if not (ckpt / "meta.json").is_file():
         cmd = [sys.executable, "-m", "jaxcontact.cli", "--x64", "dacm"]
@@ -65,9 +63,11 @@ def fmt(v, nd=4):
     return "–" if v is None else (f"{v:.{nd}f}" if isinstance(v, float) else str(v))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--checkpoint", default=None)
+def main(argv=None, prog="studies.dacm chain") -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", default=None, help="a link checkpoint (a name is looked up in --work)")
+    ap.add_argument("--work", default=default_work("dacm"), help="work directory (default %(default)s)")
     ap.add_argument("--swings", type=int, default=8)
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
@@ -80,7 +80,12 @@ def main() -> int:
     ap.add_argument("--made-by", default=None,
                     help="the commands that made a given --checkpoint (recorded; default: rebuilt from its meta.json, "
                          "which does not record --time-limit: 90 s is written)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from jaxcontact.dacm.chain_cli import evaluate_chain
+
     diss = not args.no_dissipative
     if args.md_only:  # re-render the .md from the saved .json (and the checkpoint's meta.json)
         out = json.loads((RESULTS / "dacm_chain.json").read_text())
@@ -89,7 +94,7 @@ def main() -> int:
             out["checkpoint_made_by"] = args.made_by
             (RESULTS / "dacm_chain.json").write_text(json.dumps(out, indent=1))
         return write_md(out, json.loads((Path(ckpt) / "meta.json").read_text()))
-    ckpt, how = ensure_checkpoint(args.checkpoint)
+    ckpt, how = ensure_checkpoint(args.checkpoint, args.work)
     meta = json.loads((ckpt / "meta.json").read_text())
     t0 = time.perf_counter()
     runs = {}
@@ -97,7 +102,7 @@ def main() -> int:
         runs[init] = evaluate_chain(ckpt, args.steps, args.swings, args.seed, init=init, dissipative=diss,
                                     pdd=(init == "free"))
     ablations = {}
-    extra = [(a.split("=", 1)[0], a.split("=", 1)[1], diss) for a in args.also]
+    extra = [(a.split("=", 1)[0], str(in_work(a.split("=", 1)[1], args.work)), diss) for a in args.also]
     if args.also_nondissipative:
         extra.append(("not dissipative", str(ckpt), False))
     for label, path, d in extra:
@@ -109,7 +114,7 @@ def main() -> int:
     flags = (" --no-dissipative" if args.no_dissipative else "") + "".join(f" --also {shlex.quote(a)}" for a in args.also) \
         + (" --also-nondissipative" if args.also_nondissipative else "")
     out = {
-        "command": f"python benchmarks/dacm_chain.py --checkpoint {ckpt} --swings {args.swings} --steps {args.steps} "
+        "command": f"python -m {prog} --checkpoint {ckpt} --swings {args.swings} --steps {args.steps} "
                    f"--seed {args.seed}{flags}",
         "ablations": ablations,
         "checkpoint_made_by": how or args.made_by or "given", "checkpoint_report": meta.get("report"),
@@ -153,7 +158,8 @@ def write_md(out, meta) -> int:
     lines = [
         "# dacm Algorithm 2 on the 3-link chain",
         "",
-        f"Command: `{out['command']}` ({out['seconds']} s). Checkpoint: `{ckpt}` "
+        f"Command: `{out['command'].replace('python benchmarks/dacm_chain.py', 'python -m studies.dacm chain')}` "
+        f"({out['seconds']} s). Checkpoint: `{ckpt}` "
         f"(isolated link only, {meta.get('data_throws')} throws, {meta.get('train_seconds')} s of training, "
         f"friction target {meta.get('friction_target')}, inputs {meta.get('inputs', 'paper')}); "
         f"dacm law {'dissipative' if diss else 'not dissipative'}. Checkpoint made by: "
@@ -215,6 +221,3 @@ def write_md(out, meta) -> int:
     print("\n".join(lines))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,31 +7,32 @@ model whose friction impulses are accurate to ~1 % cannot be expected to beat th
 produce: they are the floor the throws' chaotic tumbling puts under the final-position and
 final-orientation errors.
 
-    python benchmarks/dacm_sensitivity.py --shape box --throws 100 --seed 1
+    python -m studies.dacm sensitivity --shape box --throws 100 --seed 1   # → results/dacm_sensitivity_box.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from ..common import command_line
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def main(argv=None, prog="studies.dacm sensitivity") -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default="box", choices=("box", "pentagon", "box2d"))
     ap.add_argument("--throws", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mu-rel", default="0.003,0.01,0.03", help="relative friction errors (each used with + and −)")
     ap.add_argument("--state-eps", default="1e-6,1e-4", help="perturbation of the initial position (m) and velocity (m/s)")
-    ap.add_argument("--out", default=None, help="default benchmarks/results/dacm_sensitivity_<shape>.json")
-    args = ap.parse_args()
+    ap.add_argument("--out", default=None, help="default studies/dacm/results/dacm_sensitivity_<shape>.json")
+    args = ap.parse_args(argv)
 
     import dataclasses
 
@@ -56,14 +57,11 @@ def main() -> int:
         s = s0.replace(pos=noise(s0.pos), vel=noise(s0.vel))
         variants[f"state{eps:g}"] = D.simulate(model, params, s, STEPS)
     m = trajectory_metrics(gt, variants, model, params)
-    out = {"command": " ".join(["python benchmarks/dacm_sensitivity.py"] + sys.argv[1:]), "shape": args.shape,
+    out = {"command": command_line(prog, argv), "shape": args.shape,
            "throws": args.throws, "seed": args.seed, "metrics": m}
-    path = Path(args.out or REPO / f"benchmarks/results/dacm_sensitivity_{args.shape}.json")
+    path = Path(args.out or RESULTS / f"dacm_sensitivity_{args.shape}.json")
     path.write_text(json.dumps(out, indent=1))
     for k, v in m.items():
         print(k, {a: round(b, 4) for a, b in v.items() if isinstance(b, float)})
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

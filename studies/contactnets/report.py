@@ -1,17 +1,22 @@
-"""Write benchmarks/results/contactnets_data_efficiency.md (+ .png) from the study's JSON results
-(mean over the seeds of each (variant, training tosses) row; per-seed values in brackets)."""
+"""Write studies/contactnets/results/contactnets_data_efficiency.md (+ .png) from the study's JSON
+results (mean over the seeds of each (variant, training tosses) row; per-seed values in brackets).
 
+    python -m studies.contactnets report [--out DIR]
+
+Reads contactnets_data_efficiency.json, contactnets_speed.json and contactnets_paired.json from
+studies/contactnets/results/; writes there unless ``--out``. Commands recorded as
+``python benchmarks/contactnets_<x>.py`` are shown in today's form, ``python -m studies.contactnets <x>``.
+"""
+
+import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-R = REPO / "benchmarks" / "results"
-
-from contactnets_paired import summary  # noqa: E402
+from .common import RESULTS as R
+from .common import current_command
+from .paired import summary
 
 
 def _rate_cells(r, key, sizes):
@@ -24,13 +29,13 @@ def speed_paragraph(sp):
     if "paths" not in sp:  # the older single-path format
         one = sp["one_at_a_time_transitions_per_s"]
         batched = ", ".join(f"batch {B}: {v:.0f} transitions/s ({v / one:.1f}x)" for B, v in sp["batched_transitions_per_s"].items())
-        return (f"Loss-and-gradient throughput (polytope, {sp['dtype']}, {sp['device']}, `{sp['command']}`): one transition "
+        return (f"Loss-and-gradient throughput (polytope, {sp['dtype']}, {sp['device']}, `{current_command(sp['command'])}`): one transition "
                 f"per call {one:.0f} transitions/s; {batched}. Inner solver: {sp['inner']}.")
     load = ""
     if "load_average_before" in sp:
         load = (f" Load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in sp['load_average_before'])}, after "
                 f"{'/'.join(f'{x:.1f}' for x in sp['load_average_after'])}.")
-    parts = [f"Loss-and-gradient throughput of the polytope model (`{sp['command']}`, {sp['device']} "
+    parts = [f"Loss-and-gradient throughput of the polytope model (`{current_command(sp['command'])}`, {sp['device']} "
              f"({sp.get('device_kind', '?')}), {sp['cpu_threads_visible']} CPU threads shared with other jobs; single and "
              f"batched calls of the same compiled function measured interleaved in {sp['rounds']} rounds, best / median of "
              f"the rounds; speedups best/best and median/median).{load}", ""]
@@ -132,7 +137,7 @@ def targets(d):
             seeds = sorted({m["seed"] for rows in res[v].values() for m in rows})
             out.append(f"  {v} (seeds {', '.join(map(str, seeds))}): clearly better at {sizes(cv)}; {v} / LCP ratios pos, rot: "
                        f"{ratios(rv)}.")
-    paired = R / "contactnets_paired.json"  # benchmarks/contactnets_paired.py: the same rows with intervals
+    paired = R / "contactnets_paired.json"  # python -m studies.contactnets paired: the same rows with intervals
     sure, rows, top = summary(json.loads(paired.read_text())["rows"]) if paired.exists() else ([], [], None)
     if top is not None:
         out.append(f"  Paired on the test tosses with bootstrap intervals ([contactnets_paired.md](contactnets_paired.md)): "
@@ -144,7 +149,12 @@ def targets(d):
     return "\n".join(out)
 
 
-def main():
+def main(argv=None, prog="studies.contactnets report"):
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(R), help="directory of the .md and .png (default %(default)s)")
+    out = Path(ap.parse_args(argv).out)
+    out.mkdir(parents=True, exist_ok=True)
     from jaxcontact.contactnets.plots import plot_data_efficiency
 
     d = json.loads((R / "contactnets_data_efficiency.json").read_text())
@@ -152,7 +162,7 @@ def main():
     cmds = d.get("commands", [d.get("command", "")])
     lines = ["# ContactNets data efficiency on real cube tosses", "",
              "Commands (in order; each re-run replaces only the (variant, tosses, seed) rows it trains): "
-             + "; ".join(f"`{c}`" for c in cmds) + " (then `python benchmarks/contactnets_report.py`). "
+             + "; ".join(f"`{current_command(c)}`" for c in cmds) + " (then `python -m studies.contactnets report`). "
              f"Held-out test tosses: {d['n_test']}; caps: {d['caps']}. `polytope_vr`: the polytope with the parameters "
              "chosen among the 8 lowest-validation-loss rounds by the rollouts of the validation tosses "
              "(`TrainConfig(select=\"rollout\")`).", "",
@@ -168,9 +178,6 @@ def main():
                          f"{np.mean([m['train_time_s'] for m in rows]):.0f} |")
     lines += ["", "Means over seeds side by side (pos in block widths / rot in degrees; number of seeds in brackets):", "",
               comparison(d), "", targets(d), "", speed_paragraph(sp)]
-    (R / "contactnets_data_efficiency.md").write_text("\n".join(lines) + "\n")
-    plot_data_efficiency({k: r for k, r in d["results"].items() if not k.startswith("deep_")}, R / "contactnets_data_efficiency.png")
+    (out / "contactnets_data_efficiency.md").write_text("\n".join(lines) + "\n")
+    plot_data_efficiency({k: r for k, r in d["results"].items() if not k.startswith("deep_")}, out / "contactnets_data_efficiency.png")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,28 +1,30 @@
 """dacm study: generate → train → evaluate for the 3D box, the pentagon prism, the 2D box and the
 anisotropic box, through the ``jaxcontact dacm`` command line (so every number has its command).
 
-Writes benchmarks/results/dacm.json (all evaluation outputs, training reports, commands,
-timings) and benchmarks/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables).
+Writes studies/dacm/results/dacm.json (all evaluation outputs, training reports, commands,
+timings) and studies/dacm/results/dacm.md (the Fig. 5 / Fig. 3 / Fig. 7 tables). Data and
+checkpoints go to ``--work`` (default ``work/dacm``).
 
-    python benchmarks/dacm_study.py                      # full study (budgeted, see --time-limit)
-    python benchmarks/dacm_study.py --configs box --throws 30 --time-limit 5 --test-throws 10
-    python benchmarks/dacm_study.py --configs box_aniso_slide,box_aniso_slide_600 --time-limit 90
-    python benchmarks/dacm_study.py --configs box_coulomb,box_coulomb_1000,box_aniso_slide_coulomb,box_coulomb_3000 --time-limit 90
-    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000 --time-limit 90
-    python benchmarks/dacm_study.py --configs box_coulomb_3000_t150
-    python benchmarks/dacm_study.py --configs pentagon_coulomb_1000,box2d_coulomb_1000 --time-limit 90
-    python benchmarks/dacm_study.py --configs box_coulomb_3000_residual --out /tmp/dacm_run/res3000.json
-    python benchmarks/dacm_study.py --merge /tmp/dacm_run/res3000.json   # into benchmarks/results/dacm.json
-    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000_residual --time-limit 90 --out /tmp/dacm_run/aniso_res.json
-    python benchmarks/dacm_study.py --configs pentagon_coulomb_3000_residual --out /tmp/dacm_run/pent3000.json
-    python benchmarks/dacm_study.py --configs box_coulomb_6000_residual --out /tmp/dacm_run/box6000.json
-    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_3000 --out /tmp/dacm_run/aniso3000.json
-    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_1000_pn0w --time-limit 90 --out /tmp/dacm_run/pn0w.json
-    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_3000_pn0w --out /tmp/dacm_run/pn0w3000.json
-    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_12000_pn0w_t300 --out /tmp/dacm_run/pn0w12000.json
-    python benchmarks/dacm_study.py --configs box_aniso_slide_coulomb_12000_pn0w_t300_seed1 --out /tmp/dacm_run/pn0w12000s1.json
-    python benchmarks/dacm_study.py --merge /tmp/dacm_run/pn0w12000.json        # then into benchmarks/results/dacm.json
-    python benchmarks/dacm_study.py --add-evaluations box_aniso_slide_coulomb_12000_pn0w_t300 sym2.json  # (evaluate --symmetry 2 output)
+    python -m studies.dacm study                      # full study (budgeted, see --time-limit)
+    python -m studies.dacm study --configs box --throws 30 --time-limit 5 --test-throws 10
+    python -m studies.dacm study --configs box_aniso_slide,box_aniso_slide_600 --time-limit 90
+    python -m studies.dacm study --configs box_coulomb,box_coulomb_1000,box_aniso_slide_coulomb,box_coulomb_3000 --time-limit 90
+    python -m studies.dacm study --configs box_aniso_slide_coulomb_1000 --time-limit 90
+    python -m studies.dacm study --configs box_coulomb_3000_t150
+    python -m studies.dacm study --configs pentagon_coulomb_1000,box2d_coulomb_1000 --time-limit 90
+    python -m studies.dacm study --configs box_coulomb_3000_residual --out work/dacm/runs/res3000.json
+    python -m studies.dacm study --merge work/dacm/runs/res3000.json   # into studies/dacm/results/dacm.json
+    python -m studies.dacm study --configs box_aniso_slide_coulomb_1000_residual --time-limit 90 --out work/dacm/runs/aniso_res.json
+    python -m studies.dacm study --configs pentagon_coulomb_3000_residual --out work/dacm/runs/pent3000.json
+    python -m studies.dacm study --configs box_coulomb_6000_residual --out work/dacm/runs/box6000.json
+    python -m studies.dacm study --configs box_aniso_slide_coulomb_3000 --out work/dacm/runs/aniso3000.json
+    python -m studies.dacm study --configs box_aniso_slide_coulomb_1000_pn0w --time-limit 90 --out work/dacm/runs/pn0w.json
+    python -m studies.dacm study --configs box_aniso_slide_coulomb_3000_pn0w --out work/dacm/runs/pn0w3000.json
+    python -m studies.dacm study --configs box_aniso_slide_coulomb_12000_pn0w_t300 --out work/dacm/runs/pn0w12000.json
+    python -m studies.dacm study --configs box_aniso_slide_coulomb_12000_pn0w_t300_seed1 --out work/dacm/runs/pn0w12000s1.json
+    python -m studies.dacm study --merge work/dacm/runs/pn0w12000.json        # then into studies/dacm/results/dacm.json
+    python -m studies.dacm study --add-evaluations box_aniso_slide_coulomb_12000_pn0w_t300 sym2.json  # (evaluate --symmetry 2 output)
+    python -m studies.dacm study --diagnose work/dacm/box_plus.npz            # data diagnosis (dacm_diagnosis.json)
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+import numpy as np
+
+from ..common import REPO, default_work
+
+RESULTS = Path(__file__).resolve().parent / "results"
 # name: (shape, anisotropic, extra train arguments, training throws (None: --throws))
 # "*_plus" = our improvement: friction-ratio target, physics-derived inputs, resting and steady
 # sliding steps subsampled (so impacts are not 1 % of the face data), early stopping on held-out
@@ -55,7 +60,7 @@ CONFIGS = {"box": ("box", False, [], None), "pentagon": ("pentagon", False, [], 
            "box_aniso_slide_600": ("box", True, PLUS, 600)}  # same mixture, twice the throws
 # "*_coulomb" = the plus recipe with the coulomb inputs (per-vertex sliding friction of the
 # frictionless normal solution, see features.py / docs/dacm.md), evaluated without --dissipative
-# (the oracle diagnosis, benchmarks/dacm_oracle.py, measured it better without).
+# (the oracle diagnosis, python -m studies.dacm oracle, measured it better without).
 COULOMB = ["coulomb" if a == "physics" else a for a in PLUS]
 CONFIGS.update({"box_coulomb": ("box", False, COULOMB, 300), "box_coulomb_1000": ("box", False, COULOMB, 1000),
                 "box_coulomb_3000": ("box", False, COULOMB, 3000), "box_aniso_slide_coulomb": ("box", True, COULOMB, 300),
@@ -141,18 +146,19 @@ DISSIPATIVE = {"box_aniso_slide", "box_aniso_slide_600"}  # evaluated with PLUS_
 def run(cmd, log):
     log(" ".join(cmd))
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True)
+    out = subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, text=True)
     sys.stderr.write(out.stderr[-3000:])
     return out.stdout, time.perf_counter() - t0
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser()
+def main(argv=None, prog="studies.dacm study"):
+    p = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configs", default="box,pentagon,box2d,box_aniso")
     p.add_argument("--throws", type=int, default=120)
     p.add_argument("--test-throws", type=int, default=100)
     p.add_argument("--time-limit", type=float, default=40.0, help="seconds per network")
-    p.add_argument("--work", default="/tmp/dacm_study")
+    p.add_argument("--work", default=default_work("dacm"), help="data and checkpoints (default %(default)s)")
     p.add_argument("--out", default=str(RESULTS / "dacm.json"))
     p.add_argument("--evaluate-only", action="store_true",
                    help="re-run only the evaluation of configurations already in --out (checkpoints kept in --work)")
@@ -191,8 +197,9 @@ def main(argv=None):
         write_md(results, Path(a.out).with_suffix(".md"))
         return
     log = lambda *x: print(*x, file=sys.stderr, flush=True)
-    work = Path(a.work)
+    work = Path(a.work).resolve()  # the commands run from the repository root
     work.mkdir(parents=True, exist_ok=True)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     results = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
     py = [sys.executable, "-m", "jaxcontact.cli", "--x64", "dacm"]
     for name in a.configs.split(","):
@@ -209,7 +216,6 @@ def main(argv=None):
             results[name]["commands"][2] = " ".join(["jaxcontact"] + ev[3:])
         else:
             if name in SHARED_DATA and Path(data).exists():  # same generate command as SHARED_DATA[name]
-                sys.path.insert(0, str(ROOT))
                 from jaxcontact.dacm import data as D
 
                 log(f"reusing {data} (same generate command as {SHARED_DATA[name]})")
@@ -234,9 +240,6 @@ def diagnose(path) -> dict:
     unit-coefficient sliding friction, and that with the sliding point's normal-impulse coupling
     μ s / (1 + μ Σ_k c_k s_k)), the point detach rule and how rare the impacts are among the face
     instances."""
-    import numpy as np
-
-    sys.path.insert(0, str(ROOT))
     from jaxcontact.dacm import data as D
     from jaxcontact.dacm import features as F
 
@@ -283,9 +286,6 @@ def probe(path, patch: int, inputs: str, epochs: int = 60, seed: int = 0) -> dic
     """Generalisation probe: the Fig. 3 friction regressor (ratio target) on one patch type's
     dynamic instances, trained on the first 75 % of the throws and tested on the rest (R² per
     component, in ratio units and in impulse units)."""
-    import numpy as np
-
-    sys.path.insert(0, str(ROOT))
     from jaxcontact.dacm import data as D
     from jaxcontact.dacm import features as F
     from jaxcontact.dacm import train as T
@@ -300,7 +300,7 @@ def probe(path, patch: int, inputs: str, epochs: int = 60, seed: int = 0) -> dic
     y = d["wrench"][:, fi] / scale
     cut = int(0.75 * int(d["n_throws"]))
     tr, te = dyn & (d["throw"] < cut), dyn & (d["throw"] >= cut)
-    st = T._stats(x[tr], y[tr])
+    st = norm_stats(x[tr], y[tr])
     xn = lambda m: (x[m] - st["x_mean"]) / st["x_std"]
     yn = lambda m: (y[m] - st["y_mean"]) / st["y_std"]
     reg = HyperParams.paper(str(d["shape"])).regressor
@@ -316,6 +316,13 @@ def probe(path, patch: int, inputs: str, epochs: int = 60, seed: int = 0) -> dic
             "seconds": rep["seconds"]}
 
 
+def norm_stats(x, y) -> dict:
+    """Input and target normalisation of the probe: per-column means and standard deviations (a
+    standard deviation below 1e-6 (inputs) or 1e-9 (targets) replaced by 1), as dacm training uses."""
+    xs, ys = x.std(0), y.std(0)
+    return dict(x_mean=x.mean(0), x_std=np.where(xs > 1e-6, xs, 1.0), y_mean=y.mean(0), y_std=np.where(ys > 1e-9, ys, 1.0))
+
+
 def evaluate_command(e: dict) -> str:
     """The command line that produced an evaluation JSON (from its recorded settings)."""
     sym = re.search(r"symmetry=(\d+)", e.get("dacm_law", ""))
@@ -326,7 +333,7 @@ def evaluate_command(e: dict) -> str:
 
 
 def write_md(results, path):
-    L = ["# dacm study (benchmarks/dacm_study.py)", "",
+    L = ["# dacm study (python -m studies.dacm study)", "",
          "Ground truth: the core Coulomb LCP law (μ = 0.18, or (0.75, 1.5) anisotropic), h = 2 ms, 800 steps.",
          "Every number below comes from the commands listed per configuration (float64 simulation,",
          "float32 networks, 2 shared CPU cores; training budget capped per network — see epochs).", ""]
@@ -389,6 +396,3 @@ def write_md(results, path):
         L.append(f"  - out-of-training-range contact instances: {oor}")
     path.write_text("\n".join(L) + "\n")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,13 +1,16 @@
 """ContactNets data-efficiency study (Fig. 5) and loss-gradient throughput on the real cube tosses.
 
-    python benchmarks/contactnets_study.py [--data ../shared/data/cube_tosses/tosses.npz] [--speed-only]
+    python -m studies.contactnets study [--data PATH] [--work DIR] [--speed-only]
 
 A fixed held-out test set (48 tosses, seed 12345) is never used for training or model selection;
 each model is trained on N tosses of the remaining pool (train/validation split inside, early
 stopping on the validation loss) and rolled out from the first state of every test toss.
-Writes benchmarks/results/contactnets_data_efficiency.json|png, contactnets_speed.json,
-contactnets_rollout.png. Budget (2 shared CPU cores): ``--seeds`` (default one), step caps per variant below;
-a re-run replaces only the (variant, tosses, seed) rows it trains.
+Checkpoints go to ``--work`` (default ``work/contactnets``, as ``{variant}_{tosses}_s{seed}``).
+Writes studies/contactnets/results/contactnets_data_efficiency.json|png, contactnets_speed.json,
+contactnets_rollout.png (``--out`` to change); ``python -m studies.contactnets report`` then writes
+contactnets_data_efficiency.md. Budget (2 shared CPU cores): ``--seeds`` (default one), step caps
+per variant below; a re-run replaces only the (variant, tosses, seed) rows it trains.
+``--speed-only``: only the loss-and-gradient throughput benchmark (contactnets_speed.json).
 """
 
 from __future__ import annotations
@@ -15,15 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-RESULTS = REPO / "benchmarks" / "results"
+from ..common import command_line
+from .common import RESULTS, WORK, cube_test_split, cube_tosses_path
 
 
 def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=3):
@@ -180,15 +181,16 @@ def speed(data, batches=(64, 256, 1024, 4096), n_single=64, seconds=1.0, rounds=
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=str(REPO.parent / "shared/data/cube_tosses/tosses.npz"))
+def main(argv=None, prog="studies.contactnets study") -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(cube_tosses_path()))
     ap.add_argument("--sizes", default="32,256,4,16,64,8,128")
     ap.add_argument("--deep-sizes", default="32,256,4")
     ap.add_argument("--n-test", type=int, default=48)
     ap.add_argument("--seeds", default="0", help="training seeds (comma-separated); one result row per seed")
     ap.add_argument("--out", default=str(RESULTS))
-    ap.add_argument("--work", default="/tmp/contactnets_study")
+    ap.add_argument("--work", default=WORK, help="checkpoints (default %(default)s)")
     ap.add_argument("--speed-only", action="store_true", help="only the loss-gradient throughput")
     ap.add_argument("--variants", default="polytope,lcp,e2e,deep",
                     help="variants to (re)run; results of other variants already in the JSON are kept")
@@ -198,7 +200,8 @@ def main() -> int:
     ap.add_argument("--cpu-devices", type=int, default=os.cpu_count() or 1,
                     help="CPU devices XLA exposes (one per core); with more than one the throughput measurement adds "
                          "batches split over them by shard_map")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    command = command_line(prog, argv)
     if args.cpu_devices > 1:  # before jax is imported
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                    f" --xla_force_host_platform_device_count={args.cpu_devices}").strip()
@@ -206,7 +209,6 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.plots import plot_data_efficiency, plot_rollout
@@ -221,7 +223,7 @@ def main() -> int:
 
     if not args.skip_speed:
         sp = speed(pool, batches=tuple(int(b) for b in args.speed_batches.split(",")), rounds=args.speed_rounds)
-        sp["command"] = " ".join(["python benchmarks/contactnets_study.py"] + sys.argv[1:])
+        sp["command"] = command
         (out / "contactnets_speed.json").write_text(json.dumps(sp, indent=1))
         print("speed", sp, flush=True)
     if args.speed_only:
@@ -240,7 +242,7 @@ def main() -> int:
     runs = [(v, int(n), seed) for seed in seeds for n in args.sizes.split(",") for v in caps
             if v in variants and (not v.startswith("deep") or int(n) in deep)]
     res_path = out / "contactnets_data_efficiency.json"
-    results = {"command": "python benchmarks/contactnets_study.py", "n_test": test.n_tosses,
+    results = {"command": f"python -m {prog}", "n_test": test.n_tosses,
                "test_toss_ids": test.toss_ids.tolist(),
                "caps": {k: {"max_steps": c.max_steps, "patience": c.patience, "sysid_iters": c.sysid_iters}
                         for k, c in caps.items()},
@@ -255,7 +257,7 @@ def main() -> int:
                 results["results"].setdefault(v, {})[n] = rows
         results["commands"] = old.get("commands", [old.get("command", "")])
     results.setdefault("commands", [])
-    results["commands"].append(" ".join(["python benchmarks/contactnets_study.py"] + sys.argv[1:]))
+    results["commands"].append(command)
     for v, n, seed in runs:
         ck = Path(args.work) / f"{v}_{n}_s{seed}"
         t0 = time.perf_counter()
@@ -294,6 +296,3 @@ def main() -> int:
                              out / "contactnets_data_efficiency.png")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

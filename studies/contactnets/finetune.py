@@ -1,8 +1,9 @@
 """Does fine-tuning a trained ContactNets polytope on short rollout windows help its full rollouts?
 
-    python benchmarks/contactnets_rollout_finetune.py /tmp/cnwork/study/polytope_32_s0 [...]
+    python -m studies.contactnets finetune polytope_32_s0 [...] [--work DIR]
 
-For each polytope checkpoint (trained by ``contactnets_study.py``): the learned parameters
+For each polytope checkpoint (trained by ``python -m studies.contactnets study``; names are looked up
+in ``--work``, default ``work/contactnets``): the learned parameters
 (vertices, ground normal, friction-scaled tangents) are fitted further to windowed rollouts of the
 checkpoint's own *training* tosses through the differentiable LCP law (``sysid.losses.WindowLoss``:
 each window starts from an observed state), two ways:
@@ -14,23 +15,32 @@ each window starts from an observed state), two ways:
   error in radians), checked every 25 steps.
 
 Reports eq. 18–19 on the study's 48 test tosses before and after. Writes
-benchmarks/results/contactnets_rollout_finetune.json.
+studies/contactnets/results/contactnets_rollout_finetune.json (``--out`` to change).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from ..common import command_line, in_work
+from .common import RESULTS, WORK, cube_test_split, cube_tosses_path
 
 
-def main(checkpoints) -> int:
+def main(argv=None, prog="studies.contactnets finetune") -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("checkpoints", nargs="+", help="polytope checkpoints of the study (names are looked up in --work)")
+    ap.add_argument("--work", default=WORK, help="the study's --work directory (default %(default)s)")
+    ap.add_argument("--data", default=str(cube_tosses_path()))
+    ap.add_argument("--out", default=str(RESULTS / "contactnets_rollout_finetune.json"))
+    args = ap.parse_args(argv)
+    checkpoints = [str(in_work(c, args.work)) for c in args.checkpoints]
+
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -39,16 +49,15 @@ def main(checkpoints) -> int:
     from jax.flatten_util import ravel_pytree
 
     from jaxcontact import sysid
-    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
     from jaxcontact.sysid import losses, optim
 
-    data = load_tosses(REPO.parent / "shared/data/cube_tosses/tosses.npz")
+    data = load_tosses(args.data)
     test, _ = cube_test_split(data)  # the study's test set
     ids = {int(i): k for k, i in enumerate(data.toss_ids)}
-    out = {"command": " ".join(["python benchmarks/contactnets_rollout_finetune.py"] + checkpoints), "runs": []}
+    out = {"command": command_line(prog, argv), "runs": []}
     for ck in checkpoints:
         meta, theta = load_checkpoint(ck)
         if meta["variant"] != "polytope":
@@ -120,10 +129,6 @@ def main(checkpoints) -> int:
         f = lambda m: f"{m['pos_error']:.3f} / {m['rot_error_deg']:.1f}°"  # noqa: E731
         print(f"{ck}: test before {f(run['before']['test'])}, lm {f(run['lm']['test'])}, adam {f(run['adam']['test'])} "
               f"(step {best[1]})", flush=True)
-    path = REPO / "benchmarks/results/contactnets_rollout_finetune.json"
-    path.write_text(json.dumps(out, indent=1))
+    Path(args.out).write_text(json.dumps(out, indent=1))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

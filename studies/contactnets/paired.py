@@ -1,8 +1,9 @@
 """Paired comparison of the learned models with the tuned Coulomb LCP on the same held-out tosses.
 
-    python benchmarks/contactnets_paired.py [--work /tmp/cnwork/study] [--seeds 0,1,2] [--boot 10000]
+    python -m studies.contactnets paired [--work DIR] [--seeds 0,1,2] [--boot 10000]
 
-Reads the checkpoints that ``contactnets_study.py`` left in ``--work`` (``{variant}_{tosses}_s{seed}``),
+Reads the checkpoints that ``python -m studies.contactnets study`` left in ``--work`` (default
+``work/contactnets``; ``{variant}_{tosses}_s{seed}``),
 rolls each one out from the first state of every test toss (the study's fixed 48-toss split) and
 keeps the per-toss errors. For every training-set size and every learned variant whose checkpoints
 and the LCP's exist for some of ``--seeds``, the per-toss errors of both are averaged over those
@@ -16,22 +17,20 @@ in the training data too), and
   at least 10 % better in both errors), and the per-toss win rate (learned error < LCP error).
 
 The interval covers the sampling of the test tosses only, not of the training seeds (those are
-averaged). Writes benchmarks/results/contactnets_paired.json and .md.
+averaged). Writes studies/contactnets/results/contactnets_paired.json and .md (``--out`` to change).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-RESULTS = REPO / "benchmarks" / "results"
+from ..common import command_line
+from .common import RESULTS, WORK, cube_test_split, cube_tosses_path, current_command
 LEARNED = ("polytope", "polytope_vr", "deep", "deep_p", "deep_zR", "deep_vertex", "e2e")
 
 
@@ -54,22 +53,22 @@ def paired(learned: np.ndarray, lcp: np.ndarray, boot: int, rng) -> dict:
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=str(REPO.parent / "shared/data/cube_tosses/tosses.npz"))
-    ap.add_argument("--work", default="/tmp/contactnets_study", help="contactnets_study.py's --work directory")
+def main(argv=None, prog="studies.contactnets paired") -> int:
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(cube_tosses_path()))
+    ap.add_argument("--work", default=WORK, help="the study's --work directory (default %(default)s)")
     ap.add_argument("--n-test", type=int, default=48)
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--sizes", default="4,8,16,32,64,128,256")
     ap.add_argument("--variants", default=",".join(LEARNED))
     ap.add_argument("--boot", type=int, default=10000, help="bootstrap resamples of the test tosses")
     ap.add_argument("--out", default=str(RESULTS))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from common import cube_test_split
     from jaxcontact.contactnets.data import load_tosses
     from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
     from jaxcontact.contactnets.train import load_checkpoint, sim_model_params
@@ -108,7 +107,7 @@ def main() -> int:
                   f"{row['rot_ratio_ci95'][1]:.2f}]  p_clear {row['p_clear']:.3f}", flush=True)
     if not rows:
         raise SystemExit(f"no complete (lcp, learned) checkpoint sets for seeds {seeds} in {work}")
-    command = " ".join(["python benchmarks/contactnets_paired.py"] + sys.argv[1:])
+    command = command_line(prog, argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     res = {"command": command, "n_test": test.n_tosses, "test_toss_ids": test.toss_ids.tolist(), "seeds": seeds,
@@ -130,7 +129,7 @@ def report(res) -> str:
     ci = lambda c: f"[{c[0]:.2f}, {c[1]:.2f}]"  # noqa: E731
     lines = [
         "# Learned ContactNets models against the tuned Coulomb LCP, paired on the held-out tosses", "",
-        f"Command: `{res['command']}` (checkpoints of `benchmarks/contactnets_study.py`). {res['n_test']} held-out "
+        f"Command: `{current_command(res['command'])}` (checkpoints of `python -m studies.contactnets study`). {res['n_test']} held-out "
         f"test tosses; per-toss errors of both models averaged over the training seeds of the row (of "
         f"{', '.join(map(str, res['seeds']))}; each seed draws the same training tosses for every variant); ratio = learned mean error / LCP mean error; 95 % interval of "
         f"the ratio from {res['bootstrap_resamples']} bootstrap resamples of the test tosses (the same tosses for both "
@@ -150,6 +149,3 @@ def report(res) -> str:
                      f"Largest p_clear: {best['variant']} with {best['tosses']} tosses, {best['p_clear']:.3f}.")
     return "\n".join(lines) + "\n"
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,8 +13,10 @@ Everything else (patch detector, static branch, frictionless LCP for the normal 
 dacm's. "all oracle" (GT classes and GT friction on every patch type) measures what the
 decomposition itself costs; the single replacements say which network dominates the error.
 
-    python benchmarks/dacm_oracle.py --checkpoint /tmp/dacm_study/box_plus_ckpt --throws 100 \
-        --dissipative --out benchmarks/results/dacm_oracle.json --label box_plus
+    python -m studies.dacm oracle --checkpoint box_plus_ckpt --throws 100 --dissipative --label box_plus
+
+(a checkpoint name is looked up in ``--work``, default ``work/dacm``, the study's work directory;
+results are merged into ``--out``, default studies/dacm/results/dacm_oracle.json, under ``--label``).
 """
 
 from __future__ import annotations
@@ -30,17 +32,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from jaxcontact import geometry
+from jaxcontact.dacm import data as D
+from jaxcontact.dacm import evaluate as E
+from jaxcontact.dacm import features as F
+from jaxcontact.dacm import train as T
+from jaxcontact.dacm.law import DACMLaw
+from jaxcontact.laws import CoulombLCP
+from jaxcontact.types import Params
 
-from jaxcontact import geometry  # noqa: E402
-from jaxcontact.dacm import data as D  # noqa: E402
-from jaxcontact.dacm import evaluate as E  # noqa: E402
-from jaxcontact.dacm import features as F  # noqa: E402
-from jaxcontact.dacm import train as T  # noqa: E402
-from jaxcontact.dacm.law import DACMLaw  # noqa: E402
-from jaxcontact.laws import CoulombLCP  # noqa: E402
-from jaxcontact.types import Params  # noqa: E402
+from ..common import command_line, default_work, in_work
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,9 +83,12 @@ VARIANTS = {
 }
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser()
-    p.add_argument("--checkpoint", required=True)
+def main(argv=None, prog="studies.dacm oracle"):
+    jax.config.update("jax_enable_x64", True)
+    p = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True, help="a dacm checkpoint (a name is looked up in --work)")
+    p.add_argument("--work", default=default_work("dacm"), help="the dacm study's work directory (default %(default)s)")
     p.add_argument("--throws", type=int, default=100)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--steps", type=int, default=E.STEPS)
@@ -90,16 +96,18 @@ def main(argv=None):
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--directions", action="store_true",
                    help="also roll out the Fig. 7 direction throws (evaluate.direction_throws): distance per direction")
-    p.add_argument("--out", default=None, help="JSON file; results are merged into it under --label")
+    p.add_argument("--out", default=str(RESULTS / "dacm_oracle.json"),
+                   help="JSON file; results are merged into it under --label (default %(default)s)")
     p.add_argument("--label", default=None, help="key in --out (default: checkpoint path, +dissipative)")
     a = p.parse_args(argv)
+    a.checkpoint = str(in_work(a.checkpoint, a.work))
     dl, dp, _, _, meta = T.load_checkpoint(a.checkpoint)
     gt_model, gt_params = D.ground_truth_setup(meta["shape"], bool(meta.get("anisotropic")))
     s0 = D.throws(meta["shape"], a.throws, a.seed)
     t0 = time.perf_counter()
     gt = D.simulate(gt_model, gt_params, s0, a.steps)
     trajs, setups = {}, {}
-    res = {"command": "python benchmarks/dacm_oracle.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    res = {"command": command_line(prog, argv),
            "checkpoint": a.checkpoint, "throws": a.throws, "seed": a.seed, "dissipative": a.dissipative,
            "seconds": {}}
     for name in a.variants.split(","):
@@ -139,7 +147,3 @@ def main(argv=None):
         allres[a.label or (a.checkpoint + (" dissipative" if a.dissipative else ""))] = res
         out.write_text(json.dumps(allres, indent=1))
 
-
-if __name__ == "__main__":
-    jax.config.update("jax_enable_x64", True)
-    main()

@@ -3,10 +3,11 @@ against the ground truth for launch speeds and heights around Fig. 7's (2 m/s, c
 with and without symmetry averaging (``DACMLaw.symmetry``). A checkpoint that meets the 5 %
 target only at the one evaluated setting would show it here.
 
-    python benchmarks/dacm_fig7_robustness.py --checkpoint /tmp/dacm_study/box_aniso_slide_coulomb_12000_pn0w_t300_ckpt
+    python -m studies.dacm fig7 --checkpoint box_aniso_slide_coulomb_12000_pn0w_t300_ckpt
 
-Writes benchmarks/results/dacm_fig7_robustness.json (per setting and symmetry: distances, relative
-errors, worst direction) and prints a table.
+(a checkpoint name is looked up in ``--work``, default ``work/dacm``). Writes
+studies/dacm/results/dacm_fig7_robustness.json (per setting and symmetry: distances, relative
+errors, worst direction; ``--out`` to change) and prints a table.
 """
 
 from __future__ import annotations
@@ -14,23 +15,27 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from ..common import command_line, default_work, in_work
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--checkpoint", required=True)
+def main(argv=None, prog="studies.dacm fig7") -> int:
+    p = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0],
+                                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True, help="an anisotropic dacm checkpoint (a name is looked up in --work)")
+    p.add_argument("--work", default=default_work("dacm"), help="the dacm study's work directory (default %(default)s)")
     p.add_argument("--speeds", default="1.5,2.0,2.5", help="launch speeds (m/s)")
     p.add_argument("--heights", default="0.12,0.15,0.18", help="initial centre heights (m); the box's half-size is 0.05")
     p.add_argument("--symmetries", default="1,2")
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dacm_fig7_robustness.json"))
+    p.add_argument("--out", default=str(RESULTS / "dacm_fig7_robustness.json"))
     a = p.parse_args(argv)
+    a.checkpoint = str(in_work(a.checkpoint, a.work))
 
     import jax
 
@@ -56,7 +61,7 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     gt = distances(gm, gp)
-    res = {"checkpoint": str(a.checkpoint), "command": " ".join(["python benchmarks/dacm_fig7_robustness.py"] + (argv or sys.argv[1:])),
+    res = {"checkpoint": str(a.checkpoint), "command": command_line(prog, argv),
            "directions_deg": np.asarray(deg).round(1).tolist(), "settings": [], "steps": E.STEPS}
     learned = {}
     for k in (int(x) for x in a.symmetries.split(",")):
@@ -84,6 +89,3 @@ def main(argv=None) -> int:
     print(json.dumps({"worst": res["worst"], "settings_within_5pct": res["settings_within_5pct"], "of": len(settings)}))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,10 +1,11 @@
 """Full planar-impact study on the shared data (Fazeli et al., Tables 1-2, IRB, BPH, learned).
 
-    python benchmarks/impacts_study.py [--data PATH] [--seed 0] [--test-fraction 0.3]
+    python -m studies.impacts [--data PATH] [--seed 0] [--test-fraction 0.3] [--out DIR]
 
 Split: a random 70/30 split with ``numpy.random.default_rng(seed)`` (``jaxcontact impacts split``).
 Table 1 protocol: 20 random subsets of k=120 training impacts, ensemble identification on each,
-mean ± std of (mu, eps). Writes benchmarks/results/impacts.json and impacts.md.
+mean ± std of (mu, eps). Writes studies/impacts/results/impacts.json and impacts.md (unless ``--out``).
+The train/test split files are written to a temporary directory and removed.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ PAPER_T2 = {"Drumwright-Shell": 0.355, "AP Poisson": 0.357, "AP Newton": 0.458, 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="python -m studies.impacts", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(default_data_path()))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--test-fraction", type=float, default=0.3)
@@ -91,7 +93,7 @@ def main(argv=None) -> int:
 
 def markdown(o) -> str:
     L = ["# Planar rigid impact study — measured results", "",
-         "Reproduce: `python benchmarks/impacts_study.py` (split seed "
+         "Reproduce: `python -m studies.impacts` (split seed "
          f"{o['split']['seed']}, test fraction {o['split']['test_fraction']}: "
          f"{o['n_train']} train / {o['n_test']} test impacts; float64).", "",
          f"## Table 1 — ensemble parameters (mean ± std over {o['table1_subsets']['repeats']} "

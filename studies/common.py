@@ -1,0 +1,58 @@
+"""Helpers shared by the study entry points: work directories, shared data, recorded commands."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_work(family: str) -> str:
+    """The default ``--work`` directory of a family: ``work/<family>`` under the current directory."""
+    return str(Path("work") / family)
+
+
+def shared_dir() -> Path:
+    """The shared data directory: ``$JAXCONTACT_SHARED`` or ``shared/`` beside the repository."""
+    root = os.environ.get("JAXCONTACT_SHARED")
+    return Path(root) if root else REPO.parent / "shared"
+
+
+def cube_tosses_path() -> Path:
+    """The real cube tosses of the ContactNets and sysid studies."""
+    return shared_dir() / "data" / "cube_tosses" / "tosses.npz"
+
+
+def command_line(prog: str, argv=None) -> str:
+    """The command that ran ``prog`` (e.g. ``studies.dacm oracle``) with ``argv`` (default: sys.argv[1:])."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return " ".join(["python", "-m", prog] + [shlex.quote(str(a)) for a in args])
+
+
+def in_work(path, work) -> Path:
+    """``path`` as given if it exists or is absolute, else inside the work directory ``work``."""
+    p = Path(path)
+    return p if p.is_absolute() or p.exists() else Path(work) / p
+
+
+def dispatch(prog: str, doc: str, commands: dict, argv=None) -> int:
+    """A sub-command entry point: ``python -m prog COMMAND [options]``; ``commands`` maps a name to
+    (module with ``main(argv, prog)``, one-line summary). ``COMMAND --help`` lists its options."""
+    import importlib
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    width = max(map(len, commands))
+    usage = (f"usage: python -m {prog} COMMAND [options]   (python -m {prog} COMMAND --help)\n\n"
+             + doc.strip() + "\n\ncommands:\n"
+             + "\n".join(f"  {name:<{width}}  {summary}" for name, (_, summary) in commands.items()) + "\n")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage)
+        return 0
+    if argv[0] not in commands:
+        print(f"unknown command {argv[0]!r}\n\n{usage}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(commands[argv[0]][0], package=prog.split()[0])
+    return module.main(argv[1:], prog=f"{prog} {argv[0]}") or 0

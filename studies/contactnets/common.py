@@ -1,0 +1,42 @@
+"""Helpers shared by the ContactNets study's commands: the fixed test split, the lowest corner of
+the cube, the results directory, and today's form of a recorded command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..common import cube_tosses_path, default_work  # noqa: F401  (re-exported for the commands)
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WORK = default_work("contactnets")
+
+# the scripts these commands were before they became sub-commands of `python -m studies.contactnets`
+_OLD = {"contactnets_study": "study", "contactnets_paired": "paired", "contactnets_report": "report",
+        "contactnets_sensitivity": "sensitivity", "contactnets_rollout_finetune": "finetune",
+        "contactnets_friction_scale": "friction-scale"}
+
+
+def current_command(cmd: str) -> str:
+    """A command recorded as ``python benchmarks/contactnets_<x>.py ...`` in today's form,
+    ``python -m studies.contactnets <sub-command> ...`` (the options are the same)."""
+    return re.sub(r"python benchmarks/(contactnets_\w+)\.py",
+                  lambda m: f"python -m studies.contactnets {_OLD.get(m.group(1), m.group(1))}", cmd)
+
+
+def cube_test_split(data, n_test: int = 48, seed: int = 12345):
+    """(test, pool) of the ContactNets studies: a fixed random set of ``n_test`` held-out tosses of
+    ``data`` (a ``TossData``), never used for training or model selection, and the remaining pool."""
+    perm = np.random.default_rng(seed).permutation(data.n_tosses)
+    return data.subset(np.sort(perm[:n_test])), data.subset(np.sort(perm[n_test:]))
+
+
+def lowest_corner(states: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Height of the lowest vertex of the body for each state (``states[..., :7]`` = position,
+    quaternion w x y z; ``vertices`` (V, 3) in the body frame)."""
+    q = states[..., 3:7] / np.linalg.norm(states[..., 3:7], axis=-1, keepdims=True)
+    w, x, y, z = (q[..., i] for i in range(4))
+    r3 = np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1)  # world z of the body axes
+    return (states[..., 2:3] + np.einsum("...k,vk->...v", r3, vertices)).min(axis=-1)

@@ -1,0 +1,1 @@
+"""System identification study: ``python -m studies.sysid``; see README.md."""
