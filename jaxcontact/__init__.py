@@ -25,9 +25,10 @@ from .solvers import LCPSettings
 from .states import make_planar_state, make_state
 from .types import Body, ContactInfo, Ground, Model, Params, PatchType, PlanarState, State
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
+    "__version__",
     "Body",
     "ContactInfo",
     "ContactLaw",

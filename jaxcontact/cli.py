@@ -2,6 +2,11 @@
 
 Each model family registers its own sub-command from its own module (``register(subparsers)``),
 so families stay independent. Modules are imported only when the command line is built.
+
+Every parser of the tree is a ``Parser`` (sub-parsers inherit the class of their parent), whose
+``--help`` shows each option's default (``HelpFormatter``); units are in the help strings.
+Options that write figures (``PLOT_OPTIONS``) are checked for matplotlib right after parsing,
+before any computation.
 """
 
 from __future__ import annotations
@@ -9,6 +14,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+
+from ._plotting import PlottingUnavailable, require_matplotlib
+from ._version import __version__
 
 # Modules that expose ``register(subparsers: argparse._SubParsersAction) -> None``.
 SUBCOMMAND_MODULES = [
@@ -20,11 +28,48 @@ SUBCOMMAND_MODULES = [
 ]
 
 
+# argparse destinations of the options that write figures (need the "plot" extra)
+PLOT_OPTIONS = ("plot", "plots")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: X)" to every option's help, except where the help already states its
+    default or the default is None (the help then says what happens without the option)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default is None or action.default is argparse.SUPPRESS or "default" in text.lower():
+            return text
+        if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return text
+        shown = "off" if action.default is False and action.nargs == 0 else "%(default)s"
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
+# help of an option registered without one: its default is still shown
+DEFAULT_ONLY_HELP = "(default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """``ArgumentParser`` with ``HelpFormatter``; sub-parsers made from it are ``Parser`` too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        if kwargs.get("help") is None and kwargs.get("default") is not None and kwargs.get("action") != "store_true":
+            kwargs["help"] = DEFAULT_ONLY_HELP
+        return super().add_argument(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="jaxcontact",
         description="Differentiable rigid-body contact simulation in JAX.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the package version and exit")
     parser.add_argument("--x64", action="store_true", help="run in float64 (jax_enable_x64)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMAND_MODULES:
@@ -35,13 +80,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        for name in PLOT_OPTIONS:  # fail before any work, not after it
+            if getattr(args, name, None):
+                require_matplotlib("--" + name.replace("_", "-"))
+    except PlottingUnavailable as err:
+        print(f"jaxcontact: error: {err}", file=sys.stderr)
+        return 2
     if args.x64:
         import jax
 
         jax.config.update("jax_enable_x64", True)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as err:
+    except (ValueError, FileNotFoundError, KeyError, PlottingUnavailable) as err:
         print(f"jaxcontact: error: {err}", file=sys.stderr)
         return 2
 

@@ -67,10 +67,9 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
 
 
 def plot_trajectories(states: np.ndarray, dt: float, path: str, planar: bool, n: int = 5):
-    import matplotlib
+    from ._plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("simulate --plot")
 
     t = np.arange(states.shape[1]) * dt
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
@@ -128,15 +127,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("simulate", help="simulate random throws and save them to .npz")
-    p.add_argument("--shape", choices=SHAPES, default="box")
-    p.add_argument("--throws", type=int, default=100)
-    p.add_argument("--steps", type=int, default=800)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mu", type=float, default=0.18)
-    p.add_argument("--restitution", type=float, default=0.0)
-    p.add_argument("--dt", type=float, default=0.002)
-    p.add_argument("--out", required=True, help="output .npz")
-    p.add_argument("--plot", default=None, help="PNG with a few trajectories")
-    p.add_argument("--no-progress", action="store_true")
+    p = sub.add_parser("simulate", help="simulate random throws and save them to .npz",
+                       description="Random throws under the Coulomb LCP law, saved to .npz (SI units: m, s, kg).")
+    p.add_argument("--shape", choices=SHAPES, default="box",
+                   help="body: box (0.1 m, 0.37 kg), pentagon (prism 0.06 m radius x 0.1 m), box2d (planar "
+                        "0.1 m), link (0.2 x 0.05 x 0.05 m, 0.185 kg)")
+    p.add_argument("--throws", type=int, default=100, help="number of random throws (throws)")
+    p.add_argument("--steps", type=int, default=800, help="time steps per throw (steps of --dt)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the initial states (integer)")
+    p.add_argument("--mu", type=float, default=0.18, help="Coulomb friction coefficient (dimensionless)")
+    p.add_argument("--restitution", type=float, default=0.0, help="Newton restitution coefficient (dimensionless)")
+    p.add_argument("--dt", type=float, default=0.002, help="time step (s)")
+    p.add_argument("--out", required=True, help="output .npz file (required)")
+    p.add_argument("--plot", default=None,
+                   help='PNG with a few trajectories (positions in m, time in s; needs pip install "jaxcontact[plot]"; '
+                        "default: no figure)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)

@@ -1,6 +1,7 @@
 """dacm: the contact law's branches, lax-selection batching, data, checkpoints, CLI (tiny sizes)."""
 
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -321,6 +322,10 @@ def test_cli_end_to_end_tiny(tiny_run, capsys):
     assert meta["friction_target"] == "ratio" and meta["instances_used"] <= len(loaded["x"])
     assert meta["inputs"] == "physics" and "physics" in res["dacm_law"]
     assert all(r["regressor"].get("stopped_by") in ("epochs", "early_stopping") for r in meta["report"].values())
+    # provenance: no absolute path, the data's seed, fresh test throws, units
+    assert not Path(meta["data_file"]).is_absolute() and (d / "ck" / meta["data_file"]).resolve() == Path(data).resolve()
+    assert meta["data_seed"] == 0 and res["test_throws"]["fresh"] is True and res["test_throws"]["training_data_seed"] == 0
+    assert res["units"]["final_position"].startswith("m ") and res["units"]["first_impulse"].startswith("N s")
     # bad checkpoint: corrupt weights
     (d / "ck" / "pdd.msgpack").write_bytes(b"garbage")
     assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "1"]) == 2

@@ -132,3 +132,5 @@ def test_cli_split_and_evaluate(tmp_path, capsys):
         assert 0 <= r["fraction_within_range"] <= 1
     assert sum(r["best_percent"] for r in out["models"].values()) == pytest.approx(100)
     assert out["irb"]["mean_velocity_error"] > 0
+    assert out["data"]["held_out_impacts"] == te.n and out["data"]["test_indices_also_in_train"] == []
+    assert out["data"]["test"]["file"] == "test.npz" and out["units"]["mean_velocity_error"].startswith("m/s")

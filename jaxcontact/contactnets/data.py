@@ -15,10 +15,13 @@ fraction of the block *width* = 2 × (half-width of the file's vertices).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from .._files import file_sha256
 
 REQUIRED = ("states", "lengths", "dt", "gravity", "mass", "inertia", "vertices")
 BUNDLED_NAME = "cube_tosses_small.npz"
@@ -41,6 +44,11 @@ class TossData:
     mu_nominal: float = 0.18
     restitution_nominal: float = 0.0
     source: str = ""
+    # content identity (not the path): SHA-256 of the file and, per toss, of its (T_i, 13) float64
+    # states (``toss_hash``); a checkpoint records the hashes of its training/validation tosses so
+    # that evaluate finds them in any file, under any path
+    file_sha256: str = ""
+    toss_hashes: tuple = ()
 
     @property
     def n_tosses(self) -> int:
@@ -57,7 +65,13 @@ class TossData:
 
     def subset(self, idx) -> "TossData":
         idx = [int(i) for i in idx]
-        return dataclasses.replace(self, states=[self.states[i] for i in idx], toss_ids=self.toss_ids[idx])
+        hashes = tuple(self.toss_hashes[i] for i in idx) if self.toss_hashes else ()
+        return dataclasses.replace(self, states=[self.states[i] for i in idx], toss_ids=self.toss_ids[idx],
+                                   toss_hashes=hashes)
+
+    def content_ids(self) -> tuple:
+        """Per-toss content hashes (``toss_hash``), computed here if the data were built in memory."""
+        return tuple(self.toss_hashes) if self.toss_hashes else tuple(toss_hash(t) for t in self.states)
 
     def transitions(self):
         """(x, x') pairs of consecutive samples of every toss: two (M, 13) arrays."""
@@ -90,6 +104,14 @@ class TossData:
             mu_nominal=np.array(self.mu_nominal),
             restitution_nominal=np.array(self.restitution_nominal),
         )
+
+
+def toss_hash(states) -> str:
+    """Content id of one toss: the first 16 hex digits of the SHA-256 of its states rounded to 1e-9
+    (so a toss re-saved after the loader's quaternion normalisation keeps its id), as contiguous
+    little-endian float64; independent of the file's path, name and the toss's position in the file."""
+    a = np.ascontiguousarray(np.round(np.asarray(states, dtype=np.float64), 9) + 0.0, dtype="<f8")  # + 0.0: no -0
+    return hashlib.sha256(a.tobytes()).hexdigest()[:16]
 
 
 def _scalar(d, key, positive=True) -> float:
@@ -149,8 +171,9 @@ def load_tosses(path=None) -> TossData:
     toss_ids = np.asarray(d["toss_ids"]) if "toss_ids" in keys else np.arange(len(lengths))
     if toss_ids.shape != lengths.shape:
         raise ValueError(f"toss file {path}: 'toss_ids' must have the shape of 'lengths'")
+    per_toss = list(np.split(states, splits))
     return TossData(
-        states=list(np.split(states, splits)),
+        states=per_toss,
         dt=_scalar(d, "dt"),
         gravity=_scalar(d, "gravity"),
         mass=_scalar(d, "mass"),
@@ -160,6 +183,8 @@ def load_tosses(path=None) -> TossData:
         mu_nominal=_scalar(d, "mu_nominal") if "mu_nominal" in keys else 0.18,
         restitution_nominal=_scalar(d, "restitution_nominal", positive=False) if "restitution_nominal" in keys else 0.0,
         source=str(path),
+        file_sha256=file_sha256(path),
+        toss_hashes=tuple(toss_hash(t) for t in per_toss),
     )
 
 

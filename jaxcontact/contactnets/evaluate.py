@@ -12,7 +12,19 @@ averages are then averaged over tosses.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+
+# units of the metrics (``metrics``) as reported by ``jaxcontact contactnets evaluate``
+UNITS = {
+    "pos_error": "block widths (time-averaged centre distance / block width; block width = 2 x the largest "
+                 "|vertex coordinate| of the file, 0.1048 m for the real cube)",
+    "rot_error_deg": "deg (time-averaged rotation angle between predicted and real orientation)",
+    "penetration": "block widths (time-averaged depth of the deepest true corner below z = 0)",
+    "n_tosses": "tosses",
+    "n_diverged": "tosses (non-finite rollouts)",
+}
 
 
 def rollout_tosses(model, params, data, chunk: int = 64, progress: bool = False, substeps: int = 1) -> np.ndarray:
@@ -72,3 +84,34 @@ def _lowest_corner(states: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     r3 = np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1)
     heights = states[..., 2:3] + np.einsum("...k,vk->...v", r3, vertices)
     return heights.min(axis=-1)
+
+
+def toss_roles(meta: dict, data) -> dict:
+    """Which tosses of ``data`` the checkpoint trained on, validated on, or never saw.
+
+    Matched by content: each toss's hash (``data.toss_hash`` of its states) against the hashes the
+    checkpoint recorded, so the same tosses are found whatever path, name or file they come in
+    (a relative or absolute path, a symlink, a copy, a file holding more tosses). Checkpoints written
+    before the hashes (only ``train_toss_ids``/``val_toss_ids`` and an absolute ``data_source``) are
+    matched by the file's toss ids if ``data_source`` resolves to the same file; otherwise the roles
+    are unknown (``match`` None). Ids in the result are the evaluated file's ``toss_ids``.
+    """
+    ids = [int(t) for t in np.asarray(data.toss_ids)]
+    tr_h, va_h = meta.get("train_toss_hashes"), meta.get("val_toss_hashes")
+    if tr_h is not None and va_h is not None:
+        tr_h, va_h = set(tr_h), set(va_h)
+        role = ["train" if h in tr_h else "val" if h in va_h else "held_out" for h in data.content_ids()]
+        match = "content hash (SHA-256 of each toss's states)"
+    else:
+        old = meta.get("data_source")
+        same = bool(old) and bool(data.source) and Path(old).exists() and Path(data.source).exists() \
+            and Path(old).resolve() == Path(data.source).resolve()
+        if not same:
+            return {"match": None, "train_ids": [], "val_ids": [], "held_out_ids": [], "held_out_index": [],
+                    "note": "checkpoint without toss hashes and not trained on this file: roles unknown"}
+        tr_i, va_i = set(meta.get("train_toss_ids", [])), set(meta.get("val_toss_ids", []))
+        role = ["train" if i in tr_i else "val" if i in va_i else "held_out" for i in ids]
+        match = "toss ids of the same file (checkpoint without toss hashes)"
+    pick = lambda r: [i for i, x in zip(ids, role) if x == r]
+    return {"match": match, "train_ids": pick("train"), "val_ids": pick("val"), "held_out_ids": pick("held_out"),
+            "held_out_index": [k for k, x in enumerate(role) if x == "held_out"]}

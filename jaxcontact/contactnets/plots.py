@@ -22,10 +22,9 @@ _EDGES = [(i, j) for i in range(8) for j in range(i + 1, 8)]
 def plot_rollout(pred, true, data, path, title="rollout vs real toss", n_frames=6):
     """Cube wireframes (side view x–z and top view x–y) of the real toss and the rollout, and
     the centre height over time."""
-    import matplotlib
+    from .._plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("contactnets plots")
 
     T = len(true)
     pred = pred[:T]
@@ -57,10 +56,9 @@ def plot_rollout(pred, true, data, path, title="rollout vs real toss", n_frames=
 
 def plot_data_efficiency(results: dict, path, title="data efficiency (held-out tosses)"):
     """results[variant][n_tosses] = list of metric dicts (one per seed)."""
-    import matplotlib
+    from .._plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("contactnets plots")
 
     keys = (("pos_error", "position error (block widths)"), ("rot_error_deg", "rotation error (deg)"),
             ("penetration", "penetration (block widths)"))

@@ -198,6 +198,7 @@ def check_compatible(meta, data) -> None:
 
 
 def _meta(variant, data, n_tosses, seed, cfg, tr, va):
+    ids = data.content_ids()
     hidden = {"deep": (256, 256), "e2e": (256, 256, 256, 256)}.get(variant, ())
     return {
         "variant": variant, "seed": int(seed), "n_tosses": int(n_tosses), "hidden": list(hidden),
@@ -205,7 +206,11 @@ def _meta(variant, data, n_tosses, seed, cfg, tr, va):
         "dt": data.dt, "gravity": data.gravity, "mass": data.mass, "inertia": np.asarray(data.inertia).tolist(),
         "vertices": np.asarray(data.vertices).tolist(), "mu_nominal": data.mu_nominal, "noise": cfg.noise,
         "train_toss_ids": np.asarray(data.toss_ids)[tr].tolist(), "val_toss_ids": np.asarray(data.toss_ids)[va].tolist(),
-        "data_source": data.source, "config": dataclasses.asdict(cfg),
+        # tosses are identified by content, never by path: evaluate matches these hashes
+        # (data.toss_hash) in whatever file it is given; the file itself by name and SHA-256 only
+        "train_toss_hashes": [ids[i] for i in tr], "val_toss_hashes": [ids[i] for i in va],
+        "data_file": Path(data.source).name if data.source else None, "data_sha256": data.file_sha256 or None,
+        "config": dataclasses.asdict(cfg),
     }
 
 

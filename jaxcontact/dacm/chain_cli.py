@@ -208,9 +208,9 @@ def register_chain(dacm_subparsers) -> None:
     """Add ``chain`` to the ``jaxcontact dacm`` sub-commands."""
     c = dacm_subparsers.add_parser("chain", help="Algorithm 2: the 3-link chain with a dacm distal link vs ground truth")
     c.add_argument("--checkpoint", required=True, help="dacm checkpoint trained on the isolated 'link' shape")
-    c.add_argument("--steps", type=int, default=500, help="steps of 2 ms (default 500 = 1 s)")
-    c.add_argument("--swings", type=int, default=8, help="swing 0 = released from horizontal; others random nearby")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--steps", type=int, default=500, help="time steps per swing (steps of 2 ms; default 500 = 1 s)")
+    c.add_argument("--swings", type=int, default=8, help="number of swings; swing 0 = released from horizontal, others random nearby (swings)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the random initial swings (integer)")
     c.add_argument("--pin-height", type=float, default=0.45, help="height of the root pin above the ground (m)")
     c.add_argument("--init", choices=("free", "eq7"), default="free",
                    help="initial joint force: root of G without contact (default) or the paper's eq. 7")
@@ -218,7 +218,7 @@ def register_chain(dacm_subparsers) -> None:
                    help="dacm friction may not add kinetic energy (law setting, as dacm evaluate --dissipative)")
     c.add_argument("--pdd", action="store_true", help="also run the PDD baseline as H")
     c.add_argument("--strict", action="store_true", help="exit with status 3 if any step failed to converge")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run_chain)
     from .chain_data import register_chain_data
 

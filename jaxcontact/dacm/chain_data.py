@@ -141,8 +141,8 @@ def register_chain_data(dacm_subparsers) -> None:
     c = dacm_subparsers.add_parser(
         "chain-data", help="add isolated-link throws landing tip-first (chain-like contacts) to link data")
     c.add_argument("--data", required=True, help="random-throw data of the link (dacm generate --shape link)")
-    c.add_argument("--tip-throws", type=int, default=150)
-    c.add_argument("--tip-steps", type=int, default=400, help="steps of 2 ms per tip throw")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--out", required=True)
+    c.add_argument("--tip-throws", type=int, default=150, help="tip-first throws added (throws)")
+    c.add_argument("--tip-steps", type=int, default=400, help="steps per tip throw (steps of 2 ms)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the tip throws (integer)")
+    c.add_argument("--out", required=True, help="output .npz (required)")
     c.set_defaults(func=run_chain_data)

@@ -32,6 +32,24 @@ def run_generate(args) -> int:
     return 0
 
 
+def data_record(data_path, ckpt_dir, d: dict) -> dict:
+    """What a checkpoint records of its training data: never an absolute path. ``data_file`` is
+    relative to the checkpoint directory; the file is identified by its SHA-256, and the seeds of its
+    throws (``dacm generate --seed``; ``chain-data --seed`` for the tip throws) are kept so that
+    evaluate can say whether its test throws are fresh."""
+    import os
+    from pathlib import Path
+
+    from .._files import file_sha256
+
+    h = file_sha256(data_path)
+    rel = os.path.relpath(Path(data_path).resolve(), Path(ckpt_dir).resolve())
+    seed = lambda k: int(d[k]) if k in d else None
+    return {"data_file": Path(rel).as_posix(), "data_file_relative_to": "checkpoint directory", "data_sha256": h,
+            "data_seed": seed("seed"), "data_tip_seed": seed("tip_seed"),
+            "data_slide_fraction": float(d["slide_fraction"]) if "slide_fraction" in d else 0.0}
+
+
 def run_train(args) -> int:
     from . import data as D
     from . import train as T
@@ -47,7 +65,7 @@ def run_train(args) -> int:
                            inputs=args.inputs, max_steady_per_throw=args.max_steady_per_throw, patience=args.patience,
                            friction_head=args.friction_head, regressor_weight=args.regressor_weight)
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
-    meta["data_file"] = str(args.data)
+    meta.update(data_record(args.data, args.out, d))
     T.save_checkpoint(args.out, dp, pp, meta)
     _log(f"wrote {args.out} ({meta['train_seconds']} s)")
     print(json.dumps(meta["report"], indent=1))
@@ -67,20 +85,26 @@ def run_evaluate(args) -> int:
                         dissipative=args.dissipative, symmetry=args.symmetry)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     res["checkpoint"] = str(args.checkpoint)
+    if res["test_throws"]["fresh"] is False:
+        _log(f"warning: --seed {args.seed} is the seed of the checkpoint's training throws: the test throws are "
+             "not fresh (choose another --seed)")
     if args.json:
         print(json.dumps(res, indent=1))
     else:
-        tm = res["trajectory"]
-        print(f"{'metric':<20}{'GT mean':>10}{'PDD err':>10}{'dacm err':>10}")
+        tm, u = res["trajectory"], res["units"]
+        tt = res["test_throws"]
+        print(f"test throws: {tt['throws']} x {tt['steps']} steps, seed {tt['seed']}; training data seed "
+              f"{tt['training_data_seed']}; fresh: {tt['fresh']}")
+        print(f"{'metric':<20}{'GT mean':>10}{'PDD err':>10}{'dacm err':>10}  unit")
         for k in ("final_position", "final_orientation", "first_impulse"):
-            print(f"{k:<20}{tm['gt_mean'][k]:>10.3f}{tm['pdd'][k]:>10.3f}{tm['dacm'][k]:>10.3f}")
+            print(f"{k:<20}{tm['gt_mean'][k]:>10.3f}{tm['pdd'][k]:>10.3f}{tm['dacm'][k]:>10.3f}  {u[k].split(' (')[0]}")
         for k, v in res["one_step"].items():
             print(k, {a: (round(b, 3) if isinstance(b, float) else b) for a, b in v.items()})
         if "anisotropic_directions" in res:
             a = res["anisotropic_directions"]
-            print("directions", a["directions_deg"])
+            print("directions (deg)", a["directions_deg"])
             for n in ("gt", "dacm", "pdd"):
-                print(n, [round(x, 3) for x in a[n]])
+                print(n, "(m)", [round(x, 3) for x in a[n]])
         print("out of training range:", res["out_of_range"])
     return 0
 
@@ -129,17 +153,21 @@ def register(sub) -> None:
                         "reference normal impulse, so impacts count by their impulse (needs --friction-target "
                         "ratio; improvement)")
     t.set_defaults(func=run_train)
-    e = s.add_parser("evaluate", help="GT vs dacm vs PDD on fresh test throws")
-    e.add_argument("--checkpoint", required=True)
-    e.add_argument("--throws", type=int, default=100)
-    e.add_argument("--steps", type=int, default=800)
-    e.add_argument("--seed", type=int, default=1)
-    e.add_argument("--anisotropic", action="store_true", help="add the 8-direction distances")
-    e.add_argument("--json", action="store_true")
+    e = s.add_parser("evaluate", help="GT vs dacm vs PDD on fresh test throws",
+                     description="Simulates fresh random test throws (--seed; a warning if it is the seed of the "
+                                 "checkpoint's training data) with the ground truth, dacm and PDD. Units: final "
+                                 "position m, final orientation rad, first impulse N s, time step 0.002 s.")
+    e.add_argument("--checkpoint", required=True, help="checkpoint directory written by dacm train (required)")
+    e.add_argument("--throws", type=int, default=100, help="fresh test throws (throws)")
+    e.add_argument("--steps", type=int, default=800, help="steps per test throw (steps of 0.002 s)")
+    e.add_argument("--seed", type=int, default=1,
+                   help="seed of the test throws; differs from dacm generate's default 0 so that they are fresh")
+    e.add_argument("--anisotropic", action="store_true", help="add the 8-direction distances (m)")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--dissipative", action="store_true",
                    help="scale the learned friction so it adds no kinetic energy (improvement)")
     e.add_argument("--symmetry", type=int, choices=(1, 2, 4), default=1,
                    help="average dacm's predictions over this many rotations about the ground normal "
-                        "(2: any friction pyramid, anisotropic too; 4: isotropic only; 3D; improvement)")
+                        "(2: any friction pyramid, anisotropic too; 4: isotropic only; 3D; improvement) (rotations)")
     e.set_defaults(func=run_evaluate)
     __import__("jaxcontact.dacm.chain_cli", fromlist=["register_chain"]).register_chain(s)  # issue 6: Algorithm 2

@@ -36,6 +36,27 @@ from .law import PATCH_KEYS, law_inputs, out_of_range
 
 STEPS = 800
 
+# units of ``evaluate``'s result (reported with it as ``units``)
+UNITS = {
+    "final_position": "m (horizontal distance; gt_mean: final position from the start; dacm/pdd: from the GT's "
+                      "final position)",
+    "final_orientation": "rad (gt_mean: rotation angle from the identity; dacm/pdd: angle to the GT's)",
+    "first_impulse": "N s (norm of the linear contact impulse of the first contact step; dacm/pdd: error)",
+    "max_penetration_m": "m",
+    "nan_throws": "throws",
+    "classifier_accuracy": "fraction of instances",
+    "regressor_r2": "dimensionless (R^2 of the standardised friction wrench)",
+    "pdd_r2": "dimensionless (R^2 of the standardised wrench)",
+    "regressor_within_20pct": "fraction of instances",
+    "pdd_within_20pct": "fraction of instances",
+    "contact_instances": "instances",
+    "out_of_training_range": "instances",
+    "directions_deg": "deg",
+    "anisotropic_distances": "m (gt, dacm, pdd: distance travelled; *_relative_error: fraction)",
+    "steps": "steps",
+    "dt": "s",
+}
+
 
 def learned_setup(gt_model, gt_params, law, law_params):
     model = Model(law=law, dt=gt_model.dt, gravity=gt_model.gravity, max_contacts=gt_model.max_contacts,
@@ -287,7 +308,16 @@ def evaluate(dacm_law, dacm_params, pdd_law, pdd_params, meta: dict, throws: int
     tr_d = D.simulate(dm, dpar, s0, steps)
     log("pdd")
     tr_p = D.simulate(pm, ppar, s0, steps)
+    data_seed = meta.get("data_seed")
     res = {"shape": shape, "anisotropic": aniso, "throws": throws, "seed": seed, "steps": steps,
+           # the test throws are generated here (data.throws(shape, throws, seed)), never read from the
+           # training data; they are fresh unless --seed is the training data's seed
+           "test_throws": {"seed": seed, "throws": throws, "steps": steps, "dt": float(gt_model.dt),
+                           "generated": "fresh random throws, data.throws(shape, throws, seed)",
+                           "training_data_seed": data_seed, "training_data_sha256": meta.get("data_sha256"),
+                           "training_throws": meta.get("data_throws"),
+                           "fresh": None if data_seed is None else seed != data_seed},
+           "units": UNITS,
            "dacm_law": repr(dacm_law),
            "trajectory": trajectory_metrics(gt, {"dacm": tr_d, "pdd": tr_p}, gt_model, gt_params)}
     test = D.extract(gt_model, gt_params, gt)

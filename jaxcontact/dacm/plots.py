@@ -6,13 +6,9 @@ import numpy as np
 
 
 def _plt():
-    import matplotlib
+    from .._plotting import pyplot
 
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot("dacm plots")
 
 
 def trajectories(trajs: dict, dt: float = 0.002, throw: int = 0, ax=None):

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from .._plotting import pyplot
+
+plt = pyplot("impacts plots")  # importing this module without matplotlib fails at once, with the install hint
 
 from .ellipse import ellipse_boundary, feasibility  # noqa: E402
 from .models import MODEL_NAMES, MODELS  # noqa: E402

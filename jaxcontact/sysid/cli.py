@@ -26,6 +26,15 @@ def _jsonable(x):
     return x
 
 
+def _units(length: str, mass: str = "kg") -> dict:
+    """Units of the reported values; ``length`` is the data's length unit."""
+    return {"mu": "dimensionless", "mu_aniso": "dimensionless", "restitution": "dimensionless",
+            "ground": length, "ground_normal": "unit vector", "vertices": f"{length} (body frame)", "mass": mass,
+            "inertia": f"{mass} {length}^2", "loss": f"{length}^2 (mean squared window residual)",
+            "rms_residual": length, "wall_time_s": "s", "total_time_s": "s", "noise_m": "m",
+            "errors": "relative (fraction of the true value); ground: absolute, in the length unit"}
+
+
 def _parse_init(text: str) -> dict:
     out = {}
     for item in filter(None, (text or "").split(",")):
@@ -78,6 +87,8 @@ def _run_data(args, log) -> dict:
         out = {"error": str(err), "best_so_far": err.result.summary()}
         return out
     out = {"data": data.source, "trajectories": len(data), **res.summary()}
+    lu = data.nominal.get("length_unit_m") if data.nominal else None
+    out["units"] = _units("m" if lu in (None, 1.0) else f"data length unit ({lu} m)")
     if data.nominal:
         out["nominal_in_data"] = data.nominal
     if data.truth:
@@ -111,7 +122,7 @@ def _run_synthetic(args, log) -> dict:
            "values": res.values, "loss": res.loss, "errors": errs,
            "within_tolerance": core.within_tolerance(errs), "rollouts": rec["rollouts"],
            "wall_time_s": rec["wall_time_s"], "stages": rec["stages"],
-           "total_time_s": time.perf_counter() - t0}
+           "total_time_s": time.perf_counter() - t0, "units": _units("m")}
     if args.plot:
         from .plots import plot_history
 
@@ -133,36 +144,54 @@ def run(args: argparse.Namespace) -> int:
         for k in ("values", "loss", "errors", "nominal_in_data", "rollouts", "wall_time_s", "plot", "error"):
             if k in out:
                 print(f"{k}: {out[k]}")
+        if "units" in out:
+            print("units:", {k: v for k, v in out["units"].items() if k in ("mu", "restitution", "ground", "vertices",
+                                                                         "mass", "loss")})
     return 1 if "error" in out else 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sysid", help="identify friction, restitution, ground, mass, geometry from trajectories")
-    p.add_argument("--data", default=None, help="trajectories .npz (toss format with 'lengths', or simulate format)")
+    p = sub.add_parser(
+        "sysid", help="identify friction, restitution, ground, mass, geometry from trajectories",
+        description="Fits physical parameters by short-window multiple shooting. Lengths are in the data's unit (m for "
+                    "simulate files; toss files may set length_unit_m), time in s. The defaults are the best measured "
+                    "configuration (docs/sysid.md: Levenberg-Marquardt; with --synthetic the staged schedule and the "
+                    "position bounce target). This family follows no paper's setup, so there is no --preset.")
+    p.add_argument("--data", default=None,
+                   help="trajectories .npz (toss format with 'lengths', or simulate format; default: none, give "
+                        "--data or --synthetic)")
     p.add_argument("--synthetic", action="store_true", help="run the synthetic recovery (hidden truth)")
     p.add_argument("--params", default="mu,restitution,ground",
                    help="comma-separated: mu, mu_aniso, restitution, mass, inertia, ground, ground_normal, vertices")
-    p.add_argument("--init", default="", help="initial guesses, e.g. mu=0.5,restitution=0.5,ground=0 (the defaults)")
-    p.add_argument("--method", choices=("lm", "adam", "nelder-mead"), default="lm")
-    p.add_argument("--window", type=int, default=None, help="samples per window (multiple shooting; default 4, 5 with --synthetic)")
-    p.add_argument("--substeps", type=int, default=4, help="engine steps per sample (--synthetic: 5, fixed)")
-    p.add_argument("--stride", type=int, default=None, help="samples between window starts (default: window)")
+    p.add_argument("--init", default="",
+                   help="initial guesses, e.g. mu=0.5,restitution=0.5,ground=0 (the defaults; ground in length units)")
+    p.add_argument("--method", choices=("lm", "adam", "nelder-mead"), default="lm",
+                   help="lm: Levenberg-Marquardt (best measured); adam; nelder-mead: derivative-free baseline")
+    p.add_argument("--window", type=int, default=None,
+                   help="samples per window (multiple shooting; default 4, 5 with --synthetic) (samples)")
+    p.add_argument("--substeps", type=int, default=4, help="engine steps per sample (--synthetic: 5, fixed) (steps)")
+    p.add_argument("--stride", type=int, default=None, help="samples between window starts (default: window) (samples)")
     p.add_argument("--starts", default=None,
                    help="window start-state components fitted per window, comma-separated from pos, vel, rot, angvel "
                         "(for noisy observations; default: none with --data, the schedule's with --synthetic; "
                         "'' for none)")
-    p.add_argument("--kappa", type=float, default=0.0, help="> 0: fit with the smoothed law (relaxation kappa)")
-    p.add_argument("--max-iter", type=int, default=None)
-    p.add_argument("--max-trajectories", type=int, default=None, help="use only the first N trajectories")
-    p.add_argument("--throws", type=int, default=20, help="--synthetic: number of throws")
-    p.add_argument("--steps", type=int, default=400, help="--synthetic: engine steps per throw")
+    p.add_argument("--kappa", type=float, default=0.0,
+                   help="> 0: fit with the smoothed law (relaxation kappa, (m/s)^2 in SI data); 0: the hard LCP law")
+    p.add_argument("--max-iter", type=int, default=None,
+                   help="cap on optimiser iterations (iterations; default: the method's or the schedule's own)")
+    p.add_argument("--max-trajectories", type=int, default=None,
+                   help="use only the first N trajectories (trajectories; default: all)")
+    p.add_argument("--throws", type=int, default=20, help="--synthetic: number of throws (throws)")
+    p.add_argument("--steps", type=int, default=400, help="--synthetic: engine steps per throw (steps of 2 ms)")
     p.add_argument("--noise", type=float, default=0.0, help="--synthetic: position noise std (m)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="--synthetic: seed of the throws and the noise (integer)")
     p.add_argument("--known-vertices", action="store_true",
                    help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
-    p.add_argument("--plot", default=None, help="PNG of the loss and the parameters over iterations")
+    p.add_argument("--plot", default=None,
+                   help='PNG of the loss and the parameters over iterations (needs pip install "jaxcontact[plot]"; '
+                        "default: no figure)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)

@@ -7,10 +7,9 @@ import numpy as np
 
 def plot_history(histories, path, truth: dict | None = None, title: str = "") -> str:
     """``histories``: a list of (label, FitResult.history) drawn one after the other (stages)."""
-    import matplotlib
+    from .._plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("sysid --plot")
 
     keys = []
     for _, hist in histories:  # scalar parameters of every stage, in order of appearance
