@@ -25,7 +25,7 @@ from .solvers import LCPSettings
 from .states import make_planar_state, make_state
 from .types import Body, ContactInfo, Ground, Model, Params, PatchType, PlanarState, State
 
-from ._version import __version__
+from .version import __version__
 
 __all__ = [
     "__version__",

@@ -15,8 +15,8 @@ import argparse
 import importlib
 import sys
 
-from ._plotting import PlottingUnavailable, require_matplotlib
-from ._version import __version__
+from .plotting import PlottingUnavailable, require_matplotlib
+from .version import __version__
 
 # Modules that expose ``register(subparsers: argparse._SubParsersAction) -> None``.
 SUBCOMMAND_MODULES = [

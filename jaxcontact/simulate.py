@@ -67,7 +67,7 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
 
 
 def plot_trajectories(states: np.ndarray, dt: float, path: str, planar: bool, n: int = 5):
-    from ._plotting import pyplot
+    from .plotting import pyplot
 
     plt = pyplot("simulate --plot")
 

@@ -92,7 +92,7 @@ def test_plot_options_without_matplotlib_fail_before_any_work(argv, tmp_path, mo
 
 
 def test_plot_modules_without_matplotlib_say_how_to_install(monkeypatch):
-    from jaxcontact._plotting import PlottingUnavailable
+    from jaxcontact.plotting import PlottingUnavailable
     from jaxcontact.contactnets import plots as cn_plots
     from jaxcontact.sysid import plots as sysid_plots
 

@@ -93,9 +93,8 @@ def test_no_private_names_across_modules():
         for target, names, line in _imports(p):
             if not target.startswith("jaxcontact"):
                 continue
-            if any(part.startswith("_") and part != "__init__" for part in target.split(".")) or any(
-                n.startswith("_") for n in names
-            ):
+            private = lambda n: n.startswith("_") and not (n.startswith("__") and n.endswith("__"))
+            if any(private(part) for part in target.split(".")) or any(private(n) for n in names):
                 offenders.append(f"{p.relative_to(PKG)}:{line} {target} {names}")
     assert not offenders, offenders
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._files import file_sha256
+from ..files import file_sha256
 
 REQUIRED = ("states", "lengths", "dt", "gravity", "mass", "inertia", "vertices")
 BUNDLED_NAME = "cube_tosses_small.npz"

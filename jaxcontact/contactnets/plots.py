@@ -22,7 +22,7 @@ _EDGES = [(i, j) for i in range(8) for j in range(i + 1, 8)]
 def plot_rollout(pred, true, data, path, title="rollout vs real toss", n_frames=6):
     """Cube wireframes (side view x–z and top view x–y) of the real toss and the rollout, and
     the centre height over time."""
-    from .._plotting import pyplot
+    from ..plotting import pyplot
 
     plt = pyplot("contactnets plots")
 
@@ -56,7 +56,7 @@ def plot_rollout(pred, true, data, path, title="rollout vs real toss", n_frames=
 
 def plot_data_efficiency(results: dict, path, title="data efficiency (held-out tosses)"):
     """results[variant][n_tosses] = list of metric dicts (one per seed)."""
-    from .._plotting import pyplot
+    from ..plotting import pyplot
 
     plt = pyplot("contactnets plots")
 

@@ -40,7 +40,7 @@ def data_record(data_path, ckpt_dir, d: dict) -> dict:
     import os
     from pathlib import Path
 
-    from .._files import file_sha256
+    from ..files import file_sha256
 
     h = file_sha256(data_path)
     rel = os.path.relpath(Path(data_path).resolve(), Path(ckpt_dir).resolve())

@@ -6,7 +6,7 @@ import numpy as np
 
 
 def _plt():
-    from .._plotting import pyplot
+    from ..plotting import pyplot
 
     return pyplot("dacm plots")
 

@@ -44,7 +44,7 @@ def _data_identity(args, train, test) -> dict:
     """Which impacts were identified on (--train) and which held out (--test), by content, not by path."""
     from pathlib import Path
 
-    from .._files import file_sha256
+    from ..files import file_sha256
 
     tr, te = _impact_hashes(train), _impact_hashes(test)
     seen = set(tr)

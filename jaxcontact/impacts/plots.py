@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._plotting import pyplot
+from ..plotting import pyplot
 
 plt = pyplot("impacts plots")  # importing this module without matplotlib fails at once, with the install hint
 

@@ -7,7 +7,7 @@ import numpy as np
 
 def plot_history(histories, path, truth: dict | None = None, title: str = "") -> str:
     """``histories``: a list of (label, FitResult.history) drawn one after the other (stages)."""
-    from .._plotting import pyplot
+    from ..plotting import pyplot
 
     plt = pyplot("sysid --plot")
 
