@@ -122,20 +122,23 @@ def main(argv=None, prog="studies.dacm chain") -> int:
         "seconds": round(time.perf_counter() - t0, 1), "runs": runs,
     }
     out["checkpoint"] = str(ckpt)
-    out["checkpoint_recipe"] = recipe(meta)
+    out["checkpoint_recipe"] = recipe(meta, ckpt)
     out["swings"], out["steps"], out["dissipative"] = args.swings, args.steps, diss
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dacm_chain.json").write_text(json.dumps(out, indent=1))
     return write_md(out, meta)
 
 
-def recipe(meta) -> str:
-    """The ``dacm train`` options recorded in a checkpoint's meta.json."""
+def recipe(meta, ckpt=None) -> str:
+    """The ``dacm train`` options recorded in a checkpoint's meta.json (``data_file`` is relative to
+    the checkpoint directory ``ckpt`` when the checkpoint says so)."""
     opts = [("--friction-target", "friction_target"), ("--inputs", "inputs"), ("--max-rest-per-throw", "max_rest_per_throw"),
             ("--max-steady-per-throw", "max_steady_per_throw"), ("--patience", "patience")]
     o = " ".join(f"{f} {meta[k]}" for f, k in opts if meta.get(k) is not None)
     train = f"jaxcontact --x64 dacm train --data {meta.get('data_file')} --out CKPT {o} --seed {meta.get('seed')} --time-limit 90"
     data = Path(str(meta.get("data_file")))
+    if ckpt is not None and meta.get("data_file_relative_to") == "checkpoint directory":
+        data = Path(ckpt) / data
     if not data.is_file():
         return train
     import numpy as np
@@ -163,7 +166,7 @@ def write_md(out, meta) -> int:
         f"(isolated link only, {meta.get('data_throws')} throws, {meta.get('train_seconds')} s of training, "
         f"friction target {meta.get('friction_target')}, inputs {meta.get('inputs', 'paper')}); "
         f"dacm law {'dissipative' if diss else 'not dissipative'}. Checkpoint made by: "
-        f"{how if how != 'given' else recipe(meta)}.",
+        f"{how if how != 'given' else recipe(meta, ckpt)}.",
         "",
         f"{swings} swings × {steps} steps of 2 ms: swing 0 released from horizontal at rest (the paper's), "
         "the others from random nearby configurations (joint angles ±0.3 rad, rates ±1 rad/s). Pin 0.45 m above "
