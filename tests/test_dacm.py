@@ -296,10 +296,69 @@ def tiny_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("dacm")
     data, ck = str(d / "box.npz"), str(d / "ck")
     assert main(["dacm", "generate", "--shape", "box", "--throws", "4", "--steps", "250", "--seed", "0", "--out", data]) == 0
-    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "2", "--reg-epochs", "2",
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--preset", "paper", "--no-progress",
+                 "--clf-epochs", "2", "--reg-epochs", "2",
                  "--hidden-scale", "0.05", "--friction-target", "ratio", "--max-rest-per-throw", "10",
                  "--inputs", "physics", "--max-steady-per-throw", "10"]) == 0
     return d, data, ck
+
+
+def _train_args(*extra):
+    from jaxcontact.cli import build_parser
+
+    return build_parser().parse_args(["dacm", "train", "--data", "d.npz", "--out", "ck", *extra])
+
+
+def test_presets_paper_and_default_recipes_without_training(capsys):
+    """--preset paper is the paper's setup (Fig. 3 hyper-parameters, its inputs and targets, no
+    subsampling / early stopping / budget); the default (= --preset best) is the best measured
+    recipe; explicit flags override a preset (0 = off); --help lists what each preset sets."""
+    from jaxcontact.cli import build_parser
+    from jaxcontact.dacm import recipes as R
+    from jaxcontact.dacm.cli import train_recipe
+    from jaxcontact.dacm.networks import HyperParams
+
+    paper = train_recipe(_train_args("--preset", "paper"))
+    assert paper == R.PAPER
+    assert (paper["friction_target"], paper["inputs"], paper["friction_head"], paper["regressor_weight"]) == \
+        ("absolute", "paper", "plain", "uniform")
+    assert paper["max_rest_per_throw"] is paper["max_steady_per_throw"] is paper["patience"] is None
+    assert R.budget_seconds(paper, 10 ** 6) is None and paper["time_limit"] is None
+    for shape in ("box", "pentagon", "box2d"):
+        assert R.hyperparams(paper, shape) == HyperParams.paper(shape)
+    hp = R.hyperparams(paper, "box")
+    assert (hp.classifier.hidden, hp.classifier.epochs, hp.classifier.dropout) == ((256, 180, 80), 100, 0.10)
+    assert (hp.regressor.hidden, hp.regressor.epochs, hp.regressor.dropout) == ((512, 360, 180), 1000, 0.05)
+    best = train_recipe(_train_args())
+    assert best == train_recipe(_train_args("--preset", "best")) == R.BEST
+    assert (best["friction_target"], best["inputs"], best["max_rest_per_throw"], best["max_steady_per_throw"],
+            best["patience"], best["friction_head"]) == ("ratio", "coulomb", 20, 20, 20, "residual")
+    assert R.hyperparams(best, "box").classifier.hidden == (256, 180, 80)
+    b = R.budget_seconds(best, 10_000)
+    assert b is not None and R.budget_seconds(best, 20_000) > b  # grows with the data
+    over = train_recipe(_train_args("--preset", "paper", "--patience", "5", "--inputs", "coulomb"))
+    assert over["patience"] == 5 and over["inputs"] == "coulomb" and over["friction_target"] == "absolute"
+    off = train_recipe(_train_args("--patience", "0", "--time-budget", "0", "--max-rest-per-throw", "0"))
+    assert off["patience"] is None and off["max_rest_per_throw"] is None and R.budget_seconds(off, 10_000) is None
+    assert R.budget_seconds(train_recipe(_train_args("--time-budget", "42")), 10 ** 6) == 42.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["dacm", "train", "--help"])
+    h = capsys.readouterr().out
+    assert "best: --friction-target ratio --inputs coulomb" in h and "paper: --friction-target absolute --inputs paper" in h
+
+
+def test_time_budget_shares_never_exceed_the_budget():
+    """The per-network limits of a total budget add up to at most the budget (plus the measured
+    first-epoch overheads), bigger networks get more; no budget means no limit."""
+    from jaxcontact.dacm.networks import NetConfig
+
+    c, r = NetConfig((8,), 10, 0.0), NetConfig((16,), 100, 0.0)
+    jobs = {("a", "classifier"): (100, c, 4, 3), ("a", "regressor"): (1000, r, 4, 2)}
+    s = T._Schedule(jobs, 50.0, None, lambda *a: None, False)
+    la, lb = s.limit(("a", "classifier")), s.limit(("a", "regressor"))
+    assert 0 < la < lb and la + lb <= 50.0 + 5.0 + 1e-9
+    assert T._Schedule(jobs, None, None, lambda *a: None, False).limit(("a", "regressor")) is None
+    assert T._Schedule(jobs, None, 7.0, lambda *a: None, False).limit(("a", "regressor")) == 7.0
 
 
 def test_cli_end_to_end_tiny(tiny_run, capsys):
@@ -550,7 +609,8 @@ def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
         DACMLaw(3, friction_head="linear")
     _, data, _ = tiny_run
     ck = str(tmp_path / "ck")
-    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "1", "--reg-epochs", "2",
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--preset", "paper", "--no-progress",
+                 "--clf-epochs", "1", "--reg-epochs", "2",
                  "--hidden-scale", "0.05", "--friction-target", "ratio", "--inputs", "coulomb",
                  "--friction-head", "residual", "--regressor-weight", "pn0"]) == 0
     dl, dp, _, _, meta = T.load_checkpoint(ck)
