@@ -341,6 +341,14 @@ def test_presets_paper_and_default_recipes_without_training(capsys):
     off = train_recipe(_train_args("--patience", "0", "--time-budget", "0", "--max-rest-per-throw", "0"))
     assert off["patience"] is None and off["max_rest_per_throw"] is None and R.budget_seconds(off, 10_000) is None
     assert R.budget_seconds(train_recipe(_train_args("--time-budget", "42")), 10 ** 6) == 42.0
+    # the checkpoint's symmetry averaging: paper 1; best the largest exact symmetry of the data
+    assert R.symmetry_for(paper, 3, False) == 1
+    assert [R.symmetry_for(best, 3, False), R.symmetry_for(best, 3, True), R.symmetry_for(best, 2, False)] == [4, 2, 1]
+    with pytest.raises(ValueError, match="isotropic"):
+        R.symmetry_for(train_recipe(_train_args("--symmetry", "4")), 3, True)
+    meta = {"hyperparams": HyperParams.paper("box").to_dict(), "dim": 3, "friction_target": "ratio",
+            "inputs": "coulomb", "friction_head": "residual", "symmetry": 4}
+    assert T.laws_from_meta(meta)[0].symmetry == 4 and T.laws_from_meta({**meta, "symmetry": 1})[0].symmetry == 1
     with pytest.raises(SystemExit):
         build_parser().parse_args(["dacm", "train", "--help"])
     h = capsys.readouterr().out

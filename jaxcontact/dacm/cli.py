@@ -34,7 +34,8 @@ def run_generate(args) -> int:
 
 
 TRAIN_RECIPE_FLAGS = ("friction_target", "inputs", "max_rest_per_throw", "max_steady_per_throw", "patience",
-                      "friction_head", "regressor_weight", "clf_epochs", "reg_epochs", "hidden_scale", "time_limit")
+                      "friction_head", "regressor_weight", "clf_epochs", "reg_epochs", "hidden_scale", "time_limit",
+                      "symmetry")
 
 
 def train_recipe(args) -> dict:
@@ -55,6 +56,7 @@ def run_train(args) -> int:
 
     d = D.load(args.data)
     rec = train_recipe(args)
+    R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuse a bad setting before training
     hp = R.hyperparams(rec, str(d["shape"]))
     budget = R.budget_seconds(rec, int(T.subsample_mask(d, rec["max_rest_per_throw"], rec["max_steady_per_throw"]).sum()))
     progress = not args.no_progress
@@ -69,6 +71,7 @@ def run_train(args) -> int:
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta["data_file"] = str(args.data)
     meta["preset"] = args.preset
+    meta["symmetry"] = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))
     T.save_checkpoint(args.out, dp, pp, meta)
     _log(f"wrote {args.out} ({meta['train_seconds']} s)")
     print(json.dumps(meta["report"], indent=1))
@@ -143,6 +146,9 @@ def register(sub) -> None:
     t.add_argument("--time-budget", type=float, default=None,
                    help="seconds for all networks together, shared by their cost (0: off; best: grows with the "
                         "training instances, see presets)")
+    t.add_argument("--symmetry", choices=("auto", "1", "2", "4"), default=None,
+                   help="symmetry averaging the checkpoint's law uses (evaluate --symmetry k overrides it): auto = 4 "
+                        "for isotropic 3D data, 2 anisotropic, 1 in 2D (paper: 1)")
     t.add_argument("--friction-target", choices=("absolute", "ratio"), default=None,
                    help="absolute: p_f (paper); ratio: p_f / p_n0 of the frictionless LCP (improvement)")
     t.add_argument("--max-rest-per-throw", type=int, default=None,

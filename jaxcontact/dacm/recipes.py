@@ -16,18 +16,19 @@ from .networks import HyperParams
 
 # Keys of a recipe = keyword arguments of ``train.train`` plus the epoch caps / width scale
 # (``HyperParams.scaled``) and the time budget (``budget``: seconds for all networks together,
-# ``None`` off; ``budget_per_kilo``: seconds added per 1 000 training instances).
+# ``None`` off; ``budget_per_kilo``: seconds added per 1 000 training instances) and the symmetry
+# averaging the checkpoint asks its law for (``symmetry_for``; ``evaluate --symmetry k`` overrides it).
 KEYS = ("friction_target", "inputs", "max_rest_per_throw", "max_steady_per_throw", "patience",
         "friction_head", "regressor_weight", "clf_epochs", "reg_epochs", "hidden_scale", "time_limit",
-        "budget", "budget_per_kilo")
+        "budget", "budget_per_kilo", "symmetry")
 
 PAPER = dict(friction_target="absolute", inputs="paper", max_rest_per_throw=None, max_steady_per_throw=None,
              patience=None, friction_head="plain", regressor_weight="uniform", clf_epochs=100, reg_epochs=1000,
-             hidden_scale=None, time_limit=None, budget=None, budget_per_kilo=None)
+             hidden_scale=None, time_limit=None, budget=None, budget_per_kilo=None, symmetry=1)
 
 BEST = dict(friction_target="ratio", inputs="coulomb", max_rest_per_throw=20, max_steady_per_throw=20,
             patience=20, friction_head="residual", regressor_weight="uniform", clf_epochs=100, reg_epochs=300,
-            hidden_scale=None, time_limit=None, budget=60.0, budget_per_kilo=5.0)
+            hidden_scale=None, time_limit=None, budget=60.0, budget_per_kilo=5.0, symmetry="auto")
 
 PRESETS = {"best": BEST, "default": BEST, "paper": PAPER}
 
@@ -55,6 +56,21 @@ def resolve(preset: str = "default", **overrides) -> dict:
 def hyperparams(recipe: dict, shape: str) -> HyperParams:
     """Fig. 3 architectures with the recipe's epoch caps and width scale."""
     return HyperParams.paper(shape).scaled(recipe["clf_epochs"], recipe["reg_epochs"], recipe["hidden_scale"])
+
+
+def symmetry_for(recipe: dict, dim: int, anisotropic: bool) -> int:
+    """The law's symmetry averaging (``DACMLaw.symmetry``) for this data: "auto" is the largest
+    exact symmetry of the ground truth about the ground normal — 4 for isotropic friction in 3D,
+    2 for the anisotropic pyramid, 1 in 2D."""
+    k = recipe.get("symmetry", 1)
+    if k == "auto":
+        return 1 if dim != 3 else (2 if anisotropic else 4)
+    k = int(k)
+    if k > 1 and dim != 3:
+        raise ValueError("symmetry > 1 needs 3D data")
+    if k == 4 and anisotropic:
+        raise ValueError("symmetry 4 needs isotropic friction (anisotropic data: 2)")
+    return k
 
 
 def budget_seconds(recipe: dict, instances: int) -> float | None:

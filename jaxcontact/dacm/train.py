@@ -466,7 +466,8 @@ def laws_from_meta(meta: dict):
     hp = HyperParams.from_dict(meta["hyperparams"])
     dim = int(meta["dim"])
     return (DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden, friction_target=meta.get("friction_target", "absolute"),
-                    inputs=meta.get("inputs", "paper"), friction_head=meta.get("friction_head", "plain")),
+                    inputs=meta.get("inputs", "paper"), friction_head=meta.get("friction_head", "plain"),
+                    symmetry=int(meta.get("symmetry", 1))),
             PDDLaw(dim, hp.pdd.hidden))
 
 
