@@ -114,10 +114,10 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
             first = time.perf_counter() - t0  # compilation + one epoch
         if val_loss is not None:
             vl = float(val_loss(variables))
+            if bar is not None:
+                bar.set_postfix(val=f"{vl:.3g}", best_epoch=best[2] if vl >= best[0] else done, refresh=False)
             if vl < best[0]:
                 best = (vl, variables, done)
-            if bar is not None:
-                bar.set_postfix(val=f"{vl:.3g}", best_epoch=best[2], refresh=False)
             elif patience is not None and done - best[2] >= patience:
                 stopped = "early_stopping"
                 break
@@ -244,14 +244,16 @@ class _Schedule:
         return float(np.mean(self.first)) if self.first else 5.0
 
     def limit(self, key):
-        """Seconds for network ``key``: the time left in the budget minus one first-epoch overhead
-        per network still to train, shared by cost, plus its own overhead."""
+        """Seconds for network ``key``: its own first-epoch overhead plus a share of the time left
+        in the budget (less one overhead per network still to train) — its share of the cost at
+        the epoch caps, but at least an equal share (cheap networks stop early on their own and
+        hand the rest to the next ones; the last network gets what is left)."""
         lim = self.time_limit
         if self.budget is not None:
             c0 = self.overhead()
             left = max(self.budget - self.elapsed() - c0 * len(self.todo), 0.0)
             total = sum(self.cost[k] for k in self.todo) or 1.0
-            share = c0 + left * self.cost[key] / total
+            share = c0 + left * max(self.cost[key] / total, 1.0 / len(self.todo))
             lim = share if lim is None else min(lim, share)
         return lim
 
