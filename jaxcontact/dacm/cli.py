@@ -24,7 +24,7 @@ def run_generate(args) -> int:
         raise ValueError("--throws must be >= 1")
     t0 = time.perf_counter()
     d, _ = D.generate(args.shape, args.throws, args.seed, anisotropic=args.anisotropic, steps=args.steps,
-                      slide_fraction=args.slide_fraction)
+                      slide_fraction=args.slide_fraction, progress=not args.no_progress)
     D.save(args.out, d)
     s = D.summary(d)
     s["seconds"] = round(time.perf_counter() - t0, 1)
@@ -124,6 +124,7 @@ def register(sub) -> None:
                    help="share of the throws replaced by sliding throws (low, near-flat, fast horizontal "
                         "launches; 1 = only sliding throws; default 0 = the paper's random throws)")
     g.add_argument("--out", required=True)
+    g.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     g.set_defaults(func=run_generate)
     from . import recipes as R
 
