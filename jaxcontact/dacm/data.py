@@ -178,8 +178,8 @@ def extract(model, params, traj, bar=None) -> dict:
         r = f(jax.tree_util.tree_map(sl, s0), jax.tree_util.tree_map(sl, s1))
         for k, v in r.items():
             res.setdefault(k, []).append(np.asarray(v))
-        if bar is not None:
-            bar.update(min(step, n - i) / B)
+        if bar is not None:  # steps per body done so far (integer, never past the total)
+            bar.update(min(n, i + step) // B - bar.n)
     res = {k: np.concatenate(v) for k, v in res.items()}
     throw = np.repeat(np.arange(B), T1 - 1)
     stepi = np.tile(np.arange(T1 - 1), B)
@@ -207,8 +207,7 @@ def generate(shape: str, n_throws: int, seed: int, anisotropic: bool = False, st
     kw = dict(total=steps, unit="step", leave=False, dynamic_ncols=True, disable=not progress)
     with tqdm(desc=f"simulate {n_throws} throws", **kw) as bar:
         traj = simulate(model, params, s0, steps, bar=bar)
-    with tqdm(desc="extract contact instances", bar_format="{l_bar}{bar}| {n:.0f}/{total} [{elapsed}<{remaining}]",
-              **kw) as bar:
+    with tqdm(desc="extract contact instances", **kw) as bar:
         data = extract(model, params, traj, bar=bar)
     mu = np.asarray(params.law.mu)
     data.update(
