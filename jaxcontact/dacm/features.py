@@ -378,7 +378,7 @@ def check_friction_head(friction_head: str, inputs: str, friction_target: str) -
         raise ValueError("friction_head='residual' needs inputs='coulomb' and friction_target='ratio'")
 
 
-HEAD_DEN_MIN = 0.2  # floor of the coupling denominator (it is ≥ 0.5 in the box data; < 0 would be Painlevé-like)
+HEAD_DEN_MIN = 0.2  # floor of the coupling denominator (well below its values in the box data; < 0 would be Painlevé-like)
 
 
 def slide_terms(x, dim: int, nf: int):

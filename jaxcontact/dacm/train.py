@@ -176,7 +176,8 @@ def subsample_steady(data: dict, max_per_throw: int) -> np.ndarray:
     """Mask keeping at most ``max_per_throw`` instances per throw of steady sliding — dynamic
     instances of the full patch (face 3D / line 2D) whose reference normal impulse p_n⁰ is within
     10 % of the gravity step (the median p_n⁰ of those instances) — and every other instance
-    (the impacts among them: ~1 % of the face instances, but 99 % of the friction impulse error)."""
+    (the impacts among them: a small share of the face instances that carries most of the friction
+    impulse error; docs/dacm.md, "Diagnosis", item 3)."""
     dim = int(data["dim"])
     full = 3 if dim == 3 else 2
     cand = (data["kind"] == full) & (data["label"] == F.DYNAMIC)
