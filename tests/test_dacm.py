@@ -297,10 +297,78 @@ def tiny_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("dacm")
     data, ck = str(d / "box.npz"), str(d / "ck")
     assert main(["dacm", "generate", "--shape", "box", "--throws", "4", "--steps", "250", "--seed", "0", "--out", data]) == 0
-    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "2", "--reg-epochs", "2",
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--preset", "paper", "--no-progress",
+                 "--clf-epochs", "2", "--reg-epochs", "2",
                  "--hidden-scale", "0.05", "--friction-target", "ratio", "--max-rest-per-throw", "10",
                  "--inputs", "physics", "--max-steady-per-throw", "10"]) == 0
     return d, data, ck
+
+
+def _train_args(*extra):
+    from jaxcontact.cli import build_parser
+
+    return build_parser().parse_args(["dacm", "train", "--data", "d.npz", "--out", "ck", *extra])
+
+
+def test_presets_paper_and_default_recipes_without_training(capsys):
+    """--preset paper is the paper's setup (Fig. 3 hyper-parameters, its inputs and targets, no
+    subsampling / early stopping / budget); the default (= --preset best) is the best measured
+    recipe; explicit flags override a preset (0 = off); --help lists what each preset sets."""
+    from jaxcontact.cli import build_parser
+    from jaxcontact.dacm import recipes as R
+    from jaxcontact.dacm.cli import train_recipe
+    from jaxcontact.dacm.networks import HyperParams
+
+    paper = train_recipe(_train_args("--preset", "paper"))
+    assert paper == R.PAPER
+    assert (paper["friction_target"], paper["inputs"], paper["friction_head"], paper["regressor_weight"]) == \
+        ("absolute", "paper", "plain", "uniform")
+    assert paper["max_rest_per_throw"] is paper["max_steady_per_throw"] is paper["patience"] is None
+    assert R.budget_seconds(paper, 10 ** 6) is None and paper["time_limit"] is None
+    for shape in ("box", "pentagon", "box2d"):
+        assert R.hyperparams(paper, shape) == HyperParams.paper(shape)
+    hp = R.hyperparams(paper, "box")
+    assert (hp.classifier.hidden, hp.classifier.epochs, hp.classifier.dropout) == ((256, 180, 80), 100, 0.10)
+    assert (hp.regressor.hidden, hp.regressor.epochs, hp.regressor.dropout) == ((512, 360, 180), 1000, 0.05)
+    best = train_recipe(_train_args())
+    assert best == train_recipe(_train_args("--preset", "best")) == R.BEST
+    assert (best["friction_target"], best["inputs"], best["max_rest_per_throw"], best["max_steady_per_throw"],
+            best["patience"], best["friction_head"]) == ("ratio", "coulomb", 20, 20, 20, "residual")
+    assert R.hyperparams(best, "box").classifier.hidden == (256, 180, 80)
+    b = R.budget_seconds(best, 10_000)
+    assert b is not None and R.budget_seconds(best, 20_000) > b  # grows with the data
+    over = train_recipe(_train_args("--preset", "paper", "--patience", "5", "--inputs", "coulomb"))
+    assert over["patience"] == 5 and over["inputs"] == "coulomb" and over["friction_target"] == "absolute"
+    off = train_recipe(_train_args("--patience", "0", "--time-budget", "0", "--max-rest-per-throw", "0"))
+    assert off["patience"] is None and off["max_rest_per_throw"] is None and R.budget_seconds(off, 10_000) is None
+    assert R.budget_seconds(train_recipe(_train_args("--time-budget", "42")), 10 ** 6) == 42.0
+    # the checkpoint's symmetry averaging: paper 1; best the largest exact symmetry of the data
+    assert R.symmetry_for(paper, 3, False) == 1
+    assert [R.symmetry_for(best, 3, False), R.symmetry_for(best, 3, True), R.symmetry_for(best, 2, False)] == [4, 2, 1]
+    with pytest.raises(ValueError, match="isotropic"):
+        R.symmetry_for(train_recipe(_train_args("--symmetry", "4")), 3, True)
+    meta = {"hyperparams": HyperParams.paper("box").to_dict(), "dim": 3, "friction_target": "ratio",
+            "inputs": "coulomb", "friction_head": "residual", "symmetry": 4}
+    assert T.laws_from_meta(meta)[0].symmetry == 4 and T.laws_from_meta({**meta, "symmetry": 1})[0].symmetry == 1
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["dacm", "train", "--help"])
+    h = capsys.readouterr().out
+    assert "best: --friction-target ratio --inputs coulomb" in h and "paper: --friction-target absolute --inputs paper" in h
+
+
+def test_time_budget_shares_never_exceed_the_budget():
+    """The per-network limit of a total budget is at most the budget plus one first-epoch
+    overhead, bigger networks get more, a cheap one at least an equal share; no budget means no
+    limit."""
+    from jaxcontact.dacm.networks import NetConfig
+
+    c, r = NetConfig((8,), 10, 0.0), NetConfig((16,), 100, 0.0)
+    jobs = {("a", "classifier"): (100, c, 4, 3), ("a", "regressor"): (1000, r, 4, 2)}
+    s = T._Schedule(jobs, 50.0, None, lambda *a: None, False)
+    la, lb = s.limit(("a", "classifier")), s.limit(("a", "regressor"))
+    assert 5.0 + 40.0 / 2 - 0.5 <= la < lb <= 50.0 + 5.0  # (less the few ms elapsed)
+    assert T._Schedule(jobs, None, None, lambda *a: None, False).limit(("a", "regressor")) is None
+    assert T._Schedule(jobs, None, 7.0, lambda *a: None, False).limit(("a", "regressor")) == 7.0
 
 
 def test_cli_end_to_end_tiny(tiny_run, capsys):
@@ -416,6 +484,20 @@ def test_early_stopping_returns_the_best_validation_epoch():
     assert rep["best_epoch"] <= rep["epochs_run"] <= rep["best_epoch"] + 3
     loss = float(np.mean((T.predict((16,), 1, v, xv) - yv) ** 2))
     np.testing.assert_allclose(loss, rep["best_val_loss"], rtol=1e-5)
+
+    class Bar:  # a progress bar changes nothing but the display
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix(self, **kw):
+            pass
+
+    bar = Bar()
+    _, rep2 = T.fit(cfg, x, y, 1, "regress", 0, val=(xv, yv), patience=3, bar=bar)
+    assert (rep2["epochs_run"], rep2["best_epoch"], rep2["stopped_by"]) == (rep["epochs_run"], rep["best_epoch"], rep["stopped_by"])
+    assert bar.n in (rep2["epochs_run"], rep2["epochs_run"] - 1)
 
 
 def test_weighted_fit_weights_training_and_validation_alike():
@@ -555,7 +637,8 @@ def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
         DACMLaw(3, friction_head="linear")
     _, data, _ = tiny_run
     ck = str(tmp_path / "ck")
-    assert main(["dacm", "train", "--data", data, "--out", ck, "--clf-epochs", "1", "--reg-epochs", "2",
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--preset", "paper", "--no-progress",
+                 "--clf-epochs", "1", "--reg-epochs", "2",
                  "--hidden-scale", "0.05", "--friction-target", "ratio", "--inputs", "coulomb",
                  "--friction-head", "residual", "--regressor-weight", "pn0"]) == 0
     dl, dp, _, _, meta = T.load_checkpoint(ck)

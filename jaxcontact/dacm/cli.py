@@ -1,12 +1,13 @@
 """``jaxcontact dacm {generate,train,evaluate}``.
 
     jaxcontact dacm generate --shape box --throws 150 --seed 0 --out data/box.npz [--anisotropic] [--slide-fraction F]
-    jaxcontact dacm train --data data/box.npz --out ckpt/box [--clf-epochs N --reg-epochs N --time-limit S]
+    jaxcontact dacm train --data data/box.npz --out ckpt/box [--preset best|paper] [--clf-epochs N --time-budget S ...]
     jaxcontact dacm evaluate --checkpoint ckpt/box --throws 100 --seed 1 --json [--anisotropic]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -23,7 +24,7 @@ def run_generate(args) -> int:
         raise ValueError("--throws must be >= 1")
     t0 = time.perf_counter()
     d, _ = D.generate(args.shape, args.throws, args.seed, anisotropic=args.anisotropic, steps=args.steps,
-                      slide_fraction=args.slide_fraction)
+                      slide_fraction=args.slide_fraction, progress=not args.no_progress)
     D.save(args.out, d)
     s = D.summary(d)
     s["seconds"] = round(time.perf_counter() - t0, 1)
@@ -50,22 +51,45 @@ def data_record(data_path, ckpt_dir, d: dict) -> dict:
             "data_slide_fraction": float(d["slide_fraction"]) if "slide_fraction" in d else 0.0}
 
 
+TRAIN_RECIPE_FLAGS = ("friction_target", "inputs", "max_rest_per_throw", "max_steady_per_throw", "patience",
+                      "friction_head", "regressor_weight", "clf_epochs", "reg_epochs", "hidden_scale", "time_limit",
+                      "symmetry")
+
+
+def train_recipe(args) -> dict:
+    """The recipe of ``dacm train``'s arguments: ``--preset`` with the flags given explicitly on
+    top (``recipes.resolve``)."""
+    from . import recipes as R
+
+    over = {k: getattr(args, k, None) for k in TRAIN_RECIPE_FLAGS}
+    if getattr(args, "time_budget", None) is not None:  # explicit total budget: no per-instance part
+        over["budget"], over["budget_per_kilo"] = args.time_budget, 0.0
+    return R.resolve(args.preset, **over)
+
+
 def run_train(args) -> int:
     from . import data as D
+    from . import recipes as R
     from . import train as T
-    from .networks import HyperParams
 
     d = D.load(args.data)
-    hp = HyperParams.paper(str(d["shape"]))
-    if args.clf_epochs or args.reg_epochs or args.hidden_scale:
-        hp = hp.scaled(args.clf_epochs, args.reg_epochs, args.hidden_scale)
+    rec = train_recipe(args)
+    R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuse a bad setting before training
+    hp = R.hyperparams(rec, str(d["shape"]))
+    budget = R.budget_seconds(rec, int(T.subsample_mask(d, rec["max_rest_per_throw"], rec["max_steady_per_throw"]).sum()))
+    progress = not args.no_progress
+    if progress:
+        _log(f"dacm train: preset {args.preset} ({', '.join(f'{k}={v}' for k, v in rec.items())})")
     t0 = time.perf_counter()
-    dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=args.time_limit, log=_log,
-                           friction_target=args.friction_target, max_rest_per_throw=args.max_rest_per_throw,
-                           inputs=args.inputs, max_steady_per_throw=args.max_steady_per_throw, patience=args.patience,
-                           friction_head=args.friction_head, regressor_weight=args.regressor_weight)
+    dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=rec["time_limit"], log=_log,
+                           friction_target=rec["friction_target"], max_rest_per_throw=rec["max_rest_per_throw"],
+                           inputs=rec["inputs"], max_steady_per_throw=rec["max_steady_per_throw"],
+                           patience=rec["patience"], friction_head=rec["friction_head"],
+                           regressor_weight=rec["regressor_weight"], time_budget=budget, progress=progress)
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta.update(data_record(args.data, args.out, d))
+    meta["preset"] = args.preset
+    meta["symmetry"] = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))
     T.save_checkpoint(args.out, dp, pp, meta)
     _log(f"wrote {args.out} ({meta['train_seconds']} s)")
     print(json.dumps(meta["report"], indent=1))
@@ -124,31 +148,48 @@ def register(sub) -> None:
                    help="share of the throws replaced by sliding throws (low, near-flat, fast horizontal "
                         "launches; 1 = only sliding throws; default 0 = the paper's random throws)")
     g.add_argument("--out", required=True)
+    g.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     g.set_defaults(func=run_generate)
-    t = s.add_parser("train", help="train the classifiers, regressors and the PDD baseline")
+    from . import recipes as R
+
+    t = s.add_parser("train", help="train the classifiers, regressors and the PDD baseline",
+                     description="Train dacm and PDD. Defaults: the best measured recipe (--preset best = default); "
+                                 "--preset paper is the paper's setup (Fig. 3). Explicit flags override the preset.",
+                     epilog="presets:\n  " + "\n  ".join(R.describe(n) for n in ("best", "paper")) +
+                            "\n  default: the same as best",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--data", required=True)
     t.add_argument("--out", required=True, help="checkpoint directory")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--clf-epochs", type=int, default=None, help="default: 100 (paper)")
-    t.add_argument("--reg-epochs", type=int, default=None, help="default: 1000 (paper)")
+    t.add_argument("--preset", choices=tuple(R.PRESETS), default="default",
+                   help="named recipe (listed below); default: best")
+    t.add_argument("--no-progress", action="store_true", help="no progress bars / time estimates on stderr")
+    t.add_argument("--clf-epochs", type=int, default=None, help="classifier epoch cap (paper: 100)")
+    t.add_argument("--reg-epochs", type=int, default=None, help="regressor / PDD epoch cap (paper: 1000)")
     t.add_argument("--hidden-scale", type=float, default=None, help="scale the layer widths")
-    t.add_argument("--time-limit", type=float, default=None, help="seconds per network (stop epochs early)")
-    t.add_argument("--friction-target", choices=("absolute", "ratio"), default="absolute",
+    t.add_argument("--time-limit", type=float, default=None, help="seconds per network (stop epochs early; 0: off)")
+    t.add_argument("--time-budget", type=float, default=None,
+                   help="seconds for all networks together, shared by their cost (0: off; best: grows with the "
+                        "training instances, see presets)")
+    t.add_argument("--symmetry", choices=("auto", "1", "2", "4"), default=None,
+                   help="symmetry averaging the checkpoint's law uses (evaluate --symmetry k overrides it): auto = 4 "
+                        "for isotropic 3D data, 2 anisotropic, 1 in 2D (paper: 1)")
+    t.add_argument("--friction-target", choices=("absolute", "ratio"), default=None,
                    help="absolute: p_f (paper); ratio: p_f / p_n0 of the frictionless LCP (improvement)")
     t.add_argument("--max-rest-per-throw", type=int, default=None,
-                   help="keep at most this many resting instances per throw (default: all)")
-    t.add_argument("--inputs", choices=("paper", "physics", "both", "coulomb"), default="paper",
-                   help="dacm network inputs: paper (default), physics-derived (improvement), both, or "
+                   help="keep at most this many resting instances per throw (0: all)")
+    t.add_argument("--inputs", choices=("paper", "physics", "both", "coulomb"), default=None,
+                   help="dacm network inputs: paper, physics-derived (improvement), both, or "
                         "coulomb (physics + per-vertex sliding-friction inputs, second improvement)")
     t.add_argument("--max-steady-per-throw", type=int, default=None,
-                   help="keep at most this many steady-sliding instances per throw (default: all)")
+                   help="keep at most this many steady-sliding instances per throw (0: all)")
     t.add_argument("--patience", type=int, default=None,
-                   help="early stopping: epochs without a better loss on held-out throws (default: off)")
-    t.add_argument("--friction-head", choices=("plain", "residual"), default="plain",
+                   help="early stopping: epochs without a better loss on held-out throws (0: off)")
+    t.add_argument("--friction-head", choices=("plain", "residual"), default=None,
                    help="plain: the network is the friction regressor (paper); residual: a fitted sliding-"
                         "Coulomb term of the coulomb inputs plus the network (needs --inputs coulomb "
                         "--friction-target ratio; improvement)")
-    t.add_argument("--regressor-weight", choices=("uniform", "pn0"), default="uniform",
+    t.add_argument("--regressor-weight", choices=("uniform", "pn0"), default=None,
                    help="uniform: every dynamic instance alike (paper); pn0: squared errors weighted by the "
                         "reference normal impulse, so impacts count by their impulse (needs --friction-target "
                         "ratio; improvement)")
@@ -166,8 +207,9 @@ def register(sub) -> None:
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--dissipative", action="store_true",
                    help="scale the learned friction so it adds no kinetic energy (improvement)")
-    e.add_argument("--symmetry", type=int, choices=(1, 2, 4), default=1,
+    e.add_argument("--symmetry", type=int, choices=(1, 2, 4), default=None,
                    help="average dacm's predictions over this many rotations about the ground normal "
-                        "(2: any friction pyramid, anisotropic too; 4: isotropic only; 3D; improvement) (rotations)")
+                        "(2: any friction pyramid, anisotropic too; 4: isotropic only; 3D) (rotations; "
+                        "default: the checkpoint's setting, recorded by dacm train --symmetry)")
     e.set_defaults(func=run_evaluate)
     __import__("jaxcontact.dacm.chain_cli", fromlist=["register_chain"]).register_chain(s)  # issue 6: Algorithm 2

@@ -126,8 +126,9 @@ def throws(shape: str, n: int, seed: int, slide_fraction: float = 0.0):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(mj.reshape((n,) + (1,) * (a.ndim - 1)), b, a), s, sl)
 
 
-def simulate(model, params, states, steps: int, chunk: int = 400):
-    """Trajectories (batched state pytree, (B, steps+1, …)) in chunks of ``chunk`` steps."""
+def simulate(model, params, states, steps: int, chunk: int = 400, bar=None):
+    """Trajectories (batched state pytree, (B, steps+1, …)) in chunks of ``chunk`` steps
+    (``bar``: optional tqdm bar, advanced by the steps of each chunk)."""
     out = [jax.tree_util.tree_map(lambda x: x[:, None], states)]
     done = 0
     s = states
@@ -137,6 +138,8 @@ def simulate(model, params, states, steps: int, chunk: int = 400):
         out.append(jax.tree_util.tree_map(lambda x: x[:, 1:], traj))
         s = jax.tree_util.tree_map(lambda x: x[:, -1], traj)
         done += k
+        if bar is not None:
+            bar.update(k)
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, 1), *out)
 
 
@@ -160,8 +163,9 @@ def _instances(model, params, s0, s1):
                 touching=patch.touching, pn0=pn0, x_extra=xe)
 
 
-def extract(model, params, traj) -> dict:
-    """Contact instances of trajectories (B, T+1, …) → dict of flat numpy arrays."""
+def extract(model, params, traj, bar=None) -> dict:
+    """Contact instances of trajectories (B, T+1, …) → dict of flat numpy arrays (``bar``:
+    optional tqdm bar, advanced by the steps of each chunk of 20 000 body-steps, per body)."""
     B, T1 = traj.pos.shape[:2]
     s0 = jax.tree_util.tree_map(lambda a: a[:, :-1].reshape((B * (T1 - 1),) + a.shape[2:]), traj)
     s1 = jax.tree_util.tree_map(lambda a: a[:, 1:].reshape((B * (T1 - 1),) + a.shape[2:]), traj)
@@ -174,6 +178,8 @@ def extract(model, params, traj) -> dict:
         r = f(jax.tree_util.tree_map(sl, s0), jax.tree_util.tree_map(sl, s1))
         for k, v in r.items():
             res.setdefault(k, []).append(np.asarray(v))
+        if bar is not None:  # steps per body done so far (integer, never past the total)
+            bar.update(min(n, i + step) // B - bar.n)
     res = {k: np.concatenate(v) for k, v in res.items()}
     throw = np.repeat(np.arange(B), T1 - 1)
     stepi = np.tile(np.arange(T1 - 1), B)
@@ -188,15 +194,21 @@ def extract(model, params, traj) -> dict:
 
 
 def generate(shape: str, n_throws: int, seed: int, anisotropic: bool = False, steps: int = 800,
-             slide_fraction: float = 0.0):
+             slide_fraction: float = 0.0, progress: bool = False):
     """Simulate ``n_throws`` throws (random, ``slide_fraction`` of them sliding) and return
-    (data dict, trajectories)."""
+    (data dict, trajectories). progress: tqdm bars (stderr) for the simulation and the extraction,
+    in steps of all throws (their rate and time left are tqdm's estimate)."""
     if n_throws < 1 or steps < 1:
         raise ValueError("--throws and steps must be >= 1")
+    from tqdm.auto import tqdm
+
     model, params = ground_truth_setup(shape, anisotropic)
     s0 = throws(shape, n_throws, seed, slide_fraction)
-    traj = simulate(model, params, s0, steps)
-    data = extract(model, params, traj)
+    kw = dict(total=steps, unit="step", leave=False, dynamic_ncols=True, disable=not progress)
+    with tqdm(desc=f"simulate {n_throws} throws", **kw) as bar:
+        traj = simulate(model, params, s0, steps, bar=bar)
+    with tqdm(desc="extract contact instances", **kw) as bar:
+        data = extract(model, params, traj, bar=bar)
     mu = np.asarray(params.law.mu)
     data.update(
         format=np.array(FORMAT), shape=np.array(shape), anisotropic=np.array(anisotropic),

@@ -286,13 +286,13 @@ def anisotropic_directions(gt_model, gt_params, learned: dict, steps: int = STEP
 
 def evaluate(dacm_law, dacm_params, pdd_law, pdd_params, meta: dict, throws: int, seed: int,
              anisotropic: bool | None = None, steps: int = STEPS, events: int = 5, log=None,
-             dissipative: bool = False, symmetry: int = 1) -> dict:
+             dissipative: bool = False, symmetry: int | None = None) -> dict:
     import dataclasses
 
     shape = meta["shape"]
     if dissipative:
         dacm_law = dataclasses.replace(dacm_law, dissipative=True)
-    if symmetry != 1:
+    if symmetry is not None:  # None: the checkpoint's own setting (dacm train --symmetry)
         dacm_law = dataclasses.replace(dacm_law, symmetry=symmetry)
     aniso = bool(meta.get("anisotropic")) if anisotropic is None else anisotropic
     if aniso and not meta.get("anisotropic"):

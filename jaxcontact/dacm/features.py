@@ -47,16 +47,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from .. import contact, geometry
+from .. import geometry
 from ..rotations import perp2d
-from ..solvers import LCPSettings
 from ..types import Body, Ground, PatchType, PlanarState
 
 STATIC, DYNAMIC, DETACH = 0, 1, 2
 MODE_NAMES = ("static", "dynamic", "detach")
 PATCH_NAMES = {1: "point", 2: "line", 3: "face"}
 
-STATIC_SPEED = 1e-4  # m/s (measured gap in the box data: sticking ≤ 1e-6, slipping mostly ≥ 1e-3)
+STATIC_SPEED = 1e-4  # m/s, inside the measured gap between sticking and slipping speeds (docs/dacm.md, "Labels")
 DETACH_IMPULSE = 1e-6  # N·s
 
 # Patch-frame wrench components per (dim, patch type): (friction indices, normal indices).
@@ -274,11 +273,13 @@ class Reference:
 def reference_lcp(model, params, state, v_free, solver=None) -> Reference:
     """The frictionless LCP at the free velocity (``Reference``); its normal impulse P·n ≥ 0 is the
     scale by which the "ratio" friction target divides p_f (dacm improvement, see docs/dacm.md)."""
-    sol, con = contact.frictionless(model, params, state, v_free, solver or LCPSettings())
-    p = sol.impulse
+    from ..solvers import LCPSettings
+    from .law import frictionless_lcp_contacts
+
+    sol, p, con = frictionless_lcp_contacts(model, params, state, v_free, solver or LCPSettings())
     n = geometry.unit_normal(params.ground)
     v_after = v_free + geometry.mass_matrix_inverse(params.body, state) @ p
-    return Reference(pn0=jnp.dot(p[: state.dim], n), z=sol.z[:, 0], contacts=con, v_after=v_after)
+    return Reference(pn0=jnp.dot(p[: state.dim], n), z=sol.z, contacts=con, v_after=v_after)
 
 
 def friction_scale(pn0):
@@ -289,8 +290,8 @@ def friction_scale(pn0):
 # Physically derived inputs appended to the paper's (``features="plus"``, see docs/dacm.md).
 # Each addresses a measured failure of the paper's inputs on the Coulomb-LCP data:
 #   * gap velocity g = φ̄/h + v¹_n,c: detach ⇔ g ≥ 0 exactly for a point patch, but dynamic and
-#     detach instances are separated by 3 mm/s in g while v¹_n spans ±4 m/s — fed as
-#     sign(g)·log(1 + |g|/GAP_SCALE);
+#     detach instances lie close together in g compared with the spread of v¹_n (docs/dacm.md,
+#     "Diagnosis", item 4) — fed as sign(g)·log(1 + |g|/GAP_SCALE);
 #   * slip direction v_t / √(|v_t|² + ε²) and log √(|v_t|² + ε²) of the patch-centre velocity
 #     (box friction saturates at ±μ p_n per axis for |v_t| ≳ μ g h = 3.5 mm/s, a step the
 #     normalised velocity resolves only at 1e-2 of its std);
@@ -300,16 +301,16 @@ def friction_scale(pn0):
 #   * the friction part of the static (stick) impulse divided by p_n⁰, clipped to ±STICK_CLIP:
 #     the Coulomb friction is this stick ratio clipped to the friction cone, so the network has
 #     to learn the clipping, not the Delassus operator of every patch geometry.
-# Input sets (``inputs``): "paper" (the 23 / 13 above), "physics" (these 11 / 5 only — measured
-# best on fresh throws: the paper's inputs let the networks memorise the few hundred impacts of
-# the training throws), "both" (concatenated).
+# Input sets (``inputs``): "paper" (the 23 / 13 above), "physics" (these 11 / 5 only — the better
+# set on fresh throws: the paper's inputs let the networks memorise the few hundred impacts of
+# the training throws; docs/dacm.md, improvement 2), "both" (concatenated).
 #
 # "coulomb" inputs (second improvement, ``inputs="coulomb"`` = the physics inputs and these): the
 # friction and torsion of a patch are sums over its vertices of per-vertex friction impulses of
 # magnitude ∝ the vertex's normal impulse, opposing the vertex's slip, which the patch-centre
-# quantities above do not determine for a line or a face (measured: line / face friction
-# regressors at test R² 0.11 / 0.35; with GT friction on all patch types the learned classifiers
-# give 0.003 m / 0.03 rad, studies/dacm/results/dacm_oracle.json). From the frictionless LCP at v¹
+# quantities above do not determine for a line or a face (the line / face friction regressors
+# stayed weak on fresh throws, and ground-truth friction alone removes almost all of the
+# trajectory error: docs/dacm.md, "Diagnosis", item 5). From the frictionless LCP at v¹
 # (normal impulses z_i of the candidates, velocity after it v⁰ = v¹ + M⁻¹J_nᵀz):
 #   * the unit-coefficient sliding friction s_k = Σ_i z_i σ(−u_ik) / p_n⁰ per tangent k, with
 #     u_i = J_t,i v⁰ the slip of candidate i and σ(u) = u / √(u² + ε²) (|s_k| ≤ 1: the box-friction
@@ -377,7 +378,7 @@ def check_friction_head(friction_head: str, inputs: str, friction_target: str) -
         raise ValueError("friction_head='residual' needs inputs='coulomb' and friction_target='ratio'")
 
 
-HEAD_DEN_MIN = 0.2  # floor of the coupling denominator (it is ≥ 0.5 in the box data; < 0 would be Painlevé-like)
+HEAD_DEN_MIN = 0.2  # floor of the coupling denominator (well below its values in the box data; < 0 would be Painlevé-like)
 
 
 def slide_terms(x, dim: int, nf: int):

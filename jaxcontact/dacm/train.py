@@ -14,6 +14,7 @@ summary, training report) and ``dacm.msgpack`` / ``pdd.msgpack`` (Flax-serialise
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def _stats(x, y):
 
 
 def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float | None = None,
-        weights=None, val=None, patience: int | None = None):
+        weights=None, val=None, patience: int | None = None, bar=None):
     """Train one MLP; x normalised (N, F) float32; y int labels (classify) or normalised (N, out).
     weights: optional per-sample loss weights (N,) (normalised to mean 1). val: optional (x, y) or
     (x, y, weights) validation set (held-out throws; its loss weighted alike): with ``patience``, training stops after that many epochs without a better
@@ -103,23 +104,31 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
     done = 0
     best = (np.inf, variables, 0)
     stopped = "epochs"
+    first = None
     for e in range(cfg.epochs):
         key, ke = jax.random.split(key)
         variables, state, l = epoch(variables, state, ke)
         losses.append(float(l))
         done = e + 1
+        if first is None:
+            first = time.perf_counter() - t0  # compilation + one epoch
         if val_loss is not None:
             vl = float(val_loss(variables))
+            if bar is not None:
+                bar.set_postfix(val=f"{vl:.3g}", best_epoch=best[2] if vl >= best[0] else done, refresh=False)
             if vl < best[0]:
                 best = (vl, variables, done)
             elif patience is not None and done - best[2] >= patience:
                 stopped = "early_stopping"
                 break
+        if bar is not None:
+            bar.update(1)
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             stopped = "time_limit"
             break
     rep = {"samples": int(n), "epochs_run": done, "epochs_asked": cfg.epochs, "stopped_by": stopped,
-           "final_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 2)}
+           "final_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 2),
+           "first_epoch_seconds": None if first is None else round(first, 2)}
     if val_loss is not None:
         rep["best_val_loss"], rep["best_epoch"] = best[0], best[2]
         if patience is not None:  # early stopping returns the best epoch's weights
@@ -167,7 +176,8 @@ def subsample_steady(data: dict, max_per_throw: int) -> np.ndarray:
     """Mask keeping at most ``max_per_throw`` instances per throw of steady sliding — dynamic
     instances of the full patch (face 3D / line 2D) whose reference normal impulse p_n⁰ is within
     10 % of the gravity step (the median p_n⁰ of those instances) — and every other instance
-    (the impacts among them: ~1 % of the face instances, but 99 % of the friction impulse error)."""
+    (the impacts among them: a small share of the face instances that carries most of the friction
+    impulse error; docs/dacm.md, "Diagnosis", item 3)."""
     dim = int(data["dim"])
     full = 3 if dim == 3 else 2
     cand = (data["kind"] == full) & (data["label"] == F.DYNAMIC)
@@ -184,16 +194,146 @@ def subsample_steady(data: dict, max_per_throw: int) -> np.ndarray:
     return keep
 
 
+def subsample_mask(data: dict, max_rest_per_throw: int | None, max_steady_per_throw: int | None) -> np.ndarray:
+    """Both subsamplings at once (resting and steady-sliding instances are disjoint sets)."""
+    keep = np.ones(len(data["x"]), bool)
+    if max_rest_per_throw is not None:
+        keep &= subsample_rest(data, max_rest_per_throw)
+    if max_steady_per_throw is not None:
+        keep &= subsample_steady(data, max_steady_per_throw)
+    return keep
+
+
 REGRESSOR_WEIGHTS = ("uniform", "pn0")
+
+
+def _cost(samples: int, cfg: NetConfig, n_in: int, n_out: int) -> float:
+    """Relative cost of a network at its epoch cap: samples × epochs × weights per sample."""
+    dims = (n_in,) + tuple(cfg.hidden) + (n_out,)
+    return float(samples) * cfg.epochs * sum(a * b for a, b in zip(dims[:-1], dims[1:]))
+
+
+class _Schedule:
+    """Per-network time limits from a total budget, progress bars and time estimates.
+
+    jobs: {(patch, network): (samples, NetConfig, inputs, outputs)} in training order. The budget
+    left is shared among the networks still to train in proportion to their cost at the epoch cap
+    (``_cost``); the estimate of the time left uses the seconds per unit cost measured so far and
+    the share of the epoch cap the finished networks used (early stopping)."""
+
+    def __init__(self, jobs, budget, time_limit, log, progress):
+        self.cost = {k: _cost(*v) for k, v in jobs.items()}
+        self.epochs = {k: v[1].epochs for k, v in jobs.items()}
+        self.first = []
+        self.todo = list(jobs)
+        self.budget, self.time_limit, self.log, self.progress = budget, time_limit, log, progress
+        self.t0 = time.perf_counter()
+        self.spent_cost = 0.0  # cost units (at the epoch cap) of the finished networks
+        self.used_cost = 0.0  # cost units actually run (epochs_run / epochs_cap)
+        self.seconds = 0.0
+        self._rep = None
+        if progress:
+            b = "off" if budget is None else f"{budget:.0f} s"
+            log(f"training {len(jobs)} networks; time budget {b}" +
+                ("" if time_limit is None else f", at most {time_limit:.0f} s per network"))
+
+    def elapsed(self):
+        return time.perf_counter() - self.t0
+
+    def overhead(self):
+        """Seconds of a network's first epoch (mostly compilation), measured so far (5 s before)."""
+        return float(np.mean(self.first)) if self.first else 5.0
+
+    def limit(self, key):
+        """Seconds for network ``key``: its own first-epoch overhead plus a share of the time left
+        in the budget (less one overhead per network still to train) — its share of the cost at
+        the epoch caps, but at least an equal share (cheap networks stop early on their own and
+        hand the rest to the next ones; the last network gets what is left)."""
+        lim = self.time_limit
+        if self.budget is not None:
+            c0 = self.overhead()
+            left = max(self.budget - self.elapsed() - c0 * len(self.todo), 0.0)
+            total = sum(self.cost[k] for k in self.todo) or 1.0
+            share = c0 + left * max(self.cost[key] / total, 1.0 / len(self.todo))
+            lim = share if lim is None else min(lim, share)
+        return lim
+
+    def report(self, rep):
+        self._rep = rep
+
+    def skip(self, key):
+        if key in self.todo:
+            self.todo.remove(key)
+
+    def estimate(self):
+        """(expected, at most) seconds left, or None before any network finished."""
+        if self.spent_cost <= 0 or self.used_cost <= 0:
+            return None
+        rate = self.seconds / self.used_cost  # seconds per cost unit run
+        frac = self.used_cost / self.spent_cost  # share of the epoch caps used (early stopping)
+        cap = sum(self.cost[k] for k in self.todo) * rate
+        if self.budget is not None:
+            cap = min(cap, max(self.budget - self.elapsed(), 0.0))
+        return min(cap, cap * frac if frac > 0 else cap), cap
+
+    class _Run:
+        def __init__(self, sched, key):
+            self.s, self.key = sched, key
+
+        def __enter__(self):
+            s = self.s
+            lim = s.limit(self.key)
+            self.bar = None
+            if s.progress:
+                from tqdm.auto import tqdm
+
+                desc = f"{self.key[0]} {self.key[1]}" + ("" if lim is None else f" (≤{lim:.0f} s)")
+                self.bar = tqdm(total=s.epochs[self.key], desc=desc, unit="epoch", leave=False,
+                                dynamic_ncols=True, file=sys.stderr)
+            self.t = time.perf_counter()
+            return lim, self.bar
+
+        def __exit__(self, *exc):
+            s = self.s
+            if self.bar is not None:
+                self.bar.close()
+            if exc[0] is not None:
+                return False
+            sec = time.perf_counter() - self.t
+            rep, s._rep = s._rep or {}, None
+            asked = max(int(rep.get("epochs_asked", 1)), 1)
+            run = int(rep.get("epochs_run", asked))
+            c = s.cost[self.key]
+            s.spent_cost += c
+            s.used_cost += c * run / asked
+            s.seconds += sec
+            if rep.get("first_epoch_seconds") is not None:
+                s.first.append(float(rep["first_epoch_seconds"]))
+            s.skip(self.key)
+            if s.progress:
+                est = s.estimate()
+                left = "" if est is None or not s.todo else \
+                    f"; estimated ~{est[0]:.0f} s left (at most {est[1]:.0f} s)"
+                s.log(f"{self.key[0]} {self.key[1]}: {run} epochs in {sec:.1f} s "
+                      f"({rep.get('stopped_by', '?')}); training {s.elapsed():.0f} s so far{left}")
+            return False
+
+    def run(self, key):
+        return self._Run(self, key)
 
 
 def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: float | None = None,
           log=print, friction_target: str = "absolute", max_rest_per_throw: int | None = None,
           inputs: str = "paper", max_steady_per_throw: int | None = None, patience: int | None = None,
-          friction_head: str = "plain", regressor_weight: str = "uniform"):
+          friction_head: str = "plain", regressor_weight: str = "uniform", time_budget: float | None = None,
+          progress: bool = False):
     """Train dacm and PDD on a dataset (``data.load``). Returns (dacm params, pdd params, meta).
 
     time_limit: seconds per network (epochs stop early when exceeded; the report says so).
+    time_budget: seconds for all nine (3D) networks together, shared among the networks still to
+    train in proportion to their cost at the epoch cap (time a network does not use goes to the
+    next ones); a network stops at the smaller of its share and ``time_limit``.
+    progress: tqdm bars per network (stderr) and time estimates through ``log``.
     friction_target: "absolute" (the paper: p_f) or "ratio" (p_f / p_n⁰, see ``law``).
     max_rest_per_throw: keep at most this many resting instances per throw (None: all).
     inputs: "paper", "physics", "both" or "coulomb" (``features.INPUTS``) for dacm's networks (PDD: paper).
@@ -218,14 +358,22 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         raise ValueError("friction_target='ratio' / max_steady_per_throw need data with 'pn0' (regenerate with this version)")
     if inputs != "paper" and "x_extra" not in data:
         raise ValueError(f"inputs={inputs!r} needs data with 'x_extra' (regenerate with this version)")
-    for sub, arg in ((subsample_rest, max_rest_per_throw), (subsample_steady, max_steady_per_throw)):
-        if arg is not None:
-            keep = sub(data, arg)
-            data = {k: (v[keep] if isinstance(v, np.ndarray) and v.shape[:1] == keep.shape else v) for k, v in data.items()}
+    if max_rest_per_throw is not None or max_steady_per_throw is not None:
+        keep = subsample_mask(data, max_rest_per_throw, max_steady_per_throw)
+        data = {k: (v[keep] if isinstance(v, np.ndarray) and v.shape[:1] == keep.shape else v) for k, v in data.items()}
     shape = str(data["shape"])
     hp = hp or HyperParams.paper(shape)
     n_throws = int(data["n_throws"])
     dacm_mask = data["throw"] < int(np.ceil(n_throws * 2 / 3))
+    n_in = F.num_features(dim, inputs)
+    jobs = {}
+    for k in F.patch_types(dim):
+        name, nf = PATCH_KEYS[k], len(F.COMPONENTS[dim][k][0])
+        m = dacm_mask & (data["kind"] == k)
+        jobs[(name, "classifier")] = (int(m.sum()), hp.classifier, n_in, 3)
+        jobs[(name, "regressor")] = (int((m & (data["label"] == F.DYNAMIC)).sum()), hp.regressor, n_in, nf)
+        jobs[(name, "pdd")] = (int((data["kind"] == k).sum()), hp.pdd, F.num_features(dim), nf + len(F.COMPONENTS[dim][k][1]))
+    sched = _Schedule(jobs, time_budget, time_limit, log, progress)
     dp = {"clf": {}, "reg": {}, "norm": {}}
     pp = {"reg": {}, "norm": {}}
     report = {}
@@ -254,8 +402,10 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
             rep["head"] = np.round(head, 5).tolist()
         xn = (x - st["x_mean"]) / st["x_std"]
         tr, va = _split(thr, seed + i)
-        v_c, r = fit(hp.classifier, xn[tr], lab[tr], 3, "classify", seed + 10 * i, time_limit,
-                     val=(xn[va], lab[va]), patience=patience)
+        with sched.run((name, "classifier")) as (lim, bar):
+            v_c, r = fit(hp.classifier, xn[tr], lab[tr], 3, "classify", seed + 10 * i, lim,
+                         val=(xn[va], lab[va]), patience=patience, bar=bar)
+            sched.report(r)
         if len(va):
             r["val_accuracy"] = float(np.mean(predict(hp.classifier.hidden, 3, v_c, xn[va]).argmax(1) == lab[va]))
         rep["classifier"] = r
@@ -263,12 +413,15 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         yd = (yf - st["y_mean"]) / st["y_std"]
         xd = xn[dyn]
         if len(xd) == 0:
+            sched.skip((name, "regressor"))
             v_r = MLP(hp.regressor.hidden, len(fi)).init(jax.random.PRNGKey(seed), jnp.zeros((1, xn.shape[1])))
             r = {"samples": 0, "note": "no dynamic instances: untrained"}
         else:
             tr, va = tr_r, va_r
-            v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, time_limit,
-                         weights=wr[tr], val=(xd[va], yd[va], wr[va]), patience=patience)
+            with sched.run((name, "regressor")) as (lim, bar):
+                v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, lim,
+                             weights=wr[tr], val=(xd[va], yd[va], wr[va]), patience=patience, bar=bar)
+                sched.report(r)
             if len(va):
                 r["val_r2"] = r2(predict(hp.regressor.hidden, len(fi), v_r, xd[va]), yd[va])
                 if friction_head == "residual":  # R² of the whole output (head + network), ratio units
@@ -288,8 +441,10 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         xn = (x - st["x_mean"]) / st["x_std"]
         yn = (w - st["y_mean"]) / st["y_std"]
         tr, va = _split(data["throw"][m], seed + i + 200)
-        v_p, r = fit(hp.pdd, xn[tr], yn[tr], len(fi) + len(ni), "regress", seed + 10 * i + 2, time_limit,
-                     val=(xn[va], yn[va]), patience=patience)
+        with sched.run((name, "pdd")) as (lim, bar):
+            v_p, r = fit(hp.pdd, xn[tr], yn[tr], len(fi) + len(ni), "regress", seed + 10 * i + 2, lim,
+                         val=(xn[va], yn[va]), patience=patience, bar=bar)
+            sched.report(r)
         if len(va):
             r["val_r2"] = r2(predict(hp.pdd.hidden, len(fi) + len(ni), v_p, xn[va]), yn[va])
         rep["pdd"] = r
@@ -305,7 +460,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         "friction_target": friction_target, "max_rest_per_throw": max_rest_per_throw,
         "inputs": inputs, "max_steady_per_throw": max_steady_per_throw, "patience": patience,
         "instances_used": int(len(data["x"])), "friction_head": friction_head,
-        "regressor_weight": regressor_weight,
+        "regressor_weight": regressor_weight, "time_limit": time_limit, "time_budget": time_budget,
     }
     return dp, pp, meta
 
@@ -314,7 +469,8 @@ def laws_from_meta(meta: dict):
     hp = HyperParams.from_dict(meta["hyperparams"])
     dim = int(meta["dim"])
     return (DACMLaw(dim, hp.classifier.hidden, hp.regressor.hidden, friction_target=meta.get("friction_target", "absolute"),
-                    inputs=meta.get("inputs", "paper"), friction_head=meta.get("friction_head", "plain")),
+                    inputs=meta.get("inputs", "paper"), friction_head=meta.get("friction_head", "plain"),
+                    symmetry=int(meta.get("symmetry", 1))),
             PDDLaw(dim, hp.pdd.hidden))
 
 

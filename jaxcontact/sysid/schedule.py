@@ -128,9 +128,9 @@ def hop_search(prob: Problem, x, points: int = 31) -> tuple[np.ndarray, float, i
 
     Why: with noisy data the window loss is jagged in these scalars — every window whose stick/slip
     or bounce sequence flips as μ or ε varies adds a small step — so LM converges to the nearest
-    local minimum, which can be several % from the best one a few % away (measured on 20 noisy
-    throws started at the truth: LM stops at μ +5.4 %, a scan finds a lower loss at +1 %, and the
-    LM polish from there ends at 0.15 %). A scan costs ``points`` forward loss evaluations."""
+    local minimum, which can be several % from the best one a few % away (the measured example:
+    docs/sysid.md, "The fit schedule", local scans + LM polish). A scan costs ``points`` forward
+    loss evaluations."""
     names = [n for n in prob.spec.names if n in HOP_RANGES]
     x = np.array(x, float)
     n = prob.spec.size

@@ -7,7 +7,7 @@ CKPT is a dacm checkpoint trained on random throws of the isolated link only, ma
 improved recipe of docs/dacm.md ("_plus"):
 
     jaxcontact --x64 dacm generate --shape link --throws 300 --seed 0 --out link.npz
-    jaxcontact --x64 dacm train --data link.npz --out CKPT --friction-target ratio \
+    jaxcontact --x64 dacm train --preset paper --data link.npz --out CKPT --friction-target ratio \
         --inputs physics --max-rest-per-throw 20 --max-steady-per-throw 20 --patience 20 --time-limit 90
 
 Ablation checkpoint with chain-like (tip-first) throws of the isolated link added to the data:
@@ -42,7 +42,7 @@ from ..common import default_work, in_work
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GEN = ["--shape", "link", "--throws", "300", "--seed", "0"]
-TRAIN = ["--friction-target", "ratio", "--inputs", "physics", "--max-rest-per-throw", "20",
+TRAIN = ["--preset", "paper", "--friction-target", "ratio", "--inputs", "physics", "--max-rest-per-throw", "20",
          "--max-steady-per-throw", "20", "--patience", "20", "--time-limit", "90"]
 
 
@@ -135,7 +135,7 @@ def recipe(meta, ckpt=None) -> str:
     opts = [("--friction-target", "friction_target"), ("--inputs", "inputs"), ("--max-rest-per-throw", "max_rest_per_throw"),
             ("--max-steady-per-throw", "max_steady_per_throw"), ("--patience", "patience")]
     o = " ".join(f"{f} {meta[k]}" for f, k in opts if meta.get(k) is not None)
-    train = f"jaxcontact --x64 dacm train --data {meta.get('data_file')} --out CKPT {o} --seed {meta.get('seed')} --time-limit 90"
+    train = f"jaxcontact --x64 dacm train --preset {meta.get('preset', 'paper')} --data {meta.get('data_file')} --out CKPT {o} --seed {meta.get('seed')} --time-limit 90"
     data = Path(str(meta.get("data_file")))
     if ckpt is not None and meta.get("data_file_relative_to") == "checkpoint directory":
         data = Path(ckpt) / data

@@ -206,7 +206,9 @@ def main(argv=None, prog="studies.dacm study"):
         shape, aniso, extra, n_train = CONFIGS[name]
         data, ck = str(work / f"{SHARED_DATA.get(name, name)}.npz"), str(work / f"{name}_ckpt")
         gen = py + ["generate", "--shape", shape, "--throws", str(n_train or a.throws), "--seed", "0", "--out", data] + (["--anisotropic"] if aniso else []) + GEN_EXTRA.get(name, [])
-        tr = py + ["train", "--data", data, "--out", ck, "--time-limit", str(TIME_LIMIT.get(name, a.time_limit))] + extra \
+        # the study's recipes are spelled as flags on top of the paper's setup (the default is now the best recipe)
+        tr = py + ["train", "--preset", "paper", "--data", data, "--out", ck,
+                   "--time-limit", str(TIME_LIMIT.get(name, a.time_limit))] + extra \
             + (["--seed", str(TRAIN_SEED[name])] if name in TRAIN_SEED else [])
         ev = py + ["evaluate", "--checkpoint", ck, "--throws", str(a.test_throws), "--seed", "1", "--json"] + (["--anisotropic"] if aniso else []) + (PLUS_EVAL if name.endswith("_plus") or name in DISSIPATIVE else [])
         if a.evaluate_only:
