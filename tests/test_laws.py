@@ -18,8 +18,7 @@ SMALL = (16,)  # small networks: the protocol is under test, not the learned mod
 LAWS = {
     "coulomb": lambda: (CoulombLCP(), dict(mu=0.3, restitution=0.2)),
     "smoothed": lambda: (SmoothedCoulomb(kappa=1e-4, newton_iters=12), dict(mu=0.3, restitution=0.2)),
-    "dacm_paper": lambda: (DACMLaw(clf_hidden=SMALL, reg_hidden=SMALL), dict(key=jax.random.PRNGKey(1))),
-    "dacm": lambda: (
+    "dacm": lambda: (  # the default recipe's law (the paper's inputs run in tests/test_dacm.py)
         DACMLaw(clf_hidden=SMALL, reg_hidden=SMALL, friction_target="ratio", inputs="coulomb",
                 friction_head="residual", dissipative=True),
         dict(key=jax.random.PRNGKey(2)),
