@@ -140,17 +140,7 @@ def frictionless(model, params, state, v_free, settings: LCPSettings = LCPSettin
 def info(phi, active, z, patch, solution: ContactSolution, mode=-1, patch_normal=None) -> ContactInfo:
     """``ContactInfo`` of one step from the contacts' φ and active mask, impulses z (C, d), a patch
     (``kind``, ``centre`` and, unless ``patch_normal`` is given, ``normal``) and the solution."""
-    return ContactInfo(
-        phi=phi,
-        active=active,
-        impulse=z,
-        patch_type=patch.kind,
-        patch_centre=patch.centre,
-        patch_normal=patch.normal if patch_normal is None else patch_normal,
-        residual=jnp.asarray(solution.residual),
-        iterations=jnp.asarray(solution.iterations, jnp.int32),
-        mode=jnp.asarray(mode, jnp.int32),
-    )
+    return ContactInfo.from_patch(phi, active, z, patch, solution.residual, solution.iterations, mode, patch_normal)
 
 
 def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolution, mode=-1) -> ContactInfo:

@@ -160,15 +160,16 @@ class ContactInfo:
     mode: jnp.ndarray
 
     @staticmethod
-    def from_patch(phi, active, impulse, patch, residual, iterations, mode=-1) -> "ContactInfo":
-        """Info from a ``geometry.Patch`` and a solver's residual/iterations."""
+    def from_patch(phi, active, impulse, patch, residual, iterations, mode=-1, patch_normal=None) -> "ContactInfo":
+        """Info from a patch (``kind``, ``centre`` and, unless ``patch_normal`` is given, ``normal``)
+        and a solver's residual/iterations."""
         return ContactInfo(
             phi=phi,
             active=active,
             impulse=impulse,
             patch_type=patch.kind,
             patch_centre=patch.centre,
-            patch_normal=patch.normal,
+            patch_normal=patch.normal if patch_normal is None else patch_normal,
             residual=jnp.asarray(residual),
             iterations=jnp.asarray(iterations, jnp.int32),
             mode=jnp.asarray(mode, jnp.int32),
