@@ -47,8 +47,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from .. import geometry
+from .. import contact, geometry
 from ..rotations import perp2d
+from ..solvers import LCPSettings
 from ..types import Body, Ground, PatchType, PlanarState
 
 STATIC, DYNAMIC, DETACH = 0, 1, 2
@@ -273,13 +274,11 @@ class Reference:
 def reference_lcp(model, params, state, v_free, solver=None) -> Reference:
     """The frictionless LCP at the free velocity (``Reference``); its normal impulse P·n ≥ 0 is the
     scale by which the "ratio" friction target divides p_f (dacm improvement, see docs/dacm.md)."""
-    from ..solvers import LCPSettings
-    from .law import frictionless_lcp_contacts
-
-    sol, p, con = frictionless_lcp_contacts(model, params, state, v_free, solver or LCPSettings())
+    sol, con = contact.frictionless(model, params, state, v_free, solver or LCPSettings())
+    p = sol.impulse
     n = geometry.unit_normal(params.ground)
     v_after = v_free + geometry.mass_matrix_inverse(params.body, state) @ p
-    return Reference(pn0=jnp.dot(p[: state.dim], n), z=sol.z, contacts=con, v_after=v_after)
+    return Reference(pn0=jnp.dot(p[: state.dim], n), z=sol.z[:, 0], contacts=con, v_after=v_after)
 
 
 def friction_scale(pn0):
