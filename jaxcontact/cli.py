@@ -45,6 +45,12 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         shown = "off" if action.default is False and action.nargs == 0 else "%(default)s"
         return f"{text} (default: {shown})" if text else f"(default: {shown})"
 
+    def _fill_text(self, text, width, indent):
+        # a description laid out in lines (e.g. a table of presets) is kept as written
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
 
 # help of an option registered without one: its default is still shown
 DEFAULT_ONLY_HELP = "(default: %(default)s)"

@@ -139,15 +139,15 @@ def register(sub) -> None:
     p = sub.add_parser("dacm", help="data-augmented contact model: generate data, train, evaluate")
     s = p.add_subparsers(dest="dacm_command", required=True)
     g = s.add_parser("generate", help="ground-truth contact instances from Coulomb-LCP throws")
-    g.add_argument("--shape", choices=SHAPES, default="box")
+    g.add_argument("--shape", choices=SHAPES, default="box", help="body thrown (0.1 m box, prism, link, ...)")
     g.add_argument("--anisotropic", action="store_true", help="mu = (0.75, 1.5) along world (x, y)")
-    g.add_argument("--throws", type=int, default=150)
-    g.add_argument("--steps", type=int, default=800)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--throws", type=int, default=150, help="random throws simulated (throws)")
+    g.add_argument("--steps", type=int, default=800, help="steps per throw (steps of 0.002 s)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the throws (integer)")
     g.add_argument("--slide-fraction", type=float, default=0.0,
                    help="share of the throws replaced by sliding throws (low, near-flat, fast horizontal "
                         "launches; 1 = only sliding throws; default 0 = the paper's random throws)")
-    g.add_argument("--out", required=True)
+    g.add_argument("--out", required=True, help="data file to write (.npz)")
     g.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     g.set_defaults(func=run_generate)
     from . import recipes as R
@@ -156,11 +156,10 @@ def register(sub) -> None:
                      description="Train dacm and PDD. Defaults: the best measured recipe (--preset best = default); "
                                  "--preset paper is the paper's setup (Fig. 3). Explicit flags override the preset.",
                      epilog="presets:\n  " + "\n  ".join(R.describe(n) for n in ("best", "paper")) +
-                            "\n  default: the same as best",
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    t.add_argument("--data", required=True)
+                            "\n  default: the same as best")
+    t.add_argument("--data", required=True, help="data file of dacm generate (.npz)")
     t.add_argument("--out", required=True, help="checkpoint directory")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="seed of the network initialisation and batches (integer)")
     t.add_argument("--preset", choices=tuple(R.PRESETS), default="default",
                    help="named recipe (listed below); default: best")
     t.add_argument("--no-progress", action="store_true", help="no progress bars / time estimates on stderr")
