@@ -74,9 +74,8 @@ def run_train(args) -> int:
 
     d = D.load(args.data)
     rec = train_recipe(args)
-    R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuse a bad setting before training
+    symmetry = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuses a bad setting before training
     hp = R.hyperparams(rec, str(d["shape"]))
-    budget = R.budget_seconds(rec, int(T.subsample_mask(d, rec["max_rest_per_throw"], rec["max_steady_per_throw"]).sum()))
     progress = not args.no_progress
     if progress:
         _log(f"dacm train: preset {args.preset} ({', '.join(f'{k}={v}' for k, v in rec.items())})")
@@ -85,11 +84,12 @@ def run_train(args) -> int:
                            friction_target=rec["friction_target"], max_rest_per_throw=rec["max_rest_per_throw"],
                            inputs=rec["inputs"], max_steady_per_throw=rec["max_steady_per_throw"],
                            patience=rec["patience"], friction_head=rec["friction_head"],
-                           regressor_weight=rec["regressor_weight"], time_budget=budget, progress=progress)
+                           regressor_weight=rec["regressor_weight"], time_budget=rec["budget"],
+                           time_budget_per_kilo=rec["budget_per_kilo"], progress=progress)
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta.update(data_record(args.data, args.out, d))
     meta["preset"] = args.preset
-    meta["symmetry"] = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))
+    meta["symmetry"] = symmetry
     T.save_checkpoint(args.out, dp, pp, meta)
     _log(f"wrote {args.out} ({meta['train_seconds']} s)")
     print(json.dumps(meta["report"], indent=1))

@@ -73,11 +73,17 @@ def symmetry_for(recipe: dict, dim: int, anisotropic: bool) -> int:
     return k
 
 
-def budget_seconds(recipe: dict, instances: int) -> float | None:
-    """Total training-time budget (s) for ``instances`` training instances (after subsampling)."""
-    if recipe.get("budget") is None:
+def total_budget(budget: float | None, per_kilo: float | None, instances: int) -> float | None:
+    """Total training-time budget (s): ``budget`` plus ``per_kilo`` per 1 000 training instances
+    (after subsampling); ``None`` when ``budget`` is ``None`` (no budget)."""
+    if budget is None:
         return None
-    return float(recipe["budget"]) + float(recipe.get("budget_per_kilo") or 0.0) * instances / 1000.0
+    return float(budget) + float(per_kilo or 0.0) * instances / 1000.0
+
+
+def budget_seconds(recipe: dict, instances: int) -> float | None:
+    """``total_budget`` of a recipe for ``instances`` training instances."""
+    return total_budget(recipe.get("budget"), recipe.get("budget_per_kilo"), instances)
 
 
 def describe(name: str) -> str:

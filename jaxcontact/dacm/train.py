@@ -27,6 +27,7 @@ from flax import serialization
 from . import features as F
 from .law import PATCH_KEYS, DACMLaw, PDDLaw
 from .networks import MLP, HyperParams, NetConfig
+from .recipes import total_budget
 
 CKPT_FORMAT = "jaxcontact.dacm.checkpoint/1"
 
@@ -326,13 +327,15 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
           log=print, friction_target: str = "absolute", max_rest_per_throw: int | None = None,
           inputs: str = "paper", max_steady_per_throw: int | None = None, patience: int | None = None,
           friction_head: str = "plain", regressor_weight: str = "uniform", time_budget: float | None = None,
-          progress: bool = False):
+          time_budget_per_kilo: float | None = None, progress: bool = False):
     """Train dacm and PDD on a dataset (``data.load``). Returns (dacm params, pdd params, meta).
 
     time_limit: seconds per network (epochs stop early when exceeded; the report says so).
     time_budget: seconds for all nine (3D) networks together, shared among the networks still to
     train in proportion to their cost at the epoch cap (time a network does not use goes to the
     next ones); a network stops at the smaller of its share and ``time_limit``.
+    time_budget_per_kilo: seconds added to ``time_budget`` per 1 000 training instances (counted
+    after the subsampling), so the budget grows with the data (``recipes.total_budget``).
     progress: tqdm bars per network (stderr) and time estimates through ``log``.
     friction_target: "absolute" (the paper: p_f) or "ratio" (p_f / p_n⁰, see ``law``).
     max_rest_per_throw: keep at most this many resting instances per throw (None: all).
@@ -361,6 +364,7 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
     if max_rest_per_throw is not None or max_steady_per_throw is not None:
         keep = subsample_mask(data, max_rest_per_throw, max_steady_per_throw)
         data = {k: (v[keep] if isinstance(v, np.ndarray) and v.shape[:1] == keep.shape else v) for k, v in data.items()}
+    time_budget = total_budget(time_budget, time_budget_per_kilo, len(data["x"]))
     shape = str(data["shape"])
     hp = hp or HyperParams.paper(shape)
     n_throws = int(data["n_throws"])
