@@ -52,21 +52,12 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
-# help of an option registered without one: its default is still shown
-DEFAULT_ONLY_HELP = "(default: %(default)s)"
-
-
 class Parser(argparse.ArgumentParser):
     """``ArgumentParser`` with ``HelpFormatter``; sub-parsers made from it are ``Parser`` too."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
-
-    def add_argument(self, *args, **kwargs):
-        if kwargs.get("help") is None and kwargs.get("default") is not None and kwargs.get("action") != "store_true":
-            kwargs["help"] = DEFAULT_ONLY_HELP
-        return super().add_argument(*args, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,11 +13,7 @@ import numpy as np
 import pytest
 
 import jaxcontact
-from jaxcontact.cli import DEFAULT_ONLY_HELP, build_parser, main
-
-# options of parsers owned elsewhere that still lack help text (dacm train/generate are being
-# reworked in another change; their defaults are shown all the same)
-HELP_PENDING = {}  # options allowed without help text (none)
+from jaxcontact.cli import build_parser, main
 
 
 def _walk(parser, path=()):
@@ -45,8 +41,7 @@ def test_every_option_has_help_and_shows_its_default():
             if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction, argparse._VersionAction)):
                 continue
             opt = a.option_strings[0] if a.option_strings else a.dest
-            if opt not in HELP_PENDING.get(path, ()):
-                assert a.help and a.help != DEFAULT_ONLY_HELP, f"jaxcontact {' '.join(path)} {opt}: no help text"
+            assert a.help, f"jaxcontact {' '.join(path)} {opt}: no help text"
             if a.default is not None and a.default is not argparse.SUPPRESS:
                 # the help of this option (up to the next option) says "default"
                 m = re.search(r"\n  " + re.escape(opt) + r"[ \n,]", text[text.index("\noptions:"):])
