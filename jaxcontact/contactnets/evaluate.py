@@ -63,7 +63,7 @@ def metrics(pred: np.ndarray, data) -> dict:
         np.linalg.norm(pred[..., 3:7], axis=-1) * np.linalg.norm(true[..., 3:7], axis=-1)
     )
     rot = np.degrees(2.0 * np.arccos(np.clip(dots, 0.0, 1.0)))
-    pen = np.maximum(0.0, -_lowest_corner(pred, data.vertices)) / w
+    pen = np.maximum(0.0, -lowest_corner(pred, data.vertices)) / w
     per = lambda a: np.sum(np.where(mask, a, 0.0), axis=1) / mask.sum(axis=1)
     p, r, e = per(pos), per(rot), per(pen)
     finite = np.isfinite(p) & np.isfinite(r) & np.isfinite(e)
@@ -77,7 +77,9 @@ def metrics(pred: np.ndarray, data) -> dict:
     }
 
 
-def _lowest_corner(states: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+def lowest_corner(states: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Height of the lowest vertex for each state (``states[..., :7]`` = position, quaternion
+    w x y z; ``vertices`` (V, 3) in the body frame)."""
     q = states[..., 3:7] / np.linalg.norm(states[..., 3:7], axis=-1, keepdims=True)
     w, x, y, z = (q[..., i] for i in range(4))
     # third row of R (world z of body axes)

@@ -33,10 +33,3 @@ def cube_test_split(data, n_test: int = 48, seed: int = 12345):
     return data.subset(np.sort(perm[:n_test])), data.subset(np.sort(perm[n_test:]))
 
 
-def lowest_corner(states: np.ndarray, vertices: np.ndarray) -> np.ndarray:
-    """Height of the lowest vertex of the body for each state (``states[..., :7]`` = position,
-    quaternion w x y z; ``vertices`` (V, 3) in the body frame)."""
-    q = states[..., 3:7] / np.linalg.norm(states[..., 3:7], axis=-1, keepdims=True)
-    w, x, y, z = (q[..., i] for i in range(4))
-    r3 = np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1)  # world z of the body axes
-    return (states[..., 2:3] + np.einsum("...k,vk->...v", r3, vertices)).min(axis=-1)

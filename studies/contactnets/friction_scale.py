@@ -28,8 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxcontact.contactnets.evaluate import lowest_corner
+
 from ..common import command_line, in_work
-from .common import RESULTS, WORK, cube_test_split, cube_tosses_path, lowest_corner
+from .common import RESULTS, WORK, cube_test_split, cube_tosses_path
 
 
 def main(argv=None, prog="studies.contactnets friction-scale") -> int:
