@@ -9,9 +9,11 @@ Quick start::
     traj = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.5]), n_steps=800)
 """
 
-from . import contact, geometry, shapes, solvers
+from . import contact, diagnostics, geometry, shapes, solvers
 from .dynamics import (
+    PenetrationWarning,
     batch_rollout,
+    depenetrate,
     energy,
     free_velocity,
     integrate,
@@ -23,26 +25,33 @@ from .dynamics import (
 from .laws import ContactLaw, CoulombLCP, CoulombParams, NoContact, SmoothedCoulomb
 from .solvers import LCPSettings
 from .states import make_planar_state, make_state
-from .types import Body, ContactInfo, Ground, Model, Params, PatchType, PlanarState, State
+from .types import Body, ContactInfo, Flags, Ground, Model, Params, PatchType, PlanarState, State, Summary
+from .validation import CheckError
 
 from .version import __version__
 
 __all__ = [
     "__version__",
     "Body",
+    "CheckError",
     "ContactInfo",
     "ContactLaw",
     "CoulombLCP",
     "CoulombParams",
+    "Flags",
     "Ground",
     "LCPSettings",
     "Model",
     "Params",
     "PatchType",
+    "PenetrationWarning",
     "PlanarState",
     "State",
+    "Summary",
     "batch_rollout",
     "contact",
+    "depenetrate",
+    "diagnostics",
     "energy",
     "free_velocity",
     "geometry",

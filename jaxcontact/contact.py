@@ -14,7 +14,8 @@ the free constraint velocities, masks padded candidates, calls the solver and fi
 vertices, a learned φ, a chain's links), the friction coefficients and the target.
 
 * ``from_jacobians`` — a problem from any rows (ContactNets' learned Jacobians, chains).
-* ``rigid_body`` — the rows of a body's closest vertices against the ground (``geometry``).
+* ``rigid_body`` — the rows of a body's closest vertices against the ground (``geometry``); the
+  normal target is capped at ``Model.max_correction_speed``.
 * ``solve`` / ``solve_smoothed`` — the hard and the relaxed solution, as ``ContactSolution``.
 * ``frictionless`` — the normal-only problem of a body (dacm's reference and dynamic branch).
 * ``info`` — the per-step ``ContactInfo``.
@@ -88,6 +89,9 @@ def rigid_body(model, params, state, v_free, friction: bool = True):
     con = geometry.contact_candidates(body, params.ground, state, model.num_contacts(body))
     jac = con.jac if friction else con.jac[:, :1, :]
     prob = from_jacobians(jac, con.phi, con.valid, geometry.mass_matrix_inverse(body, state), v_free, model.dt)
+    if model.max_correction_speed is not None:
+        # a penetrating vertex is pushed out at most this fast (no launch from deep penetration)
+        prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
     return prob, con
 
 

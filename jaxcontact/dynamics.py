@@ -7,22 +7,41 @@ Semi-implicit (symplectic) Euler at the velocity level:
 2. contact        p, info = model.law(model, params, state, v¹);
 3. update         v⁺ = v¹ + M⁻¹ p; x⁺ = x + h v⁺; q⁺ = normalise(q ⊗ exp(h ω⁺ / 2)).
 
-``step``/``rollout`` validate concrete inputs (shapes, finiteness, unit quaternion, positive
-mass and inertia) and raise ``ValueError`` naming the field before anything is compiled; inside
-a user's ``jit``/``grad``/``vmap`` the inputs are tracers and the checks are skipped.
+Before 1, a start state that penetrates deeper than ``Model.penetration_tol`` is projected out
+along the ground normal (``depenetrate``: position only, no momentum); the contact solve then
+removes the rest at no more than ``Model.max_correction_speed``.
+
+What is checked where:
+
+* eager calls (concrete inputs): ``validation.validate_inputs`` raises ``ValueError`` naming the
+  field before anything is compiled; a start state deeper in the ground than
+  ``Model.penetration_tol`` gives a ``PenetrationWarning``;
+* every step, in any tracing context (``jit``/``vmap``/``grad``): ``ContactInfo.flags``
+  (``types.Flags``: invalid input, non-finite output, deep penetration, solver not converged) and
+  ``ContactInfo.invalid`` (which value rule of ``validation.RULES`` the input broke);
+  ``output="final"`` with ``with_info`` returns their ``Summary`` over the rollout;
+  ``diagnostics.report``/``diagnostics.check`` name the field, the bodies and the first step;
+* static settings (``Model`` fields, ``n_steps``): when the model is built or the call is made.
 """
 
 from __future__ import annotations
 
-from functools import partial
+import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import geometry
 from .rotations import quat_exp, quat_mul, quat_normalize, skew
-from .types import AnyState, Model, Params, PlanarState, State
-from .validation import is_concrete, validate_inputs
+from .solvers import LCPSettings
+from .types import AnyState, ContactInfo, Flags, Model, Params, PlanarState, State, Summary
+from .validation import broken_rules, check_steps, is_concrete, validate_inputs
+
+
+class PenetrationWarning(UserWarning):
+    """A start state penetrates the ground deeper than ``Model.penetration_tol``."""
 
 
 def gravity_vector(model: Model, state: AnyState, dtype) -> jnp.ndarray:
@@ -71,15 +90,68 @@ def integrate(model: Model, state: AnyState, v_new: jnp.ndarray) -> AnyState:
     return State(pos=state.pos + h * vel, quat=quat, vel=vel, omega=omega)
 
 
+def _bounds_penetration(model: Model) -> bool:
+    return model.max_correction_speed is not None and getattr(model.law, "body_geometry", True)
+
+
+def depenetrate(model: Model, params: Params, state: AnyState):
+    """(state, projected): a state whose deepest vertex is more than ``model.penetration_tol``
+    below the ground, moved up along the ground normal until it is exactly that deep (position
+    only: velocities untouched, so no momentum is added); ``projected`` says whether it moved.
+    Exactly the input state otherwise (and always when ``max_correction_speed`` is None or the
+    law's geometry is not the body's vertices: ``body_geometry = False``)."""
+    if not _bounds_penetration(model):
+        return state, jnp.zeros((), bool)
+    shift = jnp.maximum(penetration(params, state) - model.penetration_tol, 0.0)
+    n = geometry.unit_normal(params.ground).astype(state.pos.dtype)
+    return state.replace(pos=state.pos + shift * n), shift > 0
+
+
+def _solver_failed(model: Model, info: ContactInfo) -> jnp.ndarray:
+    failed = ~jnp.isfinite(info.residual)
+    s = getattr(model.law, "solver", None)
+    if isinstance(s, LCPSettings) and not s.fixed_iterations:
+        failed = failed | ((info.iterations >= s.max_iter) & (info.residual > s.tol))
+    return failed
+
+
 def _step(model: Model, params: Params, state: AnyState, control=None):
+    invalid = broken_rules(params, state, control)
+    state, projected = depenetrate(model, params, state)
     v1 = free_velocity(model, params, state, control)
     p, info = model.law(model, params, state, v1)
     Minv = geometry.mass_matrix_inverse(params.body, state)
     v_new = v1 + Minv @ p
-    return integrate(model, state, v_new), info
+    new = integrate(model, state, v_new)
+    nonfinite = ~jnp.all(jnp.isfinite(p))
+    for x in jax.tree_util.tree_leaves(new):
+        nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
+    bits = [(invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
+            (projected, Flags.PENETRATION), (_solver_failed(model, info), Flags.SOLVER)]
+    flags = jnp.zeros((), jnp.int32)
+    for cond, bit in bits:
+        flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
+    return new, info.replace(flags=flags, invalid=invalid)
 
 
 _step_jit = jax.jit(_step, static_argnames=("model",))
+
+
+def warn_penetration(model: Model, params: Params, states, batched: bool = False) -> None:
+    """Warn (``PenetrationWarning``) when concrete start states penetrate the ground deeper than
+    ``model.penetration_tol``; one vectorised host pass."""
+    if not _bounds_penetration(model):
+        return
+    pen = np.asarray(jax.device_get(
+        jax.vmap(lambda s: penetration(params, s))(states) if batched else penetration(params, states)))
+    deep = pen > model.penetration_tol
+    if np.any(deep):
+        n, k = pen.size, int(deep.sum())
+        who = f"{k} of {n} start states penetrate" if batched else "the start state penetrates"
+        warnings.warn(
+            f"{who} the ground by up to {pen.max():.3g} m (more than Model.penetration_tol = "
+            f"{model.penetration_tol:.3g} m); projected out along the ground normal without added momentum",
+            PenetrationWarning, stacklevel=3)
 
 
 def step_with_info(model: Model, params: Params, state: AnyState, control=None):
@@ -90,6 +162,7 @@ def step_with_info(model: Model, params: Params, state: AnyState, control=None):
     """
     if is_concrete((params, state, control)):
         validate_inputs(params, state, control=control, batched=False)
+        warn_penetration(model, params, state)
         return _step_jit(model, params, state, control)
     return _step(model, params, state, control)
 
@@ -99,19 +172,41 @@ def step(model: Model, params: Params, state: AnyState, control=None) -> AnyStat
     return step_with_info(model, params, state, control)[0]
 
 
-@partial(jax.jit, static_argnames=("model", "n_steps", "output", "with_info"))
-def _rollout(model, params, state, controls, n_steps, output, with_info):
-    def f(s, u):
-        s1, info = _step(model, params, s, u)
-        out = None if output == "final" else (s1, info if with_info else None)
-        return s1, out
+_NUM_FLAGS = len(Flags)
 
-    final, ys = jax.lax.scan(f, state, controls, length=n_steps)
+
+def _accumulate(summary: Summary, info: ContactInfo, k) -> Summary:
+    bits = jnp.asarray([int(f) for f in Flags], jnp.int32)
+    raised = (info.flags & bits) != 0
+    first = jnp.where((summary.first_step < 0) & raised, k, summary.first_step)
+    # the rules broken at the first invalid step (later steps inherit its NaN)
+    invalid = jnp.where(summary.invalid == 0, info.invalid, summary.invalid)
+    return Summary(flags=summary.flags | info.flags, first_step=first, invalid=invalid)
+
+
+@functools.partial(jax.jit, static_argnames=("model", "n_steps", "output", "with_info"))
+def _rollout(model, params, state, controls, n_steps, output, with_info):
+    summarize = output == "final" and with_info
+    summary0 = Summary(flags=jnp.zeros((), jnp.int32), first_step=jnp.full((_NUM_FLAGS,), -1, jnp.int32),
+                       invalid=jnp.zeros((), jnp.int32))
+
+    def f(carry, xs):
+        s, summary = carry
+        u, k = xs
+        s1, info = _step(model, params, s, u)
+        if summarize:
+            summary = _accumulate(summary, info, k)
+        out = None if output == "final" else (s1, info if with_info else None)
+        return (s1, summary), out
+
+    ks = jnp.arange(n_steps, dtype=jnp.int32)
+    (final, summary), ys = jax.lax.scan(f, (state, summary0), (controls, ks), length=n_steps)
     if output == "final":
-        return final
+        return (final, summary) if with_info else final
     traj, infos = ys
     traj = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b], 0), state, traj)
     return (traj, infos) if with_info else traj
+
 
 
 def rollout(
@@ -128,21 +223,24 @@ def rollout(
 
     output="trajectory" returns the stacked states (n_steps + 1, …) including the initial one
     (and the per-step ``ContactInfo`` when ``with_info``); output="final" returns only the
-    final state, which keeps memory per body constant for huge batches. Jitted; ``vmap`` it
-    (or use ``batch_rollout``) for many bodies.
+    final state, which keeps memory per body constant for huge batches (with ``with_info``:
+    ``(final, Summary)``, the steps' flags accumulated). Jitted; ``vmap`` it (or use
+    ``batch_rollout``) for many bodies.
     """
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     if controls is not None:
         n_ctrl = jnp.shape(controls)[0]
-        if n_steps is not None and n_steps != n_ctrl:
+        if n_steps is not None and check_steps(n_steps) != n_ctrl:
             raise ValueError(f"n_steps={n_steps} but controls has {n_ctrl} rows")
         n_steps = n_ctrl
-    if n_steps is None or int(n_steps) < 0:
-        raise ValueError("rollout needs n_steps >= 0 or a controls array")
+    if n_steps is None:
+        raise ValueError("rollout needs n_steps (an int >= 0) or a controls array")
+    n_steps = check_steps(n_steps)
     if is_concrete((params, state, controls)):
         validate_inputs(params, state, control=controls, batched=False, control_steps=True)
-    return _rollout(model, params, state, controls, int(n_steps), output, with_info)
+        warn_penetration(model, params, state)
+    return _rollout(model, params, state, controls, n_steps, output, with_info)
 
 
 # Bodies per sequential chunk of a batched rollout on a CPU (chosen by the chunk-size sweep of the
@@ -170,21 +268,27 @@ def batch_rollout(
     physics; results differ only by floating-point rounding). ``None`` vmaps the whole batch at
     once (best on GPUs); ``"auto"`` is 256 on a CPU backend and ``None`` elsewhere.
     validate: check concrete inputs first (shapes, finiteness, quaternions, mass; one pass over the
-    batch on the host). ``False`` skips the check for inputs already validated (e.g. states that
-    came out of an earlier rollout); inside a user's ``jit`` the check never runs anyway.
+    batch on the host, and a ``PenetrationWarning`` for start states deep in the ground). ``False``
+    skips the check for inputs already validated (e.g. states that came out of an earlier
+    rollout); inside a user's ``jit`` the check never runs anyway — there ``ContactInfo.flags``
+    (or the ``Summary`` of ``output="final", with_info=True``) report, and ``diagnostics.check``
+    raises on them.
     """
+    n_steps = check_steps(n_steps)
     if chunk_size == "auto":
         chunk_size = CPU_CHUNK if jax.default_backend() == "cpu" else None
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive int, None or 'auto', got {chunk_size!r}")
+    if output not in ("trajectory", "final"):
+        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     if validate and is_concrete((params, states)):
         validate_inputs(params, states, batched=True, params_batched=params_batched)
-    return _batch_rollout(
-        model, params, states, int(n_steps), params_batched, output, with_info, chunk_size
-    )
+        if not params_batched:
+            warn_penetration(model, params, states, batched=True)
+    return _batch_rollout(model, params, states, n_steps, params_batched, output, with_info, chunk_size)
 
 
-@partial(
+@functools.partial(
     jax.jit,
     static_argnames=("model", "n_steps", "params_batched", "output", "with_info", "chunk_size"),
 )
@@ -209,6 +313,7 @@ def _batch_rollout(model, params, states, n_steps, params_batched, output, with_
     return jax.tree_util.tree_map(lambda x: x.reshape(n_chunks * chunk_size, *x.shape[2:])[:n], out)
 
 
+
 def energy(model: Model, params: Params, state: AnyState) -> jnp.ndarray:
     """Kinetic plus gravitational potential energy of one body (J)."""
     body = params.body
@@ -231,6 +336,9 @@ __all__ = [
     "step_with_info",
     "rollout",
     "batch_rollout",
+    "depenetrate",
+    "PenetrationWarning",
+    "warn_penetration",
     "free_velocity",
     "integrate",
     "energy",

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from .dynamics import batch_rollout
-from .validation import is_concrete, validate_inputs
+from .dynamics import batch_rollout, warn_penetration
+from .validation import check_steps, is_concrete, validate_inputs
 
 BATCH_AXIS = "batch"
 
@@ -53,8 +53,11 @@ def sharded_batch_rollout(
     with_info: bool = False,
 ):
     """``batch_rollout`` with the batch axis sharded over ``mesh`` (default: all devices)."""
+    n_steps = check_steps(n_steps)
     if is_concrete((params, states)):
         validate_inputs(params, states, batched=True, params_batched=params_batched)
+        if not params_batched:
+            warn_penetration(model, params, states, batched=True)
     mesh = batch_mesh() if mesh is None else mesh
     n = jax.tree_util.tree_leaves(states)[0].shape[0]
     ndev = mesh.devices.size
@@ -64,6 +67,6 @@ def sharded_batch_rollout(
         params = shard_batch(pad_batch(params, n_pad), mesh)
     else:
         params = jax.device_put(params, NamedSharding(mesh, P()))
-    out = batch_rollout(model, params, states, int(n_steps), params_batched=params_batched, output=output,
+    out = batch_rollout(model, params, states, n_steps, params_batched=params_batched, output=output,
                         with_info=with_info, chunk_size=None, validate=False)
     return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out

@@ -5,13 +5,18 @@
 * ``Params`` — everything ``jax.grad`` may reach: body, ground and the contact law's parameters.
 * ``Model`` — static, hashable configuration (time step, gravity, contact law, tolerances); it is
   passed to ``jit`` as a static argument, so changing it recompiles, changing ``Params`` does not.
-* ``ContactInfo`` — diagnostics every contact law returns beside its impulse.
+* ``ContactInfo`` — diagnostics every contact law returns beside its impulse; ``flags`` (a
+  ``Flags`` bit set) says whether the step's input was invalid, its output non-finite, the start
+  state penetrated deeper than the stabilisation corrects, or the solver missed its tolerance.
+* ``Summary`` — those flags accumulated over a rollout, for runs that keep only final states.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from enum import IntEnum
+import math
+import numbers
+from enum import IntEnum, IntFlag
 from typing import Any
 
 import jax.numpy as jnp
@@ -25,6 +30,28 @@ class PatchType(IntEnum):
     POINT = 1
     LINE = 2
     FACE = 3
+
+
+class Flags(IntFlag):
+    """What a step reports in ``ContactInfo.flags`` (a bit set; 0 = nothing to report).
+
+    INVALID_INPUT: the step's input broke a rule ``validation`` checks eagerly (non-finite or
+    non-unit state, non-positive mass or inertia, negative friction, restitution outside [0, 1], …).
+    NONFINITE: the step produced a non-finite state or impulse.
+    PENETRATION: the start state penetrated deeper than one step of ``Model.max_correction_speed``
+    corrects; it was projected out along the ground normal (no momentum added).
+    SOLVER: the contact solver used all its iterations without reaching its tolerance, or returned
+    a non-finite residual.
+    """
+
+    INVALID_INPUT = 1
+    NONFINITE = 2
+    PENETRATION = 4
+    SOLVER = 8
+
+
+FLAG_NAMES = {Flags.INVALID_INPUT: "invalid input", Flags.NONFINITE: "non-finite",
+              Flags.PENETRATION: "deep penetration (projected out)", Flags.SOLVER: "solver not converged"}
 
 
 @struct.dataclass
@@ -147,6 +174,8 @@ class ContactInfo:
     residual: () solver residual (velocity units, natural-map norm); 0 for closed-form laws.
     iterations: () solver iterations used.
     mode: () law-specific mode label (dacm: static/dynamic/detach), −1 where not applicable.
+    flags: () int32 ``Flags`` bit set, filled in by the step (``dynamics.step_with_info``); a law
+    leaves it 0. invalid: () int32 bit set of the ``validation.RULES`` the step's input broke.
     """
 
     phi: jnp.ndarray
@@ -158,6 +187,8 @@ class ContactInfo:
     residual: jnp.ndarray
     iterations: jnp.ndarray
     mode: jnp.ndarray
+    flags: Any = 0
+    invalid: Any = 0
 
     @staticmethod
     def from_patch(phi, active, impulse, patch, residual, iterations, mode=-1, patch_normal=None) -> "ContactInfo":
@@ -176,6 +207,26 @@ class ContactInfo:
         )
 
 
+@struct.dataclass
+class Summary:
+    """A rollout's ``ContactInfo.flags`` accumulated over its steps (what ``rollout(...,
+    output="final", with_info=True)`` returns beside the final state; leading batch axes allowed).
+
+    flags: () int32 — OR of every step's flags. first_step: (4,) int32 — for each bit of ``Flags``
+    in order (INVALID_INPUT, NONFINITE, PENETRATION, SOLVER) the first step (0-based) that raised
+    it, −1 if none did. invalid: () int32 — the ``validation.RULES`` broken at the first invalid step.
+    ``diagnostics.report`` turns it into sentences; ``diagnostics.check`` raises on it.
+    """
+
+    flags: jnp.ndarray
+    first_step: jnp.ndarray
+    invalid: jnp.ndarray
+
+
+def _finite_real(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
 @dataclasses.dataclass(frozen=True)
 class Model:
     """Static simulation configuration (hashable; a ``jit`` static argument).
@@ -185,6 +236,15 @@ class Model:
     max_contacts: contact candidates kept per step (the closest ones), ``None`` = all vertices.
     patch_tol: distance under which a vertex counts as touching for the contact patch (m).
     gyroscopic: include the gyroscopic term ω × Iω (integrated implicitly, stable).
+    max_correction_speed: bound (m/s) on the speed at which the contact solve pushes a penetrating
+    vertex out (its target −φ/h is capped there). A start state that penetrates deeper than one
+    step of it corrects (``max_correction_speed·dt``) is first projected out along the ground
+    normal, which adds no momentum, and flagged ``Flags.PENETRATION``. So a body that starts
+    inside the ground (or is pushed into it) is separated without being launched: it gains at
+    most ½ m max_correction_speed² of kinetic energy. ``None`` restores the unbounded −φ/h
+    correction (learned laws whose own φ is not the body's vertices use it).
+
+    All settings are validated here, whatever the tracing context (they are static).
     """
 
     law: Any
@@ -193,15 +253,32 @@ class Model:
     max_contacts: int | None = 8
     patch_tol: float = 1e-3
     gyroscopic: bool = True
+    max_correction_speed: float | None = 0.02
 
     def __post_init__(self):
-        if not (self.dt > 0):
-            raise ValueError(f"Model.dt must be positive, got {self.dt}")
-        if self.max_contacts is not None and self.max_contacts < 1:
-            raise ValueError(f"Model.max_contacts must be >= 1 or None, got {self.max_contacts}")
-        if not (self.patch_tol >= 0):
-            raise ValueError(f"Model.patch_tol must be >= 0, got {self.patch_tol}")
+        if not (_finite_real(self.dt) and self.dt > 0):
+            raise ValueError(f"Model.dt must be a finite positive number of seconds, got {self.dt!r}")
+        if not _finite_real(self.gravity):
+            raise ValueError(f"Model.gravity must be a finite number (m/s²), got {self.gravity!r}")
+        mc = self.max_contacts
+        if mc is not None and (not isinstance(mc, numbers.Integral) or isinstance(mc, bool) or mc < 1):
+            raise ValueError(f"Model.max_contacts must be an int >= 1 or None, got {mc!r}")
+        if not (_finite_real(self.patch_tol) and self.patch_tol >= 0):
+            raise ValueError(f"Model.patch_tol must be a finite number >= 0 (m), got {self.patch_tol!r}")
+        if not isinstance(self.gyroscopic, bool):
+            raise ValueError(f"Model.gyroscopic must be a bool, got {self.gyroscopic!r}")
+        v = self.max_correction_speed
+        if v is not None and not (_finite_real(v) and v > 0):
+            raise ValueError(f"Model.max_correction_speed must be a finite positive speed (m/s) or None, got {v!r}")
+        if not callable(self.law):
+            raise ValueError(f"Model.law must be a contact law (callable), got {type(self.law).__name__}")
         hash(self.law)  # a law must be hashable to be a static argument
+
+    @property
+    def penetration_tol(self) -> float:
+        """Deepest start-state penetration (m) the velocity correction removes in one step;
+        deeper is projected out (``inf`` when ``max_correction_speed`` is None)."""
+        return math.inf if self.max_correction_speed is None else self.max_correction_speed * self.dt
 
     def num_contacts(self, body: Body) -> int:
         k = body.num_vertices

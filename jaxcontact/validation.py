@@ -1,11 +1,19 @@
-"""Input validation on concrete values, run before anything is compiled.
+"""Input validation: eagerly on concrete values, and the same value rules inside ``jit``.
 
-Every check raises ``ValueError`` naming the offending field, e.g. ``state.quat``.
+* Eager (``validate_inputs``): shapes, types and values of concrete inputs, before anything is
+  compiled; every problem raises ``ValueError`` naming the field, e.g. ``state.quat``.
+* Traced (``broken_rules``): the value rules (``RULES``) as ``jnp`` predicates, usable on
+  tracers: every step reports the broken ones in ``ContactInfo.invalid`` and sets
+  ``Flags.INVALID_INPUT``, inside ``jit``/``vmap``/``grad`` (``diagnostics`` names them).
+* Static (``check_steps``): step counts must be Python ints >= 0, whatever the tracing context.
 """
 
 from __future__ import annotations
 
+import numbers
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .types import Body, Ground, Params, PlanarState, State
@@ -160,3 +168,97 @@ def validate_inputs(
             shape = f"(T, {nv})" if control_steps else f"({nv},)"
             raise ValueError(f"control: expected shape {shape}, got {c.shape}")
         _finite(c, "control")
+
+
+def check_steps(n_steps, name: str = "n_steps") -> int:
+    """``n_steps`` as an int; it sets a ``scan`` length, so it must be a concrete integer >= 0."""
+    if isinstance(n_steps, jax.core.Tracer):
+        raise ValueError(f"{name} must be a static Python int (it sets the scan length), got a traced value; "
+                         "mark it static in your jit (static_argnames) or close over it")
+    if isinstance(n_steps, np.ndarray) and n_steps.shape == () and np.issubdtype(n_steps.dtype, np.integer):
+        n_steps = int(n_steps)
+    if not isinstance(n_steps, numbers.Integral) or isinstance(n_steps, bool):
+        raise ValueError(f"{name} must be an int >= 0, got {n_steps!r} ({type(n_steps).__name__})")
+    if n_steps < 0:
+        raise ValueError(f"{name} must be >= 0, got {n_steps}")
+    return int(n_steps)
+
+
+# --- traced value rules -------------------------------------------------------------------------
+
+# The value rules every step evaluates on its input, in any tracing context. A step reports the
+# broken ones as a bit set (bit i = RULES[i]) in ``ContactInfo.invalid``.
+RULES: tuple[tuple[str, str], ...] = (
+    ("state.pos", "contains NaN or infinite values"),
+    ("state.quat", "contains NaN or infinite values"),
+    ("state.quat", f"is not a unit quaternion (tolerance {QUAT_TOL})"),
+    ("state.vel", "contains NaN or infinite values"),
+    ("state.omega", "contains NaN or infinite values"),
+    ("state.angle", "contains NaN or infinite values"),
+    ("body.mass", "must be positive and finite"),
+    ("body.inertia", "must be symmetric positive definite (planar: positive) and finite"),
+    ("body.vertices", "contains NaN or infinite values"),
+    ("ground.normal", "must be a finite non-zero vector"),
+    ("ground.height", "contains NaN or infinite values"),
+    ("params.law", "contains NaN or infinite values"),
+    ("params.law.mu", "friction coefficients must be >= 0"),
+    ("params.law.restitution", "must lie in [0, 1]"),
+    ("control", "contains NaN or infinite values"),
+)
+
+
+def rule_names(bits) -> list[str]:
+    """``"field: what is wrong"`` for every rule set in the bit set ``bits`` (an int)."""
+    return [f"{field}: {msg}" for i, (field, msg) in enumerate(RULES) if int(bits) >> i & 1]
+
+
+def _bad_nonfinite(x):
+    return ~jnp.all(jnp.isfinite(x))
+
+
+def broken_rules(params: Params, state, control=None) -> jnp.ndarray:
+    """The ``RULES`` one body's step input breaks, as an int32 bit set (0 = valid); traceable, so
+    it works inside ``jit``/``vmap``/``grad``. Shapes and types are static and fail at trace time."""
+    body, ground, law = params.body, params.ground, params.law
+    bits = jnp.zeros((), jnp.int32)
+
+    def add(i, bad):
+        nonlocal bits
+        bits = bits | jnp.where(bad, jnp.int32(1 << i), jnp.int32(0))
+
+    nonfinite = {"pos": 0, "quat": 1, "vel": 3, "omega": 4, "angle": 5}
+    for name, i in nonfinite.items():
+        if hasattr(state, name):
+            add(i, _bad_nonfinite(getattr(state, name)))
+    if isinstance(state, State):
+        add(2, jnp.abs(jnp.linalg.norm(state.quat) - 1.0) > QUAT_TOL)
+    add(6, ~(jnp.isfinite(body.mass) & (body.mass > 0)))
+    I = body.inertia
+    if jnp.ndim(I) == 2:
+        # positive definite: the Cholesky factor of the symmetric part exists (no NaN)
+        asym = jnp.max(jnp.abs(I - I.T)) > 1e-9 * jnp.maximum(1.0, jnp.max(jnp.abs(I)))
+        chol = jnp.linalg.cholesky(0.5 * (I + I.T))
+        add(7, _bad_nonfinite(I) | asym | _bad_nonfinite(chol))
+    else:
+        add(7, ~(jnp.isfinite(I) & (I > 0)))
+    add(8, _bad_nonfinite(body.vertices))
+    add(9, _bad_nonfinite(ground.normal) | (jnp.linalg.norm(ground.normal) < 1e-9))
+    add(10, _bad_nonfinite(ground.height))
+    for leaf in jax.tree_util.tree_leaves(law):
+        if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
+            add(11, _bad_nonfinite(leaf))
+    mu = getattr(law, "mu", None)
+    if mu is not None:
+        add(12, jnp.any(jnp.asarray(mu) < 0))
+    eps = getattr(law, "restitution", None)
+    if eps is not None:
+        eps = jnp.asarray(eps)
+        add(13, jnp.any((eps < 0) | (eps > 1)))
+    if control is not None:
+        add(14, _bad_nonfinite(control))
+    return bits
+
+
+class CheckError(ValueError):
+    """Raised by ``diagnostics.check`` when a run's flags report a problem; the message names the
+    field, how many bodies and the first step."""

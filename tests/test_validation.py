@@ -66,7 +66,7 @@ def test_param_ground_model_control_errors(good):
     check(r"ground\.height: contains NaN", jc.rollout, model,
           params.replace(ground=jc.Ground(normal=jnp.array([0, 0, 1.0]), height=jnp.asarray(np.nan))), s, 5)
     check(r"control: expected shape \(T, 6\)", jc.rollout, model, params, s, None, jnp.zeros((5, 3)))
-    check(r"Model\.dt must be positive", jc.Model, law=jc.CoulombLCP(), dt=0.0)
+    check(r"Model\.dt must be a finite positive", jc.Model, law=jc.CoulombLCP(), dt=0.0)
     check(r"LCPSettings\.tol must be positive", jc.LCPSettings, tol=-1.0)
     check(r"output must be", jc.rollout, model, params, s, 5, output="everything")
 

@@ -26,6 +26,7 @@ from .functions import ContactFunctions, PolytopeParams, init_deep, init_polytop
 class ContactNetsLaw:
     fns: ContactFunctions = ContactFunctions()
     solver: LCPSettings = LCPSettings(tol=1e-7, max_iter=100)
+    body_geometry = False  # contact geometry is the learned φ, not params.body's vertices
 
     def init_params(self, key=None, vertices=None, mu: float = 0.18, noise: float = 0.0, dtype=None):
         """Contact-function parameters: the polytope of ``vertices`` (body frame; default the
@@ -91,6 +92,8 @@ def e2e_apply(hidden: tuple, theta: E2EParams, x_row):
 @dataclasses.dataclass(frozen=True)
 class E2ELaw:
     """The end-to-end baseline: ``ImpulseMLP`` maps the normalised state to the generalised impulse."""
+
+    body_geometry = False  # the impulse is learned end to end; no geometric φ
 
     hidden: tuple = (256, 256, 256, 256)
 

@@ -11,7 +11,13 @@ from ..types import AnyState, ContactInfo, Params
 
 @runtime_checkable
 class ContactLaw(Protocol):
-    """``law(model, params, state, v_free) -> (impulse, info)``; hashable, pure, jit-able."""
+    """``law(model, params, state, v_free) -> (impulse, info)``; hashable, pure, jit-able.
+
+    A law whose contact geometry is not ``params.body``'s vertices against ``params.ground``
+    (a learned φ, no ground at all) sets the class attribute ``body_geometry = False``: the step
+    then never projects a start state out of the ground by those vertices (``dynamics.depenetrate``).
+    Absent means True.
+    """
 
     def __call__(
         self, model: Any, params: Params, state: AnyState, v_free: jnp.ndarray

@@ -13,6 +13,8 @@ from ..types import ContactInfo
 class NoContact:
     """H ≡ 0: the impulse is zero and ``ContactInfo`` reports no contact."""
 
+    body_geometry = False  # no ground: the step never projects a body out of it
+
     @staticmethod
     def init_params():
         return None

@@ -1,0 +1,198 @@
+"""Never silently wrong: static settings, checks that survive jit/vmap/grad (flags and
+diagnostics), and no energy from initial penetration."""
+
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact import diagnostics
+from jaxcontact.rotations import quat_exp, quat_mul
+from jaxcontact.sharding import sharded_batch_rollout
+
+LAW = jc.CoulombLCP()
+BOX = jc.shapes.box(0.1, 0.37)
+M, G, DT = 0.37, 9.81, 0.002
+MODEL = jc.Model(law=LAW, dt=DT)
+
+
+def params(mu=0.18, restitution=0.0, body=BOX):
+    return jc.Params(body=body, ground=jc.Ground.flat(), law=LAW.init_params(mu=mu, restitution=restitution))
+
+
+def _re(field):
+    return field.split(":")[0].replace(".", r"\.")
+
+
+# --- static settings: validated when the Model is built or the call is made --------------------
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(dt=math.inf), r"Model\.dt"), (dict(dt=math.nan), r"Model\.dt"), (dict(dt=0.0), r"Model\.dt"),
+    (dict(dt=-1e-3), r"Model\.dt"), (dict(dt="0.002"), r"Model\.dt"), (dict(dt=True), r"Model\.dt"),
+    (dict(gravity=math.nan), r"Model\.gravity"), (dict(gravity=math.inf), r"Model\.gravity"),
+    (dict(max_contacts=2.5), r"Model\.max_contacts"), (dict(max_contacts=0), r"Model\.max_contacts"),
+    (dict(patch_tol=math.nan), r"Model\.patch_tol"), (dict(max_correction_speed=0.0), r"max_correction_speed"),
+    (dict(max_correction_speed=math.inf), r"max_correction_speed"), (dict(gyroscopic=1), r"gyroscopic"),
+])
+def test_model_settings_rejected(kw, match):
+    with pytest.raises(ValueError, match=match):
+        jc.Model(law=LAW, **kw)
+
+
+def test_step_counts_rejected_everywhere():
+    p, s = params(), jc.make_state(pos=[0, 0, 0.3])
+    batch = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), s)
+    calls = [lambda n: jc.rollout(MODEL, p, s, n), lambda n: jc.batch_rollout(MODEL, p, batch, n),
+             lambda n: jc.batch_rollout(MODEL, p, batch, n, validate=False),
+             lambda n: sharded_batch_rollout(MODEL, p, batch, n)]
+    for call in calls:
+        for bad, match in ((-5, r"n_steps must be >= 0"), (2.7, r"n_steps must be an int"),
+                           (True, r"n_steps must be an int"), ("3", r"n_steps must be an int")):
+            with pytest.raises(ValueError, match=match):
+                call(bad)
+    assert jc.rollout(MODEL, p, s, np.int64(3)).pos.shape == (4, 3)
+    with pytest.raises(ValueError, match=r"n_steps must be a static Python int"):
+        jax.jit(lambda n: jc.rollout(MODEL, p, s, n))(3)
+
+
+# --- flags and diagnostics inside jit / vmap / grad ------------------------------------------------
+
+def _final_with_summary(model, p, s, n=40):
+    return jc.rollout(model, p, s, n, output="final", with_info=True)
+
+
+INVALID = [
+    (lambda: (params(mu=-0.5), jc.make_state(pos=[0, 0, 0.05], vel=[1.0, 2.0, 0])), "params.law.mu"),
+    (lambda: (params(restitution=1.5), jc.make_state(pos=[0, 0, 0.2])), "params.law.restitution"),
+    (lambda: (params(body=BOX.replace(mass=jnp.asarray(-1.0))), jc.make_state(pos=[0, 0, 0.2])), "body.mass"),
+    (lambda: (params(body=BOX.replace(inertia=-BOX.inertia)), jc.make_state(pos=[0, 0, 0.2])), "body.inertia"),
+    (lambda: (params(), jc.make_state(pos=[np.nan, 0, 0.2])), "state.pos"),
+    (lambda: (params(), jc.make_state(pos=[0, 0, 0.2]).replace(quat=jnp.array([2.0, 0, 0, 0]))), "state.quat"),
+]
+
+
+@pytest.mark.parametrize("make, field", INVALID, ids=[f for _, f in INVALID])
+def test_invalid_input_flagged_under_jit_and_grad(make, field):
+    p, s = make()
+    with pytest.raises(ValueError, match=_re(field)):  # eagerly: a ValueError naming the field
+        jc.rollout(MODEL, p, s, 5)
+    # inside the user's jit: the summary carries the flag; check() names the field and step 0
+    final, summary = jax.jit(_final_with_summary, static_argnums=0)(MODEL, p, s)
+    assert int(summary.flags) & jc.Flags.INVALID_INPUT and int(summary.first_step[0]) == 0
+    with pytest.raises(jc.CheckError, match=_re(field) + ".*first at step 0"):
+        diagnostics.check(summary)
+
+    def loss(p):  # through grad (has_aux): the same
+        final, summary = _final_with_summary(MODEL, p, s)
+        return jnp.sum(final.pos), summary
+
+    _, summary = jax.jit(jax.grad(loss, has_aux=True))(p)
+    with pytest.raises(jc.CheckError, match=_re(field)):
+        diagnostics.check(summary)
+
+
+def test_vmap_report_names_bodies_fields_and_steps():
+    p = params()
+    s = jc.states.random_throws(jax.random.PRNGKey(0), 64)
+    s = s.replace(pos=s.pos.at[3, 0].set(jnp.nan), quat=s.quat.at[10].multiply(2.0))
+    final, summary = jax.jit(jax.vmap(lambda x: _final_with_summary(MODEL, p, x, 30)))(s)
+    c = diagnostics.counts(summary)
+    assert c["invalid_input"]["bodies"] == 2 and c["invalid_input"]["body_ids"] == [3, 10]
+    assert any(f.startswith("state.pos") for f in c["invalid_input"]["fields"])
+    assert any(f.startswith("state.quat: is not a unit") for f in c["invalid_input"]["fields"])
+    assert c["nonfinite"]["body_ids"] == [3] and c["nonfinite"]["first_step"] == 0
+    text = diagnostics.report(summary, dt=DT)
+    assert "2 of 64 bodies had invalid input" in text and "1 of 64 bodies went non-finite" in text
+    # per-step infos give the same counts as the summary
+    traj, info = jax.jit(jax.vmap(lambda x: jc.rollout(MODEL, p, x, 30, with_info=True)))(s)
+    assert diagnostics.counts(info) == c
+    # a clean run reports clean and check() passes
+    ok = jc.states.random_throws(jax.random.PRNGKey(1), 8)
+    _, summary = jc.batch_rollout(MODEL, p, ok, 30, with_info=True)
+    diagnostics.check(summary)
+    assert "all 8 bodies clean" in diagnostics.report(summary)
+
+
+def test_solver_failure_flagged():
+    # a solver capped at one sweep on a sliding, spinning box on its face does not converge
+    capped = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12)), dt=DT)
+    rest = jc.make_state(pos=[0, 0, 0.05], vel=[0.5, 0, 0], omega=[0, 0, 3.0])
+    _, info = jc.rollout(capped, params(), rest, 5, with_info=True)
+    assert np.all(np.asarray(info.flags) & jc.Flags.SOLVER)
+    _, info = jc.rollout(MODEL, params(), rest, 5, with_info=True)
+    assert not np.any(np.asarray(info.flags))
+
+
+# --- no energy from penetration ------------------------------------------------------------------
+
+DEPTHS = np.geomspace(1e-6, 5e-2, 12)
+
+
+def _penetrating_starts(depths, tilt=False):
+    n = len(depths)
+    q = jnp.array([1.0, 0, 0, 0])
+    if tilt:  # a corner first: 30° about x, then 20° about y
+        q = quat_mul(quat_exp(jnp.array([0.0, np.radians(20), 0])), quat_exp(jnp.array([np.radians(30), 0.0, 0])))
+        q = q / jnp.linalg.norm(q)
+    s0 = jc.make_state(pos=[0, 0, 0.0], quat=q)
+    lowest = float(jnp.min(jc.geometry.world_points(s0, BOX.vertices)[:, 2]))
+    pos = jnp.stack([jnp.zeros(n), jnp.zeros(n), -lowest - jnp.asarray(depths)], -1)
+    return jc.State(pos=pos, quat=jnp.tile(q, (n, 1)), vel=jnp.zeros((n, 3)), omega=jnp.zeros((n, 3)))
+
+
+@pytest.mark.parametrize("tilt", [False, True], ids=["flat", "corner"])
+def test_no_energy_from_initial_penetration(tilt):
+    p = params()
+    starts = _penetrating_starts(DEPTHS, tilt)
+    deep = int(np.sum(DEPTHS > MODEL.penetration_tol))
+    with pytest.warns(jc.PenetrationWarning, match=rf"{deep} of 12 start states penetrate"):
+        traj = jc.batch_rollout(MODEL, p, starts, 400, output="trajectory")
+    e = np.asarray(jax.vmap(jax.vmap(lambda s: jc.energy(MODEL, p, s)))(traj))        # (B, T+1)
+    d0 = np.asarray(jax.vmap(lambda s: jc.penetration(p, s))(starts))
+    np.testing.assert_allclose(d0, DEPTHS, rtol=1e-6)
+    vmax = MODEL.max_correction_speed
+    # energy never exceeds the start energy plus the work of lifting the body out of the ground
+    # (m g d0) plus the bounded correction's kinetic energy ½ m v_max² (7.4e-5 J here), within 1 µJ
+    # of time-discretisation slack (the bound is reached: the body leaves φ = 0 at v_max)
+    bound = e[:, 0] + M * G * d0 + 0.5 * M * vmax**2 + 1e-6
+    assert np.all(e.max(1) <= bound), e.max(1) - bound
+    # separated, never launched: no vertex rises above the hop height of v_max; it comes to rest
+    last = jax.tree_util.tree_map(lambda x: x[:, -1], traj)
+    assert np.all(np.asarray(jax.vmap(lambda s: jc.penetration(p, s))(last)) < 1e-6)
+    assert float(jnp.max(jnp.abs(last.vel))) < 1e-3
+    lowest = jax.vmap(jax.vmap(lambda s: jnp.min(jc.geometry.world_points(s, BOX.vertices)[:, 2])))(traj)
+    assert float(jnp.max(lowest[:, 1:])) <= vmax**2 / (2 * G) + 1e-7
+
+
+def test_unbounded_correction_launches_the_body():
+    # the bound is what prevents it: with the old −φ/h correction a 1 cm penetration launches the box
+    p = params()
+    m_old = jc.Model(law=LAW, dt=DT, max_correction_speed=None)
+    traj = jc.batch_rollout(m_old, p, _penetrating_starts(np.array([1e-2])), 200, output="trajectory")
+    e = jax.vmap(jax.vmap(lambda s: jc.energy(m_old, p, s)))(traj)
+    assert float(e[0].max() - e[0, 0]) > 1.0  # joules, against 0.036 J to lift it out
+
+
+def test_penetration_warning_only_beyond_tolerance():
+    p = params()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jc.rollout(MODEL, p, jc.make_state(pos=[0, 0, 0.05 - 1e-6]), 2)  # 1 µm < tolerance 40 µm
+    with pytest.warns(jc.PenetrationWarning, match=r"start state penetrates the ground by up to 0\.01 m"):
+        _, info = jc.rollout(MODEL, p, jc.make_state(pos=[0, 0, 0.04]), 2, with_info=True)
+    assert int(info.flags[0]) == jc.Flags.PENETRATION and int(info.flags[1]) == 0
+
+
+def test_learned_and_empty_laws_are_not_projected():
+    # a law whose geometry is not the body's vertices is left alone (no projection, no warning)
+    m = jc.Model(law=jc.NoContact(), dt=DT)
+    s = jc.make_state(pos=[0, 0, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = jc.rollout(m, jc.Params(body=BOX, ground=jc.Ground.flat(), law=None), s, 3)
+    np.testing.assert_allclose(np.asarray(traj.pos[:, :2]), 0.0)
+    assert float(traj.pos[1, 2]) == pytest.approx(-G * DT * DT)
