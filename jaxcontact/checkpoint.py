@@ -37,8 +37,13 @@ PARTIAL_SUFFIX = ".partial"
 
 
 class TrainingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during training, after the best-so-far checkpoint was saved; ``str()`` is the one
-    line the command line prints (exit status 130)."""
+    """Ctrl-C during training; ``str()`` is the one line the command line prints (exit status 130),
+    saying where the best-so-far checkpoint was saved. ``partial``: what a trainer that does not
+    save checkpoints itself hands to its caller to save (e.g. ``dacm.train.train``)."""
+
+    def __init__(self, message: str, partial=None):
+        super().__init__(message)
+        self.partial = partial
 
 
 def sha256_bytes(blob: bytes) -> str:
