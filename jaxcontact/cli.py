@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from .plotting import PlottingUnavailable, require_matplotlib
@@ -92,6 +93,8 @@ def error_line(err: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The program (``argv`` None: ``sys.argv``) or a call with its arguments; returns the exit status."""
+    program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         return _run(argv)
@@ -99,6 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         if "--debug" in argv:
             raise
         print(str(err) or "jaxcontact: interrupted", file=sys.stderr)
+        if program:
+            # a Ctrl-C can leave an XLA compilation running in a background thread, and the
+            # interpreter's normal teardown under it can crash (segfault); the program's work is
+            # saved and said, so it ends here
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
 
 

@@ -14,6 +14,7 @@ and the best parameters are checkpointed. ``max_steps`` caps the total gradient 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -400,12 +401,14 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, run, progress)
                 bad += 1
     except KeyboardInterrupt:
         bar.close()
+        with contextlib.suppress(Exception):  # let the step in flight finish: exiting under it can crash XLA
+            jax.block_until_ready((theta, opt_state))
         save("interrupted", epoch)
         from ..checkpoint import TrainingInterrupted
 
         raise TrainingInterrupted(
-            f"interrupted: saved best-so-far checkpoint (epoch {best_epoch} of {epoch} started, val loss {best:.4g}) "
-            f"to {run.where()}") from None
+            f"interrupted: saved best-so-far checkpoint (epoch {best_epoch}, val loss {best:.4g}; stopped during "
+            f"epoch {epoch}) to {run.where()}") from None
     finally:
         bar.close()
     meta.update(history=history, best_val=best, best_epoch=best_epoch, steps=steps, epochs=epoch,
