@@ -114,7 +114,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str]) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # a usage error (already printed, one line) is an exit status like the others
+        if e.code in (0, None):  # --help, --version
+            raise
+        return int(e.code) if isinstance(e.code, int) else 2
     try:
         for name in PLOT_OPTIONS:  # fail before any work, not after it
             if getattr(args, name, None):
