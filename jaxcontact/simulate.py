@@ -94,7 +94,26 @@ def plot_trajectories(states: np.ndarray, dt: float, path: str, planar: bool, n:
     plt.close(fig)
 
 
+def state_size(shape: str) -> int:
+    """Numbers per saved state: 6 planar (x, y, theta, vx, vy, omega), else 13."""
+    return 6 if shape == "box2d" else 13
+
+
+def check_memory_for(throws: int, steps: int, shape: str, itemsize: int) -> None:
+    """``MemoryError`` before simulating if the trajectories (collected in chunks, then joined: two
+    copies of throws x (steps + 1) states) do not fit in the memory available."""
+    from .cliargs import check_memory, trajectory_bytes
+
+    check_memory(trajectory_bytes(throws, steps, state_size(shape), itemsize),
+                 f"simulate --throws {throws} --steps {steps} (2 copies of {throws} x {steps + 1} states of "
+                 f"{state_size(shape)} x {itemsize} bytes)", "use fewer --throws or --steps")
+
+
 def run(args: argparse.Namespace) -> int:
+    import jax
+
+    # everything cheap first: the output paths were checked while parsing, the memory now
+    check_memory_for(args.throws, args.steps, args.shape, 8 if jax.config.jax_enable_x64 else 4)
     t0 = time.perf_counter()
     model, params, states = simulate_throws(
         args.shape, args.throws, args.steps, args.seed, mu=args.mu, restitution=args.restitution,
@@ -102,8 +121,7 @@ def run(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - t0
     planar = args.shape == "box2d"
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)  # ends in .npz (cliargs.output_npz), so numpy writes exactly this file
     np.savez_compressed(
         out,
         states=states,
@@ -127,20 +145,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
+    from .cliargs import (nonnegative_float, nonnegative_int, output_figure, output_npz, positive_float, positive_int,
+                          unit_interval)
+
     p = sub.add_parser("simulate", help="simulate random throws and save them to .npz",
                        description="Random throws under the Coulomb LCP law, saved to .npz (SI units: m, s, kg).")
     p.add_argument("--shape", choices=SHAPES, default="box",
                    help="body: box (0.1 m, 0.37 kg), pentagon (prism 0.06 m radius x 0.1 m), box2d (planar "
                         "0.1 m), link (0.2 x 0.05 x 0.05 m, 0.185 kg)")
-    p.add_argument("--throws", type=int, default=100, help="number of random throws (throws)")
-    p.add_argument("--steps", type=int, default=800, help="time steps per throw (steps of --dt)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the initial states (integer)")
-    p.add_argument("--mu", type=float, default=0.18, help="Coulomb friction coefficient (dimensionless)")
-    p.add_argument("--restitution", type=float, default=0.0, help="Newton restitution coefficient (dimensionless)")
-    p.add_argument("--dt", type=float, default=0.002, help="time step (s)")
-    p.add_argument("--out", required=True, help="output .npz file (required)")
-    p.add_argument("--plot", default=None,
-                   help='PNG with a few trajectories (positions in m, time in s; needs pip install "jaxcontact[plot]"; '
+    p.add_argument("--throws", type=positive_int, default=100, help="number of random throws (throws)")
+    p.add_argument("--steps", type=positive_int, default=800, help="time steps per throw (steps of --dt)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the initial states (integer)")
+    p.add_argument("--mu", type=nonnegative_float, default=0.18, help="Coulomb friction coefficient (dimensionless)")
+    p.add_argument("--restitution", type=unit_interval, default=0.0,
+                   help="Newton restitution coefficient, in [0, 1] (dimensionless)")
+    p.add_argument("--dt", type=positive_float, default=0.002, help="time step (s)")
+    p.add_argument("--out", type=output_npz, required=True,
+                   help="output .npz file ('.npz' is appended if missing; required)")
+    p.add_argument("--plot", type=output_figure, default=None,
+                   help='PNG with a few trajectories (".png" appended unless a figure suffix is given; positions in m, time in s; needs pip install "jaxcontact[plot]"; '
                         "default: no figure)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)

@@ -219,3 +219,188 @@ def test_contactnets_presets_and_explicit_flags():
     assert resolve_preset(parse("--preset", "paper", "--variant", "e2e"))["lr"] == 3e-5
     assert resolve_preset(parse("--preset", "paper", "--lr", "1e-3", "--schedule", "cosine")) == {
         "lr": 1e-3, "schedule": "cosine", "deep_features": "pR"}
+
+
+# ------------------------------------------------------------------ fail before computing
+
+
+def _one_line_exit(argv, capsys, code=2):
+    """Run the command line; (exit status, the one stderr line, seconds)."""
+    import time
+
+    t0 = time.perf_counter()
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse
+        rc = e.code
+    dt = time.perf_counter() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == code and len(err) == 1, (rc, err)
+    assert "Traceback" not in err[0]
+    return err[0], dt
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["simulate", "--steps", "0"], "--steps"),
+    (["simulate", "--throws", "-3"], "--throws"),
+    (["simulate", "--throws", "two"], "--throws"),
+    (["simulate", "--dt", "inf"], "--dt"),
+    (["simulate", "--dt", "nan"], "--dt"),
+    (["simulate", "--dt", "0"], "--dt"),
+    (["simulate", "--mu", "-0.1"], "--mu"),
+    (["simulate", "--mu", "nan"], "--mu"),
+    (["simulate", "--restitution", "1.5"], "--restitution"),
+    (["simulate", "--out", "{tmp}/no/such/dir/s.npz"], "does not exist"),
+    (["simulate", "--out", "{tmp}"], "is a directory"),
+    (["simulate", "--plot", "{tmp}"], "is a directory"),
+    (["dacm", "evaluate", "--checkpoint", "{tmp}/ck", "--steps", "0"], "--steps"),
+    (["dacm", "generate", "--throws", "0", "--out", "{tmp}/d.npz"], "--throws"),
+    (["dacm", "train", "--data", "{tmp}/d.npz", "--out", "{tmp}/ck", "--clf-epochs", "0"], "--clf-epochs"),
+    (["dacm", "chain", "--checkpoint", "{tmp}/ck", "--swings", "0"], "--swings"),
+    (["sysid", "--synthetic", "--window", "0"], "--window"),
+    (["sysid", "--synthetic", "--substeps", "0"], "--substeps"),
+    (["contactnets", "train", "--out", "{tmp}/ck", "--max-epochs", "0"], "--max-epochs"),
+    (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--plot-toss", "-1"], "--plot-toss"),
+    (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--per-toss", "{tmp}/no/p.json"], "does not exist"),
+    (["impacts", "evaluate", "--train", "a", "--test", "b", "--learned-steps", "0"], "--learned-steps"),
+    (["impacts", "split", "--data", "a", "--out-dir", "{tmp}/no/such"], "does not exist"),
+])
+def test_bad_counts_values_and_output_paths_fail_in_one_line_before_any_work(argv, says, tmp_path, capsys):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    if argv[0] == "simulate" and "--out" not in argv:
+        argv += ["--out", str(tmp_path / "s.npz")]
+    line, dt = _one_line_exit(argv, capsys)
+    assert says in line and "error" in line, line
+    assert dt < 5 and sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written
+
+
+def test_unwritable_output_directory_fails_before_any_work(tmp_path, capsys, monkeypatch):
+    import jaxcontact.cliargs as cliargs
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    if os.geteuid() == 0:  # root may write anywhere: deny it the way a read-only directory would
+        real = os.access
+        monkeypatch.setattr(cliargs.os, "access", lambda p, m: False if Path(p) == ro else real(p, m))
+    try:
+        for argv in (["simulate", "--out", str(ro / "s.npz")], ["simulate", "--out", str(tmp_path / "s"),
+                                                                 "--plot", str(ro / "f.png")],
+                     ["impacts", "split", "--data", "x.npz", "--out-dir", str(ro / "split")]):
+            line, _ = _one_line_exit(argv, capsys)
+            assert "not writable" in line and str(ro) in line, line
+        assert list(ro.iterdir()) == []
+    finally:
+        ro.chmod(0o755)
+
+
+def test_simulate_refuses_what_does_not_fit_in_memory_instantly(tmp_path, capsys):
+    from jaxcontact.cliargs import check_memory
+
+    line, dt = _one_line_exit(["simulate", "--throws", "200000000", "--steps", "800", "--out", str(tmp_path / "s"),
+                               "--no-progress"], capsys)
+    assert "needs about" in line and "available" in line and "fewer --throws or --steps" in line, line
+    assert dt < 10 and not any(tmp_path.iterdir())
+    with pytest.raises(MemoryError, match=r"needs about 2.0 GiB of memory but 1.0 GiB is available; hint"):
+        check_memory(2 * 2**30, "x", "hint", available=2**30)
+    check_memory(2**30, "x", "hint", available=2 * 2**30)
+
+
+def test_simulate_prints_the_file_it_wrote(tmp_path, capsys):
+    assert main(["simulate", "--throws", "2", "--steps", "3", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'run.npz'}:" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.npz"]
+    assert np.load(tmp_path / "run.npz")["states"].shape == (2, 4, 13)
+
+
+def test_plot_toss_out_of_range_is_refused_before_the_rollouts(tiny_lcp_checkpoint, tmp_path, capsys, monkeypatch):
+    import jaxcontact.contactnets.evaluate as E
+
+    pytest.importorskip("matplotlib")
+    d, data, _, _ = tiny_lcp_checkpoint
+    monkeypatch.setattr(E, "rollout_tosses", lambda *a, **k: pytest.fail("rolled out before checking --plot-toss"))
+    line, _ = _one_line_exit(["contactnets", "evaluate", "--checkpoint", str(d / "ckpt"), "--data",
+                              str(d / "tosses.npz"), "--plot", str(tmp_path / "r.png"), "--plot-toss", "999"], capsys)
+    assert "--plot-toss 999" in line and "0..5" in line, line
+    assert not any(tmp_path.iterdir())
+
+
+def test_os_errors_and_ctrl_c_anywhere_are_one_line(tmp_path, monkeypatch, capsys):
+    import jaxcontact.cli as cli
+
+    def fail(exc):
+        def build():
+            parser = build_parser()
+            for _, p in _walk(parser):
+                if p.get_default("func") is not None:
+                    p.set_defaults(func=lambda args: (_ for _ in ()).throw(exc))
+            return parser
+        monkeypatch.setattr(cli, "build_parser", build)
+
+    argv = ["simulate", "--out", str(tmp_path / "s.npz")]
+    for exc, want in ((PermissionError(13, "Permission denied", "/data/x.npz"), "Permission denied (/data/x.npz)"),
+                      (OSError(28, "No space left on device", "/data/x.npz"), "No space left on device (/data/x.npz)"),
+                      (IsADirectoryError(21, "Is a directory", "/data"), "Is a directory (/data)")):
+        fail(exc)
+        line, _ = _one_line_exit(argv, capsys)
+        assert line == f"jaxcontact: error: {want}"
+        with pytest.raises(type(exc)):  # --debug: the traceback
+            cli.main(["--debug"] + argv)
+    fail(KeyboardInterrupt())
+    line, _ = _one_line_exit(argv, capsys, code=130)
+    assert line == "jaxcontact: interrupted"
+
+
+@pytest.mark.parametrize("status", ["empty", "file"])
+def test_contactnets_train_refuses_a_non_empty_out_before_loading_anything(status, tmp_path, capsys, monkeypatch):
+    import jaxcontact.contactnets.data as cd
+
+    out = tmp_path / "ck"
+    if status == "empty":
+        out.mkdir()
+        (out / "meta.json").write_text("{}")
+    else:
+        out.write_text("x")
+    monkeypatch.setattr(cd, "load_tosses", lambda *a, **k: pytest.fail("loaded data before checking --out"))
+    line, dt = _one_line_exit(["contactnets", "train", "--out", str(out), "--no-progress"], capsys)
+    assert ("--force" if status == "empty" else "not a directory") in line and dt < 5, line
+
+
+def test_ctrl_c_during_training_saves_best_so_far_marked_interrupted(tiny_lcp_checkpoint, tmp_path, capsys):
+    """contactnets train in a subprocess, SIGINT once its first checkpoint is written: one line on
+    stderr, exit status 130, the checkpoint loads and is marked interrupted; evaluate warns."""
+    import signal
+    import time
+
+    from jaxcontact.contactnets.train import load_checkpoint
+
+    d, *_ = tiny_lcp_checkpoint
+    out = tmp_path / "cn"
+    env = dict(os.environ, PYTHONPATH=str(Path(jaxcontact.__file__).parents[1]), JAX_PLATFORMS="cpu",
+               TF_CPP_MIN_LOG_LEVEL="3")
+    cmd = [sys.executable, "-m", "jaxcontact.cli", "contactnets", "train", "--data", str(d / "tosses.npz"),
+           "--tosses", "4", "--out", str(out), "--max-steps", "1000000", "--max-epochs", "1000000",
+           "--patience", "1000000", "--batch-size", "8", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "meta.json").exists():  # the epoch-0 checkpoint: training has started
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "training did not start"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = err.strip().splitlines()
+    assert proc.returncode == 130 and len(lines) == 1, err
+    assert lines[0].startswith("interrupted: saved best-so-far checkpoint (epoch ") and str(out) in lines[0]
+    meta, theta = load_checkpoint(out)
+    assert meta["status"] == "interrupted" and theta is not None and meta["reached"]["step"] >= 0
+    assert not [p for p in tmp_path.iterdir() if p.name != "cn"]  # no temporary folders left
+    assert main(["contactnets", "evaluate", "--checkpoint", str(out), "--data", str(d / "tosses.npz"), "--json"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning:") and "interrupted" in err[0]

@@ -60,7 +60,8 @@ def test_cli_simulate_writes_npz_and_plot(tmp_path):
 def test_cli_reports_bad_arguments(tmp_path, capsys):
     rc = main(["simulate", "--shape", "box", "--throws", "0", "--steps", "10", "--out", str(tmp_path / "x.npz")])
     assert rc == 2
-    assert "--throws and --steps must be >= 1" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "argument --throws: must be a positive integer (>= 1)" in err[0], err
 
 
 def test_console_script_is_installed(tmp_path):

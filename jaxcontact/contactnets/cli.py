@@ -11,14 +11,16 @@ def _train(args) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from ..checkpoint import check_output_dir
     from .data import load_tosses
     from .train import TrainConfig, train
 
+    check_output_dir(args.out, args.force)  # before loading or training anything
     data = load_tosses(args.data)
     cfg = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_epochs=args.max_epochs,
                       patience=args.patience, inner_iters=args.inner_iters, **resolve_preset(args))
     train(args.variant, data, args.tosses, args.seed, args.out, cfg, progress=not args.no_progress,
-          log=lambda *a: print(*a, file=sys.stderr))
+          log=lambda *a: print(*a, file=sys.stderr), force=args.force)
     return 0
 
 
@@ -28,11 +30,18 @@ def _evaluate(args) -> int:
     jax.config.update("jax_enable_x64", True)
     from .data import load_tosses
     from .evaluate import UNITS, metrics, rollout_tosses, toss_roles
+    from ..checkpoint import status_warning
     from .train import check_compatible, load_checkpoint, sim_model_params
 
     meta, theta = load_checkpoint(args.checkpoint)
     data = load_tosses(args.data)
     check_compatible(meta, data)
+    if args.plot and not 0 <= args.plot_toss < data.n_tosses:  # before the rollouts
+        raise ValueError(f"--plot-toss {args.plot_toss}: the toss file has {data.n_tosses} tosses, valid indices "
+                         f"0..{data.n_tosses - 1}")
+    warning = status_warning(args.checkpoint, meta)
+    if warning:
+        print(warning, file=sys.stderr)
     model, params = sim_model_params(meta, theta)
     pred = rollout_tosses(model, params, data, progress=not args.no_progress and not args.json)
     m = metrics(pred, data)
@@ -101,6 +110,7 @@ def resolve_preset(args) -> dict:
 
 
 def register(sub) -> None:
+    from ..cliargs import nonnegative_int, output_figure, output_file, positive_float, positive_int
     from .train import DEEP_FEATURES, TrainConfig  # numpy only at import time
 
     d = TrainConfig()
@@ -114,21 +124,28 @@ def register(sub) -> None:
                         "by sysid")
     t.add_argument("--preset", choices=tuple(PRESETS), default="default", help=PRESET_HELP)
     t.add_argument("--data", default=None, help="toss .npz (default: the bundled subset of the real cube tosses)")
-    t.add_argument("--tosses", type=int, default=16, help="tosses used, train + validation split 70/30 (tosses)")
-    t.add_argument("--seed", type=int, default=0, help="seed of the toss choice, split and initial noise (integer)")
-    t.add_argument("--out", required=True, help="checkpoint directory (required)")
-    t.add_argument("--batch-size", type=int, default=d.batch_size, help="transitions per gradient step (transitions)")
+    t.add_argument("--tosses", type=positive_int, default=16, help="tosses used, train + validation split 70/30 (tosses)")
+    t.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="seed of the toss choice, split and initial noise (integer)")
+    t.add_argument("--out", required=True,
+                   help="checkpoint directory (required); refused if it exists and is not empty, unless --force")
+    t.add_argument("--force", action="store_true",
+                   help="replace an existing checkpoint in --out, once the new one is complete (until then it is "
+                        "trained in <out>.partial)")
+    t.add_argument("--batch-size", type=positive_int, default=d.batch_size,
+                   help="transitions per gradient step (transitions)")
     # the command line trains longer than TrainConfig()'s quick library default (600 steps, patience 12)
-    t.add_argument("--max-steps", type=int, default=3000, help="cap on gradient steps (steps)")
-    t.add_argument("--max-epochs", type=int, default=d.max_epochs, help="cap on passes over the training transitions (epochs)")
-    t.add_argument("--patience", type=int, default=20,
+    t.add_argument("--max-steps", type=positive_int, default=3000, help="cap on gradient steps (steps)")
+    t.add_argument("--max-epochs", type=positive_int, default=d.max_epochs,
+                   help="cap on passes over the training transitions (epochs)")
+    t.add_argument("--patience", type=positive_int, default=20,
                    help=f"validation rounds (every {d.eval_every} steps, or every epoch if shorter) without improvement "
                         "before stopping (rounds)")
-    t.add_argument("--lr", type=float, default=None,
+    t.add_argument("--lr", type=positive_float, default=None,
                    help="AdamW learning rate of the geometry or of e2e's network (dimensionless; default: from --preset)")
     t.add_argument("--schedule", choices=("cosine", "constant"), default=None,
                    help="learning-rate schedule over --max-steps (default: from --preset, cosine for 'default')")
-    t.add_argument("--inner-iters", type=int, default=d.inner_iters,
+    t.add_argument("--inner-iters", type=positive_int, default=d.inner_iters,
                    help="iterations of the inner convex program's solver (ContactNets loss; iterations)")
     t.add_argument("--deep-features", choices=DEEP_FEATURES, default=None,
                    help="deep only, the network's input: pR position and rotation (the paper), zR height and rotation, "
@@ -144,10 +161,13 @@ def register(sub) -> None:
     e.add_argument("--checkpoint", required=True, help="checkpoint directory written by train (required)")
     e.add_argument("--data", default=None, help="toss .npz (default: the bundled subset)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
-    e.add_argument("--plot", default=None,
+    e.add_argument("--plot", type=output_figure, default=None,
                    help='PNG: rollout against the real toss --plot-toss (needs pip install "jaxcontact[plot]"; '
                         "default: no figure)")
-    e.add_argument("--plot-toss", type=int, default=0, help="index in the file of the toss drawn by --plot (index)")
-    e.add_argument("--per-toss", default=None, help="write per-toss metrics to this JSON file (default: not written)")
+    e.add_argument("--plot-toss", type=nonnegative_int, default=0,
+                   help="index in the file of the toss drawn by --plot, checked against the file before the rollouts "
+                        "(index)")
+    e.add_argument("--per-toss", type=output_file, default=None,
+                   help="write per-toss metrics to this JSON file (default: not written)")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     e.set_defaults(func=_evaluate)

@@ -14,9 +14,8 @@ and the best parameters are checkpointed. ``max_steps`` caps the total gradient 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
-import json
 import time
 from pathlib import Path
 
@@ -24,7 +23,8 @@ import numpy as np
 
 VARIANTS = ("polytope", "deep", "e2e", "lcp")
 DEEP_FEATURES = ("pR", "zR", "p", "vertex")  # deep's network inputs (functions.ContactFunctions.features)
-FORMAT = "jaxcontact.contactnets/1"
+FORMAT = "jaxcontact.contactnets/2"  # /2: checksums of every file, training status
+FORMAT_V1 = "jaxcontact.contactnets/1"  # params_sha256 only; still loaded
 
 
 @dataclasses.dataclass
@@ -135,42 +135,51 @@ def sim_model_params(meta, theta):
 # checkpoints
 
 
-def _sha(b: bytes) -> str:
-    return hashlib.sha256(b).hexdigest()
+PARAMS_FILE = "params.msgpack"
 
 
-def save_checkpoint(out: Path, meta: dict, theta) -> None:
+def _payload(theta) -> dict:
     from flax import serialization
 
-    out.mkdir(parents=True, exist_ok=True)
-    blob = b"" if theta is None else serialization.to_bytes(theta)
-    meta = dict(meta, format=FORMAT, params_sha256=_sha(blob))
-    (out / "params.msgpack").write_bytes(blob)
-    tmp = out / "meta.json.tmp"
-    tmp.write_text(json.dumps(meta, indent=1))
-    tmp.replace(out / "meta.json")
+    return {PARAMS_FILE: b"" if theta is None else serialization.to_bytes(theta)}
+
+
+def save_checkpoint(out: Path, meta: dict, theta, status: str = "finished", reached: dict | None = None) -> dict:
+    """Write the checkpoint directory ``out`` atomically (``jaxcontact.checkpoint``): parameters,
+    their SHA-256 and the training ``status``; returns the meta as written."""
+    from ..checkpoint import write_checkpoint
+
+    return write_checkpoint(out, _payload(theta), dict(meta, format=FORMAT), status, reached)
 
 
 def load_checkpoint(path):
-    """(meta, theta) of a checkpoint directory; ``ValueError`` if corrupt or mismatched."""
+    """(meta, theta) of a checkpoint directory; ``ValueError`` if corrupt or mismatched.
+
+    Every file is checked against the SHA-256 recorded in meta.json. Checkpoints of the first
+    format (``jaxcontact.contactnets/1``, without a training status) load if their parameters'
+    recorded SHA-256 verifies; their ``status`` is None (``checkpoint.status_warning``)."""
     import jax
 
     from flax import serialization
 
+    from ..checkpoint import read_meta, sha256_bytes, verified_files
+
     path = Path(path)
     if not (path / "meta.json").exists():
         raise FileNotFoundError(f"checkpoint {path}: no meta.json (not a contactnets checkpoint directory)")
-    try:
-        meta = json.loads((path / "meta.json").read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"checkpoint {path}: corrupt meta.json ({err})") from None
-    if meta.get("format") != FORMAT:
+    meta = read_meta(path)
+    if meta.get("format") == FORMAT_V1:
+        f = path / PARAMS_FILE
+        blob = f.read_bytes() if f.is_file() else None
+        if blob is None or sha256_bytes(blob) != meta.get("params_sha256"):
+            raise ValueError(f"{f}: missing, or its SHA-256 does not match meta.json (corrupt checkpoint)")
+        meta.setdefault("status", None)
+    elif meta.get("format") == FORMAT:
+        blob = verified_files(path, meta, [PARAMS_FILE])[PARAMS_FILE]
+    else:
         raise ValueError(f"checkpoint {path}: format {meta.get('format')!r}, expected {FORMAT!r}")
     if meta.get("variant") not in VARIANTS:
         raise ValueError(f"checkpoint {path}: unknown variant {meta.get('variant')!r}")
-    blob = (path / "params.msgpack").read_bytes() if (path / "params.msgpack").exists() else None
-    if blob is None or _sha(blob) != meta.get("params_sha256"):
-        raise ValueError(f"checkpoint {path}: params.msgpack is missing or does not match meta.json (corrupt checkpoint)")
     if meta["variant"] == "lcp":
         return meta, None
     template = init_theta(meta, jax.random.PRNGKey(0))
@@ -215,29 +224,36 @@ def _meta(variant, data, n_tosses, seed, cfg, tr, va):
 
 
 def train(variant: str, data, n_tosses: int, seed: int, out, cfg: TrainConfig | None = None,
-          progress: bool = True, log=print) -> dict:
-    """Train one model and write its checkpoint to ``out``; returns the checkpoint's meta."""
+          progress: bool = True, log=print, force: bool = True) -> dict:
+    """Train one model and write its checkpoint to ``out``; returns the checkpoint's meta.
+
+    During training the best-so-far parameters are checkpointed (status ``in_progress``) into
+    ``out``, or into ``<out>.partial`` if ``out`` already holds a checkpoint (which is replaced
+    only when training finishes; ``force=False`` refuses a non-empty ``out`` instead). Ctrl-C
+    saves the best-so-far checkpoint marked ``interrupted`` and raises
+    ``checkpoint.TrainingInterrupted`` whose message says where it is."""
     if variant not in VARIANTS:
         raise ValueError(f"--variant must be one of {VARIANTS}, got {variant!r}")
+    from ..checkpoint import RunDirectory
     from .data import split_train_val
 
     cfg = cfg or TrainConfig()
-    out = Path(out)
+    run = RunDirectory(out, force)
     tr, va = split_train_val(data.n_tosses, n_tosses, seed, cfg.val_fraction)
     meta = _meta(variant, data, n_tosses, seed, cfg, tr, va)
     t0 = time.perf_counter()
     if variant == "lcp":
         meta = _train_lcp(meta, data.subset(tr), cfg, progress)
         meta["train_time_s"] = time.perf_counter() - t0
-        save_checkpoint(out, meta, None)
-        log(f"lcp: identified {meta['lcp']} in {meta['train_time_s']:.1f} s -> {out}")
+        meta = run.save(_payload(None), dict(meta, format=FORMAT), "finished", {"sysid_iterations": cfg.sysid_iters})
+        log(f"lcp: identified {meta['lcp']} in {meta['train_time_s']:.1f} s -> {run.out}")
         return meta
-    meta = _train_gradient(meta, data.subset(tr), data.subset(va), cfg, seed, out, progress)
+    meta, theta = _train_gradient(meta, data.subset(tr), data.subset(va), cfg, seed, run, progress)
     meta["train_time_s"] = time.perf_counter() - t0
-    _, theta = load_checkpoint(out)
-    save_checkpoint(out, meta, theta)
+    meta = run.save(_payload(theta), dict(meta, format=FORMAT), "finished",
+                    {"epoch": meta["epochs"], "step": meta["steps"], "stopped": meta["stopped"]})
     log(f"{variant}: best validation loss {meta['best_val']:.4g} at epoch {meta['best_epoch']} "
-        f"({meta['steps']} steps, {meta['train_time_s']:.0f} s) -> {out}")
+        f"({meta['steps']} steps, {meta['train_time_s']:.0f} s) -> {run.out}")
     return meta
 
 
@@ -258,7 +274,9 @@ def _train_lcp(meta, train_d, cfg, progress):
     return meta
 
 
-def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress):
+def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, run, progress):
+    """(meta, parameters kept) of gradient training; best-so-far checkpoints go to ``run``
+    (``checkpoint.RunDirectory``) as ``in_progress``, or ``interrupted`` on Ctrl-C."""
     import jax
     import jax.numpy as jnp
     import optax
@@ -339,8 +357,14 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
     best, best_epoch, bad, steps, history = np.inf, 0, 0, 0, []
     v0 = val_loss(theta)
     history.append({"epoch": 0, "step": 0, "train": None, "val": v0})
-    best = v0
-    save_checkpoint(out, dict(meta, history=history, best_val=best, best_epoch=0, steps=0), theta)
+    best, best_theta = v0, theta
+
+    def save(status, epoch):
+        run.save(_payload(best_theta), dict(meta, format=FORMAT, history=history, best_val=best,
+                                            best_epoch=best_epoch, steps=steps),
+                 status, {"epoch": epoch, "step": steps, "best_epoch": best_epoch})
+
+    save("in_progress", 0)
     total = min(cfg.max_steps, cfg.max_epochs * steps_per_epoch)
     bar = tqdm(total=total, desc=f"train {variant}", unit="step", disable=not progress)
     epoch = 0
@@ -371,22 +395,34 @@ def _train_gradient(meta, train_d, val_d, cfg: TrainConfig, seed, out, progress)
                 snapshots = sorted(snapshots, key=lambda r: r[0])[: cfg.select_candidates]
             bar.set_postfix(train=f"{np.mean(tl):.4g}", val=f"{v:.4g}", best=f"{min(best, v):.4g}")
             if v < best:
-                best, best_epoch, bad = v, epoch, 0
-                save_checkpoint(out, dict(meta, history=history, best_val=best, best_epoch=best_epoch, steps=steps), theta)
+                best, best_epoch, bad, best_theta = v, epoch, 0, theta
+                save("in_progress", epoch)
             else:
                 bad += 1
+    except KeyboardInterrupt:
+        bar.close()
+        with contextlib.suppress(Exception):  # let the step in flight finish: exiting under it can crash XLA
+            jax.block_until_ready((theta, opt_state))
+        save("interrupted", epoch)
+        from ..checkpoint import TrainingInterrupted
+
+        raise TrainingInterrupted(
+            f"interrupted: saved best-so-far checkpoint (epoch {best_epoch}, val loss {best:.4g}; stopped during "
+            f"epoch {epoch}) to {run.where()}") from None
     finally:
         bar.close()
     meta.update(history=history, best_val=best, best_epoch=best_epoch, steps=steps, epochs=epoch,
                 stopped="early" if bad >= cfg.patience else "budget")
     if cfg.select == "rollout":
-        meta.update(_select_by_rollout(meta, snapshots, val_d, out))
-    return meta
+        sel, best_theta = _select_by_rollout(meta, snapshots, val_d)
+        meta.update(sel)
+    return meta, best_theta
 
 
-def _select_by_rollout(meta, snapshots, val_d, out):
-    """Among the candidate parameters (lowest validation losses), checkpoint those whose rollouts of
-    the validation tosses have the lowest position error (block widths) + rotation error (radians)."""
+def _select_by_rollout(meta, snapshots, val_d):
+    """Among the candidate parameters (lowest validation losses), those whose rollouts of the
+    validation tosses have the lowest position error (block widths) + rotation error (radians):
+    (selection record, parameters)."""
     from .evaluate import metrics, rollout_tosses
 
     scored = []
@@ -400,5 +436,4 @@ def _select_by_rollout(meta, snapshots, val_d, out):
     best = min(scored, key=lambda r: (r["score"], r["val"]))
     sel = {"select": "rollout", "selected_epoch": best["epoch"], "selected_step": best["step"],
            "selected_val": best["val"], "candidates": [{k: r[k] for k in r if k != "theta"} for r in scored]}
-    save_checkpoint(out, dict(meta, **sel), best["theta"])
-    return sel
+    return sel, best["theta"]

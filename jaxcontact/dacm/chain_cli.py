@@ -131,6 +131,11 @@ def evaluate_chain(checkpoint, steps: int = 500, swings: int = 8, seed: int = 0,
     if steps < 1 or swings < 1:
         raise ValueError("--steps and --swings must be >= 1")
     dl, dp, pl, pp, meta = T.load_checkpoint(checkpoint)
+    from ..checkpoint import status_warning
+
+    warning = status_warning(checkpoint, meta)
+    if warning:
+        log(warning)
     if str(meta.get("shape")) != "link" or int(meta.get("dim", 3)) != 3:
         raise ValueError(f"{checkpoint}: trained on shape {meta.get('shape')!r}; the chain's distal link needs a "
                          "checkpoint trained on the isolated 'link' (jaxcontact dacm generate --shape link)")
@@ -206,12 +211,14 @@ def run_chain(args) -> int:
 
 def register_chain(dacm_subparsers) -> None:
     """Add ``chain`` to the ``jaxcontact dacm`` sub-commands."""
+    from ..cliargs import nonnegative_int, positive_float, positive_int
+
     c = dacm_subparsers.add_parser("chain", help="Algorithm 2: the 3-link chain with a dacm distal link vs ground truth")
     c.add_argument("--checkpoint", required=True, help="dacm checkpoint trained on the isolated 'link' shape")
-    c.add_argument("--steps", type=int, default=500, help="time steps per swing (steps of 2 ms; default 500 = 1 s)")
-    c.add_argument("--swings", type=int, default=8, help="number of swings; swing 0 = released from horizontal, others random nearby (swings)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the random initial swings (integer)")
-    c.add_argument("--pin-height", type=float, default=0.45, help="height of the root pin above the ground (m)")
+    c.add_argument("--steps", type=positive_int, default=500, help="time steps per swing (steps of 2 ms; default 500 = 1 s)")
+    c.add_argument("--swings", type=positive_int, default=8, help="number of swings; swing 0 = released from horizontal, others random nearby (swings)")
+    c.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random initial swings (integer)")
+    c.add_argument("--pin-height", type=positive_float, default=0.45, help="height of the root pin above the ground (m)")
     c.add_argument("--init", choices=("free", "eq7"), default="free",
                    help="initial joint force: root of G without contact (default) or the paper's eq. 7")
     c.add_argument("--dissipative", action="store_true",

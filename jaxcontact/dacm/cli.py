@@ -17,15 +17,24 @@ def _log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+def _x64() -> bool:
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
 def run_generate(args) -> int:
+    from ..cliargs import check_memory, trajectory_bytes
     from . import data as D
 
-    if args.throws < 1:
-        raise ValueError("--throws must be >= 1")
+    # the trajectories of all throws are kept (two copies while they are joined) until the
+    # contact instances are extracted: refuse what cannot fit before simulating
+    check_memory(trajectory_bytes(args.throws, args.steps, 13, 8 if _x64() else 4),
+                 f"dacm generate --throws {args.throws} --steps {args.steps}", "use fewer --throws or --steps")
     t0 = time.perf_counter()
     d, _ = D.generate(args.shape, args.throws, args.seed, anisotropic=args.anisotropic, steps=args.steps,
                       slide_fraction=args.slide_fraction, progress=not args.no_progress)
-    D.save(args.out, d)
+    D.save(args.out, d)  # args.out ends in .npz (cliargs.output_npz): the file written is exactly this one
     s = D.summary(d)
     s["seconds"] = round(time.perf_counter() - t0, 1)
     _log(f"wrote {args.out}")
@@ -68,10 +77,12 @@ def train_recipe(args) -> dict:
 
 
 def run_train(args) -> int:
+    from ..checkpoint import RunDirectory, TrainingInterrupted
     from . import data as D
     from . import recipes as R
     from . import train as T
 
+    run = RunDirectory(args.out, args.force)  # refuses a non-empty --out (without --force) before anything else
     d = D.load(args.data)
     rec = train_recipe(args)
     symmetry = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuses a bad setting before training
@@ -80,29 +91,44 @@ def run_train(args) -> int:
     if progress:
         _log(f"dacm train: preset {args.preset} ({', '.join(f'{k}={v}' for k, v in rec.items())})")
     t0 = time.perf_counter()
-    dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=rec["time_limit"], log=_log,
-                           friction_target=rec["friction_target"], max_rest_per_throw=rec["max_rest_per_throw"],
-                           inputs=rec["inputs"], max_steady_per_throw=rec["max_steady_per_throw"],
-                           patience=rec["patience"], friction_head=rec["friction_head"],
-                           regressor_weight=rec["regressor_weight"], time_budget=rec["budget"],
-                           time_budget_per_kilo=rec["budget_per_kilo"], progress=progress)
+    interrupted = None
+    try:
+        dp, pp, meta = T.train(d, hp, seed=args.seed, time_limit=rec["time_limit"], log=_log,
+                               friction_target=rec["friction_target"], max_rest_per_throw=rec["max_rest_per_throw"],
+                               inputs=rec["inputs"], max_steady_per_throw=rec["max_steady_per_throw"],
+                               patience=rec["patience"], friction_head=rec["friction_head"],
+                               regressor_weight=rec["regressor_weight"], time_budget=rec["budget"],
+                               time_budget_per_kilo=rec["budget_per_kilo"], progress=progress)
+    except TrainingInterrupted as err:
+        if err.partial is None:
+            raise
+        interrupted = err
+        dp, pp, meta = err.partial
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta.update(data_record(args.data, args.out, d))
     meta["preset"] = args.preset
     meta["symmetry"] = symmetry
-    T.save_checkpoint(args.out, dp, pp, meta)
-    _log(f"wrote {args.out} ({meta['train_seconds']} s)")
+    if interrupted is not None:
+        stop = meta["interrupted"]
+        reached = {"network": stop["network"], "epoch": stop["epoch"],
+                   "untrained_networks": len(stop["untrained_networks"])}
+        T.save_checkpoint(args.out, dp, pp, meta, "interrupted", reached, run=run)
+        raise TrainingInterrupted(f"{interrupted} (best-so-far checkpoint saved to {run.where()})") from None
+    T.save_checkpoint(args.out, dp, pp, meta, "finished", {"networks": len(meta["report"]) * 3}, run=run)
+    _log(f"wrote {run.out} ({meta['train_seconds']} s)")
     print(json.dumps(meta["report"], indent=1))
     return 0
 
 
 def run_evaluate(args) -> int:
+    from ..checkpoint import status_warning
     from . import evaluate as E
     from . import train as T
 
-    if args.throws < 1:
-        raise ValueError("--throws must be >= 1")
     dl, dp, pl, pp, meta = T.load_checkpoint(args.checkpoint)
+    warning = status_warning(args.checkpoint, meta)
+    if warning:
+        _log(warning)
     t0 = time.perf_counter()
     res, _ = E.evaluate(dl, dp, pl, pp, meta, args.throws, args.seed,
                         anisotropic=True if args.anisotropic else None, steps=args.steps, log=_log,
@@ -134,6 +160,7 @@ def run_evaluate(args) -> int:
 
 
 def register(sub) -> None:
+    from ..cliargs import nonnegative_float, nonnegative_int, output_npz, positive_float, positive_int, unit_interval
     from ..simulate import SHAPES
 
     p = sub.add_parser("dacm", help="data-augmented contact model: generate data, train, evaluate")
@@ -141,13 +168,13 @@ def register(sub) -> None:
     g = s.add_parser("generate", help="ground-truth contact instances from Coulomb-LCP throws")
     g.add_argument("--shape", choices=SHAPES, default="box", help="body thrown (0.1 m box, prism, link, ...)")
     g.add_argument("--anisotropic", action="store_true", help="mu = (0.75, 1.5) along world (x, y)")
-    g.add_argument("--throws", type=int, default=150, help="random throws simulated (throws)")
-    g.add_argument("--steps", type=int, default=800, help="steps per throw (steps of 0.002 s)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the throws (integer)")
-    g.add_argument("--slide-fraction", type=float, default=0.0,
+    g.add_argument("--throws", type=positive_int, default=150, help="random throws simulated (throws)")
+    g.add_argument("--steps", type=positive_int, default=800, help="steps per throw (steps of 0.002 s)")
+    g.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the throws (integer)")
+    g.add_argument("--slide-fraction", type=unit_interval, default=0.0,
                    help="share of the throws replaced by sliding throws (low, near-flat, fast horizontal "
                         "launches; 1 = only sliding throws; default 0 = the paper's random throws)")
-    g.add_argument("--out", required=True, help="data file to write (.npz)")
+    g.add_argument("--out", type=output_npz, required=True, help="data file to write (.npz; appended if missing)")
     g.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     g.set_defaults(func=run_generate)
     from . import recipes as R
@@ -158,16 +185,22 @@ def register(sub) -> None:
                      epilog="presets:\n  " + "\n  ".join(R.describe(n) for n in ("best", "paper")) +
                             "\n  default: the same as best")
     t.add_argument("--data", required=True, help="data file of dacm generate (.npz)")
-    t.add_argument("--out", required=True, help="checkpoint directory")
-    t.add_argument("--seed", type=int, default=0, help="seed of the network initialisation and batches (integer)")
+    t.add_argument("--out", required=True,
+                   help="checkpoint directory; refused if it exists and is not empty, unless --force")
+    t.add_argument("--force", action="store_true",
+                   help="replace an existing checkpoint in --out, once the new one is complete (until then the "
+                        "new one goes to <out>.partial)")
+    t.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="seed of the network initialisation and batches (integer)")
     t.add_argument("--preset", choices=tuple(R.PRESETS), default="default",
                    help="named recipe (listed below); default: best")
     t.add_argument("--no-progress", action="store_true", help="no progress bars / time estimates on stderr")
-    t.add_argument("--clf-epochs", type=int, default=None, help="classifier epoch cap (paper: 100)")
-    t.add_argument("--reg-epochs", type=int, default=None, help="regressor / PDD epoch cap (paper: 1000)")
-    t.add_argument("--hidden-scale", type=float, default=None, help="scale the layer widths")
-    t.add_argument("--time-limit", type=float, default=None, help="seconds per network (stop epochs early; 0: off)")
-    t.add_argument("--time-budget", type=float, default=None,
+    t.add_argument("--clf-epochs", type=positive_int, default=None, help="classifier epoch cap (paper: 100)")
+    t.add_argument("--reg-epochs", type=positive_int, default=None, help="regressor / PDD epoch cap (paper: 1000)")
+    t.add_argument("--hidden-scale", type=positive_float, default=None, help="scale the layer widths")
+    t.add_argument("--time-limit", type=nonnegative_float, default=None,
+                   help="seconds per network (stop epochs early; 0: off)")
+    t.add_argument("--time-budget", type=nonnegative_float, default=None,
                    help="seconds for all networks together, shared by their cost (0: off; best: grows with the "
                         "training instances, see presets)")
     t.add_argument("--symmetry", choices=("auto", "1", "2", "4"), default=None,
@@ -175,14 +208,14 @@ def register(sub) -> None:
                         "for isotropic 3D data, 2 anisotropic, 1 in 2D (paper: 1)")
     t.add_argument("--friction-target", choices=("absolute", "ratio"), default=None,
                    help="absolute: p_f (paper); ratio: p_f / p_n0 of the frictionless LCP (improvement)")
-    t.add_argument("--max-rest-per-throw", type=int, default=None,
+    t.add_argument("--max-rest-per-throw", type=nonnegative_int, default=None,
                    help="keep at most this many resting instances per throw (0: all)")
     t.add_argument("--inputs", choices=("paper", "physics", "both", "coulomb"), default=None,
                    help="dacm network inputs: paper, physics-derived (improvement), both, or "
                         "coulomb (physics + per-vertex sliding-friction inputs, second improvement)")
-    t.add_argument("--max-steady-per-throw", type=int, default=None,
+    t.add_argument("--max-steady-per-throw", type=nonnegative_int, default=None,
                    help="keep at most this many steady-sliding instances per throw (0: all)")
-    t.add_argument("--patience", type=int, default=None,
+    t.add_argument("--patience", type=nonnegative_int, default=None,
                    help="early stopping: epochs without a better loss on held-out throws (0: off)")
     t.add_argument("--friction-head", choices=("plain", "residual"), default=None,
                    help="plain: the network is the friction regressor (paper); residual: a fitted sliding-"
@@ -198,9 +231,9 @@ def register(sub) -> None:
                                  "checkpoint's training data) with the ground truth, dacm and PDD. Units: final "
                                  "position m, final orientation rad, first impulse N s, time step 0.002 s.")
     e.add_argument("--checkpoint", required=True, help="checkpoint directory written by dacm train (required)")
-    e.add_argument("--throws", type=int, default=100, help="fresh test throws (throws)")
-    e.add_argument("--steps", type=int, default=800, help="steps per test throw (steps of 0.002 s)")
-    e.add_argument("--seed", type=int, default=1,
+    e.add_argument("--throws", type=positive_int, default=100, help="fresh test throws (throws)")
+    e.add_argument("--steps", type=positive_int, default=800, help="steps per test throw (steps of 0.002 s)")
+    e.add_argument("--seed", type=nonnegative_int, default=1,
                    help="seed of the test throws; differs from dacm generate's default 0 so that they are fresh")
     e.add_argument("--anisotropic", action="store_true", help="add the 8-direction distances (m)")
     e.add_argument("--json", action="store_true", help="print one JSON object")

@@ -8,12 +8,14 @@ the paper: dacm trains on the first 2/3 of the throws of the data file, PDD on a
 A held-out 10 % of each training set gives the reported validation accuracy / R².
 
 A checkpoint is a directory with ``meta.json`` (shape, dimensions, hyper-parameters, data
-summary, training report) and ``dacm.msgpack`` / ``pdd.msgpack`` (Flax-serialised law params).
+summary, training report, the SHA-256 of each parameter file, the training status) and
+``dacm.msgpack`` / ``pdd.msgpack`` (Flax-serialised law params), written and verified by
+``jaxcontact.checkpoint``.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -29,7 +31,8 @@ from .law import PATCH_KEYS, DACMLaw, PDDLaw
 from .networks import MLP, HyperParams, NetConfig
 from .recipes import total_budget
 
-CKPT_FORMAT = "jaxcontact.dacm.checkpoint/1"
+CKPT_FORMAT = "jaxcontact.dacm.checkpoint/2"  # /2: SHA-256 of each file, training status
+CKPT_FORMAT_V1 = "jaxcontact.dacm.checkpoint/1"  # no checksums: refused
 
 
 def _stats(x, y):
@@ -49,7 +52,9 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
     weights: optional per-sample loss weights (N,) (normalised to mean 1). val: optional (x, y) or
     (x, y, weights) validation set (held-out throws; its loss weighted alike): with ``patience``, training stops after that many epochs without a better
     validation loss and the best epoch's weights are returned (early stopping).
-    Returns (variables, report). Minibatch Adam, one jitted ``lax.scan`` per epoch."""
+    Returns (variables, report). Minibatch Adam, one jitted ``lax.scan`` per epoch. Ctrl-C stops
+    the epochs (report ``stopped_by`` "interrupted") and returns the weights reached (with
+    ``patience``, the best epoch's)."""
     net = MLP(cfg.hidden, out, cfg.dropout)
     key = jax.random.PRNGKey(seed)
     key, k0 = jax.random.split(key)
@@ -106,27 +111,31 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
     best = (np.inf, variables, 0)
     stopped = "epochs"
     first = None
-    for e in range(cfg.epochs):
-        key, ke = jax.random.split(key)
-        variables, state, l = epoch(variables, state, ke)
-        losses.append(float(l))
-        done = e + 1
-        if first is None:
-            first = time.perf_counter() - t0  # compilation + one epoch
-        if val_loss is not None:
-            vl = float(val_loss(variables))
+    try:
+        for e in range(cfg.epochs):
+            key, ke = jax.random.split(key)
+            new_variables, state, l = epoch(variables, state, ke)
+            variables = new_variables  # only a finished epoch counts (Ctrl-C may cut one short)
+            losses.append(float(l))
+            done = e + 1
+            if first is None:
+                first = time.perf_counter() - t0  # compilation + one epoch
+            if val_loss is not None:
+                vl = float(val_loss(variables))
+                if bar is not None:
+                    bar.set_postfix(val=f"{vl:.3g}", best_epoch=best[2] if vl >= best[0] else done, refresh=False)
+                if vl < best[0]:
+                    best = (vl, variables, done)
+                elif patience is not None and done - best[2] >= patience:
+                    stopped = "early_stopping"
+                    break
             if bar is not None:
-                bar.set_postfix(val=f"{vl:.3g}", best_epoch=best[2] if vl >= best[0] else done, refresh=False)
-            if vl < best[0]:
-                best = (vl, variables, done)
-            elif patience is not None and done - best[2] >= patience:
-                stopped = "early_stopping"
+                bar.update(1)
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                stopped = "time_limit"
                 break
-        if bar is not None:
-            bar.update(1)
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            stopped = "time_limit"
-            break
+    except KeyboardInterrupt:  # Ctrl-C: keep what was trained (train() marks the checkpoint interrupted)
+        stopped = "interrupted"
     rep = {"samples": int(n), "epochs_run": done, "epochs_asked": cfg.epochs, "stopped_by": stopped,
            "final_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 2),
            "first_epoch_seconds": None if first is None else round(first, 2)}
@@ -334,6 +343,10 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
     time_budget: seconds for all nine (3D) networks together, shared among the networks still to
     train in proportion to their cost at the epoch cap (time a network does not use goes to the
     next ones); a network stops at the smaller of its share and ``time_limit``.
+    Ctrl-C stops the network being trained (its weights so far are kept, the best epoch's with
+    ``patience``); the networks after it keep their initial weights, and
+    ``checkpoint.TrainingInterrupted`` is raised with ``partial`` = (dacm params, pdd params, meta),
+    ``meta["interrupted"]`` saying where it stopped and which networks are untrained.
     time_budget_per_kilo: seconds added to ``time_budget`` per 1 000 training instances (counted
     after the subsampling), so the budget grows with the data (``recipes.total_budget``).
     progress: tqdm bars per network (stderr) and time estimates through ``log``.
@@ -378,6 +391,19 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         jobs[(name, "regressor")] = (int((m & (data["label"] == F.DYNAMIC)).sum()), hp.regressor, n_in, nf)
         jobs[(name, "pdd")] = (int((data["kind"] == k).sum()), hp.pdd, F.num_features(dim), nf + len(F.COMPONENTS[dim][k][1]))
     sched = _Schedule(jobs, time_budget, time_limit, log, progress)
+    stop = {"at": None, "untrained": []}  # Ctrl-C: the network it stopped, those left untrained
+
+    def net_cfg(c, key):
+        """The network's config; after a Ctrl-C, 0 epochs (initial weights, recorded as untrained)."""
+        if stop["at"] is None:
+            return c
+        stop["untrained"].append(" ".join(key))
+        return dataclasses.replace(c, epochs=0)
+
+    def note(r, key):
+        if stop["at"] is None and r.get("stopped_by") == "interrupted":
+            stop["at"] = {"network": " ".join(key), "epoch": int(r.get("epochs_run", 0))}
+
     dp = {"clf": {}, "reg": {}, "norm": {}}
     pp = {"reg": {}, "norm": {}}
     report = {}
@@ -407,9 +433,10 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         xn = (x - st["x_mean"]) / st["x_std"]
         tr, va = _split(thr, seed + i)
         with sched.run((name, "classifier")) as (lim, bar):
-            v_c, r = fit(hp.classifier, xn[tr], lab[tr], 3, "classify", seed + 10 * i, lim,
-                         val=(xn[va], lab[va]), patience=patience, bar=bar)
+            v_c, r = fit(net_cfg(hp.classifier, (name, "classifier")), xn[tr], lab[tr], 3, "classify", seed + 10 * i,
+                         lim, val=(xn[va], lab[va]), patience=patience, bar=bar)
             sched.report(r)
+            note(r, (name, "classifier"))
         if len(va):
             r["val_accuracy"] = float(np.mean(predict(hp.classifier.hidden, 3, v_c, xn[va]).argmax(1) == lab[va]))
         rep["classifier"] = r
@@ -423,9 +450,11 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         else:
             tr, va = tr_r, va_r
             with sched.run((name, "regressor")) as (lim, bar):
-                v_r, r = fit(hp.regressor, xd[tr], yd[tr], len(fi), "regress", seed + 10 * i + 1, lim,
-                             weights=wr[tr], val=(xd[va], yd[va], wr[va]), patience=patience, bar=bar)
+                v_r, r = fit(net_cfg(hp.regressor, (name, "regressor")), xd[tr], yd[tr], len(fi), "regress",
+                             seed + 10 * i + 1, lim, weights=wr[tr], val=(xd[va], yd[va], wr[va]), patience=patience,
+                             bar=bar)
                 sched.report(r)
+                note(r, (name, "regressor"))
             if len(va):
                 r["val_r2"] = r2(predict(hp.regressor.hidden, len(fi), v_r, xd[va]), yd[va])
                 if friction_head == "residual":  # R² of the whole output (head + network), ratio units
@@ -446,9 +475,10 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         yn = (w - st["y_mean"]) / st["y_std"]
         tr, va = _split(data["throw"][m], seed + i + 200)
         with sched.run((name, "pdd")) as (lim, bar):
-            v_p, r = fit(hp.pdd, xn[tr], yn[tr], len(fi) + len(ni), "regress", seed + 10 * i + 2, lim,
-                         val=(xn[va], yn[va]), patience=patience, bar=bar)
+            v_p, r = fit(net_cfg(hp.pdd, (name, "pdd")), xn[tr], yn[tr], len(fi) + len(ni), "regress",
+                         seed + 10 * i + 2, lim, val=(xn[va], yn[va]), patience=patience, bar=bar)
             sched.report(r)
+            note(r, (name, "pdd"))
         if len(va):
             r["val_r2"] = r2(predict(hp.pdd.hidden, len(fi) + len(ni), v_p, xn[va]), yn[va])
         rep["pdd"] = r
@@ -466,6 +496,13 @@ def train(data: dict, hp: HyperParams | None = None, seed: int = 0, time_limit: 
         "instances_used": int(len(data["x"])), "friction_head": friction_head,
         "regressor_weight": regressor_weight, "time_limit": time_limit, "time_budget": time_budget,
     }
+    if stop["at"] is not None:
+        from ..checkpoint import TrainingInterrupted
+
+        meta["interrupted"] = dict(stop["at"], untrained_networks=stop["untrained"], networks=len(jobs))
+        raise TrainingInterrupted(f"interrupted: {stop['at']['network']} stopped at epoch {stop['at']['epoch']}, "
+                                  f"{len(stop['untrained'])} of {len(jobs)} networks untrained",
+                                  partial=(dp, pp, meta))
     return dp, pp, meta
 
 
@@ -478,34 +515,46 @@ def laws_from_meta(meta: dict):
             PDDLaw(dim, hp.pdd.hidden))
 
 
-def save_checkpoint(path, dacm_params, pdd_params, meta) -> None:
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "meta.json").write_text(json.dumps(meta, indent=1))
-    (path / "dacm.msgpack").write_bytes(serialization.to_bytes(jax.device_get(dacm_params)))
-    (path / "pdd.msgpack").write_bytes(serialization.to_bytes(jax.device_get(pdd_params)))
+PAYLOAD = ("dacm.msgpack", "pdd.msgpack")
+
+
+def save_checkpoint(path, dacm_params, pdd_params, meta, status: str = "finished", reached: dict | None = None,
+                    run=None) -> dict:
+    """Write the checkpoint directory atomically with the SHA-256 of both parameter files and the
+    training ``status`` (``jaxcontact.checkpoint``); ``run``: a ``checkpoint.RunDirectory`` to
+    write through instead of ``path`` (``--force`` over an existing checkpoint). Returns the meta."""
+    from ..checkpoint import write_checkpoint
+
+    files = dict(zip(PAYLOAD, (serialization.to_bytes(jax.device_get(p)) for p in (dacm_params, pdd_params))))
+    meta = dict(meta, format=CKPT_FORMAT)
+    if run is not None:
+        return run.save(files, meta, status, reached)
+    return write_checkpoint(path, files, meta, status, reached)
 
 
 def load_checkpoint(path):
-    """(dacm law, dacm params, pdd law, pdd params, meta); ``ValueError`` on a bad checkpoint."""
+    """(dacm law, dacm params, pdd law, pdd params, meta); ``ValueError`` on a bad checkpoint.
+
+    Both parameter files are checked against the SHA-256 recorded in meta.json. Checkpoints of
+    the first format (no checksums) are refused: retrain them with this version."""
+    from ..checkpoint import read_meta, verified_files
+
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"dacm checkpoint directory not found: {path}")
-    for f in ("meta.json", "dacm.msgpack", "pdd.msgpack"):
-        if not (path / f).is_file():
-            raise ValueError(f"{path}: not a dacm checkpoint (missing {f})")
-    try:
-        meta = json.loads((path / "meta.json").read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}/meta.json: invalid JSON ({e})") from None
+    meta = read_meta(path)
+    if meta.get("format") == CKPT_FORMAT_V1:
+        raise ValueError(f"{path}: dacm checkpoint of format {CKPT_FORMAT_V1}, which records no checksums and cannot "
+                         "be verified; retrain it with this version (jaxcontact dacm train)")
     if meta.get("format") != CKPT_FORMAT:
         raise ValueError(f"{path}: unsupported checkpoint format {meta.get('format')!r}, expected {CKPT_FORMAT}")
+    blobs = verified_files(path, meta, PAYLOAD)
     dl, pl = laws_from_meta(meta)
     out = []
     for law, f in ((dl, "dacm.msgpack"), (pl, "pdd.msgpack")):
         template = law.init_params()
         try:
-            params = serialization.from_bytes(template, (path / f).read_bytes())
+            params = serialization.from_bytes(template, blobs[f])
         except Exception as e:
             raise ValueError(f"{path}/{f}: corrupt or does not match meta.json ({type(e).__name__}: {e})") from None
         t_shapes = [np.shape(a) for a in jax.tree_util.tree_leaves(template)]

@@ -74,7 +74,8 @@ def _run_data(args, log) -> dict:
     init = {"mu": 0.5, "restitution": 0.5, "ground": 0.0}
     init.update(_parse_init(args.init))
     params0 = _initial_params(data, law, init)
-    args.window = args.window or 4
+    if args.window is None:  # the default; an explicit 0 never gets here (cliargs.positive_int)
+        args.window = 4
     prob = core.Problem.build(data, args.params, params0, law=law, window=args.window, substeps=args.substeps,
                               stride=args.stride, starts=args.starts or ())
     log(f"{data.source}: {len(data)} trajectories, {prob.num_windows} contact windows of {args.window} samples "
@@ -151,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
+    from ..cliargs import nonnegative_float, nonnegative_int, output_figure, positive_int
+
     p = sub.add_parser(
         "sysid", help="identify friction, restitution, ground, mass, geometry from trajectories",
         description="Fits physical parameters by short-window multiple shooting. Lengths are in the data's unit (m for "
@@ -167,29 +170,29 @@ def register(sub) -> None:
                    help="initial guesses, e.g. mu=0.5,restitution=0.5,ground=0 (the defaults; ground in length units)")
     p.add_argument("--method", choices=("lm", "adam", "nelder-mead"), default="lm",
                    help="lm: Levenberg-Marquardt (best measured); adam; nelder-mead: derivative-free baseline")
-    p.add_argument("--window", type=int, default=None,
+    p.add_argument("--window", type=positive_int, default=None,
                    help="samples per window (multiple shooting; default 4, 5 with --synthetic) (samples)")
-    p.add_argument("--substeps", type=int, default=4, help="engine steps per sample (--synthetic: 5, fixed) (steps)")
-    p.add_argument("--stride", type=int, default=None, help="samples between window starts (default: window) (samples)")
+    p.add_argument("--substeps", type=positive_int, default=4, help="engine steps per sample (--synthetic: 5, fixed) (steps)")
+    p.add_argument("--stride", type=positive_int, default=None, help="samples between window starts (default: window) (samples)")
     p.add_argument("--starts", default=None,
                    help="window start-state components fitted per window, comma-separated from pos, vel, rot, angvel "
                         "(for noisy observations; default: none with --data, the schedule's with --synthetic; "
                         "'' for none)")
-    p.add_argument("--kappa", type=float, default=0.0,
+    p.add_argument("--kappa", type=nonnegative_float, default=0.0,
                    help="> 0: fit with the smoothed law (relaxation kappa, (m/s)^2 in SI data); 0: the hard LCP law")
-    p.add_argument("--max-iter", type=int, default=None,
+    p.add_argument("--max-iter", type=positive_int, default=None,
                    help="cap on optimiser iterations (iterations; default: the method's or the schedule's own)")
-    p.add_argument("--max-trajectories", type=int, default=None,
+    p.add_argument("--max-trajectories", type=positive_int, default=None,
                    help="use only the first N trajectories (trajectories; default: all)")
-    p.add_argument("--throws", type=int, default=20, help="--synthetic: number of throws (throws)")
-    p.add_argument("--steps", type=int, default=400, help="--synthetic: engine steps per throw (steps of 2 ms)")
-    p.add_argument("--noise", type=float, default=0.0, help="--synthetic: position noise std (m)")
-    p.add_argument("--seed", type=int, default=0, help="--synthetic: seed of the throws and the noise (integer)")
+    p.add_argument("--throws", type=positive_int, default=20, help="--synthetic: number of throws (throws)")
+    p.add_argument("--steps", type=positive_int, default=400, help="--synthetic: engine steps per throw (steps of 2 ms)")
+    p.add_argument("--noise", type=nonnegative_float, default=0.0, help="--synthetic: position noise std (m)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="--synthetic: seed of the throws and the noise (integer)")
     p.add_argument("--known-vertices", action="store_true",
                    help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
-    p.add_argument("--plot", default=None,
+    p.add_argument("--plot", type=output_figure, default=None,
                    help='PNG of the loss and the parameters over iterations (needs pip install "jaxcontact[plot]"; '
                         "default: no figure)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

@@ -1,0 +1,195 @@
+"""Checks the command line makes before it computes: argparse types for counts and physical
+values, output paths, and the memory a run will need.
+
+The argparse types (``positive_int``, ``nonnegative_int``, ``positive_float``,
+``nonnegative_float``, ``unit_interval``, ``output_file``, ``output_npz``, ``output_figure``,
+``output_dir``) run
+while the command line is parsed, so a bad value is a one-line error before anything is
+loaded or simulated. ``output_file`` and friends only inspect the file system; they never
+create anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return x
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (counts of steps, throws, epochs, windows, ...)."""
+    n = _int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {text!r}")
+    return n
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer >= 0 (seeds, indices, counts where 0 means off)."""
+    n = _int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return n
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (time steps, rates)."""
+    x = _float(text)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return x
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0 (friction coefficients, noise, time limits where 0 means off)."""
+    x = _float(text)
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return x
+
+
+def unit_interval(text: str) -> float:
+    """A finite number in [0, 1] (restitution, fractions)."""
+    x = _float(text)
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
+    return x
+
+
+# ------------------------------------------------------------------------------------ paths
+
+
+def check_writable_parent(path: Path) -> None:
+    """``ValueError`` unless ``path``'s parent is an existing, writable directory."""
+    parent = path.parent
+    if not parent.is_dir():
+        raise ValueError(f"the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"the directory {parent} is not writable")
+
+
+def check_output_file(path, suffix: str | None = None) -> Path:
+    """The file path a command will write (``suffix`` appended if missing, as numpy's ``savez``
+    does), checked: not a directory, parent exists and is writable, an existing file writable.
+    ``ValueError`` (one line) otherwise; touches nothing."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, expected a file name")
+    if suffix and path.suffix != suffix:
+        path = path.with_name(path.name + suffix)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, expected a file name")
+    check_writable_parent(path)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{path} exists and is not writable")
+    return path
+
+
+# formats matplotlib's savefig writes; another (or no) suffix gets ".png", which savefig would
+# otherwise append itself (no suffix) or refuse after the computation (unknown suffix)
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp", ".pgf")
+
+
+def check_output_figure(path) -> Path:
+    """``check_output_file`` for a figure: ".png" appended unless the suffix is a figure format."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, expected a file name")
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        path = path.with_name(path.name + ".png")
+    return check_output_file(path)
+
+
+def check_output_directory(path) -> Path:
+    """A directory a command writes files into: an existing writable directory, or a new one
+    whose parent exists and is writable. ``ValueError`` otherwise; touches nothing."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"{path} exists and is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ValueError(f"the directory {path} is not writable")
+        return path
+    check_writable_parent(path)
+    return path
+
+
+def _argtype(check):
+    def convert(text: str):
+        try:
+            return str(check(text))
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    convert.__name__ = check.__name__
+    return convert
+
+
+output_file = _argtype(check_output_file)
+output_file.__doc__ = "argparse type: a writable output file path (``check_output_file``)."
+output_npz = _argtype(lambda p: check_output_file(p, ".npz"))
+output_npz.__doc__ = "argparse type: a writable .npz output path, '.npz' appended if missing as numpy does."
+output_figure = _argtype(check_output_figure)
+output_figure.__doc__ = "argparse type: a writable figure path, '.png' appended unless it has a figure suffix."
+output_dir = _argtype(check_output_directory)
+output_dir.__doc__ = "argparse type: a directory to write files into (``check_output_directory``)."
+
+
+# ------------------------------------------------------------------------------------ memory
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation: psutil if installed, else /proc/meminfo's
+    MemAvailable, else free pages from ``os.sysconf``; None if none of them answers."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # not installed, or no answer on this platform
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 / 10 else f"{n / 2**20:.1f} MiB"
+
+
+def check_memory(needed: int, what: str, hint: str, available: int | None = None) -> None:
+    """``MemoryError`` (one line: needed, available, ``hint``) if ``needed`` bytes exceed the
+    memory available (``available_memory()`` unless given); nothing if it cannot be measured."""
+    available = available_memory() if available is None else available
+    if available is not None and needed > available:
+        raise MemoryError(f"{what} needs about {_gib(needed)} of memory but {_gib(available)} is available; {hint}")
+
+
+def trajectory_bytes(throws: int, steps: int, state_size: int, itemsize: int, copies: int = 2) -> int:
+    """Bytes of ``copies`` arrays of throws × (steps + 1) states of ``state_size`` numbers."""
+    return int(copies) * int(throws) * (int(steps) + 1) * int(state_size) * int(itemsize)
