@@ -11,6 +11,9 @@ max_contacts 4) simulated for ``--steps`` steps from ``--throws`` initial states
 * ``fast``        random orientation in the air, |v| = 50 m/s in a random direction and
                   |ω| = 200 rad/s about a random axis;
 * ``fast_down``   a face resting, driven into the ground at 50 m/s with 200 rad/s spin;
+* ``penetrating`` random orientation, starting 1 µm to 5 cm (log-uniform) inside the ground, at rest;
+* ``extreme_speed`` random orientation in the air, |v| from 1e3 to 1e20 m/s (log-uniform) in a
+                  random direction (half of them into the ground);
 * ``random``      ``jaxcontact.states.random_throws`` (the rest of the batch).
 
 The batch is simulated in chunks (``--chunk``) to bound memory; per chunk the trajectory is
@@ -24,7 +27,12 @@ reduced on the device to:
 * penetration: max over bodies and steps of ``jc.penetration``, absolute and as a fraction of the
   0.1 m box size;
 * solver: max natural-map residual of the PGS solve and fraction of body-steps at the iteration cap
-  (and the fraction at the cap among body-steps in contact).
+  (and the fraction at the cap among body-steps in contact);
+* flags (``ContactInfo.flags``, ``jaxcontact.Flags``): bodies that raised each flag; a *silent* NaN
+  is a body that went non-finite without ``Flags.NONFINITE``; an *unflagged* energy gain is a body
+  that gained more than 1e-3 of its energy scale in a step without any flag (both must be 0);
+* energy beyond the lift: max over steps of E_k − (E_0 + m g d_0), d_0 the start penetration: what
+  separating a penetrating body adds beyond lifting it out (bounded by ½ m max_correction_speed²).
 
 Usage::
 
@@ -45,7 +53,8 @@ import numpy as np
 
 from . import common
 
-CATEGORIES = ["flat_rest", "flat_yaw", "edge_touch", "corner_touch", "zero_vel", "fast", "fast_down"]
+CATEGORIES = ["flat_rest", "flat_yaw", "edge_touch", "corner_touch", "zero_vel", "fast", "fast_down",
+              "penetrating", "extreme_speed"]
 
 
 def log(*a):
@@ -135,6 +144,13 @@ def initial_states(args):
         h=contact_height(q) + rng.uniform(0.1, 1.0, k))                # fast
     v = np.concatenate([rng.uniform(-1, 1, (k, 2)), np.full((k, 1), -args.fast_speed)], -1)
     add(6, ident, v=v, w=args.fast_spin * _rand_unit(rng, k))          # fast_down
+    q = rng.normal(size=(k, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    add(7, q, h=contact_height(q) - 10 ** rng.uniform(-6, np.log10(5e-2), k))  # penetrating
+    q = rng.normal(size=(k, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    speed = 10 ** rng.uniform(3, 20, k)
+    add(8, q, v=speed[:, None] * _rand_unit(rng, k), h=contact_height(q) + rng.uniform(0.1, 1.0, k))  # extreme
     m = sum(len(c) for c in cats)
     if m > n:
         raise SystemExit(f"--throws {n} is smaller than the {m} special bodies; lower --per-category")
@@ -171,6 +187,7 @@ def make_chunk_fn(model, params, steps):
         e = jax.vmap(jax.vmap(lambda s: jc.energy(model, params, s)))(traj)           # (B, T+1)
         pen = jax.vmap(jax.vmap(lambda s: jc.penetration(params, s)))(traj)           # (B, T+1)
         de = jnp.diff(e, axis=1)
+        flags = jax.lax.reduce(info.flags, jnp.int32(0), jax.lax.bitwise_or, (1,))
         ke0 = e[:, 0] - m * g * states.pos[:, 2]
         scale = ke0 + m * g * common.BOX_SIZE + 1e-9
         in_contact = jnp.min(info.phi, -1) <= model.patch_tol
@@ -187,6 +204,8 @@ def make_chunk_fn(model, params, steps):
             "cap_contact_steps": jnp.sum(at_cap & in_contact, 1),
             "mean_iterations": jnp.mean(info.iterations, 1),
             "energy_scale": scale,
+            "flags": flags,
+            "energy_beyond_lift": nanmax(e - (e[:, :1] + m * g * pen[:, :1]), 1),
         }
 
     return reduce
@@ -235,6 +254,10 @@ def run(args):
             "frac_steps_at_cap": float(R["cap_steps"][mask].sum() / steps),
             "frac_contact_steps_at_cap": float(R["cap_contact_steps"][mask].sum() / max(R["contact_steps"][mask].sum(), 1)),
             "mean_iterations": float(R["mean_iterations"][mask].mean()),
+            "silent_nan_bodies": int((~R["finite"][mask] & ((R["flags"][mask] & int(jc.Flags.NONFINITE)) == 0)).sum()),
+            "unflagged_energy_gain_bodies": int(((R["max_de_rel"][mask] > 1e-3) & (R["flags"][mask] == 0)).sum()),
+            "flagged_bodies": {fl.name.lower(): int(((R["flags"][mask] & int(fl)) != 0).sum()) for fl in jc.Flags},
+            "max_energy_beyond_lift_J": float(np.max(R["energy_beyond_lift"][mask])),
             "worst_bodies": {"energy_gain": i_de, "energy_gain_rel": i_rel, "penetration": i_pen},
         }
 
@@ -251,18 +274,30 @@ def run(args):
         "overall": summary(np.ones(n, bool)),
         "by_category": {nm: summary(cat == i) for i, nm in enumerate(names) if (cat == i).any()},
     }
-    out["pass_no_nan"] = out["overall"]["nan_bodies"] == 0
+    ordinary = [k for k in out["by_category"] if k != "extreme_speed"]
+    out["pass_no_nan"] = all(out["by_category"][k]["nan_bodies"] == 0 for k in ordinary)
+    out["pass_every_failure_flagged"] = (out["overall"]["silent_nan_bodies"] == 0
+                                         and out["overall"]["unflagged_energy_gain_bodies"] == 0)
     return out
 
 
 def markdown(out) -> str:
+    import jaxcontact as jc
+
     f = common.fmt
-    hdr = ["category", "bodies", "NaN bodies", "max ΔE/step (J)", "max ΔE/step rel.", "max penetration (m)",
-           "penetration / size", "max residual (m/s)", "steps at cap", "contact steps at cap", "mean sweeps"]
-    row = lambda nm, s: [nm, s["bodies"], s["nan_bodies"], f(s["max_energy_gain_J"]), f(s["max_energy_gain_rel"]),
+    hdr = ["category", "bodies", "NaN bodies", "silent NaN", "max ΔE/step (J)", "max ΔE/step rel.",
+           "E beyond lift (J)", "max penetration (m)", "penetration / size", "max residual (m/s)", "steps at cap",
+           "contact steps at cap", "mean sweeps"]
+    row = lambda nm, s: [nm, s["bodies"], s["nan_bodies"], s["silent_nan_bodies"], f(s["max_energy_gain_J"]),
+                         f(s["max_energy_gain_rel"]), f(s["max_energy_beyond_lift_J"]),
                          f(s["max_penetration_m"]), f(s["max_penetration_frac_of_size"]), f(s["max_residual"]),
                          f(s["frac_steps_at_cap"]), f(s["frac_contact_steps_at_cap"]), f(s["mean_iterations"])]
     rows = [row("**all**", out["overall"])] + [row(k, v) for k, v in out["by_category"].items()]
+    names = [fl.name.lower() for fl in jc.Flags]
+    fhdr = ["category", "bodies"] + [f"flag {n}" for n in names] + ["silent NaN", "unflagged energy gain"]
+    frow = lambda nm, s: ([nm, s["bodies"]] + [s["flagged_bodies"][n] for n in names]
+                          + [s["silent_nan_bodies"], s["unflagged_energy_gain_bodies"]])
+    frows = [frow("**all**", out["overall"])] + [frow(k, v) for k, v in out["by_category"].items()]
     w = out["workload"]
     return "\n".join([
         "# jaxcontact stress test (box throws, degenerate and extreme states)", "",
@@ -271,12 +306,22 @@ def markdown(out) -> str:
         f"{w['chunk']}, PGS tol 1e-6 / cap 100, max_contacts 4, {w['dtype']}; 'fast' = {w['fast_speed']} m/s and "
         f"{w['fast_spin']} rad/s. Wall time {out['wall_s']:.1f} s "
         f"({f(out['body_steps_per_s_with_diagnostics'])} body-steps/s including trajectory diagnostics).", "",
-        f"**NaN bodies: {out['overall']['nan_bodies']}** ({'pass' if out['pass_no_nan'] else 'FAIL'}).", "",
+        f"**NaN bodies outside extreme_speed: "
+        f"{sum(v['nan_bodies'] for k, v in out['by_category'].items() if k != 'extreme_speed')}** "
+        f"({'pass' if out['pass_no_nan'] else 'FAIL'}); **silent NaN: {out['overall']['silent_nan_bodies']}, "
+        f"unflagged energy gains: {out['overall']['unflagged_energy_gain_bodies']}** "
+        f"({'pass' if out['pass_every_failure_flagged'] else 'FAIL'}: every failure flagged).", "",
         common.md_table(hdr, rows), "",
+        "Bodies that raised each flag (`ContactInfo.flags`, OR over the steps):", "",
+        common.md_table(fhdr, frows), "",
         "- ΔE/step: max over bodies and steps of E_{k+1} − E_k (kinetic + potential, jc.energy); "
         "rel. = divided by the body's scale KE_0 + m g · 0.1 m.",
         "- Penetration: max over bodies and steps of jc.penetration (deepest vertex below the ground).",
         "- Residual: PGS natural-map residual (m/s); 'at cap' = solves that used all 100 sweeps.",
+        "- E beyond lift: max over steps of E_k − (E_0 + m g d_0), d_0 the start penetration; bounded by "
+        "½ m max_correction_speed² = 7.4e-05 J for a body separated from a penetration.",
+        "- extreme_speed bodies are expected to fail at the top of the range (float32 overflows); the requirement "
+        "is that each failure is flagged.",
         "",
     ])
 

@@ -11,6 +11,7 @@ Quick start::
 
 from . import contact, diagnostics, geometry, shapes, solvers
 from .dynamics import (
+    NonFiniteWarning,
     PenetrationWarning,
     batch_rollout,
     depenetrate,
@@ -44,6 +45,7 @@ __all__ = [
     "Model",
     "Params",
     "PatchType",
+    "NonFiniteWarning",
     "PenetrationWarning",
     "PlanarState",
     "State",

@@ -15,7 +15,8 @@ What is checked where:
 
 * eager calls (concrete inputs): ``validation.validate_inputs`` raises ``ValueError`` naming the
   field before anything is compiled; a start state deeper in the ground than
-  ``Model.penetration_tol`` gives a ``PenetrationWarning``;
+  ``Model.penetration_tol`` gives a ``PenetrationWarning``, a non-finite end state a
+  ``NonFiniteWarning`` (``batch_rollout(validate=False)`` skips both);
 * every step, in any tracing context (``jit``/``vmap``/``grad``): ``ContactInfo.flags``
   (``types.Flags``: invalid input, non-finite output, deep penetration, solver not converged) and
   ``ContactInfo.invalid`` (which value rule of ``validation.RULES`` the input broke);
@@ -42,6 +43,28 @@ from .validation import broken_rules, check_steps, is_concrete, validate_inputs
 
 class PenetrationWarning(UserWarning):
     """A start state penetrates the ground deeper than ``Model.penetration_tol``."""
+
+
+class NonFiniteWarning(UserWarning):
+    """An eager rollout ended with non-finite states (NaN spreads, so the last state shows it)."""
+
+
+@jax.jit
+def _nonfinite_bodies(final) -> jnp.ndarray:
+    leaves = [x.reshape(x.shape[0], -1) if x.ndim > 1 else x[:, None] for x in jax.tree_util.tree_leaves(final)]
+    return ~jnp.all(jnp.isfinite(jnp.concatenate(leaves, axis=1)), axis=1)
+
+
+def warn_nonfinite(final, batched: bool = False) -> None:
+    """Warn (``NonFiniteWarning``) when concrete final states are non-finite, with how many."""
+    if not batched:
+        final = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], final)
+    bad = np.asarray(_nonfinite_bodies(final))
+    if bad.any():
+        who = f"{int(bad.sum())} of {bad.size} bodies" if batched else "the body"
+        warnings.warn(f"{who} went non-finite (first: body {int(np.argmax(bad))}); rerun with with_info=True "
+                      "and jaxcontact.diagnostics.report for the first step and the cause",
+                      NonFiniteWarning, stacklevel=3)
 
 
 def gravity_vector(model: Model, state: AnyState, dtype) -> jnp.ndarray:
@@ -107,8 +130,14 @@ def depenetrate(model: Model, params: Params, state: AnyState):
     return state.replace(pos=state.pos + shift * n), shift > 0
 
 
+# A contact solve whose residual (a constraint-velocity error) exceeds this is flagged however many
+# iterations it used: at extreme speeds the floating-point floor of the solve, not its tolerance,
+# sets the error (a 1e10 m/s impact in float32 ends with 1e4 m/s errors).
+SOLVER_RESIDUAL_LIMIT = 0.1  # m/s
+
+
 def _solver_failed(model: Model, info: ContactInfo) -> jnp.ndarray:
-    failed = ~jnp.isfinite(info.residual)
+    failed = ~jnp.isfinite(info.residual) | (info.residual > SOLVER_RESIDUAL_LIMIT)
     s = getattr(model.law, "solver", None)
     if isinstance(s, LCPSettings) and not s.fixed_iterations:
         failed = failed | ((info.iterations >= s.max_iter) & (info.residual > s.tol))
@@ -237,10 +266,13 @@ def rollout(
     if n_steps is None:
         raise ValueError("rollout needs n_steps (an int >= 0) or a controls array")
     n_steps = check_steps(n_steps)
-    if is_concrete((params, state, controls)):
-        validate_inputs(params, state, control=controls, batched=False, control_steps=True)
-        warn_penetration(model, params, state)
-    return _rollout(model, params, state, controls, n_steps, output, with_info)
+    if not is_concrete((params, state, controls)):
+        return _rollout(model, params, state, controls, n_steps, output, with_info)
+    validate_inputs(params, state, control=controls, batched=False, control_steps=True)
+    warn_penetration(model, params, state)
+    out = _rollout(model, params, state, controls, n_steps, output, with_info)
+    warn_nonfinite(_last_state(out, output, with_info))
+    return out
 
 
 # Bodies per sequential chunk of a batched rollout on a CPU (chosen by the chunk-size sweep of the
@@ -281,11 +313,22 @@ def batch_rollout(
         raise ValueError(f"chunk_size must be a positive int, None or 'auto', got {chunk_size!r}")
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
-    if validate and is_concrete((params, states)):
+    check = validate and is_concrete((params, states))
+    if check:
         validate_inputs(params, states, batched=True, params_batched=params_batched)
         if not params_batched:
             warn_penetration(model, params, states, batched=True)
-    return _batch_rollout(model, params, states, n_steps, params_batched, output, with_info, chunk_size)
+    out = _batch_rollout(model, params, states, n_steps, params_batched, output, with_info, chunk_size)
+    if check:
+        warn_nonfinite(_last_state(out, output, with_info, batched=True), batched=True)
+    return out
+
+
+def _last_state(out, output, with_info, batched=False):
+    states = out[0] if with_info else out
+    if output == "final":
+        return states
+    return jax.tree_util.tree_map(lambda x: x[:, -1] if batched else x[-1], states)
 
 
 @functools.partial(
@@ -337,7 +380,9 @@ __all__ = [
     "rollout",
     "batch_rollout",
     "depenetrate",
+    "NonFiniteWarning",
     "PenetrationWarning",
+    "warn_nonfinite",
     "warn_penetration",
     "free_velocity",
     "integrate",

@@ -40,8 +40,8 @@ class Flags(IntFlag):
     NONFINITE: the step produced a non-finite state or impulse.
     PENETRATION: the start state penetrated deeper than one step of ``Model.max_correction_speed``
     corrects; it was projected out along the ground normal (no momentum added).
-    SOLVER: the contact solver used all its iterations without reaching its tolerance, or returned
-    a non-finite residual.
+    SOLVER: the contact solver used all its iterations without reaching its tolerance, or its
+    residual is non-finite or above ``dynamics.SOLVER_RESIDUAL_LIMIT`` (0.1 m/s; precision lost).
     """
 
     INVALID_INPUT = 1
