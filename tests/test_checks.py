@@ -65,6 +65,24 @@ def _final_with_summary(model, p, s, n=40):
     return jc.rollout(model, p, s, n, output="final", with_info=True)
 
 
+@jax.jit
+def _jit_final(p, s):  # one compiled program for every invalid case (same shapes and dtypes)
+    return _final_with_summary(MODEL, p, s)
+
+
+@jax.jit
+def _jit_grad(p, s):
+    def loss(p):
+        final, summary = _final_with_summary(MODEL, p, s)
+        return jnp.sum(final.pos), summary
+
+    return jax.grad(loss, has_aux=True)(p)
+
+
+def _f64(tree):
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), tree)
+
+
 INVALID = [
     (lambda: (params(mu=-0.5), jc.make_state(pos=[0, 0, 0.05], vel=[1.0, 2.0, 0])), "params.law.mu"),
     (lambda: (params(restitution=1.5), jc.make_state(pos=[0, 0, 0.2])), "params.law.restitution"),
@@ -77,20 +95,15 @@ INVALID = [
 
 @pytest.mark.parametrize("make, field", INVALID, ids=[f for _, f in INVALID])
 def test_invalid_input_flagged_under_jit_and_grad(make, field):
-    p, s = make()
+    p, s = _f64(make())
     with pytest.raises(ValueError, match=_re(field)):  # eagerly: a ValueError naming the field
         jc.rollout(MODEL, p, s, 5)
     # inside the user's jit: the summary carries the flag; check() names the field and step 0
-    final, summary = jax.jit(_final_with_summary, static_argnums=0)(MODEL, p, s)
+    final, summary = _jit_final(p, s)
     assert int(summary.flags) & jc.Flags.INVALID_INPUT and int(summary.first_step[0]) == 0
     with pytest.raises(jc.CheckError, match=_re(field) + ".*first at step 0"):
         diagnostics.check(summary)
-
-    def loss(p):  # through grad (has_aux): the same
-        final, summary = _final_with_summary(MODEL, p, s)
-        return jnp.sum(final.pos), summary
-
-    _, summary = jax.jit(jax.grad(loss, has_aux=True))(p)
+    _, summary = _jit_grad(p, s)  # through grad (has_aux): the same
     with pytest.raises(jc.CheckError, match=_re(field)):
         diagnostics.check(summary)
 
@@ -99,7 +112,8 @@ def test_vmap_report_names_bodies_fields_and_steps():
     p = params()
     s = jc.states.random_throws(jax.random.PRNGKey(0), 64)
     s = s.replace(pos=s.pos.at[3, 0].set(jnp.nan), quat=s.quat.at[10].multiply(2.0))
-    final, summary = jax.jit(jax.vmap(lambda x: _final_with_summary(MODEL, p, x, 30)))(s)
+    run = jax.jit(jax.vmap(lambda x: _final_with_summary(MODEL, p, x, 30)))
+    final, summary = run(s)
     c = diagnostics.counts(summary)
     assert c["invalid_input"]["bodies"] == 2 and c["invalid_input"]["body_ids"] == [3, 10]
     assert any(f.startswith("state.pos") for f in c["invalid_input"]["fields"])
@@ -111,10 +125,9 @@ def test_vmap_report_names_bodies_fields_and_steps():
     traj, info = jax.jit(jax.vmap(lambda x: jc.rollout(MODEL, p, x, 30, with_info=True)))(s)
     assert diagnostics.counts(info) == c
     # a clean run reports clean and check() passes
-    ok = jc.states.random_throws(jax.random.PRNGKey(1), 8)
-    _, summary = jc.batch_rollout(MODEL, p, ok, 30, with_info=True)
+    _, summary = run(jc.states.random_throws(jax.random.PRNGKey(1), 64))
     diagnostics.check(summary)
-    assert "all 8 bodies clean" in diagnostics.report(summary)
+    assert "all 64 bodies clean" in diagnostics.report(summary)
 
 
 def test_solver_failure_flagged():
