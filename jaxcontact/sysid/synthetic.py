@@ -61,7 +61,7 @@ def make_synthetic(n_throws: int = 20, steps: int = 400, seed: int = 0, noise: f
     body_true = body.replace(vertices=jnp.asarray(V))
     params = Params(body=body_true, ground=Ground.flat(3, TRUTH["ground"]),
                     law=law.init_params(mu=TRUTH["mu"], restitution=TRUTH["restitution"]))
-    model = Model(law=law, dt=DT, max_contacts=max_contacts)
+    model = Model(law=law, dt=DT, max_contacts=max_contacts, max_correction_speed=None)  # as the fit's (core.py)
     s0 = random_throws(jax.random.PRNGKey(seed), n_throws)
     s0 = s0.replace(pos=s0.pos + jnp.array([0.0, 0.0, TRUTH["ground"]]))
     traj = batch_rollout(model, params, s0, steps, output="trajectory")
