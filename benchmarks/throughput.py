@@ -1,4 +1,4 @@
-"""Throughput of jaxcontact on the box-throw workload, against MuJoCo (C, one thread) and MJX.
+"""Throughput of jaxcontact on the box-throw workload, against MuJoCo C and MJX, one core and all cores.
 
 Workload: a 0.1 m cube (0.37 kg), Coulomb friction μ = 0.18, no restitution, h = 2 ms, 800 steps,
 random throws (``jaxcontact.states.random_throws``: centre height U(0.3, 1.0) + 0.1 m, uniform
@@ -12,6 +12,13 @@ and reports box-steps per second (batch × steps / wall time) at each batch size
 * MuJoCo C: ``mujoco.rollout.rollout`` with ONE ``MjData`` (so one thread; the loop over
   ``mj_step`` runs in C, no Python per step); falls back to a Python loop over ``mj_step`` when
   ``mujoco.rollout`` is missing (then Python overhead is included, and it says so).
+* All cores (``--threads``, default every core of the machine): MuJoCo C with one ``MjData`` per
+  thread (``mujoco.rollout``'s thread pool), against jaxcontact's ``sharded_batch_rollout`` over
+  as many XLA host devices (``--xla_force_host_platform_device_count``, in a child process, since
+  the flag must be set before JAX starts). One-core and all-core pairs use the same states.
+* Every peer-size measurement other than jaxcontact's one-device row runs in a child process with
+  a wall-clock limit (``--peer-timeout``): a peer that cannot run a size (MJX at 4,096 on a CPU
+  once sat in a futex wait for over 10 minutes) is recorded as skipped and the run goes on.
 * MJX (``mujoco.mjx``, JAX implementation, same device as jaxcontact): ``jit`` of a
   ``lax.scan`` over ``vmap(mjx.step)``. MJX is slow on CPU, so it is timed on ``--mjx-windows``
   windows of ``--mjx-steps`` steps spread evenly over the rollout (the first starts from the
@@ -40,7 +47,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
+import queue
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +80,11 @@ def parse_args(argv=None):
     p.add_argument("--mjx-windows", type=int, default=2, help="MJX windows spread over the rollout")
     p.add_argument("--mjx-batches", default=None, help="batches for MJX (default: --batches)")
     p.add_argument("--mujoco-max-batch", type=int, default=16384, help="skip MuJoCo C above this batch")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="cores for the all-cores pair: MuJoCo C threads and jaxcontact host devices "
+                        "(default: every core; 1 = no all-cores pair)")
+    p.add_argument("--peer-timeout", type=float, default=600.0,
+                   help="wall-clock limit (s) of each peer measurement run in a child process")
     p.add_argument("--hull-vertices", default="8,64,512", help="vertex counts of the convex hulls")
     p.add_argument("--hull-batch", type=int, default=1024)
     p.add_argument("--hull-steps", type=int, default=200)
@@ -238,10 +254,12 @@ def load_mujoco():
     return mujoco, None
 
 
-def bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, snapshot_steps, chunk=1024):
-    """One-thread MuJoCo C rollout of all bodies; also returns (qpos, qvel) at ``snapshot_steps``."""
+def bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, snapshot_steps, chunk=1024, threads=1):
+    """MuJoCo C rollout of all bodies on ``threads`` threads (one ``MjData`` each); also returns
+    (qpos, qvel) at ``snapshot_steps``."""
     m = mujoco.MjModel.from_xml_string(common.mujoco_xml())
     d = mujoco.MjData(m)
+    datas = d if threads == 1 else [mujoco.MjData(m) for _ in range(threads)]
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     nstate = mujoco.mj_stateSize(m, spec)
     B = qpos.shape[0]
@@ -258,14 +276,15 @@ def bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, snapshot_steps, chunk=102
         mj_rollout = None
 
     if mj_rollout is not None:
-        method = "mujoco.rollout.rollout, one MjData (1 thread), C loop over mj_step"
-        n = min(B, chunk)
+        method = ("mujoco.rollout.rollout, one MjData (1 thread), C loop over mj_step" if threads == 1 else
+                  f"mujoco.rollout.rollout, {threads} MjData ({threads} threads, its thread pool)")
+        n = min(B, chunk) if threads == 1 else B
         out = np.zeros((n, steps, nstate))
 
         def run():
             for s0 in range(0, B, n):
                 k = min(n, B - s0)
-                mj_rollout.rollout(m, d, init[s0:s0 + k], nstep=steps, state=out[:k], skip_checks=False)
+                mj_rollout.rollout(m, datas, init[s0:s0 + k], nstep=steps, state=out[:k], skip_checks=False)
                 for s, (qp, qv) in snaps.items():
                     qp[s0:s0 + k] = out[:k, s - 1, 1:1 + m.nq]
                     qv[s0:s0 + k] = out[:k, s - 1, 1 + m.nq:1 + m.nq + m.nv]
@@ -289,7 +308,7 @@ def bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, snapshot_steps, chunk=102
         final_z = out[: min(B, chunk), -1, 3]
     return {
         "method": method, "steps": steps, "best_s": r["best_s"], "times_s": r["times_s"],
-        "rate": B * steps / r["best_s"], "options": {
+        "rate": B * steps / r["best_s"], "threads": threads, "options": {
             "cone": common.MJ_CONE, "solver": common.MJ_SOLVER, "integrator": common.MJ_INTEGRATOR,
             "iterations": int(m.opt.iterations), "tolerance": float(m.opt.tolerance),
         },
@@ -336,6 +355,81 @@ def bench_mjx(mujoco, window_starts, steps_window, total_steps, repeats, device)
 
 # ------------------------------------------------------------------------------------ main
 
+# ------------------------------------------------------------------------------------ child processes
+
+def _child(name, kwargs, q):
+    try:
+        q.put({"ok": globals()[name](**kwargs)})
+    except BaseException as err:  # noqa: BLE001 - reported to the parent
+        q.put({"error": f"{type(err).__name__}: {err}"})
+
+
+def in_child(name, kwargs, timeout_s, env=None):
+    """``name(**kwargs)`` (a function of this module) in a spawned child process with ``env`` added,
+    killed after ``timeout_s``; returns its result or ``{"skipped": why}``."""
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        proc = ctx.Process(target=_child, args=(name, kwargs, q), daemon=True)
+        proc.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    t0 = time.perf_counter()
+    try:
+        msg = q.get(timeout=timeout_s)
+    except queue.Empty:
+        proc.kill()
+        proc.join(10)
+        return {"skipped": f"no result within --peer-timeout {timeout_s:.0f} s (killed)"}
+    proc.join(30)
+    if "error" in msg:
+        return {"skipped": f"failed: {msg['error']}"}
+    out = msg["ok"]
+    if isinstance(out, dict):
+        out["child_wall_s"] = time.perf_counter() - t0
+    return out
+
+
+def child_mujoco_c(qpos, qvel, steps, repeats, threads):
+    import mujoco
+
+    return bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, [], threads=threads)[0]
+
+
+def child_mjx(window_starts, steps_window, total_steps, repeats, platform):
+    import jax
+    import mujoco
+
+    return bench_mjx(mujoco, window_starts, steps_window, total_steps, repeats, jax.devices(platform)[0])
+
+
+def child_sharded(batch, steps, repeats, seed, devices):
+    """jaxcontact's ``sharded_batch_rollout`` over ``devices`` XLA host devices (set by the parent's
+    XLA_FLAGS); the all-cores row."""
+    import jax
+    import jaxcontact as jc  # noqa: F401
+    from jaxcontact.sharding import sharded_batch_rollout
+
+    if jax.device_count() != devices:
+        raise RuntimeError(f"expected {devices} host devices, JAX has {jax.device_count()}")
+    model, params = common.box_workload()
+    states = common.throws(batch, seed)
+    r = common.timed(lambda: jax.block_until_ready(sharded_batch_rollout(model, params, states, steps).pos), repeats)
+    return {"steps": steps, "best_s": r["best_s"], "times_s": r["times_s"], "devices": devices,
+            "compile_s": max(r["first_s"] - r["best_s"], 0.0), "rate": batch * steps / r["best_s"],
+            "method": f"jaxcontact.sharding.sharded_batch_rollout over {devices} XLA host devices"}
+
+
+def host_devices_env(n):
+    flags = os.environ.get("XLA_FLAGS", "")
+    return {"XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={n}".strip(), "JAX_PLATFORMS": "cpu"}
+
+
+# ------------------------------------------------------------------------------------ run
+
 def run(args, save=lambda out: None):
     """Run all benchmarks; ``save(out)`` is called after each part (partial results survive)."""
     import jax
@@ -366,6 +460,7 @@ def run(args, save=lambda out: None):
         "jaxcontact": {"law": "CoulombLCP", "tol": 1e-6, "max_iter": 100, "max_contacts": 4,
                        "dtype": str(np.asarray(common.throws(1).pos).dtype)},
         "mujoco_xml": common.mujoco_xml(),
+        "threads": args.threads, "peer_timeout_s": args.peer_timeout,
         "mjx_timing": f"{args.mjx_windows} windows of {args.mjx_steps} steps, starts spread over the rollout; "
                       f"rate = B*steps / (sum(window times) * steps / (windows*window_steps))",
     }, "results": results, "peer_messages": [mj_msg] if mj_msg and "not requested" not in mj_msg else []}
@@ -409,14 +504,36 @@ def run(args, save=lambda out: None):
                     import jaxcontact as jc
                     st = jc.batch_rollout(model, params, states, s)
                     starts[s] = common.to_mujoco_qpos_qvel(st)
-            log(f"[mjx] batch {B}, windows of {args.mjx_steps} steps from steps {sorted(starts)}")
-            r = bench_mjx(mujoco, starts, args.mjx_steps, args.steps, args.repeats, device)
+            log(f"[mjx] batch {B}, windows of {args.mjx_steps} steps from steps {sorted(starts)} (child process, "
+                f"limit {args.peer_timeout:.0f} s)")
+            r = in_child("child_mjx", dict(window_starts=starts, steps_window=args.mjx_steps, total_steps=args.steps,
+                                           repeats=args.repeats, platform=device.platform), args.peer_timeout,
+                         env={"JAX_PLATFORMS": device.platform if device.platform != "gpu" else "cuda"})
             row["mjx"] = r
-            log(f"        ~{r['rate']:,.0f} box-steps/s (windows: "
-                + ", ".join(f"{w['start_step']}: {w['rate']:,.0f}" for w in r["windows"])
-                + f"; compile {r['compile_s']:.1f} s)")
+            if "rate" in r:
+                log(f"        ~{r['rate']:,.0f} box-steps/s (windows: "
+                    + ", ".join(f"{w['start_step']}: {w['rate']:,.0f}" for w in r["windows"])
+                    + f"; compile {r['compile_s']:.1f} s)")
+            else:
+                log(f"        MJX skipped: {r['skipped']}")
         elif "mjx" in args.peers and B in args.mjx_batches:
             row["mjx"] = {"skipped": mj_msg}
+        if args.threads > 1 and device.platform == "cpu" and B in args.batches:
+            if "jaxcontact" in args.peers:
+                log(f"[jaxcontact, all cores] batch {B}, {args.threads} host devices (child process)")
+                r = in_child("child_sharded", dict(batch=B, steps=args.steps, repeats=args.repeats, seed=args.seed,
+                                                   devices=args.threads), args.peer_timeout,
+                             env=host_devices_env(args.threads))
+                row["jaxcontact_all"] = r
+                log(f"        {r['rate']:,.0f} box-steps/s" if "rate" in r else f"        skipped: {r['skipped']}")
+            if mujoco is not None and "mujoco" in args.peers and B <= args.mujoco_max_batch:
+                log(f"[mujoco C, all cores] batch {B}, {args.threads} threads (child process)")
+                r = in_child("child_mujoco_c", dict(qpos=qpos, qvel=qvel, steps=args.steps, repeats=args.repeats,
+                                                    threads=args.threads), args.peer_timeout)
+                row["mujoco_c_all"] = r
+                log(f"        {r['rate']:,.0f} box-steps/s" if "rate" in r else f"        skipped: {r['skipped']}")
+            ja, ca = row.get("jaxcontact_all", {}).get("rate"), row.get("mujoco_c_all", {}).get("rate")
+            row["ratio_all_cores_vs_mujoco_c"] = ja / ca if ja and ca else None
         jr = row.get("jaxcontact", {}).get("rate")
         row["ratio_vs_mjx"] = jr / row["mjx"]["rate"] if jr and "rate" in row.get("mjx", {}) else None
         row["ratio_vs_mujoco_c"] = jr / row["mujoco_c"]["rate"] if jr and "rate" in row.get("mujoco_c", {}) else None
@@ -454,6 +571,19 @@ def markdown(out) -> str:
                      f(r["ratio_vs_mjx"]), f(r["ratio_vs_mujoco_c"]), f(j.get("compile_s")), f(x.get("compile_s"))])
     lines += [common.md_table(["batch", "jaxcontact", "MuJoCo C (1 thread)", "MJX (est.)", "jaxcontact/MJX",
                                "jaxcontact/MuJoCo C", "jaxcontact compile s", "MJX compile s"], rows), ""]
+    allc = [r for r in out["results"] if "jaxcontact_all" in r or "mujoco_c_all" in r]
+    if allc:
+        n = out["workload"].get("threads")
+        arows = []
+        for r in allc:
+            ja, ca = r.get("jaxcontact_all", {}), r.get("mujoco_c_all", {})
+            j1, c1 = r.get("jaxcontact", {}).get("rate"), r.get("mujoco_c", {}).get("rate")
+            arows.append([r["batch"], f(ja.get("rate", ja.get("skipped"))), f(ca.get("rate", ca.get("skipped"))),
+                          f(r.get("ratio_all_cores_vs_mujoco_c")), f(j1), f(c1), f(r.get("ratio_vs_mujoco_c"))])
+        lines += [f"All cores ({n}) against all cores, and one core against one core (same states, same run):", "",
+                  common.md_table(["batch", f"jaxcontact, {n} host devices", f"MuJoCo C, {n} threads",
+                                   "ratio, all cores", "jaxcontact, 1 device", "MuJoCo C, 1 thread", "ratio, one core"],
+                                  arows), ""]
     mjc = next((r["mujoco_c"] for r in out["results"] if "method" in r.get("mujoco_c", {})), None)
     if mjc:
         lines.append(f"- MuJoCo C: {mjc['method']}; options {mjc['options']}.")
