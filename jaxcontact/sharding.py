@@ -1,20 +1,26 @@
 """Batches larger than one device: shard the batch axis with ``jax.sharding``.
 
 ``sharded_batch_rollout`` places the batch of states on a 1-D ``Mesh`` over the devices with a
-``NamedSharding`` that splits the leading axis, and runs the same jitted, vmapped rollout as
-``batch_rollout``: XLA partitions it (bodies are independent, so no communication is needed).
+``NamedSharding`` that splits the leading axis and runs ``batch_rollout`` on each device's part
+with ``jax.shard_map``: every device runs its own program — its own solver loops, which exit when
+*its* bodies have converged (a partitioned vmap would make every sweep's exit test a reduction
+across devices), and on CPU devices its own chunks of ``dynamics.CPU_CHUNK`` bodies. Bodies are
+independent, so no communication is needed. The same call serves several GPUs, or several hosts
+once ``jax.distributed.initialize()`` has made every process's devices part of ``jax.devices()``.
 A batch that does not divide the device count is padded with copies of its first body and the
 padding is dropped from the result.
 """
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from .dynamics import batch_rollout, warn_penetration
+from .dynamics import CPU_CHUNK, batch_rollout, warn_penetration
 from .validation import check_steps, is_concrete, validate_inputs
 
 BATCH_AXIS = "batch"
@@ -67,6 +73,19 @@ def sharded_batch_rollout(
         params = shard_batch(pad_batch(params, n_pad), mesh)
     else:
         params = jax.device_put(params, NamedSharding(mesh, P()))
-    out = batch_rollout(model, params, states, n_steps, params_batched=params_batched, output=output,
-                        with_info=with_info, chunk_size=None, validate=False)
+    chunk = CPU_CHUNK if mesh.devices.reshape(-1)[0].platform == "cpu" else None
+    run = _per_device_rollout(model, n_steps, params_batched, output, with_info, chunk, mesh)
+    out = run(params, states)
     return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
+
+
+@functools.lru_cache(maxsize=64)
+def _per_device_rollout(model, n_steps, params_batched, output, with_info, chunk, mesh):
+    """A jitted ``shard_map`` of ``batch_rollout`` over ``mesh``'s batch axis (cached per setting)."""
+
+    def local(params, states):
+        return batch_rollout(model, params, states, n_steps, params_batched=params_batched, output=output,
+                             with_info=with_info, chunk_size=chunk, validate=False)
+
+    specs = (P(BATCH_AXIS) if params_batched else P(), P(BATCH_AXIS))
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False))
