@@ -179,16 +179,19 @@ def status_warning(path, meta: dict) -> str | None:
 
 
 def check_output_dir(path, force: bool, what: str = "--out") -> Path:
-    """Refuse an existing non-empty directory (unless ``force``) or a path that is a file, or whose
-    parent is missing or not writable. One-line ``ValueError``; touches nothing."""
+    """Refuse an existing non-empty directory (unless ``force``), a path that is a file, or one
+    that cannot be created (missing parents are fine: the checkpoint writer creates them; the
+    nearest existing ancestor must be a writable directory). One-line ``ValueError``; touches nothing."""
+    from .cliargs import check_creatable_directory
+
     path = Path(path)
-    parent = path.parent
     if path.exists() and not path.is_dir():
         raise ValueError(f"{what} {path}: exists and is not a directory")
-    if not parent.is_dir():
-        raise ValueError(f"{what} {path}: the parent directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{what} {path}: the parent directory {parent} is not writable")
+    if not path.exists():
+        try:
+            check_creatable_directory(path)
+        except ValueError as err:
+            raise ValueError(f"{what} {path}: {err}") from None
     if path.is_dir() and any(path.iterdir()):
         if not force:
             raise ValueError(f"{what} {path}: exists and is not empty (use --force to replace it once the new "

@@ -118,9 +118,22 @@ def check_output_figure(path) -> Path:
     return check_output_file(path)
 
 
+def check_creatable_directory(path: Path) -> None:
+    """``ValueError`` unless the directory ``path`` (missing parents included, as ``mkdir -p``
+    creates them) can be created: its nearest existing ancestor is a writable directory."""
+    anc = path.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise ValueError(f"{anc} is not a directory, so {path} cannot be created")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise ValueError(f"the directory {anc} is not writable, so {path} cannot be created")
+
+
 def check_output_directory(path) -> Path:
     """A directory a command writes files into: an existing writable directory, or a new one
-    whose parent exists and is writable. ``ValueError`` otherwise; touches nothing."""
+    that can be created with its missing parents (the writers create them). ``ValueError``
+    otherwise; touches nothing."""
     path = Path(path)
     if path.exists():
         if not path.is_dir():
@@ -128,7 +141,7 @@ def check_output_directory(path) -> Path:
         if not os.access(path, os.W_OK | os.X_OK):
             raise ValueError(f"the directory {path} is not writable")
         return path
-    check_writable_parent(path)
+    check_creatable_directory(path)
     return path
 
 

@@ -144,8 +144,10 @@ def test_output_directory_refused_unless_force_and_replaced_only_when_finished(t
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="not a directory"):
         C.check_output_dir(tmp_path / "file", force=True)
-    with pytest.raises(ValueError, match="does not exist"):
-        C.check_output_dir(tmp_path / "no" / "out", force=True)
+    with pytest.raises(ValueError, match="not a directory"):  # cannot be created under a file
+        C.check_output_dir(tmp_path / "file" / "out", force=True)
+    C.check_output_dir(tmp_path / "no" / "out", force=False)  # missing parents: created on save
+    assert not (tmp_path / "no").exists()
     C.check_output_dir(tmp_path / "new", force=False)  # new or empty: fine, nothing created
     assert not (tmp_path / "new").exists()
     run = C.RunDirectory(out, force=True)

@@ -263,7 +263,7 @@ def _one_line_exit(argv, capsys, code=2):
     (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--plot-toss", "-1"], "--plot-toss"),
     (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--per-toss", "{tmp}/no/p.json"], "does not exist"),
     (["impacts", "evaluate", "--train", "a", "--test", "b", "--learned-steps", "0"], "--learned-steps"),
-    (["impacts", "split", "--data", "a", "--out-dir", "{tmp}/no/such"], "does not exist"),
+    (["impacts", "split", "--data", "a", "--out-dir", "/proc/version/sub"], "not a directory"),
 ])
 def test_bad_counts_values_and_output_paths_fail_in_one_line_before_any_work(argv, says, tmp_path, capsys):
     argv = [a.format(tmp=tmp_path) for a in argv]
