@@ -79,8 +79,7 @@ def report(x, dt: float | None = None) -> str:
         r = c[k]
         when = f"step {r['first_step']}" + (f", t = {(r['first_step'] + 1) * dt:.4g} s" if dt else "")
         ids = ", ".join(map(str, r["body_ids"])) + (", …" if r["bodies"] > len(r["body_ids"]) else "")
-        verb = {Flags.INVALID_INPUT: "had", Flags.NONFINITE: "went", Flags.PENETRATION: "had",
-                Flags.SOLVER: "had"}[f]
+        verb = "went" if f == Flags.NONFINITE else "had"
         what = FLAG_NAMES[f] + (f" — {'; '.join(r['fields'])}" if "fields" in r else "")
         lines.append(f"{r['bodies']} of {r['of']} bodies {verb} {what} (first at {when}; bodies {ids})")
     return "\n".join(lines)
