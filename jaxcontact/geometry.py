@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from .rotations import perp2d, quat_to_mat, rot2d
+from .rotations import inv3, perp2d, quat_to_mat, rot2d
 from .types import AnyState, Body, Ground, PatchType, PlanarState
 
 # Distance (m) given to padded candidates so they are never selected or active; also the free
@@ -163,7 +163,7 @@ def mass_matrix_inverse(body: Body, state: AnyState) -> jnp.ndarray:
         return jnp.diag(jnp.stack([1.0 / body.mass, 1.0 / body.mass, 1.0 / body.inertia]))
     z = jnp.zeros((3, 3), dtype=body.inertia.dtype)
     top = jnp.concatenate([jnp.eye(3, dtype=z.dtype) / body.mass, z], axis=1)
-    bot = jnp.concatenate([z, jnp.linalg.inv(body.inertia)], axis=1)
+    bot = jnp.concatenate([z, inv3(body.inertia)], axis=1)
     return jnp.concatenate([top, bot], axis=0)
 
 

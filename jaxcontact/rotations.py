@@ -88,3 +88,22 @@ def rot2d(theta: jnp.ndarray) -> jnp.ndarray:
 def perp2d(a: jnp.ndarray) -> jnp.ndarray:
     """ẑ × a for planar vectors: (−a_y, a_x)."""
     return jnp.stack([-a[..., 1], a[..., 0]], axis=-1)
+
+
+def inv3(A: jnp.ndarray) -> jnp.ndarray:
+    """Inverse of a 3×3 matrix in closed form (adjugate / determinant).
+
+    For the small, well-conditioned matrices of the step (inertia tensors, the gyroscopic
+    Newton matrix) this is elementwise arithmetic, so under ``vmap`` it stays in fused
+    vector code instead of one batched LAPACK call per step (an LU with a pivoting loop on a
+    CPU, which cost as much as the rest of the free-flight step)."""
+    r0, r1, r2 = A[..., 0, :], A[..., 1, :], A[..., 2, :]
+    c12 = jnp.cross(r1, r2)
+    det = jnp.sum(r0 * c12, axis=-1)
+    adj = jnp.stack([c12, jnp.cross(r2, r0), jnp.cross(r0, r1)], axis=-1)
+    return adj / det[..., None, None]
+
+
+def solve3(A: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """x with A x = b for a 3×3 ``A`` (``inv3``)."""
+    return inv3(A) @ b
