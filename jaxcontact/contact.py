@@ -23,6 +23,7 @@ vertices, a learned φ, a chain's links), the friction coefficients and the targ
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from flax import struct
 
@@ -107,15 +108,19 @@ def _coupling(problem: ContactProblem, mu):
     return jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1).reshape(-1)
 
 
-def solve(problem: ContactProblem, mu=1.0, settings: LCPSettings = LCPSettings(), target=None) -> ContactSolution:
+def solve(problem: ContactProblem, mu=1.0, settings: LCPSettings = LCPSettings(), target=None,
+          z0=None) -> ContactSolution:
     """The hard contact impulse: the box-friction LCP by projected Gauss–Seidel with implicit
     gradients. mu: friction coefficient per tangent row, broadcast to (C, num_tangents) (a scalar,
-    (nt,) per direction, or (C, nt)); target: (C,) normal-row target, default −φ/h."""
+    (nt,) per direction, or (C, nt)); target: (C,) normal-row target, default −φ/h; z0: (C, d)
+    start of the sweeps (a warm start; default zero; padded contacts start at zero)."""
     C, d = problem.num_contacts, problem.rows_per_contact
     b = _rhs(problem, target)
     b = jnp.where(problem.valid[:, None], b, jnp.asarray(geometry.FAR, b.dtype))
     rows = RowStructure.contacts(C, problem.num_tangents)
-    sol = solve_lcp(problem.A, b.reshape(-1), _coupling(problem, mu), rows, settings)
+    if z0 is not None:
+        z0 = jnp.where(problem.valid[:, None], jax.lax.stop_gradient(z0), 0.0).astype(b.dtype).reshape(-1)
+    sol = solve_lcp(problem.A, b.reshape(-1), _coupling(problem, mu), rows, settings, z0=z0)
     return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
                            iterations=sol.iterations)
 

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import geometry
-from .rotations import quat_exp, quat_mul, quat_normalize, skew
+from .rotations import quat_exp, quat_mul, quat_normalize, skew, solve3
 from .solvers import LCPSettings
 from .types import AnyState, ContactInfo, Flags, Model, Params, PlanarState, State, Summary
 from .validation import broken_rules, check_steps, is_concrete, validate_inputs
@@ -86,13 +86,13 @@ def free_velocity(model: Model, params: Params, state: AnyState, control=None) -
     f = jnp.zeros(6, dtype) if control is None else control
     v = state.vel + h * (g + f[:3] / body.mass)
     I = body.inertia
-    w0 = state.omega + h * jnp.linalg.solve(I, f[3:])
+    w0 = state.omega + h * solve3(I, f[3:])
     if model.gyroscopic:
         # One Newton step on I(w − w0) + h w × I w = 0 from w0 (Bullet's implicit gyroscopic).
         Iw = I @ w0
         res = h * jnp.cross(w0, Iw)
         jac = I + h * (skew(w0) @ I - skew(Iw))
-        w = w0 - jnp.linalg.solve(jac, res)
+        w = w0 - solve3(jac, res)
     else:
         w = w0
     return jnp.concatenate([v, w])
@@ -144,11 +144,25 @@ def _solver_failed(model: Model, info: ContactInfo) -> jnp.ndarray:
     return failed
 
 
+def warm_starts(model: Model) -> bool:
+    """Whether a rollout carries the law's warm start from step to step (``law.warm_start``)."""
+    return bool(getattr(model.law, "warm_start", False))
+
+
 def _step(model: Model, params: Params, state: AnyState, control=None):
+    new, info, _ = _step_warm(model, params, state, control, None)
+    return new, info
+
+
+def _step_warm(model: Model, params: Params, state: AnyState, control, warm):
+    """The step; ``warm`` (None: a cold start) is the law's warm start, returned updated."""
     invalid = broken_rules(params, state, control)
     state, projected = depenetrate(model, params, state)
     v1 = free_velocity(model, params, state, control)
-    p, info = model.law(model, params, state, v1)
+    if warm is None:
+        p, info = model.law(model, params, state, v1)
+    else:
+        p, info, warm = model.law.solve_warm(model, params, state, v1, warm)
     Minv = geometry.mass_matrix_inverse(params.body, state)
     v_new = v1 + Minv @ p
     new = integrate(model, state, v_new)
@@ -160,7 +174,7 @@ def _step(model: Model, params: Params, state: AnyState, control=None):
     flags = jnp.zeros((), jnp.int32)
     for cond, bit in bits:
         flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
-    return new, info.replace(flags=flags, invalid=invalid)
+    return new, info.replace(flags=flags, invalid=invalid), warm
 
 
 _step_jit = jax.jit(_step, static_argnames=("model",))
@@ -219,17 +233,20 @@ def _rollout(model, params, state, controls, n_steps, output, with_info):
     summary0 = Summary(flags=jnp.zeros((), jnp.int32), first_step=jnp.full((_NUM_FLAGS,), -1, jnp.int32),
                        invalid=jnp.zeros((), jnp.int32))
 
+    # the law's warm start (previous step's impulses) rides in the carry; never differentiated
+    warm0 = model.law.init_warm(model, params, state) if warm_starts(model) else None
+
     def f(carry, xs):
-        s, summary = carry
+        s, summary, warm = carry
         u, k = xs
-        s1, info = _step(model, params, s, u)
+        s1, info, warm = _step_warm(model, params, s, u, warm)
         if summarize:
             summary = _accumulate(summary, info, k)
         out = None if output == "final" else (s1, info if with_info else None)
-        return (s1, summary), out
+        return (s1, summary, warm), out
 
     ks = jnp.arange(n_steps, dtype=jnp.int32)
-    (final, summary), ys = jax.lax.scan(f, (state, summary0), (controls, ks), length=n_steps)
+    (final, summary, _), ys = jax.lax.scan(f, (state, summary0, warm0), (controls, ks), length=n_steps)
     if output == "final":
         return (final, summary) if with_info else final
     traj, infos = ys

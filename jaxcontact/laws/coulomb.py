@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 from flax import struct
 
@@ -62,10 +63,26 @@ class CoulombLCP:
         return CoulombParams(mu=jnp.stack([mu1, mu2]), restitution=jnp.asarray(restitution, mu1.dtype))
 
     def __call__(self, model, params: Params, state: AnyState, v_free):
+        impulse, info, _ = self.solve_warm(model, params, state, v_free, None)
+        return impulse, info
+
+    @property
+    def warm_start(self) -> bool:
+        return self.solver.warm_start and not self.solver.fixed_iterations
+
+    def init_warm(self, model, params: Params, state: AnyState):
+        """The warm start of a rollout's first step: zero impulse (normal, tangents) per vertex."""
+        return jnp.zeros((params.body.num_vertices, state.dim), state.vel.dtype)
+
+    def solve_warm(self, model, params: Params, state: AnyState, v_free, warm):
+        """``__call__`` started from ``warm`` (per-vertex impulses of the previous step, or None
+        for zero): ``(impulse, info, warm⁺)``."""
         prob, con = contact.rigid_body(model, params, state, v_free)
         target = restitution_target(self, model, params, state, prob, con)
-        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target)
-        return sol.impulse, contact.rigid_body_info(model, params, con, sol)
+        z0 = None if warm is None else warm[con.index]
+        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target, z0=z0)
+        new = None if warm is None else jnp.zeros_like(warm).at[con.index].set(jax.lax.stop_gradient(sol.z))
+        return sol.impulse, contact.rigid_body_info(model, params, con, sol), new
 
 
 def restitution_target(law, model, params: Params, state: AnyState, prob: contact.ContactProblem, con):

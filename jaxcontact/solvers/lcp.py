@@ -20,6 +20,7 @@ a guard that keeps gradients finite where the contact problem is degenerate.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -44,12 +45,18 @@ class LCPSettings:
     normals for three constrained directions) have a unique, differentiable solution.
     fixed_iterations: run exactly ``max_iter`` sweeps (no data-dependent loop exit; useful on
     accelerators where a uniform trip count is faster).
+    warm_start: inside a rollout, start each step's sweeps from the previous step's impulses of
+    the same contact points (laws that support it: ``CoulombLCP``) instead of zero. The solution
+    and its tolerance are the same; a resting or sliding contact, whose impulses barely change
+    from step to step, then converges in one or two sweeps instead of ten. The implicit
+    derivative is taken at the solution, so it does not depend on the start.
     """
 
     tol: float = 1e-6
     max_iter: int = 100
     regularization: float = 1e-6
     fixed_iterations: bool = False
+    warm_start: bool = True
 
     def __post_init__(self):
         if not self.tol > 0:
@@ -124,28 +131,31 @@ def _residual(T, z, A, b, coupling):
 
 
 def _pgs_sweep(rows: RowStructure, z, A, b, coupling):
-    """One projected Gauss–Seidel sweep; returns (z, max scaled change)."""
+    """One projected Gauss–Seidel sweep; returns (z, max scaled change).
+
+    z, b, coupling: (m, *batch); A: (m, m, *batch) — the batch, if any, is the *trailing* axis
+    (``_pgs_batched``), so every row update is one contiguous vector operation."""
     m = z.shape[0]
-    d = jnp.diagonal(A)
     if m <= _UNROLL_ROWS:
-        # Unrolled on scalars: under vmap every row update is an elementwise batch operation,
-        # so XLA fuses the sweep into few kernels with no dynamic-update-slices.
+        # Unrolled on scalars: with a trailing batch axis every row update is an elementwise
+        # vector operation, so XLA fuses the sweep into few kernels with no dynamic-update-slices.
         zs = [z[i] for i in range(m)]
-        change = jnp.zeros((), z.dtype)
+        change = jnp.zeros_like(b[0])
         for i in range(m):
             acc = b[i]
             for j in range(m):
                 acc = acc + A[i, j] * zs[j]
-            zi = zs[i] - acc / d[i]
+            zi = zs[i] - acc / A[i, i]
             if rows.is_friction[i]:
                 bound = coupling[i] * zs[int(rows.parent[i])]
                 zi = jnp.clip(zi, -bound, bound)
             elif rows.lo0[i] == 0.0:
                 zi = jnp.maximum(zi, 0.0)
-            change = jnp.maximum(change, jnp.abs(d[i] * (zi - zs[i])))
+            change = jnp.maximum(change, jnp.abs(A[i, i] * (zi - zs[i])))
             zs[i] = zi
         return jnp.stack(zs), change
 
+    d = jnp.diagonal(A)
     lo0 = jnp.asarray(rows.lo0, z.dtype)
     hi0 = jnp.asarray(rows.hi0, z.dtype)
     parent = jnp.asarray(rows.parent)
@@ -160,39 +170,116 @@ def _pgs_sweep(rows: RowStructure, z, A, b, coupling):
     return jax.lax.fori_loop(0, m, row, (z, jnp.zeros((), z.dtype)))
 
 
+def _tolerance(settings: LCPSettings, b):
+    """The stopping tolerance of one problem (b: (m,)): ``settings.tol``, but never below what the
+    dtype can resolve — in float32 a velocity change below ~1e-5 m/s is round-off."""
+    floor = 64 * jnp.finfo(b.dtype).eps * (1.0 + jnp.max(jnp.abs(jnp.where(b < 1e3, b, 0.0)), axis=0))
+    return jnp.maximum(jnp.asarray(settings.tol, b.dtype), floor)
+
+
+def _pgs_single(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
+    """Sweeps of one problem until no scaled change exceeds the tolerance (or the cap):
+    (z, last change, sweeps)."""
+    tol = _tolerance(settings, b)
+
+    def body(carry):
+        z, _, it = carry
+        z, change = _pgs_sweep(rows, z, A, b, coupling)
+        return z, change, it + 1
+
+    init = (z, jnp.asarray(jnp.inf, b.dtype), jnp.asarray(0, jnp.int32))
+    if settings.fixed_iterations:
+        return jax.lax.fori_loop(0, settings.max_iter, lambda _, c: body(c), init)
+    return jax.lax.while_loop(lambda c: (c[2] < settings.max_iter) & (c[1] > tol), body, init)
+
+
+# A batch keeps sweeping all of its problems while more than 1/_TAIL of them are unconverged; the
+# rest (the slow tail: impacts, mode changes) is gathered into sub-batches of that size.
+_TAIL = 8
+_MIN_TAIL = 8
+
+
+def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
+    """``_pgs_single`` of a batch (leading axis B on every argument), with the same result per
+    problem: each problem gets exactly its own sweeps and is frozen once converged.
+
+    Under a plain ``vmap`` the loop would run every problem until the slowest of the batch
+    converges (on the box-throw workload, a warm-started body-step needs 1.5 sweeps on average but
+    its batch of 256 waits 9.5). Here the batch is laid out batch-last (each row update one
+    contiguous vector operation), swept whole while more than B/8 problems are unconverged, and
+    the unconverged tail is then gathered into sub-batches of B/8 that sweep on their own."""
+    B = z.shape[0]
+    zt, bt, ct = z.T, b.T, coupling.T
+    At = jnp.moveaxis(A, 0, -1)
+    tol = _tolerance(settings, bt)
+    cap = settings.max_iter
+
+    def sweep(state, At, bt, ct, tol):
+        zt, change, it, active = state
+        zn, ch = _pgs_sweep(rows, zt, At, bt, ct)
+        zt = jnp.where(active[None], zn, zt)
+        change = jnp.where(active, ch, change)
+        it = it + active.astype(jnp.int32)
+        return zt, change, it, active & (it < cap) & (change > tol)
+
+    state = (zt, jnp.full((B,), jnp.inf, b.dtype), jnp.zeros((B,), jnp.int32), jnp.ones((B,), bool))
+    K = max(_MIN_TAIL, B // _TAIL)
+    if B <= K:
+        state = jax.lax.while_loop(lambda s: jnp.any(s[3]), lambda s: sweep(s, At, bt, ct, tol), state)
+    else:
+        state = jax.lax.while_loop(lambda s: jnp.sum(s[3]) > K, lambda s: sweep(s, At, bt, ct, tol), state)
+
+        def tail(state):  # the (up to) K unconverged problems with the lowest indices, to convergence
+            _, idx = jax.lax.top_k(state[3].astype(jnp.int32), K)
+            sub = tuple(x[..., idx] for x in state)
+            args = (At[..., idx], bt[..., idx], ct[..., idx], tol[idx])
+            sub = jax.lax.while_loop(lambda s: jnp.any(s[3]), lambda s: sweep(s, *args), sub)
+            return tuple(x.at[..., idx].set(y) for x, y in zip(state, sub))
+
+        state = jax.lax.while_loop(lambda s: jnp.any(s[3]), tail, state)
+    zt, change, it, _ = state
+    return zt.T, change, it
+
+
+def _pgs(rows: RowStructure, settings: LCPSettings):
+    """The forward solve (z0, A, b, coupling) -> (z, change, sweeps), with its own batching rule."""
+    single = functools.partial(_pgs_single, rows, settings)
+    m = len(rows.lo0)
+    if settings.fixed_iterations or m > _UNROLL_ROWS:
+        return single  # a uniform trip count, or rows in a fori_loop: plain vmap is right
+
+    @jax.custom_batching.custom_vmap
+    def pgs(z, A, b, coupling):
+        return single(z, A, b, coupling)
+
+    @pgs.def_vmap
+    def _(axis_size, in_batched, z, A, b, coupling):
+        args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape)
+                for x, bat in zip((z, A, b, coupling), in_batched)]
+        return _pgs_batched(rows, settings, *args), (True, True, True)
+
+    return pgs
+
+
 def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSettings(), z0=None):
     """Solve the box-friction LCP (see module docstring); differentiable in A, b and coupling.
 
     A: (m, m) Delassus matrix J M⁻¹ Jᵀ. b: (m,) free constraint velocity plus bias.
     coupling: (m,) friction coefficient of each friction row (ignored on other rows).
+    z0: (m,) start of the sweeps (a warm start; default zero) — not differentiated.
     Returns ``LCPSolution(z, residual, iterations)``.
     """
     A = _regularized(A, settings.regularization)
     T = _fixed_point_map(rows)
     if z0 is None:
         z0 = jnp.zeros_like(b)
+    pgs = _pgs(rows, settings)
 
     @implicit_fixed_point(T, has_aux=True)
     def _solve(z_init, A, b, coupling):
         A, b, coupling = (jax.lax.stop_gradient(x) for x in (A, b, coupling))
-
-        def body(carry):
-            z, _, it = carry
-            z, change = _pgs_sweep(rows, z, A, b, coupling)
-            return z, change, it + 1
-
-        # In float32 a velocity change below ~1e-5 m/s is round-off: never ask for less.
-        floor = 64 * jnp.finfo(b.dtype).eps * (1.0 + jnp.max(jnp.abs(jnp.where(b < 1e3, b, 0.0))))
-        tol = jnp.maximum(jnp.asarray(settings.tol, b.dtype), floor)
-        init = (z_init, jnp.asarray(jnp.inf, b.dtype), jnp.asarray(0, jnp.int32))
-        if settings.fixed_iterations:
-            z, res, it = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: body(c), init)
-        else:
-            z, res, it = jax.lax.while_loop(
-                lambda c: (c[2] < settings.max_iter) & (c[1] > tol), body, init
-            )
+        z, _, it = pgs(jax.lax.stop_gradient(z_init), A, b, coupling)
         return z, (_residual(T, z, A, b, coupling), it)
 
     z, (res, it) = _solve(z0, A, b, coupling)
     return LCPSolution(z=z, residual=res, iterations=it)
-
