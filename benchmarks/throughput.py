@@ -7,7 +7,8 @@ angular velocity U(−5, 5) rad/s) onto flat ground. Each simulator gets the *sa
 and reports box-steps per second (batch × steps / wall time) at each batch size:
 
 * jaxcontact: ``jc.batch_rollout`` (jitted vmap of a ``lax.scan``; final state only), hard
-  contact by a PGS LCP (tol 1e-6, ≤ 100 sweeps), ``max_contacts=4`` (a box face has 4 corners,
+  contact by a PGS LCP (tol 1e-6, ≤ 100 sweeps, warm-started from the previous step's impulses),
+  ``max_contacts=4`` (a box face has 4 corners,
   as MuJoCo's box–plane collider); the full ``--steps`` are timed.
 * MuJoCo C: ``mujoco.rollout.rollout`` with ONE ``MjData`` (so one thread; the loop over
   ``mj_step`` runs in C, no Python per step); falls back to a Python loop over ``mj_step`` when
@@ -35,7 +36,8 @@ iteration counts) with their deviation from the default settings.
 
 Usage::
 
-    python -m benchmarks.throughput                   # CPU, batches 1,64,1024,4096, 800 steps
+    python benchmarks/throughput.py                   # CPU, batches 1,64,1024,4096, 800 steps
+                                                      # (same as python -m benchmarks.throughput)
     python -m benchmarks.throughput --quick           # smoke test
     python -m benchmarks.throughput --device gpu      # GPU (batches 1,024 … 1,048,576)
     python -m benchmarks.throughput --json --sweep
@@ -53,6 +55,10 @@ import queue
 import sys
 import time
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: python benchmarks/throughput.py
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+    __package__ = "benchmarks"
 
 import numpy as np
 
@@ -83,7 +89,7 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                    help="cores for the all-cores pair: MuJoCo C threads and jaxcontact host devices "
                         "(default: every core; 1 = no all-cores pair)")
-    p.add_argument("--peer-timeout", type=float, default=600.0,
+    p.add_argument("--peer-timeout", type=float, default=300.0,
                    help="wall-clock limit (s) of each peer measurement run in a child process")
     p.add_argument("--hull-vertices", default="8,64,512", help="vertex counts of the convex hulls")
     p.add_argument("--hull-batch", type=int, default=1024)
@@ -358,6 +364,7 @@ def bench_mjx(mujoco, window_starts, steps_window, total_steps, repeats, device)
 # ------------------------------------------------------------------------------------ child processes
 
 def _child(name, kwargs, q):
+    os.dup2(2, 1)  # the parent's stdout is the --json output: children print (MJX's imports do) to stderr
     try:
         q.put({"ok": globals()[name](**kwargs)})
     except BaseException as err:  # noqa: BLE001 - reported to the parent
@@ -593,7 +600,8 @@ def markdown(out) -> str:
                      + "; ".join(f"batch {r['batch']}: " + ", ".join(f"from step {w['start_step']} {f(w['rate'])}"
                                                                    for w in r["mjx"]["windows"])
                                  for r in out["results"] if "windows" in r.get("mjx", {})) + ".")
-    lines.append("- jaxcontact: CoulombLCP, PGS tol 1e-6, cap 100 sweeps (adaptive while-loop), max_contacts 4, "
+    lines.append("- jaxcontact: CoulombLCP, PGS tol 1e-6, cap 100 sweeps (adaptive, warm-started from the previous "
+                 "step's impulses; under vmap the unconverged tail of a batch sweeps in sub-batches), max_contacts 4, "
                  f"{out['workload']['jaxcontact']['dtype']}; `jc.batch_rollout` defaults (chunk_size='auto': "
                  f"{CPU_CHUNK} bodies per chunk on a CPU backend, the whole batch on a GPU).")
     for msg in out.get("peer_messages", []):
@@ -639,7 +647,17 @@ def main(argv=None):
         common.write_json(out_dir / "throughput.json", o)
         (out_dir / "throughput.md").write_text(markdown(o) + "\n")
 
-    out = run(args, save)
+    if args.json:  # stdout is the JSON alone: whatever the run prints (MJX's imports do) goes to stderr
+        sys.stdout.flush()
+        saved_stdout = os.dup(1)
+        os.dup2(2, 1)
+    try:
+        out = run(args, save)
+    finally:
+        if args.json:
+            sys.stdout.flush()
+            os.dup2(saved_stdout, 1)
+            os.close(saved_stdout)
     save(out)
     if args.json:
         print(json.dumps(out, default=common.json_default))
