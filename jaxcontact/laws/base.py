@@ -17,6 +17,12 @@ class ContactLaw(Protocol):
     (a learned φ, no ground at all) sets the class attribute ``body_geometry = False``: the step
     then never projects a start state out of the ground by those vertices (``dynamics.depenetrate``).
     Absent means True.
+
+    Optional warm start: a law whose solver can start from the previous step's solution sets the
+    property ``warm_start`` true and provides ``init_warm(model, params, state) -> warm`` (the
+    first step's start, a pytree of fixed shape) and ``solve_warm(model, params, state, v_free,
+    warm) -> (impulse, info, warm⁺)``. ``rollout`` then carries ``warm`` from step to step (never
+    differentiated); ``step`` and laws without it start cold. ``CoulombLCP``: the impulse per vertex.
     """
 
     def __call__(
