@@ -6,13 +6,16 @@ h = 2 ms, PGS tol 1e-6, max_contacts 4):
 * **time** (float32, ``--batch`` bodies × ``--steps`` steps, best of ``--repeats``): µs per
   body-step of ``batch_rollout`` with the default law; with ``NoContact`` (free motion: gravity,
   gyroscopic term, integration); with one fixed PGS sweep (free motion + contact candidates,
-  Delassus matrix, right-hand side, one sweep, impulse); with the warm start off (where the code
-  has it); with the eager input validation on; and with the rollout's flag ``Summary``
+  Delassus matrix, right-hand side, one sweep, impulse); with the opt-in warm start on (where the
+  code has it); with the eager input validation on; and with the rollout's flag ``Summary``
   (``with_info=True``). Differences of these give the parts:
   free motion · contact problem + first sweep · further sweeps · validation · flags.
   The PGS sweep statistics of the same rollout (``--stats-batch`` bodies): mean sweeps per
   body-step, and the mean over steps of the maximum in each chunk of ``CPU_CHUNK`` bodies (what
   a plain ``vmap`` of the solver loop costs: every body waits for the slowest of its chunk).
+* **accuracy** (float64, ``--accuracy-throws``): final positions of the PGS solver, cold and
+  warm-started, against the converged solution of the same regularised LCP (Newton on the relaxed
+  problem at κ = 1e-18 (m/s)², itself checked against κ = 1e-16).
 * **finals** (float64, ``--finals`` throws): the final states are saved (``--save``) and compared
   with a file saved by another version of the code (``--compare``): the distribution of the
   position, orientation and velocity differences.
@@ -53,11 +56,14 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=800)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--stats-batch", type=int, default=1024)
+    p.add_argument("--chunks", default="", help="also time the default at these batch_rollout chunk sizes (comma list)")
     p.add_argument("--finals", type=int, default=1000, help="float64 throws for the final-state comparison (0: none)")
     p.add_argument("--save", default=None, help="save the float64 final states here (.npz)")
     p.add_argument("--compare", default=None, help="compare the float64 final states with these .npz (comma list)")
     p.add_argument("--finals-tol", type=float, default=1e-6, help="PGS tolerance of the final-state rollouts")
     p.add_argument("--finals-max-iter", type=int, default=100, help="PGS sweep cap of the final-state rollouts")
+    p.add_argument("--accuracy-throws", type=int, default=40,
+                   help="float64 throws for the accuracy check against the converged Newton solution (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     a = p.parse_args(argv)
@@ -94,9 +100,10 @@ def time_parts(args) -> dict:
     fixed1 = dataclasses.replace(law, solver=dataclasses.replace(law.solver, max_iter=1, fixed_iterations=True))
     us["one_fixed_sweep"] = rate(dataclasses.replace(model, law=fixed1))
     if hasattr(law.solver, "warm_start"):
-        cold = dataclasses.replace(law, solver=dataclasses.replace(law.solver, warm_start=False))
-        us["cold_start"] = rate(dataclasses.replace(model, law=cold))
+        warm = dataclasses.replace(law, solver=dataclasses.replace(law.solver, warm_start=True))
+        us["warm_start_on"] = rate(dataclasses.replace(model, law=warm))
     us["validate"] = rate(model, validate=True)
+    chunks = {int(c): rate(model, chunk_size=int(c)) for c in args.chunks.split(",") if c.strip()}
     us["summary"] = rate(model, with_info=True)
     parts = {
         "free_motion": us["no_contact"],
@@ -106,7 +113,7 @@ def time_parts(args) -> dict:
         "flag_summary": us["summary"] - us["default"],
     }
     return {"batch": args.batch, "steps": args.steps, "us_per_body_step": us, "parts_us_per_body_step": parts,
-            "rate_default": 1e6 / us["default"]}
+            "rate_default": 1e6 / us["default"], "rate_by_chunk": {c: 1e6 / v for c, v in chunks.items()}}
 
 
 def sweep_stats(args) -> dict:
@@ -137,6 +144,36 @@ def finals(args):
     states = jax.tree_util.tree_map(lambda x: x.astype(np.float64), common.throws(args.finals, args.seed))
     fin = jc.batch_rollout(model, params, states, args.steps)
     return {k: np.asarray(getattr(fin, k)) for k in ("pos", "quat", "vel", "omega")}
+
+
+def accuracy(args) -> dict:
+    """Final positions (float64) of the PGS solver, cold and warm-started, against the converged
+    solution of the same regularised LCP: Newton on the relaxed problem (``SmoothedCoulomb``) at
+    κ = 1e-18 (m/s)², checked against κ = 1e-16."""
+    import jax
+    import jaxcontact as jc
+    from jaxcontact.laws.smoothed import SmoothedCoulomb
+
+    jax.config.update("jax_enable_x64", True)
+    idx = np.linspace(0, args.finals - 1, args.accuracy_throws).astype(int) if args.finals else np.arange(args.accuracy_throws)
+    states = jax.tree_util.tree_map(lambda x: x.astype(np.float64)[idx], common.throws(max(args.finals, args.accuracy_throws), args.seed))
+    model, params = common.box_workload()
+    params = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float64) if np.issubdtype(np.asarray(x).dtype, np.floating) else x,
+                                    params)
+    laws = {"newton_kappa_1e-16": SmoothedCoulomb(kappa=1e-16, newton_iters=60),
+            "reference": SmoothedCoulomb(kappa=1e-18, newton_iters=80),
+            "pgs_cold": jc.CoulombLCP(solver=jc.LCPSettings())}
+    if "warm_start" in {f.name for f in dataclasses.fields(jc.LCPSettings)}:
+        laws["pgs_cold"] = jc.CoulombLCP(solver=jc.LCPSettings(warm_start=False))
+        laws["pgs_warm_start"] = jc.CoulombLCP(solver=jc.LCPSettings(warm_start=True))
+    pos = {k: np.asarray(jc.batch_rollout(dataclasses.replace(model, law=law), params, states, args.steps).pos)
+           for k, law in laws.items()}
+    out = {"throws": len(idx), "steps": args.steps, "reference": "SmoothedCoulomb(kappa=1e-18, newton_iters=80)"}
+    for k in laws:
+        if k != "reference":
+            d = np.linalg.norm(pos[k] - pos["reference"], axis=-1)
+            out[k] = {"median_m": float(np.median(d)), "p90_m": float(np.percentile(d, 90)), "max_m": float(d.max())}
+    return out
 
 
 def compare(a: dict, b: dict) -> dict:
@@ -172,10 +209,14 @@ def markdown(results: list[dict]) -> str:
             continue
         p = t["parts_us_per_body_step"]
         rows.append([r["label"], r["jaxcontact"], t["batch"], f(t["us_per_body_step"]["default"]), f(t["rate_default"])]
-                    + [f(p[k]) for k in names] + [f(t["us_per_body_step"].get("cold_start"))])
+                    + [f(p[k]) for k in names] + [f(t["us_per_body_step"].get("warm_start_on"))])
     lines += [common.md_table(["code", "jaxcontact", "batch", "µs / body-step", "box-steps/s", "free motion",
                                "contact problem + 1st sweep", "further sweeps", "eager validation", "flag Summary",
-                               "µs / body-step, warm start off"], rows), ""]
+                               "µs / body-step, warm start on"], rows), ""]
+    for r in results:
+        if r.get("time", {}).get("rate_by_chunk"):
+            lines += [f"`{r['label']}`: box-steps/s by `batch_rollout` chunk size (batch {r['time']['batch']}): "
+                      + ", ".join(f"{c}: {f(v)}" for c, v in r["time"]["rate_by_chunk"].items()) + ".", ""]
     srows = [[r["label"], s["batch"], s["chunk"], f(s["mean_sweeps_per_body_step"]), f(s["mean_chunk_max_sweeps"]),
               f(s["fraction_at_cap"])] for r in results if (s := r.get("sweeps"))]
     if srows:
@@ -191,6 +232,13 @@ def markdown(results: list[dict]) -> str:
                                        for k in ("position_m", "orientation_rad", "velocity_m_s", "angular_velocity_rad_s")]),
                       "", "Fraction of throws whose final positions agree within 1e-9 / 1e-6 / 1e-3 m: "
                       + " / ".join(f(c[f"fraction_position_within_{t:g}_m"]) for t in (1e-9, 1e-6, 1e-3)) + ".", ""]
+    arows = [[r["label"], k, f(v["median_m"]), f(v["p90_m"]), f(v["max_m"])]
+             for r in results if r.get("accuracy") for k, v in r["accuracy"].items() if isinstance(v, dict)]
+    if arows:
+        a = next(r["accuracy"] for r in results if r.get("accuracy"))
+        lines += [f"Accuracy: final positions (float64, {a['throws']} throws, {a['steps']} steps) against the converged "
+                  f"solution of the same regularised LCP, {a['reference']} (m):", "",
+                  common.md_table(["code", "solver", "median", "p90", "max"], arows), ""]
     for r in results:
         lines.append(f"- `{r['label']}`: `{r['machine']['command']}` ({r['machine']['date']}, jaxcontact at {r['jaxcontact']})")
     return "\n".join(lines) + "\n"
@@ -217,6 +265,9 @@ def main(argv=None):
         out["finals_solver"] = {"tol": args.finals_tol, "max_iter": args.finals_max_iter}
         out["compare"] = [dict(compare(fin, dict(np.load(path))), file=Path(path).name)
                           for path in (args.compare.split(",") if args.compare else [])]
+    if args.accuracy_throws:
+        print(f"[accuracy] {args.accuracy_throws} throws against the Newton reference", file=sys.stderr, flush=True)
+        out["accuracy"] = accuracy(args)
     out_dir = Path(args.out_dir)
     common.write_json(out_dir / f"breakdown_{args.label}.json", out)
     results = [json.loads(p.read_text()) for p in sorted(out_dir.glob("breakdown_*.json"))]

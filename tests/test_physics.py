@@ -264,14 +264,15 @@ def _check_energy_and_penetration(model, params, traj, rel_tol=1e-6):
 
 
 def test_python_loop_of_step_equals_rollout():
-    # ``step`` starts every solve from zero; a rollout warm-starts each step from the previous
-    # impulses. Without the warm start the two are the same computation; with it they agree to
-    # the solver's tolerance (1e-10 m/s here) in fewer sweeps.
+    # ``step`` starts every solve from zero, as a rollout does by default; with the opt-in warm
+    # start (each step from the previous impulses) the rollout agrees to the solver's tolerance
+    # (1e-10 m/s here) in fewer sweeps.
     model, params = setup(mu=0.3)
-    cold = dataclasses.replace(model, law=jc.CoulombLCP(solver=dataclasses.replace(model.law.solver, warm_start=False)))
+    assert not model.law.solver.warm_start
+    warm = dataclasses.replace(model, law=jc.CoulombLCP(solver=dataclasses.replace(model.law.solver, warm_start=True)))
     s0 = jc.make_state(pos=[0, 0, 0.08], quat=[0.96, 0.2, 0.1, 0.15] / np.linalg.norm([0.96, 0.2, 0.1, 0.15]), vel=[0.6, -0.2, 0], omega=[2.0, 0, 1.0])
-    traj_cold, info_cold = jc.rollout(cold, params, s0, 60, with_info=True)
-    traj, info_warm = jc.rollout(model, params, s0, 60, with_info=True)
+    traj_cold, info_cold = jc.rollout(model, params, s0, 60, with_info=True)
+    traj, info_warm = jc.rollout(warm, params, s0, 60, with_info=True)
     s = s0
     for _ in range(60):
         s, info = jc.step_with_info(model, params, s)
