@@ -53,8 +53,9 @@ class LCPSettings:
     constrained directions, the split among the corners is fixed only by the 1e-6 regularisation,
     and PGS barely moves that split; from zero it stays near the regularised solution, from the
     previous step it carries the split along and drifts. On 40 random throws in float64 the
-    final positions of the cold solver are within 7.9e-5 m (p90) of the converged (Newton,
-    κ → 0) solution, those of the warm-started one within 1.9e-3 m (docs/performance.md).
+    final positions of the cold solver are within 2.1e-4 m (p90; max 9.9e-4) of the converged
+    (Newton, κ → 0) solution, those of the warm-started one within 1.4e-3 m (max 2.1e-2)
+    (``benchmarks/breakdown.py``, docs/performance.md).
     """
 
     tol: float = 1e-6
