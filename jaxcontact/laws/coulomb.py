@@ -15,8 +15,12 @@ the ground height and the vertex positions across a landing (used by system iden
 Gradient modes (``gradient=``; the forward pass is the same hard contact in every mode):
 "exact" (default) — the implicit derivative of the hard LCP; "relaxed" — the implicit derivative
 of the relaxed (CHKS-smoothed) problem next to the hard solution (``solvers.relaxed``), with the
-mode switches blended over ``smoothing_length`` ℓ (m): velocity scale s = ℓ/h in the contact
-rows, and the restitution switch blended over s in approach speed and over ℓ in closing distance.
+mode switches blended over ``smoothing_length`` ℓ (m). Conversion to the solver's velocity scale
+s = √κ: the relaxed complementarity reads (d·z_n)·w_n = κ; a body resting under its weight
+takes d·z_n ≈ g h per step and a gap φ shows as w_n ≈ φ/h, so κ = g ℓ makes the relaxed
+problem's rest gap ≈ ℓ (s = √(g ℓ): 0.031 m/s at ℓ = 0.1 mm, 0.099 m/s at 1 mm; s = ℓ/h when
+``Model.gravity`` is 0). The restitution switch is blended over s in approach speed and over ℓ
+in closing distance.
 The friction cone is the polyhedral (pyramidal) cone spanned by the two ground tangents with
 possibly different coefficients μ = (μ_1, μ_2) — anisotropic friction; planar bodies use μ_1.
 """
@@ -27,6 +31,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from .. import contact
@@ -72,11 +77,12 @@ class CoulombLCP:
             raise ValueError(f"CoulombLCP.relaxed_newton_iters must be >= 0, got {self.relaxed_newton_iters}")
 
     def relaxed_gradient(self, model) -> RelaxedGradient | None:
-        """The solver's ``RelaxedGradient`` for this law on ``model`` (velocity scale ℓ/h), or None
-        in the exact mode."""
+        """The solver's ``RelaxedGradient`` for this law on ``model`` (velocity scale
+        ``relaxed_velocity_scale``), or None in the exact mode."""
         if self.gradient == "exact":
             return None
-        return RelaxedGradient(velocity_scale=self.smoothing_length / model.dt, newton_iters=self.relaxed_newton_iters)
+        return RelaxedGradient(velocity_scale=relaxed_velocity_scale(self.smoothing_length, model),
+                               newton_iters=self.relaxed_newton_iters)
 
     @staticmethod
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
@@ -89,6 +95,13 @@ class CoulombLCP:
         target = restitution_target(self, model, params, state, prob, con)
         sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target, self.relaxed_gradient(model))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol)
+
+
+def relaxed_velocity_scale(length: float, model) -> float:
+    """The relaxed mode's velocity scale s = √(g ℓ) (m/s) of a smoothing length ℓ (m): the
+    relaxed problem's rest gap under the body's weight is ≈ ℓ (module docstring); ℓ/h without gravity."""
+    g = abs(float(model.gravity))
+    return float(np.sqrt(g * length)) if g > 0 else length / model.dt
 
 
 def restitution_target(law, model, params: Params, state: AnyState, prob: contact.ContactProblem, con):
@@ -110,10 +123,11 @@ def restitution_target(law, model, params: Params, state: AnyState, prob: contac
     if getattr(law, "gradient", "exact") != "relaxed":
         return hard
     # relaxed gradient: the same value, the derivative of the switch blended over the law's
-    # smoothing length ℓ in closing distance and ℓ/h in approach speed
+    # smoothing length ℓ in closing distance and its velocity scale √(g ℓ) in approach speed
     ell = law.smoothing_length
     gap = con.phi + model.dt * vn_pre - (0.0 if law.restitution_target == "position" else model.patch_tol)
-    w = (jax.nn.sigmoid((-law.restitution_threshold - vn_pre) / (ell / model.dt)) * jax.nn.sigmoid(-gap / ell)
+    w = (jax.nn.sigmoid((-law.restitution_threshold - vn_pre) / relaxed_velocity_scale(ell, model))
+         * jax.nn.sigmoid(-gap / ell)
          * (eps > 0))
     soft = prob.target + w * jnp.maximum(bounce_target - prob.target, 0.0)
     return hard + (soft - jax.lax.stop_gradient(soft))

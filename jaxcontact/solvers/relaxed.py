@@ -17,8 +17,9 @@ smoothing with velocity scale s = √κ):
 
 This is the gradient of Dojo (Howell et al. 2022: implicit differentiation of a relaxed
 complementarity problem near the hard solution). Mode changes are blended over the velocity s in
-the rows' units (m/s); a law converts its physical smoothing length ℓ (m) with the time step:
-s = ℓ/h, because a gap φ enters the normal row's right-hand side as −φ/h. As s → 0 the relaxed
+the rows' units (m/s); a law converts its physical smoothing length ℓ (m) — ``CoulombLCP`` uses
+s = √(g ℓ), so that the relaxed problem's rest gap under the body's weight is ≈ ℓ
+(``laws.coulomb.relaxed_velocity_scale``). As s → 0 the relaxed
 derivative tends to the exact one wherever the latter is well defined (no mode at a switch).
 The forward value is bit-identical to ``solve_lcp``'s; the Newton steps are extra work in the
 forward pass too (the straight-through sum cannot be skipped by XLA), so use it when you
