@@ -93,7 +93,8 @@ class CoulombLCP:
     def __call__(self, model, params: Params, state: AnyState, v_free):
         prob, con = contact.rigid_body(model, params, state, v_free)
         target = restitution_target(self, model, params, state, prob, con)
-        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target, self.relaxed_gradient(model))
+        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target,
+                            gradient=self.relaxed_gradient(model))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol)
 
 
