@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from . import geometry
-from .solvers import LCPSettings, RowStructure, solve_lcp, solve_smoothed_lcp
+from .solvers import LCPSettings, RelaxedGradient, RowStructure, regularized, relaxed_gradient, solve_lcp, solve_smoothed_lcp
 from .types import ContactInfo
 
 
@@ -109,19 +109,26 @@ def _coupling(problem: ContactProblem, mu):
 
 
 def solve(problem: ContactProblem, mu=1.0, settings: LCPSettings = LCPSettings(), target=None,
-          z0=None) -> ContactSolution:
+          z0=None, gradient: RelaxedGradient | None = None) -> ContactSolution:
     """The hard contact impulse: the box-friction LCP by projected Gauss–Seidel with implicit
     gradients. mu: friction coefficient per tangent row, broadcast to (C, num_tangents) (a scalar,
     (nt,) per direction, or (C, nt)); target: (C,) normal-row target, default −φ/h; z0: (C, d)
-    start of the sweeps (a warm start; default zero; padded contacts start at zero)."""
+    start of the sweeps (a warm start; default zero; padded contacts start at zero).
+    gradient: None for the exact implicit derivative; a ``solvers.RelaxedGradient`` for the
+    relaxed one (same value, derivative of the relaxed problem near it: ``solvers.relaxed``)."""
     C, d = problem.num_contacts, problem.rows_per_contact
     b = _rhs(problem, target)
     b = jnp.where(problem.valid[:, None], b, jnp.asarray(geometry.FAR, b.dtype))
     rows = RowStructure.contacts(C, problem.num_tangents)
     if z0 is not None:
         z0 = jnp.where(problem.valid[:, None], jax.lax.stop_gradient(z0), 0.0).astype(b.dtype).reshape(-1)
-    sol = solve_lcp(problem.A, b.reshape(-1), _coupling(problem, mu), rows, settings, z0=z0)
-    return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
+    coupling = _coupling(problem, mu)
+    sol = solve_lcp(problem.A, b.reshape(-1), coupling, rows, settings, z0=z0)
+    z = sol.z
+    if gradient is not None:
+        z = relaxed_gradient(z, regularized(problem.A, settings.regularization), b.reshape(-1), coupling, rows,
+                             jnp.repeat(problem.valid, d), gradient)
+    return ContactSolution(z=z.reshape(C, d), impulse=problem.J.T @ z, residual=sol.residual,
                            iterations=sol.iterations)
 
 

@@ -12,6 +12,15 @@ Opt-in ``restitution_target="position"``: the bounce target is −ε v⁻ − (1
 vertex reaches the ground within the step and leaves it at ε|v⁻| — which is continuous in φ (it
 equals −φ/h where the switch φ + h v⁻ = 0 turns it on), so the trajectory depends continuously on
 the ground height and the vertex positions across a landing (used by system identification).
+Gradient modes (``gradient=``; the forward pass is the same hard contact in every mode):
+"exact" (default) — the implicit derivative of the hard LCP; "relaxed" — the implicit derivative
+of the relaxed (CHKS-smoothed) problem next to the hard solution (``solvers.relaxed``), with the
+mode switches blended over ``smoothing_length`` ℓ (m). Conversion to the solver's velocity scale
+s = √κ: the relaxed complementarity reads (d·z_n)·w_n = κ; a body resting under its weight
+takes d·z_n ≈ g h per step and a gap φ shows as w_n ≈ φ/h, so κ = g ℓ makes the relaxed
+problem's rest gap ≈ ℓ (s = √(g ℓ): 0.031 m/s at ℓ = 0.1 mm, 0.099 m/s at 1 mm; s = ℓ/h when
+``Model.gravity`` is 0). The restitution switch is blended over s in approach speed and over ℓ
+in closing distance.
 The friction cone is the polyhedral (pyramidal) cone spanned by the two ground tangents with
 possibly different coefficients μ = (μ_1, μ_2) — anisotropic friction; planar bodies use μ_1.
 """
@@ -22,10 +31,11 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from .. import contact
-from ..solvers import LCPSettings
+from ..solvers import LCPSettings, RelaxedGradient, check_gradient_mode
 from ..types import AnyState, Params
 
 
@@ -44,17 +54,35 @@ class CoulombLCP:
     solver: projected Gauss–Seidel settings (tolerance, cap, regularisation).
     restitution_threshold: approach speeds (m/s) below which restitution is not applied, so
     resting contact does not chatter.
+    gradient: "exact" (default) or "relaxed" (module docstring); smoothing_length: ℓ (m) of the
+    relaxed mode (ignored by "exact"); relaxed_newton_iters: Newton steps from the hard solution.
     """
 
     solver: LCPSettings = LCPSettings()
     restitution_threshold: float = 0.05
     restitution_target: str = "velocity"
+    gradient: str = "exact"
+    smoothing_length: float = 1e-3
+    relaxed_newton_iters: int = 6
 
     def __post_init__(self):
         if self.restitution_target not in ("velocity", "position"):
             raise ValueError(
                 f"CoulombLCP.restitution_target must be 'velocity' or 'position', got {self.restitution_target!r}"
             )
+        check_gradient_mode(self.gradient, "CoulombLCP.gradient")
+        if not self.smoothing_length > 0:
+            raise ValueError(f"CoulombLCP.smoothing_length must be positive (m), got {self.smoothing_length}")
+        if self.relaxed_newton_iters < 0:
+            raise ValueError(f"CoulombLCP.relaxed_newton_iters must be >= 0, got {self.relaxed_newton_iters}")
+
+    def relaxed_gradient(self, model) -> RelaxedGradient | None:
+        """The solver's ``RelaxedGradient`` for this law on ``model`` (velocity scale
+        ``relaxed_velocity_scale``), or None in the exact mode."""
+        if self.gradient == "exact":
+            return None
+        return RelaxedGradient(velocity_scale=relaxed_velocity_scale(self.smoothing_length, model),
+                               newton_iters=self.relaxed_newton_iters)
 
     @staticmethod
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
@@ -80,9 +108,17 @@ class CoulombLCP:
         prob, con = contact.rigid_body(model, params, state, v_free)
         target = restitution_target(self, model, params, state, prob, con)
         z0 = None if warm is None else warm[con.index]
-        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target, z0=z0)
+        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target, z0=z0,
+                            gradient=self.relaxed_gradient(model))
         new = None if warm is None else jnp.zeros_like(warm).at[con.index].set(jax.lax.stop_gradient(sol.z))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol), new
+
+
+def relaxed_velocity_scale(length: float, model) -> float:
+    """The relaxed mode's velocity scale s = √(g ℓ) (m/s) of a smoothing length ℓ (m): the
+    relaxed problem's rest gap under the body's weight is ≈ ℓ (module docstring); ℓ/h without gravity."""
+    g = abs(float(model.gravity))
+    return float(np.sqrt(g * length)) if g > 0 else length / model.dt
 
 
 def restitution_target(law, model, params: Params, state: AnyState, prob: contact.ContactProblem, con):
@@ -100,4 +136,15 @@ def restitution_target(law, model, params: Params, state: AnyState, prob: contac
         closing = (vn_pre < -law.restitution_threshold) & (con.phi + model.dt * vn_pre <= model.patch_tol)
         bounce_target = -eps * vn_pre
     bounce = closing & (eps > 0)
-    return jnp.where(bounce, jnp.maximum(prob.target, bounce_target), prob.target)
+    hard = jnp.where(bounce, jnp.maximum(prob.target, bounce_target), prob.target)
+    if getattr(law, "gradient", "exact") != "relaxed":
+        return hard
+    # relaxed gradient: the same value, the derivative of the switch blended over the law's
+    # smoothing length ℓ in closing distance and its velocity scale √(g ℓ) in approach speed
+    ell = law.smoothing_length
+    gap = con.phi + model.dt * vn_pre - (0.0 if law.restitution_target == "position" else model.patch_tol)
+    w = (jax.nn.sigmoid((-law.restitution_threshold - vn_pre) / relaxed_velocity_scale(ell, model))
+         * jax.nn.sigmoid(-gap / ell)
+         * (eps > 0))
+    soft = prob.target + w * jnp.maximum(bounce_target - prob.target, 0.0)
+    return hard + (soft - jax.lax.stop_gradient(soft))

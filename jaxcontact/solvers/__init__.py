@@ -7,6 +7,7 @@
 | ``nonneg`` | ``minimize_nonneg`` / ``minimize_nonneg_qp``: FISTA (or jaxopt ``ProjectedGradient``) over x ≥ 0 | ContactNets' inner program |
 | ``qp`` | ``solve_qp``: small dense QPs, jaxopt ``BoxOSQP`` | ContactNets' reference inner QP |
 | ``root`` | ``powell_hybrid`` / ``find_root``: Powell's hybrid root finder | dacm Algorithm 2 (chains) |
+| ``relaxed`` | ``relaxed_gradient``: the hard solution's value with the relaxed problem's implicit derivative (gradient mode ``"relaxed"``) | ``CoulombLCP(gradient="relaxed")``, through ``contact.solve`` |
 | ``implicit`` | ``implicit_root`` / ``implicit_fixed_point``: jaxopt ``custom_root`` / ``custom_fixed_point`` | all of the above |
 
 Implicit differentiation is declared once, in ``implicit``; the solvers call it and stay unaware
@@ -15,13 +16,21 @@ which also gives forward mode). Swapping jaxopt for another library touches this
 """
 
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root
-from .lcp import LCPSettings, LCPSolution, RowStructure, solve_lcp
+from .lcp import LCPSettings, LCPSolution, RowStructure, regularized, solve_lcp
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
 from .qp import QPSettings, QPSolution, solve_qp
 from .root import HybridSettings, RootResult, find_root, powell_hybrid
-from .smoothed import solve_smoothed_lcp
+from .relaxed import GRADIENT_MODES, RelaxedGradient, check_gradient_mode, relaxed_gradient, relaxed_solution
+from .smoothed import relaxed_residual, solve_smoothed_lcp
 
 __all__ = [
+    "GRADIENT_MODES",
+    "RelaxedGradient",
+    "check_gradient_mode",
+    "regularized",
+    "relaxed_gradient",
+    "relaxed_residual",
+    "relaxed_solution",
     "HybridSettings",
     "LCPSettings",
     "LCPSolution",

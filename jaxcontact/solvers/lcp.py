@@ -122,6 +122,12 @@ def _regularized(A, reg):
     return A + jnp.diag(reg * d + 1e-12 * scale)
 
 
+def regularized(A, reg):
+    """A with the solver's relative diagonal ``reg`` (``LCPSettings.regularization``) — the matrix
+    ``solve_lcp`` solves with (used by the gradient modes of ``solvers.relaxed``)."""
+    return _regularized(A, reg)
+
+
 def _fixed_point_map(rows: RowStructure):
     def T(z, A, b, coupling):
         d = jnp.diagonal(A)

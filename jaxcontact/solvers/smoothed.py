@@ -18,8 +18,11 @@ velocity scale down to the target over the first half of them), so it runs the s
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .lcp import LCPSolution, RowStructure
 
@@ -28,14 +31,14 @@ def _sr(x, k):
     return 0.5 * (x + jnp.sqrt(x * x + 4.0 * k))
 
 
-def solve_smoothed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, newton_iters: int) -> LCPSolution:
-    """Solve the relaxed box-friction LCP (module docstring). valid: (m,) rows that take part
-    (others return z = 0). Returns ``LCPSolution(z, residual, iterations)`` with the residual the
-    largest scaled relaxed-equation error |diag(A)·F(z)| (m/s) before the implicit step."""
-    is_fric = jnp.asarray(rows.is_friction)
-    parent = jnp.asarray(rows.parent)
+def relaxed_residual(rows: RowStructure):
+    """F(z, A, b, coupling, κ, valid): the relaxed fixed-point equations z − g_κ(z) (module
+    docstring) of the rows ``rows``; rows where ``valid`` (m,) is False (or 0) read z = 0. κ in (m/s)²."""
+    # numpy constants: F may be closed over by a custom-derivative rule (no traced closures)
+    is_fric = np.asarray(rows.is_friction)
+    parent = np.asarray(rows.parent)
 
-    def F(z, A, b, coupling, kap):
+    def F(z, A, b, coupling, kap, valid):
         dd = jnp.diagonal(A)
         y = z - (A @ z + b) / dd
         k = kap / dd**2
@@ -43,7 +46,17 @@ def solve_smoothed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, 
         zf = -c + _sr(y + c, k) - _sr(y - c, k)
         zn = _sr(y, k)
         g = jnp.where(is_fric, zf, zn)
-        return jnp.where(valid, z - g, z)  # padded rows: z = 0
+        return jnp.where(valid > 0, z - g, z)  # padded rows: z = 0
+
+    return F
+
+
+def solve_smoothed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, newton_iters: int) -> LCPSolution:
+    """Solve the relaxed box-friction LCP (module docstring). valid: (m,) rows that take part
+    (others return z = 0). Returns ``LCPSolution(z, residual, iterations)`` with the residual the
+    largest scaled relaxed-equation error |diag(A)·F(z)| (m/s) before the implicit step."""
+    is_fric = jnp.asarray(rows.is_friction)
+    F = partial(relaxed_residual(rows), valid=valid)
 
     # Newton with κ continuation from the problem's own velocity scale down to kappa.
     sg = jax.lax.stop_gradient

@@ -1,0 +1,251 @@
+"""System identification from random starts, per gradient mode (issue 23).
+
+Noise-free synthetic throws (``sysid.synthetic.make_synthetic``: 0.1 m, 0.37 kg box with a vertex
+set 10 % off the cube, μ = 0.27, ε = 0.1, ground 13 mm, position-consistent restitution target,
+h = 2 ms, sampled at 100 Hz). Every start draws μ ~ U(0.05, 1.0), ε ~ U(0, 0.8), the ground height
+~ truth + U(−2, 2) cm and every vertex coordinate ~ truth × (1 + U(−0.2, 0.2)), then runs *plain*
+Levenberg–Marquardt (``sysid.fit(method="lm")``: no kinematic stage, no grid, no scans, no staged
+schedule, no fitted window starts) on μ, ε, ground height and the 24 vertex coordinates with the
+windowed loss of ``sysid.Problem`` (5-sample windows, 5 engine steps per sample).
+
+A start *recovers* when μ and ε are within 1 % (relative), every vertex within 1 % (worst
+relative vertex error, as ``sysid.errors``) and the ground height within 1 mm (1 % of the 0.1 m
+body size). Rollouts count window simulations: one per window per loss evaluation and per
+Jacobian for the exact and relaxed modes, 2·N + 1 per window per Jacobian for the randomized one
+(N antithetic pairs).
+
+Modes: ``exact``; ``relaxed:ELL`` (``CoulombLCP(gradient="relaxed", smoothing_length=ELL)``, ELL in
+metres); ``randomized:ELL:N`` (LM with the antithetic randomized-smoothing Jacobian of the residuals,
+``jaxcontact.smoothing.randomized_jacobian``, σ = ELL / body size in the scaled unconstrained
+coordinates of ``sysid.ParamSpec`` — ELL on lengths, ELL/0.1 m relative on μ and ε at unit slope —
+and N pairs; forward exact).
+
+    python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NAMES = ("mu", "restitution", "ground", "vertices")
+
+
+def parse_mode(spec: str) -> dict:
+    parts = spec.split(":")
+    if parts[0] == "exact" and len(parts) == 1:
+        return {"name": spec, "kind": "exact"}
+    if parts[0] == "relaxed" and len(parts) == 2:
+        return {"name": spec, "kind": "relaxed", "length": float(parts[1])}
+    if parts[0] == "adaptive" and len(parts) == 1:
+        return {"name": spec, "kind": "adaptive"}
+    if parts[0] == "randomized" and len(parts) == 3:
+        return {"name": spec, "kind": "randomized", "length": float(parts[1]), "pairs": int(parts[2])}
+    raise SystemExit(f"bad mode {spec!r}: exact, relaxed:ELL, adaptive or randomized:ELL:N")
+
+
+def random_start(rng, truth, template):
+    import jax.numpy as jnp
+
+    from jaxcontact.types import Ground
+
+    V = np.asarray(truth["vertices"]) * (1.0 + rng.uniform(-0.2, 0.2, size=np.shape(truth["vertices"])))
+    mu, eps = rng.uniform(0.05, 1.0), rng.uniform(0.0, 0.8)
+    eps = max(eps, 1e-3)  # the sigmoid coordinate needs ε inside (0, 1)
+    h = float(truth["ground"]) + rng.uniform(-0.02, 0.02)
+    law = template.law.replace(mu=jnp.full_like(template.law.mu, mu), restitution=jnp.asarray(eps))
+    return template.replace(body=template.body.replace(vertices=jnp.asarray(V)), ground=Ground.flat(3, h), law=law)
+
+
+def recovered(values, truth, rel=0.01, ground_abs=0.001):
+    from jaxcontact.sysid import errors
+
+    e = errors(values, truth)
+    ok = (e["mu"]["rel"] <= rel and e["restitution"]["rel"] <= rel and e["vertices"]["rel"] <= rel
+          and e["ground"]["abs"] <= ground_abs)
+    return bool(ok), e
+
+
+def randomized_problem_jac(prob, length, pairs, seed):
+    """res_jac(x) -> (r, J) with J the antithetic randomized-smoothing Jacobian (and the count)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact.smoothing import randomized_jacobian
+
+    sigma = length / prob.spec.length
+    key = [jax.random.PRNGKey(seed)]
+    est = jax.jit(randomized_jacobian(prob.residuals, sigma, pairs, batch_size=max(1, min(pairs, 8))))
+
+    def res_jac(x):
+        key[0], k = jax.random.split(key[0])
+        r, J = est(jnp.asarray(x), k)
+        return np.asarray(r), np.asarray(J)
+
+    return res_jac
+
+
+LEVELS = (1e-3, 3e-4, 1e-4, 3e-5, 1e-5)
+
+
+def build_problems(data, mode):
+    """The mode's Problem(s), built once (same windows, chosen from the nominal start, for every
+    start; one compilation per law). adaptive: one per level of ``LEVELS`` and the exact one."""
+    from jaxcontact.sysid import Problem
+    from jaxcontact.sysid.synthetic import SAMPLE_EVERY, start_params, synthetic_law
+
+    law = synthetic_law()
+    p0 = start_params(law)
+    build = lambda lw: Problem.build(data, NAMES, p0, law=lw, window=5, substeps=SAMPLE_EVERY)
+    if mode["kind"] == "relaxed":
+        return {"main": build(dataclasses.replace(law, gradient="relaxed", smoothing_length=mode["length"]))}
+    probs = {"main": build(law)}
+    if mode["kind"] == "adaptive":
+        for ell in LEVELS:
+            probs[ell] = probs["main"].with_law(dataclasses.replace(law, gradient="relaxed", smoothing_length=ell))
+    return probs
+
+
+def adaptive_res_jac(probs, counter):
+    """The Jacobian of the relaxed mode at ℓ = the largest level ≤ the current RMS residual (m),
+    the exact one below the smallest level: the smoothing follows the misfit."""
+    def res_jac(x):
+        r = np.asarray(probs["main"].residuals(x))
+        rms = float(np.sqrt(r @ r))  # the window weights make ‖r‖² the mean square residual (m²)
+        ell = next((lv for lv in LEVELS if lv <= rms), None)
+        counter.append(ell)
+        prob = probs["main"] if ell is None else probs[ell]
+        return prob.residuals_and_jacobian(x)
+
+    return res_jac
+
+
+def run_start(probs, mode, p0, max_iter, seed):
+    from jaxcontact.sysid import optim
+
+    prob = probs["main"]
+    x0 = np.concatenate([prob.spec.pack(p0), np.zeros(prob.size - prob.spec.size)])
+    t0 = time.perf_counter()
+    levels = []
+    try:
+        if mode["kind"] == "randomized":
+            rj = randomized_problem_jac(prob, mode["length"], mode["pairs"], seed)
+            per_jac = 2 * mode["pairs"] + 1
+        elif mode["kind"] == "adaptive":
+            rj, per_jac = adaptive_res_jac(probs, levels), 2
+        else:
+            rj, per_jac = prob.residuals_and_jacobian, 1
+        r = optim.levenberg_marquardt(rj, prob.residuals, x0, max_iter=max_iter)
+        values = prob.spec.flat_values(np.asarray(r.x)[: prob.spec.size])
+        rollouts = (r.loss_evals + r.grad_evals * per_jac) * prob.num_windows
+        loss, its, msg = float(r.loss), r.iterations, r.message
+    except optim.FitError as err:
+        values, rollouts, loss, its, msg = None, None, float("nan"), None, f"FitError: {err}"
+    return values, rollouts, loss, its, msg, time.perf_counter() - t0, prob.num_windows, levels
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--modes", default="exact,relaxed:1e-4", help="comma-separated modes (module doc)")
+    ap.add_argument("--starts", default="50", help="starts per mode: one number, or one per mode (comma-separated)")
+    ap.add_argument("--throws", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=400, help="engine steps per throw (2 ms)")
+    ap.add_argument("--data-seed", type=int, default=1, help="throw seed (0 = validation, 1 = report)")
+    ap.add_argument("--start-seed", type=int, default=100)
+    ap.add_argument("--max-iter", type=int, default=100, help="LM iterations per start")
+    ap.add_argument("--default", default=None, help="the mode reported as the default")
+    ap.add_argument("--out", default=str(RESULTS / "sysid_random_starts.json"))
+    ap.add_argument("--resume", action="store_true", help="keep finished starts of the --out file")
+    a = ap.parse_args(argv)
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from jaxcontact.sysid.synthetic import make_synthetic, start_params
+
+    modes = [parse_mode(m) for m in a.modes.split(",")]
+    starts = [int(s) for s in a.starts.split(",")]
+    starts = starts * len(modes) if len(starts) == 1 else starts
+    data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed)
+    truth = data.truth
+    out = Path(a.out)
+    doc = json.loads(out.read_text()) if (a.resume and out.exists()) else {}
+    doc.update({
+        "command": "python -m benchmarks.sysid_random_starts " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
+        "data": {"throws": a.throws, "steps": a.steps, "data_seed": a.data_seed, "noise": 0.0, "source": data.source},
+        "criterion": "mu, restitution within 1 % relative; worst vertex within 1 % relative; ground within 1 mm "
+                     "(1 % of the 0.1 m body size)",
+        "optimizer": f"plain Levenberg-Marquardt (sysid.optim.levenberg_marquardt), max_iter {a.max_iter}, no fitted window starts",
+    })
+    runs = doc.setdefault("runs", {})
+    for mode, n in zip(modes, starts):
+        rows = runs.setdefault(mode["name"], [])
+        probs = build_problems(data, mode) if len(rows) < n else None
+        for k in range(n):
+            if k < len(rows):
+                continue
+            rng = np.random.default_rng([a.start_seed, k])
+            p0 = random_start(rng, truth, start_params())
+            values, rollouts, loss, its, msg, wall, nwin, levels = run_start(probs, mode, p0, a.max_iter,
+                                                                             a.start_seed + k)
+            ok, e = recovered(values, truth) if values is not None else (False, None)
+            rows.append({"start": k, "recovered": ok, "errors": e, "rollouts": rollouts, "loss": loss, "iterations": its,
+                         "message": msg, "wall_s": wall, "windows": nwin,
+                         "levels": [None if lv is None else float(lv) for lv in levels],
+                         "start_values": {"mu": float(p0.law.mu[0]), "restitution": float(p0.law.restitution),
+                                          "ground": float(p0.ground.height)}})
+            print(f"{mode['name']:>22} start {k:2d}: {'OK ' if ok else 'no '} loss {loss:.3e} it {its} "
+                  f"rollouts {rollouts} {wall:.0f} s  {msg}", flush=True)
+            summarize(doc, a.default)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(doc, indent=1))
+    summarize(doc, a.default)
+    out.write_text(json.dumps(doc, indent=1))
+    out.with_suffix(".md").write_text(render(doc))
+    print(render(doc))
+
+
+def render(doc) -> str:
+    """Markdown summary of a results file."""
+    lines = [f"# System identification from random starts ({doc['data']['throws']} noise-free throws, "
+             f"data seed {doc['data']['data_seed']})", "", f"Command: `{doc['command']}`", "",
+             f"Criterion: {doc['criterion']}. Optimizer: {doc['optimizer']}.", "",
+             "| mode | starts | recovered | mean rollouts | median final loss (m²) | median μ err | median ε err | "
+             "median ground err (mm) | median worst-vertex err | mean wall s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, rows in doc["runs"].items():
+        rs = doc["random_starts"][name]
+        ok = [r for r in rows if r["errors"] is not None]
+        med = lambda f: float(np.median([f(r) for r in ok])) if ok else float("nan")
+        lines.append(
+            f"| {name}{' (default)' if doc['random_starts'].get('default') == name else ''} | {rs['n_starts']} | "
+            f"{rs['fraction_recovered']:.0%} | {rs['mean_rollouts']:.0f} | {med(lambda r: r['loss']):.2e} | "
+            f"{med(lambda r: r['errors']['mu']['rel']):.2%} | {med(lambda r: r['errors']['restitution']['rel']):.2%} | "
+            f"{med(lambda r: r['errors']['ground']['abs']) * 1e3:.2f} | {med(lambda r: r['errors']['vertices']['rel']):.2%} | "
+            f"{rs['mean_wall_s']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def summarize(doc, default):
+    rs = {}
+    for name, rows in doc["runs"].items():
+        ok = [r["recovered"] for r in rows]
+        ro = [r["rollouts"] for r in rows if r["rollouts"] is not None]
+        rs[name] = {"fraction_recovered": float(np.mean(ok)) if ok else None,
+                    "mean_rollouts": float(np.mean(ro)) if ro else None, "n_starts": len(rows),
+                    "mean_wall_s": float(np.mean([r["wall_s"] for r in rows])) if rows else None}
+    if default is not None:
+        rs["default"] = default
+    elif "default" in doc.get("random_starts", {}):
+        rs["default"] = doc["random_starts"]["default"]
+    doc["random_starts"] = rs
+
+
+if __name__ == "__main__":
+    main()
