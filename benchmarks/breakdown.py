@@ -37,7 +37,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: python benchmarks/breakdown.py
@@ -71,16 +70,6 @@ def parse_args(argv=None):
     return a
 
 
-def _time(fn, repeats):
-    fn()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
-
-
 def time_parts(args) -> dict:
     import jax
     import jaxcontact as jc
@@ -92,7 +81,7 @@ def time_parts(args) -> dict:
     def rate(model, params=params, **kw):
         kw.setdefault("validate", False)
         f = lambda: jax.block_until_ready(jc.batch_rollout(model, params, states, args.steps, **kw))
-        return 1e6 * _time(f, args.repeats) / n
+        return 1e6 * common.timed(f, args.repeats)["best_s"] / n
 
     law = model.law
     us = {"default": rate(model)}
