@@ -216,8 +216,8 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     problem: each problem gets exactly its own sweeps and is frozen once converged.
 
     Under a plain ``vmap`` the loop would run every problem until the slowest of the batch
-    converges (on the box-throw workload, a warm-started body-step needs 1.5 sweeps on average but
-    its batch of 256 waits 9.5). Here the batch is laid out batch-last (each row update one
+    converges (on the box-throw workload a body-step needs 7.2 sweeps on average, but its chunk of
+    256 bodies waited 16.7: ``benchmarks/results/breakdown.md``). Here the batch is laid out batch-last (each row update one
     contiguous vector operation), swept whole while more than B/8 problems are unconverged, and
     the unconverged tail is then gathered into sub-batches of B/8 that sweep on their own."""
     B = z.shape[0]
