@@ -150,6 +150,68 @@ def run_start(probs, mode, p0, max_iter, seed):
     return values, rollouts, loss, its, msg, time.perf_counter() - t0, prob.num_windows, levels
 
 
+def true_vector(prob, truth):
+    """The scaled parameter vector of the truth."""
+    import jax.numpy as jnp
+
+    from jaxcontact.sysid.synthetic import start_params
+    from jaxcontact.types import Ground
+
+    p = start_params()
+    law = p.law.replace(mu=jnp.full_like(p.law.mu, float(truth["mu"])), restitution=jnp.asarray(float(truth["restitution"])))
+    p = p.replace(body=p.body.replace(vertices=jnp.asarray(truth["vertices"])), ground=Ground.flat(3, float(truth["ground"])),
+                  law=law)
+    return prob.spec.pack(p)
+
+
+def rigid_residual(V, Vt) -> tuple[float, float]:
+    """(max vertex error (m) after the best rotation + translation of V onto Vt, that rotation (deg))."""
+    mc, tc = V.mean(0), Vt.mean(0)
+    U, _, Wt = np.linalg.svd((V - mc).T @ (Vt - tc))
+    R = Wt.T @ np.diag([1.0, 1.0, np.sign(np.linalg.det(Wt.T @ U.T))]) @ U.T
+    err = np.abs((V - mc) @ R.T + tc - Vt).max()
+    return float(err), float(np.degrees(np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1))))
+
+
+def diagnose(a, k):
+    """Fit start k with the exact mode, then: the loss on the segment from the fit to the truth
+    (a barrier is a rise above the fit's loss), the vertex error left after the best rigid
+    alignment (is the fit's vertex set a moved copy of the truth, or another shape?), and how
+    much of each Jacobian column's squared norm its largest window holds at the truth."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact.sysid import optim
+    from jaxcontact.sysid.synthetic import make_synthetic, start_params
+
+    data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed)
+    truth = data.truth
+    prob = build_problems(data, parse_mode("exact"))["main"]
+    p0 = random_start(np.random.default_rng([a.start_seed, k]), truth, start_params())
+    x0 = prob.spec.pack(p0)
+    r = optim.levenberg_marquardt(prob.residuals_and_jacobian, prob.residuals, x0, max_iter=a.max_iter)
+    x1, xt = np.asarray(r.x), true_vector(prob, truth)
+    ts = np.linspace(0.0, 1.0, 41)
+    line = np.asarray(jax.jit(jax.vmap(lambda t: jnp.sum(prob.residuals(x1 + t * (xt - x1)) ** 2)))(jnp.asarray(ts)))
+    Vt = np.asarray(truth["vertices"])
+    V0, V1 = np.asarray(p0.body.vertices), np.asarray(prob.spec.flat_values(x1)["vertices"])
+    _, J = prob.residuals_and_jacobian(xt)
+    cn = np.sum(np.asarray(J).reshape(prob.num_windows, -1, prob.spec.size) ** 2, axis=1)
+    share = cn.max(0) / np.maximum(cn.sum(0), 1e-300)
+    ok, e = recovered(prob.spec.flat_values(x1), truth)
+    out = {"command": "python -m benchmarks.sysid_random_starts " + " ".join(a.argv), "start": k,
+           "recovered": ok, "errors": e, "fit_loss": float(r.loss), "message": r.message, "iterations": r.iterations,
+           "segment_to_truth": {"t": ts.tolist(), "loss": line.tolist(),
+                                "max_rise_over_fit_loss": float(line.max() / line[0] - 1.0),
+                                "t_of_max": float(ts[int(np.argmax(line))])},
+           "vertices_after_rigid_alignment_m": {"start": rigid_residual(V0, Vt)[0], "fit": rigid_residual(V1, Vt)[0]},
+           "rigid_rotation_deg": {"start": rigid_residual(V0, Vt)[1], "fit": rigid_residual(V1, Vt)[1]},
+           "largest_window_share_of_jacobian_column_at_truth": {"median": float(np.median(share)),
+                                                                "max": float(share.max()),
+                                                                "columns_over_0.9": int((share > 0.9).sum())}}
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modes", default="exact,relaxed:1e-4", help="comma-separated modes (module doc)")
@@ -162,13 +224,22 @@ def main(argv=None):
     ap.add_argument("--default", default=None, help="the mode reported as the default")
     ap.add_argument("--out", default=str(RESULTS / "sysid_random_starts.json"))
     ap.add_argument("--resume", action="store_true", help="keep finished starts of the --out file")
+    ap.add_argument("--diagnose", type=int, default=None, metavar="K",
+                    help="only diagnose start K with the exact mode (diagnose()); writes --out")
     a = ap.parse_args(argv)
+    a.argv = list(argv) if argv is not None else __import__("sys").argv[1:]
 
     import jax
 
     jax.config.update("jax_enable_x64", True)
     from jaxcontact.sysid.synthetic import make_synthetic, start_params
 
+    if a.diagnose is not None:
+        out = diagnose(a, a.diagnose)
+        Path(a.out).write_text(json.dumps(out, indent=1))
+        print(json.dumps({k: v for k, v in out.items() if k != "segment_to_truth"}, indent=1))
+        print("segment max rise over the fit's loss:", out["segment_to_truth"]["max_rise_over_fit_loss"])
+        return
     modes = [parse_mode(m) for m in a.modes.split(",")]
     starts = [int(s) for s in a.starts.split(",")]
     starts = starts * len(modes) if len(starts) == 1 else starts

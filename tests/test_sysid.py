@@ -366,6 +366,38 @@ def test_fitted_window_starts_remove_the_bias_of_noisy_starts():
                   "nelder-mead")
 
 
+def test_continuity_links_consecutive_windows_with_an_exact_jacobian():
+    """``Problem.build(..., continuity=c)``: one link per pair of consecutive windows of a
+    trajectory; the residual is the window rows (unchanged) followed by c × (predicted end of
+    window k − fitted start of window k+1); the dense Jacobian matches central differences in
+    every column kind (a parameter, window k's start, window k+1's start); bad weights raise."""
+    law = syn.synthetic_law()
+    data = syn.make_synthetic(n_throws=2, steps=200, seed=4, law=law, noise=1e-3)
+    p0 = syn.start_params(law)
+    free = sysid.Problem.build(data, "mu,ground", p0, law=law, window=5, substeps=5, starts="pos")
+    prob = sysid.Problem.build(data, "mu,ground", p0, law=law, window=5, substeps=5, starts="pos", continuity=2.0)
+    W, m, P = prob.num_windows, 36, len(prob.links)
+    assert P >= 3 and all(tuple(prob.where[j]) == (prob.where[k][0], prob.where[k][1] + 5) for k, j in prob.links)
+    z = prob.x0() + np.random.default_rng(0).normal(size=prob.size) * 0.01
+    r, J = prob.residuals_and_jacobian(z)
+    np.testing.assert_allclose(r, np.asarray(prob.residuals(z)), atol=1e-15)
+    np.testing.assert_array_equal(np.asarray(prob.residuals(z))[: W * m], np.asarray(free.residuals(z)))
+    assert J.shape == (W * m + 3 * P, prob.size)
+    k, j = prob.links[0]
+    cols = [0, 1, 2 + 3 * k + 2, 2 + 3 * j + 2]  # μ, ground, window k's start z, window j's start z
+    for c in cols:
+        e = np.zeros(prob.size)
+        e[c] = 1e-7
+        fd = (np.asarray(prob.residuals(z + e)) - np.asarray(prob.residuals(z - e))) / 2e-7
+        np.testing.assert_allclose(J[:, c], fd, atol=1e-6 * max(1.0, np.abs(fd).max()))
+    assert np.abs(J[W * m:, cols[3]]).max() > 0  # the link reaches the next window's start
+    for bad, match in ((-1.0, "continuity must be"), (float("nan"), "continuity must be")):
+        with pytest.raises(ValueError, match=match):
+            sysid.Problem.build(data, "mu", p0, law=law, window=5, substeps=5, starts="pos", continuity=bad)
+    with pytest.raises(ValueError, match="starts including 'pos'"):
+        sysid.Problem.build(data, "mu", p0, law=law, window=5, substeps=5, continuity=1.0)
+
+
 def test_hop_search_leaves_a_local_minimum_of_a_jagged_loss(small_data):
     """``schedule.hop_search`` (the 1-D scans after LM in the default schedule's last stage): on a
     loss with a local minimum at μ = 0.30 beside the global one at 0.27 (the jaggedness noisy data

@@ -38,11 +38,14 @@ class Problem:
     weights: jnp.ndarray  # (n,)
     where: np.ndarray  # (n, 2) trajectory index, start sample
     data: Trajectories
+    continuity: float = 0.0  # weight of the links between consecutive windows (``build``)
+    links: np.ndarray | None = None  # (P, 2) window k, window j that starts at k's last sample
 
     @staticmethod
     def build(data: Trajectories, names, params0: Params | None = None, *, law=None, window: int = 4,
               substeps: int = 1, stride: int | None = None, rot_scale: float | None = None,
-              max_contacts: int = 4, contact_margin: float | None = None, starts=()) -> "Problem":
+              max_contacts: int = 4, contact_margin: float | None = None, starts=(),
+              continuity: float = 0.0) -> "Problem":
         """Windows of ``window`` samples, simulated with ``substeps`` engine steps per sample.
 
         params0: initial guess (default: a body from the data's mass/inertia/vertices, a flat
@@ -53,8 +56,18 @@ class Problem:
         none: windows start from the observed states) — use "pos" (and "vel", …) when the
         observations are noisy (``losses`` module doc). The optimisation vector is then
         [physical parameters, window 0's corrections, window 1's, …].
+        continuity: weight (relative to an observed sample) of the *links* between consecutive
+        windows of a trajectory: the position predicted at window k's last sample must equal the
+        fitted start position of window k+1, which starts there (multiple shooting). Needs
+        ``starts`` with "pos". 0 (default): the windows are independent. With links, the
+        corrected starts are no longer incidental parameters of six samples each (the bias of
+        noisy fits, docs/sysid.md) but are tied to the dynamics of the window before.
         """
         starts = losses.check_starts(starts)
+        if not (np.isfinite(continuity) and continuity >= 0):
+            raise ValueError(f"continuity must be a finite weight >= 0, got {continuity}")
+        if continuity > 0 and "pos" not in starts:
+            raise ValueError("continuity links the fitted window starts: build the Problem with starts including 'pos'")
         if substeps < 1:
             raise ValueError(f"substeps must be >= 1, got {substeps}")
         law = CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200)) if law is None else law
@@ -80,7 +93,12 @@ class Problem:
             wins, where = wins[keep], where[keep]
         n_res = wins.shape[0] * wl.rows * 6
         weights = jnp.full((wins.shape[0],), 1.0 / np.sqrt(n_res))
-        return Problem(spec, wl, jnp.asarray(wins), weights, where, data)
+        links = None
+        if continuity > 0:
+            index = {(int(t), int(s)): k for k, (t, s) in enumerate(where)}
+            links = np.asarray([(k, index[(int(t), int(s) + int(window))]) for k, (t, s) in enumerate(where)
+                                if (int(t), int(s) + int(window)) in index], dtype=int).reshape(-1, 2)
+        return Problem(spec, wl, jnp.asarray(wins), weights, where, data, float(continuity), links)
 
     # the three oracles, on the vector z = [scaled unconstrained parameters of ``spec``,
     # the windows' start corrections (none unless ``starts``)]
@@ -102,14 +120,56 @@ class Problem:
         return z[:n], z[n:].reshape(self.num_windows, self.loss_def.n_start)
 
     def residuals(self, z):
-        return losses.residuals(self.loss_def, self.spec.unpack, *self.split(z), self.windows, self.weights)
+        if not self.continuity:
+            return losses.residuals(self.loss_def, self.spec.unpack, *self.split(z), self.windows, self.weights)
+        x, d = self.split(z)
+        r, ends = losses.residuals(self.loss_def, self.spec.unpack, x, d, self.windows, self.weights, ends=True)
+        return jnp.concatenate([r, self._link_residuals(ends, d)])
+
+    def _link_weights(self):
+        k, j = self.links[:, 0], self.links[:, 1]
+        w = np.asarray(self.weights)
+        return self.continuity * w[k] * (w[j] > 0)
+
+    def _link_residuals(self, ends, d):
+        """(3P,) weighted position gaps: predicted end of window k − fitted start of window j."""
+        k, j = self.links[:, 0], self.links[:, 1]
+        start = self.windows[j, 0, 0:3] + self.loss_def.start_scale("pos") * d[j, 0:3]
+        return (jnp.asarray(self._link_weights())[:, None] * (ends[k] - start)).reshape(-1)
 
     def residuals_and_jacobian(self, z):
-        """(r, J): J a dense array without start corrections, else an ``optim.BlockJacobian``."""
-        r, Jx, Jd = losses.jacobian(self.loss_def, self.spec.unpack, *self.split(z), self.windows, self.weights)
+        """(r, J): J a dense array without start corrections (or with continuity links), else an
+        ``optim.BlockJacobian``."""
+        x, d = self.split(z)
+        if self.continuity:
+            return self._linked_jacobian(x, d)
+        r, Jx, Jd = losses.jacobian(self.loss_def, self.spec.unpack, x, d, self.windows, self.weights)
         if not self.starts:
             return r, np.asarray(Jx).reshape(-1, self.spec.size)
         return r, optim.BlockJacobian(r, Jx, Jd)
+
+    def _linked_jacobian(self, x, d):
+        """Dense (r, J) with the link rows: a link couples two windows' start corrections."""
+        R, Jx, Jd = losses.jacobian(self.loss_def, self.spec.unpack, x, d, self.windows, self.weights, ends=True)
+        W, nx, nl = self.num_windows, self.spec.size, self.loss_def.n_start
+        m = 6 * self.loss_def.rows
+        R, Jx, Jd = np.asarray(R).reshape(W, m + 3), np.asarray(Jx), np.asarray(Jd)
+        k, j = self.links[:, 0], self.links[:, 1]
+        P, wc = len(k), self._link_weights()
+        J = np.zeros((W * m + 3 * P, self.size))
+        J[: W * m, :nx] = Jx[:, :m].reshape(W * m, nx)
+        rows = np.arange(W * m).reshape(W, m)
+        for i in range(nl):  # block-diagonal start corrections
+            J[rows, nx + np.arange(W)[:, None] * nl + i] = Jd[:, :m, i]
+        lr = W * m + np.arange(3 * P).reshape(P, 3)
+        J[lr, :nx] = wc[:, None, None] * Jx[k, m:]
+        for i in range(nl):
+            J[lr, (nx + k * nl + i)[:, None]] = wc[:, None] * Jd[k, m:, i]
+        J[lr, nx + j[:, None] * nl + np.arange(3)[None, :]] -= wc[:, None] * self.loss_def.start_scale("pos")
+        ends = R[:, m:]
+        start = np.asarray(self.windows)[j, 0, 0:3] + self.loss_def.start_scale("pos") * np.asarray(d)[j, 0:3]
+        r = np.concatenate([R[:, :m].reshape(-1), (wc[:, None] * (ends[k] - start)).reshape(-1)])
+        return r, J
 
     def loss(self, z) -> float:
         r = self.residuals(z)

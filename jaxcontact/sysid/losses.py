@@ -152,32 +152,43 @@ class WindowLoss:
     def window_residual(self, params, win, delta=None):
         """(rows, 6) residual rows of one window (observed samples win (window+1, 13)): the
         samples after the start, and the start itself when it is fitted."""
+        return self.window_residual_and_end(params, win, delta)[0]
+
+    def window_residual_and_end(self, params, win, delta=None):
+        """(``window_residual``, the predicted position (3,) at the window's last sample)."""
         pred = self.simulate(params, win[0], delta)
         k = 0 if self.starts else 1
         dp = pred[k:, 0:3] - win[k:, 0:3]
         dr = self.rot_scale * rotation_error(pred[k:, 3:7], win[k:, 3:7])
-        return jnp.concatenate([dp, dr], axis=-1)
+        return jnp.concatenate([dp, dr], axis=-1), pred[-1, 0:3]
 
 
-@partial(jax.jit, static_argnames=("wl", "unpack"))
-def residuals(wl: WindowLoss, unpack, x, deltas, windows, weights):
+@partial(jax.jit, static_argnames=("wl", "unpack", "ends"))
+def residuals(wl: WindowLoss, unpack, x, deltas, windows, weights, ends: bool = False):
     """Flat residual vector at the parameter vector x and the start corrections deltas
-    (n, n_start); ``weights`` (n,) scales each window."""
+    (n, n_start); ``weights`` (n,) scales each window. ends: also return the predicted
+    positions (n, 3) at the windows' last samples (for continuity links)."""
     params = unpack(x)
-    r = jax.vmap(lambda w, d: wl.window_residual(params, w, d))(windows, deltas)
-    return (r * weights[:, None, None]).reshape(-1)
+    r, e = jax.vmap(lambda w, d: wl.window_residual_and_end(params, w, d))(windows, deltas)
+    r = (r * weights[:, None, None]).reshape(-1)
+    return (r, e) if ends else r
 
 
-@partial(jax.jit, static_argnames=("wl", "unpack", "batch"))
-def jacobian(wl: WindowLoss, unpack, x, deltas, windows, weights, batch: int = 64):
+@partial(jax.jit, static_argnames=("wl", "unpack", "batch", "ends"))
+def jacobian(wl: WindowLoss, unpack, x, deltas, windows, weights, batch: int = 64, ends: bool = False):
     """(residuals (n·m,), ∂r/∂x (n, m, len x), ∂r/∂delta (n, m, n_start)) with m = 6·rows.
     Reverse mode per window (the LCP's implicit derivative is a custom VJP) — one forward and
     m reverse sweeps per window, windows in batches; a window's start correction touches only
-    its own rows, so that block is per window."""
+    its own rows, so that block is per window. ends: the m rows are followed by the 3 of the
+    predicted last-sample position (unweighted; ``residuals(..., ends=True)``), m = 6·rows + 3."""
 
     def one(wd):
         w, d = wd
-        f = lambda xx, dd: wl.window_residual(unpack(xx), w, dd).reshape(-1)
+
+        def f(xx, dd):
+            r, e = wl.window_residual_and_end(unpack(xx), w, dd)
+            return jnp.concatenate([r.reshape(-1), e]) if ends else r.reshape(-1)
+
         r, vjp = jax.vjp(f, x, d)
         Jx, Jd = jax.vmap(vjp)(jnp.eye(r.shape[0], dtype=r.dtype))
         return r, Jx, Jd
@@ -187,8 +198,10 @@ def jacobian(wl: WindowLoss, unpack, x, deltas, windows, weights, batch: int = 6
         Jd = jnp.zeros(r.shape + (0,), r.dtype)
     else:
         r, Jx, Jd = jax.lax.map(one, (windows, deltas), batch_size=batch)
-    r = r * weights[:, None]
-    return r.reshape(-1), Jx * weights[:, None, None], Jd * weights[:, None, None]
+    m = 6 * wl.rows
+    wr = jnp.where(jnp.arange(r.shape[1])[None, :] < m, weights[:, None], 1.0)  # the end rows unweighted
+    r = r * wr
+    return r.reshape(-1), Jx * wr[:, :, None], Jd * wr[:, :, None]
 
 
 @partial(jax.jit, static_argnames=("wl", "unpack"))
