@@ -511,6 +511,52 @@ def test_rollout_selection_keeps_the_candidate_with_the_best_validation_rollouts
         TrainConfig(select="test")
 
 
+def test_lcp_variant_fits_through_the_chosen_gradient_mode(sim, tmp_path, capsys):
+    """TrainConfig(gradient=...) reaches the Coulomb law the lcp variant's fit differentiates through:
+    same loss, another gradient where contact is active; the default is the law used before; the
+    choice is saved with the config; bad values and the variants that do not use it are refused."""
+    from jaxcontact.cli import main
+    from jaxcontact.contactnets.train import TrainConfig, _meta, lcp_problem, train
+
+    _, _, traj = sim
+    d = TossData(states=[traj], dt=DT, gravity=G, mass=MASS, inertia=INERTIA * np.eye(3), vertices=VERTS,
+                 toss_ids=np.arange(1), mu_nominal=MU)
+    exact, _ = lcp_problem(d, TrainConfig())
+    relaxed, _ = lcp_problem(d, TrainConfig(gradient="relaxed", smoothing_length=0.02))
+    # the default is sysid's own law, as before this option existed
+    assert exact.loss_def.model.law == jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-9, max_iter=200))
+    law = relaxed.loss_def.model.law
+    assert (law.gradient, law.smoothing_length, law.solver) == ("relaxed", 0.02, exact.loss_def.model.law.solver)
+
+    # the fit's loss on one step of a window with the cube on the ground, through each problem's own
+    # model and parameter map (the whole windowed loss: two ~15 s compilations on 2 shared cores)
+    def loss_and_grad(prob):
+        wl, win = prob.loss_def, prob.windows[4]
+        assert prob.where[4, 1] == 16 and traj[16:21, 2].max() < np.sqrt(2.0) + 1e-3  # resting on an edge
+
+        def f(x):
+            s1 = jc.step(wl.model, prob.spec.unpack(x), wl.start_state(win[0], jnp.zeros(0)))
+            return jnp.sum((s1.to_array() - win[1]) ** 2)
+        return jax.jit(jax.value_and_grad(f))(jnp.asarray(prob.x0()))
+
+    (fe, ge), (fr, gr) = loss_and_grad(exact), loss_and_grad(relaxed)
+    assert fe > 0 and fe == fr
+    assert np.all(np.isfinite(np.asarray(gr))) and not np.allclose(ge, gr, rtol=0.05), (ge, gr)
+    meta = _meta("lcp", d, 1, 0, TrainConfig(gradient="relaxed", smoothing_length=0.02), [0], [])
+    assert (meta["config"]["gradient"], meta["config"]["smoothing_length"]) == ("relaxed", 0.02)
+    with pytest.raises(ValueError, match="TrainConfig: CoulombLCP.gradient must be one of .*'bogus'"):
+        TrainConfig(gradient="bogus")
+    with pytest.raises(ValueError, match="needs smoothing_length"):
+        TrainConfig(gradient="relaxed")
+    with pytest.raises(ValueError, match="smoothing_length must be positive"):
+        TrainConfig(gradient="relaxed", smoothing_length=0.0)
+    with pytest.raises(ValueError, match="lcp variant only"):
+        train("polytope", d, 1, 0, tmp_path / "ck", TrainConfig(gradient="relaxed", smoothing_length=0.02))
+    assert not (tmp_path / "ck").exists()
+    assert main(["contactnets", "train", "--gradient", "bogus", "--out", str(tmp_path / "c2")]) == 2
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
 def test_rollout_tosses_substeps(sim, tmp_path):
     """``rollout_tosses``: the engine's own model reproduces its tosses; with ``substeps`` it steps
     at dt / k and returns every k-th state (same shape, close to the one-step rollout)."""

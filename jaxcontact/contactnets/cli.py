@@ -18,7 +18,8 @@ def _train(args) -> int:
     check_output_dir(args.out, args.force)  # before loading or training anything
     data = load_tosses(args.data)
     cfg = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_epochs=args.max_epochs,
-                      patience=args.patience, inner_iters=args.inner_iters, **resolve_preset(args))
+                      patience=args.patience, inner_iters=args.inner_iters, gradient=args.gradient,
+                      smoothing_length=args.smoothing_length, **resolve_preset(args))
     train(args.variant, data, args.tosses, args.seed, args.out, cfg, progress=not args.no_progress,
           log=lambda *a: print(*a, file=sys.stderr), force=args.force)
     return 0
@@ -111,6 +112,7 @@ def resolve_preset(args) -> dict:
 
 def register(sub) -> None:
     from ..cliargs import nonnegative_int, output_figure, output_file, positive_float, positive_int
+    from ..solvers import GRADIENT_MODES
     from .train import DEEP_FEATURES, TrainConfig  # numpy only at import time
 
     d = TrainConfig()
@@ -151,6 +153,13 @@ def register(sub) -> None:
                    help="deep only, the network's input: pR position and rotation (the paper), zR height and rotation, "
                         "p position, vertex each contact's world point (one network shared by the contacts) "
                         "(default: from --preset, pR for both)")
+    t.add_argument("--gradient", choices=GRADIENT_MODES, default=d.gradient,
+                   help="lcp only: the derivative of the engine's Coulomb LCP that its sysid fit differentiates "
+                        "through (docs/gradients.md; forward values are the same); polytope/deep (their own inner "
+                        "program) and e2e (no contact solve) do not differentiate through it and refuse relaxed")
+    t.add_argument("--smoothing-length", type=positive_float, default=None,
+                   help="smoothing length of --gradient relaxed, required with it; the bundled and shared tosses "
+                        "measure lengths in cube half-widths (0.0524 m), so 1 mm is 0.019 (toss file length units)")
     t.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     t.set_defaults(func=_train)
     e = s.add_parser("evaluate", help="roll out a checkpoint on every toss of a file; eq. 18-19 metrics",

@@ -50,8 +50,21 @@ class TrainConfig:
     select: str = "loss"
     select_candidates: int = 8
     deep_features: str = "pR"  # deep's network input, one of DEEP_FEATURES; "pR" is the paper's
+    # lcp variant only (the one variant that differentiates through the engine's LCP): the derivative
+    # of the Coulomb LCP its Levenberg–Marquardt fit uses (CoulombLCP.gradient, docs/gradients.md);
+    # "relaxed" needs smoothing_length ℓ in the toss file's length unit (nothing is converted: the
+    # shared tosses' unit is the cube half-width, 0.0524 m, so 1 mm is 0.019). Forward values are the same.
+    gradient: str = "exact"
+    smoothing_length: float | None = None
 
     def __post_init__(self):
+        try:
+            self.engine_law()  # CoulombLCP's own checks of gradient and smoothing_length
+        except ValueError as err:
+            raise ValueError(f"TrainConfig: {err}") from None
+        if self.gradient == "relaxed" and self.smoothing_length is None:
+            raise ValueError("TrainConfig.gradient='relaxed' needs smoothing_length in the toss file's length unit "
+                             "(e.g. 0.019 = 1 mm for the shared tosses, whose unit is the 0.0524 m half-width)")
         if self.schedule not in ("cosine", "constant"):
             raise ValueError(f"TrainConfig.schedule must be 'cosine' or 'constant', got {self.schedule!r}")
         if self.select not in ("loss", "rollout"):
@@ -62,6 +75,15 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.deep_features must be one of {DEEP_FEATURES}, got {self.deep_features!r}")
         if self.max_steps < 1 or self.batch_size < 1:
             raise ValueError("TrainConfig.max_steps and batch_size must be >= 1")
+
+    def engine_law(self, law=None):
+        """``law`` (default ``CoulombLCP()``) with this config's gradient mode and smoothing length
+        (when set): the law the lcp variant's fit differentiates through."""
+        from ..laws import CoulombLCP
+
+        law = CoulombLCP() if law is None else law
+        ell = {} if self.smoothing_length is None else {"smoothing_length": self.smoothing_length}
+        return dataclasses.replace(law, gradient=self.gradient, **ell)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,10 +256,13 @@ def train(variant: str, data, n_tosses: int, seed: int, out, cfg: TrainConfig | 
     ``checkpoint.TrainingInterrupted`` whose message says where it is."""
     if variant not in VARIANTS:
         raise ValueError(f"--variant must be one of {VARIANTS}, got {variant!r}")
+    cfg = cfg or TrainConfig()
+    if variant != "lcp" and cfg.gradient != "exact":
+        raise ValueError(f"gradient={cfg.gradient!r} applies to the lcp variant only: {variant} does not differentiate "
+                         "through the engine's LCP (docs/gradients.md)")
     from ..checkpoint import RunDirectory
     from .data import split_train_val
 
-    cfg = cfg or TrainConfig()
     run = RunDirectory(out, force)
     tr, va = split_train_val(data.n_tosses, n_tosses, seed, cfg.val_fraction)
     meta = _meta(variant, data, n_tosses, seed, cfg, tr, va)
@@ -257,7 +282,10 @@ def train(variant: str, data, n_tosses: int, seed: int, out, cfg: TrainConfig | 
     return meta
 
 
-def _train_lcp(meta, train_d, cfg, progress):
+def lcp_problem(train_d, cfg: TrainConfig):
+    """(problem, window stride) of the lcp variant on the training tosses: the ``sysid.Problem`` of
+    μ, restitution and ground height on windows of 4 samples, simulated with sysid's Coulomb law in
+    ``cfg``'s gradient mode."""
     from .. import sysid
 
     traj = sysid.Trajectories(trajs=list(train_d.states), dt=train_d.dt, gravity=train_d.gravity, mass=train_d.mass,
@@ -266,6 +294,13 @@ def _train_lcp(meta, train_d, cfg, progress):
     # the Levenberg–Marquardt Jacobian stays affordable
     stride = 4 * max(1, int(np.ceil(len(train_d.states) / 16)))
     prob = sysid.Problem.build(traj, names="mu,restitution,ground", window=4, stride=stride)
+    return prob.with_law(cfg.engine_law(prob.loss_def.model.law)), stride
+
+
+def _train_lcp(meta, train_d, cfg, progress):
+    from .. import sysid
+
+    prob, stride = lcp_problem(train_d, cfg)
     meta["sysid_stride"] = stride
     res = sysid.fit(prob, method="lm", max_iter=cfg.sysid_iters, progress=progress)
     vals = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in res.values.items()}
