@@ -48,6 +48,7 @@ class Stage:
     starts: tuple = ()  # start-state groups fitted per window (Problem.build's ``starts``)
     grid: int = 0  # > 0: first evaluate the loss on a grid of this many values per parameter
     hops: int = 0  # > 0: after the fit, up to this many rounds of local 1-D scans + LM polish (``hop_search``)
+    continuity: float = 0.0  # weight of the links between consecutive windows (Problem.build's ``continuity``)
 
     def label(self) -> str:
         names = "all" if len(self.names) >= 4 else "+".join(self.names)
@@ -55,6 +56,7 @@ class Stage:
         extra += f" starts {'+'.join(self.starts)}" if self.starts else ""
         extra += f" grid {self.grid}" if self.grid else ""
         extra += f" hops {self.hops}" if self.hops else ""
+        extra += f" links {self.continuity:g}" if self.continuity else ""
         return f"{self.kind} {names}{extra}"
 
 
@@ -195,15 +197,16 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
         else:
             kind = method or st.kind
             if kind == "nelder-mead":  # derivative-free: no per-window variables
-                st = dataclasses.replace(st, starts=())
+                st = dataclasses.replace(st, starts=(), continuity=0.0)
             lw = SmoothedCoulomb(st.kappa) if st.kappa > 0 else law
-            key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts))
+            key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity)
             same = prev is not None and key(prev[0]) == key(st)
             if same:  # same fitted set and loss as the last stage: reuse its compiled Problem
                 prob, x0 = prev[1], res.x
             else:
                 prob = Problem.build(data, st.names, params, law=lw, window=st.window, substeps=substeps,
-                                     stride=stride, contact_margin=contact_margin, starts=st.starts)
+                                     stride=stride, contact_margin=contact_margin, starts=st.starts,
+                                     continuity=st.continuity)
                 x0 = prob.x0()
                 old = prev[1] if prev is not None else None
                 if (old is not None and prob.starts and old.starts == prob.starts
