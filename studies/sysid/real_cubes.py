@@ -1,0 +1,328 @@
+"""Real cubes (issue 23): μ, ε, ground height and the 24 vertex coordinates fitted on training tosses,
+bootstrap intervals, held-out rollout errors, and measurements for the fitted μ ≈ 0.12 vs the quoted 0.18.
+
+    python -m studies.sysid.real_cubes [--tosses 20] [--bootstrap 20] [--seed 0] [--substeps 4]
+        [--window 4] [--iter 30] [--boot-iter 4] [--substep-scan 1,2,4,8] [--data FILE] [--out PREFIX]
+
+Split (the ContactNets studies' convention, ``studies.contactnets.common.cube_test_split``): the same
+48 held-out tosses are never used for fitting or choosing anything; the ``--tosses`` training tosses
+are drawn (``--seed``) from the remaining pool.
+
+1. Fit: kinematic geometry stage, (μ, ε) grid + LM, LM on everything, trimmed LM polish
+   (``sysid.staged_fit``; every LM stage fits the window start positions).
+2. Bootstrap: the training tosses resampled with replacement ``--bootstrap`` times; each resample is a
+   weight √(count) on its tosses' windows (the same compiled loss), refitted by ``--boot-iter`` LM
+   iterations warm-started at the full fit; percentile 90 % intervals.
+3. Held-out: full rollouts from each held-out toss's first state (``contactnets.evaluate.metrics``)
+   and the windowed residual (observed starts), fitted parameters against the dataset's nominal
+   ones (μ 0.18, ε 0.125, the file's ±1 vertices, table at 0).
+4. The μ question: μ (with ε and the height) refitted at ``--substep-scan`` engine steps per sample;
+   μ fitted separately on windows resting/sliding on a face and on an edge or corner; the
+   "kinematic μ" of face slides measured from the data alone (``kinematic_mu``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..common import command_line, cube_tosses_path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ALL = ("mu", "restitution", "ground", "vertices")
+DYN = ("mu", "restitution", "ground")
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def quat_rows(q):
+    """(..., 3, 3) rotation matrices of unit quaternions (w, x, y, z)."""
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def vertex_heights(states, vertices, ground=0.0):
+    """(..., K) heights above the ground of the vertices (body frame (K, 3)) at states (..., 13)."""
+    R = quat_rows(states[..., 3:7])
+    return states[..., 2:3] + np.einsum("...k,vk->...v", R[..., 2, :], vertices) - ground
+
+
+def face_slides(traj, vertices, gravity, dt, tol=0.05, min_speed=0.5, spin_ratio=0.3):
+    """Mask of the samples of one toss (T, 13) sliding flat on a face: the four lowest vertices within
+    ``tol`` of the ground (length units), horizontal speed above ``min_speed`` (units/s), the corner
+    speed due to the spin below ``spin_ratio`` of it, vertical speed below g·dt."""
+    h = np.sort(vertex_heights(traj, vertices), axis=-1)
+    flat = (np.abs(h[:, :4]) < tol).all(-1)
+    vh = np.linalg.norm(traj[:, 7:9], axis=-1)
+    r = np.max(np.linalg.norm(vertices, axis=-1))
+    spin = np.linalg.norm(traj[:, 10:13], axis=-1) * r
+    return flat & (vh > min_speed) & (spin < spin_ratio * vh) & (np.abs(traj[:, 9]) < gravity * dt)
+
+
+def kinematic_mu(trajs, vertices, gravity, dt, min_run=6, **kw) -> dict:
+    """μ from the data alone: for every run of ≥ ``min_run`` consecutive face-sliding samples
+    (``face_slides``), the horizontal positions are fitted by a quadratic in time (a constant
+    acceleration a, noise-robust over the run) and the mean sliding direction d̂. Least squares over
+    runs of a = −μ_c g d̂ + b: μ_c the circular-cone μ, b a direction-independent acceleration (a table
+    tilt b/g rad, or a frame offset). Also the mean pyramid factor |d_x| + |d_y| and μ_p = the
+    pyramid μ of the same decelerations (a_along / (g (|d_x| + |d_y|)))."""
+    A, D, W, F = [], [], [], []
+    for t in trajs:
+        m = face_slides(t, vertices, gravity, dt, **kw)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], m.astype(int), [0]])))
+        for s, e in zip(edges[::2], edges[1::2]):
+            if e - s < min_run:
+                continue
+            tt = (np.arange(e - s) - (e - s - 1) / 2) * dt
+            c = np.polyfit(tt, t[s:e, 0:2], 2)  # (3, 2): a/2, v, p at the run's middle
+            d = c[1] / np.linalg.norm(c[1])
+            A.append(2 * c[0]), D.append(d), W.append(e - s), F.append(np.abs(d).sum())
+    A, D, W, F = map(np.asarray, (A, D, W, F))
+    along = -(A * D).sum(-1) / gravity  # deceleration along the sliding direction / g, per run
+    M = np.zeros((2 * len(A), 3))
+    M[:, 0] = -gravity * D.ravel()
+    M[0::2, 1] = 1.0
+    M[1::2, 2] = 1.0
+    sw = np.repeat(np.sqrt(W), 2)
+    sol = np.linalg.lstsq(M * sw[:, None], A.ravel() * sw, rcond=None)[0]
+    boot = np.random.default_rng(0).integers(0, len(A), (200, len(A)))  # spread over runs
+    mus = [np.average(along[i], weights=W[i]) for i in boot]
+    return {"runs": int(len(A)), "samples": int(W.sum()),
+            "mu_circular_mean": float(np.average(along, weights=W)),
+            "mu_circular_median": float(np.median(along)),
+            "mu_circular_90": [float(np.percentile(mus, 5)), float(np.percentile(mus, 95))],
+            "mu_circular_with_tilt": float(sol[0]), "tilt_accel_over_g": [float(sol[1] / gravity), float(sol[2] / gravity)],
+            "pyramid_factor_mean": float(np.average(F, weights=W)),
+            "mu_pyramid_mean": float(np.average(along / F, weights=W))}
+
+
+def window_classes(prob, params, tol=0.05) -> dict:
+    """Window masks by the contact at its start sample under ``params`` (the fitted geometry):
+    "face" ≥ 3 vertices within ``tol`` of the ground, "edge_corner" 1–2, "air" none."""
+    V = np.asarray(params.body.vertices)
+    h = vertex_heights(np.asarray(prob.windows[:, 0]), V, float(params.ground.height))
+    n = (np.abs(h) < tol).sum(-1)
+    return {"face": n >= 3, "edge_corner": (n >= 1) & (n <= 2), "air": n == 0}
+
+
+def weighted(prob, w):
+    """``prob`` with window weights ∝ w (normalised over the live residual rows)."""
+    import jax.numpy as jnp
+
+    w = np.asarray(w, float)
+    rows = prob.loss_def.rows * 6
+    return dataclasses.replace(prob, weights=jnp.asarray(np.sqrt(w / max(w.sum() * rows, 1e-300))))
+
+
+def summarise(values, unit):
+    V = np.asarray(values["vertices"])
+    return {"mu": values["mu"], "restitution": values["restitution"], "ground_mm": values["ground"] * unit * 1e3,
+            "half_width_mm": float(np.mean(np.abs(V))) * unit * 1e3, "vertices": V.tolist()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m studies.sysid.real_cubes", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(cube_tosses_path()))
+    ap.add_argument("--tosses", type=int, default=20, help="training tosses")
+    ap.add_argument("--bootstrap", type=int, default=20, help="bootstrap resamples (0: none)")
+    ap.add_argument("--boot-iter", type=int, default=4, help="LM iterations per bootstrap refit")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--substeps", type=int, default=4, help="engine steps per sample")
+    ap.add_argument("--window", type=int, default=4, help="samples per window")
+    ap.add_argument("--iter", type=int, default=30, help="LM iterations of the joint stage (the polish: half)")
+    ap.add_argument("--substep-scan", default="1,2,4,8", help="substeps at which μ, ε, height are refitted ('' skips)")
+    ap.add_argument("--scan-iter", type=int, default=10)
+    ap.add_argument("--heldout", type=int, default=48, help="held-out tosses rolled out (of the 48)")
+    ap.add_argument("--out", default=str(RESULTS / "real_cubes"), help="output prefix (.json, .md)")
+    args = ap.parse_args(argv)
+    cmd = command_line("studies.sysid.real_cubes", argv)
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from jaxcontact import sysid
+    from jaxcontact.contactnets.data import load_tosses
+    from jaxcontact.contactnets.evaluate import metrics, rollout_tosses
+    from jaxcontact.laws import CoulombLCP
+    from jaxcontact.solvers import LCPSettings
+    from jaxcontact.sysid.schedule import Stage, trim_windows
+
+    from ..contactnets.common import cube_test_split
+
+    t_start = time.perf_counter()
+    toss = load_tosses(args.data)
+    test, pool = cube_test_split(toss)
+    test = test.subset(range(min(args.heldout, test.n_tosses)))
+    pick = np.sort(np.random.default_rng(args.seed).permutation(pool.n_tosses)[:args.tosses])
+    train_ids = pool.toss_ids[pick]
+    full = sysid.load(args.data)
+    index = {int(t): i for i, t in enumerate(toss.toss_ids)}
+    train = full.subset([index[int(t)] for t in train_ids])
+    held = full.subset([index[int(t)] for t in test.toss_ids])
+    unit = float(full.nominal["length_unit_m"])
+    S, W = args.substeps, args.window
+    law = CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200))
+    nominal = sysid.default_params(train, law).replace(law=law.init_params(0.18, 0.125))
+    out = {"command": cmd, "data": Path(args.data).name, "train_toss_ids": train_ids.tolist(),
+           "heldout_toss_ids": test.toss_ids.tolist(), "substeps": S, "window": W,
+           "split": "held-out: the 48 tosses of studies.contactnets.common.cube_test_split (seed 12345); "
+                    f"training: {args.tosses} tosses of the remaining pool, permutation seed {args.seed}"}
+    res_path = Path(args.out)
+    res_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        out["wall_time_s"] = time.perf_counter() - t_start
+        res_path.with_suffix(".json").write_text(json.dumps(out, indent=1))
+        res_path.with_suffix(".md").write_text(markdown(out))
+
+    # 1. the fit
+    sched = (Stage("geometry", ("ground", "vertices"), max_iter=100),
+             Stage("lm", ("mu", "restitution"), window=W, max_iter=10, grid=4, starts=("pos",)),
+             Stage("lm", ALL, window=W, max_iter=args.iter, starts=("pos",)),
+             Stage("lm", ALL, window=W, max_iter=args.iter // 2, trim=0.1, starts=("pos",)))
+    rec = sysid.staged_fit(train, nominal, law, sched, substeps=S, log=log)
+    res = rec["result"]
+    fitted = rec["params"]
+    out["fit"] = {**summarise(res.values, unit), "rms_residual_mm": float(np.sqrt(res.loss)) * unit * 1e3,
+                  "windows": res.num_windows, "rollouts": rec["rollouts"], "wall_time_s": rec["wall_time_s"],
+                  "stages": [{k: s.get(k) for k in ("stage", "loss", "iterations", "wall_time_s", "message")}
+                             | {"values": {k: v for k, v in s["values"].items() if k != "vertices"}} for s in rec["stages"]]}
+    log(f"fit: {out['fit']['mu']:.4f} {out['fit']['restitution']:.4f} {out['fit']['ground_mm']:.2f} mm "
+        f"half-width {out['fit']['half_width_mm']:.2f} mm ({rec['wall_time_s']:.0f} s)")
+    save()
+
+    # 2. bootstrap over training tosses (window weights √count; trimmed windows stay out)
+    prob = sysid.Problem.build(train, ALL, fitted, law=law, window=W, substeps=S, starts=("pos",))
+    x = prob.x0()
+    if res.x.size == prob.size:
+        x = res.x
+    _, dropped = trim_windows(prob, x, 0.1)
+    live = np.asarray(trim_windows(prob, x, 0.1)[0].weights) > 0
+    toss_of = prob.where[:, 0]
+    rng = np.random.default_rng(args.seed + 1)
+    boots = []
+    for b in range(args.bootstrap):
+        counts = np.bincount(rng.integers(0, len(train), len(train)), minlength=len(train))
+        pb = weighted(prob, live * counts[toss_of])
+        t0 = time.perf_counter()
+        rb = sysid.fit(pb, "lm", x, max_iter=args.boot_iter)
+        boots.append(summarise(rb.values, unit))
+        log(f"bootstrap {b}: μ {rb.values['mu']:.4f} ε {rb.values['restitution']:.4f} "
+            f"h {boots[-1]['ground_mm']:.2f} mm ({time.perf_counter() - t0:.0f} s)")
+    if boots:
+        q = lambda a: [float(np.percentile(a, 5)), float(np.percentile(a, 95))]
+        V = np.array([bb["vertices"] for bb in boots]) * unit * 1e3
+        out["bootstrap"] = {"resamples": len(boots), "lm_iterations": args.boot_iter,
+                            **{k: q([bb[k] for bb in boots]) for k in ("mu", "restitution", "ground_mm", "half_width_mm")},
+                            "vertex_coord_90_width_mm": {"median": float(np.median(np.percentile(V, 95, 0) - np.percentile(V, 5, 0))),
+                                                         "max": float(np.max(np.percentile(V, 95, 0) - np.percentile(V, 5, 0)))},
+                            "samples": [{k: bb[k] for k in ("mu", "restitution", "ground_mm", "half_width_mm")} for bb in boots]}
+        save()
+
+    # 3. held-out: full rollouts and windowed residuals
+    model = dataclasses.replace(prob.loss_def.model, dt=full.dt)
+    hw = sysid.Problem.build(held, ALL, nominal, law=law, window=W, substeps=S)
+    out["heldout"] = {"tosses": test.n_tosses, "windows": hw.num_windows}
+    for name, p in (("fitted", fitted), ("nominal", nominal)):
+        t0 = time.perf_counter()
+        m = metrics(rollout_tosses(model, p, test, substeps=S), test)
+        rms = float(np.sqrt(hw.loss(hw.spec.pack(p)))) * unit * 1e3
+        out["heldout"][name] = {"pos_error": m["pos_error"], "rot_error_deg": m["rot_error_deg"],
+                                "penetration": m["penetration"], "n_diverged": m["n_diverged"],
+                                "window_rms_mm": rms, "wall_time_s": time.perf_counter() - t0}
+        log(f"held-out {name}: {out['heldout'][name]}")
+    save()
+
+    # 4. the μ question
+    mu_q = {"kinematic": kinematic_mu(full.trajs, np.asarray(full.vertices), full.gravity, full.dt)}
+    log(f"kinematic μ: {mu_q['kinematic']}")
+    x_dyn = lambda pr: np.concatenate([pr.spec.pack(fitted), np.asarray(pr.x0())[pr.spec.size:]])
+    scan = []
+    for s in [int(v) for v in args.substep_scan.split(",") if v]:
+        ps = sysid.Problem.build(train, DYN, fitted, law=law, window=W, substeps=s, starts=("pos",))
+        r = sysid.fit(ps, "lm", x_dyn(ps), max_iter=args.scan_iter)
+        scan.append({"substeps": s, "mu": r.values["mu"], "restitution": r.values["restitution"],
+                     "ground_mm": r.values["ground"] * unit * 1e3, "rms_mm": float(np.sqrt(r.loss)) * unit * 1e3,
+                     "iterations": r.iterations})
+        log(f"substeps {s}: {scan[-1]}")
+        if s == S:  # face vs edge/corner windows, same compiled loss
+            cls = window_classes(ps, fitted)
+            mu_q["by_contact"] = {}
+            for k in ("face", "edge_corner"):
+                rk = sysid.fit(weighted(ps, cls[k]), "lm", x_dyn(ps), max_iter=args.scan_iter)
+                mu_q["by_contact"][k] = {"windows": int(cls[k].sum()), "mu": rk.values["mu"],
+                                         "restitution": rk.values["restitution"],
+                                         "ground_mm": rk.values["ground"] * unit * 1e3}
+                log(f"{k}: {mu_q['by_contact'][k]}")
+        mu_q["substeps"] = scan
+        out["mu_question"] = mu_q
+        save()
+    out["mu_question"] = mu_q
+    save()
+    return 0
+
+
+def markdown(o) -> str:
+    f = o.get("fit")
+    L = ["# Real cubes: fitted parameters, bootstrap intervals, held-out errors, the μ question", "",
+         f"Command: `{o['command']}`", "", f"Split: {o['split']}. Engine steps per sample: {o['substeps']}, "
+         f"windows of {o['window']} samples.", ""]
+    if f:
+        L += [f"## Fit ({len(o['train_toss_ids'])} training tosses, {f['windows']} windows, "
+              f"{f['wall_time_s']:.0f} s, {f['rollouts']} window rollouts)", "",
+              "| parameter | fit | 90 % bootstrap interval | nominal |", "| --- | --- | --- | --- |"]
+        b = o.get("bootstrap", {})
+        iv = lambda k, fmt: (f"[{fmt.format(b[k][0])}, {fmt.format(b[k][1])}]" if k in b else "—")
+        L += [f"| μ | {f['mu']:.4f} | {iv('mu', '{:.4f}')} | 0.18 |",
+              f"| ε | {f['restitution']:.4f} | {iv('restitution', '{:.4f}')} | 0.125 |",
+              f"| table height (mm) | {f['ground_mm']:.2f} | {iv('ground_mm', '{:.2f}')} | 0 |",
+              f"| half-width, mean abs vertex coordinate (mm) | {f['half_width_mm']:.2f} | {iv('half_width_mm', '{:.2f}')} | 52.40 |",
+              "", f"RMS window residual on the training windows: {f['rms_residual_mm']:.3f} mm."]
+        if b:
+            L += [f"Bootstrap: {b['resamples']} resamples of the training tosses, {b['lm_iterations']} LM iterations each "
+                  f"from the full fit; 90 % interval widths of the 24 vertex coordinates: median "
+                  f"{b['vertex_coord_90_width_mm']['median']:.2f} mm, largest {b['vertex_coord_90_width_mm']['max']:.2f} mm."]
+    h = o.get("heldout")
+    if h and "fitted" in h:
+        L += ["", f"## Held-out tosses ({h['tosses']} tosses, {h['windows']} windows)", "",
+              "| parameters | position error (block widths) | rotation error (deg) | penetration (block widths) | "
+              "window RMS (mm) |", "| --- | --- | --- | --- | --- |"]
+        for k in ("fitted", "nominal"):
+            r = h[k]
+            L.append(f"| {k} | {r['pos_error']:.4f} | {r['rot_error_deg']:.2f} | {r['penetration']:.4f} | "
+                     f"{r['window_rms_mm']:.3f} |")
+    m = o.get("mu_question")
+    if m:
+        k = m["kinematic"]
+        L += ["", "## The μ question", "",
+              f"Kinematic μ (data only, {k['runs']} runs of face-sliding, {k['samples']} samples): circular "
+              f"{k['mu_circular_mean']:.4f} (run median {k['mu_circular_median']:.4f}, 90 % over runs "
+              f"[{k['mu_circular_90'][0]:.4f}, {k['mu_circular_90'][1]:.4f}]; with a fitted constant bias "
+              f"{k['mu_circular_with_tilt']:.4f}, bias/g = ({k['tilt_accel_over_g'][0]:.4f}, {k['tilt_accel_over_g'][1]:.4f})); "
+              f"pyramid factor {k['pyramid_factor_mean']:.3f}, pyramid μ of the same decelerations {k['mu_pyramid_mean']:.4f}."]
+        if m.get("substeps"):
+            L += ["", "| engine steps per sample | μ | ε | height (mm) | RMS (mm) |", "| --- | --- | --- | --- | --- |"]
+            L += [f"| {r['substeps']} | {r['mu']:.4f} | {r['restitution']:.4f} | {r['ground_mm']:.2f} | {r['rms_mm']:.3f} |"
+                  for r in m["substeps"]]
+        if m.get("by_contact"):
+            L += ["", "| windows starting on | windows | μ | ε | height (mm) |", "| --- | --- | --- | --- | --- |"]
+            L += [f"| {k.replace('_', '/')} | {r['windows']} | {r['mu']:.4f} | {r['restitution']:.4f} | {r['ground_mm']:.2f} |"
+                  for k, r in m["by_contact"].items()]
+    L += ["", f"Wall time {o.get('wall_time_s', 0):.0f} s."]
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
