@@ -130,6 +130,37 @@ def window_classes(prob, params, tol=0.05) -> dict:
     return {"face": n >= 3, "edge_corner": (n >= 1) & (n <= 2), "air": n == 0}
 
 
+def set_scalar(params, name, v):
+    """``params`` with μ, ε, the height, or "scale" (every vertex × v) set to v."""
+    from jaxcontact.sysid.params import with_scalar
+
+    if name == "scale":
+        return params.replace(body=params.body.replace(vertices=params.body.vertices * v))
+    return with_scalar(params, name, v)
+
+
+def profile(prob, x, name, values) -> np.ndarray:
+    """(len(values), windows) squared residual of each window (unweighted) with ``name`` set to each
+    value and everything else (start corrections included) held at x: one forward loss per value."""
+    n = prob.spec.size
+    p0 = prob.spec.unpack(x[:n])
+    w2 = np.asarray(prob.weights) ** 2
+    out = []
+    for v in values:
+        xx = np.array(x, float)
+        xx[:n] = prob.spec.pack(set_scalar(p0, name, v))
+        r = np.asarray(prob.residuals(xx)).reshape(prob.num_windows, -1)
+        out.append((r * r).sum(1) / np.where(w2 > 0, w2, 1.0))
+    return np.asarray(out)
+
+
+def argmin_on_grid(values, f) -> float:
+    """Minimiser of f sampled at ``values``: the parabola through the best grid point and its neighbours."""
+    i = int(np.clip(np.argmin(f), 1, len(f) - 2))
+    c = np.polyfit(values[i - 1:i + 2], f[i - 1:i + 2], 2)
+    return float(np.clip(-c[1] / (2 * c[0]), values[i - 1], values[i + 1])) if c[0] > 0 else float(values[np.argmin(f)])
+
+
 def weighted(prob, w):
     """``prob`` with window weights ∝ w (normalised over the live residual rows)."""
     import jax.numpy as jnp
@@ -150,14 +181,13 @@ def main(argv=None) -> int:
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(cube_tosses_path()))
     ap.add_argument("--tosses", type=int, default=20, help="training tosses")
-    ap.add_argument("--bootstrap", type=int, default=20, help="bootstrap resamples (0: none)")
-    ap.add_argument("--boot-iter", type=int, default=4, help="LM iterations per bootstrap refit")
+    ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples of the training tosses")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--substeps", type=int, default=4, help="engine steps per sample")
     ap.add_argument("--window", type=int, default=4, help="samples per window")
     ap.add_argument("--iter", type=int, default=30, help="LM iterations of the joint stage (the polish: half)")
     ap.add_argument("--substep-scan", default="1,2,4,8", help="substeps at which μ, ε, height are refitted ('' skips)")
-    ap.add_argument("--scan-iter", type=int, default=10)
+    ap.add_argument("--grid", type=int, default=25, help="points of each loss profile")
     ap.add_argument("--support-tol", type=float, default=0.5,
                     help="kinematic stage: a sample is supported if both neighbouring velocity changes deviate from "
                          "free flight by more than this fraction of g·dt (the library default 0.02 marks almost every "
@@ -227,9 +257,10 @@ def main(argv=None) -> int:
 
     # the full-data problem (also the bootstrap's)
     prob = sysid.Problem.build(train, ALL, fitted, law=law, window=W, substeps=S, starts=("pos",))
-    x = prob.x0()
+    x = prob.x0()  # the fitted parameters in this problem's packing, the last stage's start corrections
+    x[:prob.spec.size] = prob.spec.pack(fitted)
     if res.x.size == prob.size:
-        x = res.x
+        x[prob.spec.size:] = res.x[prob.spec.size:]
 
     # 3. held-out: full rollouts and windowed residuals
     model = dataclasses.replace(prob.loss_def.model, dt=full.dt)
@@ -245,55 +276,61 @@ def main(argv=None) -> int:
         log(f"held-out {name}: {out['heldout'][name]}")
     save()
 
-    # 4. the μ question
+    # 4. the μ question: data-only measurements, then μ profiles of the windowed loss (observed starts)
     mu_q = {"kinematic": kinematic_mu(full.trajs, np.asarray(full.vertices), full.gravity, full.dt),
             "free_flight": free_flight_gravity(full.trajs, np.asarray(full.vertices), full.dt), "gravity": full.gravity}
     log(f"kinematic μ: {mu_q['kinematic']}")
-    x_dyn = lambda pr: np.concatenate([pr.spec.pack(fitted), np.asarray(pr.x0())[pr.spec.size:]])
+    mus = np.geomspace(0.07, 0.28, args.grid)
+    mu_q["profile_grid"] = [float(mus[0]), float(mus[-1]), int(args.grid)]
     scan = []
     for s in [int(v) for v in args.substep_scan.split(",") if v]:
-        ps = sysid.Problem.build(train, DYN, fitted, law=law, window=W, substeps=s, starts=("pos",))
-        r = sysid.fit(ps, "lm", x_dyn(ps), max_iter=args.scan_iter)
-        scan.append({"substeps": s, "mu": r.values["mu"], "restitution": r.values["restitution"],
-                     "ground_mm": r.values["ground"] * unit * 1e3, "rms_mm": float(np.sqrt(r.loss)) * unit * 1e3,
-                     "iterations": r.iterations})
+        t0 = time.perf_counter()
+        ps = sysid.Problem.build(train, DYN, fitted, law=law, window=W, substeps=s)
+        P = profile(ps, ps.x0(), "mu", mus)
+        scan.append({"substeps": s, "mu": argmin_on_grid(mus, P.sum(1)),
+                     "rms_mm": float(np.sqrt(P.sum(1).min() / (P.shape[1] * ps.loss_def.rows * 6))) * unit * 1e3,
+                     "wall_time_s": time.perf_counter() - t0})
         log(f"substeps {s}: {scan[-1]}")
-        if s == S:  # face vs edge/corner windows, same compiled loss
+        if s == S:  # the same windows by the contact at their start (fitted geometry)
             cls = window_classes(ps, fitted)
-            mu_q["by_contact"] = {}
-            for k in ("face", "edge_corner"):
-                rk = sysid.fit(weighted(ps, cls[k]), "lm", x_dyn(ps), max_iter=args.scan_iter)
-                mu_q["by_contact"][k] = {"windows": int(cls[k].sum()), "mu": rk.values["mu"],
-                                         "restitution": rk.values["restitution"],
-                                         "ground_mm": rk.values["ground"] * unit * 1e3}
-                log(f"{k}: {mu_q['by_contact'][k]}")
+            mu_q["by_contact"] = {k: {"windows": int(cls[k].sum()), "mu": argmin_on_grid(mus, P[:, cls[k]].sum(1))}
+                                  for k in ("face", "edge_corner", "air")}
+            log(f"by contact: {mu_q['by_contact']}")
         mu_q["substeps"] = scan
         out["mu_question"] = mu_q
         save()
     out["mu_question"] = mu_q
     save()
 
-    # 2 (last, the longest). bootstrap over training tosses: window weights √count, trimmed windows stay out
+    # 2 (last). bootstrap over training tosses from per-window loss profiles at the full fit (fitted
+    # start corrections held): a resample's loss is the count-weighted sum of its tosses' windows, and
+    # each parameter's minimiser along its profile (the others held at the full fit) is its estimate
     live = np.asarray(trim_windows(prob, x, 0.1)[0].weights) > 0
     toss_of = prob.where[:, 0]
+    v = res.values
+    grids = {"mu": v["mu"] * np.linspace(0.7, 1.3, args.grid),
+             "restitution": np.linspace(0.0, max(0.3, 2 * v["restitution"]), args.grid),
+             "ground": v["ground"] + np.linspace(-3e-3, 3e-3, args.grid) / unit,
+             "scale": np.linspace(0.97, 1.03, args.grid)}
+    t0 = time.perf_counter()
+    prof = {k: profile(prob, x, k, g) * live for k, g in grids.items()}
     rng = np.random.default_rng(args.seed + 1)
-    boots = []
+    est = {k: [] for k in grids}
     for b in range(args.bootstrap):
-        counts = np.bincount(rng.integers(0, len(train), len(train)), minlength=len(train))
-        pb = weighted(prob, live * counts[toss_of])
-        t0 = time.perf_counter()
-        rb = sysid.fit(pb, "lm", x, max_iter=args.boot_iter)
-        boots.append(summarise(rb.values, unit))
-        log(f"bootstrap {b}: μ {rb.values['mu']:.4f} ε {rb.values['restitution']:.4f} "
-            f"h {boots[-1]['ground_mm']:.2f} mm ({time.perf_counter() - t0:.0f} s)")
-        q = lambda a: [float(np.percentile(a, 5)), float(np.percentile(a, 95))]
-        V = np.array([bb["vertices"] for bb in boots]) * unit * 1e3
-        out["bootstrap"] = {"resamples": len(boots), "lm_iterations": args.boot_iter,
-                            **{k: q([bb[k] for bb in boots]) for k in ("mu", "restitution", "ground_mm", "half_width_mm")},
-                            "vertex_coord_90_width_mm": {"median": float(np.median(np.percentile(V, 95, 0) - np.percentile(V, 5, 0))),
-                                                         "max": float(np.max(np.percentile(V, 95, 0) - np.percentile(V, 5, 0)))},
-                            "samples": [{k: bb[k] for k in ("mu", "restitution", "ground_mm", "half_width_mm")} for bb in boots]}
-        save()
+        counts = np.bincount(rng.integers(0, len(train), len(train)), minlength=len(train))[toss_of]
+        for k, g in grids.items():
+            est[k].append(argmin_on_grid(g, prof[k] @ counts))
+    conv = {"mu": 1.0, "restitution": 1.0, "ground": unit * 1e3, "scale": 1.0}
+    full_est = {k: argmin_on_grid(g, prof[k].sum(1)) * conv[k] for k, g in grids.items()}
+    q = lambda a: [float(np.percentile(a, 5)), float(np.percentile(a, 95))]
+    out["bootstrap"] = {"resamples": args.bootstrap, "grid_points": args.grid, "wall_time_s": time.perf_counter() - t0,
+                        "profile_minimum": full_est,
+                        "grids": {k: [float(g[0] * conv[k]), float(g[-1] * conv[k])] for k, g in grids.items()},
+                        **{k: q(np.asarray(e) * conv[k]) for k, e in est.items()},
+                        "edge_hits": {k: int(np.sum((np.asarray(e) <= grids[k][0]) | (np.asarray(e) >= grids[k][-1])))
+                                      for k, e in est.items()}}
+    log(f"bootstrap: {out['bootstrap']}")
+    save()
     return 0
 
 
@@ -307,16 +344,20 @@ def markdown(o) -> str:
               f"{f['wall_time_s']:.0f} s, {f['rollouts']} window rollouts)", "",
               "| parameter | fit | 90 % bootstrap interval | nominal |", "| --- | --- | --- | --- |"]
         b = o.get("bootstrap", {})
-        iv = lambda k, fmt: (f"[{fmt.format(b[k][0])}, {fmt.format(b[k][1])}]" if k in b else "—")
+        iv = lambda k, fmt: (f"{fmt.format(b['profile_minimum'][k])} [{fmt.format(b[k][0])}, {fmt.format(b[k][1])}]"
+                             if k in b else "—")
         L += [f"| μ | {f['mu']:.4f} | {iv('mu', '{:.4f}')} | 0.18 |",
               f"| ε | {f['restitution']:.4f} | {iv('restitution', '{:.4f}')} | 0.125 |",
-              f"| table height (mm) | {f['ground_mm']:.2f} | {iv('ground_mm', '{:.2f}')} | 0 |",
-              f"| half-width, mean abs vertex coordinate (mm) | {f['half_width_mm']:.2f} | {iv('half_width_mm', '{:.2f}')} | 52.40 |",
-              "", f"RMS window residual on the training windows: {f['rms_residual_mm']:.3f} mm."]
+              f"| table height (mm) | {f['ground_mm']:.2f} | {iv('ground', '{:.2f}')} | 0 |",
+              f"| half-width, mean abs vertex coordinate (mm) | {f['half_width_mm']:.2f} | — | 52.40 |",
+              f"| vertex scale factor (all 24 coordinates × s) | 1 | {iv('scale', '{:.4f}')} | |",
+              "", f"RMS window residual on the training windows (fitted starts, trimmed): {f['rms_residual_mm']:.3f} mm. "
+              f"Geometry stage alone: height {f['geometry_stage']['ground_mm']:.2f} mm, half-width "
+              f"{f['geometry_stage']['half_width_mm']:.2f} mm ({f['geometry_stage']['supported_samples']} supported samples)."]
         if b:
-            L += [f"Bootstrap: {b['resamples']} resamples of the training tosses, {b['lm_iterations']} LM iterations each "
-                  f"from the full fit; 90 % interval widths of the 24 vertex coordinates: median "
-                  f"{b['vertex_coord_90_width_mm']['median']:.2f} mm, largest {b['vertex_coord_90_width_mm']['max']:.2f} mm."]
+            L += ["", f"Bootstrap column: the minimiser of each parameter's loss profile (the others held at the fit; "
+                  f"{b['grid_points']} points over {b['grids']}), and its 90 % percentile interval over {b['resamples']} "
+                  f"resamples of the training tosses (minimisers at a grid end: {b['edge_hits']})."]
     h = o.get("heldout")
     if h and "fitted" in h:
         L += ["", f"## Held-out tosses ({h['tosses']} tosses, {h['windows']} windows)", "",
@@ -339,13 +380,14 @@ def markdown(o) -> str:
               f"with the lowest corner > 0.5 half-widths up): {-m['free_flight']['median_accel'][2]:.2f} units/s² "
               f"against the file's gravity {m['gravity']:.2f} (ratio {-m['free_flight']['median_accel'][2] / m['gravity']:.4f})."]
         if m.get("substeps"):
-            L += ["", "| engine steps per sample | μ | ε | height (mm) | RMS (mm) |", "| --- | --- | --- | --- | --- |"]
-            L += [f"| {r['substeps']} | {r['mu']:.4f} | {r['restitution']:.4f} | {r['ground_mm']:.2f} | {r['rms_mm']:.3f} |"
-                  for r in m["substeps"]]
+            L += ["", f"μ minimising the windowed loss (observed starts, ε and geometry at the fit; profile over "
+                  f"{m['profile_grid'][2]} points in [{m['profile_grid'][0]}, {m['profile_grid'][1]}]):", "",
+                  "| engine steps per sample | μ | RMS at the minimum (mm) |", "| --- | --- | --- |"]
+            L += [f"| {r['substeps']} | {r['mu']:.4f} | {r['rms_mm']:.3f} |" for r in m["substeps"]]
         if m.get("by_contact"):
-            L += ["", "| windows starting on | windows | μ | ε | height (mm) |", "| --- | --- | --- | --- | --- |"]
-            L += [f"| {k.replace('_', '/')} | {r['windows']} | {r['mu']:.4f} | {r['restitution']:.4f} | {r['ground_mm']:.2f} |"
-                  for k, r in m["by_contact"].items()]
+            L += ["", f"Same profile ({o['substeps']} steps per sample) on the windows by the contact at their start:", "",
+                  "| windows starting on | windows | μ |", "| --- | --- | --- |"]
+            L += [f"| {k.replace('_', '/')} | {r['windows']} | {r['mu']:.4f} |" for k, r in m["by_contact"].items()]
     L += ["", f"Wall time {o.get('wall_time_s', 0):.0f} s."]
     return "\n".join(L) + "\n"
 
