@@ -251,6 +251,30 @@ def test_real_cube_tosses_fit_is_finite_and_decreases_the_loss(shared_dir):
 
 
 # ---- the staged schedule ----------------------------------------------------------------------
+def test_support_test_follows_the_velocity_noise_of_real_tosses():
+    """``kinematic.support_tolerance``: exact velocities (synthetic, with or without position
+    noise) keep 2 % of g·dt; the bundled real tosses (velocities from measured positions) get
+    0.5 g·dt, so their supported samples are the ones at the table (lowest nominal corner within
+    0.2 half-widths in 99 %), where 2 % counted nearly every sample, flight included."""
+    from jaxcontact.sysid import kinematic
+
+    for noise in (0.0, 1e-3):
+        d = syn.make_synthetic(n_throws=2, steps=200, seed=3, noise=noise)
+        assert kinematic.support_tolerance(d) == pytest.approx(0.02 * d.gravity * d.dt)
+    from jaxcontact.contactnets.data import bundled_path
+
+    real = sysid.load(bundled_path())
+    gdt = real.gravity * real.dt
+    assert kinematic.support_tolerance(real) == pytest.approx(0.5 * gdt)
+    p = sysid.default_params(real, jc.CoulombLCP())
+    low = {}
+    for name, tol in (("default", None), ("2 %", 0.02 * gdt)):
+        m = kinematic.supported_samples(real, tol)
+        X = jnp.asarray(np.concatenate([np.asarray(t)[k] for t, k in zip(real.trajs, m)]))
+        low[name] = np.asarray(jnp.min(kinematic._phi(p, X), axis=1))
+    assert np.quantile(low["default"], 0.99) < 0.2 < np.quantile(low["2 %"], 0.9), low
+
+
 def test_kinematic_stage_finds_the_height_from_below_where_the_rollout_loss_is_flat(small_data):
     """Start with the ground 13 mm below the truth (the issue's start, height 0). With the
     engine's default velocity bounce target the rollout loss has exactly zero height gradient

@@ -9,8 +9,8 @@ Split (the ContactNets studies' convention, ``studies.contactnets.common.cube_te
 are drawn (``--seed``) from the remaining pool.
 
 1. Fit: kinematic geometry stage (supported samples: velocity changes off free flight by more than
-   ``--support-tol`` g·dt, not the library's 2 %, which the real data's velocity noise exceeds at
-   almost every sample), (μ, ε) grid + LM, LM on everything, trimmed LM polish
+   ``--support-tol`` g·dt; default: the library's noise-aware ``kinematic.support_tolerance``,
+   0.5 g·dt on these tosses), (μ, ε) grid + LM, LM on everything, trimmed LM polish
    (``sysid.staged_fit``; every LM stage fits the window start positions).
 2. Bootstrap: the training tosses resampled with replacement ``--bootstrap`` times. LM refits
    warm-started at the fit did not move on this jagged loss, so each parameter's per-window loss is
@@ -180,10 +180,10 @@ def main(argv=None) -> int:
     ap.add_argument("--iter", type=int, default=30, help="LM iterations of the joint stage (the polish: half)")
     ap.add_argument("--substep-scan", default="1,2,4,8", help="substeps at which μ, ε, height are refitted ('' skips)")
     ap.add_argument("--grid", type=int, default=25, help="points of each loss profile")
-    ap.add_argument("--support-tol", type=float, default=0.5,
+    ap.add_argument("--support-tol", type=float, default=None,
                     help="kinematic stage: a sample is supported if both neighbouring velocity changes deviate from "
-                         "free flight by more than this fraction of g·dt (the library default 0.02 marks almost every "
-                         "real sample: the data's velocity differences scatter by ≈ 0.2 g·dt)")
+                         "free flight by more than this fraction of g·dt (default: kinematic.support_tolerance, "
+                         "0.5 on these tosses)")
     ap.add_argument("--heldout", type=int, default=48, help="held-out tosses rolled out (of the 48)")
     ap.add_argument("--out", default=str(RESULTS / "real_cubes"), help="output prefix (.json, .md)")
     args = ap.parse_args(argv)
@@ -229,7 +229,8 @@ def main(argv=None) -> int:
         res_path.with_suffix(".md").write_text(markdown(out))
 
     # 1. the fit
-    geo = kinematic.fit_geometry(train, nominal, ("ground", "vertices"), tol=args.support_tol * full.gravity * full.dt)
+    tol = None if args.support_tol is None else args.support_tol * full.gravity * full.dt
+    geo = kinematic.fit_geometry(train, nominal, ("ground", "vertices"), tol=tol)
     log(f"geometry: height {geo['values']['ground'] * unit * 1e3:.2f} mm, {geo['supported']} supported samples")
     sched = (Stage("lm", ("mu", "restitution"), window=W, max_iter=10, grid=4, starts=("pos",)),
              Stage("lm", ALL, window=W, max_iter=args.iter, starts=("pos",)),
@@ -240,7 +241,8 @@ def main(argv=None) -> int:
     out["fit"] = {**summarise(res.values, unit), "rms_residual_mm": float(np.sqrt(res.loss)) * unit * 1e3,
                   "windows": res.num_windows, "rollouts": rec["rollouts"], "wall_time_s": rec["wall_time_s"],
                   "geometry_stage": {**summarise(geo["values"] | {"mu": 0.18, "restitution": 0.125}, unit),
-                                     "supported_samples": geo["supported"], "support_tol_g_dt": args.support_tol},
+                                     "supported_samples": geo["supported"], "support_tol_g_dt": (args.support_tol if args.support_tol is not None
+                                                                          else kinematic.support_tolerance(train) / (full.gravity * full.dt))},
                   "stages": [{k: s.get(k) for k in ("stage", "loss", "iterations", "wall_time_s", "message")}
                              | {"values": {k: v for k, v in s["values"].items() if k != "vertices"}} for s in rec["stages"]]}
     log(f"fit: {out['fit']['mu']:.4f} {out['fit']['restitution']:.4f} {out['fit']['ground_mm']:.2f} mm "
