@@ -20,7 +20,15 @@ metres); ``randomized:ELL:N`` (LM with the antithetic randomized-smoothing Jacob
 coordinates of ``sysid.ParamSpec`` — ELL on lengths, ELL/0.1 m relative on μ and ε at unit slope —
 and N pairs; forward exact).
 
+Recipes around a mode (not gradient modes; they ask what plain LM still lacks): ``geometry+MODE``
+runs ``sysid.kinematic.fit_geometry`` on the ground and the vertices from the random start first
+(no rollouts; the random μ and ε are kept); ``MODE+trim`` then runs LM again (half the iterations)
+with the 10 % windows of largest residual dropped (``schedule.trim_windows``); ``+trim+polish``
+finishes with LM on all windows (half the iterations). No grid and no scans in any of them.
+
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
+    python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
+    python -m benchmarks.sysid_random_starts --merge OTHER.json   # add another run's modes to --out
 """
 
 from __future__ import annotations
@@ -38,6 +46,16 @@ NAMES = ("mu", "restitution", "ground", "vertices")
 
 
 def parse_mode(spec: str) -> dict:
+    if spec.startswith("geometry+"):  # the kinematic geometry stage first, then the mode's plain LM
+        return dict(parse_mode(spec[len("geometry+"):]), name=spec, geometry=True)
+    if "+polish" in spec:  # then LM once more on all windows (after +trim), +polish=MODE: with MODE's Jacobian
+        head, _, tail = spec.partition("+polish")
+        polish = parse_mode(tail[1:]) if tail.startswith("=") else parse_mode("exact")
+        if tail and not tail.startswith("="):
+            raise SystemExit(f"bad mode {spec!r}: +polish or +polish=MODE at the end")
+        return dict(parse_mode(head), name=spec, polish=polish)
+    if spec.endswith("+trim"):  # then LM again with the 10 % worst windows dropped (schedule.trim_windows)
+        return dict(parse_mode(spec[: -len("+trim")]), name=spec, trim=0.1)
     parts = spec.split(":")
     if parts[0] == "exact" and len(parts) == 1:
         return {"name": spec, "kind": "exact"}
@@ -47,7 +65,8 @@ def parse_mode(spec: str) -> dict:
         return {"name": spec, "kind": "adaptive"}
     if parts[0] == "randomized" and len(parts) == 3:
         return {"name": spec, "kind": "randomized", "length": float(parts[1]), "pairs": int(parts[2])}
-    raise SystemExit(f"bad mode {spec!r}: exact, relaxed:ELL, adaptive or randomized:ELL:N")
+    raise SystemExit(f"bad mode {spec!r}: exact, relaxed:ELL, adaptive or randomized:ELL:N, each optionally "
+                     "prefixed by geometry+")
 
 
 def random_start(rng, truth, template):
@@ -106,6 +125,9 @@ def build_problems(data, mode):
     if mode["kind"] == "relaxed":
         return {"main": build(dataclasses.replace(law, gradient="relaxed", smoothing_length=mode["length"]))}
     probs = {"main": build(law)}
+    pm = mode.get("polish")
+    if pm and pm["kind"] == "relaxed":
+        probs["polish"] = probs["main"].with_law(dataclasses.replace(law, gradient="relaxed", smoothing_length=pm["length"]))
     if mode["kind"] == "adaptive":
         for ell in LEVELS:
             probs[ell] = probs["main"].with_law(dataclasses.replace(law, gradient="relaxed", smoothing_length=ell))
@@ -127,11 +149,13 @@ def adaptive_res_jac(probs, counter):
 
 
 def run_start(probs, mode, p0, max_iter, seed):
-    from jaxcontact.sysid import optim
+    from jaxcontact.sysid import kinematic, optim
 
     prob = probs["main"]
-    x0 = np.concatenate([prob.spec.pack(p0), np.zeros(prob.size - prob.spec.size)])
     t0 = time.perf_counter()
+    if mode.get("geometry"):  # no rollouts: the supported-sample and no-penetration conditions
+        p0 = kinematic.fit_geometry(prob.data, p0, ("ground", "vertices"), max_iter=100)["params"].replace(law=p0.law)
+    x0 = np.concatenate([prob.spec.pack(p0), np.zeros(prob.size - prob.spec.size)])
     levels = []
     try:
         if mode["kind"] == "randomized":
@@ -142,9 +166,30 @@ def run_start(probs, mode, p0, max_iter, seed):
         else:
             rj, per_jac = prob.residuals_and_jacobian, 1
         r = optim.levenberg_marquardt(rj, prob.residuals, x0, max_iter=max_iter)
-        values = prob.spec.flat_values(np.asarray(r.x)[: prob.spec.size])
         rollouts = (r.loss_evals + r.grad_evals * per_jac) * prob.num_windows
-        loss, its, msg = float(r.loss), r.iterations, r.message
+        its = r.iterations
+        if mode.get("trim"):
+            if mode["kind"] != "exact":
+                raise SystemExit("+trim is measured with the exact mode only")
+            from jaxcontact.sysid.schedule import trim_windows
+
+            pt, _ = trim_windows(prob, r.x, mode["trim"])
+            r = optim.levenberg_marquardt(pt.residuals_and_jacobian, pt.residuals, r.x, max_iter=max_iter // 2)
+            rollouts += (r.loss_evals + r.grad_evals) * prob.num_windows
+            its += r.iterations
+        if mode.get("polish"):
+            pm = mode["polish"]
+            if pm["kind"] == "randomized":
+                rj, per = randomized_problem_jac(prob, pm["length"], pm["pairs"], seed), 2 * pm["pairs"] + 1
+            elif pm["kind"] == "relaxed":
+                rj, per = probs["polish"].residuals_and_jacobian, 1
+            else:
+                rj, per = prob.residuals_and_jacobian, 1
+            r = optim.levenberg_marquardt(rj, prob.residuals, r.x, max_iter=max_iter // 2)
+            rollouts += (r.loss_evals + r.grad_evals * per) * prob.num_windows
+            its += r.iterations
+        values = prob.spec.flat_values(np.asarray(r.x)[: prob.spec.size])
+        loss, msg = float(r.loss), r.message
     except optim.FitError as err:
         values, rollouts, loss, its, msg = None, None, float("nan"), None, f"FitError: {err}"
     return values, rollouts, loss, its, msg, time.perf_counter() - t0, prob.num_windows, levels
@@ -220,12 +265,15 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=400, help="engine steps per throw (2 ms)")
     ap.add_argument("--data-seed", type=int, default=1, help="throw seed (0 = validation, 1 = report)")
     ap.add_argument("--start-seed", type=int, default=100)
+    ap.add_argument("--first-start", type=int, default=0, help="index of the first start (to split a run)")
     ap.add_argument("--max-iter", type=int, default=100, help="LM iterations per start")
     ap.add_argument("--default", default=None, help="the mode reported as the default")
     ap.add_argument("--out", default=str(RESULTS / "sysid_random_starts.json"))
     ap.add_argument("--resume", action="store_true", help="keep finished starts of the --out file")
     ap.add_argument("--diagnose", type=int, default=None, metavar="K",
                     help="only diagnose start K with the exact mode (diagnose()); writes --out")
+    ap.add_argument("--merge", default=None, metavar="FILE",
+                    help="add the runs of another results file (same data and seeds) to --out, keeping its command")
     a = ap.parse_args(argv)
     a.argv = list(argv) if argv is not None else __import__("sys").argv[1:]
 
@@ -239,6 +287,22 @@ def main(argv=None):
         Path(a.out).write_text(json.dumps(out, indent=1))
         print(json.dumps({k: v for k, v in out.items() if k != "segment_to_truth"}, indent=1))
         print("segment max rise over the fit's loss:", out["segment_to_truth"]["max_rise_over_fit_loss"])
+        return
+    if a.merge is not None:
+        out, other = Path(a.out), json.loads(Path(a.merge).read_text())
+        doc = json.loads(out.read_text())
+        if other["data"] != doc["data"]:
+            raise SystemExit(f"{a.merge}: other data ({other['data']}) than {out} ({doc['data']})")
+        doc.setdefault("merged", []).append({"command": other["command"], "modes": list(other["runs"])})
+        for name, rows in other["runs"].items():  # a mode's starts split over runs are joined
+            mine = doc["runs"].setdefault(name, [])
+            seen = {r["start"] for r in mine}
+            mine += [r for r in rows if r["start"] not in seen]
+            mine.sort(key=lambda r: r["start"])
+        summarize(doc, None)
+        out.write_text(json.dumps(doc, indent=1))
+        out.with_suffix(".md").write_text(render(doc))
+        print(render(doc))
         return
     modes = [parse_mode(m) for m in a.modes.split(",")]
     starts = [int(s) for s in a.starts.split(",")]
@@ -257,9 +321,10 @@ def main(argv=None):
     runs = doc.setdefault("runs", {})
     for mode, n in zip(modes, starts):
         rows = runs.setdefault(mode["name"], [])
-        probs = build_problems(data, mode) if len(rows) < n else None
-        for k in range(n):
-            if k < len(rows):
+        probs = build_problems(data, mode)
+        done = {r["start"] for r in rows}
+        for k in range(a.first_start, a.first_start + n):
+            if k in done:
                 continue
             rng = np.random.default_rng([a.start_seed, k])
             p0 = random_start(rng, truth, start_params())
@@ -285,8 +350,10 @@ def main(argv=None):
 def render(doc) -> str:
     """Markdown summary of a results file."""
     lines = [f"# System identification from random starts ({doc['data']['throws']} noise-free throws, "
-             f"data seed {doc['data']['data_seed']})", "", f"Command: `{doc['command']}`", "",
-             f"Criterion: {doc['criterion']}. Optimizer: {doc['optimizer']}.", "",
+             f"data seed {doc['data']['data_seed']})", "", f"Command: `{doc['command']}`", ""]
+    for m in doc.get("merged", []):
+        lines += [f"Runs of {', '.join(m['modes'])} merged from: `{m['command']}`", ""]
+    lines += [f"Criterion: {doc['criterion']}. Optimizer: {doc['optimizer']}.", "",
              "| mode | starts | recovered | mean rollouts | median final loss (m²) | median μ err | median ε err | "
              "median ground err (mm) | median worst-vertex err | mean wall s |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -112,7 +112,7 @@ def main(argv=None):
             doc["runs"].append({"seed": seed, "links": c, "errors": errs, "rollouts": int(rollouts),
                                 "wall_s": time.perf_counter() - t0, "message": message,
                                 "values": {k: v for k, v in res.values.items() if k != "vertices"}})
-            print(f"seed {seed} links {c:g}: {json.dumps({k: errs[k] for k in KEYS})}", file=sys.stderr, flush=True)
+            print(f"seed {seed} links {c:g}: {json.dumps({k: errs[k] for k in KEYS if k in errs})}", file=sys.stderr, flush=True)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
             out.with_suffix(".md").write_text(render(doc))
