@@ -4,7 +4,8 @@
 
 Data as in ``python -m studies.sysid`` (its noisy rows): ``synthetic.make_synthetic(n_throws=40,
 noise=1e-3, seed=s)`` and its first ``--throws`` throws, so seed s is the data of that study's
-replicate s. Each ``--links`` value c runs ``sysid.DEFAULT_SCHEDULE`` from the study's start with
+replicate s. Each ``--links`` value c runs the ``--variant`` of ``sysid.DEFAULT_SCHEDULE``
+(``variant_schedule``) from the study's start with
 ``continuity=c`` in every rollout stage that fits window start positions (0 = the schedule as
 it is). ``--from-truth``: instead, the least-squares optimum itself — the vertex set known, LM on
 μ, ε and the ground height (window start positions fitted, ``--max-iter``) started at the truth.
@@ -35,6 +36,20 @@ OUT = Path(__file__).resolve().parent / "results" / "noisy"
 KEYS = ("mu", "restitution", "ground", "vertices")
 
 
+VARIANTS = ("default", "untrimmed", "polish")
+
+
+def variant_schedule(name: str):
+    """``DEFAULT_SCHEDULE`` (default); its last stage without the trim (untrimmed); or with a last
+    LM stage on all windows, with the local scans, appended (polish)."""
+    last = DEFAULT_SCHEDULE[-1]
+    if name == "untrimmed":
+        return DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(last, trim=0.0),)
+    if name == "polish":
+        return DEFAULT_SCHEDULE + (dataclasses.replace(last, trim=0.0),)
+    return DEFAULT_SCHEDULE
+
+
 def linked(schedule, c: float):
     """``schedule`` with continuity ``c`` in every stage that fits window start positions."""
     return tuple(dataclasses.replace(s, continuity=c) if "pos" in s.starts else s for s in schedule)
@@ -53,11 +68,12 @@ def truth_params(data):
 
 
 def render(doc) -> str:
-    L = ["# Noisy synthetic recovery with continuity links", "", f"Command: `{doc['command']}`", "",
+    L = ["# Noisy synthetic recovery (position noise; continuity links)", "", f"Command: `{doc['command']}`", "",
          f"{doc['throws']} throws (the first of {doc['pool']}), {doc['noise_m'] * 1e3:g} mm position noise; "
          + ("vertices known, LM on μ, ε, ground from the truth, window start positions fitted, `continuity` = links."
             if doc["setting"].startswith("from") else
-            "`sysid.DEFAULT_SCHEDULE` with `continuity` = links in its stages that fit window start positions."), "",
+            f"{doc['setting']} (`variant_schedule`) with `continuity` = links in its stages that fit window start "
+            "positions."), "",
          "| links | seed | μ err | ε err | ground err | worst-vertex err | rollouts | wall s |",
          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["runs"]:
@@ -89,12 +105,13 @@ def main(argv=None):
     ap.add_argument("--noise", type=float, default=1e-3, help="position noise (m)")
     ap.add_argument("--links", default="0,10", help="continuity weights, comma-separated")
     ap.add_argument("--out", default=str(OUT), help="results prefix (.json, .md)")
+    ap.add_argument("--variant", choices=VARIANTS, default="default", help="the schedule (variant_schedule)")
     ap.add_argument("--from-truth", action="store_true", help="vertices known, LM on μ, ε, ground from the truth")
     ap.add_argument("--max-iter", type=int, default=80, help="LM iterations with --from-truth")
     a = ap.parse_args(argv)
     out = Path(a.out)
     doc = {"command": command_line("studies.sysid.noisy", argv), "throws": a.throws, "pool": a.pool,
-           "noise_m": a.noise, "setting": "from the truth, vertices known" if a.from_truth else "DEFAULT_SCHEDULE",
+           "noise_m": a.noise, "setting": "from the truth, vertices known" if a.from_truth else f"schedule {a.variant}",
            "runs": []}
     for seed in [int(s) for s in a.seeds.split(",")]:
         data = syn.make_synthetic(n_throws=a.pool, noise=a.noise, seed=seed).subset(range(a.throws))
@@ -106,7 +123,7 @@ def main(argv=None):
                                 "lm", max_iter=a.max_iter)
                 rollouts, message = res.rollouts, res.message
             else:
-                rec = syn.recover(data, schedule=linked(DEFAULT_SCHEDULE, c))
+                rec = syn.recover(data, schedule=linked(variant_schedule(a.variant), c))
                 res, rollouts, message = rec["result"], rec["rollouts"], rec["result"].message
             errs = sysid.errors(res.values, data.truth)
             doc["runs"].append({"seed": seed, "links": c, "errors": errs, "rollouts": int(rollouts),
