@@ -195,20 +195,6 @@ def run_start(probs, mode, p0, max_iter, seed):
     return values, rollouts, loss, its, msg, time.perf_counter() - t0, prob.num_windows, levels
 
 
-def true_vector(prob, truth):
-    """The scaled parameter vector of the truth."""
-    import jax.numpy as jnp
-
-    from jaxcontact.sysid.synthetic import start_params
-    from jaxcontact.types import Ground
-
-    p = start_params()
-    law = p.law.replace(mu=jnp.full_like(p.law.mu, float(truth["mu"])), restitution=jnp.asarray(float(truth["restitution"])))
-    p = p.replace(body=p.body.replace(vertices=jnp.asarray(truth["vertices"])), ground=Ground.flat(3, float(truth["ground"])),
-                  law=law)
-    return prob.spec.pack(p)
-
-
 def rigid_residual(V, Vt) -> tuple[float, float]:
     """(max vertex error (m) after the best rotation + translation of V onto Vt, that rotation (deg))."""
     mc, tc = V.mean(0), Vt.mean(0)
@@ -227,7 +213,7 @@ def diagnose(a, k):
     import jax.numpy as jnp
 
     from jaxcontact.sysid import optim
-    from jaxcontact.sysid.synthetic import make_synthetic, start_params
+    from jaxcontact.sysid.synthetic import make_synthetic, start_params, truth_params
 
     data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed)
     truth = data.truth
@@ -235,7 +221,7 @@ def diagnose(a, k):
     p0 = random_start(np.random.default_rng([a.start_seed, k]), truth, start_params())
     x0 = prob.spec.pack(p0)
     r = optim.levenberg_marquardt(prob.residuals_and_jacobian, prob.residuals, x0, max_iter=a.max_iter)
-    x1, xt = np.asarray(r.x), true_vector(prob, truth)
+    x1, xt = np.asarray(r.x), prob.spec.pack(truth_params(truth))
     ts = np.linspace(0.0, 1.0, 41)
     line = np.asarray(jax.jit(jax.vmap(lambda t: jnp.sum(prob.residuals(x1 + t * (xt - x1)) ** 2)))(jnp.asarray(ts)))
     Vt = np.asarray(truth["vertices"])
@@ -244,13 +230,14 @@ def diagnose(a, k):
     cn = np.sum(np.asarray(J).reshape(prob.num_windows, -1, prob.spec.size) ** 2, axis=1)
     share = cn.max(0) / np.maximum(cn.sum(0), 1e-300)
     ok, e = recovered(prob.spec.flat_values(x1), truth)
+    rig0, rig1 = rigid_residual(V0, Vt), rigid_residual(V1, Vt)
     out = {"command": "python -m benchmarks.sysid_random_starts " + " ".join(a.argv), "start": k,
            "recovered": ok, "errors": e, "fit_loss": float(r.loss), "message": r.message, "iterations": r.iterations,
            "segment_to_truth": {"t": ts.tolist(), "loss": line.tolist(),
                                 "max_rise_over_fit_loss": float(line.max() / line[0] - 1.0),
                                 "t_of_max": float(ts[int(np.argmax(line))])},
-           "vertices_after_rigid_alignment_m": {"start": rigid_residual(V0, Vt)[0], "fit": rigid_residual(V1, Vt)[0]},
-           "rigid_rotation_deg": {"start": rigid_residual(V0, Vt)[1], "fit": rigid_residual(V1, Vt)[1]},
+           "vertices_after_rigid_alignment_m": {"start": rig0[0], "fit": rig1[0]},
+           "rigid_rotation_deg": {"start": rig0[1], "fit": rig1[1]},
            "largest_window_share_of_jacobian_column_at_truth": {"median": float(np.median(share)),
                                                                 "max": float(share.max()),
                                                                 "columns_over_0.9": int((share > 0.9).sum())}}

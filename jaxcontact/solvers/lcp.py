@@ -116,16 +116,12 @@ def _bounds(rows: RowStructure, z, coupling):
     return lo, hi
 
 
-def _regularized(A, reg):
+def regularized(A, reg):
+    """A with the solver's relative diagonal ``reg`` (``LCPSettings.regularization``) — the matrix
+    ``solve_lcp`` solves with (also used by the gradient modes of ``solvers.relaxed``)."""
     d = jnp.diagonal(A)
     scale = jnp.maximum(jnp.max(jnp.abs(d)), jnp.finfo(A.dtype).tiny)
     return A + jnp.diag(reg * d + 1e-12 * scale)
-
-
-def regularized(A, reg):
-    """A with the solver's relative diagonal ``reg`` (``LCPSettings.regularization``) — the matrix
-    ``solve_lcp`` solves with (used by the gradient modes of ``solvers.relaxed``)."""
-    return _regularized(A, reg)
 
 
 def _fixed_point_map(rows: RowStructure):
@@ -281,7 +277,7 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
     z0: (m,) start of the sweeps (a warm start; default zero) — not differentiated.
     Returns ``LCPSolution(z, residual, iterations)``.
     """
-    A = _regularized(A, settings.regularization)
+    A = regularized(A, settings.regularization)
     T = _fixed_point_map(rows)
     if z0 is None:
         z0 = jnp.zeros_like(b)

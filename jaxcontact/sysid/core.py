@@ -166,9 +166,7 @@ class Problem:
         for i in range(nl):
             J[lr, (nx + k * nl + i)[:, None]] = wc[:, None] * Jd[k, m:, i]
         J[lr, nx + j[:, None] * nl + np.arange(3)[None, :]] -= wc[:, None] * self.loss_def.start_scale("pos")
-        ends = R[:, m:]
-        start = np.asarray(self.windows)[j, 0, 0:3] + self.loss_def.start_scale("pos") * np.asarray(d)[j, 0:3]
-        r = np.concatenate([R[:, :m].reshape(-1), (wc[:, None] * (ends[k] - start)).reshape(-1)])
+        r = np.concatenate([R[:, :m].reshape(-1), np.asarray(self._link_residuals(R[:, m:], d))])
         return r, J
 
     def loss(self, z) -> float:

@@ -58,9 +58,7 @@ def make_synthetic(n_throws: int = 20, steps: int = 400, seed: int = 0, noise: f
     law = synthetic_law() if law is None else law
     body = shapes.box(BOX, MASS)
     V = true_vertices(vertex_seed)
-    body_true = body.replace(vertices=jnp.asarray(V))
-    params = Params(body=body_true, ground=Ground.flat(3, TRUTH["ground"]),
-                    law=law.init_params(mu=TRUTH["mu"], restitution=TRUTH["restitution"]))
+    params = truth_params(dict(TRUTH, vertices=V), law)
     model = Model(law=law, dt=DT, max_contacts=max_contacts, max_correction_speed=None)  # as the fit's (core.py)
     s0 = random_throws(jax.random.PRNGKey(seed), n_throws)
     s0 = s0.replace(pos=s0.pos + jnp.array([0.0, 0.0, TRUTH["ground"]]))
@@ -72,6 +70,15 @@ def make_synthetic(n_throws: int = 20, steps: int = 400, seed: int = 0, noise: f
     return Trajectories(trajs=list(S), dt=DT * sample_every, gravity=model.gravity, mass=MASS,
                         inertia=np.asarray(body.inertia), vertices=np.asarray(body.vertices),
                         truth={k: np.asarray(v) for k, v in truth.items()}, source=f"synthetic(seed={seed}, noise={noise}, restitution_target={getattr(law, 'restitution_target', '-')})")
+
+
+def truth_params(truth: dict, law=None) -> Params:
+    """The hidden parameters as ``Params``: ``truth`` holds μ, ε, the ground height and the vertex
+    set (``make_synthetic``'s ``data.truth``); mass and inertia are the cube's."""
+    law = synthetic_law() if law is None else law
+    body = shapes.box(BOX, MASS).replace(vertices=jnp.asarray(truth["vertices"]))
+    return Params(body=body, ground=Ground.flat(3, float(truth["ground"])),
+                  law=law.init_params(mu=float(truth["mu"]), restitution=float(truth["restitution"])))
 
 
 def start_params(law=None) -> Params:

@@ -55,18 +55,6 @@ def linked(schedule, c: float):
     return tuple(dataclasses.replace(s, continuity=c) if "pos" in s.starts else s for s in schedule)
 
 
-def truth_params(data):
-    """The synthetic truth as ``Params`` (the start of ``--from-truth``)."""
-    import jax.numpy as jnp
-
-    from jaxcontact.types import Ground
-
-    p = syn.start_params()
-    t = data.truth
-    return p.replace(body=p.body.replace(vertices=jnp.asarray(t["vertices"])), ground=Ground.flat(3, float(t["ground"])),
-                     law=syn.synthetic_law().init_params(float(t["mu"]), float(t["restitution"])))
-
-
 def render(doc) -> str:
     L = ["# Noisy synthetic recovery (position noise; continuity links)", "", f"Command: `{doc['command']}`", "",
          f"{doc['throws']} throws (the first of {doc['pool']}), {doc['noise_m'] * 1e3:g} mm position noise; "
@@ -118,7 +106,7 @@ def main(argv=None):
         for c in [float(s) for s in a.links.split(",")]:
             t0 = time.perf_counter()
             if a.from_truth:
-                res = sysid.fit(sysid.Problem.build(data, "mu,restitution,ground", truth_params(data), law=syn.synthetic_law(),
+                res = sysid.fit(sysid.Problem.build(data, "mu,restitution,ground", syn.truth_params(data.truth), law=syn.synthetic_law(),
                                                     window=5, substeps=syn.SAMPLE_EVERY, starts="pos", continuity=c),
                                 "lm", max_iter=a.max_iter)
                 rollouts, message = res.rollouts, res.message

@@ -46,18 +46,12 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def quat_rows(q):
-    """(..., 3, 3) rotation matrices of unit quaternions (w, x, y, z)."""
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
-
-
 def vertex_heights(states, vertices, ground=0.0):
     """(..., K) heights above the ground of the vertices (body frame (K, 3)) at states (..., 13)."""
-    R = quat_rows(states[..., 3:7])
+    from jaxcontact.rotations import quat_to_mat
+
+    q = states[..., 3:7] / np.linalg.norm(states[..., 3:7], axis=-1, keepdims=True)
+    R = np.asarray(quat_to_mat(q))
     return states[..., 2:3] + np.einsum("...k,vk->...v", R[..., 2, :], vertices) - ground
 
 
