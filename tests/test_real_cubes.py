@@ -1,8 +1,9 @@
-"""The data-only friction measurement of the real-cube study (studies/sysid/real_cubes.py)."""
+"""The data-only friction measurement (``sysid.kinematic.kinematic_mu``) of the real-cube study and the
+friction-cone benchmark."""
 
 import numpy as np
 
-from studies.sysid.real_cubes import kinematic_mu
+from jaxcontact.sysid.kinematic import kinematic_mu
 
 
 def _slide(theta, mu, g=187.2, dt=1 / 148, v0=6.0, n=20):

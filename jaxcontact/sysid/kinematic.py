@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..geometry import world_points
+from ..rotations import quat_to_mat
 from ..types import Params, State
 from . import optim
 from .data import Trajectories
@@ -140,3 +141,77 @@ def fit_geometry(data: Trajectories, params: Params, names=("ground", "vertices"
             "iterations": r.iterations, "wall_time_s": time.perf_counter() - t0, "message": r.message,
             "history": [{"iter": h["iter"], "loss": h["loss"], "time": h["time"],
                          "values": spec.flat_values(h["x"])} for h in r.history]}
+
+
+# ---- friction and gravity from the observed poses alone (no model, no rollouts) ----------------
+# Used by the real-cube study (studies/sysid/real_cubes.py, "the μ question") and the friction-cone
+# benchmark (benchmarks/friction_cone.py): the deceleration of face slides measures the circular-cone
+# μ the data show, and the sliding directions the pyramid factor |d_x| + |d_y| of the engine's cone.
+
+
+def vertex_heights(states, vertices, ground=0.0):
+    """(..., K) heights above the ground of the vertices (body frame (K, 3)) at states (..., 13)."""
+    q = states[..., 3:7] / np.linalg.norm(states[..., 3:7], axis=-1, keepdims=True)
+    R = np.asarray(quat_to_mat(q))
+    return states[..., 2:3] + np.einsum("...k,vk->...v", R[..., 2, :], vertices) - ground
+
+
+def face_slides(traj, vertices, gravity, dt, tol=0.05, min_speed=0.5, spin_ratio=0.3):
+    """Mask of the samples of one toss (T, 13) sliding flat on a face: the four lowest vertices within
+    ``tol`` of the ground (length units), horizontal speed above ``min_speed`` (units/s), the corner
+    speed due to the spin below ``spin_ratio`` of it, vertical speed below g·dt."""
+    h = np.sort(vertex_heights(traj, vertices), axis=-1)
+    flat = (np.abs(h[:, :4]) < tol).all(-1)
+    vh = np.linalg.norm(traj[:, 7:9], axis=-1)
+    r = np.max(np.linalg.norm(vertices, axis=-1))
+    spin = np.linalg.norm(traj[:, 10:13], axis=-1) * r
+    return flat & (vh > min_speed) & (spin < spin_ratio * vh) & (np.abs(traj[:, 9]) < gravity * dt)
+
+
+def kinematic_mu(trajs, vertices, gravity, dt, min_run=6, **kw) -> dict:
+    """μ from the data alone: for every run of ≥ ``min_run`` consecutive face-sliding samples
+    (``face_slides``), the horizontal positions are fitted by a quadratic in time (a constant
+    acceleration a, noise-robust over the run) and the mean sliding direction d̂. Least squares over
+    runs of a = −μ_c g d̂ + b: μ_c the circular-cone μ, b a direction-independent acceleration (a table
+    tilt b/g rad, or a frame offset). Also the mean pyramid factor |d_x| + |d_y| and μ_p = the
+    pyramid μ of the same decelerations (a_along / (g (|d_x| + |d_y|)))."""
+    A, D, W, F = [], [], [], []
+    for t in trajs:
+        m = face_slides(t, vertices, gravity, dt, **kw)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], m.astype(int), [0]])))
+        for s, e in zip(edges[::2], edges[1::2]):
+            if e - s < min_run:
+                continue
+            tt = (np.arange(e - s) - (e - s - 1) / 2) * dt
+            c = np.polyfit(tt, t[s:e, 0:2], 2)  # (3, 2): a/2, v, p at the run's middle
+            d = c[1] / np.linalg.norm(c[1])
+            A.append(2 * c[0]), D.append(d), W.append(e - s), F.append(np.abs(d).sum())
+    A, D, W, F = map(np.asarray, (A, D, W, F))
+    along = -(A * D).sum(-1) / gravity  # deceleration along the sliding direction / g, per run
+    M = np.zeros((2 * len(A), 3))
+    M[:, 0] = -gravity * D.ravel()
+    M[0::2, 1] = 1.0
+    M[1::2, 2] = 1.0
+    sw = np.repeat(np.sqrt(W), 2)
+    sol = np.linalg.lstsq(M * sw[:, None], A.ravel() * sw, rcond=None)[0]
+    boot = np.random.default_rng(0).integers(0, len(A), (200, len(A)))  # spread over runs
+    mus = [np.average(along[i], weights=W[i]) for i in boot]
+    return {"runs": int(len(A)), "samples": int(W.sum()),
+            "mu_circular_mean": float(np.average(along, weights=W)),
+            "mu_circular_median": float(np.median(along)),
+            "mu_circular_90": [float(np.percentile(mus, 5)), float(np.percentile(mus, 95))],
+            "mu_circular_with_tilt": float(sol[0]), "tilt_accel_over_g": [float(sol[1] / gravity), float(sol[2] / gravity)],
+            "pyramid_factor_mean": float(np.average(F, weights=W)),
+            "mu_pyramid_mean": float(np.average(along / F, weights=W))}
+
+
+def free_flight_gravity(trajs, vertices, dt, clearance=0.5) -> dict:
+    """The data's own free-flight acceleration: the median over samples whose lowest vertex is more
+    than ``clearance`` above the table (at both ends of the interval) of (v[k+1] − v[k]) / dt."""
+    a = []
+    for t in trajs:
+        h = vertex_heights(t, vertices).min(-1)
+        free = (h[1:] > clearance) & (h[:-1] > clearance)
+        a.append(((t[1:, 7:10] - t[:-1, 7:10]) / dt)[free])
+    a = np.concatenate(a)
+    return {"intervals": int(len(a)), "median_accel": np.median(a, 0).tolist()}

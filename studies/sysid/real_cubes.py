@@ -21,7 +21,7 @@ are drawn (``--seed``) from the remaining pool.
    ones (μ 0.18, ε 0.125, the file's ±1 vertices, table at 0).
 4. The μ question: the μ minimising the windowed loss (observed starts) at ``--substep-scan``
    engine steps per sample, and on windows starting on a face / an edge or corner; the data's
-   free-flight gravity; the "kinematic μ" of face slides from the data alone (``kinematic_mu``).
+   free-flight gravity; the "kinematic μ" of face slides from the data alone (``sysid.kinematic.kinematic_mu``).
 """
 
 from __future__ import annotations
@@ -46,80 +46,12 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def vertex_heights(states, vertices, ground=0.0):
-    """(..., K) heights above the ground of the vertices (body frame (K, 3)) at states (..., 13)."""
-    from jaxcontact.rotations import quat_to_mat
-
-    q = states[..., 3:7] / np.linalg.norm(states[..., 3:7], axis=-1, keepdims=True)
-    R = np.asarray(quat_to_mat(q))
-    return states[..., 2:3] + np.einsum("...k,vk->...v", R[..., 2, :], vertices) - ground
-
-
-def face_slides(traj, vertices, gravity, dt, tol=0.05, min_speed=0.5, spin_ratio=0.3):
-    """Mask of the samples of one toss (T, 13) sliding flat on a face: the four lowest vertices within
-    ``tol`` of the ground (length units), horizontal speed above ``min_speed`` (units/s), the corner
-    speed due to the spin below ``spin_ratio`` of it, vertical speed below g·dt."""
-    h = np.sort(vertex_heights(traj, vertices), axis=-1)
-    flat = (np.abs(h[:, :4]) < tol).all(-1)
-    vh = np.linalg.norm(traj[:, 7:9], axis=-1)
-    r = np.max(np.linalg.norm(vertices, axis=-1))
-    spin = np.linalg.norm(traj[:, 10:13], axis=-1) * r
-    return flat & (vh > min_speed) & (spin < spin_ratio * vh) & (np.abs(traj[:, 9]) < gravity * dt)
-
-
-def kinematic_mu(trajs, vertices, gravity, dt, min_run=6, **kw) -> dict:
-    """μ from the data alone: for every run of ≥ ``min_run`` consecutive face-sliding samples
-    (``face_slides``), the horizontal positions are fitted by a quadratic in time (a constant
-    acceleration a, noise-robust over the run) and the mean sliding direction d̂. Least squares over
-    runs of a = −μ_c g d̂ + b: μ_c the circular-cone μ, b a direction-independent acceleration (a table
-    tilt b/g rad, or a frame offset). Also the mean pyramid factor |d_x| + |d_y| and μ_p = the
-    pyramid μ of the same decelerations (a_along / (g (|d_x| + |d_y|)))."""
-    A, D, W, F = [], [], [], []
-    for t in trajs:
-        m = face_slides(t, vertices, gravity, dt, **kw)
-        edges = np.flatnonzero(np.diff(np.concatenate([[0], m.astype(int), [0]])))
-        for s, e in zip(edges[::2], edges[1::2]):
-            if e - s < min_run:
-                continue
-            tt = (np.arange(e - s) - (e - s - 1) / 2) * dt
-            c = np.polyfit(tt, t[s:e, 0:2], 2)  # (3, 2): a/2, v, p at the run's middle
-            d = c[1] / np.linalg.norm(c[1])
-            A.append(2 * c[0]), D.append(d), W.append(e - s), F.append(np.abs(d).sum())
-    A, D, W, F = map(np.asarray, (A, D, W, F))
-    along = -(A * D).sum(-1) / gravity  # deceleration along the sliding direction / g, per run
-    M = np.zeros((2 * len(A), 3))
-    M[:, 0] = -gravity * D.ravel()
-    M[0::2, 1] = 1.0
-    M[1::2, 2] = 1.0
-    sw = np.repeat(np.sqrt(W), 2)
-    sol = np.linalg.lstsq(M * sw[:, None], A.ravel() * sw, rcond=None)[0]
-    boot = np.random.default_rng(0).integers(0, len(A), (200, len(A)))  # spread over runs
-    mus = [np.average(along[i], weights=W[i]) for i in boot]
-    return {"runs": int(len(A)), "samples": int(W.sum()),
-            "mu_circular_mean": float(np.average(along, weights=W)),
-            "mu_circular_median": float(np.median(along)),
-            "mu_circular_90": [float(np.percentile(mus, 5)), float(np.percentile(mus, 95))],
-            "mu_circular_with_tilt": float(sol[0]), "tilt_accel_over_g": [float(sol[1] / gravity), float(sol[2] / gravity)],
-            "pyramid_factor_mean": float(np.average(F, weights=W)),
-            "mu_pyramid_mean": float(np.average(along / F, weights=W))}
-
-
-def free_flight_gravity(trajs, vertices, dt, clearance=0.5) -> dict:
-    """The data's own free-flight acceleration: the median over samples whose lowest vertex is more
-    than ``clearance`` above the table (at both ends of the interval) of (v[k+1] − v[k]) / dt."""
-    a = []
-    for t in trajs:
-        h = vertex_heights(t, vertices).min(-1)
-        free = (h[1:] > clearance) & (h[:-1] > clearance)
-        a.append(((t[1:, 7:10] - t[:-1, 7:10]) / dt)[free])
-    a = np.concatenate(a)
-    return {"intervals": int(len(a)), "median_accel": np.median(a, 0).tolist()}
-
-
 def window_classes(prob, params, tol=0.05) -> dict:
     """Window masks by the contact at its start sample under ``params`` (the fitted geometry):
     "face" ≥ 3 vertices within ``tol`` of the ground, "edge_corner" 1–2, "air" none."""
     V = np.asarray(params.body.vertices)
+    from jaxcontact.sysid.kinematic import vertex_heights
+
     h = vertex_heights(np.asarray(prob.windows[:, 0]), V, float(params.ground.height))
     n = (np.abs(h) < tol).sum(-1)
     return {"face": n >= 3, "edge_corner": (n >= 1) & (n <= 2), "air": n == 0}
@@ -265,8 +197,9 @@ def main(argv=None) -> int:
     save()
 
     # 4. the μ question: data-only measurements, then μ profiles of the windowed loss (observed starts)
-    mu_q = {"kinematic": kinematic_mu(full.trajs, np.asarray(full.vertices), full.gravity, full.dt),
-            "free_flight": free_flight_gravity(full.trajs, np.asarray(full.vertices), full.dt), "gravity": full.gravity}
+    mu_q = {"kinematic": kinematic.kinematic_mu(full.trajs, np.asarray(full.vertices), full.gravity, full.dt),
+            "free_flight": kinematic.free_flight_gravity(full.trajs, np.asarray(full.vertices), full.dt),
+            "gravity": full.gravity}
     log(f"kinematic μ: {mu_q['kinematic']}")
     mus = np.geomspace(0.07, 0.28, args.grid)
     mu_q["profile_grid"] = [float(mus[0]), float(mus[-1]), int(args.grid)]
