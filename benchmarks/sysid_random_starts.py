@@ -24,7 +24,11 @@ Recipes around a mode (not gradient modes; they ask what plain LM still lacks): 
 runs ``sysid.kinematic.fit_geometry`` on the ground and the vertices from the random start first
 (no rollouts; the random μ and ε are kept); ``MODE+trim`` then runs LM again (half the iterations)
 with the 10 % windows of largest residual dropped (``schedule.trim_windows``); ``+trim+polish``
-finishes with LM on all windows (half the iterations). No grid and no scans in any of them.
+finishes with LM on all windows (half the iterations); ``+smooth=SIGMA:PAIRS`` then runs LM on the
+sample-average smoothed loss (``sysid.optim.smoothed_least_squares``: PAIRS antithetic pairs of
+fixed Gaussian perturbations of scale SIGMA in the scaled coordinates, 30 % of the iterations) and
+LM on the hard loss again (half), and keeps that only where it lowers the hard loss. No grid and
+no scans in any of them.
 
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
     python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
@@ -46,6 +50,14 @@ NAMES = ("mu", "restitution", "ground", "vertices")
 
 
 def parse_mode(spec: str) -> dict:
+    if "+smooth=" in spec:  # finally LM on the smoothed loss (optim.smoothed_least_squares), then exact LM
+        head, _, tail = spec.partition("+smooth=")
+        try:
+            sigma, pairs = tail.split(":")
+            smooth = {"sigma": float(sigma), "pairs": int(pairs)}
+        except ValueError:
+            raise SystemExit(f"bad mode {spec!r}: +smooth=SIGMA:PAIRS at the end") from None
+        return dict(parse_mode(head), name=spec, smooth=smooth)
     if spec.startswith("geometry+"):  # the kinematic geometry stage first, then the mode's plain LM
         return dict(parse_mode(spec[len("geometry+"):]), name=spec, geometry=True)
     if "+polish" in spec:  # then LM once more on all windows (after +trim), +polish=MODE: with MODE's Jacobian
@@ -188,6 +200,19 @@ def run_start(probs, mode, p0, max_iter, seed):
             r = optim.levenberg_marquardt(rj, prob.residuals, r.x, max_iter=max_iter // 2)
             rollouts += (r.loss_evals + r.grad_evals * per) * prob.num_windows
             its += r.iterations
+        if mode.get("smooth"):
+            sm = mode["smooth"]
+            res_s, rj_s = optim.smoothed_least_squares(prob.residuals, prob.residuals_and_jacobian, prob.spec.size,
+                                                       sm["sigma"], sm["pairs"], seed=seed)
+            before = r
+            r = optim.levenberg_marquardt(rj_s, res_s, r.x, max_iter=max_iter * 3 // 10)
+            rollouts += (r.loss_evals + r.grad_evals) * 2 * sm["pairs"] * prob.num_windows
+            its += r.iterations
+            r = optim.levenberg_marquardt(prob.residuals_and_jacobian, prob.residuals, r.x, max_iter=max_iter // 2)
+            rollouts += (r.loss_evals + r.grad_evals) * prob.num_windows
+            its += r.iterations
+            if not r.loss < before.loss:  # a proposal: kept only where it lowers the hard loss
+                r = before
         values = prob.spec.flat_values(np.asarray(r.x)[: prob.spec.size])
         loss, msg = float(r.loss), r.message
     except optim.FitError as err:

@@ -140,3 +140,71 @@ def test_randomized_smoothing_estimates_the_gradient_of_the_smoothed_loss():
     # standard error of each entry ≈ 3·√(2/n) = 0.02 at n = 40 000
     _, J = randomized_jacobian(lambda v: jnp.stack([v @ v, v[0] * 3.0]), 1e-3, 40000)(x["a"], jax.random.PRNGKey(3))
     assert np.allclose(J, np.array([2 * x["a"], [3.0, 0.0]]), atol=0.1), J
+
+
+def _jagged(x):
+    """A 2-residual least-squares problem with minimum 0 at x = (1, −0.5), overlaid with ripples of
+    period 2π·1e-3 and slope 3 that make many small local minima (a hard-contact loss in miniature)."""
+    x = np.asarray(x, float)
+    return np.array([x[0] - 1.0, 2.0 * (x[1] + 0.5)]) + 3e-3 * np.sin(x / 1e-3)
+
+
+def _jagged_jac(x):
+    x = np.asarray(x, float)
+    return _jagged(x), np.diag([1.0, 2.0]) + np.diag(3.0 * np.cos(x / 1e-3))
+
+
+def test_lm_on_the_sample_average_smoothed_loss_steps_over_small_minima_that_stop_plain_lm():
+    from jaxcontact.sysid import optim
+
+    x0, best = np.array([0.9, -0.4]), np.array([1.0, -0.5])
+    plain = optim.levenberg_marquardt(_jagged_jac, _jagged, x0, max_iter=200)
+    assert np.abs(plain.x - best).max() > 0.05  # stuck in a ripple far from the minimum
+    for seed in range(3):  # the fixed perturbations average the ripples down (≈ 1/√(2N)): not a lucky draw
+        res_s, rj_s = optim.smoothed_least_squares(_jagged, _jagged_jac, 2, sigma=5e-3, pairs=32, seed=seed)
+        smooth = optim.levenberg_marquardt(rj_s, res_s, x0, max_iter=200)
+        assert np.abs(smooth.x - best).max() < 5e-3  # within a ripple or two of the minimum
+        polish = optim.levenberg_marquardt(_jagged_jac, _jagged, smooth.x, max_iter=200)
+        assert np.abs(polish.x - best).max() < 5e-3 and polish.loss <= float(np.sum(_jagged(smooth.x) ** 2))
+
+
+def test_smoothed_least_squares_stacks_exact_jacobians_dense_and_block():
+    from jaxcontact.sysid import optim
+
+    rng = np.random.default_rng(1)
+    W, m, ng, nl = 3, 4, 2, 1
+    A, B = rng.normal(size=(W, m, ng)), rng.normal(size=(W, m, nl))
+
+    def res(z):
+        x, d = z[:ng], z[ng:].reshape(W, nl)
+        return (np.tanh(np.einsum("wmi,i->wm", A, x)) + np.einsum("wmi,wi->wm", B, d) ** 2).reshape(-1)
+
+    def jac_blocks(z):
+        x, d = z[:ng], z[ng:].reshape(W, nl)
+        u = np.einsum("wmi,i->wm", A, x)
+        return (1 - np.tanh(u) ** 2)[:, :, None] * A, 2 * np.einsum("wmi,wi->wm", B, d)[:, :, None] * B
+
+    def dense(z):
+        Jg, Jl = jac_blocks(z)
+        J = np.zeros((W * m, ng + W * nl))
+        J[:, :ng] = Jg.reshape(W * m, ng)
+        for w in range(W):
+            J[w * m:(w + 1) * m, ng + w * nl: ng + (w + 1) * nl] = Jl[w]
+        return res(z), J
+
+    block = lambda z: (res(z), optim.BlockJacobian(res(z), *jac_blocks(z)))
+    z = rng.normal(size=ng + W * nl)
+    rs, rjd = optim.smoothed_least_squares(res, dense, ng, sigma=0.1, pairs=3, seed=2)
+    _, rjb = optim.smoothed_least_squares(res, block, ng, sigma=0.1, pairs=3, seed=2)
+    r, J = rjd(z)
+    np.testing.assert_allclose(r, rs(z), rtol=0, atol=1e-14)
+    fd = np.stack([(rs(z + 1e-6 * e) - rs(z - 1e-6 * e)) / 2e-6 for e in np.eye(len(z))], axis=1)
+    np.testing.assert_allclose(J, fd, atol=1e-7)  # the stacked Jacobian is the smoothed residuals'
+    rb, Jb = rjb(z)
+    assert np.isclose(rb @ rb, r @ r)  # the same residuals, grouped by window
+    damp = np.full(len(z), 0.3)
+    np.testing.assert_allclose(Jb.solve(damp), optim.DenseJacobian(r, J).solve(damp), atol=1e-10)
+    with pytest.raises(ValueError, match="pairs"):
+        optim.smoothed_least_squares(res, dense, ng, sigma=0.1, pairs=0)
+    with pytest.raises(ValueError, match="sigma"):
+        optim.smoothed_least_squares(res, dense, ng, sigma=0.0)

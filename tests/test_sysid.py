@@ -475,3 +475,30 @@ def test_fit_result_after_adds_the_work_of_both_fits():
     assert [h["loss"] for h in both.history] == [4.0, 3.0, 2.0, 1.5, 1.0]
     assert both.loss == 1.0 and both.values == {"mu": 1.0}  # the polish's result
     assert polish.iterations == 2  # not modified in place
+
+
+def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(small_data):
+    """``schedule.smooth_polish`` (Stage.smooth): from a ripple minimum where plain LM stops, LM on
+    the sample-average smoothed loss then LM on the hard loss reaches the bowl's minimum, and the
+    work of all three fits is counted; from the exact minimum the proposal is not kept."""
+    from jaxcontact.sysid.schedule import smooth_polish
+
+    law = syn.synthetic_law()
+    prob = sysid.Problem.build(small_data, "mu,restitution", syn.start_params(law), law=law, window=5, substeps=5)
+    best = prob.x0() + np.array([0.1, -0.1])
+
+    def res(z):  # a bowl at `best` with ripples of slope 3: many small minima (no rollouts needed)
+        u = np.asarray(z, float) - best
+        return np.array([u[0], 2.0 * u[1]]) + 3e-3 * np.sin(u / 1e-3)
+
+    prob.residuals = res
+    prob.residuals_and_jacobian = lambda z: (res(z), np.diag([1.0, 2.0]) + np.diag(3.0 * np.cos((np.asarray(z) - best) / 1e-3)))
+    stuck = sysid.fit(prob, "lm", best + np.array([-0.1, 0.1]), max_iter=200)
+    assert np.abs(stuck.x - best).max() > 0.05
+    out, kept = smooth_polish(prob, stuck, sigma=5e-3, pairs=32, max_iter=200)
+    assert kept and np.abs(out.x - best).max() < 5e-3 and out.loss < stuck.loss
+    assert out.loss == pytest.approx(float(np.sum(res(out.x) ** 2)))
+    assert out.iterations > stuck.iterations and out.rollouts > stuck.rollouts + 64 * prob.num_windows
+    at_min = sysid.fit(prob, "lm", best, max_iter=5)
+    same, kept2 = smooth_polish(prob, at_min, sigma=5e-3, pairs=4, max_iter=20)
+    assert not kept2 and np.array_equal(same.x, at_min.x) and same.loss == at_min.loss == 0.0

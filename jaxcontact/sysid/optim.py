@@ -266,3 +266,52 @@ def nelder_mead(loss: Callable, x0, *, max_evals: int = 2000, initial_step: floa
                    options={"maxfev": max_evals, "initial_simplex": simplex, "xatol": xatol,
                             "fatol": fatol, "adaptive": True})
     return tr.result(state["it"], str(out.message))
+
+
+def smoothed_least_squares(res: Callable, res_jac: Callable, size: int, sigma: float, pairs: int = 4,
+                           seed: int = 0) -> tuple[Callable, Callable]:
+    """Oracles ``(res_s, res_jac_s)`` of the sample-average smoothed least-squares problem
+
+        L_σ(x) ≈ (1 / 2N) Σᵢ ‖r(x + σzᵢ)‖² + ‖r(x − σzᵢ)‖²,   zᵢ ~ N(0, I) drawn once (``seed``),
+
+    for ``levenberg_marquardt``: the residuals of the 2N perturbed copies stacked (each scaled by
+    1/√2N), and their exact Jacobians stacked the same way. The perturbations touch the first
+    ``size`` entries of x only (the physical parameters; per-window start corrections are shared
+    by the copies). Because the perturbations are fixed (common random numbers), L_σ is a
+    deterministic sum of squares, so LM's acceptance test sees the smoothed loss: where the hard
+    loss has minima at a scale well below σ (a contact-mode flip per window; docs/gradients.md),
+    LM on L_σ can step over them, which no smoothed *derivative* can do while steps are accepted on
+    the hard loss. With N fixed draws the fine ripples are averaged down (about as 1/√2N for
+    ripples much finer than σ), not removed as by the exact Gaussian average. L_σ's minimiser is biased by O(σ²), so a smoothed stage is followed by an
+    unsmoothed one. Cost: 2N rollouts per window per evaluation. ``res_jac`` may return a dense
+    Jacobian or a ``BlockJacobian`` (each window's rows of the copies stay that window's rows)."""
+    if pairs < 1:
+        raise ValueError(f"pairs must be >= 1, got {pairs}")
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be positive and finite, got {sigma}")
+    z = np.random.default_rng(seed).normal(size=(pairs, size))
+    offsets = np.concatenate([z, -z]) * sigma
+    c = 1.0 / np.sqrt(len(offsets))
+
+    def shifted(x, o):
+        x = np.array(x, dtype=float)
+        x[:size] += o
+        return x
+
+    def res_s(x):
+        return c * np.concatenate([np.asarray(res(shifted(x, o))) for o in offsets])
+
+    def res_jac_s(x):
+        out = [res_jac(shifted(x, o)) for o in offsets]
+        if isinstance(out[0][1], BlockJacobian):
+            W = out[0][1].W
+            r = np.concatenate([np.asarray(ri).reshape(W, -1) for ri, _ in out], axis=1)
+            Jg = np.concatenate([J.Jg for _, J in out], axis=1)
+            Jl = np.concatenate([J.Jl for _, J in out], axis=1)
+            # rows grouped window by window (res_s lists them copy by copy: the same residuals in
+            # another order, which levenberg_marquardt, using res only for the loss, never sees)
+            return c * r.reshape(-1), BlockJacobian(c * r.reshape(-1), c * Jg, c * Jl)
+        return (c * np.concatenate([np.asarray(ri) for ri, _ in out]),
+                c * np.concatenate([np.asarray(J) for _, J in out]))
+
+    return res_s, res_jac_s
