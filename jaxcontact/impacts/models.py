@@ -17,6 +17,7 @@ Anitescu-Potra / Stewart-Trinkle is exact in the plane.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -336,6 +337,14 @@ def mirtich_viscous(u0, W, mu, eps):
 MODELS: dict[str, Callable] = dict(
     zip(MODEL_NAMES, (drumwright_shell, ap_poisson, ap_newton, mirtich_viscous, wang_mason, whittaker))
 )
+
+
+@functools.cache
+def batched(model: str) -> Callable:
+    """``MODELS[model]`` vmapped over impacts ``(u0 (N, 2), W (N, 2, 2), mu, eps) -> (N, 2)`` and
+    jitted, built once per model, so repeated calls (every fit, evaluation and study step) reuse
+    one compiled program per input shape instead of tracing a fresh ``jit(vmap(...))`` each time."""
+    return jax.jit(jax.vmap(MODELS[model], in_axes=(0, 0, None, None)))
 
 
 def impact(model, v, J, Minv, mu, eps):

@@ -12,14 +12,13 @@ import scipy.optimize as so
 from . import learned, sysid
 from .data import ImpactData
 from .ellipse import irb_impulse
-from .models import MODEL_NAMES, MODELS
+from .models import MODEL_NAMES, batched
 
 RANGE_TOL = 1e-3  # relative impulse residual below which an impact is "within predictive range"
 
 
 def _batch(model, u0, W, mu, eps):
-    return np.asarray(jax.jit(jax.vmap(MODELS[model], in_axes=(0, 0, None, None)))(
-        jnp.asarray(u0), jnp.asarray(W), mu, eps))
+    return np.asarray(batched(model)(jnp.asarray(u0), jnp.asarray(W), mu, eps))
 
 
 def rel_diff(P, Q) -> np.ndarray:
@@ -31,7 +30,7 @@ def fit_published_convention(model, data: ImpactData, k: int, max_impacts: int =
     the published impulses of ``model`` (column ``k``) on ``data``."""
     idx = np.linspace(0, data.n - 1, min(max_impacts, data.n)).astype(int)
     u0, W, Pp = data.u0[idx], data.W[idx], data.raw["impulse_models"][idx, k]
-    f = jax.jit(jax.vmap(MODELS[model], in_axes=(0, 0, None, None)))
+    f = batched(model)
 
     def loss(th):
         mu, eps, a = th
@@ -49,9 +48,11 @@ def fit_published_convention(model, data: ImpactData, k: int, max_impacts: int =
     return tuple(float(x) for x in best.x)
 
 
+_irb_batch = jax.jit(jax.vmap(irb_impulse, in_axes=(0, 0, 0, None, None)))
+
+
 def irb_impulses(data: ImpactData) -> np.ndarray:
-    f = jax.jit(jax.vmap(irb_impulse, in_axes=(0, 0, 0, None, None)))
-    return np.asarray(f(jnp.asarray(data.v_pre), jnp.asarray(data.v_post), jnp.asarray(data.J),
+    return np.asarray(_irb_batch(jnp.asarray(data.v_pre), jnp.asarray(data.v_post), jnp.asarray(data.J),
                         jnp.asarray(data.Minv), data.rho))
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .data import ImpactData
 from .ellipse import constrained_lsq_impulse, momentum_lsq_impulse
-from .models import MODEL_NAMES, MODELS
+from .models import MODEL_NAMES, MODELS, batched
 
 MU_MAX = 2.0
 
@@ -175,8 +175,7 @@ def predict_all(data: ImpactData, params: dict) -> dict:
     for name in MODEL_NAMES:
         mu, eps = params[name]
         check_params(mu, eps)
-        out[name] = np.asarray(jax.jit(jax.vmap(MODELS[name], in_axes=(0, 0, None, None)))(
-            u0, W, float(mu), float(eps)))
+        out[name] = np.asarray(batched(name)(u0, W, float(mu), float(eps)))
     return out
 
 
