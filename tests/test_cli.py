@@ -379,7 +379,12 @@ def test_ctrl_c_during_training_saves_best_so_far_marked_interrupted(tiny_lcp_ch
     out = tmp_path / "cn"
     env = dict(os.environ, PYTHONPATH=str(Path(jaxcontact.__file__).parents[1]), JAX_PLATFORMS="cpu",
                TF_CPP_MIN_LOG_LEVEL="3")
-    cmd = [sys.executable, "-m", "jaxcontact.cli", "contactnets", "train", "--data", str(d / "tosses.npz"),
+    # the child handles Ctrl-C as one started from a terminal does, whatever this runner's own SIGINT
+    # disposition (a suite launched as a background job of a non-interactive shell ignores SIGINT,
+    # and an ignored signal stays ignored across exec, so `python -m` alone would never see it)
+    start = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "runpy.run_module('jaxcontact.cli', run_name='__main__', alter_sys=True)")
+    cmd = [sys.executable, "-c", start, "contactnets", "train", "--data", str(d / "tosses.npz"),
            "--tosses", "4", "--out", str(out), "--max-steps", "1000000", "--max-epochs", "1000000",
            "--patience", "1000000", "--batch-size", "8", "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
