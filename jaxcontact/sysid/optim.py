@@ -282,8 +282,9 @@ def smoothed_least_squares(res: Callable, res_jac: Callable, size: int, sigma: f
     loss has minima at a scale well below σ (a contact-mode flip per window; docs/gradients.md),
     LM on L_σ can step over them, which no smoothed *derivative* can do while steps are accepted on
     the hard loss. With N fixed draws the fine ripples are averaged down (about as 1/√2N for
-    ripples much finer than σ), not removed as by the exact Gaussian average. L_σ's minimiser is biased by O(σ²), so a smoothed stage is followed by an
-    unsmoothed one. Cost: 2N rollouts per window per evaluation. ``res_jac`` may return a dense
+    ripples much finer than σ), not removed as by the exact Gaussian average. L_σ's minimiser is
+    biased by O(σ²), so a smoothed stage is followed by an unsmoothed one. Cost: 2N rollouts per
+    window per evaluation. ``res_jac`` may return a dense
     Jacobian or a ``BlockJacobian`` (each window's rows of the copies stay that window's rows)."""
     if pairs < 1:
         raise ValueError(f"pairs must be >= 1, got {pairs}")
