@@ -161,7 +161,8 @@ def adaptive_res_jac(probs, counter):
 
 
 def run_start(probs, mode, p0, max_iter, seed):
-    from jaxcontact.sysid import kinematic, optim
+    from jaxcontact.sysid import FitResult, kinematic, optim
+    from jaxcontact.sysid.schedule import smooth_polish
 
     prob = probs["main"]
     t0 = time.perf_counter()
@@ -200,24 +201,19 @@ def run_start(probs, mode, p0, max_iter, seed):
             r = optim.levenberg_marquardt(rj, prob.residuals, r.x, max_iter=max_iter // 2)
             rollouts += (r.loss_evals + r.grad_evals * per) * prob.num_windows
             its += r.iterations
-        if mode.get("smooth"):
+        if mode.get("smooth"):  # schedule.smooth_polish: smoothed LM (30 %), hard LM (half), kept if better
             sm = mode["smooth"]
-            res_s, rj_s = optim.smoothed_least_squares(prob.residuals, prob.residuals_and_jacobian, prob.spec.size,
-                                                       sm["sigma"], sm["pairs"], seed=seed)
-            before = r
-            r = optim.levenberg_marquardt(rj_s, res_s, r.x, max_iter=max_iter * 3 // 10)
-            rollouts += (r.loss_evals + r.grad_evals) * 2 * sm["pairs"] * prob.num_windows
-            its += r.iterations
-            r = optim.levenberg_marquardt(prob.residuals_and_jacobian, prob.residuals, r.x, max_iter=max_iter // 2)
-            rollouts += (r.loss_evals + r.grad_evals) * prob.num_windows
-            its += r.iterations
-            if not r.loss < before.loss:  # a proposal: kept only where it lowers the hard loss
-                r = before
+            before = FitResult.from_optim(prob, r)
+            after, _ = smooth_polish(prob, before, sm["sigma"], sm["pairs"], max_iter=max_iter * 3 // 10,
+                                     polish_iter=max_iter // 2, seed=seed)
+            rollouts += after.rollouts - before.rollouts
+            its += after.iterations - before.iterations
+            r = after
         values = prob.spec.flat_values(np.asarray(r.x)[: prob.spec.size])
-        loss, msg = float(r.loss), r.message
+        loss, msg, x = float(r.loss), r.message, np.asarray(r.x, float).tolist()
     except optim.FitError as err:
-        values, rollouts, loss, its, msg = None, None, float("nan"), None, f"FitError: {err}"
-    return values, rollouts, loss, its, msg, time.perf_counter() - t0, prob.num_windows, levels
+        values, rollouts, loss, its, msg, x = None, None, float("nan"), None, f"FitError: {err}", None
+    return values, rollouts, loss, its, msg, time.perf_counter() - t0, prob.num_windows, levels, x
 
 
 def rigid_residual(V, Vt) -> tuple[float, float]:
@@ -340,14 +336,15 @@ def main(argv=None):
                 continue
             rng = np.random.default_rng([a.start_seed, k])
             p0 = random_start(rng, truth, start_params())
-            values, rollouts, loss, its, msg, wall, nwin, levels = run_start(probs, mode, p0, a.max_iter,
-                                                                             a.start_seed + k)
+            values, rollouts, loss, its, msg, wall, nwin, levels, x = run_start(probs, mode, p0, a.max_iter,
+                                                                                a.start_seed + k)
             ok, e = recovered(values, truth) if values is not None else (False, None)
             rows.append({"start": k, "recovered": ok, "errors": e, "rollouts": rollouts, "loss": loss, "iterations": its,
                          "message": msg, "wall_s": wall, "windows": nwin,
                          "levels": [None if lv is None else float(lv) for lv in levels],
                          "start_values": {"mu": float(p0.law.mu[0]), "restitution": float(p0.law.restitution),
-                                          "ground": float(p0.ground.height)}})
+                                          "ground": float(p0.ground.height)},
+                         "x": x})  # the end point (scaled unconstrained coordinates of sysid.ParamSpec)
             print(f"{mode['name']:>22} start {k:2d}: {'OK ' if ok else 'no '} loss {loss:.3e} it {its} "
                   f"rollouts {rollouts} {wall:.0f} s  {msg}", flush=True)
             summarize(doc, a.default)

@@ -234,6 +234,21 @@ class FitResult:
     history: list
     num_windows: int
 
+    @classmethod
+    def from_optim(cls, prob: "Problem", r: "optim.OptimResult") -> "FitResult":
+        """The result of an optimiser run ``r`` on ``prob``'s vector: physical values, history,
+        rollouts counted as one window simulation per window per loss and per Jacobian evaluation."""
+        x = np.asarray(r.x)
+        n = prob.spec.size
+        hist = [{"iter": h["iter"], "loss": h["loss"], "time": h["time"], "values": prob.spec.flat_values(h["x"][:n])}
+                for h in r.history]
+        return cls(
+            params=prob.spec.unpack(jnp.asarray(x[:n])), values=prob.spec.flat_values(x[:n]), x=x, loss=float(r.loss),
+            method=r.method, iterations=r.iterations, loss_evals=r.loss_evals, grad_evals=r.grad_evals,
+            rollouts=(r.loss_evals + r.grad_evals) * prob.num_windows, wall_time=r.wall_time,
+            message=r.message, history=hist, num_windows=prob.num_windows,
+        )
+
     def after(self, earlier: "FitResult") -> "FitResult":
         """This fit (started where ``earlier`` stopped) with the work and history of both: the
         counters add up and the history continues ``earlier``'s iteration numbers."""
@@ -247,19 +262,6 @@ class FitResult:
                 "rms_residual": float(np.sqrt(self.loss)), "iterations": self.iterations,
                 "loss_evals": self.loss_evals, "grad_evals": self.grad_evals, "rollouts": self.rollouts,
                 "num_windows": self.num_windows, "wall_time_s": self.wall_time, "message": self.message}
-
-
-def _to_result(prob: Problem, r: optim.OptimResult) -> FitResult:
-    x = np.asarray(r.x)
-    n = prob.spec.size
-    hist = [{"iter": h["iter"], "loss": h["loss"], "time": h["time"], "values": prob.spec.flat_values(h["x"][:n])}
-            for h in r.history]
-    return FitResult(
-        params=prob.spec.unpack(jnp.asarray(x[:n])), values=prob.spec.flat_values(x[:n]), x=x, loss=float(r.loss),
-        method=r.method, iterations=r.iterations, loss_evals=r.loss_evals, grad_evals=r.grad_evals,
-        rollouts=(r.loss_evals + r.grad_evals) * prob.num_windows, wall_time=r.wall_time,
-        message=r.message, history=hist, num_windows=prob.num_windows,
-    )
 
 
 def fit(prob: Problem, method: str = "lm", x0=None, *, progress: bool = False, max_iter: int | None = None,
@@ -299,11 +301,11 @@ def fit(prob: Problem, method: str = "lm", x0=None, *, progress: bool = False, m
         else:
             r = optim.nelder_mead(prob.loss, x0, max_evals=max_iter or 2000, callback=cb, **options)
     except optim.FitError as err:
-        raise optim.FitError(str(err), _to_result(prob, err.result)) from None
+        raise optim.FitError(str(err), FitResult.from_optim(prob, err.result)) from None
     finally:
         if bar is not None:
             bar.close()
-    out = _to_result(prob, r)
+    out = FitResult.from_optim(prob, r)
     out.wall_time = time.perf_counter() - t0
     return out
 

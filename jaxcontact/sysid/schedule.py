@@ -161,12 +161,13 @@ def hop_search(prob: Problem, x, points: int = 31) -> tuple[np.ndarray, float, i
 
 
 def smooth_polish(prob: Problem, res: FitResult, sigma: float, pairs: int = 4, max_iter: int = 30,
-                  seed: int = 0) -> tuple[FitResult, bool]:
+                  seed: int = 0, polish_iter: int | None = None) -> tuple[FitResult, bool]:
     """Try to step over the small minima of the hard loss around ``res``: LM on the sample-average
     smoothed loss (``optim.smoothed_least_squares``: ``pairs`` antithetic pairs of fixed Gaussian
     perturbations of scale ``sigma`` in the scaled coordinates of ``prob.spec``, for ``max_iter``
-    iterations), then LM on the hard loss from there (``max_iter``). Returns (the better of that
-    and ``res`` by the hard loss, with the work of both counted; whether the proposal was kept).
+    iterations), then LM on the hard loss from there (``polish_iter``, default ``max_iter``).
+    Returns (the better of that and ``res`` by the hard loss, with the work of both counted;
+    whether the proposal was kept).
 
     Why: on noise-free data LM stops at points where the hard loss rises in every direction at a
     scale far below the parameters' (ε 2 % off with vertices 0.2 % off, loss 4e-10 m², while the
@@ -177,7 +178,7 @@ def smooth_polish(prob: Problem, res: FitResult, sigma: float, pairs: int = 4, m
     r = optim.levenberg_marquardt(rj_s, res_s, res.x, max_iter=max_iter)
     work = dataclasses.replace(res, iterations=r.iterations, loss_evals=r.loss_evals, grad_evals=r.grad_evals,
                                rollouts=(r.loss_evals + r.grad_evals) * 2 * pairs * prob.num_windows, history=[])
-    hard = fit(prob, "lm", r.x, max_iter=max_iter).after(work.after(res))
+    hard = fit(prob, "lm", r.x, max_iter=polish_iter or max_iter).after(work.after(res))
     if hard.loss < res.loss:
         return hard, True
     return dataclasses.replace(hard, params=res.params, values=res.values, x=res.x, loss=res.loss,
