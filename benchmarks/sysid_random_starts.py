@@ -27,8 +27,9 @@ with the 10 % windows of largest residual dropped (``schedule.trim_windows``); `
 finishes with LM on all windows (half the iterations); ``+smooth=SIGMA:PAIRS`` then runs LM on the
 sample-average smoothed loss (``sysid.optim.smoothed_least_squares``: PAIRS antithetic pairs of
 fixed Gaussian perturbations of scale SIGMA in the scaled coordinates, 30 % of the iterations) and
-LM on the hard loss again (half), and keeps that only where it lowers the hard loss. No grid and
-no scans in any of them.
+LM on the hard loss again (half), and keeps that only where it lowers the hard loss;
+``+smooth=S1/S2/...:PAIRS`` runs one such cycle per σ in order (``schedule.smooth_polish`` with a
+sequence: a continuation). No grid and no scans in any of them.
 
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
     python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
@@ -54,9 +55,10 @@ def parse_mode(spec: str) -> dict:
         head, _, tail = spec.partition("+smooth=")
         try:
             sigma, pairs = tail.split(":")
-            smooth = {"sigma": float(sigma), "pairs": int(pairs)}
+            sigmas = [float(v) for v in sigma.split("/")]
+            smooth = {"sigma": sigmas[0] if len(sigmas) == 1 else tuple(sigmas), "pairs": int(pairs)}
         except ValueError:
-            raise SystemExit(f"bad mode {spec!r}: +smooth=SIGMA:PAIRS at the end") from None
+            raise SystemExit(f"bad mode {spec!r}: +smooth=SIGMA:PAIRS or +smooth=SIGMA1/SIGMA2/...:PAIRS at the end") from None
         return dict(parse_mode(head), name=spec, smooth=smooth)
     if spec.startswith("geometry+"):  # the kinematic geometry stage first, then the mode's plain LM
         return dict(parse_mode(spec[len("geometry+"):]), name=spec, geometry=True)

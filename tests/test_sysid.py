@@ -502,3 +502,9 @@ def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(sma
     at_min = sysid.fit(prob, "lm", best, max_iter=5)
     same, kept2 = smooth_polish(prob, at_min, sigma=5e-3, pairs=4, max_iter=20)
     assert not kept2 and np.array_equal(same.x, at_min.x) and same.loss == at_min.loss == 0.0
+    # a continuation (one cycle per σ, each kept only if better): never worse than its first cycle,
+    # the work of every cycle counted; a σ ≤ 0 is refused
+    seq, kept3 = smooth_polish(prob, stuck, sigma=(5e-3, 1e-3), pairs=32, max_iter=200)
+    assert kept3 and seq.loss <= out.loss and seq.rollouts > out.rollouts
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        smooth_polish(prob, stuck, sigma=(5e-3, 0.0), pairs=4, max_iter=5)

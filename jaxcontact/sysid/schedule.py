@@ -19,7 +19,7 @@ A stage is one of
   parameters; with exact data they are a few windows near a switch, and dropping them leaves a
   loss that is smooth around the truth, so LM reaches round-off). ``smooth > 0`` then tries LM
   on the sample-average smoothed loss at that σ followed by LM on the hard loss, kept only where
-  it lowers the hard loss (``smooth_polish``).
+  it lowers the hard loss (``smooth_polish``; a tuple of σ runs one such cycle per value).
 
 Why this order (docs/sysid.md): geometry first, without dynamics; then friction and restitution
 with the geometry fixed (two parameters, cheap, well conditioned); then everything jointly; then
@@ -51,7 +51,8 @@ class Stage:
     grid: int = 0  # > 0: first evaluate the loss on a grid of this many values per parameter
     hops: int = 0  # > 0: after the fit, up to this many rounds of local 1-D scans + LM polish (``hop_search``)
     continuity: float = 0.0  # weight of the links between consecutive windows (Problem.build's ``continuity``)
-    smooth: float = 0.0  # > 0: after the fit, LM on the smoothed loss at this σ, then LM; kept if better (``smooth_polish``)
+    smooth: float | tuple = 0.0  # > 0: after the fit, LM on the smoothed loss at this σ (a tuple: a
+    # continuation, one cycle per σ), then LM; kept if better (``smooth_polish``)
     smooth_pairs: int = 4  # antithetic perturbation pairs of the smoothed loss
 
     def label(self) -> str:
@@ -61,7 +62,8 @@ class Stage:
         extra += f" grid {self.grid}" if self.grid else ""
         extra += f" hops {self.hops}" if self.hops else ""
         extra += f" links {self.continuity:g}" if self.continuity else ""
-        extra += f" smooth {self.smooth:g}×{self.smooth_pairs}" if self.smooth else ""
+        sig = ",".join(f"{v:g}" for v in np.atleast_1d(self.smooth))
+        extra += f" smooth {sig}×{self.smooth_pairs}" if np.any(np.asarray(self.smooth) > 0) else ""
         return f"{self.kind} {names}{extra}"
 
 
@@ -160,7 +162,7 @@ def hop_search(prob: Problem, x, points: int = 31) -> tuple[np.ndarray, float, i
     return x, f0, evals, moves
 
 
-def smooth_polish(prob: Problem, res: FitResult, sigma: float, pairs: int = 4, max_iter: int = 30,
+def smooth_polish(prob: Problem, res: FitResult, sigma, pairs: int = 4, max_iter: int = 30,
                   seed: int = 0, polish_iter: int | None = None) -> tuple[FitResult, bool]:
     """Try to step over the small minima of the hard loss around ``res``: LM on the sample-average
     smoothed loss (``optim.smoothed_least_squares``: ``pairs`` antithetic pairs of fixed Gaussian
@@ -169,10 +171,22 @@ def smooth_polish(prob: Problem, res: FitResult, sigma: float, pairs: int = 4, m
     Returns (the better of that and ``res`` by the hard loss, with the work of both counted;
     whether the proposal was kept).
 
+    ``sigma`` may be a sequence (a continuation, e.g. ``(1e-3, 3e-4)``): one such cycle per value,
+    in order, each from the result of the last and kept only where it lowers the hard loss, cycle j
+    with the perturbation seed ``seed + 1000 j``; the flag says whether any cycle was kept.
+
     Why: on noise-free data LM stops at points where the hard loss rises in every direction at a
     scale far below the parameters' (ε 2 % off with vertices 0.2 % off, loss 4e-10 m², while the
     1-D profile falls monotonically to the truth); steps there are rejected whatever the
     derivative used (docs/gradients.md). On the smoothed loss they are not."""
+    if np.ndim(sigma):
+        kept_any = False
+        for j, sg in enumerate(sigma):
+            res, kept = smooth_polish(prob, res, float(sg), pairs, max_iter, seed + 1000 * j, polish_iter)
+            kept_any |= kept
+        return res, kept_any
+    if not sigma > 0:
+        raise ValueError(f"smooth_polish: sigma must be > 0, got {sigma!r}")
     res_s, rj_s = optim.smoothed_least_squares(prob.residuals, prob.residuals_and_jacobian, prob.spec.size,
                                                sigma, pairs, seed=seed)
     r = optim.levenberg_marquardt(rj_s, res_s, res.x, max_iter=max_iter)
@@ -259,7 +273,7 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
                     break
                 res = fit(prob, kind, x_h, max_iter=max(st.max_iter // 2, 5)).after(res)
             smoothed = None
-            if st.smooth and kind == "lm":
+            if np.any(np.asarray(st.smooth) > 0) and kind == "lm":
                 res, smoothed = smooth_polish(prob, res, st.smooth, st.smooth_pairs, max_iter=st.max_iter)
             params = res.params  # the smoothed law has the hard law's parameter pytree
             t = time.perf_counter() - t0

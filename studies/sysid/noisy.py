@@ -36,13 +36,29 @@ OUT = Path(__file__).resolve().parent / "results" / "noisy"
 KEYS = ("mu", "restitution", "ground", "vertices")
 
 
-VARIANTS = ("default", "untrimmed", "polish")
+VARIANTS = ("default", "untrimmed", "polish", "smooth=SIGMA")
+
+
+def variant(name: str) -> str:
+    """argparse type of ``--variant``: one of ``VARIANTS``, ``smooth=SIGMA`` with a positive number."""
+    if name in VARIANTS[:3]:
+        return name
+    if name.startswith("smooth="):
+        try:
+            if float(name[len("smooth="):]) > 0:
+                return name
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"{name!r}: one of default, untrimmed, polish, smooth=SIGMA (SIGMA > 0)")
 
 
 def variant_schedule(name: str):
-    """``DEFAULT_SCHEDULE`` (default); its last stage without the trim (untrimmed); or with a last
-    LM stage on all windows, with the local scans, appended (polish)."""
+    """``DEFAULT_SCHEDULE`` (default); its last stage without the trim (untrimmed); with a last
+    LM stage on all windows, with the local scans, appended (polish); or its last stage followed by
+    the smoothed-loss polish at σ = SIGMA, 4 pairs (``smooth=SIGMA``: ``Stage.smooth``)."""
     last = DEFAULT_SCHEDULE[-1]
+    if name.startswith("smooth="):
+        return DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(last, smooth=float(name[len("smooth="):])),)
     if name == "untrimmed":
         return DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(last, trim=0.0),)
     if name == "polish":
@@ -93,7 +109,7 @@ def main(argv=None):
     ap.add_argument("--noise", type=float, default=1e-3, help="position noise (m)")
     ap.add_argument("--links", default="0,10", help="continuity weights, comma-separated")
     ap.add_argument("--out", default=str(OUT), help="results prefix (.json, .md)")
-    ap.add_argument("--variant", choices=VARIANTS, default="default", help="the schedule (variant_schedule)")
+    ap.add_argument("--variant", type=variant, default="default", help="the schedule (variant_schedule)")
     ap.add_argument("--from-truth", action="store_true", help="vertices known, LM on μ, ε, ground from the truth")
     ap.add_argument("--max-iter", type=int, default=80, help="LM iterations with --from-truth")
     a = ap.parse_args(argv)
