@@ -1,13 +1,22 @@
 """Test configuration: float64 everywhere (physics checks need the precision), shared-data paths,
-and a persistent JAX compilation cache shared by the workers, the CLI subprocesses and the notebook
-kernels of one run (the suite is compile-bound and compiles many programs more than once; the
-cache keys on the compiled program, so a code change never reuses a stale entry)."""
+a lower LLVM optimisation level for the compiled CPU programs, and a persistent JAX compilation
+cache shared by the workers, the CLI subprocesses and the notebook kernels of one run (the suite
+is compile-bound and compiles many programs more than once; the cache keys on the compiled
+program, so a code change never reuses a stale entry)."""
 
 import os
 from pathlib import Path
 
-import jax
-import pytest
+# LLVM's optimisation level for the CPU programs the tests compile: 0 instead of XLA's default 2.
+# The suite is compile-bound (hundreds of small programs, most run a few times), and the XLA-level
+# passes (fusion, simplification) still run, so the programs compute the same operations; measured
+# in docs/testing.md. Set before jax starts its backend; subprocesses and notebook kernels inherit
+# it. A user's XLA_FLAGS that already names the level wins.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 # environment variables, so subprocesses (CLI tests, notebook kernels) share the cache too

@@ -612,7 +612,7 @@ def test_sharded_batch_loss_equals_single_device_loss_and_gradient(sim):
     import subprocess
     import sys
 
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip(), JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", SHARDED_LOSS_SCRIPT], env=env, capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -16,6 +16,7 @@ summary, training report, the SHA-256 of each parameter file, the training statu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,44 @@ def _stats(x, y):
     return dict(x_mean=xm, x_std=xs, x_min=x.min(0), x_max=x.max(0), y_mean=ym, y_std=ys)
 
 
+def _loss(net, task, v, xb, yb, wb, k):
+    pred = net.apply(v, xb, deterministic=False, rngs={"dropout": k})
+    if task == "classify":
+        return jnp.mean(wb * optax.softmax_cross_entropy_with_integer_labels(pred, yb))
+    return jnp.mean(wb[:, None] * (pred - yb) ** 2)
+
+
+@functools.partial(jax.jit, static_argnames=("net", "task", "lr", "bs", "nb"))
+def _epoch(v, s, key, x, y, wts, *, net, task, lr, bs, nb):
+    """One epoch of minibatch Adam: a ``lax.scan`` over ``nb`` batches of ``bs`` from a random
+    permutation. Module level with the data as arguments, so every ``fit`` of the same network
+    and data shapes reuses one compiled program (and the persistent compilation cache sees the
+    same program across processes)."""
+    opt = optax.adam(lr)
+    kp, kd = jax.random.split(key)
+    perm = jax.random.permutation(kp, x.shape[0])[: nb * bs].reshape(nb, bs)
+
+    def step(c, inp):
+        v, s = c
+        idx, k = inp
+        l, g = jax.value_and_grad(lambda v_: _loss(net, task, v_, x[idx], y[idx], wts[idx], k))(v)
+        upd, s = opt.update(g, s, v)
+        return (optax.apply_updates(v, upd), s), l
+
+    (v, s), ls = jax.lax.scan(step, (v, s), (perm, jax.random.split(kd, nb)))
+    return v, s, ls.mean()
+
+
+@functools.partial(jax.jit, static_argnames=("net", "task"))
+def _val_loss(v, xv, yv, wv, *, net, task):
+    pred = net.apply(v, xv)
+    if task == "classify":  # error rate (cross-entropy only breaks ties): overconfident
+        # logits on a few errors raise the loss long after the accuracy has stopped rising
+        ce = optax.softmax_cross_entropy_with_integer_labels(pred, yv).mean()
+        return jnp.mean(pred.argmax(-1) != yv) + 1e-3 * ce
+    return jnp.mean(wv[:, None] * (pred - yv) ** 2)
+
+
 def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float | None = None,
         weights=None, val=None, patience: int | None = None, bar=None):
     """Train one MLP; x normalised (N, F) float32; y int labels (classify) or normalised (N, out).
@@ -55,54 +94,25 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
     Returns (variables, report). Minibatch Adam, one jitted ``lax.scan`` per epoch. Ctrl-C stops
     the epochs (report ``stopped_by`` "interrupted") and returns the weights reached (with
     ``patience``, the best epoch's)."""
-    net = MLP(cfg.hidden, out, cfg.dropout)
+    net = MLP(tuple(cfg.hidden), out, cfg.dropout)
     key = jax.random.PRNGKey(seed)
     key, k0 = jax.random.split(key)
     x = jnp.asarray(x, jnp.float32)
     y = jnp.asarray(y, jnp.int32 if task == "classify" else jnp.float32)
     wts = jnp.ones(x.shape[0], jnp.float32) if weights is None else jnp.asarray(weights / np.mean(weights), jnp.float32)
     variables = net.init(k0, x[:1])
-    opt = optax.adam(cfg.lr)
-    state = opt.init(variables)
+    state = optax.adam(cfg.lr).init(variables)
     n = x.shape[0]
     bs = max(1, min(cfg.batch, n))
     nb = max(1, n // bs)
-
-    def loss_fn(v, xb, yb, wb, k):
-        pred = net.apply(v, xb, deterministic=False, rngs={"dropout": k})
-        if task == "classify":
-            return jnp.mean(wb * optax.softmax_cross_entropy_with_integer_labels(pred, yb))
-        return jnp.mean(wb[:, None] * (pred - yb) ** 2)
-
-    @jax.jit
-    def epoch(v, s, key):
-        kp, kd = jax.random.split(key)
-        perm = jax.random.permutation(kp, n)[: nb * bs].reshape(nb, bs)
-
-        def step(c, inp):
-            v, s = c
-            idx, k = inp
-            l, g = jax.value_and_grad(loss_fn)(v, x[idx], y[idx], wts[idx], k)
-            upd, s = opt.update(g, s, v)
-            return (optax.apply_updates(v, upd), s), l
-
-        (v, s), ls = jax.lax.scan(step, (v, s), (perm, jax.random.split(kd, nb)))
-        return v, s, ls.mean()
+    epoch = functools.partial(_epoch, x=x, y=y, wts=wts, net=net, task=task, lr=float(cfg.lr), bs=bs, nb=nb)
 
     if val is not None and len(val[0]):
         xv = jnp.asarray(val[0], jnp.float32)
         yv = jnp.asarray(val[1], jnp.int32 if task == "classify" else jnp.float32)
         wv = jnp.ones(xv.shape[0], jnp.float32) if len(val) < 3 or val[2] is None else \
             jnp.asarray(val[2] / np.mean(val[2]), jnp.float32)
-
-        @jax.jit
-        def val_loss(v):
-            pred = net.apply(v, xv)
-            if task == "classify":  # error rate (cross-entropy only breaks ties): overconfident
-                # logits on a few errors raise the loss long after the accuracy has stopped rising
-                ce = optax.softmax_cross_entropy_with_integer_labels(pred, yv).mean()
-                return jnp.mean(pred.argmax(-1) != yv) + 1e-3 * ce
-            return jnp.mean(wv[:, None] * (pred - yv) ** 2)
+        val_loss = functools.partial(_val_loss, xv=xv, yv=yv, wv=wv, net=net, task=task)
     else:
         val_loss = None
     t0 = time.perf_counter()
