@@ -13,6 +13,10 @@ from jaxcontact.sysid import optim
 
 ks = [int(k) for k in sys.argv[1].split(",")]
 out = sys.argv[2]
+# the first runs (starts 6, 7, 10) tried these four; a third argument "S/S;S/S" names others
+VARIANTS = (("3e-4", [3e-4]), ("3e-4,1e-4", [3e-4, 1e-4]), ("1e-3 seed2", [1e-3]), ("3e-3,1e-3", [3e-3, 1e-3]))
+if len(sys.argv) > 3:
+    VARIANTS = tuple((v.replace("/", ","), [float(x) for x in v.split("/")]) for v in sys.argv[3].split(";"))
 data = make_synthetic(n_throws=20, steps=400, seed=0)
 truth = data.truth
 mode = parse_mode("geometry+exact+trim+polish+smooth=1e-3:4")
@@ -32,7 +36,7 @@ for k in ks:
     if not ok:
         base = FitResult.from_optim(prob, optim.OptimResult(x=np.asarray(x), loss=loss, iterations=0, loss_evals=0,
                                                             grad_evals=0, message=msg, method="lm", history=[], wall_time=0.0))
-        for name, seq in (("3e-4", [3e-4]), ("3e-4,1e-4", [3e-4, 1e-4]), ("1e-3 seed2", [1e-3]), ("3e-3,1e-3", [3e-3, 1e-3])):
+        for name, seq in VARIANTS:
             t0 = time.time(); r = base; used = 0
             for j, sg in enumerate(seq):
                 r2, kept = smooth_polish(prob, r, sg, 4, max_iter=30, polish_iter=50, seed=100 + k + 1000 * (j + 1) + (7 if "seed2" in name else 0))
