@@ -259,6 +259,7 @@ def _one_line_exit(argv, capsys, code=2):
     (["dacm", "chain", "--checkpoint", "{tmp}/ck", "--swings", "0"], "--swings"),
     (["sysid", "--synthetic", "--window", "0"], "--window"),
     (["sysid", "--synthetic", "--substeps", "0"], "--substeps"),
+    (["sysid", "--synthetic", "--schedule", "fast"], "--schedule"),
     (["contactnets", "train", "--out", "{tmp}/ck", "--max-epochs", "0"], "--max-epochs"),
     (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--plot-toss", "-1"], "--plot-toss"),
     (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--per-toss", "{tmp}/no/p.json"], "does not exist"),

@@ -107,6 +107,11 @@ def _run_synthetic(args, log) -> dict:
     jax.config.update("jax_enable_x64", True)
     from . import core, synthetic as syn
 
+    from .schedule import NOISY_SCHEDULE
+
+    if args.schedule == "noisy" and args.known_vertices:
+        raise SystemExit("error: --schedule noisy fits the vertices; it cannot be combined with --known-vertices")
+    schedule = NOISY_SCHEDULE if args.schedule == "noisy" else None
     t0 = time.perf_counter()
     law = syn.synthetic_law(args.restitution_target)
     data = syn.make_synthetic(n_throws=args.throws, steps=args.steps, seed=args.seed, noise=args.noise, law=law)
@@ -114,12 +119,13 @@ def _run_synthetic(args, log) -> dict:
         f"{args.restitution_target}; truth mu={syn.TRUTH['mu']}, restitution={syn.TRUTH['restitution']}, "
         f"ground={syn.TRUTH['ground']}, vertices 10% off the cube")
     method = None if args.method == "lm" else args.method
-    rec = syn.recover(data, law=law, method=method, progress=not args.no_progress, log=log, max_iter=args.max_iter,
-                      known_vertices=args.known_vertices, starts=args.starts)
+    rec = syn.recover(data, schedule=schedule, law=law, method=method, progress=not args.no_progress, log=log,
+                      max_iter=args.max_iter, known_vertices=args.known_vertices, starts=args.starts)
     res = rec["result"]
     errs = core.errors(res.values, data.truth)
     out = {"synthetic": True, "throws": args.throws, "steps": args.steps, "noise_m": args.noise,
-           "restitution_target": args.restitution_target, "known_vertices": args.known_vertices, "truth": _jsonable(data.truth), "start": syn.START,
+           "restitution_target": args.restitution_target, "known_vertices": args.known_vertices,
+           "schedule": args.schedule, "truth": _jsonable(data.truth), "start": syn.START,
            "values": res.values, "loss": res.loss, "errors": errs,
            "within_tolerance": core.within_tolerance(errs), "rollouts": rec["rollouts"],
            "wall_time_s": rec["wall_time_s"], "stages": rec["stages"],
@@ -190,6 +196,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0, help="--synthetic: seed of the throws and the noise (integer)")
     p.add_argument("--known-vertices", action="store_true",
                    help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
+    p.add_argument("--schedule", choices=("default", "noisy"), default="default",
+                   help="--synthetic: sysid.DEFAULT_SCHEDULE, or sysid.NOISY_SCHEDULE (its last stage ended by the "
+                        "smoothed-loss polish; for noisy positions, docs/sysid.md)")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", type=output_figure, default=None,

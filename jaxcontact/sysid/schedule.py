@@ -23,7 +23,8 @@ A stage is one of
 
 Why this order (docs/sysid.md): geometry first, without dynamics; then friction and restitution
 with the geometry fixed (two parameters, cheap, well conditioned); then everything jointly; then
-a trimmed joint polish.
+a trimmed joint polish. ``NOISY_SCHEDULE`` ends that polish with the smoothed-loss stage, for
+noisy positions.
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ DEFAULT_SCHEDULE = (
     Stage("lm", ("mu", "restitution", "ground", "vertices"), max_iter=60, starts=("pos",)),
     Stage("lm", ("mu", "restitution", "ground", "vertices"), max_iter=30, trim=0.1, starts=("pos",), hops=2),
 )
+
+# For positions measured with noise (every real data set): the default schedule with its last stage
+# ended by the smoothed-loss polish at σ = 1e-3 (``smooth_polish``). Chosen on 1 mm noisy validation
+# seeds. On the report seeds it took the ε error from 8.5 % to 0.9 % and μ from 1.4 % to 0.6 %, at
+# 2.6× the rollouts. It is not the default: on the noise-free synthetic case it ended at a lower
+# loss but 1.4 % off in ε, where the default ends 0.12 % off (docs/sysid.md).
+NOISY_SCHEDULE = DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(DEFAULT_SCHEDULE[-1], smooth=1e-3),)
 
 
 GRID_RANGES = {"mu": (0.05, 1.0, "log"), "restitution": (0.05, 0.8, "lin")}  # ε off its bound (sigmoid)
