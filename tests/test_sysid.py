@@ -508,3 +508,8 @@ def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(sma
     assert kept3 and seq.loss <= out.loss and seq.rollouts > out.rollouts
     with pytest.raises(ValueError, match="sigma must be > 0"):
         smooth_polish(prob, stuck, sigma=(5e-3, 0.0), pairs=4, max_iter=5)
+    from jaxcontact.sysid.schedule import Stage
+
+    for bad in ((5e-3, 0.0), (), -1e-3, float("nan")):  # refused when the schedule is written
+        with pytest.raises(ValueError, match="Stage.smooth"):
+            Stage("lm", smooth=bad)

@@ -56,6 +56,13 @@ class Stage:
     # continuation, one cycle per σ), then LM; kept if better (``smooth_polish``)
     smooth_pairs: int = 4  # antithetic perturbation pairs of the smoothed loss
 
+    def __post_init__(self):
+        # a bad σ is refused here, not when the stage is reached after the earlier ones have run
+        sig = np.asarray(self.smooth, dtype=float)
+        if (sig.ndim and (sig.size == 0 or not np.all(sig > 0))) or (not sig.ndim and not sig >= 0):
+            raise ValueError(f"Stage.smooth must be a σ >= 0 (0: off) or a non-empty sequence of σ > 0, "
+                             f"got {self.smooth!r}")
+
     def label(self) -> str:
         names = "all" if len(self.names) >= 4 else "+".join(self.names)
         extra = (f" κ={self.kappa:g}" if self.kappa else "") + (f" trim {self.trim:.0%}" if self.trim else "")
@@ -64,7 +71,7 @@ class Stage:
         extra += f" hops {self.hops}" if self.hops else ""
         extra += f" links {self.continuity:g}" if self.continuity else ""
         sig = ",".join(f"{v:g}" for v in np.atleast_1d(self.smooth))
-        extra += f" smooth {sig}×{self.smooth_pairs}" if np.any(np.asarray(self.smooth) > 0) else ""
+        extra += f" smooth {sig}×{self.smooth_pairs}" if self.smooth else ""
         return f"{self.kind} {names}{extra}"
 
 
@@ -281,7 +288,7 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
                     break
                 res = fit(prob, kind, x_h, max_iter=max(st.max_iter // 2, 5)).after(res)
             smoothed = None
-            if np.any(np.asarray(st.smooth) > 0) and kind == "lm":
+            if st.smooth and kind == "lm":
                 res, smoothed = smooth_polish(prob, res, st.smooth, st.smooth_pairs, max_iter=st.max_iter)
             params = res.params  # the smoothed law has the hard law's parameter pytree
             t = time.perf_counter() - t0
