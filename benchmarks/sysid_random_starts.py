@@ -276,6 +276,9 @@ def main(argv=None):
     ap.add_argument("--data-seed", type=int, default=1, help="throw seed (0 = validation, 1 = report)")
     ap.add_argument("--start-seed", type=int, default=100)
     ap.add_argument("--first-start", type=int, default=0, help="index of the first start (to split a run)")
+    ap.add_argument("--start-list", default=None, metavar="K,K,...",
+                    help="run exactly these start indices, in this order (instead of --starts/--first-start; "
+                         "one mode only)")
     ap.add_argument("--max-iter", type=int, default=100, help="LM iterations per start")
     ap.add_argument("--default", default=None, help="the mode reported as the default")
     ap.add_argument("--out", default=str(RESULTS / "sysid_random_starts.json"))
@@ -317,6 +320,7 @@ def main(argv=None):
     modes = [parse_mode(m) for m in a.modes.split(",")]
     starts = [int(s) for s in a.starts.split(",")]
     starts = starts * len(modes) if len(starts) == 1 else starts
+    order = start_order(a.start_list, len(modes), a.first_start, starts)
     data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed)
     truth = data.truth
     out = Path(a.out)
@@ -329,11 +333,11 @@ def main(argv=None):
         "optimizer": f"plain Levenberg-Marquardt (sysid.optim.levenberg_marquardt), max_iter {a.max_iter}, no fitted window starts",
     })
     runs = doc.setdefault("runs", {})
-    for mode, n in zip(modes, starts):
+    for mode, ks in zip(modes, order):
         rows = runs.setdefault(mode["name"], [])
         probs = build_problems(data, mode)
         done = {r["start"] for r in rows}
-        for k in range(a.first_start, a.first_start + n):
+        for k in ks:
             if k in done:
                 continue
             rng = np.random.default_rng([a.start_seed, k])
@@ -356,6 +360,19 @@ def main(argv=None):
     out.write_text(json.dumps(doc, indent=1))
     out.with_suffix(".md").write_text(render(doc))
     print(render(doc))
+
+
+def start_order(start_list, n_modes, first_start, starts):
+    """The start indices each mode runs, in order: ``start_list`` ("5,7,0") for a single mode, else
+    ``first_start`` .. ``first_start + n - 1`` per mode."""
+    if start_list is None:
+        return [list(range(first_start, first_start + n)) for n in starts]
+    if n_modes != 1:
+        raise SystemExit("--start-list: give one mode")
+    ks = [int(k) for k in start_list.split(",") if k.strip()]
+    if not ks or min(ks) < 0 or len(set(ks)) != len(ks):
+        raise SystemExit(f"--start-list: distinct indices >= 0, got {start_list!r}")
+    return [ks]
 
 
 def render(doc) -> str:
