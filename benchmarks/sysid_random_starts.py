@@ -34,6 +34,7 @@ sequence: a continuation). No grid and no scans in any of them.
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
     python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
     python -m benchmarks.sysid_random_starts --merge OTHER.json   # add another run's modes to --out
+    python -m benchmarks.sysid_random_starts --modes MODE --start-list 5,7,0 --out PART.json   # exactly these starts, in order
 """
 
 from __future__ import annotations
