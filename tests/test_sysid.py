@@ -513,3 +513,6 @@ def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(sma
     for bad in ((5e-3, 0.0), (), -1e-3, float("nan")):  # refused when the schedule is written
         with pytest.raises(ValueError, match="Stage.smooth"):
             Stage("lm", smooth=bad)
+    arr = Stage("lm", smooth=np.array([5e-3, 1e-3]))  # any sequence is kept as a tuple of floats
+    assert arr.smooth == (5e-3, 1e-3) and "smooth 0.005,0.001×4" in arr.label() and hash(arr)
+    assert Stage("lm", smooth=[1e-3]).smooth == (1e-3,) and Stage("lm").smooth == 0.0 and not Stage("lm").smooth

@@ -62,6 +62,8 @@ class Stage:
         if (sig.ndim and (sig.size == 0 or not np.all(sig > 0))) or (not sig.ndim and not sig >= 0):
             raise ValueError(f"Stage.smooth must be a σ >= 0 (0: off) or a non-empty sequence of σ > 0, "
                              f"got {self.smooth!r}")
+        # stored as a float or a tuple of floats (hashable; "is smoothing on" is its truth value)
+        object.__setattr__(self, "smooth", tuple(sig.tolist()) if sig.ndim else float(sig))
 
     def label(self) -> str:
         names = "all" if len(self.names) >= 4 else "+".join(self.names)
