@@ -29,12 +29,16 @@ sample-average smoothed loss (``sysid.optim.smoothed_least_squares``: PAIRS anti
 fixed Gaussian perturbations of scale SIGMA in the scaled coordinates, 30 % of the iterations) and
 LM on the hard loss again (half), and keeps that only where it lowers the hard loss;
 ``+smooth=S1/S2/...:PAIRS`` runs one such cycle per σ in order (``schedule.smooth_polish`` with a
-sequence: a continuation). No grid and no scans in any of them.
+sequence: a continuation). ``+retrim`` last (repeated: one round each): LM with the 10 % windows of largest residual at the
+end point dropped, then LM on all windows (half the iterations each), kept only where it lowers the
+hard loss (near the truth the windows left with most of the misfit are those whose contact mode
+differs from the data's). No grid and no scans in any of them.
 
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
     python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
     python -m benchmarks.sysid_random_starts --merge OTHER.json   # add another run's modes to --out
     python -m benchmarks.sysid_random_starts --modes MODE --start-list 5,7,0 --out PART.json   # exactly these starts, in order
+    python -m benchmarks.sysid_random_starts --modes P+smooth=1e-3/1e-3/1e-3:4 --continue-from RUN.json   # only the new cycle
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ NAMES = ("mu", "restitution", "ground", "vertices")
 
 
 def parse_mode(spec: str) -> dict:
+    core, k = strip_retrims(spec)
+    if k:  # last, k times: trimmed LM with the worst windows at the end point, then LM; kept if better
+        return dict(parse_mode(core), name=spec, retrim=k)
     if "+smooth=" in spec:  # finally LM on the smoothed loss (optim.smoothed_least_squares), then exact LM
         head, _, tail = spec.partition("+smooth=")
         try:
@@ -212,11 +219,93 @@ def run_start(probs, mode, p0, max_iter, seed):
             rollouts += after.rollouts - before.rollouts
             its += after.iterations - before.iterations
             r = after
-        values = prob.spec.flat_values(np.asarray(r.x)[: prob.spec.size])
-        loss, msg, x = float(r.loss), r.message, np.asarray(r.x, float).tolist()
+        x, loss, msg = np.asarray(r.x), float(r.loss), r.message
+        for _ in range(mode.get("retrim", 0)):
+            x, loss, ro, it = retrim(prob, x, loss, max_iter // 2)
+            rollouts, its = rollouts + ro, its + it
+        values = prob.spec.flat_values(x[: prob.spec.size])
+        x = np.asarray(x, float).tolist()
     except optim.FitError as err:
         values, rollouts, loss, its, msg, x = None, None, float("nan"), None, f"FitError: {err}", None
     return values, rollouts, loss, its, msg, time.perf_counter() - t0, prob.num_windows, levels, x
+
+
+def strip_retrims(spec: str) -> tuple[str, int]:
+    """(the mode without its trailing ``+retrim`` rounds, how many there were)."""
+    k = 0
+    while spec.endswith("+retrim"):
+        spec, k = spec[: -len("+retrim")], k + 1
+    return spec, k
+
+
+def retrim(prob, x, loss, max_iter):
+    """One ``schedule.trim_polish`` round from x (hard loss ``loss``): LM with the
+    ``schedule.RETRIM_FRACTION`` (10 %) of windows of largest residual at x dropped, then LM on all
+    windows, kept only where it lowers the hard loss. Returns (x, hard loss, rollouts, iterations)."""
+    from jaxcontact.sysid import FitResult
+    from jaxcontact.sysid.schedule import RETRIM_FRACTION, trim_polish
+
+    out, _ = trim_polish(prob, FitResult.at(prob, x, loss), RETRIM_FRACTION, max_iter)
+    return np.asarray(out.x), float(out.loss), out.rollouts, out.iterations
+
+
+def base_mode(spec: str, names) -> tuple[str, int, int] | None:
+    """The mode among ``names`` that ``spec`` extends by further stages, with the smoothed cycles and
+    the ``+retrim`` rounds it already ran: for ``P+smooth=S1/S2:N+retrim+retrim`` the first present of
+    the same with one round, with none, ``P+smooth=S1:N`` and ``P`` (None if none is)."""
+    core, k = strip_retrims(spec)
+    for j in range(k - 1, -1, -1):
+        if core + "+retrim" * j in names:
+            return core + "+retrim" * j, n_cycles(core), j
+    head, sep, tail = core.partition("+smooth=")
+    if not sep:
+        return None
+    sigma, _, pairs = tail.partition(":")
+    cycles = sigma.split("/")
+    for m in range(len(cycles) - 1, -1, -1):
+        name = f"{head}+smooth={'/'.join(cycles[:m])}:{pairs}" if m else head
+        if name in names:
+            return name, m, 0
+    return None
+
+
+def n_cycles(spec: str) -> int:
+    """How many smoothed cycles the mode runs."""
+    head, sep, tail = strip_retrims(spec)[0].partition("+smooth=")
+    return len(tail.partition(":")[0].split("/")) if sep else 0
+
+
+def continue_start(probs, mode, row, done, done_retrims, max_iter, seed):
+    """The remaining smoothed cycles of ``mode`` (those after the first ``done``), then its remaining
+    ``+retrim`` rounds (after the first ``done_retrims``), from the end point
+    ``row["x"]`` of a run of its base mode on the same start: cycle j with the perturbation seed
+    ``seed + 1000 j``, as ``schedule.smooth_polish`` seeds a sequence, so the result is the one a
+    run of the whole mode gives. Work and wall time add to the row's. Same returns as run_start."""
+    from jaxcontact.sysid import FitResult
+    from jaxcontact.sysid.schedule import smooth_polish
+
+    prob = probs["main"]
+    if row.get("x") is None:  # the base run failed (FitError): so does this one
+        return None, None, float("nan"), None, row["message"], row["wall_s"], prob.num_windows, [], None
+    t0 = time.perf_counter()
+    n = prob.spec.size
+    res = FitResult.at(prob, row["x"], message=row["message"])
+    if not np.isclose(res.loss, row["loss"], rtol=1e-6, atol=0.0):
+        raise SystemExit(f"start {row['start']}: the loss at the stored end point is {res.loss:.6e}, the run recorded "
+                         f"{row['loss']:.6e}: not the same data or code")
+    sm = mode.get("smooth") or {"sigma": (), "pairs": 0}
+    sigmas = np.atleast_1d(sm["sigma"])
+    for j in range(done, len(sigmas)):
+        res, _ = smooth_polish(prob, res, float(sigmas[j]), sm["pairs"], max_iter=max_iter * 3 // 10,
+                               polish_iter=max_iter // 2, seed=seed + 1000 * j)
+    x, loss, rollouts, its = np.asarray(res.x), float(res.loss), res.rollouts, res.iterations
+    for _ in range(done_retrims, mode.get("retrim", 0)):
+        x, loss, ro, it = retrim(prob, x, loss, max_iter // 2)
+        rollouts, its = rollouts + ro, its + it
+    values = prob.spec.flat_values(x[:n])
+    wall = row["wall_s"] + time.perf_counter() - t0
+    return (values, row["rollouts"] + rollouts, loss, row["iterations"] + its, res.message,
+            wall, prob.num_windows, [], np.asarray(x, float).tolist())
 
 
 def rigid_residual(V, Vt) -> tuple[float, float]:
@@ -280,8 +369,14 @@ def main(argv=None):
     ap.add_argument("--start-list", default=None, metavar="K,K,...",
                     help="run exactly these start indices, in this order (instead of --starts/--first-start; "
                          "one mode only)")
+    ap.add_argument("--continue-from", default=None, metavar="FILE",
+                    help="run only the further smoothed cycles of the mode (one mode: P+smooth=S1/.../Sk:N) from "
+                         "the end points its base mode (P+smooth=S1/.../Sm:N, m < k) recorded in FILE (same data, "
+                         "seeds and --max-iter): the same result as running the whole mode, for the cost of the new cycles")
     ap.add_argument("--max-iter", type=int, default=100, help="LM iterations per start")
     ap.add_argument("--default", default=None, help="the mode reported as the default")
+    ap.add_argument("--recommended", default=None,
+                    help="the recipe reported as the recommended one (a mode present in the results)")
     ap.add_argument("--out", default=str(RESULTS / "sysid_random_starts.json"))
     ap.add_argument("--resume", action="store_true", help="keep finished starts of the --out file")
     ap.add_argument("--diagnose", type=int, default=None, metavar="K",
@@ -313,7 +408,7 @@ def main(argv=None):
             seen = {r["start"] for r in mine}
             mine += [r for r in rows if r["start"] not in seen]
             mine.sort(key=lambda r: r["start"])
-        summarize(doc, None)
+        summarize(doc, a.default, a.recommended)
         out.write_text(json.dumps(doc, indent=1))
         out.with_suffix(".md").write_text(render(doc))
         print(render(doc))
@@ -334,6 +429,19 @@ def main(argv=None):
         "optimizer": f"plain Levenberg-Marquardt (sysid.optim.levenberg_marquardt), max_iter {a.max_iter}, no fitted window starts",
     })
     runs = doc.setdefault("runs", {})
+    base = None
+    if a.continue_from is not None:
+        prev = json.loads(Path(a.continue_from).read_text())
+        if len(modes) != 1:
+            raise SystemExit("--continue-from: give one mode")
+        if prev["data"] != doc["data"] or prev["optimizer"] != doc["optimizer"]:
+            raise SystemExit(f"--continue-from: {a.continue_from} has other data or optimizer settings")
+        found = base_mode(modes[0]["name"], prev["runs"])
+        if found is None:
+            raise SystemExit(f"--continue-from: no mode in {a.continue_from} that {modes[0]['name']!r} extends by "
+                             "smoothed cycles")
+        base = {"name": found[0], "done": found[1], "done_retrims": found[2], "rows": {r["start"]: r for r in prev["runs"][found[0]]}}
+        doc["continued_from"] = {"file": a.continue_from, "mode": found[0], "command": prev["command"]}
     for mode, ks in zip(modes, order):
         rows = runs.setdefault(mode["name"], [])
         probs = build_problems(data, mode)
@@ -343,8 +451,14 @@ def main(argv=None):
                 continue
             rng = np.random.default_rng([a.start_seed, k])
             p0 = random_start(rng, truth, start_params())
-            values, rollouts, loss, its, msg, wall, nwin, levels, x = run_start(probs, mode, p0, a.max_iter,
-                                                                                a.start_seed + k)
+            if base is not None:
+                if k not in base["rows"]:
+                    raise SystemExit(f"--continue-from: start {k} is not in {a.continue_from}")
+                values, rollouts, loss, its, msg, wall, nwin, levels, x = continue_start(
+                    probs, mode, base["rows"][k], base["done"], base["done_retrims"], a.max_iter, a.start_seed + k)
+            else:
+                values, rollouts, loss, its, msg, wall, nwin, levels, x = run_start(probs, mode, p0, a.max_iter,
+                                                                                    a.start_seed + k)
             ok, e = recovered(values, truth) if values is not None else (False, None)
             rows.append({"start": k, "recovered": ok, "errors": e, "rollouts": rollouts, "loss": loss, "iterations": its,
                          "message": msg, "wall_s": wall, "windows": nwin,
@@ -357,7 +471,7 @@ def main(argv=None):
             summarize(doc, a.default)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(doc, indent=1))
-    summarize(doc, a.default)
+    summarize(doc, a.default, a.recommended)
     out.write_text(json.dumps(doc, indent=1))
     out.with_suffix(".md").write_text(render(doc))
     print(render(doc))
@@ -391,7 +505,8 @@ def render(doc) -> str:
         ok = [r for r in rows if r["errors"] is not None]
         med = lambda f: float(np.median([f(r) for r in ok])) if ok else float("nan")
         lines.append(
-            f"| {name}{' (default)' if doc['random_starts'].get('default') == name else ''} | {rs['n_starts']} | "
+            f"| {name}{' (default)' if doc['random_starts'].get('default') == name else ''}"
+            f"{' (recommended)' if doc['random_starts'].get('recommended') == name else ''} | {rs['n_starts']} | "
             f"{rs['fraction_recovered']:.0%} | {rs['mean_rollouts']:.0f} | {med(lambda r: r['loss']):.2e} | "
             f"{med(lambda r: r['errors']['mu']['rel']):.2%} | {med(lambda r: r['errors']['restitution']['rel']):.2%} | "
             f"{med(lambda r: r['errors']['ground']['abs']) * 1e3:.2f} | {med(lambda r: r['errors']['vertices']['rel']):.2%} | "
@@ -399,7 +514,10 @@ def render(doc) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summarize(doc, default):
+def summarize(doc, default, recommended=None):
+    """doc["random_starts"]: per mode fraction_recovered, mean_rollouts, n_starts, mean_wall_s;
+    "default" (the default gradient mode) and "recommended" (the recipe around it that the docs
+    recommend), given here or kept from the file."""
     rs = {}
     for name, rows in doc["runs"].items():
         ok = [r["recovered"] for r in rows]
@@ -411,6 +529,12 @@ def summarize(doc, default):
         rs["default"] = default
     elif "default" in doc.get("random_starts", {}):
         rs["default"] = doc["random_starts"]["default"]
+    if recommended is not None:
+        if recommended not in doc["runs"]:
+            raise SystemExit(f"--recommended {recommended!r}: no such mode in the results")
+        rs["recommended"] = recommended
+    elif "recommended" in doc.get("random_starts", {}):
+        rs["recommended"] = doc["random_starts"]["recommended"]
     doc["random_starts"] = rs
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks.sysid_random_starts import parse_mode, start_order
+from benchmarks.sysid_random_starts import base_mode, parse_mode, start_order
 
 
 def test_recipe_modes_parse_into_their_stages():
@@ -26,3 +26,23 @@ def test_start_list_runs_exactly_the_given_starts_in_order():
             start_order(bad, 1, 0, [50])
     with pytest.raises(SystemExit, match="one mode"):
         start_order("1,2", 2, 0, [50, 50])
+
+
+def test_continue_from_finds_the_mode_a_longer_continuation_extends():
+    names = {"g+exact+trim+polish", "g+exact+trim+polish+smooth=1e-3:4", "g+exact+trim+polish+smooth=1e-3/1e-3:4"}
+    assert base_mode("g+exact+trim+polish+smooth=1e-3/1e-3/1e-3:4", names) == ("g+exact+trim+polish+smooth=1e-3/1e-3:4", 2, 0)
+    assert base_mode("g+exact+trim+polish+smooth=1e-3/3e-3:4", names) == ("g+exact+trim+polish+smooth=1e-3:4", 1, 0)
+    assert base_mode("g+exact+trim+polish+smooth=3e-3:4", names) == ("g+exact+trim+polish", 0, 0)
+    # other pairs, another head, or no smoothing: nothing to continue
+    assert base_mode("g+exact+trim+polish+smooth=1e-3/1e-3:8", names - {"g+exact+trim+polish"}) is None
+    assert base_mode("h+exact+smooth=1e-3:4", names) is None
+    assert base_mode("g+exact+trim+polish", names) is None
+    # +retrim rounds (last): from the mode with fewer rounds, else from a shorter one
+    assert base_mode("g+exact+trim+polish+smooth=1e-3/1e-3:4+retrim", names) == ("g+exact+trim+polish+smooth=1e-3/1e-3:4", 2, 0)
+    assert base_mode("g+exact+trim+polish+retrim", names) == ("g+exact+trim+polish", 0, 0)
+    assert base_mode("g+exact+trim+polish+smooth=1e-3/3e-3:4+retrim", names) == ("g+exact+trim+polish+smooth=1e-3:4", 1, 0)
+    assert base_mode("g+exact+trim+polish+retrim+retrim+retrim", names | {"g+exact+trim+polish+retrim"}) == (
+        "g+exact+trim+polish+retrim", 0, 1)
+    m = parse_mode("geometry+exact+trim+polish+smooth=1e-3/1e-3:4+retrim+retrim")
+    assert m["retrim"] == 2 and m["smooth"] == {"sigma": (1e-3, 1e-3), "pairs": 4} and m["trim"] == 0.1
+    assert "retrim" not in parse_mode("geometry+exact+trim+polish")

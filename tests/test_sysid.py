@@ -477,6 +477,37 @@ def test_fit_result_after_adds_the_work_of_both_fits():
     assert polish.iterations == 2  # not modified in place
 
 
+def test_trim_polish_drops_the_worst_windows_at_the_point_and_never_returns_a_worse_fit(small_data):
+    """``schedule.trim_polish`` (Stage.retrim): the windows it drops are the largest-residual ones
+    at the given point; the result is never worse on all windows than the input, the work of both
+    fits is counted, and a proposal that is not better leaves the input's point."""
+    from jaxcontact.sysid.schedule import trim_polish, trim_windows
+
+    law = syn.synthetic_law("velocity")
+    prob = sysid.Problem.build(small_data, "mu,restitution", syn.start_params(law), law=law, window=5, substeps=5)
+    x = prob.x0() + np.array([0.3, -0.4])
+    pt, k = trim_windows(prob, x, 0.25)
+    per = np.sum(np.asarray(prob.residuals(x)).reshape(prob.num_windows, -1) ** 2, axis=1)
+    dropped = np.asarray(pt.weights) == 0
+    assert k == dropped.sum() == int(0.25 * prob.num_windows) > 0
+    assert per[dropped].min() >= per[~dropped].max()
+    start = sysid.FitResult.at(prob, x)
+    assert start.loss == pytest.approx(prob.loss(x)) and start.rollouts == 0
+    out, kept = trim_polish(prob, start, 0.25, max_iter=15)
+    assert out.loss <= start.loss and out.loss == pytest.approx(prob.loss(out.x))
+    assert out.rollouts == (out.loss_evals + out.grad_evals) * prob.num_windows > 0
+    assert kept == (out.loss < start.loss)
+    # in a schedule: Stage.retrim rounds after the stage's fit, on all windows, reported per round
+    from jaxcontact.sysid.schedule import Stage, staged_fit
+
+    p0 = prob.spec.unpack(jnp.asarray(x[: prob.spec.size]))
+    plain = staged_fit(small_data, p0, law, (Stage("lm", ("mu", "restitution"), max_iter=8),), substeps=5)
+    both = staged_fit(small_data, p0, law, (Stage("lm", ("mu", "restitution"), max_iter=8, retrim=1),), substeps=5)
+    st = both["stages"][0]
+    assert len(st["retrim_kept"]) == 1 and "retrim ×1" in st["stage"]
+    assert both["result"].loss <= plain["result"].loss and both["rollouts"] > plain["rollouts"]
+
+
 def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(small_data):
     """``schedule.smooth_polish`` (Stage.smooth): from a ripple minimum where plain LM stops, LM on
     the sample-average smoothed loss then LM on the hard loss reaches the bowl's minimum, and the
@@ -506,6 +537,9 @@ def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(sma
     # the work of every cycle counted; a σ ≤ 0 is refused
     seq, kept3 = smooth_polish(prob, stuck, sigma=(5e-3, 1e-3), pairs=32, max_iter=200)
     assert kept3 and seq.loss <= out.loss and seq.rollouts > out.rollouts
+    # cycle j is seeded seed + 1000 j: a continuation resumed after its first cycle gives the same fit
+    resumed, _ = smooth_polish(prob, out, sigma=1e-3, pairs=32, max_iter=200, seed=1000)
+    assert np.array_equal(resumed.x, seq.x) and resumed.loss == seq.loss and resumed.rollouts == seq.rollouts
     with pytest.raises(ValueError, match="sigma must be > 0"):
         smooth_polish(prob, stuck, sigma=(5e-3, 0.0), pairs=4, max_iter=5)
     from jaxcontact.sysid.schedule import Stage
@@ -513,6 +547,10 @@ def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(sma
     for bad in ((5e-3, 0.0), (), -1e-3, float("nan")):  # refused when the schedule is written
         with pytest.raises(ValueError, match="Stage.smooth"):
             Stage("lm", smooth=bad)
+    for bad in (-1, 0.5, "1"):
+        with pytest.raises(ValueError, match="Stage.retrim"):
+            Stage("lm", retrim=bad)
+    assert "retrim ×2" in Stage("lm", retrim=2).label()
     arr = Stage("lm", smooth=np.array([5e-3, 1e-3]))  # any sequence is kept as a tuple of floats
     assert arr.smooth == (5e-3, 1e-3) and "smooth 0.005,0.001×4" in arr.label() and hash(arr)
     assert Stage("lm", smooth=[1e-3]).smooth == (1e-3,) and Stage("lm").smooth == 0.0 and not Stage("lm").smooth

@@ -249,6 +249,17 @@ class FitResult:
             message=r.message, history=hist, num_windows=prob.num_windows,
         )
 
+    @classmethod
+    def at(cls, prob: "Problem", x, loss: float | None = None, message: str = "given point") -> "FitResult":
+        """The point ``x`` of ``prob``'s vector as a result with no work done, e.g. to resume a
+        polishing stage (``schedule.smooth_polish``, ``schedule.trim_polish``) from a stored end
+        point. ``loss``: the hard loss at x if known (else evaluated here, not counted)."""
+        x = np.asarray(x, float)
+        n = prob.spec.size
+        return cls(params=prob.spec.unpack(jnp.asarray(x[:n])), values=prob.spec.flat_values(x[:n]), x=x,
+                   loss=float(prob.loss(x) if loss is None else loss), method="lm", iterations=0, loss_evals=0,
+                   grad_evals=0, rollouts=0, wall_time=0.0, message=message, history=[], num_windows=prob.num_windows)
+
     def after(self, earlier: "FitResult") -> "FitResult":
         """This fit (started where ``earlier`` stopped) with the work and history of both: the
         counters add up and the history continues ``earlier``'s iteration numbers."""
