@@ -504,8 +504,13 @@ def test_trim_polish_drops_the_worst_windows_at_the_point_and_never_returns_a_wo
     both = staged_fit(small_data, p0, law, (Stage("lm", ("mu", "restitution"), max_iter=8, retrim=1),), substeps=5)
     st = both["stages"][0]
     assert len(st["retrim_kept"]) == 1 and "retrim ×1" in st["stage"]
-    # the stage's result is on all windows (the round's trimmed fit is not what is returned)
+    # the stage's result is on all windows (the round's trimmed fit is not what is returned),
+    # also when the stage itself fits on trimmed windows
     assert both["result"].loss == pytest.approx(prob.loss(both["result"].x), rel=1e-9)
+    trimmed = staged_fit(small_data, p0, law, (Stage("lm", ("mu", "restitution"), max_iter=8, trim=0.25, retrim=1),),
+                         substeps=5)
+    assert trimmed["stages"][0]["windows_dropped"] > 0
+    assert trimmed["result"].loss == pytest.approx(prob.loss(trimmed["result"].x), rel=1e-9)
 
 
 def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(small_data):
