@@ -29,10 +29,11 @@ sample-average smoothed loss (``sysid.optim.smoothed_least_squares``: PAIRS anti
 fixed Gaussian perturbations of scale SIGMA in the scaled coordinates, 30 % of the iterations) and
 LM on the hard loss again (half), and keeps that only where it lowers the hard loss;
 ``+smooth=S1/S2/...:PAIRS`` runs one such cycle per σ in order (``schedule.smooth_polish`` with a
-sequence: a continuation). ``+retrim`` last (repeated: one round each): LM with the 10 % windows of largest residual at the
-end point dropped, then LM on all windows (half the iterations each), kept only where it lowers the
-hard loss (near the truth the windows left with most of the misfit are those whose contact mode
-differs from the data's). No grid and no scans in any of them.
+sequence: a continuation). ``+retrim`` last (repeated: one round each; ``schedule.trim_polish``):
+LM with the 10 % windows of largest residual at the end point dropped, then LM on all windows
+(half the iterations each), kept only where it lowers the hard loss (near the truth the windows
+left with most of the misfit are those whose contact mode differs from the data's). No grid and
+no scans in any of them.
 
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
     python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
@@ -220,6 +221,8 @@ def run_start(probs, mode, p0, max_iter, seed):
             its += after.iterations - before.iterations
             r = after
         x, loss, msg = np.asarray(r.x), float(r.loss), r.message
+        if mode.get("retrim") and mode.get("trim") and not (mode.get("polish") or mode.get("smooth")):
+            loss = prob.loss(x)  # r.loss was on the trimmed windows; the rounds compare on all
         for _ in range(mode.get("retrim", 0)):
             x, loss, ro, it = retrim(prob, x, loss, max_iter // 2)
             rollouts, its = rollouts + ro, its + it
