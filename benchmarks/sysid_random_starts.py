@@ -373,9 +373,9 @@ def main(argv=None):
                     help="run exactly these start indices, in this order (instead of --starts/--first-start; "
                          "one mode only)")
     ap.add_argument("--continue-from", default=None, metavar="FILE",
-                    help="run only the further smoothed cycles of the mode (one mode: P+smooth=S1/.../Sk:N) from "
-                         "the end points its base mode (P+smooth=S1/.../Sm:N, m < k) recorded in FILE (same data, "
-                         "seeds and --max-iter): the same result as running the whole mode, for the cost of the new cycles")
+                    help="run only the stages the mode (one mode) adds to a mode recorded in FILE: further smoothed "
+                         "cycles (P+smooth=S1/.../Sk:N over P+smooth=S1/.../Sm:N, m < k) and/or +retrim rounds, from "
+                         "its end points (same data, seeds and --max-iter): the same result as running the whole mode")
     ap.add_argument("--max-iter", type=int, default=100, help="LM iterations per start")
     ap.add_argument("--default", default=None, help="the mode reported as the default")
     ap.add_argument("--recommended", default=None,
@@ -442,7 +442,7 @@ def main(argv=None):
         found = base_mode(modes[0]["name"], prev["runs"])
         if found is None:
             raise SystemExit(f"--continue-from: no mode in {a.continue_from} that {modes[0]['name']!r} extends by "
-                             "smoothed cycles")
+                             "smoothed cycles or +retrim rounds")
         base = {"name": found[0], "done": found[1], "done_retrims": found[2], "rows": {r["start"]: r for r in prev["runs"][found[0]]}}
         doc["continued_from"] = {"file": a.continue_from, "mode": found[0], "command": prev["command"]}
     for mode, ks in zip(modes, order):
