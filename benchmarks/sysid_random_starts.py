@@ -32,8 +32,12 @@ LM on the hard loss again (half), and keeps that only where it lowers the hard l
 sequence: a continuation). ``+retrim`` last (repeated: one round each; ``schedule.trim_polish``):
 LM with the 10 % windows of largest residual at the end point dropped, then LM on all windows
 (half the iterations each), kept only where it lowers the hard loss (near the truth the windows
-left with most of the misfit are those whose contact mode differs from the data's). No grid and
-no scans in any of them.
+left with most of the misfit are those whose contact mode differs from the data's). A leading
+``reflect+`` fits ε in the reflected coordinate (``Problem.build(restitution_coordinate="reflect")``:
+slope ±1 up to both bounds) instead of the sigmoid, in every stage. No grid and no scans in any of them.
+``schedule:NAME`` runs the library's ``sysid.NAME_SCHEDULE`` through ``sysid.staged_fit`` (its own
+windows, chosen from the parameters after its geometry stage): ``schedule:random_start`` is the
+recipe ``reflect+geometry+exact+trim+polish+retrim`` as the library ships it.
 
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
     python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
@@ -69,6 +73,8 @@ def parse_mode(spec: str) -> dict:
         except ValueError:
             raise SystemExit(f"bad mode {spec!r}: +smooth=SIGMA:PAIRS or +smooth=SIGMA1/SIGMA2/...:PAIRS at the end") from None
         return dict(parse_mode(head), name=spec, smooth=smooth)
+    if spec.startswith("reflect+"):  # ε in the reflected coordinate (no flat ends) throughout
+        return dict(parse_mode(spec[len("reflect+"):]), name=spec, reflect=True)
     if spec.startswith("geometry+"):  # the kinematic geometry stage first, then the mode's plain LM
         return dict(parse_mode(spec[len("geometry+"):]), name=spec, geometry=True)
     if "+polish" in spec:  # then LM once more on all windows (after +trim), +polish=MODE: with MODE's Jacobian
@@ -80,6 +86,13 @@ def parse_mode(spec: str) -> dict:
     if spec.endswith("+trim"):  # then LM again with the 10 % worst windows dropped (schedule.trim_windows)
         return dict(parse_mode(spec[: -len("+trim")]), name=spec, trim=0.1)
     parts = spec.split(":")
+    if parts[0] == "schedule" and len(parts) == 2:  # a library schedule through sysid.staged_fit
+        from jaxcontact.sysid import schedule
+
+        name = parts[1].upper() + "_SCHEDULE"
+        if not isinstance(getattr(schedule, name, None), tuple):
+            raise SystemExit(f"bad mode {spec!r}: no sysid.{name}")
+        return {"name": spec, "kind": "schedule", "schedule": name}
     if parts[0] == "exact" and len(parts) == 1:
         return {"name": spec, "kind": "exact"}
     if parts[0] == "relaxed" and len(parts) == 2:
@@ -89,7 +102,7 @@ def parse_mode(spec: str) -> dict:
     if parts[0] == "randomized" and len(parts) == 3:
         return {"name": spec, "kind": "randomized", "length": float(parts[1]), "pairs": int(parts[2])}
     raise SystemExit(f"bad mode {spec!r}: exact, relaxed:ELL, adaptive or randomized:ELL:N, each optionally "
-                     "prefixed by geometry+")
+                     "prefixed by geometry+ (and reflect+ before that), or schedule:NAME")
 
 
 def random_start(rng, truth, template):
@@ -144,7 +157,9 @@ def build_problems(data, mode):
 
     law = synthetic_law()
     p0 = start_params(law)
-    build = lambda lw: Problem.build(data, NAMES, p0, law=lw, window=5, substeps=SAMPLE_EVERY)
+    coord = "reflect" if mode.get("reflect") else "sigmoid"
+    build = lambda lw: Problem.build(data, NAMES, p0, law=lw, window=5, substeps=SAMPLE_EVERY,
+                                     restitution_coordinate=coord)
     if mode["kind"] == "relaxed":
         return {"main": build(dataclasses.replace(law, gradient="relaxed", smoothing_length=mode["length"]))}
     probs = {"main": build(law)}
@@ -177,6 +192,17 @@ def run_start(probs, mode, p0, max_iter, seed):
 
     prob = probs["main"]
     t0 = time.perf_counter()
+    if mode["kind"] == "schedule":  # the library's staged fit, its own windows and stages
+        from jaxcontact.sysid import schedule, staged_fit
+        from jaxcontact.sysid.synthetic import SAMPLE_EVERY, synthetic_law
+
+        try:
+            out = staged_fit(prob.data, p0, synthetic_law(), getattr(schedule, mode["schedule"]), substeps=SAMPLE_EVERY)
+        except optim.FitError as err:
+            return None, None, float("nan"), None, f"FitError: {err}", time.perf_counter() - t0, prob.num_windows, [], None
+        r = out["result"]
+        return (dict(r.values), out["rollouts"], float(r.loss), sum(st["iterations"] for st in out["stages"]),
+                r.message, time.perf_counter() - t0, r.num_windows, [], np.asarray(r.x, float).tolist())
     if mode.get("geometry"):  # no rollouts: the supported-sample and no-penetration conditions
         p0 = kinematic.fit_geometry(prob.data, p0, ("ground", "vertices"), max_iter=100)["params"].replace(law=p0.law)
     x0 = np.concatenate([prob.spec.pack(p0), np.zeros(prob.size - prob.spec.size)])

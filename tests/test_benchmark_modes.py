@@ -13,7 +13,12 @@ def test_recipe_modes_parse_into_their_stages():
     assert c["smooth"] == {"sigma": (3e-3, 1e-3), "pairs": 8}
     assert parse_mode("randomized:1e-3:16") == {"name": "randomized:1e-3:16", "kind": "randomized",
                                                "length": 1e-3, "pairs": 16}
-    for bad in ("exact+smooth=1e-3", "exact+smooth=a/b:4", "relaxed", "exact+polishX"):
+    r = parse_mode("reflect+geometry+exact+trim+polish+smooth=1e-3:4+retrim")  # ε reflected in every stage
+    assert r["reflect"] and r["geometry"] and r["retrim"] == 1 and r["smooth"] == {"sigma": 1e-3, "pairs": 4}
+    assert "reflect" not in m
+    assert parse_mode("schedule:random_start") == {"name": "schedule:random_start", "kind": "schedule",
+                                                  "schedule": "RANDOM_START_SCHEDULE"}
+    for bad in ("exact+smooth=1e-3", "exact+smooth=a/b:4", "relaxed", "exact+polishX", "reflect+", "schedule:nope"):
         with pytest.raises(SystemExit, match="bad mode"):
             parse_mode(bad)
 

@@ -42,6 +42,32 @@ def test_pack_unpack_round_trip_all_parameters():
     assert np.all(np.linalg.eigvalsh(np.asarray(q.body.inertia)) > 0)
 
 
+def test_reflected_restitution_coordinate_keeps_its_slope_up_to_both_bounds():
+    law = jc.CoulombLCP()
+    p = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(), law=law.init_params(0.3, 0.0))
+    eps = lambda spec, u: float(spec.unpack(jnp.asarray([u])).law.restitution)
+    slope = lambda spec, u: float(jax.grad(lambda v: spec.unpack(v).law.restitution)(jnp.asarray([u]))[0])
+    sig = sysid.ParamSpec.build("restitution", p)
+    ref = sysid.ParamSpec.build("restitution", p, restitution_coordinate="reflect")
+    for e in (0.0, 0.1, 0.5, 1.0):  # round trip, bounds included
+        q = p.replace(law=p.law.replace(restitution=jnp.asarray(e)))
+        assert eps(ref, ref.pack(q)[0]) == pytest.approx(e, abs=1e-15)
+        assert eps(sig, sig.pack(q)[0]) == pytest.approx(e, abs=2e-6)  # the sigmoid keeps 1e-6 off a bound
+    # the sigmoid is flat where a fit that drove ε to 0 sits; the reflection has slope ±1 everywhere
+    assert slope(sig, sig.pack(p)[0]) < 2e-6 and slope(sig, -30.0) < 1e-12
+    for u in (0.0, 1e-9, 0.1, 0.7, 1.0 - 1e-9, -0.3, 1.4, 5.2, -7.9):
+        assert abs(slope(ref, u)) == pytest.approx(1.0)
+    # mirrored at both bounds: a step past a bound comes back inside, every vector is feasible
+    assert eps(ref, -0.05) == pytest.approx(0.05) and eps(ref, 1.05) == pytest.approx(0.95)
+    assert eps(ref, 2.3) == pytest.approx(0.3) and eps(ref, -1.7) == pytest.approx(0.3)
+    us = np.random.default_rng(0).normal(scale=30.0, size=200)
+    assert all(0.0 <= eps(ref, u) <= 1.0 for u in us)
+    with pytest.raises(ValueError, match="restitution_coordinate must be one of"):
+        sysid.ParamSpec.build("restitution", p, restitution_coordinate="tanh")
+    with pytest.raises(ValueError, match="Stage.restitution_coordinate must be one of"):
+        sysid.Stage("lm", restitution_coordinate="clip")
+
+
 @pytest.mark.parametrize("names, change, match", [
     ("mu,colour", {}, "unknown parameter 'colour'"),
     ("mu", {"mu": -0.1}, "violates the bound mu >= 0"),
@@ -511,6 +537,13 @@ def test_trim_polish_drops_the_worst_windows_at_the_point_and_never_returns_a_wo
                          substeps=5)
     assert trimmed["stages"][0]["windows_dropped"] > 0
     assert trimmed["result"].loss == pytest.approx(prob.loss(trimmed["result"].x), rel=1e-9)
+    # a stage after a trimmed one with the same fitted set fits all windows again (it had kept the
+    # trimmed problem); RANDOM_START_SCHEDULE's last two stages are such a pair
+    two = staged_fit(small_data, p0, law, (Stage("lm", ("mu", "restitution"), max_iter=4, trim=0.25),
+                                           Stage("lm", ("mu", "restitution"), max_iter=4)), substeps=5)
+    assert two["stages"][0]["windows_dropped"] > 0 and two["stages"][1]["windows_dropped"] == 0
+    assert two["result"].num_windows == prob.num_windows
+    assert two["result"].loss == pytest.approx(prob.loss(two["result"].x), rel=1e-9)
 
 
 def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(small_data):

@@ -45,7 +45,7 @@ class Problem:
     def build(data: Trajectories, names, params0: Params | None = None, *, law=None, window: int = 4,
               substeps: int = 1, stride: int | None = None, rot_scale: float | None = None,
               max_contacts: int = 4, contact_margin: float | None = None, starts=(),
-              continuity: float = 0.0) -> "Problem":
+              continuity: float = 0.0, restitution_coordinate: str = "sigmoid") -> "Problem":
         """Windows of ``window`` samples, simulated with ``substeps`` engine steps per sample.
 
         params0: initial guess (default: a body from the data's mass/inertia/vertices, a flat
@@ -73,7 +73,7 @@ class Problem:
         law = CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200)) if law is None else law
         if params0 is None:
             params0 = default_params(data, law)
-        spec = ParamSpec.build(names, params0)
+        spec = ParamSpec.build(names, params0, restitution_coordinate)
         unit = float(data.nominal.get("length_unit_m", 1.0))  # data length unit in metres
         # patch_tol: the engine's default 1 mm, in the data's units. max_correction_speed=None: a window
         # starts at a measured state whose apparent penetration is measurement noise, and the fit must

@@ -7,7 +7,7 @@ Every fitted parameter lives in an unconstrained coordinate; bounds hold by cons
 | --- | --- | --- | --- |
 | ``mu`` | isotropic friction, ``law.mu = (μ, μ)`` | softplus | μ ≥ 0 |
 | ``mu_aniso`` | ``law.mu = (μ₁, μ₂)`` along the ground tangents | softplus | μᵢ ≥ 0 |
-| ``restitution`` | ``law.restitution`` | sigmoid | 0 ≤ ε ≤ 1 |
+| ``restitution`` | ``law.restitution`` | sigmoid, or ``"reflect"`` (below) | 0 ≤ ε ≤ 1 |
 | ``mass`` | ``body.mass`` | exp | m > 0 |
 | ``inertia`` | ``body.inertia`` = L Lᵀ, L lower triangular | exp on diag(L) | positive definite |
 | ``ground`` / ``ground_height`` | ``ground.height`` | identity (scaled by body size) | — |
@@ -17,6 +17,13 @@ Every fitted parameter lives in an unconstrained coordinate; bounds hold by cons
 The unconstrained vector is also *scaled* (a vertex coordinate or a height is divided by the body
 size) so that a unit step means a comparable change for every parameter; Nelder–Mead's simplex,
 Adam's step size and Levenberg–Marquardt's damping all work in these scaled coordinates.
+
+The restitution coordinate is chosen per problem (``restitution_coordinate``). ``"sigmoid"`` (the
+default, with which every schedule was measured) is flat at both ends: once a fit drives ε to 0
+its slope is e^u ≈ 0 and no later stage can bring ε back, even where the loss falls steeply
+towards the truth (the random-start failures of docs/gradients.md). ``"reflect"`` is the triangle
+wave ε = |u − 2⌊(u + 1)/2⌋|: the identity on [0, 1], mirrored at both bounds, slope ±1
+everywhere, so a fit that overshoots a bound comes back with the full gradient.
 """
 
 from __future__ import annotations
@@ -35,6 +42,12 @@ _EDGE = 1e-6
 
 ALIASES = {"ground_height": "ground", "friction": "mu", "epsilon": "restitution", "eps": "restitution"}
 NAMES = ("mu", "mu_aniso", "restitution", "mass", "inertia", "ground", "ground_normal", "vertices")
+RESTITUTION_COORDINATES = ("sigmoid", "reflect")
+
+
+def reflect01(u):
+    """The triangle wave onto [0, 1]: u on [0, 1], mirrored at 0 and 1 (period 2, slope ±1)."""
+    return jnp.abs(u - 2.0 * jnp.floor((u + 1.0) / 2.0))
 
 
 def _softplus_inv(y):
@@ -87,6 +100,7 @@ class ParamSpec:
 
     names: canonical parameter names. template: the ``Params`` holding every other value (and
     the initial guess). length: the scale (m) of lengths (heights, vertices), the body size.
+    restitution_coordinate: ``"sigmoid"`` or ``"reflect"`` (module doc).
     """
 
     names: tuple
@@ -94,9 +108,13 @@ class ParamSpec:
     length: float
     sizes: tuple
     vertex_rows: np.ndarray
+    restitution_coordinate: str = "sigmoid"
 
     @staticmethod
-    def build(names, template: Params) -> "ParamSpec":
+    def build(names, template: Params, restitution_coordinate: str = "sigmoid") -> "ParamSpec":
+        if restitution_coordinate not in RESTITUTION_COORDINATES:
+            raise ValueError(f"restitution_coordinate must be one of {RESTITUTION_COORDINATES}, "
+                             f"got {restitution_coordinate!r}")
         names = canonical(names)
         law = template.law
         for n, field in (("mu", "mu"), ("mu_aniso", "mu"), ("restitution", "restitution")):
@@ -112,7 +130,7 @@ class ParamSpec:
         length = float(np.max(np.linalg.norm(verts - verts.mean(0), axis=1)))
         sizes = {"mu": 1, "mu_aniso": 2, "restitution": 1, "mass": 1, "inertia": 6, "ground": 1,
                  "ground_normal": 2, "vertices": 3 * len(rows)}
-        spec = ParamSpec(names, template, length, tuple(sizes[n] for n in names), rows)
+        spec = ParamSpec(names, template, length, tuple(sizes[n] for n in names), rows, restitution_coordinate)
         spec.check_bounds(template)
         return spec
 
@@ -189,6 +207,8 @@ class ParamSpec:
                 parts.append(_softplus_inv([float(np.asarray(params.law.mu)[0])]))
             elif n == "mu_aniso":
                 parts.append(_softplus_inv(np.asarray(params.law.mu, dtype=float)))
+            elif n == "restitution" and self.restitution_coordinate == "reflect":
+                parts.append(np.array([float(params.law.restitution)]))
             elif n == "restitution":
                 e = float(np.clip(float(params.law.restitution), _EDGE, 1 - _EDGE))
                 parts.append(np.array([np.log(e / (1 - e))]))
@@ -221,7 +241,8 @@ class ParamSpec:
             elif n == "mu_aniso":
                 law = law.replace(mu=jax.nn.softplus(seg))
             elif n == "restitution":
-                law = law.replace(restitution=jax.nn.sigmoid(seg[0]))
+                e = reflect01(seg[0]) if self.restitution_coordinate == "reflect" else jax.nn.sigmoid(seg[0])
+                law = law.replace(restitution=e)
             elif n == "mass":
                 body = body.replace(mass=jnp.exp(seg[0]))
             elif n == "inertia":

@@ -26,7 +26,8 @@ A stage is one of
 Why this order (docs/sysid.md): geometry first, without dynamics; then friction and restitution
 with the geometry fixed (two parameters, cheap, well conditioned); then everything jointly; then
 a trimmed joint polish. ``NOISY_SCHEDULE`` ends that polish with the smoothed-loss stage, for
-noisy positions.
+noisy positions. ``RANDOM_START_SCHEDULE`` is the recipe for a start far from the truth on
+noise-free throws (docs/gradients.md).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import numpy as np
 
 from . import kinematic, optim
 from .core import FitResult, Problem, errors, fit
-from .params import with_scalar
+from .params import RESTITUTION_COORDINATES, with_scalar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Stage:
     # continuation, one cycle per σ), then LM; kept if better (``smooth_polish``)
     smooth_pairs: int = 4  # antithetic perturbation pairs of the smoothed loss
     retrim: int = 0  # > 0: then this many rounds of ``trim_polish`` on all windows (10 % dropped at the point reached)
+    restitution_coordinate: str = "sigmoid"  # or "reflect": no flat ends (Problem.build's, ``params`` module doc)
 
     def __post_init__(self):
         # a bad σ is refused here, not when the stage is reached after the earlier ones have run
@@ -70,6 +72,9 @@ class Stage:
 
         if not (isinstance(self.retrim, (int, np.integer)) and self.retrim >= 0):
             raise ValueError(f"Stage.retrim must be an int >= 0 (rounds of trim_polish), got {self.retrim!r}")
+        if self.restitution_coordinate not in RESTITUTION_COORDINATES:
+            raise ValueError(f"Stage.restitution_coordinate must be one of {RESTITUTION_COORDINATES}, "
+                             f"got {self.restitution_coordinate!r}")
 
     def label(self) -> str:
         names = "all" if len(self.names) >= 4 else "+".join(self.names)
@@ -81,6 +86,7 @@ class Stage:
         sig = ",".join(f"{v:g}" for v in np.atleast_1d(self.smooth))
         extra += f" smooth {sig}×{self.smooth_pairs}" if self.smooth else ""
         extra += f" retrim ×{self.retrim}" if self.retrim else ""
+        extra += " ε reflect" if self.restitution_coordinate == "reflect" else ""
         return f"{self.kind} {names}{extra}"
 
 
@@ -106,6 +112,20 @@ DEFAULT_SCHEDULE = (
 # loss but 1.4 % off in ε, where the default ends 0.12 % off (docs/sysid.md).
 NOISY_SCHEDULE = DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(DEFAULT_SCHEDULE[-1], smooth=1e-3),)
 
+# For a start far from the truth (μ, ε, the ground and the vertices drawn anywhere in the ranges of
+# docs/gradients.md) on noise-free or nearly noise-free throws: the kinematic geometry, then plain LM
+# on everything, LM with the 10 % worst windows dropped, LM on all windows and one ``trim_polish``
+# round, all with ε in the reflected coordinate (no flat ends, ``params`` module doc). No grid, no
+# scans, no fitted window starts: with noisy positions use ``NOISY_SCHEDULE``. The stages of
+# ``benchmarks.sysid_random_starts``' recipe ``reflect+geometry+exact+trim+polish+retrim``, which was
+# chosen on validation starts (benchmarks/results/validation/README.md, val15).
+_ALL = ("mu", "restitution", "ground", "vertices")
+RANDOM_START_SCHEDULE = (
+    Stage("geometry", ("ground", "vertices"), max_iter=100),
+    Stage("lm", _ALL, max_iter=100, restitution_coordinate="reflect"),
+    Stage("lm", _ALL, max_iter=50, trim=0.1, restitution_coordinate="reflect"),
+    Stage("lm", _ALL, max_iter=50, retrim=1, restitution_coordinate="reflect"),
+)
 
 RETRIM_FRACTION = 0.1  # the windows a ``Stage.retrim`` round drops at the point reached
 
@@ -294,14 +314,14 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
             if kind == "nelder-mead":  # derivative-free: no per-window variables
                 st = dataclasses.replace(st, starts=(), continuity=0.0)
             lw = SmoothedCoulomb(st.kappa) if st.kappa > 0 else law
-            key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity)
+            key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity, s.restitution_coordinate)
             same = prev is not None and key(prev[0]) == key(st)
             if same:  # same fitted set and loss as the last stage: reuse its compiled Problem
                 prob, x0 = prev[1], res.x
             else:
                 prob = Problem.build(data, st.names, params, law=lw, window=st.window, substeps=substeps,
                                      stride=stride, contact_margin=contact_margin, starts=st.starts,
-                                     continuity=st.continuity)
+                                     continuity=st.continuity, restitution_coordinate=st.restitution_coordinate)
                 x0 = prob.x0()
                 old = prev[1] if prev is not None else None
                 if (old is not None and prob.starts and old.starts == prob.starts
@@ -313,7 +333,7 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
                 x0, grid_evals = grid_start(prob, x0, st.grid)
             full = prob
             prob, dropped = trim_windows(prob, x0, st.trim)
-            prev = (st, prob)
+            prev = (st, full)  # a later stage with the same key starts from all windows, not this one's
             budget = st.max_iter * 50 if kind == "nelder-mead" and st.kind != "nelder-mead" else st.max_iter
             res = fit(prob, kind, x0, progress=progress, max_iter=budget)
             hop_evals, hop_log = 0, []
