@@ -188,7 +188,6 @@ def adaptive_res_jac(probs, counter):
 
 def run_start(probs, mode, p0, max_iter, seed):
     from jaxcontact.sysid import FitResult, kinematic, optim
-    from jaxcontact.sysid.schedule import smooth_polish
 
     prob = probs["main"]
     t0 = time.perf_counter()
@@ -238,20 +237,11 @@ def run_start(probs, mode, p0, max_iter, seed):
             r = optim.levenberg_marquardt(rj, prob.residuals, r.x, max_iter=max_iter // 2)
             rollouts += (r.loss_evals + r.grad_evals * per) * prob.num_windows
             its += r.iterations
-        if mode.get("smooth"):  # schedule.smooth_polish: smoothed LM (30 %), hard LM (half), kept if better
-            sm = mode["smooth"]
-            before = FitResult.from_optim(prob, r)
-            after, _ = smooth_polish(prob, before, sm["sigma"], sm["pairs"], max_iter=max_iter * 3 // 10,
-                                     polish_iter=max_iter // 2, seed=seed)
-            rollouts += after.rollouts - before.rollouts
-            its += after.iterations - before.iterations
-            r = after
-        x, loss, msg = np.asarray(r.x), float(r.loss), r.message
-        if mode.get("retrim") and mode.get("trim") and not (mode.get("polish") or mode.get("smooth")):
-            loss = prob.loss(x)  # r.loss was on the trimmed windows; the rounds compare on all
-        for _ in range(mode.get("retrim", 0)):
-            x, loss, ro, it = retrim(prob, x, loss, max_iter // 2)
-            rollouts, its = rollouts + ro, its + it
+        # the trimmed LM's loss is on fewer windows; the later stages compare on all of them
+        loss = float(r.loss) if (mode.get("polish") or not mode.get("trim")) else float(prob.loss(r.x))
+        res = finish(prob, mode, FitResult.at(prob, r.x, loss, message=r.message), 0, 0, max_iter, seed)
+        x, loss, msg = np.asarray(res.x), float(res.loss), res.message
+        rollouts, its = rollouts + res.rollouts, its + res.iterations
         values = prob.spec.flat_values(x[: prob.spec.size])
         x = np.asarray(x, float).tolist()
     except optim.FitError as err:
@@ -267,15 +257,24 @@ def strip_retrims(spec: str) -> tuple[str, int]:
     return spec, k
 
 
-def retrim(prob, x, loss, max_iter):
-    """One ``schedule.trim_polish`` round from x (hard loss ``loss``): LM with the
-    ``schedule.RETRIM_FRACTION`` (10 %) of windows of largest residual at x dropped, then LM on all
-    windows, kept only where it lowers the hard loss. Returns (x, hard loss, rollouts, iterations)."""
-    from jaxcontact.sysid import FitResult
-    from jaxcontact.sysid.schedule import RETRIM_FRACTION, trim_polish
+def finish(prob, mode, res, cycles_done: int, retrims_done: int, max_iter: int, seed: int):
+    """The smoothed cycles of ``mode`` after the first ``cycles_done`` (``schedule.smooth_polish``:
+    smoothed LM, 30 % of the iterations, then hard LM, half; cycle j with the perturbation seed
+    seed + 1000 j, as ``smooth_polish`` seeds a sequence), then its ``+retrim`` rounds after the
+    first ``retrims_done`` (``schedule.trim_polish``: the ``RETRIM_FRACTION`` worst windows at the
+    point reached dropped, half the iterations each), from the ``FitResult`` ``res`` (its loss on
+    all windows). Each stage is kept only where it lowers the hard loss. Returns the FitResult
+    with the added work counted on top of ``res``'s."""
+    from jaxcontact.sysid.schedule import RETRIM_FRACTION, smooth_polish, trim_polish
 
-    out, _ = trim_polish(prob, FitResult.at(prob, x, loss), RETRIM_FRACTION, max_iter)
-    return np.asarray(out.x), float(out.loss), out.rollouts, out.iterations
+    sm = mode.get("smooth")
+    sigmas = np.atleast_1d(sm["sigma"]) if sm else ()
+    for j in range(cycles_done, len(sigmas)):
+        res, _ = smooth_polish(prob, res, float(sigmas[j]), sm["pairs"], max_iter=max_iter * 3 // 10,
+                               polish_iter=max_iter // 2, seed=seed + 1000 * j)
+    for _ in range(retrims_done, mode.get("retrim", 0)):
+        res, _ = trim_polish(prob, res, RETRIM_FRACTION, max_iter // 2)
+    return res
 
 
 def base_mode(spec: str, names) -> tuple[str, int, int] | None:
@@ -309,9 +308,9 @@ def continue_start(probs, mode, row, done, done_retrims, max_iter, seed):
     ``+retrim`` rounds (after the first ``done_retrims``), from the end point
     ``row["x"]`` of a run of its base mode on the same start: cycle j with the perturbation seed
     ``seed + 1000 j``, as ``schedule.smooth_polish`` seeds a sequence, so the result is the one a
-    run of the whole mode gives. Work and wall time add to the row's. Same returns as run_start."""
+    run of the whole mode gives (``finish``). Work and wall time add to the row's. Same returns as
+    run_start."""
     from jaxcontact.sysid import FitResult
-    from jaxcontact.sysid.schedule import smooth_polish
 
     prob = probs["main"]
     if row.get("x") is None:  # the base run failed (FitError): so does this one
@@ -322,18 +321,11 @@ def continue_start(probs, mode, row, done, done_retrims, max_iter, seed):
     if not np.isclose(res.loss, row["loss"], rtol=1e-6, atol=0.0):
         raise SystemExit(f"start {row['start']}: the loss at the stored end point is {res.loss:.6e}, the run recorded "
                          f"{row['loss']:.6e}: not the same data or code")
-    sm = mode.get("smooth") or {"sigma": (), "pairs": 0}
-    sigmas = np.atleast_1d(sm["sigma"])
-    for j in range(done, len(sigmas)):
-        res, _ = smooth_polish(prob, res, float(sigmas[j]), sm["pairs"], max_iter=max_iter * 3 // 10,
-                               polish_iter=max_iter // 2, seed=seed + 1000 * j)
-    x, loss, rollouts, its = np.asarray(res.x), float(res.loss), res.rollouts, res.iterations
-    for _ in range(done_retrims, mode.get("retrim", 0)):
-        x, loss, ro, it = retrim(prob, x, loss, max_iter // 2)
-        rollouts, its = rollouts + ro, its + it
+    res = finish(prob, mode, res, done, done_retrims, max_iter, seed)
+    x, rollouts, its = np.asarray(res.x), res.rollouts, res.iterations
     values = prob.spec.flat_values(x[:n])
     wall = row["wall_s"] + time.perf_counter() - t0
-    return (values, row["rollouts"] + rollouts, loss, row["iterations"] + its, res.message,
+    return (values, row["rollouts"] + rollouts, float(res.loss), row["iterations"] + its, res.message,
             wall, prob.num_windows, [], np.asarray(x, float).tolist())
 
 
