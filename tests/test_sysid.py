@@ -483,6 +483,26 @@ def test_hop_search_leaves_a_local_minimum_of_a_jagged_loss(small_data):
     assert moves3 == [] and f3 == f2 and np.array_equal(x3, x2)
 
 
+def test_compiled_programs_of_earlier_problems_are_bounded(small_data):
+    """Every Problem compiles its own programs (a static jit argument hashed by identity); without a
+    bound a process running many fits ran out of memory maps. Every COMPILED_PROBLEMS builds drop
+    them, and a Problem used again recompiles with the same values."""
+    from jaxcontact.sysid import losses
+
+    if not hasattr(losses.residuals, "_cache_size"):
+        pytest.skip("this jax version does not report the jit cache size")
+    law = syn.synthetic_law("velocity")
+    p0 = syn.start_params(law)
+    prob = sysid.Problem.build(small_data, "mu", p0, law=law, window=5, substeps=5)
+    x = prob.x0()
+    r0 = np.asarray(prob.residuals(x))
+    assert losses.residuals._cache_size() >= 1
+    for _ in range(losses.COMPILED_PROBLEMS):  # building compiles nothing; the bound is reached on the way
+        sysid.Problem.build(small_data, "mu", p0, law=law, window=5, substeps=5)
+    assert losses.residuals._cache_size() == 0
+    np.testing.assert_array_equal(np.asarray(prob.residuals(x)), r0)
+
+
 def test_fit_result_after_adds_the_work_of_both_fits():
     """``FitResult.after``: a polish fit reported with the work and history of the fit it continued."""
     import numpy as np

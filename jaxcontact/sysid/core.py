@@ -74,6 +74,7 @@ class Problem:
         if params0 is None:
             params0 = default_params(data, law)
         spec = ParamSpec.build(names, params0, restitution_coordinate)
+        losses.note_new_problem()  # bounds the compiled programs kept for earlier Problems
         unit = float(data.nominal.get("length_unit_m", 1.0))  # data length unit in metres
         # patch_tol: the engine's default 1 mm, in the data's units. max_correction_speed=None: a window
         # starts at a measured state whose apparent penetration is measurement noise, and the fit must

@@ -209,3 +209,24 @@ def loss_and_grad(wl: WindowLoss, unpack, x, deltas, windows, weights):
     """(loss, (∂/∂x, ∂/∂deltas))."""
     f = lambda xx, dd: jnp.sum(residuals(wl, unpack, xx, dd, windows, weights) ** 2)
     return jax.value_and_grad(f, argnums=(0, 1))(x, deltas)
+
+
+# Each Problem is a new static argument of the jitted functions above (its ParamSpec and loss are
+# hashed by identity), so each Problem compiles its own programs, and JAX keeps them for the life
+# of the process. Every compiled program holds memory maps of its machine code: without a bound,
+# about 24 ``staged_fit(..., RANDOM_START_SCHEDULE)`` calls in one process passed the kernel's
+# 65,530 maps and LLVM failed with "Cannot allocate memory" (measured: a small Problem's programs
+# add about 1,600 maps). So every ``COMPILED_PROBLEMS`` Problems built, the compiled programs of
+# these functions are dropped: a Problem used again afterwards compiles again (seconds), nothing
+# else changes.
+COMPILED_PROBLEMS = 16
+_built = [0]
+
+
+def note_new_problem() -> None:
+    """Count a new Problem (``Problem.build``); every ``COMPILED_PROBLEMS``-th drops the compiled
+    programs of ``residuals``, ``jacobian`` and ``loss_and_grad``."""
+    _built[0] += 1
+    if _built[0] % COMPILED_PROBLEMS == 0:
+        for f in (residuals, jacobian, loss_and_grad):
+            f.clear_cache()
