@@ -111,6 +111,8 @@ def main(argv=None):
     ap.add_argument("--links", default="0,10", help="continuity weights, comma-separated")
     ap.add_argument("--out", default=str(OUT), help="results prefix (.json, .md)")
     ap.add_argument("--variant", type=variant, default="default", help="the schedule (variant_schedule)")
+    ap.add_argument("--restitution-coordinate", default="sigmoid", choices=("sigmoid", "reflect"),
+                    help="ε's coordinate in every rollout stage (Stage.restitution_coordinate)")
     ap.add_argument("--from-truth", action="store_true", help="vertices known, LM on μ, ε, ground from the truth")
     ap.add_argument("--max-iter", type=int, default=80, help="LM iterations with --from-truth")
     a = ap.parse_args(argv)
@@ -118,6 +120,8 @@ def main(argv=None):
     doc = {"command": command_line("studies.sysid.noisy", argv), "throws": a.throws, "pool": a.pool,
            "noise_m": a.noise, "setting": "from the truth, vertices known" if a.from_truth else f"schedule {a.variant}",
            "runs": []}
+    if a.restitution_coordinate != "sigmoid":
+        doc["setting"] += f", ε coordinate {a.restitution_coordinate}"
     for seed in [int(s) for s in a.seeds.split(",")]:
         data = syn.make_synthetic(n_throws=a.pool, noise=a.noise, seed=seed).subset(range(a.throws))
         for c in [float(s) for s in a.links.split(",")]:
@@ -128,7 +132,9 @@ def main(argv=None):
                                 "lm", max_iter=a.max_iter)
                 rollouts, message = res.rollouts, res.message
             else:
-                rec = syn.recover(data, schedule=linked(variant_schedule(a.variant), c))
+                sched = tuple(st if st.kind == "geometry" else dataclasses.replace(st, restitution_coordinate=a.restitution_coordinate)
+                              for st in variant_schedule(a.variant))
+                rec = syn.recover(data, schedule=linked(sched, c))
                 res, rollouts, message = rec["result"], rec["rollouts"], rec["result"].message
             errs = sysid.errors(res.values, data.truth)
             doc["runs"].append({"seed": seed, "links": c, "errors": errs, "rollouts": int(rollouts),
