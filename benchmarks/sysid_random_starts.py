@@ -556,6 +556,9 @@ def summarize(doc, default, recommended=None):
         rs["recommended"] = recommended
     elif "recommended" in doc.get("random_starts", {}):
         rs["recommended"] = doc["random_starts"]["recommended"]
+    rs["about"] = ("default: the library's default gradient mode, alone in plain LM; every recipe here uses it. "
+                   "recommended: the recipe the docs recommend for random starts (schedule:random_start is "
+                   "sysid.RANDOM_START_SCHEDULE through sysid.staged_fit)")
     doc["random_starts"] = rs
 
 
