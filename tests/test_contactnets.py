@@ -414,13 +414,14 @@ def test_deep_network_inputs_have_their_structure(sim, tmp_path):
     for feats in ("zR", "p", "vertex"):
         fns = ContactFunctions("deep", hidden=(16, 16), features=feats)
         th = init_deep(jax.random.PRNGKey(5), fns, VERTS, MU, noise=0.1)
-        ld, gd = jax.value_and_grad(lambda t: batch_loss(fns, t, model, params.body, xs, xns, LossConfig())[0])(th)
-        lp = batch_loss(poly, th.poly, model, params.body, xs, xns, LossConfig())[0]
+        # jitted: eagerly, each of the loss's hundreds of small operations is compiled on its own
+        ld, gd = jax.jit(jax.value_and_grad(lambda t: batch_loss(fns, t, model, params.body, xs, xns, LossConfig())[0]))(th)
+        lp = jax.jit(lambda t: batch_loss(poly, t, model, params.body, xs, xns, LossConfig())[0])(th.poly)
         assert abs(float(ld) - float(lp)) <= 1e-9 * max(1.0, float(lp)), feats
         assert np.linalg.norm(jax.flatten_util.ravel_pytree(gd.net)[0]) > 0, feats
         flat, unravel = jax.flatten_util.ravel_pytree(th.net)
         th = th.replace(net=unravel(flat + 0.3 * jax.random.normal(jax.random.PRNGKey(6), flat.shape)))
-        corr = lambda pos, R: [a - b for a, b in zip(fns.phi(th, pos, R), poly.phi(th.poly, pos, R))]  # noqa: E731
+        corr = jax.jit(lambda pos, R, th=th, fns=fns: [a - b for a, b in zip(fns.phi(th, pos, R), poly.phi(th.poly, pos, R))])
         base = corr(p0, R0)
         assert float(jnp.max(jnp.abs(base[0]))) > 1e-3, feats  # the perturbed network does correct
         if feats == "zR":
