@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
+from jaxcontact.sysid.params import RESTITUTION_COORDINATES  # noqa: E402
 from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE  # noqa: E402
 
 from ..common import command_line  # noqa: E402
@@ -111,7 +112,7 @@ def main(argv=None):
     ap.add_argument("--links", default="0,10", help="continuity weights, comma-separated")
     ap.add_argument("--out", default=str(OUT), help="results prefix (.json, .md)")
     ap.add_argument("--variant", type=variant, default="default", help="the schedule (variant_schedule)")
-    ap.add_argument("--restitution-coordinate", default="sigmoid", choices=("sigmoid", "reflect"),
+    ap.add_argument("--restitution-coordinate", default="sigmoid", choices=RESTITUTION_COORDINATES,
                     help="ε's coordinate in every rollout stage (Stage.restitution_coordinate)")
     ap.add_argument("--from-truth", action="store_true", help="vertices known, LM on μ, ε, ground from the truth")
     ap.add_argument("--max-iter", type=int, default=80, help="LM iterations with --from-truth")
