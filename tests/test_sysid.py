@@ -566,6 +566,58 @@ def test_trim_polish_drops_the_worst_windows_at_the_point_and_never_returns_a_wo
     assert two["result"].loss == pytest.approx(prob.loss(two["result"].x), rel=1e-9)
 
 
+def test_reselect_trimmed_is_robust_to_a_window_that_pulls_least_squares_off(small_data):
+    """``schedule.reselect_trimmed`` (Stage.reselect, least trimmed squares): one window whose
+    samples are corrupted (its bounce moved up 2 mm per sample) pulls the least-squares ε off
+    the truth; concentration steps from that fit — drop the worst quarter *at the point reached*,
+    LM on the rest, repeat — return to the truth, and every step lowers the trimmed objective,
+    which is the loss the result reports."""
+    import dataclasses
+
+    from jaxcontact.sysid.schedule import Stage, reselect_trimmed, trimmed_loss
+
+    law = syn.synthetic_law("velocity")
+    truth = syn.truth_params(small_data.truth, law)
+    clean = sysid.Problem.build(small_data, "mu,restitution", truth, law=law, window=5, substeps=5)
+    _, J = clean.residuals_and_jacobian(clean.x0())
+    sens = np.linalg.norm(np.asarray(J).reshape(clean.num_windows, -1, 2)[:, :, 1], axis=1)
+    t, s0 = clean.where[int(np.argmax(sens))]  # the window that says most about ε
+    trajs = [np.array(tr) for tr in small_data.trajs]
+    trajs[t][s0 + 1:s0 + 6, 2] += 0.002 * np.arange(1, 6)
+    prob = sysid.Problem.build(dataclasses.replace(small_data, trajs=trajs), "mu,restitution", truth, law=law,
+                               window=5, substeps=5)
+    ls = sysid.fit(prob, "lm", prob.x0(), max_iter=30)
+    assert sysid.errors(ls.values, small_data.truth)["restitution"]["rel"] > 0.05  # least squares is pulled off
+    out, taken = reselect_trimmed(prob, ls, 0.25, rounds=3, max_iter=15)
+    errs = sysid.errors(out.values, small_data.truth)
+    assert errs["restitution"]["rel"] < 1e-6 and errs["mu"]["rel"] < 1e-6
+    assert taken and taken[0] and len(taken) <= 3
+    assert out.loss == pytest.approx(trimmed_loss(prob, out.x, 0.25))
+    assert out.loss < trimmed_loss(prob, ls.x, 0.25)
+    assert out.rollouts > ls.rollouts and out.iterations > ls.iterations  # the work of both counted
+    # from the least-squares optimum of clean data nothing is taken and the point is kept
+    at = sysid.fit(clean, "lm", clean.x0(), max_iter=5)
+    same, taken2 = reselect_trimmed(clean, at, 0.25, rounds=2, max_iter=5)
+    assert same.loss <= trimmed_loss(clean, at.x, 0.25)
+    if not any(taken2):
+        np.testing.assert_array_equal(same.x, at.x)
+    # the stage field: rounds >= 0, and only with windows to trim
+    with pytest.raises(ValueError, match="needs Stage.trim"):
+        Stage("lm", ("mu",), reselect=2)
+    with pytest.raises(ValueError, match="reselect must be an int"):
+        Stage("lm", ("mu",), trim=0.1, reselect=-1)
+    assert "reselect ×2" in Stage("lm", ("mu",), trim=0.1, reselect=2).label()
+    # Stage.stride: overlapping windows in that stage (here every 2 samples instead of every 5)
+    from jaxcontact.sysid.schedule import staged_fit
+
+    over = staged_fit(small_data, truth, law, (Stage("lm", ("mu", "restitution"), max_iter=1, stride=2),), substeps=5)
+    dense_windows = sysid.Problem.build(small_data, "mu,restitution", truth, law=law, window=5, substeps=5, stride=2)
+    assert over["result"].num_windows == dense_windows.num_windows > clean.num_windows
+    assert "stride 2" in over["stages"][0]["stage"]
+    with pytest.raises(ValueError, match="stride must be an int"):
+        Stage("lm", ("mu",), stride=-1)
+
+
 def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(small_data):
     """``schedule.smooth_polish`` (Stage.smooth): from a ripple minimum where plain LM stops, LM on
     the sample-average smoothed loss then LM on the hard loss reaches the bowl's minimum, and the

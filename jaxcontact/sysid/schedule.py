@@ -22,6 +22,10 @@ A stage is one of
   it lowers the hard loss (``smooth_polish``; a tuple of σ runs one such cycle per value).
   ``retrim`` then runs that many rounds of ``trim_polish`` on all windows: LM with the 10 % worst
   windows *at the point reached* dropped, then LM on all, kept where it lowers the hard loss.
+  ``reselect`` (with ``trim``) then runs that many concentration steps of least trimmed squares
+  (``reselect_trimmed``): the ``trim`` fraction of worst windows chosen again at the point reached,
+  LM on the rest, while the trimmed objective falls; the stage then reports that objective.
+  ``stride`` sets the samples between window starts (below ``window``: overlapping windows).
 
 Why this order (docs/sysid.md): geometry first, without dynamics; then friction and restitution
 with the geometry fixed (two parameters, cheap, well conditioned); then everything jointly; then
@@ -60,6 +64,8 @@ class Stage:
     smooth_pairs: int = 4  # antithetic perturbation pairs of the smoothed loss
     retrim: int = 0  # > 0: then this many rounds of ``trim_polish`` on all windows (10 % dropped at the point reached)
     restitution_coordinate: str = "sigmoid"  # or "reflect": no flat ends (Problem.build's, ``params`` module doc)
+    reselect: int = 0  # > 0 (with trim > 0): then up to this many rounds of ``reselect_trimmed`` (least trimmed squares)
+    stride: int = 0  # > 0: samples between window starts (< window: overlapping windows); 0: ``staged_fit``'s
 
     def __post_init__(self):
         # a bad σ is refused here, not when the stage is reached after the earlier ones have run
@@ -72,6 +78,12 @@ class Stage:
 
         if not (isinstance(self.retrim, (int, np.integer)) and self.retrim >= 0):
             raise ValueError(f"Stage.retrim must be an int >= 0 (rounds of trim_polish), got {self.retrim!r}")
+        if not (isinstance(self.reselect, (int, np.integer)) and self.reselect >= 0):
+            raise ValueError(f"Stage.reselect must be an int >= 0 (rounds of reselect_trimmed), got {self.reselect!r}")
+        if not (isinstance(self.stride, (int, np.integer)) and self.stride >= 0):
+            raise ValueError(f"Stage.stride must be an int >= 0 (0: staged_fit's stride), got {self.stride!r}")
+        if self.reselect and not self.trim > 0:
+            raise ValueError("Stage.reselect re-chooses the trimmed windows: it needs Stage.trim > 0")
         if self.restitution_coordinate not in RESTITUTION_COORDINATES:
             raise ValueError(f"Stage.restitution_coordinate must be one of {RESTITUTION_COORDINATES}, "
                              f"got {self.restitution_coordinate!r}")
@@ -86,6 +98,8 @@ class Stage:
         sig = ",".join(f"{v:g}" for v in np.atleast_1d(self.smooth))
         extra += f" smooth {sig}×{self.smooth_pairs}" if self.smooth else ""
         extra += f" retrim ×{self.retrim}" if self.retrim else ""
+        extra += f" reselect ×{self.reselect}" if self.reselect else ""
+        extra += f" stride {self.stride}" if self.stride else ""
         extra += " ε reflect" if self.restitution_coordinate == "reflect" else ""
         return f"{self.kind} {names}{extra}"
 
@@ -271,6 +285,48 @@ def trim_polish(prob: Problem, res: FitResult, fraction: float = 0.1, max_iter: 
                                message=res.message, history=res.history), False
 
 
+def trimmed_loss(prob: Problem, x, fraction: float) -> float:
+    """The least-trimmed-squares objective of ``prob`` at x: the loss of the windows left when
+    the ``fraction`` with the largest residual *at x* are dropped (``trim_windows``' choice),
+    weighted as ``trim_windows`` weights them."""
+    pt, _ = trim_windows(prob, x, fraction)
+    return pt.loss(x)
+
+
+def reselect_trimmed(full: Problem, res: FitResult, fraction: float, rounds: int, max_iter: int = 30
+                     ) -> tuple[FitResult, list]:
+    """Least trimmed squares by concentration steps: choose the ``fraction`` of windows of ``full``
+    with the largest residual at the point reached, drop them, LM on the rest from there; repeat
+    while the trimmed objective (``trimmed_loss``) falls, at most ``rounds`` times. Each step
+    lowers that objective or is not taken. Returns (the result, its loss the trimmed objective;
+    per round, whether it was taken).
+
+    Why (docs/sysid.md, "Least trimmed squares"): with noisy positions, a window that starts a
+    step or two before a fast impact predicts a bounce whose size depends on the start position
+    at a scale of 1/h (the position-consistent target): noise of a fraction of a millimetre there
+    gives a misfit many times the noise, at the true parameters too. A handful of such windows
+    outweighs the rest and moves ε tens of percent, so the least-squares optimum over all windows
+    is off the truth. Windows chosen once, at the stage's start, are chosen for the parameters
+    there and keep them; chosen again at every point reached, they are the ones the parameters
+    fit worst there, which the estimator is then robust to (Rousseeuw & Van Driessen's C-steps)."""
+    cur, f_cur = res, trimmed_loss(full, res.x, fraction)
+    cur = dataclasses.replace(cur, loss=f_cur, loss_evals=cur.loss_evals + 1, rollouts=cur.rollouts + full.num_windows)
+    taken = []
+    for _ in range(rounds):
+        pt, _ = trim_windows(full, cur.x, fraction)
+        r = fit(pt, "lm", cur.x, max_iter=max_iter).after(cur)
+        f_new = trimmed_loss(full, r.x, fraction)
+        r = dataclasses.replace(r, loss=f_new, loss_evals=r.loss_evals + 1, rollouts=r.rollouts + full.num_windows)
+        if not f_new < f_cur:
+            cur = dataclasses.replace(r, params=cur.params, values=cur.values, x=cur.x, loss=f_cur,
+                                      message=cur.message, history=cur.history)
+            taken.append(False)
+            break
+        cur, f_cur = r, f_new
+        taken.append(True)
+    return cur, taken
+
+
 def trim_windows(prob: Problem, x, fraction: float) -> tuple[Problem, int]:
     """``prob`` with zero weight on the ``fraction`` of windows with the largest squared residual
     at x (the shapes stay, so the compiled loss and Jacobian are reused)."""
@@ -315,13 +371,14 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
             if kind == "nelder-mead":  # derivative-free: no per-window variables
                 st = dataclasses.replace(st, starts=(), continuity=0.0)
             lw = SmoothedCoulomb(st.kappa) if st.kappa > 0 else law
-            key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity, s.restitution_coordinate)
+            key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity, s.restitution_coordinate,
+                             s.stride or stride)
             same = prev is not None and key(prev[0]) == key(st)
             if same:  # same fitted set and loss as the last stage: reuse its compiled Problem
                 prob, x0 = prev[1], res.x
             else:
                 prob = Problem.build(data, st.names, params, law=lw, window=st.window, substeps=substeps,
-                                     stride=stride, contact_margin=contact_margin, starts=st.starts,
+                                     stride=st.stride or stride, contact_margin=contact_margin, starts=st.starts,
                                      continuity=st.continuity, restitution_coordinate=st.restitution_coordinate)
                 x0 = prob.x0()
                 old = prev[1] if prev is not None else None
@@ -355,6 +412,9 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
             for _ in range(st.retrim if kind == "lm" else 0):  # on all windows, trimmed at the point reached
                 res, kept = trim_polish(full, res, RETRIM_FRACTION, max(st.max_iter // 2, 5))
                 retrims.append(kept)
+            reselected = []
+            if st.reselect and kind == "lm":
+                res, reselected = reselect_trimmed(full, res, st.trim, st.reselect, max_iter=st.max_iter)
             params = res.params  # the smoothed law has the hard law's parameter pytree
             t = time.perf_counter() - t0
             wall += t
@@ -367,6 +427,8 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int =
                 summ["smooth_kept"] = smoothed
             if retrims:
                 summ["retrim_kept"] = retrims
+            if reselected:
+                summ["reselect_taken"] = reselected
             if hop_evals:
                 summ["hop_loss_evals"] = hop_evals
                 summ["hop_moves"] = [{"name": m[0], "from": m[1], "to": m[2], "loss_from": m[3], "loss_to": m[4]}

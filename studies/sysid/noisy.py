@@ -7,7 +7,9 @@ noise=1e-3, seed=s)`` and its first ``--throws`` throws, so seed s is the data o
 replicate s. Each ``--links`` value c runs the ``--variant`` of ``sysid.DEFAULT_SCHEDULE``
 (``variant_schedule``) from the study's start with
 ``continuity=c`` in every rollout stage that fits window start positions (0 = the schedule as
-it is). ``--from-truth``: instead, the least-squares optimum itself — the vertex set known, LM on
+it is). ``--reselect K``: the last stage ends with K rounds of least-trimmed-squares
+reselection (``Stage.reselect``). ``--known-vertices``: the vertex set known, every stage without
+it (the geometry stage fits the height only), from the study's start. ``--from-truth``: instead, the least-squares optimum itself — the vertex set known, LM on
 μ, ε and the ground height (window start positions fitted, ``--max-iter``) started at the truth.
 Writes studies/sysid/results/noisy.{json,md} (``--out`` prefix) after every run.
 """
@@ -114,6 +116,11 @@ def main(argv=None):
     ap.add_argument("--variant", type=variant, default="default", help="the schedule (variant_schedule)")
     ap.add_argument("--restitution-coordinate", default="sigmoid", choices=RESTITUTION_COORDINATES,
                     help="ε's coordinate in every rollout stage (Stage.restitution_coordinate)")
+    ap.add_argument("--reselect", type=int, default=0,
+                    help="rounds of least-trimmed-squares reselection after the last stage (Stage.reselect)")
+    ap.add_argument("--stride", type=int, default=None, help="samples between window starts (default: the window)")
+    ap.add_argument("--known-vertices", action="store_true",
+                    help="the vertex set known: the schedule's stages without the vertices, from the study's start")
     ap.add_argument("--from-truth", action="store_true", help="vertices known, LM on μ, ε, ground from the truth")
     ap.add_argument("--max-iter", type=int, default=80, help="LM iterations with --from-truth")
     a = ap.parse_args(argv)
@@ -123,6 +130,12 @@ def main(argv=None):
            "runs": []}
     if a.restitution_coordinate != "sigmoid":
         doc["setting"] += f", ε coordinate {a.restitution_coordinate}"
+    if a.known_vertices:
+        doc["setting"] += ", vertices known (every stage without them)"
+    if a.stride:
+        doc["setting"] += f", window stride {a.stride}"
+    if a.reselect:
+        doc["setting"] += f", last stage reselect ×{a.reselect}"
     for seed in [int(s) for s in a.seeds.split(",")]:
         data = syn.make_synthetic(n_throws=a.pool, noise=a.noise, seed=seed).subset(range(a.throws))
         for c in [float(s) for s in a.links.split(",")]:
@@ -135,7 +148,12 @@ def main(argv=None):
             else:
                 sched = tuple(st if st.kind == "geometry" else dataclasses.replace(st, restitution_coordinate=a.restitution_coordinate)
                               for st in variant_schedule(a.variant))
-                rec = syn.recover(data, schedule=linked(sched, c))
+                if a.reselect:
+                    sched = sched[:-1] + (dataclasses.replace(sched[-1], reselect=a.reselect),)
+                if a.known_vertices:  # the same stages without the vertices (the geometry stage: height only)
+                    sched = tuple(dataclasses.replace(st, names=tuple(n for n in st.names if n != "vertices"))
+                                  for st in sched)
+                rec = syn.recover(data, schedule=linked(sched, c), known_vertices=a.known_vertices, stride=a.stride)
                 res, rollouts, message = rec["result"], rec["rollouts"], rec["result"].message
             errs = sysid.errors(res.values, data.truth)
             doc["runs"].append({"seed": seed, "links": c, "errors": errs, "rollouts": int(rollouts),
