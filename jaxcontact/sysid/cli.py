@@ -197,8 +197,9 @@ def register(sub) -> None:
     p.add_argument("--known-vertices", action="store_true",
                    help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
     p.add_argument("--schedule", choices=("default", "noisy"), default="default",
-                   help="--synthetic: sysid.DEFAULT_SCHEDULE, or sysid.NOISY_SCHEDULE (its last stage ended by the "
-                        "smoothed-loss polish; for noisy positions, docs/sysid.md)")
+                   help="--synthetic: sysid.DEFAULT_SCHEDULE, or sysid.NOISY_SCHEDULE (overlapping windows, its last "
+                        "stage ended by the smoothed-loss polish and least-trimmed-squares reselection; for "
+                        "noisy positions, docs/sysid.md)")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", type=output_figure, default=None,

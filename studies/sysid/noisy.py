@@ -59,7 +59,8 @@ def variant_schedule(name: str):
     """``DEFAULT_SCHEDULE`` (default); its last stage without the trim (untrimmed); with a last
     LM stage on all windows, with the local scans, appended (polish); or its last stage followed by
     the smoothed-loss polish at σ = SIGMA, 4 pairs (``smooth=SIGMA``: ``Stage.smooth``;
-    ``smooth=1e-3`` is ``sysid.NOISY_SCHEDULE``)."""
+    ``smooth=1e-3`` was ``sysid.NOISY_SCHEDULE`` until the ninth session of issue 23; with
+    ``--stride 2 --reselect 4`` it is the present one)."""
     last = DEFAULT_SCHEDULE[-1]
     if name.startswith("smooth="):
         return DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(last, smooth=float(name[len("smooth="):])),)
