@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -30,6 +31,15 @@ def command_line(prog: str, argv=None) -> str:
     """The command that ran ``prog`` (e.g. ``studies.dacm oracle``) with ``argv`` (default: sys.argv[1:])."""
     args = sys.argv[1:] if argv is None else list(argv)
     return " ".join(["python", "-m", prog] + [shlex.quote(str(a)) for a in args])
+
+
+def write_results(prefix, doc: dict, render) -> None:
+    """Write a study's results: ``doc`` as ``prefix.json`` and ``render(doc)`` as ``prefix.md``
+    (the folder made if needed); studies call it after every run, so a cut-off run keeps its rows."""
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    prefix.with_suffix(".json").write_text(json.dumps(doc, indent=1))
+    prefix.with_suffix(".md").write_text(render(doc))
 
 
 def in_work(path, work) -> Path:

@@ -261,6 +261,12 @@ class FitResult:
                    loss=float(prob.loss(x) if loss is None else loss), method="lm", iterations=0, loss_evals=0,
                    grad_evals=0, rollouts=0, wall_time=0.0, message=message, history=[], num_windows=prob.num_windows)
 
+    def at_point_of(self, kept: "FitResult") -> "FitResult":
+        """``kept``'s point (parameters, values, x, loss, message, history) with this result's work
+        counters: a proposal that was run and then not taken (the polishing steps of ``schedule``)."""
+        return dataclasses.replace(self, params=kept.params, values=kept.values, x=kept.x, loss=kept.loss,
+                                   message=kept.message, history=kept.history)
+
     def after(self, earlier: "FitResult") -> "FitResult":
         """This fit (started where ``earlier`` stopped) with the work and history of both: the
         counters add up and the history continues ``earlier``'s iteration numbers."""

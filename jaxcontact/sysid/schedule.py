@@ -262,8 +262,7 @@ def smooth_polish(prob: Problem, res: FitResult, sigma, pairs: int = 4, max_iter
     hard = fit(prob, "lm", r.x, max_iter=polish_iter or max_iter).after(work.after(res))
     if hard.loss < res.loss:
         return hard, True
-    return dataclasses.replace(hard, params=res.params, values=res.values, x=res.x, loss=res.loss,
-                               message=res.message, history=res.history), False
+    return hard.at_point_of(res), False
 
 
 def trim_polish(prob: Problem, res: FitResult, fraction: float = 0.1, max_iter: int = 50,
@@ -287,16 +286,14 @@ def trim_polish(prob: Problem, res: FitResult, fraction: float = 0.1, max_iter: 
     hard = FitResult.from_optim(prob, r).after(FitResult.from_optim(pt, t).after(res))
     if hard.loss < res.loss:
         return hard, True
-    return dataclasses.replace(hard, params=res.params, values=res.values, x=res.x, loss=res.loss,
-                               message=res.message, history=res.history), False
+    return hard.at_point_of(res), False
 
 
 def trimmed_loss(prob: Problem, x, fraction: float) -> float:
     """The least-trimmed-squares objective of ``prob`` at x: the loss of the windows left when
     the ``fraction`` with the largest residual *at x* are dropped (``trim_windows``' choice),
     weighted as ``trim_windows`` weights them."""
-    pt, _ = trim_windows(prob, x, fraction)
-    return pt.loss(x)
+    return _trim(prob, x, fraction)[2] if fraction > 0 else prob.loss(x)
 
 
 def reselect_trimmed(full: Problem, res: FitResult, fraction: float, rounds: int, max_iter: int = 30
@@ -315,20 +312,19 @@ def reselect_trimmed(full: Problem, res: FitResult, fraction: float, rounds: int
     is off the truth. Windows chosen once, at the stage's start, are chosen for the parameters
     there and keep them; chosen again at every point reached, they are the ones the parameters
     fit worst there, which the estimator is then robust to (Rousseeuw & Van Driessen's C-steps)."""
-    cur, f_cur = res, trimmed_loss(full, res.x, fraction)
-    cur = dataclasses.replace(cur, loss=f_cur, loss_evals=cur.loss_evals + 1, rollouts=cur.rollouts + full.num_windows)
+    # one residual evaluation per point gives both its window choice and its trimmed objective
+    pt, _, f_cur = _trim(full, res.x, fraction)
+    cur = dataclasses.replace(res, loss=f_cur, loss_evals=res.loss_evals + 1, rollouts=res.rollouts + full.num_windows)
     taken = []
     for _ in range(rounds):
-        pt, _ = trim_windows(full, cur.x, fraction)
         r = fit(pt, "lm", cur.x, max_iter=max_iter).after(cur)
-        f_new = trimmed_loss(full, r.x, fraction)
+        pt_new, _, f_new = _trim(full, r.x, fraction)
         r = dataclasses.replace(r, loss=f_new, loss_evals=r.loss_evals + 1, rollouts=r.rollouts + full.num_windows)
         if not f_new < f_cur:
-            cur = dataclasses.replace(r, params=cur.params, values=cur.values, x=cur.x, loss=f_cur,
-                                      message=cur.message, history=cur.history)
+            cur = r.at_point_of(cur)
             taken.append(False)
             break
-        cur, f_cur = r, f_new
+        cur, f_cur, pt = r, f_new, pt_new
         taken.append(True)
     return cur, taken
 
@@ -338,16 +334,24 @@ def trim_windows(prob: Problem, x, fraction: float) -> tuple[Problem, int]:
     at x (the shapes stay, so the compiled loss and Jacobian are reused)."""
     if fraction <= 0:
         return prob, 0
-    live = np.asarray(prob.weights) > 0
+    return _trim(prob, x, fraction)[:2]
+
+
+def _trim(prob: Problem, x, fraction: float) -> tuple[Problem, int, float]:
+    """(``trim_windows``' Problem, the windows it dropped, that Problem's loss at x), from one
+    evaluation of the residuals at x (fraction > 0)."""
+    weights = np.asarray(prob.weights)
+    live = weights > 0
     r = np.asarray(prob.residuals(x)).reshape(prob.num_windows, -1)
     per = np.where(live, np.sum(r * r, axis=1), -np.inf)
     k = int(np.floor(fraction * live.sum()))
     if k == 0:
-        return prob, 0
+        return prob, 0, float(np.sum(per[live]))
     keep = live.copy()
     keep[np.argsort(per)[-k:]] = False
     w = np.where(keep, 1.0 / np.sqrt(int(keep.sum()) * r.shape[1]), 0.0)
-    return dataclasses.replace(prob, weights=jnp.asarray(w)), k
+    loss = float(np.sum(per[keep] * (w[keep] / weights[keep]) ** 2))  # the residuals reweighted
+    return dataclasses.replace(prob, weights=jnp.asarray(w)), k, loss
 
 
 def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int = 1, stride=None,

@@ -89,8 +89,7 @@ def start_params(law=None) -> Params:
 
 
 def recover(data: Trajectories, *, schedule=None, law=None, method: str | None = None, progress: bool = False,
-            log=None, max_iter: int | None = None, known_vertices: bool = False, starts=None,
-            stride: int | None = None) -> dict:
+            log=None, max_iter: int | None = None, known_vertices: bool = False, starts=None) -> dict:
     """The issue's recovery from ``start_params`` by ``schedule.staged_fit`` (default
     ``DEFAULT_SCHEDULE``: kinematic geometry, LM on μ and ε, LM on everything, a trimmed LM
     polish). ``max_iter`` caps the iterations of every rollout stage. ``method="nelder-mead"``:
@@ -98,7 +97,7 @@ def recover(data: Trajectories, *, schedule=None, law=None, method: str | None =
     known_vertices: start from the true vertex set and fit μ, ε, height only
     (``schedule.known_geometry_schedule``) — the reduced case of the tests. starts: override the
     fitted window-start groups of every rollout stage ("" or () for none; Nelder–Mead stages
-    never fit starts). stride: samples between window starts (default: the window, no overlap)."""
+    never fit starts)."""
     import dataclasses
 
     from .schedule import DEFAULT_SCHEDULE, known_geometry_schedule, staged_fit
@@ -117,5 +116,5 @@ def recover(data: Trajectories, *, schedule=None, law=None, method: str | None =
 
         starts = check_starts(starts)
         schedule = tuple(s if s.kind == "geometry" else dataclasses.replace(s, starts=starts) for s in schedule)
-    return staged_fit(data, p0, law, schedule, substeps=SAMPLE_EVERY, stride=stride, method=method,
+    return staged_fit(data, p0, law, schedule, substeps=SAMPLE_EVERY, method=method,
                       progress=progress, log=log)

@@ -34,7 +34,7 @@ from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import optim  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
 
-from ..common import command_line  # noqa: E402
+from ..common import command_line, write_results  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "diagnose"
 EPS = (0.06, 0.1, 0.14)
@@ -152,9 +152,7 @@ def main(argv=None):
         doc["seeds"].append({"seed": seed, "linearized_sd": {
             "known": linearized_sd(seed, "mu,restitution,ground"),
             "fitted": linearized_sd(seed, "mu,restitution,ground,vertices")}, "profile": profile(seed)})
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
-        out.with_suffix(".md").write_text(render(doc))
+        write_results(out, doc, render)
     print(render(doc))
 
 

@@ -33,7 +33,7 @@ from jaxcontact.sysid import synthetic as syn  # noqa: E402
 from jaxcontact.sysid.params import RESTITUTION_COORDINATES  # noqa: E402
 from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE  # noqa: E402
 
-from ..common import command_line  # noqa: E402
+from ..common import command_line, write_results  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "noisy"
 KEYS = ("mu", "restitution", "ground", "vertices")
@@ -119,7 +119,7 @@ def main(argv=None):
                     help="ε's coordinate in every rollout stage (Stage.restitution_coordinate)")
     ap.add_argument("--reselect", type=int, default=0,
                     help="rounds of least-trimmed-squares reselection after the last stage (Stage.reselect)")
-    ap.add_argument("--stride", type=int, default=None, help="samples between window starts (default: the window)")
+    ap.add_argument("--stride", type=int, default=None, help="samples between window starts in every rollout stage (Stage.stride; default: the window)")
     ap.add_argument("--known-vertices", action="store_true",
                     help="the vertex set known: the schedule's stages without the vertices, from the study's start")
     ap.add_argument("--from-truth", action="store_true", help="vertices known, LM on μ, ε, ground from the truth")
@@ -149,21 +149,21 @@ def main(argv=None):
             else:
                 sched = tuple(st if st.kind == "geometry" else dataclasses.replace(st, restitution_coordinate=a.restitution_coordinate)
                               for st in variant_schedule(a.variant))
+                if a.stride:  # Stage.stride in every rollout stage
+                    sched = tuple(st if st.kind == "geometry" else dataclasses.replace(st, stride=a.stride) for st in sched)
                 if a.reselect:
                     sched = sched[:-1] + (dataclasses.replace(sched[-1], reselect=a.reselect),)
                 if a.known_vertices:  # the same stages without the vertices (the geometry stage: height only)
                     sched = tuple(dataclasses.replace(st, names=tuple(n for n in st.names if n != "vertices"))
                                   for st in sched)
-                rec = syn.recover(data, schedule=linked(sched, c), known_vertices=a.known_vertices, stride=a.stride)
+                rec = syn.recover(data, schedule=linked(sched, c), known_vertices=a.known_vertices)
                 res, rollouts, message = rec["result"], rec["rollouts"], rec["result"].message
             errs = sysid.errors(res.values, data.truth)
             doc["runs"].append({"seed": seed, "links": c, "errors": errs, "rollouts": int(rollouts),
                                 "wall_s": time.perf_counter() - t0, "message": message,
                                 "values": {k: v for k, v in res.values.items() if k != "vertices"}})
             print(f"seed {seed} links {c:g}: {json.dumps({k: errs[k] for k in KEYS if k in errs})}", file=sys.stderr, flush=True)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
-            out.with_suffix(".md").write_text(render(doc))
+            write_results(out, doc, render)
     print(render(doc))
 
 

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ..common import command_line, cube_tosses_path
+from ..common import command_line, cube_tosses_path, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALL = ("mu", "restitution", "ground", "vertices")
@@ -152,12 +151,10 @@ def main(argv=None) -> int:
            "split": "held-out: the 48 tosses of studies.contactnets.common.cube_test_split (seed 12345); "
                     f"training: {args.tosses} tosses of the remaining pool, permutation seed {args.seed}"}
     res_path = Path(args.out)
-    res_path.parent.mkdir(parents=True, exist_ok=True)
 
     def save():
         out["wall_time_s"] = time.perf_counter() - t_start
-        res_path.with_suffix(".json").write_text(json.dumps(out, indent=1))
-        res_path.with_suffix(".md").write_text(markdown(out))
+        write_results(res_path, out, markdown)
 
     # 1. the fit
     tol = None if args.support_tol is None else args.support_tol * full.gravity * full.dt
