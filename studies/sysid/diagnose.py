@@ -85,22 +85,23 @@ def linearized_sd(seed: int, names) -> dict:
 def profile(seed: int) -> dict:
     """Per-window misfit at the true parameters but ε, start positions fitted, for each ε of EPS."""
     data = syn.make_synthetic(n_throws=40, noise=NOISE, seed=seed).subset(range(20))
-    per, where = {}, None
+    # one Problem (one compilation) for every ε: its windows depend on the vertices and the height
+    # only, and ε enters through the point x
+    prob = sysid.Problem.build(data, ("restitution",), syn.truth_params(data.truth), law=syn.synthetic_law(), window=5,
+                               substeps=syn.SAMPLE_EVERY, starts="pos")
+
+    def starts_only(z):  # LM on the start corrections alone: the ε column zeroed
+        r, J = prob.residuals_and_jacobian(z)
+        return r, optim.BlockJacobian(r, 0 * J.Jg, J.Jl)
+
+    per, where = {}, prob.where
     for eps in EPS:
-        truth = syn.truth_params(dict(data.truth, restitution=eps))
-        # one window set for every ε: the contact margin only looks at the (same) vertices and height
-        prob = sysid.Problem.build(data, ("restitution",), truth, law=syn.synthetic_law(), window=5,
-                                   substeps=syn.SAMPLE_EVERY, starts="pos")
-
-        def starts_only(z):  # LM on the start corrections alone: the ε column zeroed
-            r, J = prob.residuals_and_jacobian(z)
-            return r, optim.BlockJacobian(r, 0 * J.Jg, J.Jl)
-
-        r = optim.levenberg_marquardt(starts_only, prob.residuals, prob.x0(), max_iter=40)
+        x = prob.x0()
+        x[:prob.spec.size] = prob.spec.pack(syn.truth_params(dict(data.truth, restitution=eps)))
+        r = optim.levenberg_marquardt(starts_only, prob.residuals, x, max_iter=40)
         R = np.asarray(prob.residuals(r.x)).reshape(prob.num_windows, -1)
         unit = NOISE ** 2 * 15 / (prob.num_windows * R.shape[1])  # a window's expected misfit under noise
         per[eps] = np.sum(R * R, axis=1) / unit
-        where = prob.where
     out = {"windows": int(len(where)), "sums": {}, "worst_at_truth": []}
     for f in TRIMS:
         k = int(np.floor(f * len(where)))

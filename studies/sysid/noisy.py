@@ -8,7 +8,9 @@ replicate s. Each ``--links`` value c runs the ``--variant`` of ``sysid.DEFAULT_
 (``variant_schedule``) from the study's start with
 ``continuity=c`` in every rollout stage that fits window start positions (0 = the schedule as
 it is). ``--reselect K``: the last stage ends with K rounds of least-trimmed-squares
-reselection (``Stage.reselect``). ``--known-vertices``: the vertex set known, every stage without
+reselection (``Stage.reselect``); ``--trim F``: the fraction of windows it drops (``Stage.trim``,
+default the schedule's 0.1). ``--last-stage-from-truth``: only the schedule's last stage, everything fitted, started at the
+truth (where the estimator lies, apart from the optimiser's path). ``--known-vertices``: the vertex set known, every stage without
 it (the geometry stage fits the height only), from the study's start. ``--from-truth``: instead, the least-squares optimum itself — the vertex set known, LM on
 μ, ε and the ground height (window start positions fitted, ``--max-iter``) started at the truth.
 Writes studies/sysid/results/noisy.{json,md} (``--out`` prefix) after every run.
@@ -119,11 +121,15 @@ def main(argv=None):
                     help="ε's coordinate in every rollout stage (Stage.restitution_coordinate)")
     ap.add_argument("--reselect", type=int, default=0,
                     help="rounds of least-trimmed-squares reselection after the last stage (Stage.reselect)")
+    ap.add_argument("--trim", type=float, default=None,
+                    help="the fraction of windows the last stage drops (Stage.trim; default: the schedule's, 0.1)")
     ap.add_argument("--stride", type=int, default=None, help="samples between window starts in every rollout stage (Stage.stride; default: the window)")
     ap.add_argument("--known-vertices", action="store_true",
                     help="the vertex set known: the schedule's stages without the vertices, from the study's start")
     ap.add_argument("--from-truth", action="store_true", help="vertices known, LM on μ, ε, ground from the truth")
     ap.add_argument("--max-iter", type=int, default=80, help="LM iterations with --from-truth")
+    ap.add_argument("--last-stage-from-truth", action="store_true",
+                    help="run only the schedule's last stage (everything fitted), started at the truth")
     a = ap.parse_args(argv)
     out = Path(a.out)
     doc = {"command": command_line("studies.sysid.noisy", argv), "throws": a.throws, "pool": a.pool,
@@ -135,8 +141,12 @@ def main(argv=None):
         doc["setting"] += ", vertices known (every stage without them)"
     if a.stride:
         doc["setting"] += f", window stride {a.stride}"
+    if a.trim is not None:
+        doc["setting"] += f", last stage trim {a.trim:g}"
     if a.reselect:
         doc["setting"] += f", last stage reselect ×{a.reselect}"
+    if a.last_stage_from_truth:
+        doc["setting"] += ", its last stage only, started at the truth"
     for seed in [int(s) for s in a.seeds.split(",")]:
         data = syn.make_synthetic(n_throws=a.pool, noise=a.noise, seed=seed).subset(range(a.throws))
         for c in [float(s) for s in a.links.split(",")]:
@@ -151,12 +161,18 @@ def main(argv=None):
                               for st in variant_schedule(a.variant))
                 if a.stride:  # Stage.stride in every rollout stage
                     sched = tuple(st if st.kind == "geometry" else dataclasses.replace(st, stride=a.stride) for st in sched)
+                if a.trim is not None:
+                    sched = sched[:-1] + (dataclasses.replace(sched[-1], trim=a.trim),)
                 if a.reselect:
                     sched = sched[:-1] + (dataclasses.replace(sched[-1], reselect=a.reselect),)
                 if a.known_vertices:  # the same stages without the vertices (the geometry stage: height only)
                     sched = tuple(dataclasses.replace(st, names=tuple(n for n in st.names if n != "vertices"))
                                   for st in sched)
-                rec = syn.recover(data, schedule=linked(sched, c), known_vertices=a.known_vertices)
+                if a.last_stage_from_truth:  # where the estimator itself lies: no earlier stage, no start error
+                    rec = sysid.staged_fit(data, syn.truth_params(data.truth), syn.synthetic_law(), linked(sched, c)[-1:],
+                                           substeps=syn.SAMPLE_EVERY)
+                else:
+                    rec = syn.recover(data, schedule=linked(sched, c), known_vertices=a.known_vertices)
                 res, rollouts, message = rec["result"], rec["rollouts"], rec["result"].message
             errs = sysid.errors(res.values, data.truth)
             doc["runs"].append({"seed": seed, "links": c, "errors": errs, "rollouts": int(rollouts),
