@@ -104,6 +104,12 @@ class Stage:
         return f"{self.kind} {names}{extra}"
 
 
+def in_rollout_stages(schedule, **fields) -> tuple:
+    """``schedule`` with ``fields`` (``Stage`` fields) set in every rollout stage; the geometry
+    stages, which run no rollout, as they are."""
+    return tuple(st if st.kind == "geometry" else dataclasses.replace(st, **fields) for st in schedule)
+
+
 def known_geometry_schedule(max_iter: int = 30) -> tuple:
     """The schedule when the vertices are known: kinematic height, LM on μ, ε and the height,
     a trimmed LM polish (one compiled Jacobian)."""
@@ -131,8 +137,8 @@ DEFAULT_SCHEDULE = (
 # worst), height 0.19 / 0.39 mm (docs/sysid.md, "Report seeds 40-45"). It is not the default: on the
 # noise-free synthetic case the smoothed polish ended 1.4 % off in ε, where the default ends 0.12 % off.
 _SMOOTHED = DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(DEFAULT_SCHEDULE[-1], smooth=1e-3),)
-NOISY_SCHEDULE = tuple(st if st.kind == "geometry" else dataclasses.replace(st, stride=2) for st in _SMOOTHED[:-1]) + (
-    dataclasses.replace(_SMOOTHED[-1], stride=2, reselect=4),)
+_OVERLAPPING = in_rollout_stages(_SMOOTHED, stride=2)
+NOISY_SCHEDULE = _OVERLAPPING[:-1] + (dataclasses.replace(_OVERLAPPING[-1], reselect=4),)
 
 # For a start far from the truth (μ, ε, the ground and the vertices drawn anywhere in the ranges of
 # docs/gradients.md) on noise-free or nearly noise-free throws: the kinematic geometry, then plain LM
@@ -313,19 +319,19 @@ def reselect_trimmed(full: Problem, res: FitResult, fraction: float, rounds: int
     is off the truth. Windows chosen once, at the stage's start, are chosen for the parameters
     there and keep them; chosen again at every point reached, they are the ones the parameters
     fit worst there, which the estimator is then robust to (Rousseeuw & Van Driessen's C-steps)."""
-    # one residual evaluation per point gives both its window choice and its trimmed objective
-    pt, _, f_cur = _trim(full, res.x, fraction)
-    cur = dataclasses.replace(res, loss=f_cur, loss_evals=res.loss_evals + 1, rollouts=res.rollouts + full.num_windows)
+    def trimmed_at(r: FitResult):  # one residual evaluation: the window choice at r, and r with that objective
+        p, _, f = _trim(full, r.x, fraction)
+        return p, dataclasses.replace(r, loss=f, loss_evals=r.loss_evals + 1, rollouts=r.rollouts + full.num_windows)
+
+    pt, cur = trimmed_at(res)
     taken = []
     for _ in range(rounds):
-        r = fit(pt, "lm", cur.x, max_iter=max_iter).after(cur)
-        pt_new, _, f_new = _trim(full, r.x, fraction)
-        r = dataclasses.replace(r, loss=f_new, loss_evals=r.loss_evals + 1, rollouts=r.rollouts + full.num_windows)
-        if not f_new < f_cur:
+        pt_new, r = trimmed_at(fit(pt, "lm", cur.x, max_iter=max_iter).after(cur))
+        if not r.loss < cur.loss:
             cur = r.at_point_of(cur)
             taken.append(False)
             break
-        cur, f_cur, pt = r, f_new, pt_new
+        cur, pt = r, pt_new
         taken.append(True)
     return cur, taken
 

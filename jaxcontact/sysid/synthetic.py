@@ -100,7 +100,7 @@ def recover(data: Trajectories, *, schedule=None, law=None, method: str | None =
     never fit starts)."""
     import dataclasses
 
-    from .schedule import DEFAULT_SCHEDULE, known_geometry_schedule, staged_fit
+    from .schedule import DEFAULT_SCHEDULE, in_rollout_stages, known_geometry_schedule, staged_fit
 
     law = synthetic_law() if law is None else law
     p0 = start_params(law)
@@ -115,6 +115,6 @@ def recover(data: Trajectories, *, schedule=None, law=None, method: str | None =
         from .losses import check_starts
 
         starts = check_starts(starts)
-        schedule = tuple(s if s.kind == "geometry" else dataclasses.replace(s, starts=starts) for s in schedule)
+        schedule = in_rollout_stages(schedule, starts=starts)
     return staged_fit(data, p0, law, schedule, substeps=SAMPLE_EVERY, method=method,
                       progress=progress, log=log)

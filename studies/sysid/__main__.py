@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 
 from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
-from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, Stage, staged_fit  # noqa: E402
+from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, Stage, in_rollout_stages, staged_fit  # noqa: E402
 
 from ..common import command_line, cube_tosses_path  # noqa: E402
 
@@ -59,8 +59,7 @@ def synthetic_run(n, noise, method, args, data_all, max_iter=None, replicate=0):
     if method == "lm":
         rec = syn.recover(data, log=log, max_iter=max_iter)
     else:  # the same stages and loss, Nelder–Mead with a fixed budget per rollout stage
-        sched = tuple(s if s.kind == "geometry" else dataclasses.replace(s, kind="nelder-mead", max_iter=args.nm_evals, starts=())
-                      for s in DEFAULT_SCHEDULE)
+        sched = in_rollout_stages(DEFAULT_SCHEDULE, kind="nelder-mead", max_iter=args.nm_evals, starts=())
         rec = syn.recover(data, schedule=sched, log=log)
     res = rec["result"]
     errs = sysid.errors(res.values, data.truth)

@@ -1,6 +1,6 @@
 """Why ε is off on some noisy seeds: what the data say about ε at the true parameters.
 
-    python -m studies.sysid.diagnose --seeds 20,24
+    python -m studies.sysid.diagnose --seeds 20,24,33
 
 Data as in ``studies.sysid.noisy`` (``make_synthetic(n_throws=40, noise=1e-3, seed=s)``, its first
 20 throws; windows of 5 samples, window start positions fitted). Per seed:

@@ -9,10 +9,12 @@ replicate s. Each ``--links`` value c runs the ``--variant`` of ``sysid.DEFAULT_
 ``continuity=c`` in every rollout stage that fits window start positions (0 = the schedule as
 it is). ``--reselect K``: the last stage ends with K rounds of least-trimmed-squares
 reselection (``Stage.reselect``); ``--trim F``: the fraction of windows it drops (``Stage.trim``,
-default the schedule's 0.1). ``--last-stage-from-truth``: only the schedule's last stage, everything fitted, started at the
-truth (where the estimator lies, apart from the optimiser's path). ``--known-vertices``: the vertex set known, every stage without
-it (the geometry stage fits the height only), from the study's start. ``--from-truth``: instead, the least-squares optimum itself — the vertex set known, LM on
-μ, ε and the ground height (window start positions fitted, ``--max-iter``) started at the truth.
+default the schedule's 0.1). ``--last-stage-from-truth``: only the schedule's last stage,
+everything fitted, started at the truth (where the estimator lies, apart from the optimiser's
+path). ``--known-vertices``: the vertex set known, every stage without it (the geometry stage fits
+the height only), from the study's start. ``--from-truth``: instead, the least-squares optimum
+itself — the vertex set known, LM on μ, ε and the ground height (window start positions fitted,
+``--max-iter``) started at the truth.
 Writes studies/sysid/results/noisy.{json,md} (``--out`` prefix) after every run.
 """
 
@@ -33,7 +35,7 @@ import numpy as np  # noqa: E402
 from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
 from jaxcontact.sysid.params import RESTITUTION_COORDINATES  # noqa: E402
-from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE  # noqa: E402
+from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, in_rollout_stages  # noqa: E402
 
 from ..common import command_line, write_results  # noqa: E402
 
@@ -157,14 +159,12 @@ def main(argv=None):
                                 "lm", max_iter=a.max_iter)
                 rollouts, message = res.rollouts, res.message
             else:
-                sched = tuple(st if st.kind == "geometry" else dataclasses.replace(st, restitution_coordinate=a.restitution_coordinate)
-                              for st in variant_schedule(a.variant))
-                if a.stride:  # Stage.stride in every rollout stage
-                    sched = tuple(st if st.kind == "geometry" else dataclasses.replace(st, stride=a.stride) for st in sched)
+                sched = in_rollout_stages(variant_schedule(a.variant), restitution_coordinate=a.restitution_coordinate,
+                                          **({"stride": a.stride} if a.stride else {}))
+                last = {"reselect": a.reselect} if a.reselect else {}
                 if a.trim is not None:
-                    sched = sched[:-1] + (dataclasses.replace(sched[-1], trim=a.trim),)
-                if a.reselect:
-                    sched = sched[:-1] + (dataclasses.replace(sched[-1], reselect=a.reselect),)
+                    last["trim"] = a.trim
+                sched = sched[:-1] + (dataclasses.replace(sched[-1], **last),)
                 if a.known_vertices:  # the same stages without the vertices (the geometry stage: height only)
                     sched = tuple(dataclasses.replace(st, names=tuple(n for n in st.names if n != "vertices"))
                                   for st in sched)
