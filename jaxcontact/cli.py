@@ -18,6 +18,7 @@ import importlib
 import os
 import sys
 
+from .cliargs import error_line
 from .plotting import PlottingUnavailable, require_matplotlib
 from .version import __version__
 
@@ -81,15 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
-
-
-def error_line(err: BaseException) -> str:
-    """The one line printed for an error: an ``OSError`` as "<what> (<path>)"."""
-    if isinstance(err, OSError) and err.filename is not None:
-        what = err.strerror or type(err).__name__
-        paths = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
-        return f"{what} ({paths})"
-    return str(err) or type(err).__name__
 
 
 def main(argv: list[str] | None = None) -> int:

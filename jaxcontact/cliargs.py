@@ -1,12 +1,18 @@
 """Checks the command line makes before it computes: argparse types for counts and physical
 values, output paths, and the memory a run will need.
 
-The argparse types (``positive_int``, ``nonnegative_int``, ``positive_float``,
+The argparse types (``positive_int``, ``nonnegative_int``, ``seed``, ``positive_float``,
 ``nonnegative_float``, ``unit_interval``, ``output_file``, ``output_npz``, ``output_figure``,
 ``output_dir``) run
 while the command line is parsed, so a bad value is a one-line error before anything is
-loaded or simulated. ``output_file`` and friends only inspect the file system; they never
-create anything.
+loaded or simulated. ``output_file`` and friends check the names against the file system's
+length limits and probe the directory that will hold the output by creating and removing an
+empty hidden file in it (so a read-only file system or ``/proc`` is refused before the work,
+not after it); they create nothing else.
+
+After the work: ``optional_outputs`` writes a command's optional outputs (figures, extra
+files) once its primary result is out; a failure there is one line and a non-zero exit status,
+the result stays written.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import stat
+import tempfile
 from pathlib import Path
 
 
@@ -50,6 +58,17 @@ def nonnegative_int(text: str) -> int:
     return n
 
 
+SEED_MAX = 2**32 - 1  # the largest seed every random generator of the project takes (JAX's PRNGKey in float32 mode)
+
+
+def seed(text: str) -> int:
+    """A random seed: an integer in [0, 2**32 - 1]."""
+    n = _int(text)
+    if not 0 <= n <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be a seed in [0, {SEED_MAX}], got {text!r}")
+    return n
+
+
 def positive_float(text: str) -> float:
     """A finite number > 0 (time steps, rates)."""
     x = _float(text)
@@ -77,28 +96,93 @@ def unit_interval(text: str) -> float:
 # ------------------------------------------------------------------------------------ paths
 
 
+def _name_max(directory: Path) -> tuple[int, int]:
+    """(longest file name in bytes, longest path) the file system of ``directory`` takes."""
+    def conf(name, default):
+        try:
+            return int(os.pathconf(directory, name))
+        except (OSError, ValueError, AttributeError):
+            return default
+
+    return conf("PC_NAME_MAX", 255), conf("PC_PATH_MAX", 4096)
+
+
+def check_names(path: Path, existing: Path) -> None:
+    """``ValueError`` if a component of ``path`` below the existing directory ``existing`` (the
+    names still to be created) or the whole path is longer than the file system takes."""
+    name_max, path_max = _name_max(existing)
+    full = os.fsencode(str(path.absolute()))
+    if len(full) >= path_max:
+        raise ValueError(f"the path {str(path)[:60]}... is {len(full)} bytes, longer than the file system's limit "
+                         f"of {path_max - 1}")
+    for part in path.relative_to(existing).parts if path != existing else ():
+        if len(os.fsencode(part)) > name_max:
+            raise ValueError(f"the file name {part[:40]}... is {len(os.fsencode(part))} bytes, longer than the "
+                             f"file system's limit of {name_max} ({existing})")
+
+
+def probe_writable(directory: Path) -> None:
+    """``ValueError`` unless a file can be created in the existing ``directory``: an empty hidden
+    file is created and removed (catches read-only file systems and /proc, where permissions alone
+    say writable)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".jaxcontact-probe-", dir=directory)
+    except OSError as err:
+        raise ValueError(f"cannot create files in {directory} ({err.strerror or type(err).__name__})") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def _stat(path: Path):
+    try:
+        return os.stat(path)
+    except OSError:  # absent, or a name the file system cannot hold (``check_names`` says which)
+        return None
+
+
+def _exists(path: Path) -> bool:
+    return _stat(path) is not None
+
+
+def _is_dir(path: Path) -> bool:
+    st = _stat(path)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists."""
+    path = Path(path)
+    while not _exists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
 def check_writable_parent(path: Path) -> None:
-    """``ValueError`` unless ``path``'s parent is an existing, writable directory."""
+    """``ValueError`` unless ``path``'s parent is an existing directory files can be created in
+    and ``path``'s name fits the file system."""
     parent = path.parent
-    if not parent.is_dir():
+    if not _is_dir(parent):
         raise ValueError(f"the directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"the directory {parent} is not writable")
+    check_names(path, parent)
+    probe_writable(parent)
 
 
 def check_output_file(path, suffix: str | None = None) -> Path:
     """The file path a command will write (``suffix`` appended if missing, as numpy's ``savez``
-    does), checked: not a directory, parent exists and is writable, an existing file writable.
-    ``ValueError`` (one line) otherwise; touches nothing."""
+    does), checked: not a directory, parent exists and takes new files (``probe_writable``), the
+    name fits the file system, an existing file writable. ``ValueError`` (one line) otherwise."""
     path = Path(path)
-    if path.is_dir():
+    check_names(path, nearest_existing(path.parent))
+    if _is_dir(path):
         raise ValueError(f"{path} is a directory, expected a file name")
     if suffix and path.suffix != suffix:
         path = path.with_name(path.name + suffix)
-    if path.is_dir():
+    if _is_dir(path):
         raise ValueError(f"{path} is a directory, expected a file name")
     check_writable_parent(path)
-    if path.exists() and not os.access(path, os.W_OK):
+    if _exists(path) and not os.access(path, os.W_OK):
         raise ValueError(f"{path} exists and is not writable")
     return path
 
@@ -111,7 +195,7 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".p
 def check_output_figure(path) -> Path:
     """``check_output_file`` for a figure: ".png" appended unless the suffix is a figure format."""
     path = Path(path)
-    if path.is_dir():
+    if _is_dir(path):
         raise ValueError(f"{path} is a directory, expected a file name")
     if path.suffix.lower() not in FIGURE_SUFFIXES:
         path = path.with_name(path.name + ".png")
@@ -121,25 +205,31 @@ def check_output_figure(path) -> Path:
 def check_creatable_directory(path: Path) -> None:
     """``ValueError`` unless the directory ``path`` (missing parents included, as ``mkdir -p``
     creates them) can be created: its nearest existing ancestor is a writable directory."""
-    anc = path.parent
-    while not anc.exists() and anc != anc.parent:
-        anc = anc.parent
-    if not anc.is_dir():
+    anc = nearest_existing(path.parent)
+    if not _is_dir(anc):
         raise ValueError(f"{anc} is not a directory, so {path} cannot be created")
     if not os.access(anc, os.W_OK | os.X_OK):
         raise ValueError(f"the directory {anc} is not writable, so {path} cannot be created")
+    check_names(path, anc)
+    try:
+        probe_writable(anc)
+    except ValueError as err:
+        raise ValueError(f"{err}, so {path} cannot be created") from None
 
 
 def check_output_directory(path) -> Path:
     """A directory a command writes files into: an existing writable directory, or a new one
     that can be created with its missing parents (the writers create them). ``ValueError``
-    otherwise; touches nothing."""
+    otherwise."""
     path = Path(path)
-    if path.exists():
-        if not path.is_dir():
+    check_names(path, nearest_existing(path))
+    if _exists(path):
+        if not _is_dir(path):
             raise ValueError(f"{path} exists and is not a directory")
         if not os.access(path, os.W_OK | os.X_OK):
             raise ValueError(f"the directory {path} is not writable")
+        check_names(path, path)
+        probe_writable(path)
         return path
     check_creatable_directory(path)
     return path
@@ -206,3 +296,33 @@ def check_memory(needed: int, what: str, hint: str, available: int | None = None
 def trajectory_bytes(throws: int, steps: int, state_size: int, itemsize: int, copies: int = 2) -> int:
     """Bytes of ``copies`` arrays of throws × (steps + 1) states of ``state_size`` numbers."""
     return int(copies) * int(throws) * (int(steps) + 1) * int(state_size) * int(itemsize)
+
+
+# ------------------------------------------------------------------------------------ after the result
+
+
+def error_line(err: BaseException) -> str:
+    """The one line printed for an error: an ``OSError`` as "<what> (<path>)"."""
+    if isinstance(err, OSError) and err.filename is not None:
+        what = err.strerror or type(err).__name__
+        paths = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
+        return f"{what} ({paths})"
+    return str(err) or type(err).__name__
+
+
+def optional_outputs(*jobs) -> int:
+    """Run ``(option, write)`` jobs that write a command's optional outputs (figures, extra
+    files) after its primary result was printed or saved. A failing job is one line on stderr
+    naming the option ("jaxcontact: error: --plot: ..."), the others still run; returns 2 if
+    any failed, else 0 (the command's exit status, its result already out)."""
+    import sys
+
+    failed = 0
+    for option, write in jobs:
+        try:
+            write()
+        except Exception as err:  # an optional output never takes the result with it
+            failed = 2
+            print(f"jaxcontact: error: {option}: {error_line(err)} (the result was written before it)",
+                  file=sys.stderr)
+    return failed

@@ -1,4 +1,8 @@
-"""``jaxcontact simulate``: batches of random throws, saved to .npz, optional PNG plot."""
+"""``jaxcontact simulate``: batches of random throws, saved to .npz, optional PNG plot.
+
+The file records its sample period and the engine's time step (``sample_period`` = ``engine_dt``
+= ``dt``: every engine step is written), so ``jaxcontact sysid`` fits it with the engine step it
+was made with."""
 
 from __future__ import annotations
 
@@ -112,6 +116,8 @@ def check_memory_for(throws: int, steps: int, shape: str, itemsize: int) -> None
 def run(args: argparse.Namespace) -> int:
     import jax
 
+    from .cliargs import optional_outputs
+
     # everything cheap first: the output paths were checked while parsing, the memory now
     check_memory_for(args.throws, args.steps, args.shape, 8 if jax.config.jax_enable_x64 else 4)
     t0 = time.perf_counter()
@@ -127,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         states=states,
         layout=np.array("x,y,theta,vx,vy,omega" if planar else "pos3,quat_wxyz4,vel3_world,omega3_body"),
         shape=np.array(args.shape),
-        dt=np.array(model.dt),
+        dt=np.array(model.dt),  # the sample period: every engine step is written
+        sample_period=np.array(model.dt),
+        engine_dt=np.array(model.dt),
         gravity=np.array(model.gravity),
         mu=np.array(args.mu),
         restitution=np.array(args.restitution),
@@ -138,15 +146,17 @@ def run(args: argparse.Namespace) -> int:
     )
     nan = int(np.isnan(states).sum())
     print(f"wrote {out}: {states.shape[0]} throws x {states.shape[1]} states ({elapsed:.1f} s, NaN: {nan})")
-    if args.plot:
+
+    def plot():
         plot_trajectories(states, model.dt, args.plot, planar)
         print(f"wrote {args.plot}")
-    return 0 if nan == 0 else 1
+
+    failed = optional_outputs(*([("--plot", plot)] if args.plot else []))
+    return failed or (0 if nan == 0 else 1)
 
 
 def register(sub) -> None:
-    from .cliargs import (nonnegative_float, nonnegative_int, output_figure, output_npz, positive_float, positive_int,
-                          unit_interval)
+    from .cliargs import nonnegative_float, output_figure, output_npz, positive_float, positive_int, seed, unit_interval
 
     p = sub.add_parser("simulate", help="simulate random throws and save them to .npz",
                        description="Random throws under the Coulomb LCP law, saved to .npz (SI units: m, s, kg).")
@@ -155,7 +165,7 @@ def register(sub) -> None:
                         "0.1 m), link (0.2 x 0.05 x 0.05 m, 0.185 kg)")
     p.add_argument("--throws", type=positive_int, default=100, help="number of random throws (throws)")
     p.add_argument("--steps", type=positive_int, default=800, help="time steps per throw (steps of --dt)")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the initial states (integer)")
+    p.add_argument("--seed", type=seed, default=0, help="random seed of the initial states (integer)")
     p.add_argument("--mu", type=nonnegative_float, default=0.18, help="Coulomb friction coefficient (dimensionless)")
     p.add_argument("--restitution", type=unit_interval, default=0.0,
                    help="Newton restitution coefficient, in [0, 1] (dimensionless)")

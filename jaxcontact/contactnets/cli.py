@@ -111,7 +111,7 @@ def resolve_preset(args) -> dict:
 
 
 def register(sub) -> None:
-    from ..cliargs import nonnegative_int, output_figure, output_file, positive_float, positive_int
+    from ..cliargs import nonnegative_int, output_figure, output_file, positive_float, positive_int, seed
     from ..solvers import GRADIENT_MODES
     from .train import DEEP_FEATURES, TrainConfig  # numpy only at import time
 
@@ -127,7 +127,7 @@ def register(sub) -> None:
     t.add_argument("--preset", choices=tuple(PRESETS), default="default", help=PRESET_HELP)
     t.add_argument("--data", default=None, help="toss .npz (default: the bundled subset of the real cube tosses)")
     t.add_argument("--tosses", type=positive_int, default=16, help="tosses used, train + validation split 70/30 (tosses)")
-    t.add_argument("--seed", type=nonnegative_int, default=0,
+    t.add_argument("--seed", type=seed, default=0,
                    help="seed of the toss choice, split and initial noise (integer)")
     t.add_argument("--out", required=True,
                    help="checkpoint directory (required); refused if it exists and is not empty, unless --force")

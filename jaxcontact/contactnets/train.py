@@ -293,7 +293,8 @@ def lcp_problem(train_d, cfg: TrainConfig):
     # windows of 4 samples; on big sets every k-th window only (k grows with the toss count) so
     # the Levenberg–Marquardt Jacobian stays affordable
     stride = 4 * max(1, int(np.ceil(len(train_d.states) / 16)))
-    prob = sysid.Problem.build(traj, names="mu,restitution,ground", window=4, stride=stride)
+    # one engine step per sample (the ContactNets setup: the engine steps at the tosses' sample period)
+    prob = sysid.Problem.build(traj, names="mu,restitution,ground", window=4, stride=stride, substeps=1)
     return prob.with_law(cfg.engine_law(prob.loss_def.model.law)), stride
 
 

@@ -211,13 +211,13 @@ def run_chain(args) -> int:
 
 def register_chain(dacm_subparsers) -> None:
     """Add ``chain`` to the ``jaxcontact dacm`` sub-commands."""
-    from ..cliargs import nonnegative_int, positive_float, positive_int
+    from ..cliargs import nonnegative_int, positive_float, positive_int, seed
 
     c = dacm_subparsers.add_parser("chain", help="Algorithm 2: the 3-link chain with a dacm distal link vs ground truth")
     c.add_argument("--checkpoint", required=True, help="dacm checkpoint trained on the isolated 'link' shape")
     c.add_argument("--steps", type=positive_int, default=500, help="time steps per swing (steps of 2 ms; default 500 = 1 s)")
     c.add_argument("--swings", type=positive_int, default=8, help="number of swings; swing 0 = released from horizontal, others random nearby (swings)")
-    c.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random initial swings (integer)")
+    c.add_argument("--seed", type=seed, default=0, help="seed of the random initial swings (integer)")
     c.add_argument("--pin-height", type=positive_float, default=0.45, help="height of the root pin above the ground (m)")
     c.add_argument("--init", choices=("free", "eq7"), default="free",
                    help="initial joint force: root of G without contact (default) or the paper's eq. 7")

@@ -138,13 +138,13 @@ def run_chain_data(args) -> int:
 
 
 def register_chain_data(dacm_subparsers) -> None:
-    from ..cliargs import nonnegative_int, output_npz, positive_int
+    from ..cliargs import nonnegative_int, output_npz, positive_int, seed
 
     c = dacm_subparsers.add_parser(
         "chain-data", help="add isolated-link throws landing tip-first (chain-like contacts) to link data")
     c.add_argument("--data", required=True, help="random-throw data of the link (dacm generate --shape link)")
     c.add_argument("--tip-throws", type=positive_int, default=150, help="tip-first throws added (throws)")
     c.add_argument("--tip-steps", type=positive_int, default=400, help="steps per tip throw (steps of 2 ms)")
-    c.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the tip throws (integer)")
+    c.add_argument("--seed", type=seed, default=0, help="seed of the tip throws (integer)")
     c.add_argument("--out", type=output_npz, required=True, help="output .npz ('.npz' appended if missing; required)")
     c.set_defaults(func=run_chain_data)

@@ -160,7 +160,7 @@ def run_evaluate(args) -> int:
 
 
 def register(sub) -> None:
-    from ..cliargs import nonnegative_float, nonnegative_int, output_npz, positive_float, positive_int, unit_interval
+    from ..cliargs import nonnegative_float, nonnegative_int, output_npz, positive_float, positive_int, seed, unit_interval
     from ..simulate import SHAPES
 
     p = sub.add_parser("dacm", help="data-augmented contact model: generate data, train, evaluate")
@@ -170,7 +170,7 @@ def register(sub) -> None:
     g.add_argument("--anisotropic", action="store_true", help="mu = (0.75, 1.5) along world (x, y)")
     g.add_argument("--throws", type=positive_int, default=150, help="random throws simulated (throws)")
     g.add_argument("--steps", type=positive_int, default=800, help="steps per throw (steps of 0.002 s)")
-    g.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the throws (integer)")
+    g.add_argument("--seed", type=seed, default=0, help="seed of the throws (integer)")
     g.add_argument("--slide-fraction", type=unit_interval, default=0.0,
                    help="share of the throws replaced by sliding throws (low, near-flat, fast horizontal "
                         "launches; 1 = only sliding throws; default 0 = the paper's random throws)")
@@ -190,7 +190,7 @@ def register(sub) -> None:
     t.add_argument("--force", action="store_true",
                    help="replace an existing checkpoint in --out, once the new one is complete (until then the "
                         "new one goes to <out>.partial)")
-    t.add_argument("--seed", type=nonnegative_int, default=0,
+    t.add_argument("--seed", type=seed, default=0,
                    help="seed of the network initialisation and batches (integer)")
     t.add_argument("--preset", choices=tuple(R.PRESETS), default="default",
                    help="named recipe (listed below); default: best")
@@ -233,7 +233,7 @@ def register(sub) -> None:
     e.add_argument("--checkpoint", required=True, help="checkpoint directory written by dacm train (required)")
     e.add_argument("--throws", type=positive_int, default=100, help="fresh test throws (throws)")
     e.add_argument("--steps", type=positive_int, default=800, help="steps per test throw (steps of 0.002 s)")
-    e.add_argument("--seed", type=nonnegative_int, default=1,
+    e.add_argument("--seed", type=seed, default=1,
                    help="seed of the test throws; differs from dacm generate's default 0 so that they are fresh")
     e.add_argument("--anisotropic", action="store_true", help="add the 8-direction distances (m)")
     e.add_argument("--json", action="store_true", help="print one JSON object")

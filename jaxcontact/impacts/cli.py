@@ -95,7 +95,7 @@ def _evaluate(args) -> int:
 
 
 def register(subparsers) -> None:
-    from ..cliargs import nonnegative_int, output_dir, positive_int, unit_interval
+    from ..cliargs import nonnegative_int, output_dir, positive_int, seed, unit_interval
 
     p = subparsers.add_parser("impacts", help="six planar rigid impact models on real impacts",
                               description="Planar impact models; velocities in m/s and rad/s, impulses in N s.")
@@ -104,7 +104,7 @@ def register(subparsers) -> None:
     s = sub.add_parser("split", help="random train/test split of an impacts file (same format)")
     s.add_argument("--data", required=True, help="impacts .npz file (required)")
     s.add_argument("--test-fraction", type=unit_interval, default=0.3, help="share of the impacts held out for testing (fraction)")
-    s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random split (integer)")
+    s.add_argument("--seed", type=seed, default=0, help="seed of the random split (integer)")
     s.add_argument("--out-dir", type=output_dir, required=True, help="directory for train.npz and test.npz (required)")
     s.set_defaults(func=_split)
 
@@ -119,7 +119,7 @@ def register(subparsers) -> None:
                    help='write figures into DIR (needs pip install "jaxcontact[plot]"; default: no figures)')
     e.add_argument("--target", choices=("best", "eq7"), default="best",
                    help="identification target impulse: best = feasible best-explaining impulse, eq7 = the paper's eq. 7")
-    e.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the learned models' initialisation (integer)")
+    e.add_argument("--seed", type=seed, default=0, help="seed of the learned models' initialisation (integer)")
     e.add_argument("--learned-steps", type=positive_int, default=3000, help="training steps of the learned models (steps)")
     e.add_argument("--no-published", action="store_true",
                    help="skip the comparison with the published model impulses")

@@ -67,19 +67,28 @@ def _run_data(args, log) -> dict:
     from ..solvers import LCPSettings
     from . import core, data as sdata
 
-    data = sdata.load(args.data)
+    try:
+        data = sdata.load(args.data, sample_period=args.sample_period)
+    except sdata.MissingSamplePeriod:
+        raise ValueError(f"--sample-period is required: the file {args.data} records no sample period (no 'dt' "
+                         "or 'sample_period'; the time between two rows, in s)") from None
     if args.max_trajectories:
         data = data.subset(range(min(args.max_trajectories, len(data))))
+    substeps = sdata.substeps_for(data, args.substeps, "--substeps")
+    if args.window is None:  # the default; an explicit 0 never gets here (cliargs.positive_int)
+        args.window = 4
+    check_memory_for_data(data, args.window, substeps, args.stride or args.window)
     law = SmoothedCoulomb(args.kappa) if args.kappa > 0 else CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200))
     init = {"mu": 0.5, "restitution": 0.5, "ground": 0.0}
     init.update(_parse_init(args.init))
     params0 = _initial_params(data, law, init)
-    if args.window is None:  # the default; an explicit 0 never gets here (cliargs.positive_int)
-        args.window = 4
-    prob = core.Problem.build(data, args.params, params0, law=law, window=args.window, substeps=args.substeps,
+    prob = core.Problem.build(data, args.params, params0, law=law, window=args.window, substeps=substeps,
                               stride=args.stride, starts=args.starts or ())
-    log(f"{data.source}: {len(data)} trajectories, {prob.num_windows} contact windows of {args.window} samples "
-        f"({args.substeps} engine steps each), fitting {', '.join(prob.spec.names)} by {args.method}"
+    how = ("recorded in the data" if data.substeps is not None
+           else "given" if args.substeps is not None else "default for measured data")
+    log(f"{data.source}: {len(data)} trajectories sampled every {data.dt:g} s, {prob.num_windows} contact windows "
+        f"of {args.window} samples ({substeps} engine steps per sample, {how}), fitting "
+        f"{', '.join(prob.spec.names)} by {args.method}"
         + (f", window starts fitted ({'+'.join(prob.starts)})" if prob.starts else ""))
     try:
         res = core.fit(prob, args.method, progress=not args.no_progress, max_iter=args.max_iter)
@@ -87,7 +96,8 @@ def _run_data(args, log) -> dict:
         log(f"jaxcontact: error: {err}")
         out = {"error": str(err), "best_so_far": err.result.summary()}
         return out
-    out = {"data": data.source, "trajectories": len(data), **res.summary()}
+    out = {"data": data.source, "trajectories": len(data), "sample_period_s": data.dt, "substeps": substeps,
+           **res.summary()}
     lu = data.nominal.get("length_unit_m") if data.nominal else None
     out["units"] = _units("m" if lu in (None, 1.0) else f"data length unit ({lu} m)")
     if data.nominal:
@@ -95,10 +105,15 @@ def _run_data(args, log) -> dict:
     if data.truth:
         out["errors"] = core.errors(res.values, data.truth)
     if args.plot:
-        from .plots import plot_history
-
-        out["plot"] = plot_history([(args.method, res.history)], args.plot, truth=data.truth or None)
+        out["plot"] = str(args.plot)
+        out["_plot"] = lambda: _plot([(args.method, res.history)], args.plot, data.truth or None)
     return out
+
+
+def _plot(histories, path, truth):
+    from .plots import plot_history
+
+    plot_history(histories, path, truth=truth)
 
 
 def _run_synthetic(args, log) -> dict:
@@ -110,7 +125,11 @@ def _run_synthetic(args, log) -> dict:
     from .schedule import NOISY_SCHEDULE
 
     if args.schedule == "noisy" and args.known_vertices:
-        raise SystemExit("error: --schedule noisy fits the vertices; it cannot be combined with --known-vertices")
+        raise ValueError("--schedule noisy fits the vertices; it cannot be combined with --known-vertices")
+    if args.substeps is not None and args.substeps != syn.SAMPLE_EVERY:
+        raise ValueError(f"--substeps {args.substeps} contradicts the synthetic data: sampled every "
+                         f"{syn.SAMPLE_EVERY} engine steps (leave --substeps out)")
+    check_memory_for_synthetic(args.throws, args.steps)
     schedule = NOISY_SCHEDULE if args.schedule == "noisy" else None
     t0 = time.perf_counter()
     law = syn.synthetic_law(args.restitution_target)
@@ -131,19 +150,47 @@ def _run_synthetic(args, log) -> dict:
            "wall_time_s": rec["wall_time_s"], "stages": rec["stages"],
            "total_time_s": time.perf_counter() - t0, "units": _units("m")}
     if args.plot:
-        from .plots import plot_history
-
         hist = [(label, h) for label, h in rec["histories"] if h]
         if hist:
-            out["plot"] = plot_history(hist, args.plot, truth=_jsonable(data.truth))
+            out["plot"] = str(args.plot)
+            out["_plot"] = lambda: _plot(hist, args.plot, _jsonable(data.truth))
     return out
 
 
+# bytes the reverse-mode tape of one engine step of one window keeps (the 13-number state, the
+# contact Jacobians and the LCP of up to 4 contacts in float64, with room for the optimiser's
+# copies): the memory estimate before a fit, an upper bound on the measured use
+BYTES_PER_WINDOW_STEP = 4096
+
+
+def check_memory_for_data(data, window: int, substeps: int, stride: int) -> None:
+    """``MemoryError`` before fitting if the windows' rollouts (every window of ``window`` samples,
+    ``substeps`` engine steps each, differentiated in reverse mode) cannot fit in memory."""
+    from ..cliargs import check_memory
+
+    windows = sum(max(0, (len(t) - 1 - window) // stride + 1) for t in data.trajs)
+    steps = windows * window * substeps
+    check_memory(steps * BYTES_PER_WINDOW_STEP,
+                 f"sysid: {windows} windows x {window} samples x {substeps} engine steps", 
+                 "use a smaller --substeps or --window, a larger --stride or fewer --max-trajectories")
+
+
+def check_memory_for_synthetic(throws: int, steps: int) -> None:
+    """``MemoryError`` before simulating if the synthetic throws and their windows cannot fit."""
+    from ..cliargs import check_memory
+
+    check_memory(throws * (steps + 1) * (2 * 13 * 8 + 2 * BYTES_PER_WINDOW_STEP),
+                 f"sysid --synthetic --throws {throws} --steps {steps}", "use fewer --throws or --steps")
+
+
 def run(args: argparse.Namespace) -> int:
+    from ..cliargs import optional_outputs
+
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     if args.synthetic == bool(args.data):
         raise ValueError("give exactly one of --data FILE.npz or --synthetic")
     out = _run_synthetic(args, log) if args.synthetic else _run_data(args, log)
+    plot = out.pop("_plot", None)
     out = _jsonable(out)
     if args.json:
         print(json.dumps(out, indent=2))
@@ -154,11 +201,13 @@ def run(args: argparse.Namespace) -> int:
         if "units" in out:
             print("units:", {k: v for k, v in out["units"].items() if k in ("mu", "restitution", "ground", "vertices",
                                                                          "mass", "loss")})
-    return 1 if "error" in out else 0
+    # the result is out: now the optional figure (a failure there is one line and exit status 2)
+    failed = optional_outputs(*([("--plot", plot)] if plot else []))
+    return failed or (1 if "error" in out else 0)
 
 
 def register(sub) -> None:
-    from ..cliargs import nonnegative_float, nonnegative_int, output_figure, positive_int
+    from ..cliargs import nonnegative_float, output_figure, positive_float, positive_int, seed
 
     p = sub.add_parser(
         "sysid", help="identify friction, restitution, ground, mass, geometry from trajectories",
@@ -178,7 +227,13 @@ def register(sub) -> None:
                    help="lm: Levenberg-Marquardt (best measured); adam; nelder-mead: derivative-free baseline")
     p.add_argument("--window", type=positive_int, default=None,
                    help="samples per window (multiple shooting; default 4, 5 with --synthetic) (samples)")
-    p.add_argument("--substeps", type=positive_int, default=4, help="engine steps per sample (--synthetic: 5, fixed) (steps)")
+    p.add_argument("--substeps", type=positive_int, default=None,
+                   help="engine steps per sample (steps); default: the data's own when the file records its engine "
+                        "step (jaxcontact simulate: 1; --synthetic: 5), and a different value is refused; for "
+                        "measured data (no engine step recorded) 4")
+    p.add_argument("--sample-period", type=positive_float, default=None,
+                   help="time between two samples of --data (s); default: the file's 'dt' (required for a file that "
+                        "records none; a different value is refused)")
     p.add_argument("--stride", type=positive_int, default=None, help="samples between window starts (default: window) (samples)")
     p.add_argument("--starts", default=None,
                    help="window start-state components fitted per window, comma-separated from pos, vel, rot, angvel "
@@ -193,7 +248,7 @@ def register(sub) -> None:
     p.add_argument("--throws", type=positive_int, default=20, help="--synthetic: number of throws (throws)")
     p.add_argument("--steps", type=positive_int, default=400, help="--synthetic: engine steps per throw (steps of 2 ms)")
     p.add_argument("--noise", type=nonnegative_float, default=0.0, help="--synthetic: position noise std (m)")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="--synthetic: seed of the throws and the noise (integer)")
+    p.add_argument("--seed", type=seed, default=0, help="--synthetic: seed of the throws and the noise (integer)")
     p.add_argument("--known-vertices", action="store_true",
                    help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
     p.add_argument("--schedule", choices=("default", "noisy"), default="default",

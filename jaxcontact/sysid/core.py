@@ -2,7 +2,7 @@
 
     from jaxcontact import sysid
     data = sysid.load("tosses.npz")
-    prob = sysid.Problem.build(data, names="mu,restitution,ground", window=4, substeps=4)
+    prob = sysid.Problem.build(data, names="mu,restitution,ground", window=4)  # substeps: the data's
     res = sysid.fit(prob, method="lm")
     res.values  # {"mu": …, "restitution": …, "ground": …}
 
@@ -22,7 +22,7 @@ from ..laws import CoulombLCP
 from ..solvers import LCPSettings
 from ..types import Ground, Model, Params
 from . import losses, optim
-from .data import Trajectories
+from .data import Trajectories, substeps_for
 from .params import ParamSpec
 
 METHODS = ("lm", "adam", "nelder-mead")
@@ -43,10 +43,14 @@ class Problem:
 
     @staticmethod
     def build(data: Trajectories, names, params0: Params | None = None, *, law=None, window: int = 4,
-              substeps: int = 1, stride: int | None = None, rot_scale: float | None = None,
+              substeps: int | None = None, stride: int | None = None, rot_scale: float | None = None,
               max_contacts: int = 4, contact_margin: float | None = None, starts=(),
               continuity: float = 0.0, restitution_coordinate: str = "sigmoid") -> "Problem":
         """Windows of ``window`` samples, simulated with ``substeps`` engine steps per sample.
+
+        substeps: None (default) takes the data's (``data.substeps``, simulated data record their
+        engine step) or ``data.MEASURED_SUBSTEPS`` for measured data; an explicit value that
+        contradicts the data's is refused (``data.substeps_for``).
 
         params0: initial guess (default: a body from the data's mass/inertia/vertices, a flat
         ground at 0, the law's default parameters). law: contact law (default: a tight
@@ -68,8 +72,7 @@ class Problem:
             raise ValueError(f"continuity must be a finite weight >= 0, got {continuity}")
         if continuity > 0 and "pos" not in starts:
             raise ValueError("continuity links the fitted window starts: build the Problem with starts including 'pos'")
-        if substeps < 1:
-            raise ValueError(f"substeps must be >= 1, got {substeps}")
+        substeps = substeps_for(data, substeps)
         law = CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200)) if law is None else law
         if params0 is None:
             params0 = default_params(data, law)

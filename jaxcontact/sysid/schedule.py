@@ -361,15 +361,18 @@ def _trim(prob: Problem, x, fraction: float) -> tuple[Problem, int, float]:
     return dataclasses.replace(prob, weights=jnp.asarray(w)), k, loss
 
 
-def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int = 1, stride=None,
+def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int | None = None, stride=None,
                method: str | None = None, progress: bool = False, log=None, contact_margin=None) -> dict:
     """Run ``schedule`` from ``params0``. ``method`` overrides the optimiser of every rollout
     stage (e.g. "nelder-mead" for the derivative-free baseline on the same stages and loss;
-    a stage's ``max_iter`` is then its evaluation budget ×50). Returns {"result" (last
+    a stage's ``max_iter`` is then its evaluation budget ×50). substeps: engine steps per sample,
+    None for the data's own (``sysid.data.substeps_for``; a contradicting value is refused). Returns {"result" (last
     ``FitResult``), "params", "stages" (per-stage summaries, errors against ``data.truth``),
     "histories", "rollouts", "wall_time_s"}."""
     from ..laws.smoothed import SmoothedCoulomb
+    from .data import substeps_for
 
+    substeps = substeps_for(data, substeps)  # before any stage: a contradicting value is refused
     params = params0
     stages, histories, rollouts, wall, res = [], [], 0, 0.0, None
     prev = None  # (stage, Problem) of the last rollout stage

@@ -69,7 +69,7 @@ def make_synthetic(n_throws: int = 20, steps: int = 400, seed: int = 0, noise: f
     truth = dict(TRUTH, vertices=V)
     return Trajectories(trajs=list(S), dt=DT * sample_every, gravity=model.gravity, mass=MASS,
                         inertia=np.asarray(body.inertia), vertices=np.asarray(body.vertices),
-                        truth={k: np.asarray(v) for k, v in truth.items()}, source=f"synthetic(seed={seed}, noise={noise}, restitution_target={getattr(law, 'restitution_target', '-')})")
+                        truth={k: np.asarray(v) for k, v in truth.items()}, engine_dt=DT, source=f"synthetic(seed={seed}, noise={noise}, restitution_target={getattr(law, 'restitution_target', '-')})")
 
 
 def truth_params(truth: dict, law=None) -> Params:
