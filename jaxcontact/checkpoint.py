@@ -8,8 +8,10 @@ and ``meta.json``. This module is the one place that writes and reads such direc
   only then renames the folder into place. An existing checkpoint at the same path (a
   best-so-far update of the same run, or ``--force``) is renamed away first and removed after
   the new one is in place, so a reader never sees a half-written checkpoint.
-* ``read_checkpoint`` verifies every payload file against its recorded SHA-256; a changed,
-  truncated or missing file is a one-line ``ValueError`` naming the file.
+* ``verified_files`` checks every payload file against its recorded SHA-256, and ``read_meta``
+  checks ``meta.json`` against its own (``meta["meta_sha256"]``, the SHA-256 of its canonical
+  JSON without that key): a changed, truncated or missing file — ``meta.json`` included, e.g. an
+  edited ``"shape"`` — is a one-line ``ValueError`` naming the file.
 * ``meta["status"]`` is ``"finished"``, ``"interrupted"`` (Ctrl-C: best-so-far parameters) or
   ``"in_progress"`` (written during training; left behind if the process died), with
   ``meta["reached"]`` saying how far training got. ``status_warning`` is the one-line warning
@@ -48,6 +50,16 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 def sha256_bytes(blob: bytes) -> str:
     return hashlib.sha256(blob).hexdigest()
+
+
+META_SUM = "meta_sha256"
+
+
+def meta_checksum(meta: dict) -> str:
+    """SHA-256 of ``meta`` (without ``META_SUM``) as canonical JSON: sorted keys, no spaces, after a
+    JSON round trip (so tuples and lists, and the file's own layout, do not matter)."""
+    body = json.loads(json.dumps({k: v for k, v in meta.items() if k != META_SUM}))
+    return sha256_bytes(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
 @contextlib.contextmanager
@@ -97,6 +109,8 @@ def write_checkpoint(path, files: dict, meta: dict, status: str, reached: dict |
     parent.mkdir(parents=True, exist_ok=True)
     meta = dict(meta, status=status, reached=dict(reached or {}),
                 files={name: sha256_bytes(blob) for name, blob in files.items()})
+    meta.pop(META_SUM, None)
+    meta[META_SUM] = meta_checksum(meta)
     tmp = parent / f".{path.name}.tmp-{os.getpid()}"
     old = parent / f".{path.name}.old-{os.getpid()}"
     for stale in (tmp, old):
@@ -122,7 +136,9 @@ def write_checkpoint(path, files: dict, meta: dict, status: str, reached: dict |
 
 
 def read_meta(path) -> dict:
-    """``meta.json`` of the checkpoint directory ``path`` (``FileNotFoundError`` / ``ValueError``)."""
+    """``meta.json`` of the checkpoint directory ``path``, verified against its own checksum
+    (``FileNotFoundError`` / ``ValueError``). A meta without payload checksums (``files``) is of a
+    format older than ``write_checkpoint``'s and has none; its loader decides whether to accept it."""
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"checkpoint directory not found: {path}")
@@ -135,6 +151,12 @@ def read_meta(path) -> dict:
         raise ValueError(f"{f}: corrupt {META} ({err})") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{f}: corrupt {META} (not a JSON object)")
+    if META_SUM not in meta and "files" in meta:  # written by write_checkpoint (older formats record neither)
+        raise ValueError(f"{f}: records no checksum of itself ({META_SUM}): edited, or written by an older version "
+                         "(retrain to get a verifiable checkpoint)")
+    if META_SUM in meta and meta[META_SUM] != meta_checksum(meta):
+        raise ValueError(f"{f}: checksum mismatch, {META} was changed after training (its SHA-256 does not match "
+                         f"{META_SUM})")
     return meta
 
 

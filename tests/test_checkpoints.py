@@ -77,6 +77,29 @@ def test_a_changed_or_truncated_weights_file_is_refused_naming_the_file(kind, tm
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
+def test_an_edited_meta_json_is_refused(kind, tmp_path):
+    """meta.json is covered by its own checksum: an edited value (the issue's "shape": "box" ->
+    "pentagon"), a removed checksum or a changed payload checksum is refused on load; a re-layout
+    of the same JSON (indentation, key order) loads."""
+    make, _ = KINDS[kind]
+    ck = tmp_path / "ck"
+    make(ck)
+    text = (ck / "meta.json").read_text()
+    meta = json.loads(text)
+    edits = [dict(meta, shape="pentagon"), dict(meta, status="finished", reached={"epoch": 10**6}),
+             {k: v for k, v in meta.items() if k != C.META_SUM},
+             dict(meta, files={k: "0" * 64 for k in meta["files"]})]
+    for edited in edits:
+        (ck / "meta.json").write_text(json.dumps(edited, indent=1))
+        with pytest.raises(ValueError) as e:
+            _load(kind, ck)
+        msg = str(e.value)
+        assert "\n" not in msg and str(ck / "meta.json") in msg and "checksum" in msg, msg
+    (ck / "meta.json").write_text(json.dumps(dict(reversed(list(meta.items())))))  # same content, other layout
+    assert _load(kind, ck)["files"] == meta["files"]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_status_and_progress_are_recorded_and_warned_about(kind, tmp_path):
     make, _ = KINDS[kind]
     for status in C.STATUSES:
@@ -104,7 +127,7 @@ def test_old_formats_contactnets_loaded_if_its_checksum_verifies_dacm_refused(tm
     _contactnets_checkpoint(ck)
     meta = json.loads((ck / "meta.json").read_text())
     blob = (ck / "params.msgpack").read_bytes()
-    for k in ("files", "status", "reached"):
+    for k in ("files", "status", "reached", C.META_SUM):  # the first format recorded none of these
         meta.pop(k)
     meta.update(format=FORMAT_V1, params_sha256=hashlib.sha256(blob).hexdigest())
     (ck / "meta.json").write_text(json.dumps(meta))
@@ -116,6 +139,8 @@ def test_old_formats_contactnets_loaded_if_its_checksum_verifies_dacm_refused(tm
     dk = tmp_path / "dacm"
     _dacm_checkpoint(dk)
     meta = json.loads((dk / "meta.json").read_text())
+    for k in ("files", "status", "reached", C.META_SUM):
+        meta.pop(k)
     (dk / "meta.json").write_text(json.dumps(dict(meta, format=CKPT_FORMAT_V1)))
     with pytest.raises(ValueError, match="retrain"):
         load_dacm(dk)

@@ -7,6 +7,22 @@ import sys
 from pathlib import Path
 
 
+# bytes per transition of a batch: the (x, x') pair (2 x 13 float64) and the loss's per-transition
+# work (contact Jacobians, the inner program's matrices for 8 vertices), with the gradient's copies
+BYTES_PER_TRANSITION = 64 * 1024
+
+
+def check_memory_for_training(batch_size: int, inner_iters: int) -> None:
+    """``MemoryError`` before training if a batch of ``batch_size`` transitions (the validation
+    set is a whole number of batches, at least one) or the inner program's ``inner_iters``
+    iteration coefficients cannot fit."""
+    from ..cliargs import check_memory
+
+    check_memory(2 * batch_size * BYTES_PER_TRANSITION + 2 * 8 * inner_iters,
+                 f"contactnets train --batch-size {batch_size} --inner-iters {inner_iters}",
+                 "use a smaller --batch-size or --inner-iters")
+
+
 def _train(args) -> int:
     import jax
 
@@ -17,6 +33,7 @@ def _train(args) -> int:
 
     check_output_dir(args.out, args.force)  # before loading or training anything
     data = load_tosses(args.data)
+    check_memory_for_training(args.batch_size, args.inner_iters)
     cfg = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_epochs=args.max_epochs,
                       patience=args.patience, inner_iters=args.inner_iters, gradient=args.gradient,
                       smoothing_length=args.smoothing_length, **resolve_preset(args))

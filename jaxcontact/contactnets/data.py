@@ -126,14 +126,11 @@ def _scalar(d, key, positive=True) -> float:
 
 def load_tosses(path=None) -> TossData:
     """Load and validate a toss file (default: the bundled subset). Raises ``ValueError``."""
+    from ..files import read_npz
+
     path = bundled_path() if path is None else Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"toss file not found: {path}")
-    try:
-        d = np.load(path, allow_pickle=False)
-        keys = set(d.files)
-    except Exception as err:  # not a zip/npz
-        raise ValueError(f"toss file {path}: not a readable .npz archive ({err})") from None
+    d = read_npz(path, "toss file")
+    keys = set(d)
     missing = [k for k in REQUIRED if k not in keys]
     if missing:
         raise ValueError(f"toss file {path}: missing keys {missing} (need {list(REQUIRED)})")

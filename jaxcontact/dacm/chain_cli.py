@@ -190,7 +190,18 @@ def evaluate_chain(checkpoint, steps: int = 500, swings: int = 8, seed: int = 0,
     return res
 
 
+# numbers per swing and step that dacm chain keeps: the ground truth and up to three models'
+# trajectories (two links of 13 numbers) with their contact infos, and their joined copies
+CHAIN_NUMBERS_PER_STEP = 4 * 2 * (2 * 13 + 2 * 12)
+
+
 def run_chain(args) -> int:
+    import jax
+
+    from ..cliargs import check_memory
+
+    check_memory(args.swings * (args.steps + 1) * CHAIN_NUMBERS_PER_STEP * (8 if jax.config.jax_enable_x64 else 4),
+                 f"dacm chain --swings {args.swings} --steps {args.steps}", "use fewer --swings or --steps")
     res = evaluate_chain(args.checkpoint, args.steps, args.swings, args.seed, args.pin_height, args.init,
                          args.dissipative, args.pdd)
     if args.json:

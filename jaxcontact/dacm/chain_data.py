@@ -122,6 +122,13 @@ def run_chain_data(args) -> int:
     import json
     import time
 
+    import jax
+
+    from ..cliargs import check_memory, trajectory_bytes
+
+    check_memory(trajectory_bytes(args.tip_throws, args.tip_steps, 13, 8 if jax.config.jax_enable_x64 else 4),
+                 f"dacm chain-data --tip-throws {args.tip_throws} --tip-steps {args.tip_steps}",
+                 "use fewer --tip-throws or --tip-steps")
     t0 = time.perf_counter()
     base = D.load(args.data)
     if str(base["shape"]) != "link":

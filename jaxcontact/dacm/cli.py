@@ -87,6 +87,7 @@ def run_train(args) -> int:
     rec = train_recipe(args)
     symmetry = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuses a bad setting before training
     hp = R.hyperparams(rec, str(d["shape"]))
+    check_memory_for_networks(hp, int(d["dim"]), rec["inputs"], len(d["x"]))  # before any training
     progress = not args.no_progress
     if progress:
         _log(f"dacm train: preset {args.preset} ({', '.join(f'{k}={v}' for k, v in rec.items())})")
@@ -120,11 +121,43 @@ def run_train(args) -> int:
     return 0
 
 
+# state-sized numbers per throw and step that dacm evaluate keeps: three trajectories (ground truth,
+# dacm, PDD) with their joined copies, and the ground truth's contact instances (features, impulses)
+EVALUATE_COPIES = 12
+# float32 copies of a network's weights while it trains (weights, gradient, Adam's two moments, the
+# best-so-far copy, the epoch scan's carry) plus one kept copy of every trained network
+TRAIN_WEIGHT_COPIES = 8
+
+
+def check_memory_for_networks(hp, dim: int, inputs: str, instances: int) -> None:
+    """``MemoryError`` before training if the networks of ``hp`` (layer widths scaled by
+    --hidden-scale) cannot fit: every patch type's classifier, regressor and PDD network kept, the
+    largest with its optimiser copies, and one batch's activations."""
+    from ..cliargs import check_memory
+    from . import features as F
+
+    n_in = F.num_features(dim, inputs)
+    sizes = []
+    for cfg in (hp.classifier, hp.regressor, hp.pdd):
+        dims = (n_in, *cfg.hidden, 12)  # 12: at least the outputs of any head
+        sizes.append((sum(a * b + b for a, b in zip(dims[:-1], dims[1:])), min(cfg.batch, max(instances, 1)) * sum(dims)))
+    weights = sum(w for w, _ in sizes) * len(F.patch_types(dim))
+    largest = max(w for w, _ in sizes)
+    activations = 3 * max(a for _, a in sizes)
+    check_memory(4 * (weights + TRAIN_WEIGHT_COPIES * largest + activations),
+                 f"dacm train: networks of {weights:,} weights (layers {', '.join(str(c.hidden) for c in (hp.classifier, hp.regressor, hp.pdd))})",
+                 "use a smaller --hidden-scale")
+
+
 def run_evaluate(args) -> int:
     from ..checkpoint import status_warning
+    from ..cliargs import check_memory, trajectory_bytes
     from . import evaluate as E
     from . import train as T
 
+    check_memory(trajectory_bytes(args.throws, args.steps, 13, 8 if _x64() else 4, copies=EVALUATE_COPIES),
+                 f"dacm evaluate --throws {args.throws} --steps {args.steps} (ground truth, dacm and PDD "
+                 "trajectories and the test instances)", "use fewer --throws or --steps")
     dl, dp, pl, pp, meta = T.load_checkpoint(args.checkpoint)
     warning = status_warning(args.checkpoint, meta)
     if warning:
@@ -234,7 +267,8 @@ def register(sub) -> None:
     e.add_argument("--throws", type=positive_int, default=100, help="fresh test throws (throws)")
     e.add_argument("--steps", type=positive_int, default=800, help="steps per test throw (steps of 0.002 s)")
     e.add_argument("--seed", type=seed, default=1,
-                   help="seed of the test throws; differs from dacm generate's default 0 so that they are fresh")
+                   help="seed of the test throws (integer; default: 1, not dacm generate's default 0, so that they "
+                        "are fresh)")
     e.add_argument("--anisotropic", action="store_true", help="add the 8-direction distances (m)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--dissipative", action="store_true",

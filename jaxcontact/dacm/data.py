@@ -229,19 +229,26 @@ def save(path, data: dict) -> None:
 
 def load(path) -> dict:
     """Load a dataset written by ``save``; clear errors for anything malformed."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise FileNotFoundError(f"dacm data file not found: {path}") from None
-    except Exception as e:  # zip / pickle errors
-        raise ValueError(f"{path}: not a dacm data file ({type(e).__name__}: {e})") from None
+    from ..files import read_npz
+
+    data = read_npz(path, "dacm data file")
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise ValueError(f"{path}: not a dacm data file, missing arrays {missing}")
     if str(data["format"]) != FORMAT:
         raise ValueError(f"{path}: unsupported format {data['format']!s}, expected {FORMAT}")
+    shape = str(data["shape"])
+    if data["shape"].shape != () or shape not in SHAPES:
+        raise ValueError(f"{path}: shape {shape!r} is not one of {SHAPES} (the checkpoint could not be evaluated)")
     dim = int(data["dim"])
+    if dim != (2 if shape == "box2d" else 3):
+        raise ValueError(f"{path}: dim {dim} does not match shape {shape!r} ({2 if shape == 'box2d' else 3})")
+    for k, want in (("x", "floating"), ("wrench", "floating"), ("kind", "integer"), ("label", "integer"),
+                    ("throw", "integer")):
+        ok = np.issubdtype(data[k].dtype, np.floating if want == "floating" else np.integer)
+        if not ok or (want == "floating" and data[k].dtype.itemsize < 4):
+            raise ValueError(f"{path}: {k} must be {'float32 or float64' if want == 'floating' else 'integers'}, "
+                             f"got {data[k].dtype}")
     n = len(data["x"])
     if data["x"].ndim != 2 or data["x"].shape[1] != F.num_features(dim):
         raise ValueError(f"{path}: x must be (N, {F.num_features(dim)}), got {data['x'].shape}")
@@ -252,6 +259,13 @@ def load(path) -> dict:
         raise ValueError(f"{path}: x / wrench contain NaN or inf")
     if n and (data["label"].min() < 0 or data["label"].max() > 2):
         raise ValueError(f"{path}: labels must be 0 (static), 1 (dynamic) or 2 (detach)")
+    unknown = sorted(set(np.unique(data["kind"]).tolist()) - set(F.patch_types(dim)))
+    if unknown:
+        raise ValueError(f"{path}: kind {unknown} is not a patch type of a {dim}D body "
+                         f"({', '.join(f'{k} {F.PATCH_NAMES[k]}' for k in F.patch_types(dim))})")
+    n_throws = int(data["n_throws"])
+    if n and (data["throw"].min() < 0 or data["throw"].max() >= n_throws):
+        raise ValueError(f"{path}: throw indices must lie in [0, n_throws = {n_throws})")
     return data
 
 

@@ -62,6 +62,11 @@ def _evaluate(args) -> int:
     from .data import load_impacts
     from .study import run_study
 
+    from ..cliargs import check_memory
+
+    # the learned models' training scans keep one float64 loss per step (two models, with copies)
+    check_memory(4 * 8 * args.learned_steps, f"impacts evaluate --learned-steps {args.learned_steps}",
+                 "use fewer --learned-steps")
     train = load_impacts(args.train)
     test = load_impacts(args.test)
     log = (lambda *a, **k: print(*a, file=sys.stderr, **k)) if args.json else print

@@ -152,11 +152,10 @@ def validate(raw: dict, name: str = "impacts") -> ImpactData:
 
 
 def load_impacts(path) -> ImpactData:
+    from ..files import read_npz
+
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"impacts file not found: {path}")
-    with np.load(path, allow_pickle=False) as f:
-        raw = {k: f[k] for k in f.files}
+    raw = read_npz(path, "impacts file")
     return validate(raw, name=str(path))
 
 
