@@ -49,6 +49,7 @@ def _evaluate(args) -> int:
     from .data import load_tosses
     from .evaluate import UNITS, metrics, rollout_tosses, toss_roles
     from ..checkpoint import status_warning
+    from ..cliargs import optional_outputs
     from .train import check_compatible, load_checkpoint, sim_model_params
 
     meta, theta = load_checkpoint(args.checkpoint)
@@ -71,11 +72,7 @@ def _evaluate(args) -> int:
         m["held_out"] = {k: hm[k] for k in ("pos_error", "rot_error_deg", "penetration", "n_tosses")}
     m["variant"] = meta["variant"]
     per = m.pop("per_toss")
-    if args.plot:
-        from .plots import plot_rollout
-
-        plot_rollout(pred[args.plot_toss], data.states[args.plot_toss], data, args.plot,
-                     title=f"{meta['variant']} rollout vs real toss {int(data.toss_ids[args.plot_toss])}")
+    if args.plot:  # written after the result is printed (cliargs.optional_outputs)
         m["plot"] = args.plot
     # which tosses were seen in training, matched by content (not by the data file's path)
     m["toss_match"] = roles.pop("match")
@@ -94,10 +91,18 @@ def _evaluate(args) -> int:
         print(f"tosses matched by {m['toss_match']}")
         for k in ("train_ids", "val_ids", "held_out_ids"):
             print(f"{k:14s} {m[k]}")
-    if args.per_toss:
+    def plot():
+        from .plots import plot_rollout
+
+        plot_rollout(pred[args.plot_toss], data.states[args.plot_toss], data, args.plot,
+                     title=f"{meta['variant']} rollout vs real toss {int(data.toss_ids[args.plot_toss])}")
+
+    def per_toss():
         with open(args.per_toss, "w") as f:
             json.dump(per, f)
-    return 0
+
+    return optional_outputs(*([("--plot", plot)] if args.plot else []),
+                            *([("--per-toss", per_toss)] if args.per_toss else []))
 
 
 # Presets of ``contactnets train``. "default" is the configuration measured in docs/contactnets.md

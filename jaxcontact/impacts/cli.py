@@ -62,7 +62,7 @@ def _evaluate(args) -> int:
     from .data import load_impacts
     from .study import run_study
 
-    from ..cliargs import check_memory
+    from ..cliargs import check_memory, optional_outputs
 
     # the learned models' training scans keep one float64 loss per step (two models, with copies)
     check_memory(4 * 8 * args.learned_steps, f"impacts evaluate --learned-steps {args.learned_steps}",
@@ -72,11 +72,12 @@ def _evaluate(args) -> int:
     log = (lambda *a, **k: print(*a, file=sys.stderr, **k)) if args.json else print
     result = run_study(train, test, target=args.target, seed=args.seed,
                        learned_steps=args.learned_steps, published=not args.no_published, log=log)
-    if args.plots:
-        from .plots import all_plots
+    if args.plots:  # written after the result is printed (cliargs.optional_outputs)
+        from pathlib import Path
 
-        paths = all_plots(result, test, result["_P_test"], args.plots)
-        result["plots"] = [str(p) for p in paths]
+        from .plots import PLOT_NAMES
+
+        result["plots"] = [str(Path(args.plots) / name) for name in PLOT_NAMES]
     pub = _public(result)
     pub["data"] = _data_identity(args, train, test)
     pub["units"] = UNITS
@@ -96,7 +97,13 @@ def _evaluate(args) -> int:
         print(f"IRB bound error      {pub['irb']['mean_velocity_error']:.4f} m/s")
         print(f"Best Post Hoc error  {pub['best_post_hoc']['mean_velocity_error']:.4f} m/s")
         print(f"learned ({pub['learned']['prior_model']} + MLP) error {pub['learned_mean_velocity_error']:.4f} m/s")
-    return 0
+
+    def plots():
+        from .plots import all_plots
+
+        all_plots(result, test, result["_P_test"], args.plots)
+
+    return optional_outputs(*([("--plots", plots)] if args.plots else []))
 
 
 def register(subparsers) -> None:

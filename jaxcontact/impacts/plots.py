@@ -95,6 +95,9 @@ def per_impact_params(mu, eps, residual, path, title="AP Newton"):
     plt.close(fig)
 
 
+PLOT_NAMES = ("error_density.png", "energy_ellipse.png", "per_impact_params.png")  # what all_plots writes
+
+
 def all_plots(result, test, P_test, out_dir):
     from .sysid import fit_per_impact
 
@@ -106,7 +109,7 @@ def all_plots(result, test, P_test, out_dir):
     errors["Best Post Hoc"] = E["best_post_hoc"]
     if "learned" in E:
         errors["learned"] = E["learned"]
-    paths = [out_dir / "error_density.png", out_dir / "energy_ellipse.png", out_dir / "per_impact_params.png"]
+    paths = [out_dir / name for name in PLOT_NAMES]
     error_density(errors, paths[0])
     i = int(np.argmin(np.abs(test.J[:, 1, 2])))  # contact under the centre of mass
     i = int(np.argsort(np.abs(test.J[:, 1, 2]))[len(test.J) // 2]) if test.n > 2 else i
