@@ -35,3 +35,23 @@ SHARED = Path(os.environ.get("JAXCONTACT_SHARED", REPO.parent / "shared"))
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def fake_dacm_data():
+    """Writer of a small dacm data file that ``dacm.data.load`` accepts (random values, no
+    simulation): ``fake_dacm_data(path, **arrays_to_change)``."""
+    import numpy as np
+
+    def write(path, n=40, **change):
+        rng = np.random.default_rng(0)
+        d = {"format": np.array("jaxcontact.dacm.data/1"), "shape": np.array("box"), "dim": np.array(3),
+             "x": rng.normal(size=(n, 23)), "kind": rng.integers(1, 4, n), "label": rng.integers(0, 3, n),
+             "wrench": rng.normal(size=(n, 6)), "throw": rng.integers(0, 6, n), "step": np.arange(n),
+             "mu": np.array([0.18, 0.18]), "anisotropic": np.array(False), "n_throws": np.array(6),
+             "seed": np.array(0), "steps": np.array(800), "dt": np.array(0.002)}
+        d.update(change)
+        np.savez(path, **d)
+        return path
+
+    return write

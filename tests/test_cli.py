@@ -265,6 +265,30 @@ def _one_line_exit(argv, capsys, code=2):
     (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--per-toss", "{tmp}/no/p.json"], "does not exist"),
     (["impacts", "evaluate", "--train", "a", "--test", "b", "--learned-steps", "0"], "--learned-steps"),
     (["impacts", "split", "--data", "a", "--out-dir", "/proc/version/sub"], "not a directory"),
+    # names over the file system's limit (255 bytes) and directories that take no files (/proc),
+    # refused while parsing (issue 38: tracebacks after the work)
+    (["simulate", "--out", "{tmp}/" + "n" * 300], "longer than the file system's limit"),
+    (["simulate", "--out", "{tmp}/" + "n" * 253], "longer than the file system's limit"),  # with ".npz"
+    (["simulate", "--plot", "{tmp}/" + "p" * 300 + ".png"], "longer than the file system's limit"),
+    (["simulate", "--out", "/proc/s.npz"], "cannot create files in /proc"),
+    (["sysid", "--data", "x.npz", "--plot", "{tmp}/" + "p" * 300 + ".png"], "longer than the file system's limit"),
+    (["sysid", "--data", "x.npz", "--plot", "/proc/x.png", "--json"], "cannot create files in /proc"),
+    (["impacts", "split", "--data", "a", "--out-dir", "{tmp}/" + "d" * 300], "longer than the file system's limit"),
+    (["impacts", "split", "--data", "a", "--out-dir", "{tmp}/ok/" + "d" * 300 + "/x"], "longer than"),
+    (["impacts", "split", "--data", "a", "--out-dir", "/proc/split"], "cannot create files in /proc"),
+    (["impacts", "evaluate", "--train", "a", "--test", "b", "--plots", "/proc/figs"], "/proc"),
+    (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--per-toss", "{tmp}/" + "t" * 300 + ".json"],
+     "longer than the file system's limit"),
+    (["contactnets", "evaluate", "--checkpoint", "{tmp}/ck", "--per-toss", "/proc/p.json"], "/proc"),
+    (["dacm", "generate", "--out", "{tmp}/" + "g" * 300 + ".npz"], "longer than the file system's limit"),
+    # seeds out of range (the issue: an OverflowError traceback from the random generator)
+    (["simulate", "--seed", "1180591620717411303424"], "--seed"),
+    (["simulate", "--seed", "4294967296"], "--seed"),
+    (["dacm", "generate", "--out", "{tmp}/d.npz", "--seed", "1180591620717411303424"], "--seed"),
+    (["dacm", "evaluate", "--checkpoint", "{tmp}/ck", "--seed", "-1"], "--seed"),
+    (["sysid", "--synthetic", "--seed", "1180591620717411303424"], "--seed"),
+    (["impacts", "split", "--data", "a", "--out-dir", "{tmp}/o", "--seed", "99999999999999999999"], "--seed"),
+    (["contactnets", "train", "--out", "{tmp}/ck", "--seed", "99999999999999999999"], "--seed"),
 ])
 def test_bad_counts_values_and_output_paths_fail_in_one_line_before_any_work(argv, says, tmp_path, capsys):
     argv = [a.format(tmp=tmp_path) for a in argv]
@@ -307,12 +331,29 @@ def test_simulate_refuses_what_does_not_fit_in_memory_instantly(tmp_path, capsys
     check_memory(2**30, "x", "hint", available=2 * 2**30)
 
 
-def test_simulate_prints_the_file_it_wrote(tmp_path, capsys):
+def test_simulate_prints_the_file_it_wrote_and_a_failed_plot_comes_after_it(tmp_path, capsys, monkeypatch):
+    import jaxcontact.simulate as S
+
     assert main(["simulate", "--throws", "2", "--steps", "3", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert f"wrote {tmp_path / 'run.npz'}:" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.npz"]
-    assert np.load(tmp_path / "run.npz")["states"].shape == (2, 4, 13)
+    f = np.load(tmp_path / "run.npz")
+    assert f["states"].shape == (2, 4, 13) and float(f["sample_period"]) == float(f["engine_dt"]) == 0.002
+
+    # results first: the trajectories are written and said before --plot; a failing figure is one
+    # line after them and exit status 2
+    def broken(*a, **k):
+        raise RuntimeError("the figure could not be drawn")
+
+    monkeypatch.setattr(S, "plot_trajectories", broken)
+    rc = main(["simulate", "--throws", "2", "--steps", "3", "--out", str(tmp_path / "again"), "--no-progress",
+               "--plot", str(tmp_path / "again.png")])
+    cap = capsys.readouterr()
+    assert rc == 2 and f"wrote {tmp_path / 'again.npz'}:" in cap.out
+    assert cap.err.strip() == ("jaxcontact: error: --plot: the figure could not be drawn (the result was written "
+                               "before it)")
+    assert np.load(tmp_path / "again.npz")["states"].shape == (2, 4, 13)
 
 
 def test_plot_toss_out_of_range_is_refused_before_the_rollouts(tiny_lcp_checkpoint, tmp_path, capsys, monkeypatch):
@@ -410,3 +451,82 @@ def test_ctrl_c_during_training_saves_best_so_far_marked_interrupted(tiny_lcp_ch
     assert main(["contactnets", "evaluate", "--checkpoint", str(out), "--data", str(d / "tosses.npz"), "--json"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("warning:") and "interrupted" in err[0]
+
+
+def _fake_trajectories(path, samples=9):
+    """A measured-data file for sysid (no engine step recorded): one still cube on the ground."""
+    S = np.zeros((1, samples, 13))
+    S[..., 2], S[..., 3] = 0.05, 1.0
+    np.savez(path, states=S, dt=0.01, gravity=9.81)
+    return path
+
+
+def _sizes_at_ten_times_the_memory():
+    """Size options at which the bare minimum of each command (one copy of its trajectories or
+    weights) is 10x the memory available now."""
+    from jaxcontact.cliargs import available_memory
+
+    ten = 10 * (available_memory() or 2**40)
+    per = lambda nbytes: str(int(ten // nbytes) + 1)
+    return {
+        "simulate": ["simulate", "--throws", per(801 * 13 * 8), "--out", "{tmp}/s.npz"],
+        "sysid --synthetic": ["sysid", "--synthetic", "--throws", per(401 * 13 * 8)],
+        "sysid --substeps": ["sysid", "--data", "{data}/traj.npz", "--substeps", per(2 * 4 * 13 * 8)],
+        "dacm generate": ["dacm", "generate", "--throws", per(801 * 13 * 8), "--out", "{tmp}/d.npz"],
+        "dacm train": ["dacm", "train", "--data", "{data}/dacm.npz", "--out", "{tmp}/ck",
+                       "--hidden-scale", str((ten / 4 / (512 * 360 + 360 * 180)) ** 0.5)],
+        "dacm evaluate": ["dacm", "evaluate", "--checkpoint", "{tmp}/ck", "--throws", per(801 * 13 * 8)],
+        "dacm chain": ["dacm", "chain", "--checkpoint", "{tmp}/ck", "--swings", per(501 * 2 * 13 * 8)],
+        "dacm chain-data": ["dacm", "chain-data", "--data", "{data}/dacm.npz", "--out", "{tmp}/c.npz",
+                            "--tip-throws", per(401 * 13 * 8)],
+        "contactnets train": ["contactnets", "train", "--out", "{tmp}/ck", "--batch-size", per(2 * 13 * 8)],
+        "contactnets train --inner-iters": ["contactnets", "train", "--out", "{tmp}/ck", "--inner-iters", per(8)],
+        "impacts evaluate": ["impacts", "evaluate", "--train", "{data}/a.npz", "--test", "{data}/b.npz",
+                             "--learned-steps", per(8)],
+    }
+
+
+@pytest.mark.parametrize("name", list(_sizes_at_ten_times_the_memory()))
+def test_every_size_option_is_checked_against_memory_before_any_work(name, tmp_path, tmp_path_factory, capsys,
+                                                                    fake_dacm_data):
+    """Issue 38: dacm train --hidden-scale and dacm evaluate --throws were killed by the kernel, sysid
+    --substeps 1000000 ended in a RESOURCE_EXHAUSTED traceback. At 10x the memory every command
+    says the estimate and what is available in one line, exit status 2, before any work."""
+    data = tmp_path_factory.mktemp("inputs")
+    fake_dacm_data(data / "dacm.npz")
+    _fake_trajectories(data / "traj.npz")
+    argv = [a.format(tmp=tmp_path, data=data) for a in _sizes_at_ten_times_the_memory()[name]]
+    line, dt = _one_line_exit(argv + ["--no-progress"] * (argv[0] in ("simulate", "sysid")), capsys)
+    assert "needs about" in line and "is available" in line and "memory" in line, line
+    assert dt < 10 and not any(tmp_path.iterdir()), (dt, list(tmp_path.iterdir()))
+
+
+@pytest.mark.parametrize("content", ["empty", "truncated", "text", "npy"])
+@pytest.mark.parametrize("command", [
+    ["sysid", "--data", "{f}"],
+    ["impacts", "split", "--data", "{f}", "--out-dir", "{tmp}/split"],
+    ["impacts", "evaluate", "--train", "{f}", "--test", "{f}"],
+    ["dacm", "train", "--data", "{f}", "--out", "{tmp}/ck"],
+    ["contactnets", "train", "--data", "{f}", "--out", "{tmp}/ck"],
+])
+def test_unreadable_npz_files_are_one_line_for_every_command(command, content, tmp_path_factory, capsys):
+    """One reader (``files.read_npz``) for every command's .npz input: an empty, truncated, plain-text
+    or single-array file is one line naming it (issue 38: tracebacks from sysid and impacts)."""
+    d = tmp_path_factory.mktemp("bad")
+    f = d / "in.npz"
+    if content == "empty":
+        f.write_bytes(b"")
+    elif content == "truncated":
+        np.savez(f, states=np.zeros((50, 13)), dt=0.01)
+        f.write_bytes(f.read_bytes()[:-200])
+    elif content == "text":
+        f.write_text("t,x,y,z\n0,0,0,1\n")
+    else:
+        with open(f, "wb") as fh:
+            np.save(fh, np.zeros(3))
+    out = d / "out"
+    out.mkdir()
+    line, _ = _one_line_exit([a.format(f=f, tmp=out) for a in command], capsys)
+    assert str(f) in line and ("not a readable .npz archive" in line or "not an .npz archive" in line), line
+    assert not any(out.iterdir())
+

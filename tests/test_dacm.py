@@ -396,9 +396,56 @@ def test_cli_end_to_end_tiny(tiny_run, capsys):
     assert not Path(meta["data_file"]).is_absolute() and (d / "ck" / meta["data_file"]).resolve() == Path(data).resolve()
     assert meta["data_seed"] == 0 and res["test_throws"]["fresh"] is True and res["test_throws"]["training_data_seed"] == 0
     assert res["units"]["final_position"].startswith("m ") and res["units"]["first_impulse"].startswith("N s")
-    # bad checkpoint: corrupt weights
-    (d / "ck" / "pdd.msgpack").write_bytes(b"garbage")
-    assert main(["dacm", "evaluate", "--checkpoint", ck, "--throws", "1"]) == 2
+    # bad checkpoint: corrupt weights (a copy: the fixture's checkpoint is used by other tests)
+    import shutil
+
+    bad = shutil.copytree(d / "ck", d / "ck_corrupt")
+    (bad / "pdd.msgpack").write_bytes(b"garbage")
+    assert main(["dacm", "evaluate", "--checkpoint", str(bad), "--throws", "1"]) == 2
+
+
+def test_doc_example_loads_a_checkpoint_and_rolls_it_out(tiny_run):
+    """docs/dacm.md's example (load a trained checkpoint in Python, roll the learned law out) runs
+    on the fixture's checkpoint: the box lands and stays above the ground within the patch tolerance."""
+    import re
+
+    _, _, ck = tiny_run
+    text = (Path(__file__).resolve().parents[1] / "docs" / "dacm.md").read_text()
+    code = re.search(r"### A trained checkpoint in Python.*?```python\n(.*?)```", text, re.S).group(1)
+    assert '"box_ckpt"' in code
+    ns = {}
+    exec(compile(code.replace('"box_ckpt"', repr(ck)), "docs/dacm.md", "exec"), ns)
+    pos = np.asarray(ns["traj"].pos)
+    assert ns["meta"]["shape"] == "box" and pos.shape == (101, 3) and np.all(np.isfinite(pos))
+    assert pos[0, 2] == 0.3 and pos[-1, 2] < 0.3 and np.min(pos[:, 2]) > 0.05 - 2e-3  # half-width 0.05 m
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"shape": np.array("hexagon")}, "shape 'hexagon' is not one of"),
+    ({"dim": np.array(2)}, "dim 2 does not match shape 'box'"),
+    ({"x": np.ones((40, 23), np.int32)}, "x must be float32 or float64, got int32"),
+    ({"x": np.ones((40, 23), np.float16)}, "x must be float32 or float64, got float16"),
+    ({"wrench": np.ones((40, 6), np.int64)}, "wrench must be float32 or float64"),
+    ({"kind": np.full(40, 7)}, r"kind \[7\] is not a patch type of a 3D body"),
+    ({"kind": np.full(40, 1.0)}, "kind must be integers"),
+    ({"label": np.full(40, 0.5)}, "label must be integers"),
+    ({"throw": np.full(40, 6)}, r"throw indices must lie in \[0, n_throws = 6\)"),
+])
+def test_dacm_data_is_checked_before_any_training(change, says, tmp_path, capsys, fake_dacm_data):
+    """Issue 38: data of an unknown kind or int32 features trained on truncated inputs, data of an
+    unknown shape trained 19 s before evaluate refused the checkpoint. ``data.load`` refuses them,
+    and ``dacm train`` in one line before training (nothing written)."""
+    from jaxcontact.cli import main
+
+    good = fake_dacm_data(tmp_path / "good.npz")
+    assert len(D.load(good)["x"]) == 40
+    bad = fake_dacm_data(tmp_path / "bad.npz", **change)
+    with pytest.raises(ValueError, match=says):
+        D.load(bad)
+    capsys.readouterr()
+    assert main(["dacm", "train", "--data", str(bad), "--out", str(tmp_path / "ck"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0] and not (tmp_path / "ck").exists(), err
 
 
 def test_extracted_impulses_match_ground_truth_step(tiny_run):
