@@ -287,6 +287,9 @@ def _one_line_exit(argv, capsys, code=2):
     (["dacm", "generate", "--out", "{tmp}/d.npz", "--seed", "1180591620717411303424"], "--seed"),
     (["dacm", "evaluate", "--checkpoint", "{tmp}/ck", "--seed", "-1"], "--seed"),
     (["sysid", "--synthetic", "--seed", "1180591620717411303424"], "--seed"),
+    (["sysid", "--synthetic", "--sample-period", "0.01"], "--sample-period is the sample period of a --data file"),
+    (["sysid", "--synthetic", "--substeps", "4"], "--substeps 4 contradicts the synthetic data"),
+    (["sysid", "--data", "x.npz", "--sample-period", "0"], "--sample-period"),
     (["impacts", "split", "--data", "a", "--out-dir", "{tmp}/o", "--seed", "99999999999999999999"], "--seed"),
     (["contactnets", "train", "--out", "{tmp}/ck", "--seed", "99999999999999999999"], "--seed"),
 ])

@@ -32,6 +32,7 @@ def _units(length: str, mass: str = "kg") -> dict:
             "ground": length, "ground_normal": "unit vector", "vertices": f"{length} (body frame)", "mass": mass,
             "inertia": f"{mass} {length}^2", "loss": f"{length}^2 (mean squared window residual)",
             "rms_residual": length, "wall_time_s": "s", "total_time_s": "s", "noise_m": "m",
+            "sample_period_s": "s", "substeps": "engine steps per sample",
             "errors": "relative (fraction of the true value); ground: absolute, in the length unit"}
 
 
@@ -190,6 +191,11 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     if args.synthetic == bool(args.data):
         raise ValueError("give exactly one of --data FILE.npz or --synthetic")
+    if args.synthetic and args.sample_period is not None:
+        from .synthetic import DT, SAMPLE_EVERY
+
+        raise ValueError(f"--sample-period is the sample period of a --data file; the synthetic data are sampled "
+                         f"every {DT * SAMPLE_EVERY:g} s")
     out = _run_synthetic(args, log) if args.synthetic else _run_data(args, log)
     plot = out.pop("_plot", None)
     out = _jsonable(out)
