@@ -87,7 +87,7 @@ def run_train(args) -> int:
     rec = train_recipe(args)
     symmetry = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuses a bad setting before training
     hp = R.hyperparams(rec, str(d["shape"]))
-    check_memory_for_networks(hp, int(d["dim"]), rec["inputs"], len(d["x"]))  # before any training
+    check_memory_for_networks(hp, int(d["dim"]), rec["inputs"])  # before any training
     progress = not args.no_progress
     if progress:
         _log(f"dacm train: preset {args.preset} ({', '.join(f'{k}={v}' for k, v in rec.items())})")
@@ -129,7 +129,7 @@ EVALUATE_COPIES = 12
 TRAIN_WEIGHT_COPIES = 8
 
 
-def check_memory_for_networks(hp, dim: int, inputs: str, instances: int) -> None:
+def check_memory_for_networks(hp, dim: int, inputs: str) -> None:
     """``MemoryError`` before training if the networks of ``hp`` (layer widths scaled by
     --hidden-scale) cannot fit: every patch type's classifier, regressor and PDD network kept, the
     largest with its optimiser copies, and one batch's activations."""
@@ -140,7 +140,7 @@ def check_memory_for_networks(hp, dim: int, inputs: str, instances: int) -> None
     sizes = []
     for cfg in (hp.classifier, hp.regressor, hp.pdd):
         dims = (n_in, *cfg.hidden, 12)  # 12: at least the outputs of any head
-        sizes.append((sum(a * b + b for a, b in zip(dims[:-1], dims[1:])), min(cfg.batch, max(instances, 1)) * sum(dims)))
+        sizes.append((sum(a * b + b for a, b in zip(dims[:-1], dims[1:])), cfg.batch * sum(dims)))
     weights = sum(w for w, _ in sizes) * len(F.patch_types(dim))
     largest = max(w for w, _ in sizes)
     activations = 3 * max(a for _, a in sizes)
