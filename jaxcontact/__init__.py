@@ -13,6 +13,7 @@ from . import contact, diagnostics, geometry, shapes, solvers
 from .dynamics import (
     NonFiniteWarning,
     PenetrationWarning,
+    SolverWarning,
     batch_rollout,
     depenetrate,
     energy,
@@ -48,6 +49,7 @@ __all__ = [
     "NonFiniteWarning",
     "PenetrationWarning",
     "PlanarState",
+    "SolverWarning",
     "State",
     "Summary",
     "batch_rollout",

@@ -16,7 +16,12 @@ What is checked where:
 * eager calls (concrete inputs): ``validation.validate_inputs`` raises ``ValueError`` naming the
   field before anything is compiled; a start state deeper in the ground than
   ``Model.penetration_tol`` gives a ``PenetrationWarning``, a non-finite end state a
-  ``NonFiniteWarning`` (``batch_rollout(validate=False)`` skips both);
+  ``NonFiniteWarning``, a contact solve that did not converge (``Flags.SOLVER``) a
+  ``SolverWarning`` (``batch_rollout(validate=False)`` skips all three);
+* dtypes (static, so in any tracing context): ``validation.input_dtype`` refuses integer, bool,
+  float16/bfloat16 and complex inputs by name and gives the one dtype the step computes in —
+  JAX's promotion of the state's, the controls' and the parameters' float dtypes; the state and
+  controls are cast to it (a float32 state with float64 parameters under x64 runs in float64);
 * every step, in any tracing context (``jit``/``vmap``/``grad``): ``ContactInfo.flags``
   (``types.Flags``: invalid input, non-finite output, deep penetration, solver not converged) and
   ``ContactInfo.invalid`` (which value rule of ``validation.RULES`` the input broke);
@@ -38,7 +43,7 @@ from . import geometry
 from .rotations import quat_exp, quat_mul, quat_normalize, skew, solve3
 from .solvers import LCPSettings
 from .types import AnyState, ContactInfo, Flags, Model, Params, PlanarState, State, Summary
-from .validation import broken_rules, check_steps, is_concrete, validate_inputs
+from .validation import broken_rules, check_steps, input_dtype, is_concrete, validate_inputs
 
 
 class PenetrationWarning(UserWarning):
@@ -46,7 +51,22 @@ class PenetrationWarning(UserWarning):
 
 
 class NonFiniteWarning(UserWarning):
-    """An eager rollout ended with non-finite states (NaN spreads, so the last state shows it)."""
+    """An eager step or rollout ended with non-finite states (NaN spreads, so the last state shows it)."""
+
+
+class SolverWarning(UserWarning):
+    """An eager step or rollout had a contact solve that did not converge (``Flags.SOLVER``: its
+    iteration cap reached above the tolerance, or a residual above ``SOLVER_RESIDUAL_LIMIT``);
+    the contact impulses of those steps are inaccurate, though the states may look finite."""
+
+
+def as_input_dtype(params: Params, state: AnyState, control=None):
+    """``(state, control)`` cast to ``validation.input_dtype`` (which refuses bad dtypes by name):
+    the one dtype every entry point computes in, so a rollout's carry keeps its type. A no-op for
+    inputs already in it."""
+    dtype = input_dtype(params, state, control)
+    state = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), state)
+    return state, None if control is None else jnp.asarray(control, dtype)
 
 
 @jax.jit
@@ -68,6 +88,20 @@ def warn_nonfinite(final, batched: bool = False) -> None:
         warnings.warn(f"{who} went non-finite (first: body {int(np.argmax(bad))}); rerun with with_info=True "
                       "and jaxcontact.diagnostics.report for the first step and the cause",
                       NonFiniteWarning, stacklevel=3)
+
+
+def warn_solver(first_step, batched: bool = False, stacklevel: int = 3) -> None:
+    """Warn (``SolverWarning``) when bodies had a contact solve that did not converge;
+    ``first_step``: per body, the first such step (−1: none)."""
+    first = np.asarray(first_step).reshape(-1)
+    bad = first >= 0
+    if bad.any():
+        who = f"{int(bad.sum())} of {bad.size} bodies" if batched else "the body"
+        warnings.warn(f"the contact solver did not converge for {who} (first at step {int(first[bad].min())}; "
+                      f"Flags.SOLVER: iteration cap reached above the tolerance, or a residual above "
+                      f"{SOLVER_RESIDUAL_LIMIT} m/s), so the contact impulses there are inaccurate; rerun with "
+                      "with_info=True and jaxcontact.diagnostics.report for the steps and bodies",
+                      SolverWarning, stacklevel=stacklevel)
 
 
 def gravity_vector(model: Model, state: AnyState, dtype) -> jnp.ndarray:
@@ -153,6 +187,7 @@ def warm_starts(model: Model) -> bool:
 
 
 def _step(model: Model, params: Params, state: AnyState, control=None):
+    state, control = as_input_dtype(params, state, control)
     new, info, _ = _step_warm(model, params, state, control, None)
     return new, info
 
@@ -188,7 +223,7 @@ def _penetrations(params: Params, states, batched: bool):
     return jax.vmap(lambda s: penetration(params, s))(states) if batched else penetration(params, states)
 
 
-def warn_penetration(model: Model, params: Params, states, batched: bool = False) -> None:
+def warn_penetration(model: Model, params: Params, states, batched: bool = False, stacklevel: int = 3) -> None:
     """Warn (``PenetrationWarning``) when concrete start states penetrate the ground deeper than
     ``model.penetration_tol``; one vectorised host pass."""
     if not _bounds_penetration(model):
@@ -201,25 +236,39 @@ def warn_penetration(model: Model, params: Params, states, batched: bool = False
         warnings.warn(
             f"{who} the ground by up to {pen.max():.3g} m (more than Model.penetration_tol = "
             f"{model.penetration_tol:.3g} m); projected out along the ground normal without added momentum",
-            PenetrationWarning, stacklevel=3)
+            PenetrationWarning, stacklevel=stacklevel)
 
 
 def step_with_info(model: Model, params: Params, state: AnyState, control=None):
     """One step of a single body: ``(state⁺, ContactInfo)``. ``vmap`` it for batches.
 
-    Called on concrete arrays it validates them and runs a jitted step (compiled once per
-    model and shapes); inside a user's ``jit``/``vmap``/``grad`` it traces straight through.
+    Called on concrete arrays it validates them, runs a jitted step (compiled once per model and
+    shapes) and warns on its flags (``NonFiniteWarning``, ``SolverWarning``); inside a user's
+    ``jit``/``vmap``/``grad`` it traces straight through. ``state⁺`` is in
+    ``validation.input_dtype`` of the inputs.
     """
-    if is_concrete((params, state, control)):
-        validate_inputs(params, state, control=control, batched=False)
-        warn_penetration(model, params, state)
-        return _step_jit(model, params, state, control)
-    return _step(model, params, state, control)
+    return _step_with_info(model, params, state, control, stacklevel=3)
+
+
+def _step_with_info(model, params, state, control, stacklevel):
+    """``stacklevel``: of a warning raised here, pointing at the user's call."""
+    if not is_concrete((params, state, control)):
+        return _step(model, params, state, control)
+    validate_inputs(params, state, control=control, batched=False)
+    warn_penetration(model, params, state, stacklevel=stacklevel + 1)
+    new, info = _step_jit(model, params, state, control)
+    flags = int(info.flags)
+    if flags & Flags.NONFINITE:
+        warnings.warn("the step's output is non-finite; jaxcontact.diagnostics.report(info) names the cause",
+                      NonFiniteWarning, stacklevel=stacklevel)
+    if flags & Flags.SOLVER:
+        warn_solver(0, stacklevel=stacklevel + 1)
+    return new, info
 
 
 def step(model: Model, params: Params, state: AnyState, control=None) -> AnyState:
-    """One step of a single body: ``state⁺``."""
-    return step_with_info(model, params, state, control)[0]
+    """One step of a single body: ``state⁺`` (``step_with_info`` without the info)."""
+    return _step_with_info(model, params, state, control, stacklevel=3)[0]
 
 
 _NUM_FLAGS = len(Flags)
@@ -234,8 +283,11 @@ def _accumulate(summary: Summary, info: ContactInfo, k) -> Summary:
     return Summary(flags=summary.flags | info.flags, first_step=first, invalid=invalid)
 
 
-@functools.partial(jax.jit, static_argnames=("model", "n_steps", "output", "with_info"))
-def _rollout(model, params, state, controls, n_steps, output, with_info):
+@functools.partial(jax.jit, static_argnames=("model", "n_steps", "output", "with_info", "watch"))
+def _rollout(model, params, state, controls, n_steps, output, with_info, watch=False):
+    """The scan; ``watch`` (eager calls) also returns the first step whose contact solve failed
+    (−1: none), for ``SolverWarning``."""
+    state, controls = as_input_dtype(params, state, controls)
     summarize = output == "final" and with_info
     summary0 = Summary(flags=jnp.zeros((), jnp.int32), first_step=jnp.full((_NUM_FLAGS,), -1, jnp.int32),
                        invalid=jnp.zeros((), jnp.int32))
@@ -244,21 +296,27 @@ def _rollout(model, params, state, controls, n_steps, output, with_info):
     warm0 = model.law.init_warm(model, params, state) if warm_starts(model) else None
 
     def f(carry, xs):
-        s, summary, warm = carry
+        s, summary, warm, failed = carry
         u, k = xs
         s1, info, warm = _step_warm(model, params, s, u, warm)
         if summarize:
             summary = _accumulate(summary, info, k)
+        if watch:  # the solver bit alone, so the other flags stay dead code
+            failed = jnp.where((failed < 0) & _solver_failed(model, info), k, failed)
         out = None if output == "final" else (s1, info if with_info else None)
-        return (s1, summary, warm), out
+        return (s1, summary, warm, failed), out
 
     ks = jnp.arange(n_steps, dtype=jnp.int32)
-    (final, summary, _), ys = jax.lax.scan(f, (state, summary0, warm0), (controls, ks), length=n_steps)
+    failed0 = jnp.full((), -1, jnp.int32) if watch else None
+    (final, summary, _, failed), ys = jax.lax.scan(f, (state, summary0, warm0, failed0), (controls, ks),
+                                                   length=n_steps)
     if output == "final":
-        return (final, summary) if with_info else final
-    traj, infos = ys
-    traj = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b], 0), state, traj)
-    return (traj, infos) if with_info else traj
+        out = (final, summary) if with_info else final
+    else:
+        traj, infos = ys
+        traj = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b], 0), state, traj)
+        out = (traj, infos) if with_info else traj
+    return (out, failed) if watch else out
 
 
 
@@ -294,8 +352,9 @@ def rollout(
         return _rollout(model, params, state, controls, n_steps, output, with_info)
     validate_inputs(params, state, control=controls, batched=False, control_steps=True)
     warn_penetration(model, params, state)
-    out = _rollout(model, params, state, controls, n_steps, output, with_info)
+    out, failed = _rollout(model, params, state, controls, n_steps, output, with_info, watch=True)
     warn_nonfinite(_last_state(out, output, with_info))
+    warn_solver(failed)
     return out
 
 
@@ -324,8 +383,9 @@ def batch_rollout(
     physics; results differ only by floating-point rounding). ``None`` vmaps the whole batch at
     once (best on GPUs); ``"auto"`` is 256 on a CPU backend and ``None`` elsewhere.
     validate: check concrete inputs first (shapes, finiteness, quaternions, mass; one pass over the
-    batch on the host, and a ``PenetrationWarning`` for start states deep in the ground). ``False``
-    skips the check for inputs already validated (e.g. states that came out of an earlier
+    batch on the host, and a ``PenetrationWarning`` for start states deep in the ground) and warn
+    after the run (``NonFiniteWarning``, ``SolverWarning``). ``False`` skips both for inputs
+    already validated (e.g. states that came out of an earlier
     rollout); inside a user's ``jit`` the check never runs anyway — there ``ContactInfo.flags``
     (or the ``Summary`` of ``output="final", with_info=True``) report, and ``diagnostics.check``
     raises on them.
@@ -342,9 +402,11 @@ def batch_rollout(
         validate_inputs(params, states, batched=True, params_batched=params_batched)
         if not params_batched:
             warn_penetration(model, params, states, batched=True)
-    out = _batch_rollout(model, params, states, n_steps, params_batched, output, with_info, chunk_size)
+    out = _batch_rollout(model, params, states, n_steps, params_batched, output, with_info, chunk_size, watch=check)
     if check:
+        out, failed = out
         warn_nonfinite(_last_state(out, output, with_info, batched=True), batched=True)
+        warn_solver(failed, batched=True)
     return out
 
 
@@ -357,10 +419,10 @@ def _last_state(out, output, with_info, batched=False):
 
 @functools.partial(
     jax.jit,
-    static_argnames=("model", "n_steps", "params_batched", "output", "with_info", "chunk_size"),
+    static_argnames=("model", "n_steps", "params_batched", "output", "with_info", "chunk_size", "watch"),
 )
-def _batch_rollout(model, params, states, n_steps, params_batched, output, with_info, chunk_size=None):
-    f = lambda p, s: _rollout(model, p, s, None, n_steps, output, with_info)
+def _batch_rollout(model, params, states, n_steps, params_batched, output, with_info, chunk_size=None, watch=False):
+    f = lambda p, s: _rollout(model, p, s, None, n_steps, output, with_info, watch)
     n = jax.tree_util.tree_leaves(states)[0].shape[0]
     if n == 1:  # one body: the unbatched program (a vmap of one costs ~1.6x here), same result
         first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
@@ -410,8 +472,11 @@ __all__ = [
     "depenetrate",
     "NonFiniteWarning",
     "PenetrationWarning",
+    "SolverWarning",
+    "as_input_dtype",
     "warn_nonfinite",
     "warn_penetration",
+    "warn_solver",
     "free_velocity",
     "integrate",
     "energy",

@@ -6,8 +6,9 @@ centre of mass. Degenerate input raises ``ValueError`` before anything is compil
 
 from __future__ import annotations
 
-import numpy as np
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .types import Body
 
@@ -29,6 +30,19 @@ def _as_body(vertices: np.ndarray, mass: float, inertia, pad_to: int | None) -> 
         vertices=jnp.asarray(verts),
         vertex_mask=jnp.asarray(mask),
     )
+
+
+def with_mass(body: Body, mass) -> Body:
+    """``body`` with mass ``mass`` and its inertia scaled by ``mass / body.mass``: the same shape of
+    uniform density, heavier or lighter. Differentiable in ``mass`` (a traced value is fine), so a
+    gradient through it sees the inertia follow the mass — unlike ``body.replace(mass=m)``, or the
+    ``.body.mass`` of ``jax.grad(loss)(params)``, which hold the inertia fixed. For a density ρ:
+    ``with_mass(body, ρ * volume)``. Scaling mass and inertia together changes nothing without
+    forces other than gravity and contact, so the derivative is non-zero only under controls."""
+    if not isinstance(mass, jax.core.Tracer):
+        _check_mass(float(np.asarray(mass)))
+    m = jnp.asarray(mass)
+    return body.replace(mass=m, inertia=body.inertia * (m / body.mass))
 
 
 def _check_mass(mass):

@@ -19,7 +19,9 @@ import numbers
 from enum import IntEnum, IntFlag
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 
@@ -227,6 +229,29 @@ def _finite_real(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _not_an_array(x, name: str, kind: str = "a Python float") -> None:
+    """A static setting (part of a ``jit`` static argument) given as an array or a traced value:
+    say so by name instead of a generic "must be a number"."""
+    if isinstance(x, jax.core.Tracer):
+        raise ValueError(f"{name} is a static setting (Model is a jit static argument): pass {kind}, not a traced "
+                         "value; build the Model outside the transformed function (a new value recompiles)")
+    if isinstance(x, (jax.Array, np.ndarray)):
+        raise ValueError(f"{name} is a static setting (Model is a jit static argument): pass {kind}, not a "
+                         f"{'JAX' if isinstance(x, jax.Array) else 'NumPy'} array (e.g. float(x))")
+
+
+def _unhashable_setting(obj, name: str):
+    """The dotted name of the first field of a (nested) dataclass that is an array, or None."""
+    if isinstance(obj, (jax.Array, np.ndarray, jax.core.Tracer)):
+        return name
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            found = _unhashable_setting(getattr(obj, f.name), f"{name}.{f.name}")
+            if found:
+                return found
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Model:
     """Static simulation configuration (hashable; a ``jit`` static argument).
@@ -256,6 +281,10 @@ class Model:
     max_correction_speed: float | None = 0.02
 
     def __post_init__(self):
+        for name in ("dt", "gravity", "patch_tol", "max_correction_speed"):
+            _not_an_array(getattr(self, name), f"Model.{name}")
+        _not_an_array(self.max_contacts, "Model.max_contacts", "a Python int")
+        _not_an_array(self.gyroscopic, "Model.gyroscopic", "a Python bool")
         if not (_finite_real(self.dt) and self.dt > 0):
             raise ValueError(f"Model.dt must be a finite positive number of seconds, got {self.dt!r}")
         if not _finite_real(self.gravity):
@@ -272,7 +301,14 @@ class Model:
             raise ValueError(f"Model.max_correction_speed must be a finite positive speed (m/s) or None, got {v!r}")
         if not callable(self.law):
             raise ValueError(f"Model.law must be a contact law (callable), got {type(self.law).__name__}")
-        hash(self.law)  # a law must be hashable to be a static argument
+        try:
+            hash(self.law)  # a law must be hashable to be a static argument
+        except TypeError:
+            field = _unhashable_setting(self.law, type(self.law).__name__)
+            if field is None:
+                raise
+            raise ValueError(f"{field} is a static setting (Model is a jit static argument): pass a Python "
+                             "number, not an array") from None
 
     @property
     def penetration_tol(self) -> float:

@@ -5,7 +5,12 @@
 * Traced (``broken_rules``): the value rules (``RULES``) as ``jnp`` predicates, usable on
   tracers: every step reports the broken ones in ``ContactInfo.invalid`` and sets
   ``Flags.INVALID_INPUT``, inside ``jit``/``vmap``/``grad`` (``diagnostics`` names them).
-* Static (``check_steps``): step counts must be Python ints >= 0, whatever the tracing context.
+* Static (``check_steps``, ``check_dtype``, ``input_dtype``): step counts must be Python ints >= 0;
+  every array input must be float32 or float64 (integer, bool, float16/bfloat16 and complex arrays,
+  lists and strings are refused by name; Python numbers are fine), and a law's parameters pass its
+  ``check_static`` (``CoulombParams``: μ of shape (2,), ε a scalar). Dtypes and shapes are static,
+  so these raise the same ``ValueError`` eagerly and at trace time, inside any ``jit``/``vmap``/``grad``.
+  ``input_dtype`` also gives the one dtype a step computes in (see there).
 """
 
 from __future__ import annotations
@@ -27,7 +32,92 @@ def is_concrete(tree) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
 
 
-def _arr(x, name):
+# --- dtypes: static, so refused eagerly and at trace time alike ------------------------------------
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_dtype(x, name: str, integers: bool = False) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``x`` is a float32/float64 array (NumPy, JAX or a
+    tracer) or a Python int/float. Refused: complex values, float16/bfloat16 (and any float other
+    than float32/float64), integer and bool arrays (``integers=True`` allows them, e.g. a vertex
+    mask), and non-arrays such as lists or strings. Inside a transform a Python int arrives as a
+    weakly typed integer array, which is allowed for the same reason the int was."""
+    if isinstance(x, (bool, np.bool_)):
+        if integers:
+            return
+        raise ValueError(f"{name}: got a bool; expected a float32 or float64 array")
+    if isinstance(x, (int, float)):
+        return  # a Python number: weakly typed, it takes the compute dtype
+    if isinstance(x, complex):
+        raise ValueError(f"{name}: complex values are not supported; jaxcontact simulates real float32 or float64 arrays")
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        raise ValueError(f"{name}: expected a float32 or float64 array, got {type(x).__name__}")
+    dtype = np.dtype(dtype)
+    if dtype in FLOAT_DTYPES:
+        return
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        raise ValueError(f"{name}: complex values ({dtype}) are not supported; jaxcontact simulates real "
+                         "float32 or float64 arrays")
+    if jnp.issubdtype(dtype, jnp.floating):
+        raise ValueError(f"{name}: {dtype} is not supported; the contact solve needs float32 or float64 "
+                         "(cast with .astype(jnp.float32))")
+    if jnp.issubdtype(dtype, jnp.integer) or dtype == np.bool_:
+        if integers or (dtype != np.bool_ and getattr(x, "weak_type", False)):
+            return
+        raise ValueError(f"{name}: {dtype} values; expected float32 or float64 (e.g. jnp.asarray(x, float))")
+    raise ValueError(f"{name}: {dtype} values; expected a float32 or float64 array")
+
+
+def _state_fields(state) -> tuple[str, ...]:
+    if isinstance(state, State):
+        return ("pos", "quat", "vel", "omega")
+    if isinstance(state, PlanarState):
+        return ("pos", "angle", "vel", "omega")
+    raise ValueError(f"state: expected a jaxcontact State or PlanarState, got {type(state).__name__}")
+
+
+def input_dtype(params: Params, state, control=None, batch_ndim: int = 0):
+    """The one dtype a step computes in: JAX's promotion (``jnp.result_type``) of the floating
+    inputs — state, controls, body, ground and the law's floating parameters (Python numbers are
+    weak, as in any JAX expression). ``step``/``rollout``/``batch_rollout`` cast the state and the
+    controls to it, so states come back in it (a float32 ``State`` rolled out with float64
+    parameters under x64 runs, and returns, float64); parameters promote inside the operations.
+
+    Checks every input's dtype by name (``check_dtype``) and runs the law parameters' own static
+    checks (``params.law.check_static(batch_ndim)`` where the law defines it): all static, so this
+    raises the same ``ValueError`` eagerly and at trace time. ``batch_ndim``: leading batch axes
+    of ``params`` (``batch_rollout(params_batched=True)``)."""
+    body, ground, law = params.body, params.ground, params.law
+    floats = []
+
+    def see(x, name, integers=False):
+        check_dtype(x, name, integers)
+        if isinstance(x, (int, float)) and not isinstance(x, bool) or jnp.issubdtype(jnp.result_type(x), jnp.floating):
+            floats.append(x)
+
+    for f in _state_fields(state):
+        see(getattr(state, f), f"state.{f}")
+    see(body.mass, "body.mass")
+    see(body.inertia, "body.inertia")
+    see(body.vertices, "body.vertices")
+    check_dtype(body.vertex_mask, "body.vertex_mask", integers=True)
+    see(ground.normal, "ground.normal")
+    see(ground.height, "ground.height")
+    check = getattr(law, "check_static", None)
+    if callable(check):
+        check(batch_ndim)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(law):
+        see(leaf, "params.law" + jax.tree_util.keystr(path), integers=True)
+    if control is not None:
+        see(control, "control")
+    dtype = jnp.result_type(*floats)
+    return dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.result_type(float)
+
+
+def _arr(x, name, integers=False):
+    check_dtype(x, name, integers)
     try:
         return np.asarray(x, dtype=np.float64)
     except Exception as err:  # noqa: BLE001
@@ -57,7 +147,7 @@ def validate_body(body: Body, batched: bool = False) -> None:
         raise ValueError(f"body.vertices: expected shape (K, 2) or (K, 3), got {v.shape}")
     d = v.shape[-1]
     _finite(v, "body.vertices")
-    mask = _arr(body.vertex_mask, "body.vertex_mask")
+    mask = _arr(body.vertex_mask, "body.vertex_mask", integers=True)
     if mask.shape != v.shape[:-1]:
         raise ValueError(f"body.vertex_mask: expected shape {v.shape[:-1]}, got {mask.shape}")
     m = _arr(body.mass, "body.mass")
@@ -128,13 +218,14 @@ def validate_state(state, dim: int, batched: bool = False) -> None:
             )
 
 
-def validate_law_params(law_params) -> None:
-    import jax
-
+def validate_law_params(law_params, batch_ndim: int = 0) -> None:
+    check = getattr(law_params, "check_static", None)
+    if callable(check):
+        check(batch_ndim)
     leaves = jax.tree_util.tree_leaves_with_path(law_params)
     for path, leaf in leaves:
         name = "params.law" + jax.tree_util.keystr(path)
-        a = _arr(leaf, name)
+        a = _arr(leaf, name, integers=True)
         _finite(a, name)
     mu = getattr(law_params, "mu", None)
     if mu is not None and np.any(np.asarray(mu) < 0):
@@ -159,7 +250,7 @@ def validate_inputs(
     if not params_batched:
         validate_ground(params.ground, dim)
     validate_state(state, dim, batched=batched)
-    validate_law_params(params.law)
+    validate_law_params(params.law, batch_ndim=1 if params_batched else 0)
     if control is not None:
         c = _arr(control, "control")
         nv = 6 if dim == 3 else 3

@@ -37,10 +37,21 @@ def _re(field):
     (dict(max_contacts=2.5), r"Model\.max_contacts"), (dict(max_contacts=0), r"Model\.max_contacts"),
     (dict(patch_tol=math.nan), r"Model\.patch_tol"), (dict(max_correction_speed=0.0), r"max_correction_speed"),
     (dict(max_correction_speed=math.inf), r"max_correction_speed"), (dict(gyroscopic=1), r"gyroscopic"),
+    (dict(dt=jnp.asarray(0.002)), r"Model\.dt is a static setting .*pass a Python float, not a JAX array"),
+    (dict(dt=np.asarray(0.002)), r"Model\.dt is a static setting .*not a NumPy array"),
+    (dict(gravity=jnp.asarray(9.81)), r"Model\.gravity is a static setting"),
+    (dict(max_contacts=jnp.asarray(8)), r"Model\.max_contacts is a static setting .*a Python int"),
+    (dict(law=jc.CoulombLCP(smoothing_length=jnp.asarray(1e-3))), r"CoulombLCP\.smoothing_length is a static setting"),
+    (dict(law=jc.CoulombLCP(solver=jc.LCPSettings(tol=jnp.asarray(1e-6)))), r"CoulombLCP\.solver\.tol is a static"),
 ])
 def test_model_settings_rejected(kw, match):
     with pytest.raises(ValueError, match=match):
-        jc.Model(law=LAW, **kw)
+        jc.Model(**{"law": LAW, **kw})
+
+
+def test_traced_static_setting_says_so():
+    with pytest.raises(ValueError, match=r"Model\.dt is a static setting .*not a traced value"):
+        jax.jit(lambda dt: jc.Model(law=LAW, dt=dt))(0.002)
 
 
 def test_step_counts_rejected_everywhere():
@@ -130,14 +141,118 @@ def test_vmap_report_names_bodies_fields_and_steps():
     assert "all 64 bodies clean" in diagnostics.report(summary)
 
 
-def test_solver_failure_flagged():
+def test_solver_failure_flagged_and_warned_eagerly():
     # a solver capped at one sweep on a sliding, spinning box on its face does not converge
     capped = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12)), dt=DT)
     rest = jc.make_state(pos=[0, 0, 0.05], vel=[0.5, 0, 0], omega=[0, 0, 3.0])
-    _, info = jc.rollout(capped, params(), rest, 5, with_info=True)
+    with pytest.warns(jc.SolverWarning, match=r"did not converge for the body \(first at step 0") as w:
+        _, info = jc.rollout(capped, params(), rest, 5, with_info=True)
+    assert w[0].filename == __file__  # the warning points at the caller's line
     assert np.all(np.asarray(info.flags) & jc.Flags.SOLVER)
-    _, info = jc.rollout(MODEL, params(), rest, 5, with_info=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converged: no warning
+        _, info = jc.rollout(MODEL, params(), rest, 5, with_info=True)
     assert not np.any(np.asarray(info.flags))
+
+
+def test_extreme_speed_solver_failure_warned():
+    # dropped at 1e10 m/s the box ends metres up, finite: only Flags.SOLVER says the solve failed
+    p = params()
+    fast = jc.make_state(pos=[0, 0, 0.2], vel=[0, 0, -1e10])
+    batch = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), jc.make_state(pos=[0, 0, 0.2]), fast)
+    with pytest.warns(jc.SolverWarning, match=r"did not converge for 1 of 2 bodies \(first at step 0") as w:
+        final = jc.batch_rollout(MODEL, p, batch, 40)
+    assert w[0].filename == __file__
+    assert np.all(np.isfinite(np.asarray(final.pos))) and float(final.pos[1, 2]) > 1.0
+    with pytest.warns(jc.SolverWarning, match=r"for the body \(first at step 0") as w:
+        jc.step(MODEL, p, fast)
+    assert w[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # validate=False: no checks and no warnings
+        jc.batch_rollout(MODEL, p, batch, 40, validate=False)
+    _, summary = _jit_final(p, fast)  # under jit: the flag, and report says it
+    assert int(summary.flags) == jc.Flags.SOLVER
+    assert "1 of 1 bodies had solver not converged (first at step 0" in diagnostics.report(summary)
+
+
+# --- dtypes: one compute dtype, the promotion of the inputs' float dtypes --------------------------
+
+def _cast(tree, dtype):
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), tree)
+
+
+def test_mixed_precision_runs_in_the_promoted_dtype():
+    p64, s64 = params(), jc.make_state(pos=[0, 0, 0.06], vel=[1.0, 0, -0.5], omega=[0, 2.0, 3.0])
+    s32 = _cast(s64, jnp.float32)
+    up = _cast(s32, jnp.float64)  # what the float32 state becomes
+    run = jax.jit(lambda p, s: _final_with_summary(MODEL, p, s))
+    for out, ref in ((jc.rollout(MODEL, p64, s32, 40, output="final", with_info=True), run(p64, up)),
+                     (run(p64, s32), run(p64, up))):  # eagerly and under jit: float64, same bits
+        assert all(x.dtype == jnp.float64 for x in jax.tree_util.tree_leaves(out[0]))
+        for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(ref)):
+            assert np.array_equal(a, b)
+    # float64 controls with a float32 body and state: float64 as well; all float32 stays float32
+    p32 = _cast(p64, jnp.float32)
+    assert jc.rollout(MODEL, p32, s32, controls=jnp.zeros((3, 6))).pos.dtype == jnp.float64
+    assert jc.step(MODEL, p32, s32).pos.dtype == jnp.float32
+    # vmapped, and through grad (the cotangent of a float32 input stays float32)
+    batch = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), s32)
+    assert jc.batch_rollout(MODEL, p64, batch, 3).pos.dtype == jnp.float64
+    g = jax.grad(lambda s: jnp.sum(jc.step(MODEL, p64, s).pos))(s32)
+    assert g.pos.dtype == jnp.float32 and np.allclose(g.pos, 1.0)
+
+
+def test_eager_results_equal_traced_results():
+    # the eager path adds the solver watch to the scan: the states are the same bits
+    s = jc.states.random_throws(jax.random.PRNGKey(3), 4)
+    p = params(restitution=0.3)
+    eager = jc.batch_rollout(MODEL, p, s, 60, output="trajectory")
+    traced = jax.jit(lambda p, s: jc.batch_rollout(MODEL, p, s, 60, output="trajectory"))(p, s)
+    for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(traced)):
+        assert np.array_equal(a, b)
+
+
+# --- mass with inertia following (docs/gradients.md) -----------------------------------------------
+
+def test_with_mass_gradient_moves_the_inertia():
+    # free flight (no contact) under a constant world force F and body torque τ about the body z axis
+    # (a principal axis, no gyroscopic term): semi-implicit Euler gives x_N = x_0 + h² F/m N(N+1)/2
+    # (plus the mass-independent fall) and a rotation angle θ_N = h² τ/I_zz N(N+1)/2, so with the
+    # inertia following the mass (I_zz ∝ m) d/dm of both is −(·)/m; with .mass alone θ does not move
+    n, f, tau = 50, 0.3, 2e-3
+    free = jc.Model(law=jc.NoContact(), dt=DT)
+    ctrl = jnp.tile(jnp.array([f, 0, 0, 0, 0, tau]), (n, 1))
+    s0 = jc.make_state(pos=[0, 0, 1.0])
+
+    def x_and_angle(body):
+        end = jc.rollout(free, jc.Params(body=body, ground=jc.Ground.flat(), law=None), s0, controls=ctrl,
+                         output="final")
+        return jnp.stack([end.pos[0], 2 * jnp.arctan2(end.quat[3], end.quat[0])])
+
+    follow = jax.jit(jax.jacrev(lambda m: x_and_angle(jc.shapes.with_mass(BOX, m))))
+    fixed = jax.jit(jax.jacrev(lambda m: x_and_angle(BOX.replace(mass=m))))
+    k = DT**2 * n * (n + 1) / 2
+    x, angle = k * f / M, k * tau / float(BOX.inertia[2, 2])
+    np.testing.assert_allclose(x_and_angle(BOX), [x, angle], rtol=1e-9)
+    np.testing.assert_allclose(follow(M), [-x / M, -angle / M], rtol=1e-9)
+    np.testing.assert_allclose(fixed(M), [-x / M, 0.0], rtol=1e-9, atol=1e-12)
+    # against central differences of the rollout itself
+    h = 1e-6
+    fd = (x_and_angle(jc.shapes.with_mass(BOX, M + h)) - x_and_angle(jc.shapes.with_mass(BOX, M - h))) / (2 * h)
+    np.testing.assert_allclose(follow(M), fd, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"mass: must be positive"):
+        jc.shapes.with_mass(BOX, -1.0)
+
+
+def test_throw_with_contact_is_mass_independent_when_inertia_follows():
+    # scaling mass and inertia together scales every impulse with them: the trajectory, and so the
+    # derivative along with_mass (dL/dm + Σ dL/dI · I/m), is zero; the mass alone (inertia held) is not
+    tilt = quat_mul(quat_exp(jnp.array([0.0, 0.3, 0.0])), quat_exp(jnp.array([0.4, 0.0, 0.0])))
+    s = jc.make_state(pos=[0, 0, 0.09], quat=tilt / jnp.linalg.norm(tilt), vel=[1.0, 0, -1.0], omega=[0, 2.0, 0])
+    g, summary = _jit_grad(params(), s)  # d sum(final pos) / d params after 40 steps, landing on a corner
+    assert int(summary.flags) == 0
+    along = float(g.body.mass + jnp.sum(g.body.inertia * BOX.inertia) / M)
+    assert abs(float(g.body.mass)) > 1e-3 and abs(along) < 1e-6 * abs(float(g.body.mass))
 
 
 # --- no energy from penetration ------------------------------------------------------------------

@@ -37,14 +37,34 @@ from flax import struct
 from .. import contact
 from ..solvers import LCPSettings, RelaxedGradient, check_gradient_mode
 from ..types import AnyState, Params
+from ..validation import check_dtype
 
 
 @struct.dataclass
 class CoulombParams:
-    """mu: (2,) friction coefficients along the ground tangents t1, t2. restitution: () in [0, 1]."""
+    """mu: (2,) friction coefficients along the ground tangents t1, t2 (anisotropic; planar bodies
+    use μ₁; ``init_params(mu=μ)`` makes the isotropic (μ, μ)). restitution: () in [0, 1]."""
 
     mu: jnp.ndarray
     restitution: jnp.ndarray
+
+    def check_static(self, batch_ndim: int = 0) -> None:
+        """Dtypes and shapes of the fields (static, so this raises the same ``ValueError`` eagerly
+        and at trace time): float32/float64, μ of shape (2,), ε a scalar, after ``batch_ndim``
+        leading batch axes. A scalar μ is refused rather than broadcast: the pytree's shape is its
+        gradient's, and every reader of ``law.mu`` (sysid, data files, chains) takes a 2-vector."""
+        for name, want, hint in (
+            ("mu", (2,), " — μ is (μ₁, μ₂) along the two ground tangents; for isotropic friction use "
+                         "law.init_params(mu=μ) or jnp.full(2, μ)"),
+            ("restitution", (), " — one coefficient ε"),
+        ):
+            x = getattr(self, name)
+            check_dtype(x, f"params.law.{name}")
+            shape = tuple(jnp.shape(x))
+            if len(shape) < batch_ndim or shape[batch_ndim:] != want:
+                dims = ["B"] * batch_ndim + [str(n) for n in want]
+                expected = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+                raise ValueError(f"params.law.{name}: expected shape {expected}, got shape {shape}{hint}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +106,22 @@ class CoulombLCP:
 
     @staticmethod
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
-        mu1 = jnp.asarray(mu, dtype=jnp.result_type(float))
-        mu2 = mu1 if mu2 is None else jnp.asarray(mu2, dtype=mu1.dtype)
-        return CoulombParams(mu=jnp.stack([mu1, mu2]), restitution=jnp.asarray(restitution, mu1.dtype))
+        """``CoulombParams``: μ = (mu, mu2), isotropic (mu, mu) without ``mu2``; ``mu`` may also be
+        the pair (μ₁, μ₂) itself."""
+        dtype = jnp.result_type(float)
+        for name, x in (("mu", mu), ("mu2", mu2), ("restitution", restitution)):
+            if x is not None and not isinstance(x, (list, tuple)):
+                check_dtype(x, name)
+        mu = jnp.asarray(mu, dtype=dtype)
+        if mu.shape == (2,) and mu2 is None:
+            return CoulombParams(mu=mu, restitution=jnp.asarray(restitution, dtype))
+        if mu.shape != ():
+            raise ValueError(f"mu: expected a scalar (with mu2 for the second tangent) or a pair (μ₁, μ₂), "
+                             f"got shape {mu.shape}")
+        mu2 = mu if mu2 is None else jnp.asarray(mu2, dtype=dtype)
+        if mu2.shape != ():
+            raise ValueError(f"mu2: expected a scalar, got shape {mu2.shape}")
+        return CoulombParams(mu=jnp.stack([mu, mu2]), restitution=jnp.asarray(restitution, dtype))
 
     def __call__(self, model, params: Params, state: AnyState, v_free):
         impulse, info, _ = self.solve_warm(model, params, state, v_free, None)
