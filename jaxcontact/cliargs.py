@@ -58,7 +58,7 @@ def nonnegative_int(text: str) -> int:
     return n
 
 
-SEED_MAX = 2**32 - 1  # the largest seed every random generator of the project takes (JAX's PRNGKey in float32 mode)
+SEED_MAX = 2**32 - 1  # one 32-bit word, taken by numpy and JAX alike (JAX's PRNGKey overflows from 2**63)
 
 
 def seed(text: str) -> int:

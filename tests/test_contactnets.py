@@ -329,9 +329,16 @@ def test_cli_train_and_evaluate_end_to_end(sim, tmp_path, capsys):
     (tmp_path / "polytope" / "params.msgpack").write_bytes(blob[:-3] + b"abc")
     assert main(["contactnets", "evaluate", "--checkpoint", str(tmp_path / "polytope"), "--data", str(f)]) == 2
     assert "corrupt" in capsys.readouterr().err
-    # a mismatched checkpoint (e2e meta claiming polytope parameters) is refused
+    # a mismatched checkpoint (e2e meta claiming polytope parameters) is refused: an edited meta.json
+    # by its own checksum, and one whose checksum was recomputed by the parameters' shapes
+    from jaxcontact.checkpoint import META_SUM, meta_checksum
+
     meta = json.loads((tmp_path / "e2e" / "meta.json").read_text())
     meta["variant"] = "polytope"
+    (tmp_path / "e2e" / "meta.json").write_text(json.dumps(meta))
+    assert main(["contactnets", "evaluate", "--checkpoint", str(tmp_path / "e2e"), "--data", str(f)]) == 2
+    assert "meta.json: checksum mismatch" in capsys.readouterr().err
+    meta[META_SUM] = meta_checksum(meta)
     (tmp_path / "e2e" / "meta.json").write_text(json.dumps(meta))
     assert main(["contactnets", "evaluate", "--checkpoint", str(tmp_path / "e2e"), "--data", str(f)]) == 2
     assert "do not match" in capsys.readouterr().err

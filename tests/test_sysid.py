@@ -700,7 +700,7 @@ def test_simulate_file_is_fitted_with_its_own_engine_step_and_the_result_comes_b
         assert abs(out["values"][k] / out["nominal_in_data"][k] - 1) < 0.01, out["values"]
 
 
-def test_substeps_come_from_the_data_and_a_contradiction_is_refused(tmp_path, small_data):
+def test_substeps_come_from_the_data_and_a_contradiction_is_refused(tmp_path, small_data, capsys):
     """API: ``Problem.build`` and ``staged_fit`` without ``substeps`` take the data's (synthetic
     data: 5 engine steps per 10 ms sample); a different value is refused before any work; measured
     data (no engine step) take ``MEASURED_SUBSTEPS`` or the caller's; an engine step that does not
@@ -724,8 +724,16 @@ def test_substeps_come_from_the_data_and_a_contradiction_is_refused(tmp_path, sm
     with pytest.raises(sysid.data.MissingSamplePeriod, match="sample_period is required"):
         sysid.load(bare)
     assert sysid.load(bare, sample_period=0.01).dt == 0.01
-    rc = main(["sysid", "--data", str(bare), "--no-progress"])
-    assert rc == 2
+    capsys.readouterr()
+    assert main(["sysid", "--data", str(bare), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxcontact: error: --sample-period is required: the file"), err
+    # the real cube tosses record their sample period (148 Hz) and no engine step: measured data
+    from jaxcontact.contactnets.data import bundled_path
+
+    cubes = sysid.load(bundled_path())
+    assert abs(1 / cubes.dt - 148) < 1e-9 and cubes.engine_dt is None
+    assert sysid.data.substeps_for(cubes) == sysid.data.MEASURED_SUBSTEPS
     # an older simulate file (before engine_dt was recorded) wrote every engine step
     old = tmp_path / "old.npz"
     np.savez(old, states=np.stack(small_data.trajs), dt=0.002, gravity=9.81, seed=0, shape="box", layout="x")
