@@ -76,7 +76,16 @@ def test_law_in_rollout_under_jit_vmap_grad(name):
     assert info.patch_centre.shape == info.patch_normal.shape == (n, N_STEPS, 3)
     for leaf in jax.tree_util.tree_leaves(info):
         assert np.all(np.isfinite(np.asarray(leaf, float))), name
-    assert np.all(np.asarray(info.residual) >= 0) and np.all(np.asarray(info.iterations) >= 0)
+    residual, iterations = np.asarray(info.residual), np.asarray(info.iterations)
+    assert not np.any(np.asarray(info.flags)), (name, np.unique(np.asarray(info.flags)))  # no solver failure
+    settings = getattr(law, "solver", None)
+    if isinstance(settings, jc.LCPSettings):  # PGS: sweeps, stopped by its tolerance before the cap
+        assert 1 <= iterations.max() < settings.max_iter, (name, iterations.max())
+        assert residual.max() < 10 * settings.tol, (name, residual.max())
+    elif name == "smoothed":  # Newton: its fixed step count, the relaxed problem solved
+        assert np.all(iterations == law.newton_iters) and residual.max() < 1e-6, residual.max()
+    elif name in ("none", "e2e"):  # no solver: nothing to report
+        assert not residual.any() and not iterations.any()
     if name in TOUCHING:
         assert np.asarray(info.impulse)[..., 0].max() > 0  # normal impulses push
         assert np.asarray(info.active).any() and (np.asarray(info.patch_type) > 0).any()
