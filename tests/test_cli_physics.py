@@ -3,7 +3,8 @@ simulate`` that sets physics changes the saved trajectories the way physics says
 friction impulse of a flat sliding step saturates at exactly μ m g h; ``--restitution``: more
 energy kept through the landing; ``--dt``: semi-implicit Euler's closed-form free flight at that
 step, the landing at the same time), ``--shape pentagon|link`` save the textbook mass properties
-and conserve momentum in flight, ``--x64`` writes float64 states exact to round-off."""
+and conserve momentum in flight, ``--x64`` writes float64 states exact to round-off, and
+``sysid --data --method nelder-mead`` recovers the μ a simulate file was made with."""
 
 import os
 import subprocess
@@ -141,3 +142,18 @@ def test_x64_writes_float64_states_exact_to_round_off(tmp_path):
     k = np.arange(6)  # free fall from at least 0.4 m: exact in float64 (float32 would be off by 1e-8)
     np.testing.assert_allclose(s[..., 2], s[:, :1, 2] + 0.002 * k * s[:, :1, 9] - G * 0.002**2 * k * (k + 1) / 2,
                                rtol=0, atol=1e-13)
+
+
+def test_sysid_recovers_the_mu_that_simulate_was_run_with(runs, tmp_path, capsys):
+    # simulate (μ = 0.05, ε = 0) → sysid --data with the simulator's step (--substeps 1) and its ε:
+    # the friction coefficient Nelder–Mead identifies from the saved trajectories is the one the
+    # throws were simulated with (to 1e-3 in 40 iterations)
+    path = tmp_path / "mu.npz"
+    np.savez(path, **runs["mu"])
+    assert main(["sysid", "--data", str(path), "--params", "mu", "--init", "mu=0.2,restitution=0", "--substeps", "1",
+                 "--method", "nelder-mead", "--max-iter", "40", "--max-trajectories", "2", "--json", "--no-progress"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "nelder-mead" and out["trajectories"] == 2
+    assert abs(out["values"]["mu"] - 0.05) < 1e-3, out["values"]

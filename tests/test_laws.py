@@ -76,14 +76,19 @@ def test_law_in_rollout_under_jit_vmap_grad(name):
     assert info.patch_centre.shape == info.patch_normal.shape == (n, N_STEPS, 3)
     for leaf in jax.tree_util.tree_leaves(info):
         assert np.all(np.isfinite(np.asarray(leaf, float))), name
-    residual, iterations = np.asarray(info.residual), np.asarray(info.iterations)
-    assert not np.any(np.asarray(info.flags)), (name, np.unique(np.asarray(info.flags)))  # no solver failure
+    residual, iterations, flags = (np.asarray(x) for x in (info.residual, info.iterations, info.flags))
+    assert not np.any(flags & (int(jc.Flags.INVALID_INPUT) | int(jc.Flags.NONFINITE))), name
+    if name in TOUCHING:  # (untrained learned laws let the boxes sink: their start states get projected)
+        assert not np.any(flags & int(jc.Flags.PENETRATION)), name
     settings = getattr(law, "solver", None)
-    if isinstance(settings, jc.LCPSettings):  # PGS: sweeps, stopped by its tolerance before the cap
-        assert 1 <= iterations.max() < settings.max_iter, (name, iterations.max())
-        assert residual.max() < 10 * settings.tol, (name, residual.max())
+    if isinstance(settings, jc.LCPSettings):  # PGS: sweeps until its tolerance, flagged at its cap
+        assert 1 <= iterations.max() <= settings.max_iter and residual.max() < 1e-4, (name, residual.max())
+        unconverged = (iterations >= settings.max_iter) & (residual > settings.tol)
+        assert unconverged.mean() < 0.05, name
+        np.testing.assert_array_equal((flags & int(jc.Flags.SOLVER)) != 0, unconverged)
     elif name == "smoothed":  # Newton: its fixed step count, the relaxed problem solved
         assert np.all(iterations == law.newton_iters) and residual.max() < 1e-6, residual.max()
+        assert not np.any(flags & int(jc.Flags.SOLVER))
     elif name in ("none", "e2e"):  # no solver: nothing to report
         assert not residual.any() and not iterations.any()
     if name in TOUCHING:
