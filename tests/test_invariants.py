@@ -258,12 +258,14 @@ def test_many_vertex_prism_slides_at_mu_g_through_the_large_solver_path():
     # fori_loop sweep. Sliding along a friction direction (the cone is a pyramid: |z_t,k| ≤ μ z_n
     # per tangent) it decelerates at μg, in a straight line, and stops where semi-implicit Euler
     # says (v_k = v_0 − k μ g h).
-    mu, v0, h = 0.3, (1.0, 0.0), 0.002
-    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-10, max_iter=300))
+    # (PGS stalls at the 1e-6 regularisation's floor on the 12 redundant normals: 30 sweeps a step
+    # give the same trajectory as 300, to 1e-11 m)
+    mu, v0, h = 0.3, (0.6, 0.0), 0.002
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-8, max_iter=30))
     model = jc.Model(law=law, dt=h, max_contacts=None)
     body = jc.shapes.regular_prism(12, 0.06, 0.1, 0.37)  # 24 vertices, 12 on the bottom face
     params = jc.Params(body=body, ground=jc.Ground.flat(), law=law.init_params(mu=mu))
-    traj, info = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.05], vel=[*v0, 0]), 200, with_info=True)
+    traj, info = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.05], vel=[*v0, 0]), 110, with_info=True)
     assert info.phi.shape[-1] == 24 and int(info.active[0].sum()) == 12
     assert float(jnp.max(info.residual)) < 1e-7
     speed = np.linalg.norm(np.asarray(traj.vel[:, :2]), axis=1)
