@@ -76,7 +76,21 @@ def test_law_in_rollout_under_jit_vmap_grad(name):
     assert info.patch_centre.shape == info.patch_normal.shape == (n, N_STEPS, 3)
     for leaf in jax.tree_util.tree_leaves(info):
         assert np.all(np.isfinite(np.asarray(leaf, float))), name
-    assert np.all(np.asarray(info.residual) >= 0) and np.all(np.asarray(info.iterations) >= 0)
+    residual, iterations, flags = (np.asarray(x) for x in (info.residual, info.iterations, info.flags))
+    assert not np.any(flags & (int(jc.Flags.INVALID_INPUT) | int(jc.Flags.NONFINITE))), name
+    if name in TOUCHING:  # (untrained learned laws let the boxes sink: their start states get projected)
+        assert not np.any(flags & int(jc.Flags.PENETRATION)), name
+    settings = getattr(law, "solver", None)
+    if isinstance(settings, jc.LCPSettings):  # PGS: sweeps until its tolerance, flagged at its cap
+        assert 1 <= iterations.max() <= settings.max_iter and residual.max() < 1e-4, (name, residual.max())
+        unconverged = (iterations >= settings.max_iter) & (residual > settings.tol)
+        assert unconverged.mean() < 0.05, name
+        np.testing.assert_array_equal((flags & int(jc.Flags.SOLVER)) != 0, unconverged)
+    elif name == "smoothed":  # Newton: its fixed step count, the relaxed problem solved
+        assert np.all(iterations == law.newton_iters) and residual.max() < 1e-6, residual.max()
+        assert not np.any(flags & int(jc.Flags.SOLVER))
+    elif name in ("none", "e2e"):  # no solver: nothing to report
+        assert not residual.any() and not iterations.any()
     if name in TOUCHING:
         assert np.asarray(info.impulse)[..., 0].max() > 0  # normal impulses push
         assert np.asarray(info.active).any() and (np.asarray(info.patch_type) > 0).any()

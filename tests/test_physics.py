@@ -159,24 +159,61 @@ def test_tipped_box_falls_onto_a_face_and_rests():
     assert int(info.patch_type[-1]) == int(jc.PatchType.FACE)
     assert abs(float(final.pos[2]) - 0.05) < 1e-4
     assert float(jnp.linalg.norm(final.vel)) < 1e-6 and float(jnp.linalg.norm(final.omega)) < 1e-5
-    # the box fell over: its rotation from the start is 30° (back to flat) or 60° (tipped over)
+    # tilted 30° about x (less than 45°) its centre of mass is over the face it came from: it
+    # falls back onto it, turning 30° back to flat, not 60° over the edge
     tilt = np.rad2deg(float(quat_angle_between(traj.quat[0], final.quat)))
-    assert min(abs(tilt - 30), abs(tilt - 60)) < 0.5
+    assert abs(tilt - 30) < 0.5, tilt
+    assert np.rad2deg(float(quat_angle_between(jnp.array([1.0, 0, 0, 0]), final.quat))) < 0.5
 
 
-def test_restitution_bounces_at_eps_times_approach_speed():
-    model, params = setup(restitution=0.5)
-    s0 = jc.make_state(pos=[0, 0, 0.0505], vel=[0, 0, -2.0])
-    traj = jc.rollout(model, params, s0, 10)
-    vz = np.asarray(traj.vel[:, 2])
-    k = int(np.argmax(vz > 0))
-    assert k > 0
-    # Newton restitution on the pre-impact normal velocity (the state's velocity at step start)
-    assert abs(vz[k] - (-0.5 * vz[k - 1])) < 1e-5
-    # with ε = 0 the same drop does not bounce
-    model0, params0 = setup(restitution=0.0)
-    vz0 = np.asarray(jc.rollout(model0, params0, s0, 10).vel[:, 2])
-    assert vz0.max() < 1e-5  # (micro-depenetration from the regularisation only)
+DROP = 0.1  # m: the box's bottom face starts exactly this high, at rest
+
+
+def _drop(restitution, form="velocity"):
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-10, max_iter=200), restitution_target=form)
+    model = jc.Model(law=law, dt=H, gravity=G)
+    params = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(),
+                       law=law.init_params(mu=0.18, restitution=restitution))
+    traj = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.05 + DROP]), 400)  # 400: shares a program
+    return model, np.asarray(traj.pos[:, 2]) - 0.05, np.asarray(traj.vel[:, 2])
+
+
+@pytest.mark.parametrize("form", [
+    "velocity",
+    pytest.param("position", marks=pytest.mark.xfail(strict=True, reason=(
+        "known bug: the position-level target leaves a vertex that lands late in a step with the "
+        "step's mean velocity, still downward, and the next step bounces it again: from 10 cm "
+        "with eps = 0.5 it rebounds at 0.49 m/s (not 0.70) to 13 mm (not 25 mm)"))),
+])
+def test_drop_from_10_cm_bounces_at_the_closed_form_time_speed_and_apex(form):
+    # Free fall from rest at height h: impact at t = √(2h/g) at speed √(2gh); Newton restitution
+    # sends it back at ε√(2gh), to the apex ε²h. Discretisation: semi-implicit Euler's free fall is
+    # exact (z_k = h − g h² k(k+1)/2); the velocity-level bounce uses the pre-step speed (up to
+    # one step of gravity, g·dt, below the impact speed) and fires when the vertex closes within
+    # the step, up to patch_tol + dt·√(2gh) above the ground (the fall that much shorter).
+    eps = 0.5
+    model, z, vz = _drop(eps, form)
+    k = int(np.argmax(vz > 0))  # the bounce step
+    free = np.arange(k)
+    np.testing.assert_allclose(z[free], DROP - G * H**2 * free * (free + 1) / 2, rtol=0, atol=1e-12)
+    assert abs(k * H - np.sqrt(2 * DROP / G)) <= H
+    v_impact = np.sqrt(2 * G * DROP)
+    early = model.patch_tol + H * v_impact  # the highest a bounce can fire
+    tol_v = eps * (G * H + G * early / v_impact)  # 0.023 m/s: one step of gravity, the shorter fall
+    assert abs(vz[k] - eps * v_impact) <= tol_v, (vz[k], eps * v_impact, tol_v)
+    assert z[: k + 1].min() >= -1e-9  # the box never sinks
+    apex = z[k:].max()
+    assert abs(apex - eps**2 * DROP) <= early + eps * v_impact * H, (apex, eps**2 * DROP)
+    if form == "velocity":  # the target's own formula: ε times the pre-step approach speed
+        assert abs(vz[k] + eps * vz[k - 1]) < 1e-5  # (the 1e-6 regularisation of 4 redundant normals)
+
+
+def test_drop_without_restitution_lands_and_rests():
+    _, z, vz = _drop(0.0)
+    k = int(np.argmax(z < 1e-3))
+    assert abs(k * H - np.sqrt(2 * DROP / G)) <= 2 * H
+    assert vz.max() < 1e-5  # no bounce (micro-depenetration from the regularisation only)
+    np.testing.assert_allclose(z[k + 2:], 0.0, atol=1e-6)  # on the ground from the next step on
 
 
 def test_incline_stick_and_slip():
@@ -250,7 +287,18 @@ def test_throws_with_restitution_bounce_without_real_energy_gain():
     # contacts bounce at once (a known property of velocity-level restitution); the gain
     # stays below 1e-4 of the energy scale, against the O(1) energy the bounces return.
     _check_energy_and_penetration(model, params, traj, rel_tol=1e-4)
-    assert float(jnp.max(traj.vel[:, 50:, 2])) > 0.3  # the bodies do bounce
+    # the bodies do bounce: the same throws without restitution (the same compiled program: ε is
+    # a parameter) keep less energy through their first landing, counted above a cube resting on a
+    # face (every body keeps more with ε = 0.6; x1.67 in all when written)
+    _, _, traj0 = _random_rollouts(24, 400, seed=3, restitution=0.0)
+    lowest = jax.vmap(jax.vmap(lambda s: jc.geometry.world_points(s, params.body.vertices)[:, 2].min()))(traj0)
+    k = np.argmax(np.asarray(lowest) < 1e-3, axis=1)  # first touch without restitution
+    assert np.all(k > 0) and np.all(k < 380)
+    rows = np.arange(len(k))
+    rest = float(params.body.mass) * model.gravity * 0.05
+    E = lambda t: np.asarray(jax.vmap(jax.vmap(lambda s: jc.energy(model, params, s)))(t))[rows, k + 10] - rest
+    kept, kept0 = E(traj), E(traj0)
+    assert np.mean(kept > kept0) > 0.9 and kept.sum() > 1.4 * kept0.sum(), (kept.sum(), kept0.sum())
 
 
 def _check_energy_and_penetration(model, params, traj, rel_tol=1e-6):

@@ -1,0 +1,257 @@
+"""Mutation check of the physics tests: plant small, plausible physics bugs one at a time in a
+temporary copy of the repository, run the tests that should notice, and report which survive.
+
+    python -m benchmarks.mutations                 # every mutation (about 20-40 min on 2 cores)
+    python -m benchmarks.mutations --only gyro-sign,big-friction-bound
+    python -m benchmarks.mutations --list
+
+Each mutation is an exact string replacement in one source file, with the number of times the
+string must occur: a target that is missing (or occurs a different number of times, e.g. after a
+refactor) stops the run with an error naming it, so the list never silently tests nothing. The
+unmutated copy must pass every selected test first. A mutation is *caught* when its tests fail,
+*survives* when they pass. Not part of the test suite's time budget; run it by hand after
+changing the engine or its tests. Results: ``benchmarks/results/mutations.{json,md}`` (with the
+commit and the command); ``docs/testing.md`` quotes the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+INV = "tests/test_invariants.py"
+PHYS = "tests/test_physics.py"
+GRAD = "tests/test_gradients.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    name: str
+    area: str
+    path: str  # relative to the repository root
+    old: str
+    new: str
+    tests: tuple[str, ...]  # pytest node ids (or files) expected to catch it
+    count: int = 1  # occurrences of ``old`` the file must hold; all of them are replaced
+
+    def apply(self, root: Path) -> None:
+        f = root / self.path
+        text = f.read_text()
+        found = text.count(self.old)
+        if found != self.count:
+            raise SystemExit(f"mutation {self.name!r}: expected {self.count} occurrence(s) of {self.old!r} in "
+                             f"{self.path}, found {found} (the source changed: update the mutation)")
+        f.write_text(text.replace(self.old, self.new))
+
+
+MUTATIONS = (
+    # integration
+    Mutation("explicit-euler-position", "integration", "jaxcontact/dynamics.py",
+             "pos=state.pos + h * vel,", "pos=state.pos + h * state.vel,",
+             (f"{PHYS}::test_free_fall_is_exact",)),
+    Mutation("quaternion-world-frame", "integration", "jaxcontact/dynamics.py",
+             "quat_mul(state.quat, quat_exp(h * omega))", "quat_mul(quat_exp(h * omega), state.quat)",
+             (f"{INV}::test_box_tumbling_near_its_intermediate_axis_keeps_world_angular_momentum_and_energy",)),
+    Mutation("force-times-mass", "integration", "jaxcontact/dynamics.py",
+             "v = state.vel + h * (g + f[:3] / body.mass)", "v = state.vel + h * (g + f[:3] * body.mass)",
+             (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
+    Mutation("torque-without-inertia", "integration", "jaxcontact/dynamics.py",
+             "w0 = state.omega + h * solve3(I, f[3:])", "w0 = state.omega + h * f[3:]",
+             (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
+    # gyroscopic term
+    Mutation("gyro-sign", "gyroscopic", "jaxcontact/dynamics.py",
+             "res = h * jnp.cross(w0, Iw)", "res = -h * jnp.cross(w0, Iw)",
+             (f"{INV}::test_box_tumbling_near_its_intermediate_axis_keeps_world_angular_momentum_and_energy",)),
+    Mutation("gyro-order", "gyroscopic", "jaxcontact/dynamics.py",
+             "res = h * jnp.cross(w0, Iw)", "res = h * jnp.cross(Iw, w0)",
+             (f"{INV}::test_dzhanibekov_flip_matches_eulers_equations",)),
+    Mutation("gyro-jacobian", "gyroscopic", "jaxcontact/dynamics.py",
+             "jac = I + h * (skew(w0) @ I - skew(Iw))", "jac = I + h * (skew(w0) @ I + skew(Iw))",
+             (f"{INV}::test_box_tumbling_near_its_intermediate_axis_keeps_world_angular_momentum_and_energy",
+              f"{INV}::test_dzhanibekov_flip_matches_eulers_equations")),
+    # Jacobians and mass matrix
+    Mutation("jacobian-moment-sign", "jacobian", "jaxcontact/geometry.py",
+             "ang = jnp.cross(r_body[None, :], u_body)", "ang = jnp.cross(u_body, r_body[None, :])",
+             (f"{PHYS}::test_tipped_box_falls_onto_a_face_and_rests",)),
+    Mutation("jacobian-world-frame", "jacobian", "jaxcontact/geometry.py",
+             "u_body = directions @ R  # rows Rᵀu", "u_body = directions @ R.T  # rows Rᵀu",
+             (f"{PHYS}::test_tipped_box_falls_onto_a_face_and_rests", f"{INV}::test_restitution_targets_match_their_formulas")),
+    Mutation("inverse-inertia", "jacobian", "jaxcontact/geometry.py",
+             "bot = jnp.concatenate([z, inv3(body.inertia)], axis=1)", "bot = jnp.concatenate([z, body.inertia], axis=1)",
+             (f"{PHYS}::test_tipped_box_falls_onto_a_face_and_rests",)),
+    # friction bounds, both sweep paths
+    Mutation("unrolled-friction-bound", "friction", "jaxcontact/solvers/lcp.py",
+             "bound = coupling[i] * zs[int(rows.parent[i])]", "bound = 0.5 * coupling[i] * zs[int(rows.parent[i])]",
+             (f"{PHYS}::test_sliding_box_decelerates_at_mu_g_and_stops_where_predicted",)),
+    Mutation("big-friction-bound", "friction", "jaxcontact/solvers/lcp.py",
+             "zi = jnp.clip(zi, lo0[i] - coupling[i] * zp, hi0[i] + coupling[i] * zp)",
+             "zi = jnp.clip(zi, lo0[i] - 0.5 * coupling[i] * zp, hi0[i] + 0.5 * coupling[i] * zp)",
+             (f"{INV}::test_many_vertex_prism_slides_at_mu_g_through_the_large_solver_path",)),
+    Mutation("big-friction-bound-lcp", "friction", "jaxcontact/solvers/lcp.py",
+             "zi = jnp.clip(zi, lo0[i] - coupling[i] * zp, hi0[i] + coupling[i] * zp)",
+             "zi = jnp.clip(zi, lo0[i] - 0.5 * coupling[i] * zp, hi0[i] + 0.5 * coupling[i] * zp)",
+             (f"{INV}::test_both_sweep_paths_solve_the_same_lcp",)),
+    Mutation("big-stops-after-one-sweep", "friction", "jaxcontact/solvers/lcp.py",
+             "jnp.maximum(change, jnp.abs(d[i] * (zi - z[i])))", "jnp.maximum(change, 0.0 * (zi - z[i]))",
+             (f"{INV}::test_both_sweep_paths_solve_the_same_lcp",)),
+    Mutation("anisotropic-mu-swapped", "friction", "jaxcontact/contact.py",
+             "return jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1).reshape(-1)",
+             "return jnp.concatenate([jnp.zeros((C, 1), dtype), mu[..., ::-1]], axis=1).reshape(-1)",
+             (f"{PHYS}::test_anisotropic_friction_distance_ratio",)),
+    # restitution
+    Mutation("velocity-bounce-90pc", "restitution", "jaxcontact/laws/coulomb.py",
+             "bounce_target = -eps * vn_pre\n", "bounce_target = -0.9 * eps * vn_pre\n",
+             (f"{PHYS}::test_drop_from_10_cm_bounces_at_the_closed_form_time_speed_and_apex",)),
+    Mutation("velocity-bounce-target-formula", "restitution", "jaxcontact/laws/coulomb.py",
+             "bounce_target = -eps * vn_pre\n", "bounce_target = -0.9 * eps * vn_pre\n",
+             (f"{INV}::test_restitution_targets_match_their_formulas",)),
+    Mutation("velocity-closing-window", "restitution", "jaxcontact/laws/coulomb.py",
+             "(con.phi + model.dt * vn_pre <= model.patch_tol)", "(con.phi + model.dt * vn_pre <= 0.0)",
+             (f"{INV}::test_restitution_targets_match_their_formulas",)),
+    Mutation("position-bounce-phi-term", "restitution", "jaxcontact/laws/coulomb.py",
+             "bounce_target = -eps * vn_pre - (1.0 + eps) * con.phi / model.dt",
+             "bounce_target = -eps * vn_pre - eps * con.phi / model.dt",
+             (f"{INV}::test_restitution_targets_match_their_formulas",)),
+    # (not listed: widening the position form's closing window to patch_tol is an equivalent
+    # mutant: where φ + h v⁻ > 0 its target −ε v⁻ − (1 + ε) φ/h is below −φ/h and never chosen)
+    Mutation("restitution-clipped-at-half", "restitution", "jaxcontact/laws/coulomb.py",
+             "eps = jnp.clip(params.law.restitution, 0.0, 1.0)", "eps = jnp.clip(params.law.restitution, 0.0, 0.5)",
+             (f"{INV}::test_restitution_targets_match_their_formulas",)),
+    Mutation("smoothed-bounce-80pc", "restitution", "jaxcontact/laws/smoothed.py",
+             "jnp.maximum(-eps * vn_pre - prob.target, 0.0)", "jnp.maximum(-0.8 * eps * vn_pre - prob.target, 0.0)",
+             (f"{INV}::test_smoothed_law_bounces_at_eps_times_approach_speed",)),
+    # implicit gradients
+    Mutation("fixed-point-map-sign", "gradient", "jaxcontact/solvers/lcp.py",
+             "y = z - (A @ z + b) / d", "y = z - (A @ z - b) / d",
+             (f"{GRAD}::test_grad_wrt_friction_matches_finite_differences",)),
+    Mutation("fixed-point-friction-bound", "gradient", "jaxcontact/solvers/lcp.py",
+             "    zp = z[rows.parent]\n", "    zp = 0.5 * z[rows.parent]\n",
+             (f"{GRAD}::test_grad_wrt_friction_matches_finite_differences",)),
+    Mutation("adjoint-not-solved", "gradient", "jaxcontact/solvers/implicit.py",
+             "x = jnp.linalg.solve(M + (ridge * scale) * jnp.eye(n, dtype=rhs.dtype), rhs)", "x = rhs",
+             (f"{GRAD}::test_grad_wrt_friction_matches_finite_differences",)),
+    # the planar path
+    Mutation("planar-torque-times-inertia", "planar", "jaxcontact/dynamics.py",
+             "w = state.omega + h * f[2] / body.inertia", "w = state.omega + h * f[2] * body.inertia",
+             (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
+    Mutation("planar-angle-explicit", "planar", "jaxcontact/dynamics.py",
+             "angle=state.angle + h * v_new[2],", "angle=state.angle + h * state.omega,",
+             (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
+    Mutation("planar-jacobian-sign", "planar", "jaxcontact/geometry.py",
+             "ang = directions @ perp2d(R @ r_body)", "ang = -(directions @ perp2d(R @ r_body))",
+             (f"{PHYS}::test_inelastic_throws_never_gain_energy_and_barely_penetrate[box2d]",
+              f"{PHYS}::test_resting_body_stays_at_rest[box2d]")),
+    # energy, the yardstick of the energy tests
+    Mutation("energy-rotational-term", "energy", "jaxcontact/dynamics.py",
+             "0.5 * state.omega @ body.inertia @ state.omega", "0.5 * state.omega @ state.omega",
+             (f"{INV}::test_energy_by_hand",)),
+)
+
+
+def _copy_repo(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
+                           capture_output=True, text=True).stdout.split("\n")
+    for rel in filter(None, files):
+        src = REPO / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def _run_tests(root: Path, tests, timeout: float) -> tuple[bool, float, str]:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env.setdefault("JAXCONTACT_SHARED", str(REPO.parent / "shared"))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", *tests]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+        passed, tail = out.returncode == 0, (out.stdout + out.stderr).strip().splitlines()[-1:]
+    except subprocess.TimeoutExpired:
+        passed, tail = False, ["timed out"]
+    return passed, time.perf_counter() - t0, tail[0] if tail else ""
+
+
+def _commit() -> str:
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                           text=True).stdout.strip()
+    return rev + ("+dirty" if dirty else "")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="", help="comma-separated mutation names (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run (a timeout counts as caught)")
+    ap.add_argument("--out", default=str(RESULTS / "mutations"), help="results path without suffix (.json and .md written)")
+    args = ap.parse_args(argv)
+    chosen = list(MUTATIONS)
+    if args.only:
+        names = args.only.split(",")
+        unknown = sorted(set(names) - {m.name for m in MUTATIONS})
+        if unknown:
+            raise SystemExit(f"unknown mutation(s): {', '.join(unknown)} (see --list)")
+        chosen = [m for m in MUTATIONS if m.name in names]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:32s} {m.area:12s} {m.path}: {m.old!r} -> {m.new!r}")
+        return 0
+    commit = _commit()  # what is copied, before anything runs
+    command = "python -m benchmarks.mutations" + (f" --only {args.only}" if args.only else "")
+    with tempfile.TemporaryDirectory(prefix="jaxcontact-mutations-") as tmp:
+        root = Path(tmp)
+        _copy_repo(root)
+        for m in chosen:  # every target must be present before anything runs
+            text = (root / m.path).read_text()
+            if text.count(m.old) != m.count:
+                m.apply(root)  # raises, naming the mutation
+        tests = sorted({t for m in chosen for t in m.tests})
+        ok, secs, tail = _run_tests(root, tests, args.timeout)
+        print(f"baseline ({len(tests)} test ids): {'pass' if ok else 'FAIL'} in {secs:.0f} s: {tail}", flush=True)
+        if not ok:
+            raise SystemExit("the unmutated copy fails its tests: fix that first")
+        rows = []
+        for m in chosen:
+            original = (root / m.path).read_text()
+            m.apply(root)
+            try:
+                passed, secs, tail = _run_tests(root, m.tests, args.timeout)
+            finally:
+                (root / m.path).write_text(original)
+            rows.append(dict(name=m.name, area=m.area, path=m.path, old=m.old, new=m.new, tests=list(m.tests),
+                             caught=not passed, seconds=round(secs, 1), pytest=tail))
+            print(f"{m.name:32s} {'caught' if not passed else 'SURVIVED'} ({secs:.0f} s): {tail}", flush=True)
+    survived = [r["name"] for r in rows if not r["caught"]]
+    result = dict(commit=commit, command=command, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  mutations=len(rows), caught=len(rows) - len(survived), survived=survived, results=rows)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    lines = [f"# Mutation check ({result['date']})", "",
+             f"`{command}` at commit {result['commit']}: **{result['caught']} of {len(rows)} mutations caught**"
+             + (f"; survived: {', '.join(survived)}" if survived else "") + ".", "",
+             "| mutation | area | file | change | caught by | result | s |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        change = f"`{r['old'].strip()}` → `{r['new'].strip()}`".replace("|", "\\|")
+        by = ", ".join(t.split("::")[-1] for t in r["tests"])
+        lines.append(f"| {r['name']} | {r['area']} | `{r['path']}` | {change} | {by} | "
+                     f"{'caught' if r['caught'] else '**survived**'} | {r['seconds']:.0f} |")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print(f"{result['caught']} of {len(rows)} caught; wrote {out}.json and {out}.md")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
