@@ -102,10 +102,10 @@ def test_no_private_names_across_modules():
 def test_every_law_implements_the_protocol():
     from jaxcontact.contactnets.laws import ContactNetsLaw, E2ELaw
     from jaxcontact.dacm.law import DACMLaw, PDDLaw
-    from jaxcontact.laws import CoulombLCP, NoContact, SmoothedCoulomb
+    from jaxcontact.laws import CoulombLCP, NoContact, RelaxedCoulomb
     from jaxcontact.laws.base import ContactLaw
 
-    for cls in (CoulombLCP, SmoothedCoulomb, NoContact, DACMLaw, PDDLaw, ContactNetsLaw, E2ELaw):
+    for cls in (CoulombLCP, RelaxedCoulomb, NoContact, DACMLaw, PDDLaw, ContactNetsLaw, E2ELaw):
         law = cls()
         assert isinstance(law, ContactLaw), cls
         hash(law)  # a jit static argument
