@@ -129,6 +129,13 @@ def machine_info(module: str, argv=None) -> dict:
 
 
 def write_json(path: Path, obj) -> None:
+    """``obj`` as JSON at ``path``; a dict gets ``provenance`` (commit, uncommitted changes, the
+    command: ``benchmarks.provenance.stamp``) unless it has one, for ``python -m benchmarks.provenance``."""
+    from .provenance import stamp
+
+    path = Path(path)
+    if isinstance(obj, dict) and "provenance" not in obj:
+        obj = {**obj, "provenance": stamp()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2, default=json_default) + "\n")
 

@@ -35,7 +35,13 @@ def command_line(prog: str, argv=None) -> str:
 
 def write_results(prefix, doc: dict, render) -> None:
     """Write a study's results: ``doc`` as ``prefix.json`` and ``render(doc)`` as ``prefix.md``
-    (the folder made if needed); studies call it after every run, so a cut-off run keeps its rows."""
+    (the folder made if needed); studies call it after every run, so a cut-off run keeps its rows.
+    ``doc`` gets ``provenance`` (commit, uncommitted changes, the command:
+    ``benchmarks.provenance.stamp``) unless it has one, for ``python -m benchmarks.provenance``."""
+    from benchmarks.provenance import stamp
+
+    if "provenance" not in doc:
+        doc["provenance"] = stamp()
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(doc, indent=1))
