@@ -34,6 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("jaxcontact", "benchmarks", "studies")
 RESULT_GLOBS = ("benchmarks/results/**/*.json", "studies/*/results/**/*.json")
+# files that write results without changing them (this module: the stamp the writers add)
+NOT_MEASURED = ("benchmarks/provenance.py",)
 
 
 def _git(*args, cwd=REPO) -> str:
@@ -133,7 +135,7 @@ def dependencies(modules) -> list[str]:
                 m = m.rpartition(".")[0]
             if m:
                 todo.append(_file_of(m))
-    return sorted(str(p.relative_to(REPO)) for p in seen)
+    return sorted(r for r in (str(p.relative_to(REPO)) for p in seen) if r not in NOT_MEASURED)
 
 
 def producer(result: Path) -> list[str]:
