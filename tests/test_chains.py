@@ -117,8 +117,8 @@ def test_gradient_through_the_root_matches_finite_differences(swing):
     imp = np.linalg.norm(np.asarray(gi.contact_impulse[:, 2, :3]), axis=-1)
     k = int(np.argmax(imp > 0)) + 8  # a few steps into the contact
     s0 = jax.tree_util.tree_map(lambda x: x[k], gt)
-    model = dataclasses.replace(MODEL, solver=LCPSettings(tol=1e-11, max_iter=2000))
-    law = CoulombLCP(model.solver)
+    model = dataclasses.replace(MODEL, law=CoulombLCP(LCPSettings(tol=1e-11, max_iter=2000)))
+    law = model.law
 
     def loss(dw, mu):
         s = s0.replace(omega=s0.omega.at[:, 1].add(dw))
