@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import shlex
 import subprocess
@@ -58,12 +59,18 @@ def command_line(argv=None) -> str:
     return " ".join(head + [shlex.quote(str(a)) for a in argv[1:]])
 
 
+@functools.lru_cache(maxsize=1)
+def _code_at_start() -> tuple:
+    return _git("rev-parse", "HEAD") or None, bool(_git("status", "--porcelain", "--untracked-files=no"))
+
+
 def stamp(command: str | None = None) -> dict:
-    """``{"commit", "dirty", "command"}`` of the running code: the full HEAD commit, whether the
-    work tree had uncommitted changes to tracked files, and the command (default: this process's)."""
-    return {"commit": _git("rev-parse", "HEAD") or None,
-            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-            "command": command or command_line()}
+    """``{"commit", "dirty", "command"}`` of the running code: the full HEAD commit and whether the
+    work tree had uncommitted changes to tracked files, both as they were when this process first
+    asked (the writers' modules ask when imported, so a commit made while a long run goes on is
+    not recorded as its code), and the command (default: this process's)."""
+    commit, dirty = _code_at_start()
+    return {"commit": commit, "dirty": dirty, "command": command or command_line()}
 
 
 # ----------------------------------------------------------------------------------- the check

@@ -8,7 +8,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from benchmarks.provenance import stamp
+
 REPO = Path(__file__).resolve().parents[1]
+
+stamp()  # the code's commit as this run starts (benchmarks.provenance)
 
 
 def default_work(family: str) -> str:
@@ -38,8 +42,6 @@ def write_results(prefix, doc: dict, render) -> None:
     (the folder made if needed); studies call it after every run, so a cut-off run keeps its rows.
     ``doc`` gets ``provenance`` (commit, uncommitted changes, the command:
     ``benchmarks.provenance.stamp``) unless it has one, for ``python -m benchmarks.provenance``."""
-    from benchmarks.provenance import stamp
-
     if "provenance" not in doc:
         doc["provenance"] = stamp()
     prefix = Path(prefix)
