@@ -20,12 +20,14 @@ h = 2 ms, PGS tol 1e-6, max_contacts 4):
   with a file saved by another version of the code (``--compare``): the distribution of the
   position, orientation and velocity differences.
 
-Only public API is used, so the same file measures an older checkout too (``--label before``, with
-that checkout first on ``PYTHONPATH``)::
+Only public API is used, so the same file measures an older checkout too (``--label before``:
+copied into that checkout, run there as a module, ``python -m`` importing that checkout's
+``jaxcontact``)::
 
     git worktree add /tmp/before e53ae26
-    PYTHONPATH=/tmp/before python benchmarks/breakdown.py --label before --save /tmp/finals_before.npz
-    python benchmarks/breakdown.py --label after --compare /tmp/finals_before.npz
+    cp benchmarks/breakdown.py benchmarks/common.py /tmp/before/benchmarks/
+    (cd /tmp/before && python -m benchmarks.breakdown --label before --save /tmp/finals_before.npz --out-dir $OLDPWD/benchmarks/results)
+    python -m benchmarks.breakdown --label after --compare /tmp/finals_before.npz
 
 Writes ``benchmarks/results/breakdown_<label>.json`` and rewrites ``breakdown.md`` from every
 ``breakdown_*.json`` present.
@@ -38,10 +40,6 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/breakdown.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-    __package__ = "benchmarks"
 
 import numpy as np
 
@@ -117,8 +115,14 @@ def sweep_stats(args) -> dict:
     B = it.shape[0] - it.shape[0] % CPU_CHUNK or it.shape[0]
     chunk = min(CPU_CHUNK, B)
     chunk_max = it[:B].reshape(B // chunk, chunk, -1).max(1)
-    return {"batch": args.stats_batch, "chunk": chunk, "mean_sweeps_per_body_step": float(it.mean()),
-            "mean_chunk_max_sweeps": float(chunk_max.mean()), "fraction_at_cap": float((it >= model.law.solver.max_iter).mean())}
+    out = {"batch": args.stats_batch, "chunk": chunk, "mean_sweeps_per_body_step": float(it.mean()),
+           "mean_chunk_max_sweeps": float(chunk_max.mean()), "fraction_at_cap": float((it >= model.law.solver.max_iter).mean())}
+    if "warm_start" in {f.name for f in dataclasses.fields(jc.LCPSettings)}:
+        law = model.law
+        warm = dataclasses.replace(model, law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, warm_start=True)))
+        _, info = jc.batch_rollout(warm, params, states, args.steps, output="trajectory", with_info=True)
+        out["mean_sweeps_per_body_step_warm_start"] = float(np.asarray(jax.device_get(info.iterations)).mean())
+    return out
 
 
 def finals(args):
@@ -137,11 +141,11 @@ def finals(args):
 
 def accuracy(args) -> dict:
     """Final positions (float64) of the PGS solver, cold and warm-started, against the converged
-    solution of the same regularised LCP: Newton on the relaxed problem (``SmoothedCoulomb``) at
+    solution of the same regularised LCP: Newton on the relaxed problem (``RelaxedCoulomb``) at
     κ = 1e-18 (m/s)², checked against κ = 1e-16."""
     import jax
     import jaxcontact as jc
-    from jaxcontact.laws.smoothed import SmoothedCoulomb
+    from jaxcontact.laws.relaxed import RelaxedCoulomb
 
     jax.config.update("jax_enable_x64", True)
     idx = np.linspace(0, args.finals - 1, args.accuracy_throws).astype(int) if args.finals else np.arange(args.accuracy_throws)
@@ -149,15 +153,15 @@ def accuracy(args) -> dict:
     model, params = common.box_workload()
     params = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float64) if np.issubdtype(np.asarray(x).dtype, np.floating) else x,
                                     params)
-    laws = {"newton_kappa_1e-16": SmoothedCoulomb(kappa=1e-16, newton_iters=60),
-            "reference": SmoothedCoulomb(kappa=1e-18, newton_iters=80),
+    laws = {"newton_kappa_1e-16": RelaxedCoulomb(kappa=1e-16, newton_iters=60),
+            "reference": RelaxedCoulomb(kappa=1e-18, newton_iters=80),
             "pgs_cold": jc.CoulombLCP(solver=jc.LCPSettings())}
     if "warm_start" in {f.name for f in dataclasses.fields(jc.LCPSettings)}:
         laws["pgs_cold"] = jc.CoulombLCP(solver=jc.LCPSettings(warm_start=False))
         laws["pgs_warm_start"] = jc.CoulombLCP(solver=jc.LCPSettings(warm_start=True))
     pos = {k: np.asarray(jc.batch_rollout(dataclasses.replace(model, law=law), params, states, args.steps).pos)
            for k, law in laws.items()}
-    out = {"throws": len(idx), "steps": args.steps, "reference": "SmoothedCoulomb(kappa=1e-18, newton_iters=80)"}
+    out = {"throws": len(idx), "steps": args.steps, "reference": "RelaxedCoulomb(kappa=1e-18, newton_iters=80)"}
     for k in laws:
         if k != "reference":
             d = np.linalg.norm(pos[k] - pos["reference"], axis=-1)
@@ -188,7 +192,7 @@ def compare(a: dict, b: dict) -> dict:
 def markdown(results: list[dict]) -> str:
     f = common.fmt
     lines = ["# Where the time goes (box throws)", "",
-             "From `python benchmarks/breakdown.py` (module docstring: what each part is, and how the "
+             "From `python -m benchmarks.breakdown` (module docstring: what each part is, and how the "
              "'before' row was measured on an older checkout). µs per body-step, float32.", ""]
     names = ["free_motion", "contact_problem_and_first_sweep", "further_sweeps", "eager_validation", "flag_summary"]
     rows = []
@@ -207,11 +211,13 @@ def markdown(results: list[dict]) -> str:
             lines += [f"`{r['label']}`: box-steps/s by `batch_rollout` chunk size (batch {r['time']['batch']}): "
                       + ", ".join(f"{c}: {f(v)}" for c, v in r["time"]["rate_by_chunk"].items()) + ".", ""]
     srows = [[r["label"], s["batch"], s["chunk"], f(s["mean_sweeps_per_body_step"]), f(s["mean_chunk_max_sweeps"]),
-              f(s["fraction_at_cap"])] for r in results if (s := r.get("sweeps"))]
+              f(s["fraction_at_cap"]), f(s.get("mean_sweeps_per_body_step_warm_start"))]
+             for r in results if (s := r.get("sweeps"))]
     if srows:
         lines += ["PGS sweeps of the same rollout:", "",
                   common.md_table(["code", "batch", "chunk", "mean sweeps / body-step",
-                                   "mean over steps of the chunk's max", "body-steps at the cap"], srows), ""]
+                                   "mean over steps of the chunk's max", "body-steps at the cap",
+                                   "mean sweeps / body-step, warm start on"], srows), ""]
     for r in results:
         for c in r.get("compare") or []:
             lines += [f"Final states (float64, {c['n']} throws): `{r['label']}` (PGS tol {r['finals_solver']['tol']:g}) "
@@ -229,7 +235,8 @@ def markdown(results: list[dict]) -> str:
                   f"solution of the same regularised LCP, {a['reference']} (m):", "",
                   common.md_table(["code", "solver", "median", "p90", "max"], arows), ""]
     for r in results:
-        lines.append(f"- `{r['label']}`: `{r['machine']['command']}` ({r['machine']['date']}, jaxcontact at {r['jaxcontact']})")
+        lines.append(f"- `{r['label']}`: `{common.current_command(r['machine']['command'])}` ({r['machine']['date']}, "
+                     f"jaxcontact at {r['jaxcontact']})")
     return "\n".join(lines) + "\n"
 
 
@@ -239,7 +246,6 @@ def main(argv=None):
 
     out = {"label": args.label, "jaxcontact": str(Path(jc.__file__).resolve().parents[1]),
            "machine": common.machine_info("benchmarks.breakdown", args.argv)}
-    out["machine"]["command"] = out["machine"]["command"].replace("python -m benchmarks.breakdown", "python benchmarks/breakdown.py")
     if args.batch:
         print(f"[time] batch {args.batch}, {args.steps} steps", file=sys.stderr, flush=True)
         out["time"] = time_parts(args)

@@ -20,7 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+from .provenance import stamp
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+stamp()  # the code's commit as this run starts (benchmarks.provenance)
 
 BOX_SIZE = 0.1
 BOX_MASS = 0.37
@@ -129,6 +133,11 @@ def machine_info(module: str, argv=None) -> dict:
 
 
 def write_json(path: Path, obj) -> None:
+    """``obj`` as JSON at ``path``; a dict gets ``provenance`` (commit, uncommitted changes, the
+    command: ``benchmarks.provenance.stamp``) unless it has one, for ``python -m benchmarks.provenance``."""
+    path = Path(path)
+    if isinstance(obj, dict) and "provenance" not in obj:
+        obj = {**obj, "provenance": stamp()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2, default=json_default) + "\n")
 

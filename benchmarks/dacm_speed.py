@@ -29,7 +29,7 @@ import jaxcontact as jc
 from jaxcontact import geometry, shapes
 from jaxcontact.dacm import DACMLaw
 
-from .common import RESULTS_DIR, command_line
+from .common import RESULTS_DIR, command_line, write_json
 
 
 def sphere_body(n, seed=0):
@@ -103,7 +103,7 @@ def main(argv=None):
                           "steady_s": round(t, 2), "body_steps_per_s": round(a.big_batch * a.big_steps / t),
                           "finite": bool(np.all(np.isfinite(np.asarray(out))))}
     print(res["big_rollout"], file=sys.stderr)
-    Path(a.out).write_text(json.dumps(res, indent=1))
+    write_json(Path(a.out), res)
     L = ["# dacm step cost vs vertex count (benchmarks/dacm_speed.py)", "",
          f"`{command_line('benchmarks.dacm_speed', argv)}` — {res['device']}, x64={res['x64']}, batch {a.batch} × {a.steps} steps, "
          "every step in contact; 2 CPU cores shared with other jobs, so absolute numbers are noisy.", "",

@@ -9,7 +9,7 @@ direction θ for ``--steps`` steps, μ_eff = (speed lost along the initial direc
 the pyramid's μ to data from a circular-cone world with μ_c therefore lands near μ_c / mean μ_eff/μ
 over the data's sliding directions (4/π ≈ 1.27 for uniformly spread directions).
 
-    python benchmarks/friction_cone.py            # writes benchmarks/results/friction_cone.{json,md}
+    python -m benchmarks.friction_cone    # writes benchmarks/results/friction_cone.{json,md}
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-    __package__ = "benchmarks"
-
 import numpy as np
+
+from studies.common import cube_tosses_path
 
 from . import common
 
@@ -32,7 +30,7 @@ def main(argv=None):
     p.add_argument("--mu", type=float, default=0.18)
     p.add_argument("--angles", type=int, default=19, help="directions from 0 to 90 degrees")
     p.add_argument("--steps", type=int, default=50)
-    p.add_argument("--tosses", default=str(Path(__file__).resolve().parents[2] / "shared/data/cube_tosses/tosses.npz"),
+    p.add_argument("--tosses", default=str(cube_tosses_path()),
                    help="real cube tosses: the factor over their measured sliding directions (skipped if absent)")
     p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     args = p.parse_args(argv)

@@ -10,7 +10,7 @@ and the ground height.
 Reference: the gradient of the Gaussian-smoothed loss L_σ(θ) = E[L(θ + σ⊙ε)] at σ = 0.1 mm and
 1 mm (lengths — vertices, ground — perturbed by σ; μ and ε by σ / 0.1 m, i.e. the same fraction
 of the body size), estimated by the antithetic Stein estimator with ``--ref-pairs`` pairs
-(``jaxcontact.smoothing.randomized_value_and_grad``); its own noise is reported as the cosine
+(``jaxcontact.randomized_smoothing.randomized_value_and_grad``); its own noise is reported as the cosine
 between two independent halves of the pairs. Compared: the exact implicit gradient, the relaxed
 one (``CoulombLCP(gradient="relaxed", smoothing_length=ℓ)``) at each ℓ of ``--relaxed``, and the
 randomized-smoothing estimator with ``--rs-pairs`` pairs at the reference's σ.
@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from . import common
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GROUPS = {"vertices": slice(0, 24), "mu": slice(24, 25), "restitution": slice(25, 26), "ground": slice(26, 27)}
@@ -116,7 +118,7 @@ def main(argv=None):
         doc["norms"] = {k: norms(v) for k, v in grads.items()}
         doc["reference_norms"] = {s: norms(v) for s, v in refs.items()}
         doc["against_reference"] = {s: {k: metrics(v, refs[s]) for k, v in grads.items()} for s in refs}
-        Path(a.out).write_text(json.dumps(doc, indent=1))
+        common.write_json(Path(a.out), doc)
         Path(a.out).with_suffix(".md").write_text(render(doc))
         print(render(doc))
         return
@@ -125,7 +127,7 @@ def main(argv=None):
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
-    from jaxcontact.smoothing import randomized_value_and_grad
+    from jaxcontact.randomized_smoothing import randomized_value_and_grad
 
     body, theta0, s0, law = setup(a.throws, a.seed)
     L = 0.1
@@ -175,7 +177,7 @@ def main(argv=None):
            "reference_norms": {f"{s:g}": norms(v) for s, v in refs.items()},
            "reference_half_vs_half": {f"{s:g}": v for s, v in halves.items()},
            "against_reference": {f"{s:g}": {k: metrics(v, refs[s]) for k, v in grads.items()} for s in refs}}
-    Path(a.out).write_text(json.dumps(doc, indent=1))
+    common.write_json(Path(a.out), doc)
     np.savez_compressed(Path(a.out).with_suffix(".npz"), **{f"grad_{k}": v for k, v in grads.items()},
                         **{f"ref_{s:g}": v for s, v in refs.items()})
     Path(a.out).with_suffix(".md").write_text(render(doc))

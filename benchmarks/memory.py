@@ -21,7 +21,7 @@ import jax
 import jaxcontact as jc
 from jaxcontact.states import random_throws
 
-from .common import RESULTS_DIR, command_line
+from .common import RESULTS_DIR, command_line, write_json
 
 
 def analysis(batch: int, steps: int, max_iter: int, fixed: bool):
@@ -57,7 +57,7 @@ def main(argv=None):
             "bytes_per_body": {k: (a2[k] - a1[k]) / (b2 - b1) for k in a1},
         }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2))
+    write_json(Path(args.out), out)
     if args.json:
         print(json.dumps(out, indent=2))
     else:

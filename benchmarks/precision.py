@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, command_line
+from .common import RESULTS_DIR, command_line, write_json
 
 _WORKER = r"""
 import sys, numpy as np, jax
@@ -92,7 +92,7 @@ def main(argv=None):
         "corr_posdiff_vs_impacts": float(np.corrcoef(dpos, imp)[0, 1]) if np.std(imp) > 0 else None,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=2))
+    write_json(Path(args.out), res)
     print(json.dumps(res, indent=2) if args.json else
           f"f32 vs f64 final position diff p50/p90/p99/max: {[round(v, 6) for v in res['final_position_diff_m'].values()]} m")
 

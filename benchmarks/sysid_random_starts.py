@@ -16,7 +16,7 @@ Jacobian for the exact and relaxed modes, 2·N + 1 per window per Jacobian for t
 
 Modes: ``exact``; ``relaxed:ELL`` (``CoulombLCP(gradient="relaxed", smoothing_length=ELL)``, ELL in
 metres); ``randomized:ELL:N`` (LM with the antithetic randomized-smoothing Jacobian of the residuals,
-``jaxcontact.smoothing.randomized_jacobian``, σ = ELL / body size in the scaled unconstrained
+``jaxcontact.randomized_smoothing.randomized_jacobian``, σ = ELL / body size in the scaled unconstrained
 coordinates of ``sysid.ParamSpec`` — ELL on lengths, ELL/0.1 m relative on μ and ε at unit slope —
 and N pairs; forward exact).
 
@@ -55,6 +55,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from . import common
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAMES = ("mu", "restitution", "ground", "vertices")
@@ -132,7 +134,7 @@ def randomized_problem_jac(prob, length, pairs, seed):
     import jax
     import jax.numpy as jnp
 
-    from jaxcontact.smoothing import randomized_jacobian
+    from jaxcontact.randomized_smoothing import randomized_jacobian
 
     sigma = length / prob.spec.length
     key = [jax.random.PRNGKey(seed)]
@@ -414,7 +416,7 @@ def main(argv=None):
 
     if a.diagnose is not None:
         out = diagnose(a, a.diagnose)
-        Path(a.out).write_text(json.dumps(out, indent=1))
+        common.write_json(Path(a.out), out)
         print(json.dumps({k: v for k, v in out.items() if k != "segment_to_truth"}, indent=1))
         print("segment max rise over the fit's loss:", out["segment_to_truth"]["max_rise_over_fit_loss"])
         return
@@ -430,7 +432,7 @@ def main(argv=None):
             mine += [r for r in rows if r["start"] not in seen]
             mine.sort(key=lambda r: r["start"])
         summarize(doc, a.default, a.recommended)
-        out.write_text(json.dumps(doc, indent=1))
+        common.write_json(out, doc)
         out.with_suffix(".md").write_text(render(doc))
         print(render(doc))
         return
@@ -491,9 +493,9 @@ def main(argv=None):
                   f"rollouts {rollouts} {wall:.0f} s  {msg}", flush=True)
             summarize(doc, a.default)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(doc, indent=1))
+            common.write_json(out, doc)
     summarize(doc, a.default, a.recommended)
-    out.write_text(json.dumps(doc, indent=1))
+    common.write_json(out, doc)
     out.with_suffix(".md").write_text(render(doc))
     print(render(doc))
 

@@ -7,7 +7,8 @@ angular velocity U(−5, 5) rad/s) onto flat ground. Each simulator gets the *sa
 and reports box-steps per second (batch × steps / wall time) at each batch size:
 
 * jaxcontact: ``jc.batch_rollout`` (jitted vmap of a ``lax.scan``; final state only), hard
-  contact by a PGS LCP (tol 1e-6, ≤ 100 sweeps, warm-started from the previous step's impulses),
+  contact by a PGS LCP (tol 1e-6, ≤ 100 sweeps, each step's sweeps started from zero: the default,
+  ``LCPSettings.warm_start=False``),
   ``max_contacts=4`` (a box face has 4 corners,
   as MuJoCo's box–plane collider); the full ``--steps`` are timed.
 * MuJoCo C: ``mujoco.rollout.rollout`` with ONE ``MjData`` (so one thread; the loop over
@@ -36,8 +37,7 @@ iteration counts) with their deviation from the default settings.
 
 Usage::
 
-    python benchmarks/throughput.py                   # CPU, batches 1,64,1024,4096, 800 steps
-                                                      # (same as python -m benchmarks.throughput)
+    python -m benchmarks.throughput                   # CPU, batches 1,64,1024,4096, 800 steps
     python -m benchmarks.throughput --quick           # smoke test
     python -m benchmarks.throughput --device gpu      # GPU (batches 1,024 … 1,048,576)
     python -m benchmarks.throughput --json --sweep
@@ -55,10 +55,6 @@ import queue
 import sys
 import time
 from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script: python benchmarks/throughput.py
-    sys.path.append(str(Path(__file__).resolve().parents[1]))
-    __package__ = "benchmarks"
 
 import numpy as np
 
@@ -600,8 +596,8 @@ def markdown(out) -> str:
                      + "; ".join(f"batch {r['batch']}: " + ", ".join(f"from step {w['start_step']} {f(w['rate'])}"
                                                                    for w in r["mjx"]["windows"])
                                  for r in out["results"] if "windows" in r.get("mjx", {})) + ".")
-    lines.append("- jaxcontact: CoulombLCP, PGS tol 1e-6, cap 100 sweeps (adaptive, warm-started from the previous "
-                 "step's impulses; under vmap the unconverged tail of a batch sweeps in sub-batches), max_contacts 4, "
+    lines.append("- jaxcontact: CoulombLCP, PGS tol 1e-6, cap 100 sweeps (adaptive, each step started from zero: "
+                 "the default, no warm start; under vmap the unconverged tail of a batch sweeps in sub-batches), max_contacts 4, "
                  f"{out['workload']['jaxcontact']['dtype']}; `jc.batch_rollout` defaults (chunk_size='auto': "
                  f"{CPU_CHUNK} bodies per chunk on a CPU backend, the whole batch on a GPU).")
     for msg in out.get("peer_messages", []):

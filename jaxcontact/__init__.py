@@ -24,7 +24,7 @@ from .dynamics import (
     step,
     step_with_info,
 )
-from .laws import ContactLaw, CoulombLCP, CoulombParams, NoContact, SmoothedCoulomb
+from .laws import ContactLaw, CoulombLCP, CoulombParams, NoContact, RelaxedCoulomb
 from .solvers import LCPSettings
 from .states import make_planar_state, make_state
 from .types import Body, ContactInfo, Flags, Ground, Model, Params, PatchType, PlanarState, State, Summary
@@ -66,7 +66,7 @@ __all__ = [
     "penetration",
     "rollout",
     "shapes",
-    "SmoothedCoulomb",
+    "RelaxedCoulomb",
     "solvers",
     "step",
     "step_with_info",

@@ -16,19 +16,20 @@ vertices, a learned φ, a chain's links), the friction coefficients and the targ
 * ``from_jacobians`` — a problem from any rows (ContactNets' learned Jacobians, chains).
 * ``rigid_body`` — the rows of a body's closest vertices against the ground (``geometry``); the
   normal target is capped at ``Model.max_correction_speed``.
-* ``solve`` / ``solve_smoothed`` — the hard and the relaxed solution, as ``ContactSolution``.
+* ``solve`` / ``solve_relaxed`` — the hard and the relaxed solution, as ``ContactSolution``.
 * ``frictionless`` — the normal-only problem of a body (dacm's reference and dynamic branch).
-* ``info`` — the per-step ``ContactInfo``.
+* ``info`` / ``rigid_body_info`` / ``empty_info`` — the per-step ``ContactInfo``.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from . import geometry
-from .solvers import LCPSettings, RelaxedGradient, RowStructure, regularized, relaxed_gradient, solve_lcp, solve_smoothed_lcp
+from .solvers import LCPSettings, RelaxedGradient, RowStructure, regularized, relaxed_gradient, solve_lcp, solve_relaxed_lcp
 from .types import ContactInfo
 
 
@@ -101,6 +102,16 @@ def _rhs(problem: ContactProblem, target):
     return problem.free_velocity.at[:, 0].add(-target)
 
 
+def _without_padding(problem: ContactProblem, rhs):
+    """(A, b) of the LCP with the padded contacts' rows decoupled: their off-diagonal entries of A
+    and their b are zero, so PGS leaves their impulse at exactly 0 (z = max(0, −0/A_ii)) and they
+    neither push nor enter the solver's tolerance. Rows of real contacts are unchanged."""
+    valid = jnp.repeat(problem.valid, problem.rows_per_contact)
+    keep = (valid[:, None] & valid[None, :]) | np.eye(valid.shape[0], dtype=bool)
+    A = jnp.where(keep, problem.A, jnp.zeros_like(problem.A))
+    return A, jnp.where(valid, rhs.reshape(-1), jnp.zeros_like(rhs.reshape(-1)))
+
+
 def _coupling(problem: ContactProblem, mu):
     C, nt = problem.num_contacts, problem.num_tangents
     dtype = problem.A.dtype
@@ -117,31 +128,30 @@ def solve(problem: ContactProblem, mu=1.0, settings: LCPSettings = LCPSettings()
     gradient: None for the exact implicit derivative; a ``solvers.RelaxedGradient`` for the
     relaxed one (same value, derivative of the relaxed problem near it: ``solvers.relaxed``)."""
     C, d = problem.num_contacts, problem.rows_per_contact
-    b = _rhs(problem, target)
-    b = jnp.where(problem.valid[:, None], b, jnp.asarray(geometry.FAR, b.dtype))
+    A, b = _without_padding(problem, _rhs(problem, target))
     rows = RowStructure.contacts(C, problem.num_tangents)
     if z0 is not None:
         z0 = jnp.where(problem.valid[:, None], jax.lax.stop_gradient(z0), 0.0).astype(b.dtype).reshape(-1)
     coupling = _coupling(problem, mu)
-    sol = solve_lcp(problem.A, b.reshape(-1), coupling, rows, settings, z0=z0)
+    sol = solve_lcp(A, b, coupling, rows, settings, z0=z0)
     z = sol.z
     if gradient is not None:
-        z = relaxed_gradient(z, regularized(problem.A, settings.regularization), b.reshape(-1), coupling, rows,
+        z = relaxed_gradient(z, regularized(A, settings.regularization), b, coupling, rows,
                              jnp.repeat(problem.valid, d), gradient)
     return ContactSolution(z=z.reshape(C, d), impulse=problem.J.T @ z, residual=sol.residual,
                            iterations=sol.iterations)
 
 
-def solve_smoothed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
+def solve_relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
                    target=None) -> ContactSolution:
-    """The relaxed-complementarity impulse (``solvers.solve_smoothed_lcp``) of the same problem;
+    """The relaxed-complementarity impulse (``solvers.solve_relaxed_lcp``) of the same problem;
     A gets a relative diagonal ``regularization``."""
     C, d = problem.num_contacts, problem.rows_per_contact
     A = problem.A + jnp.diag(regularization * jnp.diagonal(problem.A))
     b = _rhs(problem, target).reshape(-1)
     rows = RowStructure.contacts(C, problem.num_tangents)
     valid = jnp.repeat(problem.valid, d)
-    sol = solve_smoothed_lcp(A, b, _coupling(problem, mu), rows, valid, kappa, newton_iters)
+    sol = solve_relaxed_lcp(A, b, _coupling(problem, mu), rows, valid, kappa, newton_iters)
     return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
                            iterations=sol.iterations)
 
@@ -159,6 +169,19 @@ def info(phi, active, z, patch, solution: ContactSolution, mode=-1, patch_normal
     return ContactInfo.from_patch(phi, active, z, patch, solution.residual, solution.iterations, mode, patch_normal)
 
 
+def empty_info(num_contacts: int, dim: int, dtype) -> ContactInfo:
+    """``ContactInfo`` of a step with no contact resolution (laws without geometry: ``NoContact``,
+    ContactNets' end-to-end network): no candidates active, zero impulses and distances, no
+    patch (``PatchType.NONE``, zero centre and normal), solver residual and iterations 0, mode −1."""
+    z = jnp.zeros((), dtype)
+    return ContactInfo(
+        phi=jnp.zeros(num_contacts, dtype), active=jnp.zeros(num_contacts, bool),
+        impulse=jnp.zeros((num_contacts, dim), dtype), patch_type=jnp.zeros((), jnp.int32),
+        patch_centre=jnp.zeros(dim, dtype), patch_normal=jnp.zeros(dim, dtype), residual=z,
+        iterations=jnp.zeros((), jnp.int32), mode=-jnp.ones((), jnp.int32),
+    )
+
+
 def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolution, mode=-1) -> ContactInfo:
     """``info`` for a body's candidates: the vertices' contact patch and the candidates within
     ``model.patch_tol``."""
@@ -171,11 +194,12 @@ def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolu
 __all__ = [
     "ContactProblem",
     "ContactSolution",
+    "empty_info",
     "frictionless",
     "from_jacobians",
     "info",
     "rigid_body",
     "rigid_body_info",
     "solve",
-    "solve_smoothed",
+    "solve_relaxed",
 ]

@@ -173,7 +173,10 @@ def depenetrate(model: Model, params: Params, state: AnyState):
 SOLVER_RESIDUAL_LIMIT = 0.1  # m/s
 
 
-def _solver_failed(model: Model, info: ContactInfo) -> jnp.ndarray:
+def solver_failed(model: Model, info) -> jnp.ndarray:
+    """Whether a step's contact solve failed (``Flags.SOLVER``): a non-finite residual or one above
+    ``SOLVER_RESIDUAL_LIMIT``, or all of the law's ``LCPSettings.max_iter`` used above its tolerance.
+    ``info``: anything with ``residual`` and ``iterations`` (a ``ContactInfo``, a chain's info)."""
     failed = ~jnp.isfinite(info.residual) | (info.residual > SOLVER_RESIDUAL_LIMIT)
     s = getattr(model.law, "solver", None)
     if isinstance(s, LCPSettings) and not s.fixed_iterations:
@@ -208,7 +211,7 @@ def _step_warm(model: Model, params: Params, state: AnyState, control, warm):
     for x in jax.tree_util.tree_leaves(new):
         nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
     bits = [(invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
-            (projected, Flags.PENETRATION), (_solver_failed(model, info), Flags.SOLVER)]
+            (projected, Flags.PENETRATION), (solver_failed(model, info), Flags.SOLVER)]
     flags = jnp.zeros((), jnp.int32)
     for cond, bit in bits:
         flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
@@ -274,7 +277,14 @@ def step(model: Model, params: Params, state: AnyState, control=None) -> AnyStat
 _NUM_FLAGS = len(Flags)
 
 
-def _accumulate(summary: Summary, info: ContactInfo, k) -> Summary:
+def empty_summary() -> Summary:
+    """The ``Summary`` of no steps: no flags, no first step, no broken rule."""
+    return Summary(flags=jnp.zeros((), jnp.int32), first_step=jnp.full((_NUM_FLAGS,), -1, jnp.int32),
+                   invalid=jnp.zeros((), jnp.int32))
+
+
+def accumulate(summary: Summary, info, k) -> Summary:
+    """``summary`` with step ``k``'s ``info.flags`` / ``info.invalid`` added (a rollout's scan)."""
     bits = jnp.asarray([int(f) for f in Flags], jnp.int32)
     raised = (info.flags & bits) != 0
     first = jnp.where((summary.first_step < 0) & raised, k, summary.first_step)
@@ -289,8 +299,7 @@ def _rollout(model, params, state, controls, n_steps, output, with_info, watch=F
     (−1: none), for ``SolverWarning``."""
     state, controls = as_input_dtype(params, state, controls)
     summarize = output == "final" and with_info
-    summary0 = Summary(flags=jnp.zeros((), jnp.int32), first_step=jnp.full((_NUM_FLAGS,), -1, jnp.int32),
-                       invalid=jnp.zeros((), jnp.int32))
+    summary0 = empty_summary()
 
     # the law's warm start (previous step's impulses) rides in the carry; never differentiated
     warm0 = model.law.init_warm(model, params, state) if warm_starts(model) else None
@@ -300,9 +309,9 @@ def _rollout(model, params, state, controls, n_steps, output, with_info, watch=F
         u, k = xs
         s1, info, warm = _step_warm(model, params, s, u, warm)
         if summarize:
-            summary = _accumulate(summary, info, k)
+            summary = accumulate(summary, info, k)
         if watch:  # the solver bit alone, so the other flags stay dead code
-            failed = jnp.where((failed < 0) & _solver_failed(model, info), k, failed)
+            failed = jnp.where((failed < 0) & solver_failed(model, info), k, failed)
         out = None if output == "final" else (s1, info if with_info else None)
         return (s1, summary, warm, failed), out
 
@@ -417,6 +426,14 @@ def _last_state(out, output, with_info, batched=False):
     return jax.tree_util.tree_map(lambda x: x[:, -1] if batched else x[-1], states)
 
 
+def pad_batch(tree, n_pad: int):
+    """Every leaf with ``n_pad`` copies of its first row appended along the leading axis (a batch
+    made to divide into chunks or devices; the caller drops the padding from the result)."""
+    if n_pad == 0:
+        return tree
+    return jax.tree_util.tree_map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], n_pad, axis=0)], axis=0), tree)
+
+
 @functools.partial(
     jax.jit,
     static_argnames=("model", "n_steps", "params_batched", "output", "with_info", "chunk_size", "watch"),
@@ -434,13 +451,12 @@ def _batch_rollout(model, params, states, n_steps, params_batched, output, with_
     n_chunks = -(-n // chunk_size)
     pad = n_chunks * chunk_size - n
 
-    def split(x):  # (n, ...) -> (n_chunks, chunk_size, ...), padded with copies of body 0
-        x = jnp.concatenate([x, jnp.repeat(x[:1], pad, axis=0)]) if pad else x
-        return x.reshape(n_chunks, chunk_size, *x.shape[1:])
+    def split(tree):  # (n, ...) -> (n_chunks, chunk_size, ...), padded with copies of body 0
+        return jax.tree_util.tree_map(lambda x: x.reshape(n_chunks, chunk_size, *x.shape[1:]), pad_batch(tree, pad))
 
-    xs_states = jax.tree_util.tree_map(split, states)
+    xs_states = split(states)
     if params_batched:
-        out = jax.lax.map(lambda a: vf(*a), (jax.tree_util.tree_map(split, params), xs_states))
+        out = jax.lax.map(lambda a: vf(*a), (split(params), xs_states))
     else:
         out = jax.lax.map(lambda s: vf(params, s), xs_states)
     return jax.tree_util.tree_map(lambda x: x.reshape(n_chunks * chunk_size, *x.shape[2:])[:n], out)

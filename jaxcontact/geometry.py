@@ -13,8 +13,7 @@ from flax import struct
 from .rotations import inv3, perp2d, quat_to_mat, rot2d
 from .types import AnyState, Body, Ground, PatchType, PlanarState
 
-# Distance (m) given to padded candidates so they are never selected or active; also the free
-# velocity (m/s) given to padded rows of a contact problem so they never push.
+# Distance (m) given to padded vertices so they are never selected as candidates, active or closest.
 FAR = 1e6
 
 
@@ -143,9 +142,11 @@ def contact_patch(body: Body, ground: Ground, state: AnyState, tol: float) -> Pa
     return patch_from_points(pts, signed_distance(ground, pts), body.vertex_mask > 0, ground, tol)
 
 
-def patch_from_points(pts, phi, valid, ground: Ground, tol: float) -> Patch:
-    """``contact_patch`` from already computed world points (K, d) and distances (K,)."""
-    touching = valid & (phi <= tol)
+def patch_from_points(pts, phi, valid, ground: Ground, tol: float, touching=None) -> Patch:
+    """``contact_patch`` from already computed world points (K, d) and distances (K,); ``touching``
+    (K,), the vertices that make the patch, defaults to the valid ones within ``tol`` of the ground
+    (dacm's speculative detector passes its own)."""
+    touching = valid & (phi <= tol) if touching is None else touching
     count = jnp.sum(touching)
     kind = jnp.minimum(count, int(PatchType.FACE)).astype(jnp.int32)
     w = touching.astype(pts.dtype)

@@ -16,11 +16,10 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from .dynamics import CPU_CHUNK, batch_rollout, warn_penetration
+from .dynamics import CPU_CHUNK, batch_rollout, pad_batch, warn_penetration
 from .validation import check_steps, is_concrete, validate_inputs
 
 BATCH_AXIS = "batch"
@@ -36,15 +35,6 @@ def shard_batch(tree, mesh: Mesh):
     """Place every leaf's leading axis across the mesh (each leaf's batch must divide evenly)."""
     sharding = NamedSharding(mesh, P(BATCH_AXIS))
     return jax.tree_util.tree_map(lambda x: jax.device_put(x, sharding), tree)
-
-
-def pad_batch(tree, n_pad):
-    """Every leaf with ``n_pad`` copies of its first row appended along the leading axis."""
-    if n_pad == 0:
-        return tree
-    return jax.tree_util.tree_map(
-        lambda x: jnp.concatenate([x, jnp.repeat(x[:1], n_pad, axis=0)], axis=0), tree
-    )
 
 
 def sharded_batch_rollout(

@@ -8,7 +8,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from benchmarks.provenance import stamp
+
 REPO = Path(__file__).resolve().parents[1]
+
+stamp()  # the code's commit as this run starts (benchmarks.provenance)
 
 
 def default_work(family: str) -> str:
@@ -35,7 +39,11 @@ def command_line(prog: str, argv=None) -> str:
 
 def write_results(prefix, doc: dict, render) -> None:
     """Write a study's results: ``doc`` as ``prefix.json`` and ``render(doc)`` as ``prefix.md``
-    (the folder made if needed); studies call it after every run, so a cut-off run keeps its rows."""
+    (the folder made if needed); studies call it after every run, so a cut-off run keeps its rows.
+    ``doc`` gets ``provenance`` (commit, uncommitted changes, the command:
+    ``benchmarks.provenance.stamp``) unless it has one, for ``python -m benchmarks.provenance``."""
+    if "provenance" not in doc:
+        doc["provenance"] = stamp()
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(doc, indent=1))

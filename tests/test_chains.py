@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxcontact as jc
 from jaxcontact import chains as C
 from jaxcontact.dacm import chain as A2
 from jaxcontact.laws import CoulombLCP, NoContact
@@ -116,8 +117,8 @@ def test_gradient_through_the_root_matches_finite_differences(swing):
     imp = np.linalg.norm(np.asarray(gi.contact_impulse[:, 2, :3]), axis=-1)
     k = int(np.argmax(imp > 0)) + 8  # a few steps into the contact
     s0 = jax.tree_util.tree_map(lambda x: x[k], gt)
-    model = dataclasses.replace(MODEL, solver=LCPSettings(tol=1e-11, max_iter=2000))
-    law = CoulombLCP(model.solver)
+    model = dataclasses.replace(MODEL, law=CoulombLCP(LCPSettings(tol=1e-11, max_iter=2000)))
+    law = model.law
 
     def loss(dw, mu):
         s = s0.replace(omega=s0.omega.at[:, 1].add(dw))
@@ -162,6 +163,49 @@ def test_bad_inputs_raise_named_errors():
         A2.RootSettings(init="guess")
     with pytest.raises(ValueError, match="baumgarte"):
         dataclasses.replace(MODEL, baumgarte=2.0)
+    # the chain's settings are a Model's, checked there; the chain adds its own
+    assert isinstance(MODEL, jc.Model) and MODEL.solver == MODEL.law.solver
+    with pytest.raises(ValueError, match="Model.dt"):
+        C.ChainModel(dt=-1.0)
+    with pytest.raises(ValueError, match="max_correction_speed"):
+        C.ChainModel(max_correction_speed=0.02)
+    with pytest.raises(ValueError, match="exact gradient"):
+        C.ChainModel(law=CoulombLCP(gradient="relaxed"))
+    # step counts are checked as rollout's are
+    for n in (2.5, -1, True):
+        with pytest.raises(ValueError, match="n_steps"):
+            C.rollout(MODEL, params, s0, n)
+    with pytest.raises(ValueError, match="static Python int"):
+        jax.jit(lambda n: C.rollout(MODEL, params, s0, n))(3)
+    with pytest.raises(ValueError, match="output"):
+        C.rollout(MODEL, params, s0, 3, output="last")
+
+
+def test_chain_flags_and_summary_match_rollouts():
+    """A chain reports the single-body step's flags, and its ``Summary`` accumulates them as
+    ``rollout``'s does: here the contact LCP hits its sweep cap above tolerance at the impacts
+    (``Flags.SOLVER``, exactly where the infos say so); inside jit, where the eager check cannot
+    run, a NaN input raises INVALID_INPUT and NONFINITE from step 0."""
+    from jaxcontact import diagnostics
+
+    one = C.make_chain(sizes=((0.2, 0.05, 0.05),), masses=(0.185,), pin=(0.0, 0.0, 0.12))
+    s0 = C.planar_state(one, jnp.array([0.3]), jnp.array([4.0]))  # swings into the ground
+    run = jax.jit(lambda s: C.rollout(MODEL, one, s, 60, output="final"))
+    final, summary = run(s0)
+    traj, info = C.rollout(MODEL, one, s0, 60)  # the same steps, per-step flags
+    np.testing.assert_allclose(np.asarray(final.pos), np.asarray(traj.pos[-1]), rtol=0, atol=1e-12)
+    flags = np.asarray(info.flags)
+    capped = (np.asarray(info.iterations) >= MODEL.solver.max_iter) & (np.asarray(info.residual) > MODEL.solver.tol)
+    np.testing.assert_array_equal((flags & int(jc.Flags.SOLVER)) != 0, capped)
+    assert capped.any() and float(np.abs(np.asarray(info.contact_impulse)).max()) > 0
+    assert int(summary.flags) == int(np.bitwise_or.reduce(flags)) == int(jc.Flags.SOLVER)
+    first = [int(np.argmax(flags & int(f))) if np.any(flags & int(f)) else -1 for f in jc.Flags]
+    np.testing.assert_array_equal(np.asarray(summary.first_step), first)
+    bad = s0.replace(vel=s0.vel.at[0, 0].set(jnp.nan))
+    _, summary = run(bad)
+    assert int(summary.flags) & int(jc.Flags.NONFINITE) and int(summary.flags) & int(jc.Flags.INVALID_INPUT)
+    assert int(summary.first_step[1]) == 0
+    assert "non-finite" in diagnostics.report(summary)
 
 
 def test_tip_throws_land_tip_first_and_merge_interleaves_throws():

@@ -1,5 +1,5 @@
 """Gradient modes: the relaxed implicit derivative of hard contact (``CoulombLCP(gradient="relaxed")``,
-``solvers.relaxed``) and randomized smoothing (``jaxcontact.smoothing``) — maths against closed forms
+``solvers.relaxed``) and randomized smoothing (``jaxcontact.randomized_smoothing``) — maths against closed forms
 and finite differences, the exact limit, unchanged forward values, and transforms."""
 
 import dataclasses
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxcontact as jc
-from jaxcontact.smoothing import randomized_jacobian, randomized_value_and_grad
+from jaxcontact.randomized_smoothing import randomized_jacobian, randomized_value_and_grad
 from jaxcontact.solvers import (LCPSettings, RelaxedGradient, RowStructure, regularized, relaxed_gradient,
                                 relaxed_solution, solve_lcp)
 

@@ -333,7 +333,7 @@ def test_smoothed_law_bounces_at_eps_times_approach_speed():
     # the relaxed law's blended bounce switch: far from the switch (approach 1.4 m/s ≫ √κ) it is
     # Newton restitution, ε times the pre-step approach speed, to the relaxation's accuracy
     eps, h = 0.5, 0.002
-    law = jc.SmoothedCoulomb(kappa=1e-6, newton_iters=30)
+    law = jc.RelaxedCoulomb(kappa=1e-6, newton_iters=30)
     model = jc.Model(law=law, dt=h)
     params = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(), law=law.init_params(0.3, eps))
     traj = jc.rollout(model, params, jc.make_state(pos=[0, 0, 0.05 + 0.01], vel=[0, 0, -1.4]), 10)

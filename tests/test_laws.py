@@ -11,13 +11,13 @@ import jaxcontact as jc
 from jaxcontact.contactnets.functions import ContactFunctions
 from jaxcontact.contactnets.laws import ContactNetsLaw, E2ELaw
 from jaxcontact.dacm.law import DACMLaw, PDDLaw
-from jaxcontact.laws import ContactLaw, CoulombLCP, NoContact, SmoothedCoulomb
+from jaxcontact.laws import ContactLaw, CoulombLCP, NoContact, RelaxedCoulomb
 
 SMALL = (16,)  # small networks: the protocol is under test, not the learned models
 
 LAWS = {
     "coulomb": lambda: (CoulombLCP(), dict(mu=0.3, restitution=0.2)),
-    "smoothed": lambda: (SmoothedCoulomb(kappa=1e-4, newton_iters=12), dict(mu=0.3, restitution=0.2)),
+    "smoothed": lambda: (RelaxedCoulomb(kappa=1e-4, newton_iters=12), dict(mu=0.3, restitution=0.2)),
     "dacm": lambda: (  # the default recipe's law (the paper's inputs run in tests/test_dacm.py)
         DACMLaw(clf_hidden=SMALL, reg_hidden=SMALL, friction_target="ratio", inputs="coulomb",
                 friction_head="residual", dissipative=True),

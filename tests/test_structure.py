@@ -102,10 +102,32 @@ def test_no_private_names_across_modules():
 def test_every_law_implements_the_protocol():
     from jaxcontact.contactnets.laws import ContactNetsLaw, E2ELaw
     from jaxcontact.dacm.law import DACMLaw, PDDLaw
-    from jaxcontact.laws import CoulombLCP, NoContact, SmoothedCoulomb
+    from jaxcontact.laws import CoulombLCP, NoContact, RelaxedCoulomb
     from jaxcontact.laws.base import ContactLaw
 
-    for cls in (CoulombLCP, SmoothedCoulomb, NoContact, DACMLaw, PDDLaw, ContactNetsLaw, E2ELaw):
+    for cls in (CoulombLCP, RelaxedCoulomb, NoContact, DACMLaw, PDDLaw, ContactNetsLaw, E2ELaw):
         law = cls()
         assert isinstance(law, ContactLaw), cls
         hash(law)  # a jit static argument
+
+
+def test_results_record_their_commit_and_the_check_follows_imports(tmp_path):
+    """Results files written through the helpers carry provenance (commit, command); the
+    staleness check's dependencies are the import closure of the module that made them."""
+    import json
+    import subprocess
+
+    from benchmarks import common, provenance
+
+    deps = provenance.dependencies(["studies.impacts"])
+    assert "jaxcontact/impacts/models.py" in deps and "studies/impacts/__main__.py" in deps
+    assert "jaxcontact/dynamics.py" not in deps  # the 3D engine does not make the impacts numbers
+    assert "jaxcontact/solvers/lcp.py" in provenance.dependencies(["benchmarks.stress"])
+    assert provenance.producer(PKG.parent / "benchmarks/results/validation/sysid_random_starts_val1.json") == \
+        ["benchmarks.sysid_random_starts"]
+    common.write_json(tmp_path / "r.json", {"x": 1})
+    prov = json.loads((tmp_path / "r.json").read_text())["provenance"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PKG.parent, capture_output=True, text=True).stdout.strip()
+    assert prov["commit"] == (head or None) and prov["command"].startswith("python")
+    assert provenance.command_line([str(PKG.parent / "benchmarks/stress.py"), "--quick"]) == \
+        "python -m benchmarks.stress --quick"

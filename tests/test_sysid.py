@@ -11,7 +11,7 @@ import pytest
 import jaxcontact as jc
 from jaxcontact import sysid
 from jaxcontact.cli import main
-from jaxcontact.laws.smoothed import SmoothedCoulomb
+from jaxcontact.laws.relaxed import RelaxedCoulomb
 from jaxcontact.sysid import optim
 from jaxcontact.sysid import synthetic as syn
 
@@ -128,15 +128,15 @@ def test_smoothed_law_tends_to_hard_law_and_is_differentiable():
         return jc.rollout(m, p, s0, 60, output="final").pos
 
     ref = np.asarray(final(hard))
-    gaps = [float(np.abs(np.asarray(final(SmoothedCoulomb(k))) - ref).max()) for k in (1e-3, 1e-6)]
+    gaps = [float(np.abs(np.asarray(final(RelaxedCoulomb(k))) - ref).max()) for k in (1e-3, 1e-6)]
     assert gaps[0] > 10 * gaps[1] and gaps[1] < 1e-4, gaps  # metres, through a tumbling impact
-    law = SmoothedCoulomb(1e-3)
+    law = RelaxedCoulomb(1e-3)
     f = lambda mu: final(law, mu)[0]
     gr = float(jax.grad(f)(0.3))
     fd = (float(f(0.3 + 1e-6)) - float(f(0.3 - 1e-6))) / 2e-6
     assert np.isfinite(gr) and abs(gr) > 1e-3 and abs(gr - fd) < 1e-5 * abs(gr), (gr, fd)
     with pytest.raises(ValueError, match="kappa must be positive"):
-        SmoothedCoulomb(0.0)
+        RelaxedCoulomb(0.0)
 
 
 def _modes(model, params, traj, info):

@@ -15,6 +15,13 @@ One step (semi-implicit Euler, like ``jaxcontact.dynamics``):
    but PGS never has to iterate on the stiff joint rows of a chain;
 4. v⁺ = v_c + W J_cᵀ z, then every link is integrated (``dynamics.integrate``).
 
+Every step reports ``Flags`` like a single body's (``ChainInfo.flags``/``.invalid``): the input
+breaking a ``validation`` rule on any link (INVALID_INPUT), a non-finite state or impulse
+(NONFINITE), the contact LCP not converged (SOLVER; ``dynamics.solver_failed``); a chain has no
+penetration projection. ``rollout(..., output="final")`` returns ``(final, Summary)`` as
+``jaxcontact.rollout`` does, for ``diagnostics.report``/``check``; an eager rollout warns
+(``NonFiniteWarning``) when it ends non-finite.
+
 Pure and jit-able; ``rollout`` is a jitted ``lax.scan``; ``vmap`` both over batches of chains.
 """
 
@@ -27,9 +34,9 @@ import jax.numpy as jnp
 from flax import struct
 
 from .. import contact, geometry
-from ..dynamics import integrate
-from ..types import State
-from ..validation import is_concrete
+from ..dynamics import accumulate, empty_summary, integrate, solver_failed, warn_nonfinite
+from ..types import Flags, Params, State
+from ..validation import broken_rules, check_steps, is_concrete
 from .model import (
     ChainModel,
     ChainParams,
@@ -46,7 +53,9 @@ from .model import (
 class ChainInfo:
     """Per step: contact impulse of every link (n, 6) (generalised, world force / body torque),
     joint impulses (5n,), deepest penetration per link (n,), contact LCP residual / iterations,
-    largest joint anchor separation before the step (m)."""
+    largest joint anchor separation before the step (m). flags: () int32 ``Flags`` bit set of the
+    step; invalid: () int32 bit set of the ``validation.RULES`` broken by the step's input (on
+    any link), as ``ContactInfo``'s."""
 
     contact_impulse: jnp.ndarray
     joint_impulse: jnp.ndarray
@@ -54,6 +63,8 @@ class ChainInfo:
     residual: jnp.ndarray
     iterations: jnp.ndarray
     joint_error: jnp.ndarray
+    flags: jnp.ndarray = 0
+    invalid: jnp.ndarray = 0
 
 
 def contact_problem(model: ChainModel, params: ChainParams, state: State, links, mobility, v_free):
@@ -69,6 +80,13 @@ def contact_problem(model: ChainModel, params: ChainParams, state: State, links,
     jac = block_diag(con.jac.reshape(len(links), C * 3, 6)).reshape(nc, 3, 6 * len(links))
     prob = contact.from_jacobians(jac, con.phi.reshape(-1), con.valid.reshape(-1), mobility, v_free, model.dt)
     return prob, con.phi
+
+
+def _broken_rules(params: ChainParams, state: State):
+    """The ``validation.RULES`` any link's input breaks (bit set, as a single body's step)."""
+    bits = jax.vmap(lambda b, s: broken_rules(Params(body=b, ground=params.ground, law=params.law), s))(
+        params.links, state)
+    return jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
 
 
 def _step(model: ChainModel, params: ChainParams, state: State):
@@ -91,7 +109,15 @@ def _step(model: ChainModel, params: ChainParams, state: State):
         residual=sol.residual, iterations=sol.iterations,
         joint_error=jnp.max(jnp.linalg.norm(err.reshape(n, 5)[:, :3], axis=1)),
     )
-    return new, info
+    invalid = _broken_rules(params, state)
+    nonfinite = ~jnp.all(jnp.isfinite(p)) | ~jnp.all(jnp.isfinite(lam))
+    for x in jax.tree_util.tree_leaves(new):
+        nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
+    flags = jnp.zeros((), jnp.int32)
+    for cond, bit in ((invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
+                      (solver_failed(model, info), Flags.SOLVER)):
+        flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
+    return new, info.replace(flags=flags, invalid=invalid)
 
 
 _step_jit = jax.jit(_step, static_argnames=("model",))
@@ -109,8 +135,17 @@ def step(model: ChainModel, params: ChainParams, state: State) -> State:
     return step_with_info(model, params, state)[0]
 
 
-@partial(jax.jit, static_argnames=("model", "n_steps"))
-def _rollout(model, params, state, n_steps):
+@partial(jax.jit, static_argnames=("model", "n_steps", "output"))
+def _rollout(model, params, state, n_steps, output="trajectory"):
+    if output == "final":
+        def g(carry, k):
+            s, summary = carry
+            s1, info = _step(model, params, s)
+            return (s1, accumulate(summary, info, k)), None
+
+        (final, summary), _ = jax.lax.scan(g, (state, empty_summary()), jnp.arange(n_steps, dtype=jnp.int32))
+        return final, summary
+
     def f(s, _):
         s1, info = _step(model, params, s)
         return s1, (s1, info)
@@ -120,18 +155,37 @@ def _rollout(model, params, state, n_steps):
     return traj, infos
 
 
-def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int):
-    """``n_steps`` ground-truth steps (``lax.scan``): (trajectory (n_steps + 1, n, …), infos)."""
-    if int(n_steps) < 0:
-        raise ValueError(f"n_steps must be >= 0, got {n_steps}")
-    if is_concrete((params, state)):
-        validate_chain(params, state)
-    return _rollout(model, params, state, int(n_steps))
+def _check_output(output: str) -> None:
+    if output not in ("trajectory", "final"):
+        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
 
 
-def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int):
+def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, *, output: str = "trajectory"):
+    """``n_steps`` ground-truth steps (``lax.scan``): ``(trajectory (n_steps + 1, n, …), infos)``,
+    or with ``output="final"`` ``(final state, Summary)`` — the steps' flags accumulated, as
+    ``jaxcontact.rollout(..., output="final", with_info=True)``. ``n_steps``: a Python int >= 0
+    (``validation.check_steps``). Concrete inputs are validated, and a ``NonFiniteWarning`` says
+    when the chain ends non-finite."""
+    n_steps = check_steps(n_steps)
+    _check_output(output)
+    if not is_concrete((params, state)):
+        return _rollout(model, params, state, n_steps, output)
+    validate_chain(params, state)
+    out = _rollout(model, params, state, n_steps, output)
+    warn_nonfinite(out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[-1], out[0]))
+    return out
+
+
+def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int, *, output: str = "trajectory"):
     """``rollout`` vmapped over a leading batch axis of ``states`` (same chain parameters)."""
-    if is_concrete((params, states)):
+    n_steps = check_steps(n_steps)
+    _check_output(output)
+    check = is_concrete((params, states))
+    if check:
         for b in range(states.pos.shape[0]):
             validate_chain(params, jax.tree_util.tree_map(lambda x: x[b], states))
-    return jax.vmap(lambda s: _rollout(model, params, s, int(n_steps)))(states)
+    out = jax.vmap(lambda s: _rollout(model, params, s, n_steps, output))(states)
+    if check:
+        last = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[:, -1], out[0])
+        warn_nonfinite(last, batched=True)
+    return out

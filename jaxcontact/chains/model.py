@@ -21,6 +21,7 @@ Conventions (the dacm paper's 3-link chain, section 4.3):
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -62,36 +63,48 @@ class ChainParams:
         return jax.tree_util.tree_map(lambda x: x[i], self.links)
 
 
-@dataclasses.dataclass(frozen=True)
-class ChainModel:
-    """Static settings of the chain simulators (hashable: a ``jit`` static argument).
+# The ground truth's contact law: the hard Coulomb LCP, solved tighter than the single-body default.
+CHAIN_LAW = CoulombLCP(LCPSettings(tol=1e-7, max_iter=200))
 
-    dt, gravity (along world −z), max_contacts (closest vertices kept per link), patch_tol and
-    gyroscopic as in ``types.Model``. baumgarte: β of the joint drift correction (target
-    velocity −β/h · error). solver: settings of the contact LCP (projected Gauss–Seidel).
+
+@dataclasses.dataclass(frozen=True)
+class ChainModel(Model):
+    """Static settings of the chain simulators (hashable: a ``jit`` static argument): a
+    ``types.Model`` — ``dt``, ``gravity`` (along world −z), ``max_contacts`` (closest vertices kept
+    per link), ``patch_tol``, ``gyroscopic``, validated there — whose ``law`` is the ground truth's
+    contact law (a ``CoulombLCP``: its ``solver`` settings solve the chain's contact LCP; the
+    exact gradient), plus ``baumgarte``: β of the joint drift correction (target velocity −β/h ·
+    error). ``max_correction_speed`` must stay None: the chain's contact target is −φ/h.
     """
 
-    dt: float = 0.002
-    gravity: float = 9.81
+    law: Any = CHAIN_LAW
     max_contacts: int = 4
-    patch_tol: float = 1e-3
-    gyroscopic: bool = True
+    max_correction_speed: float | None = None
     baumgarte: float = 0.2
-    solver: LCPSettings = LCPSettings(tol=1e-7, max_iter=200)
 
     def __post_init__(self):
-        if not self.dt > 0:
-            raise ValueError(f"ChainModel.dt must be positive, got {self.dt}")
+        super().__post_init__()
+        if not isinstance(self.law, CoulombLCP) or self.law.gradient != "exact":
+            raise ValueError(f"ChainModel.law must be a CoulombLCP with the exact gradient, got {self.law!r}")
+        if self.max_contacts is None:
+            raise ValueError("ChainModel.max_contacts must be an int >= 1 (candidates per link), got None")
+        if self.max_correction_speed is not None:
+            raise ValueError("ChainModel.max_correction_speed must be None: the chain's contact target is −φ/h, "
+                             f"uncapped; got {self.max_correction_speed!r}")
         if not 0 <= self.baumgarte <= 1:
             raise ValueError(f"ChainModel.baumgarte must lie in [0, 1], got {self.baumgarte}")
-        if self.max_contacts < 1:
-            raise ValueError(f"ChainModel.max_contacts must be >= 1, got {self.max_contacts}")
+
+    @property
+    def solver(self) -> LCPSettings:
+        """The contact LCP's settings (the law's)."""
+        return self.law.solver
 
     def link_model(self, law=None) -> Model:
-        """The single-body ``Model`` of one link (free velocity, a contact law's settings)."""
-        return Model(law=CoulombLCP(self.solver) if law is None else law, dt=self.dt,
-                     gravity=self.gravity, max_contacts=self.max_contacts,
-                     patch_tol=self.patch_tol, gyroscopic=self.gyroscopic)
+        """The single-body ``Model`` of one link (free velocity, a contact law's settings): this
+        model's settings with ``law`` (default: the chain's own) and the single-body default
+        ``max_correction_speed``."""
+        return Model(law=self.law if law is None else law, dt=self.dt, gravity=self.gravity,
+                     max_contacts=self.max_contacts, patch_tol=self.patch_tol, gyroscopic=self.gyroscopic)
 
 
 # ------------------------------------------------------------------------------------ building

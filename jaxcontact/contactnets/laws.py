@@ -18,7 +18,7 @@ from flax import struct
 from .. import contact, geometry
 from ..rotations import quat_to_mat
 from ..solvers import LCPSettings
-from ..types import ContactInfo, Ground, Params
+from ..types import Ground, Params
 from .functions import ContactFunctions, PolytopeParams, init_deep, init_polytope
 
 
@@ -112,11 +112,5 @@ class E2ELaw:
     def __call__(self, model, params: Params, state, v_free):
         x = state.to_array()
         p = e2e_apply(self.hidden, params.law, x)
-        z = jnp.zeros((), x.dtype)
-        info = ContactInfo(
-            phi=jnp.zeros(1, x.dtype), active=jnp.zeros(1, bool), impulse=jnp.zeros((1, 3), x.dtype),
-            patch_type=jnp.asarray(0, jnp.int32), patch_centre=jnp.zeros(3, x.dtype),
-            patch_normal=jnp.array([0.0, 0.0, 1.0], x.dtype), residual=z, iterations=jnp.asarray(0, jnp.int32),
-            mode=jnp.asarray(-1, jnp.int32),
-        )
+        info = contact.empty_info(1, 3, x.dtype)
         return p, info

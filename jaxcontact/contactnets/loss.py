@@ -305,11 +305,9 @@ def sharded_batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig, mesh=N
                          "differentiation do not run under shard_map")
     from jax.sharding import PartitionSpec as P
 
-    from ..sharding import BATCH_AXIS, batch_mesh, pad_batch
+    from ..dynamics import pad_batch
+    from ..sharding import BATCH_AXIS, batch_mesh
 
-    shard_map = getattr(jax, "shard_map", None)
-    if shard_map is None:  # jax < 0.7
-        from jax.experimental.shard_map import shard_map
     mesh = batch_mesh() if mesh is None else mesh
     B = xs.shape[0]
     n_pad = (-B) % mesh.devices.size
@@ -321,7 +319,7 @@ def sharded_batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig, mesh=N
         return jax.lax.psum(jnp.stack([w @ losses, w @ r1, w @ r2]), BATCH_AXIS)
 
     b = P(BATCH_AXIS)
-    sums = shard_map(local, mesh=mesh, in_specs=(P(), b, b, b), out_specs=P())(theta, xs, xns, w)
+    sums = jax.shard_map(local, mesh=mesh, in_specs=(P(), b, b, b), out_specs=P())(theta, xs, xns, w)
     return _total(cfg, *(sums / B))
 
 

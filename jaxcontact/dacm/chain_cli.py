@@ -172,7 +172,7 @@ def evaluate_chain(checkpoint, steps: int = 500, swings: int = 8, seed: int = 0,
         },
         "models": {},
     }
-    laws = ([("exact_coulomb", CoulombLCP(cmodel.solver), params.law)] if reference else []) + [("dacm", dl, dp)]
+    laws = ([("exact_coulomb", cmodel.law, params.law)] if reference else []) + [("dacm", dl, dp)]
     if pdd:
         laws.append(("pdd", pl, pp))
     for name, law, lp in laws:

@@ -127,14 +127,13 @@ def detect_patch(body: Body, ground: Ground, state, v_free, tol: float, dt: floa
     valid = body.vertex_mask > 0
     vn = _normal_speeds(body, ground, state, v_free)
     touching = valid & (phi + dt * jnp.minimum(vn, 0.0) <= tol)
+    patch = geometry.patch_from_points(pts, phi, valid, ground, tol, touching=touching)
     count = jnp.sum(touching)
-    kind = jnp.minimum(count, 3 if body.dim == 3 else 2).astype(jnp.int32)
+    kind = patch.kind if body.dim == 3 else jnp.minimum(patch.kind, int(PatchType.LINE))
+    centre = patch.centre
     w = touching.astype(pts.dtype)
     wsum = jnp.maximum(jnp.sum(w), 1.0)
-    closest = jnp.argmin(jnp.where(valid, phi, 1e6))
-    n = geometry.unit_normal(ground)
-    centre = jnp.where(count > 0, jnp.sum(w[:, None] * pts, 0) / wsum, pts[closest])
-    centre = centre - (jnp.dot(centre, n) - ground.height) * n
+    closest = jnp.argmin(jnp.where(valid, phi, geometry.FAR))
     R = geometry.rotation(state)
     centre_body = R.T @ (centre - state.pos)
     phibar = jnp.where(count > 0, jnp.sum(w * phi) / wsum, phi[closest])

@@ -340,11 +340,12 @@ MODELS: dict[str, Callable] = dict(
 
 
 @functools.cache
-def batched(model: str) -> Callable:
-    """``MODELS[model]`` vmapped over impacts ``(u0 (N, 2), W (N, 2, 2), mu, eps) -> (N, 2)`` and
-    jitted, built once per model, so repeated calls (every fit, evaluation and study step) reuse
-    one compiled program per input shape instead of tracing a fresh ``jit(vmap(...))`` each time."""
-    return jax.jit(jax.vmap(MODELS[model], in_axes=(0, 0, None, None)))
+def batched(model) -> Callable:
+    """``MODELS[model]`` (or a contact-space function such as ``mirtich_coulomb``) vmapped over
+    impacts ``(u0 (N, 2), W (N, 2, 2), mu, eps) -> (N, 2)`` and jitted, built once per model, so
+    repeated calls (every fit, evaluation and study step) reuse one compiled program per input
+    shape instead of tracing a fresh ``jit(vmap(...))`` each time."""
+    return jax.jit(jax.vmap(MODELS[model] if isinstance(model, str) else model, in_axes=(0, 0, None, None)))
 
 
 def impact(model, v, J, Minv, mu, eps):

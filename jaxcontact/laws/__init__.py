@@ -6,7 +6,7 @@ holds its differentiable parameters, ``v_free`` is the generalised velocity afte
 controls, and ``impulse`` is the generalised contact impulse p (v⁺ = v_free + M⁻¹ p).
 Every law also offers ``init_params(...)`` for its default parameter pytree.
 
-Here: ``CoulombLCP`` (hard contact), ``SmoothedCoulomb`` (relaxed), ``NoContact``. The learned
+Here: ``CoulombLCP`` (hard contact), ``RelaxedCoulomb`` (relaxed), ``NoContact``. The learned
 laws live with their families: ``jaxcontact.dacm`` (``DACMLaw``, ``PDDLaw``) and
 ``jaxcontact.contactnets`` (``ContactNetsLaw``, ``E2ELaw``).
 """
@@ -14,6 +14,6 @@ laws live with their families: ``jaxcontact.dacm`` (``DACMLaw``, ``PDDLaw``) and
 from .base import ContactLaw
 from .coulomb import CoulombLCP, CoulombParams
 from .none import NoContact
-from .smoothed import SmoothedCoulomb
+from .relaxed import RelaxedCoulomb
 
-__all__ = ["ContactLaw", "CoulombLCP", "CoulombParams", "NoContact", "SmoothedCoulomb"]
+__all__ = ["ContactLaw", "CoulombLCP", "CoulombParams", "NoContact", "RelaxedCoulomb"]

@@ -139,7 +139,7 @@ class CoulombLCP:
         """``__call__`` started from ``warm`` (per-vertex impulses of the previous step, or None
         for zero): ``(impulse, info, warm⁺)``."""
         prob, con = contact.rigid_body(model, params, state, v_free)
-        target = restitution_target(self, model, params, state, prob, con)
+        target = normal_target(self, model, params, state, prob, con)
         z0 = None if warm is None else warm[con.index]
         sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target, z0=z0,
                             gradient=self.relaxed_gradient(model))
@@ -154,30 +154,46 @@ def relaxed_velocity_scale(length: float, model) -> float:
     return float(np.sqrt(g * length)) if g > 0 else length / model.dt
 
 
-def restitution_target(law, model, params: Params, state: AnyState, prob: contact.ContactProblem, con):
-    """The normal-row target of ``CoulombLCP``-style laws: −φ/h, raised for contacts that close
-    within this step at the pre-step speed (Newton restitution; ``law.restitution_target`` picks
-    the velocity- or the position-consistent form, ``law.restitution_threshold`` the speed floor)."""
+def restitution_switch(model, params: Params, state: AnyState, prob: contact.ContactProblem, con, threshold: float,
+                       form: str = "velocity", blend=None):
+    """The normal-row target of the Coulomb laws: −φ/h (``prob.target``), raised to the bounce
+    target for contacts that approach faster than ``threshold`` (m/s) and close within this step
+    at the pre-step speed (Newton restitution, ε = ``params.law.restitution``).
+
+    form: "velocity" (bounce target −ε v⁻, switched on where φ + h v⁻ ≤ patch_tol) or "position"
+    (−ε v⁻ − (1 + ε) φ/h, switched on where φ + h v⁻ ≤ 0, where it equals −φ/h: continuous in φ).
+    blend: None for the hard switch, or ``(velocity, length)`` — the switch blended by sigmoids over
+    that approach speed (m/s) and closing distance (m). Returns ``(hard, blended)`` (blended None
+    without ``blend``): ``CoulombLCP`` keeps the hard value and, in its relaxed gradient mode, the
+    blended derivative; ``RelaxedCoulomb`` uses the blended value."""
     eps = jnp.clip(params.law.restitution, 0.0, 1.0)
     vn_pre = con.jac[:, 0, :] @ state.generalized_velocity()
-    if law.restitution_target == "position":
+    if form == "position":
         # position-consistent: reach the ground within the step, leave at ε|v⁻|; switched on
         # where it equals −φ/h (φ + h v⁻ = 0), so continuous in φ
-        closing = (vn_pre < -law.restitution_threshold) & (con.phi + model.dt * vn_pre <= 0.0)
+        closing = (vn_pre < -threshold) & (con.phi + model.dt * vn_pre <= 0.0)
         bounce_target = -eps * vn_pre - (1.0 + eps) * con.phi / model.dt
     else:
-        closing = (vn_pre < -law.restitution_threshold) & (con.phi + model.dt * vn_pre <= model.patch_tol)
+        closing = (vn_pre < -threshold) & (con.phi + model.dt * vn_pre <= model.patch_tol)
         bounce_target = -eps * vn_pre
     bounce = closing & (eps > 0)
     hard = jnp.where(bounce, jnp.maximum(prob.target, bounce_target), prob.target)
-    if getattr(law, "gradient", "exact") != "relaxed":
+    if blend is None:
+        return hard, None
+    velocity, length = blend
+    gap = con.phi + model.dt * vn_pre - (0.0 if form == "position" else model.patch_tol)
+    w = jax.nn.sigmoid((-threshold - vn_pre) / velocity) * jax.nn.sigmoid(-gap / length) * (eps > 0)
+    return hard, prob.target + w * jnp.maximum(bounce_target - prob.target, 0.0)
+
+
+def normal_target(law: CoulombLCP, model, params: Params, state: AnyState, prob: contact.ContactProblem, con):
+    """``CoulombLCP``'s normal-row target: ``restitution_switch`` in the law's form, hard; in the
+    relaxed gradient mode the same value with the derivative of the switch blended over the law's
+    smoothing length ℓ in closing distance and its velocity scale √(g ℓ) in approach speed."""
+    relaxed = law.gradient == "relaxed"
+    blend = (relaxed_velocity_scale(law.smoothing_length, model), law.smoothing_length) if relaxed else None
+    hard, soft = restitution_switch(model, params, state, prob, con, law.restitution_threshold,
+                                    law.restitution_target, blend)
+    if soft is None:
         return hard
-    # relaxed gradient: the same value, the derivative of the switch blended over the law's
-    # smoothing length ℓ in closing distance and its velocity scale √(g ℓ) in approach speed
-    ell = law.smoothing_length
-    gap = con.phi + model.dt * vn_pre - (0.0 if law.restitution_target == "position" else model.patch_tol)
-    w = (jax.nn.sigmoid((-law.restitution_threshold - vn_pre) / relaxed_velocity_scale(ell, model))
-         * jax.nn.sigmoid(-gap / ell)
-         * (eps > 0))
-    soft = prob.target + w * jnp.maximum(bounce_target - prob.target, 0.0)
     return hard + (soft - jax.lax.stop_gradient(soft))

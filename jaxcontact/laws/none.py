@@ -6,7 +6,7 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from ..types import ContactInfo
+from .. import contact
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,14 +20,5 @@ class NoContact:
         return None
 
     def __call__(self, model, params, state, v_free):
-        C = model.num_contacts(params.body)
-        d = state.dim
-        dtype = v_free.dtype
-        z = jnp.zeros((), dtype)
-        info = ContactInfo(
-            phi=jnp.zeros(C, dtype), active=jnp.zeros(C, bool), impulse=jnp.zeros((C, d), dtype),
-            patch_type=jnp.zeros((), jnp.int32), patch_centre=jnp.zeros(d, dtype),
-            patch_normal=jnp.zeros(d, dtype), residual=z, iterations=jnp.zeros((), jnp.int32),
-            mode=-jnp.ones((), jnp.int32),
-        )
+        info = contact.empty_info(model.num_contacts(params.body), state.dim, v_free.dtype)
         return jnp.zeros_like(v_free), info

@@ -3,7 +3,7 @@
 | module | solver | used by |
 | --- | --- | --- |
 | ``lcp`` | ``solve_lcp``: box-friction LCP, projected Gauss–Seidel | every LCP-based law and chains, through ``jaxcontact.contact`` |
-| ``smoothed`` | ``solve_smoothed_lcp``: relaxed-complementarity LCP, Newton with κ continuation | ``SmoothedCoulomb`` |
+| ``relaxed_lcp`` | ``solve_relaxed_lcp``: relaxed-complementarity LCP, Newton with κ continuation | ``RelaxedCoulomb`` |
 | ``nonneg`` | ``minimize_nonneg`` / ``minimize_nonneg_qp``: FISTA (or jaxopt ``ProjectedGradient``) over x ≥ 0 | ContactNets' inner program |
 | ``qp`` | ``solve_qp``: small dense QPs, jaxopt ``BoxOSQP`` | ContactNets' reference inner QP |
 | ``root`` | ``powell_hybrid`` / ``find_root``: Powell's hybrid root finder | dacm Algorithm 2 (chains) |
@@ -11,7 +11,7 @@
 | ``implicit`` | ``implicit_root`` / ``implicit_fixed_point``: jaxopt ``custom_root`` / ``custom_fixed_point`` | all of the above |
 
 Implicit differentiation is declared once, in ``implicit``; the solvers call it and stay unaware
-of how their derivative is formed (the smoothed solver's is one Newton step at the solution,
+of how their derivative is formed (the relaxed solver's is one Newton step at the solution,
 which also gives forward mode). Swapping jaxopt for another library touches this package only.
 """
 
@@ -21,7 +21,7 @@ from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_no
 from .qp import QPSettings, QPSolution, solve_qp
 from .root import HybridSettings, RootResult, find_root, powell_hybrid
 from .relaxed import GRADIENT_MODES, RelaxedGradient, check_gradient_mode, relaxed_gradient, relaxed_solution
-from .smoothed import relaxed_residual, solve_smoothed_lcp
+from .relaxed_lcp import relaxed_residual, solve_relaxed_lcp
 
 __all__ = [
     "GRADIENT_MODES",
@@ -49,5 +49,5 @@ __all__ = [
     "powell_hybrid",
     "solve_lcp",
     "solve_qp",
-    "solve_smoothed_lcp",
+    "solve_relaxed_lcp",
 ]

@@ -7,7 +7,7 @@ the contact impulse only within round-off of z*: where contact modes are about t
 indeterminate (a face on the ground), it is either zero or as large as 1/regularisation.
 
 ``relaxed_gradient`` keeps z* as the value and replaces its derivative by that of the *relaxed*
-problem (``smoothed.relaxed_residual``, every clip of the fixed point replaced by its CHKS
+problem (``relaxed_lcp.relaxed_residual``, every clip of the fixed point replaced by its CHKS
 smoothing with velocity scale s = √κ):
 
     z_κ = Newton on F_κ(z; A, b, c) = 0 for ``newton_iters`` steps, started from g_κ(z*)
@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from .implicit import implicit_root
 from .lcp import RowStructure
-from .smoothed import relaxed_residual
+from .relaxed_lcp import relaxed_residual
 
 GRADIENT_MODES = ("exact", "relaxed")
 
@@ -59,7 +59,7 @@ class RelaxedGradient:
 def check_gradient_mode(mode: str, owner: str = "gradient") -> str:
     """``mode`` if it is one of ``GRADIENT_MODES``, else a ``ValueError`` naming the choices."""
     if mode not in GRADIENT_MODES:
-        hint = (" (randomized smoothing is a loss-level estimator: jaxcontact.smoothing.randomized_value_and_grad)"
+        hint = (" (randomized smoothing is a loss-level estimator: jaxcontact.randomized_smoothing.randomized_value_and_grad)"
                 if mode == "randomized" else "")
         raise ValueError(f"{owner} must be one of {GRADIENT_MODES}, got {mode!r}{hint}")
     return mode

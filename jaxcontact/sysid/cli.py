@@ -64,7 +64,7 @@ def _run_data(args, log) -> dict:
 
     jax.config.update("jax_enable_x64", True)
     from ..laws import CoulombLCP
-    from ..laws.smoothed import SmoothedCoulomb
+    from ..laws.relaxed import RelaxedCoulomb
     from ..solvers import LCPSettings
     from . import core, data as sdata
 
@@ -79,7 +79,7 @@ def _run_data(args, log) -> dict:
     if args.window is None:  # the default; an explicit 0 never gets here (cliargs.positive_int)
         args.window = 4
     check_memory_for_data(data, args.window, substeps, args.stride or args.window)
-    law = SmoothedCoulomb(args.kappa) if args.kappa > 0 else CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200))
+    law = RelaxedCoulomb(args.kappa) if args.kappa > 0 else CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200))
     init = {"mu": 0.5, "restitution": 0.5, "ground": 0.0}
     init.update(_parse_init(args.init))
     params0 = _initial_params(data, law, init)

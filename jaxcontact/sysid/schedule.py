@@ -13,7 +13,7 @@ A stage is one of
   height gradient; with vertices millimetres off, window starts penetrate and LM stalls);
 * ``Stage("lm" | "adam" | "nelder-mead", names, window=…, max_iter=…, kappa=…, trim=…)`` — a fit
   of the windowed rollout loss (``Problem``/``fit``). ``kappa > 0`` runs it on
-  ``SmoothedCoulomb(kappa)`` instead of the given law (a continuation stage); ``trim`` drops that
+  ``RelaxedCoulomb(kappa)`` instead of the given law (a continuation stage); ``trim`` drops that
   fraction of windows with the largest residual at the stage's start before fitting (windows
   whose contact mode — a bounce, which corner lands — differs from the data's at the current
   parameters; with exact data they are a few windows near a switch, and dropping them leaves a
@@ -369,7 +369,7 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int |
     None for the data's own (``sysid.data.substeps_for``; a contradicting value is refused). Returns {"result" (last
     ``FitResult``), "params", "stages" (per-stage summaries, errors against ``data.truth``),
     "histories", "rollouts", "wall_time_s"}."""
-    from ..laws.smoothed import SmoothedCoulomb
+    from ..laws.relaxed import RelaxedCoulomb
     from .data import substeps_for
 
     substeps = substeps_for(data, substeps)  # before any stage: a contradicting value is refused
@@ -390,7 +390,7 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int |
             kind = method or st.kind
             if kind == "nelder-mead":  # derivative-free: no per-window variables
                 st = dataclasses.replace(st, starts=(), continuity=0.0)
-            lw = SmoothedCoulomb(st.kappa) if st.kappa > 0 else law
+            lw = RelaxedCoulomb(st.kappa) if st.kappa > 0 else law
             key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity, s.restitution_coordinate,
                              s.stride or stride)
             same = prev is not None and key(prev[0]) == key(st)

@@ -73,7 +73,7 @@ def synthetic_run(n, noise, method, args, data_all, max_iter=None, replicate=0):
 
 def smoothing_comparison(args):
     """Height from below on a small case with the engine's default (velocity) bounce target:
-    hard LM vs a κ-continuation on SmoothedCoulomb then hard LM; and the position target."""
+    hard LM vs a κ-continuation on RelaxedCoulomb then hard LM; and the position target."""
     out = []
     for target, schedule, label in [
         ("velocity", (Stage("lm", ("mu", "restitution", "ground"), max_iter=25),), "hard (velocity target)"),

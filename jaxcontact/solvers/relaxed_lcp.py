@@ -9,11 +9,11 @@ sr(x) = (x + √(x² + 4κ'))/2 a smooth max(0, x):
 
 with d = diag(A), w = A z + b and κ' = κ / d², so √κ is the velocity scale of the smoothing.
 
-``solve_smoothed_lcp`` runs a fixed number of Newton steps (κ continued from the problem's own
+``solve_relaxed_lcp`` runs a fixed number of Newton steps (κ continued from the problem's own
 velocity scale down to the target over the first half of them), so it runs the same way under
 ``vmap``. Its derivative is implicit, declared here once: one Newton step at the solution with
 (A, b, coupling) live. Unlike a ``custom_vjp`` rule this works in forward *and* reverse mode, so
-``jax.jacfwd`` through a rollout with the smoothed law works.
+``jax.jacfwd`` through a rollout with the relaxed law works.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def relaxed_residual(rows: RowStructure):
     return F
 
 
-def solve_smoothed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, newton_iters: int) -> LCPSolution:
+def solve_relaxed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, newton_iters: int) -> LCPSolution:
     """Solve the relaxed box-friction LCP (module docstring). valid: (m,) rows that take part
     (others return z = 0). Returns ``LCPSolution(z, residual, iterations)`` with the residual the
     largest scaled relaxed-equation error |diag(A)·F(z)| (m/s) before the implicit step."""

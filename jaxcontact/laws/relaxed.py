@@ -1,8 +1,8 @@
-"""Coulomb contact with relaxed complementarity: a smoothed version of ``CoulombLCP``.
+"""Coulomb contact with relaxed complementarity: ``CoulombLCP``'s problem, relaxed.
 
 The same contact problem as the hard law (``jaxcontact.contact``), solved with every clip of the
 projected-Jacobi fixed point replaced by its interior-point (CHKS) smoothing
-(``solvers.solve_smoothed_lcp``): the relaxed complementarity reads (d·z_n)·w_n = κ with both
+(``solvers.solve_relaxed_lcp``): the relaxed complementarity reads (d·z_n)·w_n = κ with both
 factors in m/s, so √κ is the velocity scale of the smoothing. As κ → 0 the solution tends to the
 hard LCP's. For κ > 0 contact forces act before touch (a barrier), the impulse is a smooth
 function of distance, velocity and parameters, and the contact-mode switches (touch/lift-off,
@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 
 from .. import contact
 from ..types import AnyState, Params
-from .coulomb import CoulombLCP, CoulombParams
+from .coulomb import CoulombLCP, CoulombParams, restitution_switch
 
 
 @dataclasses.dataclass(frozen=True)
-class SmoothedCoulomb:
+class RelaxedCoulomb:
     """Relaxed-complementarity Coulomb contact (see module docstring).
 
     kappa: relaxation (m/s)²; the hard law is the limit kappa → 0. newton_iters: Newton steps.
@@ -40,27 +39,22 @@ class SmoothedCoulomb:
 
     def __post_init__(self):
         if not self.kappa > 0:
-            raise ValueError(f"SmoothedCoulomb.kappa must be positive (use CoulombLCP for kappa = 0), got {self.kappa}")
+            raise ValueError(f"RelaxedCoulomb.kappa must be positive (use CoulombLCP for kappa = 0), got {self.kappa}")
         if self.newton_iters < 1:
-            raise ValueError(f"SmoothedCoulomb.newton_iters must be >= 1, got {self.newton_iters}")
+            raise ValueError(f"RelaxedCoulomb.newton_iters must be >= 1, got {self.newton_iters}")
 
     @staticmethod
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
         return CoulombLCP.init_params(mu=mu, restitution=restitution, mu2=mu2)
 
     def __call__(self, model, params: Params, state: AnyState, v_free):
-        h = model.dt
         prob, con = contact.rigid_body(model, params, state, v_free)
-        vn_pre = con.jac[:, 0, :] @ state.generalized_velocity()
-        eps = jnp.clip(params.law.restitution, 0.0, 1.0)
         # The hard law's bounce switch (approaching faster than the threshold and closing within
         # the step: φ + h·v_n ≤ patch_tol) is blended too, over √κ in velocity and h√κ in
         # distance, so ε and the ground height do not see a jump when an impact moves across a step.
         sk = jnp.sqrt(self.kappa)
-        w_v = jax.nn.sigmoid((-self.restitution_threshold - vn_pre) / sk)
-        w_d = jax.nn.sigmoid((model.patch_tol - (con.phi + h * vn_pre)) / (h * sk))
-        bounce = w_v * w_d * (eps > 0)
-        target = prob.target + bounce * jnp.maximum(-eps * vn_pre - prob.target, 0.0)
-        sol = contact.solve_smoothed(prob, params.law.mu[: prob.num_tangents], self.kappa, self.newton_iters,
-                                     self.regularization, target)
+        _, target = restitution_switch(model, params, state, prob, con, self.restitution_threshold,
+                                       blend=(sk, model.dt * sk))
+        sol = contact.solve_relaxed(prob, params.law.mu[: prob.num_tangents], self.kappa, self.newton_iters,
+                                    self.regularization, target)
         return sol.impulse, contact.rigid_body_info(model, params, con, sol)
