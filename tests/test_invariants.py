@@ -17,7 +17,7 @@ import pytest
 
 import jaxcontact as jc
 from jaxcontact import contact, solvers
-from jaxcontact.laws.coulomb import restitution_target
+from jaxcontact.laws.coulomb import normal_target
 from jaxcontact.rotations import quat_to_mat
 
 G = 9.81
@@ -323,13 +323,13 @@ def test_restitution_targets_match_their_formulas(form):
         @jax.jit
         def targets(params, state):
             prob, con = contact.rigid_body(model, params, state, jc.free_velocity(model, params, state))
-            return restitution_target(law, model, params, state, prob, con), con.index
+            return normal_target(law, model, params, state, prob, con), con.index
 
         target, index = targets(params, state)
         np.testing.assert_allclose(np.asarray(target), expected[np.asarray(index)], rtol=1e-12, atol=1e-12)
 
 
-def test_smoothed_law_bounces_at_eps_times_approach_speed():
+def test_relaxed_law_bounces_at_eps_times_approach_speed():
     # the relaxed law's blended bounce switch: far from the switch (approach 1.4 m/s ≫ √κ) it is
     # Newton restitution, ε times the pre-step approach speed, to the relaxation's accuracy
     eps, h = 0.5, 0.002
