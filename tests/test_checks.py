@@ -195,17 +195,17 @@ def test_with_mass_gradient_moves_the_inertia():
                          output="final")
         return jnp.stack([end.pos[0], 2 * jnp.arctan2(end.quat[3], end.quat[0])])
 
-    twice = lambda m: (x_and_angle(jc.shapes.with_mass(BOX, m)),) * 2
-    follow = jax.jit(jax.jacrev(twice, has_aux=True))  # (d/dm, value) in one program
-    fixed = jax.jit(jax.jacrev(lambda m: x_and_angle(BOX.replace(mass=m))))
+    # row 0: jc.shapes.with_mass(BOX, m); row 1: BOX.replace(mass=m); d/dm and the value in one program
+    both = lambda m: jnp.stack([x_and_angle(jc.shapes.with_mass(BOX, m)), x_and_angle(BOX.replace(mass=m))])
+    run = jax.jit(jax.jacrev(lambda m: (both(m), both(m)), has_aux=True))
     k = DT**2 * n * (n + 1) / 2
     x, angle = k * f / M, k * tau / float(BOX.inertia[2, 2])
-    d, value = follow(M)
-    np.testing.assert_allclose(value, [x, angle], rtol=1e-9)
-    np.testing.assert_allclose(d, [-x / M, -angle / M], rtol=1e-9)
-    np.testing.assert_allclose(fixed(M), [-x / M, 0.0], rtol=1e-9, atol=1e-12)
+    d, value = run(M)
+    np.testing.assert_allclose(value, [[x, angle], [x, angle]], rtol=1e-9)
+    np.testing.assert_allclose(d[0], [-x / M, -angle / M], rtol=1e-9)
+    np.testing.assert_allclose(d[1], [-x / M, 0.0], rtol=1e-9, atol=1e-12)
     h = 1e-6  # against central differences of the rollout itself
-    np.testing.assert_allclose(d, (follow(M + h)[1] - follow(M - h)[1]) / (2 * h), rtol=1e-6)
+    np.testing.assert_allclose(d[0], (run(M + h)[1][0] - run(M - h)[1][0]) / (2 * h), rtol=1e-6)
     with pytest.raises(ValueError, match=r"mass: must be positive"):
         jc.shapes.with_mass(BOX, -1.0)
 
