@@ -155,6 +155,17 @@ RANDOM_START_SCHEDULE = (
     Stage("lm", _ALL, max_iter=50, retrim=1, restitution_coordinate="reflect"),
 )
 
+# RANDOM_START_SCHEDULE's global stages (the kinematic geometry, LM on everything, the trimmed LM)
+# followed by NOISY_SCHEDULE's last stage (fitted window starts, overlapping windows, the local
+# scans, the smoothed-loss polish and least-trimmed-squares reselection): the far-start search of
+# the one with the noise-robust finish of the other.
+RANDOM_START_NOISY_SCHEDULE = RANDOM_START_SCHEDULE[:3] + (NOISY_SCHEDULE[-1],)
+
+# The named schedules (``jaxcontact sysid --schedule NAME``, ``benchmarks.sysid_random_starts
+# --modes schedule:NAME``, ``studies.sysid.noisy --schedule NAME``).
+SCHEDULES = {"default": DEFAULT_SCHEDULE, "noisy": NOISY_SCHEDULE, "random_start": RANDOM_START_SCHEDULE,
+             "random_start_noisy": RANDOM_START_NOISY_SCHEDULE}
+
 RETRIM_FRACTION = 0.1  # the windows a ``Stage.retrim`` round drops at the point reached
 
 GRID_RANGES = {"mu": (0.05, 1.0, "log"), "restitution": (0.05, 0.8, "lin")}  # ε off its bound (sigmoid)
