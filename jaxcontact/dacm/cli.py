@@ -65,15 +65,15 @@ TRAIN_RECIPE_FLAGS = ("friction_target", "inputs", "max_rest_per_throw", "max_st
                       "symmetry")
 
 
-def train_recipe(args, shape: str | None = None) -> dict:
-    """The recipe of ``dacm train``'s arguments on data of ``shape``: ``--preset`` (``default``:
-    ``recipes.default_preset(shape)``) with the flags given explicitly on top (``recipes.resolve``)."""
+def train_recipe(args) -> dict:
+    """The recipe of ``dacm train``'s arguments: ``--preset`` with the flags given explicitly on
+    top (``recipes.resolve``)."""
     from . import recipes as R
 
     over = {k: getattr(args, k, None) for k in TRAIN_RECIPE_FLAGS}
     if getattr(args, "time_budget", None) is not None:  # explicit total budget: no per-instance part
         over["budget"], over["budget_per_kilo"] = args.time_budget, 0.0
-    return R.resolve(args.preset, shape, **over)
+    return R.resolve(args.preset, **over)
 
 
 def run_train(args) -> int:
@@ -84,13 +84,12 @@ def run_train(args) -> int:
 
     run = RunDirectory(args.out, args.force)  # refuses a non-empty --out (without --force) before anything else
     d = D.load(args.data)
-    rec = train_recipe(args, str(d["shape"]))
-    meta_preset = R.default_preset(str(d["shape"])) if args.preset == "default" else args.preset
+    rec = train_recipe(args)
     symmetry = R.symmetry_for(rec, int(d["dim"]), bool(d["anisotropic"]))  # refuses a bad setting before training
     hp = R.hyperparams(rec, str(d["shape"]))
     progress = not args.no_progress
     if progress:
-        _log(f"dacm train: preset {meta_preset} ({', '.join(f'{k}={v}' for k, v in rec.items())})")
+        _log(f"dacm train: preset {args.preset} ({', '.join(f'{k}={v}' for k, v in rec.items())})")
     t0 = time.perf_counter()
     interrupted = None
     try:
@@ -107,7 +106,7 @@ def run_train(args) -> int:
         dp, pp, meta = err.partial
     meta["train_seconds"] = round(time.perf_counter() - t0, 1)
     meta.update(data_record(args.data, args.out, d))
-    meta["preset"] = meta_preset
+    meta["preset"] = args.preset
     meta["symmetry"] = symmetry
     if interrupted is not None:
         stop = meta["interrupted"]
@@ -181,11 +180,10 @@ def register(sub) -> None:
     from . import recipes as R
 
     t = s.add_parser("train", help="train the classifiers, regressors and the PDD baseline",
-                     description="Train dacm and PDD. Defaults: the best measured recipe for the data's shape (--preset "
-                                 "default: plus on link data, best otherwise); "
+                     description="Train dacm and PDD. Defaults: the best measured recipe (--preset best = default); "
                                  "--preset paper is the paper's setup (Fig. 3). Explicit flags override the preset.",
-                     epilog="presets:\n  " + "\n  ".join(R.describe(n) for n in ("best", "paper", "plus")) +
-                            "\n  default: plus on link data (the chain's distal link), best otherwise")
+                     epilog="presets:\n  " + "\n  ".join(R.describe(n) for n in ("best", "paper")) +
+                            "\n  default: the same as best")
     t.add_argument("--data", required=True, help="data file of dacm generate (.npz)")
     t.add_argument("--out", required=True,
                    help="checkpoint directory; refused if it exists and is not empty, unless --force")
@@ -195,7 +193,7 @@ def register(sub) -> None:
     t.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the network initialisation and batches (integer)")
     t.add_argument("--preset", choices=tuple(R.PRESETS), default="default",
-                   help="named recipe (listed below); default: plus on link data, best otherwise")
+                   help="named recipe (listed below); default: best")
     t.add_argument("--no-progress", action="store_true", help="no progress bars / time estimates on stderr")
     t.add_argument("--clf-epochs", type=positive_int, default=None, help="classifier epoch cap (paper: 100)")
     t.add_argument("--reg-epochs", type=positive_int, default=None, help="regressor / PDD epoch cap (paper: 1000)")

@@ -1,15 +1,10 @@
 """Named training recipes of ``jaxcontact dacm train`` (``--preset``).
 
-``best`` is the best measured recipe on thrown boxes and polygons: friction-ratio target,
+``best`` (alias ``default``) is the best measured recipe and the default: friction-ratio target,
 coulomb inputs, resting / steady-sliding steps capped per throw, early stopping on held-out
 throws, the residual friction head, epoch caps and a total training-time budget that grows with
 the data size so that a default run stays bounded. ``paper`` is the paper-faithful setup (Fig. 3
 hyper-parameters, the paper's inputs and targets, no subsampling, no early stopping, no budget).
-``plus`` is the study recipe ``_plus`` of docs/dacm.md (the paper's networks with the ratio target,
-physics inputs, subsampling, early stopping, 90 s per network), the best measured for the
-isolated ``link`` whose law drives the chain's distal link (docs/chains.md). ``default`` is
-``best``, except for ``link`` data, where it is ``plus`` (``default_preset``): with ``best``
-the chain's mean joint-angle error was 0.197 rad, with ``plus`` ~0.012 rad.
 Explicit command-line flags override a preset's values. Why these values: docs/dacm.md,
 sections "Improvements over the paper" and "Default recipe"; measurements in
 ``studies/dacm/results/defaults.json``.
@@ -35,24 +30,11 @@ BEST = dict(friction_target="ratio", inputs="coulomb", max_rest_per_throw=20, ma
             patience=20, friction_head="residual", regressor_weight="uniform", clf_epochs=100, reg_epochs=300,
             hidden_scale=None, time_limit=None, budget=60.0, budget_per_kilo=5.0, symmetry="auto")
 
-PLUS = dict(PAPER, friction_target="ratio", inputs="physics", max_rest_per_throw=20, max_steady_per_throw=20,
-            patience=20, time_limit=90.0)
-
-PRESETS = {"best": BEST, "default": BEST, "paper": PAPER, "plus": PLUS}
-
-# Data shapes whose default recipe is not ``best`` (measured: docs/chains.md, studies/dacm/results/chain_defaults.md).
-DEFAULT_FOR_SHAPE = {"link": "plus"}
+PRESETS = {"best": BEST, "default": BEST, "paper": PAPER}
 
 
-def default_preset(shape: str | None) -> str:
-    """The preset ``default`` stands for on data of this shape: ``plus`` for the chain's
-    ``link``, ``best`` otherwise (and when the shape is not known)."""
-    return DEFAULT_FOR_SHAPE.get(str(shape), "best") if shape is not None else "best"
-
-
-def resolve(preset: str = "default", shape: str | None = None, **overrides) -> dict:
-    """The recipe of ``preset`` (``default``: ``default_preset(shape)``) with every override that
-    is not ``None`` applied. An integer
+def resolve(preset: str = "default", **overrides) -> dict:
+    """The recipe of ``preset`` with every override that is not ``None`` applied. An integer
     option given as 0 (``max_rest_per_throw``, ``max_steady_per_throw``, ``patience``) and a
     budget / time limit given as 0 mean "off" (``None``)."""
     if preset not in PRESETS:
@@ -60,7 +42,7 @@ def resolve(preset: str = "default", shape: str | None = None, **overrides) -> d
     unknown = set(overrides) - set(KEYS)
     if unknown:
         raise ValueError(f"unknown recipe keys {sorted(unknown)}")
-    r = dict(PRESETS[default_preset(shape) if preset == "default" else preset])
+    r = dict(PRESETS[preset])
     for k, v in overrides.items():
         if v is None:
             continue
