@@ -96,16 +96,28 @@ def render(doc) -> str:
         for k in ("generate", "train", "chain"):
             s = r["steps"][k]
             L.append(f"* `{s['command']}`" + (f" ({s['seconds']} s)" if s["ran"] else " (found)"))
+    if doc.get("note"):
+        L += ["", doc["note"]]
     return "\n".join(L) + "\n"
 
 
 def main(argv=None, prog="studies.dacm chain-defaults") -> int:
     ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", required=True, help="comma-separated SEED:PRESET:SWINGS")
+    ap.add_argument("--runs", default=None, help="comma-separated SEED:PRESET:SWINGS")
     ap.add_argument("--roles", default=None, help="comma-separated role per run (e.g. validation, report)")
     ap.add_argument("--work", default=str(Path(default_work("dacm")) / "chain_defaults"))
     ap.add_argument("--out", default=str(OUT), help="results prefix (.json, .md)")
+    ap.add_argument("--note", default=None, help="a closing paragraph (recorded in the .json)")
+    ap.add_argument("--render-only", action="store_true", help="re-render the .md from the saved .json (with --note)")
     args = ap.parse_args(argv)
+    if args.render_only:
+        doc = json.loads(Path(args.out).with_suffix(".json").read_text())
+        if args.note is not None:
+            doc["note"] = args.note
+        write_results(args.out, doc, render)
+        return 0
+    if not args.runs:
+        ap.error("--runs is required (except with --render-only)")
     runs = [parse_run(s) for s in args.runs.split(",")]
     roles = args.roles.split(",") if args.roles else [""] * len(runs)
     if len(roles) != len(runs):
