@@ -343,6 +343,24 @@ def test_cli_synthetic_staged_recovery_on_a_reduced_case(capsys):
     assert out["rollouts"] > 0 and out["loss"] < 1e-12
 
 
+def test_cli_schedule_names_are_the_named_schedules():
+    """``jaxcontact sysid --schedule`` offers exactly ``sysid.SCHEDULES`` (one list of names); a
+    schedule that fits the vertices is refused with --known-vertices before any work."""
+    from jaxcontact.cli import build_parser
+    from jaxcontact.sysid.schedule import SCHEDULES
+
+    parser = build_parser()
+    for name, sched in SCHEDULES.items():
+        assert parser.parse_args(["sysid", "--synthetic", "--schedule", name]).schedule == name
+        assert isinstance(sched, tuple) and all(isinstance(st, sysid.Stage) for st in sched)
+    assert sysid.SCHEDULES["default"] is sysid.DEFAULT_SCHEDULE
+    with pytest.raises(SystemExit):
+        parser.parse_args(["sysid", "--synthetic", "--schedule", "nope"])
+    for name in set(SCHEDULES) - {"default"}:
+        with pytest.raises(SystemExit, match="known-vertices"):
+            main(["sysid", "--synthetic", "--schedule", name, "--known-vertices", "--no-progress"])
+
+
 # ---- noisy observations: fitted window starts --------------------------------------------------
 def test_block_jacobian_step_matches_the_dense_gauss_newton_step():
     """The Schur-complement step of ``optim.BlockJacobian`` (shared + per-window variables) is the

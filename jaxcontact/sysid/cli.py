@@ -123,15 +123,15 @@ def _run_synthetic(args, log) -> dict:
     jax.config.update("jax_enable_x64", True)
     from . import core, synthetic as syn
 
-    from .schedule import NOISY_SCHEDULE
+    from .schedule import SCHEDULES
 
-    if args.schedule == "noisy" and args.known_vertices:
-        raise ValueError("--schedule noisy fits the vertices; it cannot be combined with --known-vertices")
+    if args.schedule != "default" and args.known_vertices:
+        raise ValueError(f"--schedule {args.schedule} fits the vertices; it cannot be combined with --known-vertices")
     if args.substeps is not None and args.substeps != syn.SAMPLE_EVERY:
         raise ValueError(f"--substeps {args.substeps} contradicts the synthetic data: sampled every "
                          f"{syn.SAMPLE_EVERY} engine steps (leave --substeps out)")
     check_memory_for_synthetic(args.throws, args.steps)
-    schedule = NOISY_SCHEDULE if args.schedule == "noisy" else None
+    schedule = SCHEDULES[args.schedule] if args.schedule != "default" else None
     t0 = time.perf_counter()
     law = syn.synthetic_law(args.restitution_target)
     data = syn.make_synthetic(n_throws=args.throws, steps=args.steps, seed=args.seed, noise=args.noise, law=law)
@@ -258,10 +258,12 @@ def register(sub) -> None:
     p.add_argument("--seed", type=seed, default=0, help="--synthetic: seed of the throws and the noise (integer)")
     p.add_argument("--known-vertices", action="store_true",
                    help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
-    p.add_argument("--schedule", choices=("default", "noisy"), default="default",
-                   help="--synthetic: sysid.DEFAULT_SCHEDULE, or sysid.NOISY_SCHEDULE (overlapping windows, its last "
-                        "stage ended by the smoothed-loss polish and least-trimmed-squares reselection; for "
-                        "noisy positions, docs/sysid.md)")
+    p.add_argument("--schedule", choices=("default", "noisy", "random_start", "random_start_noisy"), default="default",
+                   help="--synthetic: the named schedule sysid.SCHEDULES[NAME]: default (sysid.DEFAULT_SCHEDULE), "
+                        "noisy (overlapping windows, its last stage ended by the smoothed-loss polish and "
+                        "least-trimmed-squares reselection), random_start (a start far from the truth, noise-free "
+                        "throws), random_start_noisy (random_start's global stages, then noisy's last stage); "
+                        "when each is the better choice: docs/sysid.md")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", type=output_figure, default=None,

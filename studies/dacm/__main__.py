@@ -14,6 +14,8 @@ COMMANDS = {
     "sensitivity": (".sensitivity", "the GT simulator against slightly perturbed copies → results/dacm_sensitivity_<shape>.json"),
     "fig7": (".fig7", "Fig. 7 distances over launch speeds and heights → results/dacm_fig7_robustness.json"),
     "chain": (".chain", "Algorithm 2 on the 3-link chain → results/dacm_chain.{json,md}"),
+    "chain-defaults": (".chain_defaults", "generate → train (defaults) → chain as a user runs them → "
+                                          "results/chain_defaults.{json,md}"),
 }
 
 if __name__ == "__main__":

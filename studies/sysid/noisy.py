@@ -15,6 +15,8 @@ path). ``--known-vertices``: the vertex set known, every stage without it (the g
 the height only), from the study's start. ``--from-truth``: instead, the least-squares optimum
 itself — the vertex set known, LM on μ, ε and the ground height (window start positions fitted,
 ``--max-iter``) started at the truth.
+``--schedule NAME``: instead of a variant, the library's named schedule ``sysid.SCHEDULES[NAME]``
+as it ships (``default``, ``noisy``, ``random_start``, ``random_start_noisy``).
 Writes studies/sysid/results/noisy.{json,md} (``--out`` prefix) after every run.
 """
 
@@ -35,7 +37,7 @@ import numpy as np  # noqa: E402
 from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
 from jaxcontact.sysid.params import RESTITUTION_COORDINATES  # noqa: E402
-from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, in_rollout_stages  # noqa: E402
+from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, SCHEDULES, in_rollout_stages  # noqa: E402
 
 from ..common import command_line, write_results  # noqa: E402
 
@@ -119,6 +121,8 @@ def main(argv=None):
     ap.add_argument("--links", default="0,10", help="continuity weights, comma-separated")
     ap.add_argument("--out", default=str(OUT), help="results prefix (.json, .md)")
     ap.add_argument("--variant", type=variant, default="default", help="the schedule (variant_schedule)")
+    ap.add_argument("--schedule", choices=tuple(SCHEDULES), default=None,
+                    help="run sysid.SCHEDULES[NAME] as it is (instead of --variant and the options that change it)")
     ap.add_argument("--restitution-coordinate", default="sigmoid", choices=RESTITUTION_COORDINATES,
                     help="ε's coordinate in every rollout stage (Stage.restitution_coordinate)")
     ap.add_argument("--reselect", type=int, default=0,
@@ -133,9 +137,14 @@ def main(argv=None):
     ap.add_argument("--last-stage-from-truth", action="store_true",
                     help="run only the schedule's last stage (everything fitted), started at the truth")
     a = ap.parse_args(argv)
+    if a.schedule and (a.variant != "default" or a.restitution_coordinate != "sigmoid" or a.reselect or a.trim is not None
+                       or a.stride or a.known_vertices or a.from_truth or a.last_stage_from_truth):
+        ap.error("--schedule runs a named schedule as it is: no --variant, --restitution-coordinate, --reselect, "
+                 "--trim, --stride, --known-vertices, --from-truth, --last-stage-from-truth")
     out = Path(a.out)
     doc = {"command": command_line("studies.sysid.noisy", argv), "throws": a.throws, "pool": a.pool,
-           "noise_m": a.noise, "setting": "from the truth, vertices known" if a.from_truth else f"schedule {a.variant}",
+           "noise_m": a.noise, "setting": "from the truth, vertices known" if a.from_truth else
+           f"sysid.SCHEDULES[{a.schedule!r}]" if a.schedule else f"schedule {a.variant}",
            "runs": []}
     if a.restitution_coordinate != "sigmoid":
         doc["setting"] += f", ε coordinate {a.restitution_coordinate}"
@@ -159,12 +168,15 @@ def main(argv=None):
                                 "lm", max_iter=a.max_iter)
                 rollouts, message = res.rollouts, res.message
             else:
-                sched = in_rollout_stages(variant_schedule(a.variant), restitution_coordinate=a.restitution_coordinate,
-                                          **({"stride": a.stride} if a.stride else {}))
-                last = {"reselect": a.reselect} if a.reselect else {}
-                if a.trim is not None:
-                    last["trim"] = a.trim
-                sched = sched[:-1] + (dataclasses.replace(sched[-1], **last),)
+                if a.schedule:
+                    sched = SCHEDULES[a.schedule]
+                else:
+                    sched = in_rollout_stages(variant_schedule(a.variant), restitution_coordinate=a.restitution_coordinate,
+                                              **({"stride": a.stride} if a.stride else {}))
+                    last = {"reselect": a.reselect} if a.reselect else {}
+                    if a.trim is not None:
+                        last["trim"] = a.trim
+                    sched = sched[:-1] + (dataclasses.replace(sched[-1], **last),)
                 if a.known_vertices:  # the same stages without the vertices (the geometry stage: height only)
                     sched = tuple(dataclasses.replace(st, names=tuple(n for n in st.names if n != "vertices"))
                                   for st in sched)
