@@ -123,7 +123,10 @@ def _imports(path: Path) -> set[str]:
 
 def dependencies(modules) -> list[str]:
     """Repository files reachable by imports from ``modules`` (a package: every module in it),
-    with the ``__init__.py`` of every package on the way."""
+    with the ``__init__.py`` of every subpackage on the way. A top-level package's own
+    ``__init__.py`` (``jaxcontact``'s re-exports) is followed only where it is imported by name:
+    Python runs it for every submodule, so following it always would make every result depend on
+    the whole package."""
     todo = []
     for m in modules:
         base = REPO.joinpath(*m.split("."))
@@ -135,7 +138,7 @@ def dependencies(modules) -> list[str]:
             continue
         seen.add(f)
         init = f.parent / "__init__.py"
-        if init.is_file():
+        if init.is_file() and f.parent.parent != REPO:
             todo.append(init)
         for m in _imports(f):
             while m and _file_of(m) is None:

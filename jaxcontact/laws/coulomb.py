@@ -12,6 +12,9 @@ Opt-in ``restitution_target="position"``: the bounce target is −ε v⁻ − (1
 vertex reaches the ground within the step and leaves it at ε|v⁻| — which is continuous in φ (it
 equals −φ/h where the switch φ + h v⁻ = 0 turns it on), so the trajectory depends continuously on
 the ground height and the vertex positions across a landing (used by system identification).
+Known limitation of the position form (tests/test_physics.py, a strict xfail): a vertex that lands
+late in a step leaves it with the step's mean velocity, still downward, and the next step bounces
+it again, so ε acts twice: from 10 cm with ε = 0.5 the rebound is 0.49 m/s instead of 0.70 m/s.
 Gradient modes (``gradient=``; the forward pass is the same hard contact in every mode):
 "exact" (default) — the implicit derivative of the hard LCP; "relaxed" — the implicit derivative
 of the relaxed (CHKS-smoothed) problem next to the hard solution (``solvers.relaxed``), with the
