@@ -86,23 +86,23 @@ def _file_of(module: str) -> Path | None:
     return None
 
 
-def _imports(path: Path) -> set[str]:
-    """Repository modules imported anywhere in ``path`` (relative imports resolved; a name that
-    is not a module counts as its module)."""
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    init = parts[-1] == "__init__"
-    if init:
+def module_name(path: Path, root: Path = REPO) -> str:
+    """The dotted module name of a file below ``root`` (a package's ``__init__.py``: the package)."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
         parts = parts[:-1]
-    mod = ".".join(parts)
-    pkg = mod if init else mod.rsplit(".", 1)[0]
-    out = set()
-    try:
-        tree = ast.parse(path.read_text())
-    except (SyntaxError, UnicodeDecodeError):
-        return out
+    return ".".join(parts)
+
+
+def import_statements(tree: ast.AST, module: str, is_package: bool):
+    """``(imported module, [names], lineno)`` for every ``import`` / ``from … import`` in ``tree``
+    (the parsed source of ``module``; ``is_package``: it is an ``__init__.py``), relative imports
+    resolved. The one import reader of the staleness check and of tests/test_structure.py."""
+    pkg = module if is_package else module.rsplit(".", 1)[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            for a in node.names:
+                yield a.name, [], node.lineno
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg.split(".")
@@ -110,15 +110,28 @@ def _imports(path: Path) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            names = [target] + [f"{target}.{a.name}" for a in node.names]
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module" and node.args \
+            yield target, [a.name for a in node.names], node.lineno
+
+
+def _imports(path: Path) -> set[str]:
+    """Repository modules imported anywhere in ``path`` (relative imports resolved; a name that
+    is not a module counts as its module; ``importlib.import_module("…")`` calls included)."""
+    mod = module_name(path)
+    is_package = path.name == "__init__.py"
+    pkg = mod if is_package else mod.rsplit(".", 1)[0]
+    try:
+        tree = ast.parse(path.read_text())
+    except (SyntaxError, UnicodeDecodeError):
+        return set()
+    names = []
+    for target, imported, _ in import_statements(tree, mod, is_package):
+        names += [target] + [f"{target}.{n}" for n in imported]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module" and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             name = node.args[0].value
-            names = [pkg + name if name.startswith(".") else name]
-        else:
-            continue
-        out.update(n for n in names if n.split(".")[0] in PACKAGES)
-    return out
+            names.append(pkg + name if name.startswith(".") else name)
+    return {n for n in names if n.split(".")[0] in PACKAGES}
 
 
 def dependencies(modules) -> list[str]:

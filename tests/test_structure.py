@@ -4,34 +4,18 @@
 import ast
 from pathlib import Path
 
+from benchmarks.provenance import import_statements, module_name
+
 PKG = Path(__file__).resolve().parents[1] / "jaxcontact"
 
 
 def _module_name(path: Path) -> str:
-    rel = path.relative_to(PKG.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
+    return module_name(path, PKG.parent)
 
 
 def _imports(path: Path):
     """(imported module, [names], lineno) for every import in the file, relative ones resolved."""
-    mod = _module_name(path)
-    pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                yield a.name, [], node.lineno
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = pkg.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            yield target, [a.name for a in node.names], node.lineno
+    return import_statements(ast.parse(path.read_text()), _module_name(path), path.name == "__init__.py")
 
 
 def _graph():
