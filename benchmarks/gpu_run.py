@@ -1,0 +1,487 @@
+"""Everything an accelerator lease measures, in one process: jaxcontact on a GPU against MJX.
+
+Run on a lent GPU machine through ``benchmarks/gpu_run.sh`` (it installs the wheels carried in
+``.whl/``: jaxopt, mujoco, mujoco-mjx and what they need, which that machine lacks), or on the CPU at
+tiny sizes to check that it works before device time is spent::
+
+    benchmarks/gpu_run.sh --out "$OUT"                                  # the GPU run (one device call)
+    python -m benchmarks.gpu_run --device cpu --smoke --out /tmp/gpu    # CPU check, about a minute
+
+Phases, in order of priority; each writes its part of ``OUT/gpu_run.json`` as soon as it ends, and
+a phase (or a batch size) that would not fit the remaining ``--budget-s`` is skipped and says so:
+
+1. ``smoke``   a 4-body, 20-step rollout on the device (the run stops here if jaxcontact fails);
+2. ``single``  the box-throw workload of ``benchmarks.throughput`` (0.1 m cube, 0.37 kg, μ 0.18,
+   h = 2 ms, ``--steps`` steps, ``jc.batch_rollout`` final state, default ``CoulombLCP``: hard
+   contact, PGS to tol 1e-6, ≤ 100 sweeps) at each of ``--batches``: box-steps/s, compile time, peak
+   device memory per body (``memory_stats``), solver warnings, NaN count. The finals of
+   ``--accuracy-batch`` are saved with their start states (``finals.npz``) for the CPU float64
+   comparison (``python -m benchmarks.gpu_compare``);
+3. ``mjx``     MJX (``mujoco.mjx``, float32) on the same throws at ``--mjx-batches``: ``jit`` of a
+   ``lax.scan`` over ``vmap(mjx.step)`` of ``--mjx-chunk`` steps, called ``steps / chunk`` times
+   (the first, compiling call is timed apart);
+4. ``split``   where the time goes at ``--split-batch``: the default solver, fixed sweep counts
+   (cost per sweep, cost without sweeps) and no contact at all (``NoContact``), ``--split-steps``;
+5. ``stress``  ``benchmarks.stress`` (10,000 bodies, degenerate and extreme states) on the device:
+   NaN and silent-NaN counts (``stress.json``);
+6. ``contactnets`` the polytope ContactNets loss and gradient (bilevel, FISTA inner programs,
+   float32) batched over transitions of the bundled tosses at ``--cn-batches``, against one
+   transition per call;
+7. ``worlds``  once ``jaxcontact.worlds`` exists; recorded as not landed until then.
+
+The last lines printed are a short table (a device call returns the end of its output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from . import common
+
+GPU = dict(batches="1024,16384,131072,1048576", mjx_batches="1024,16384,131072", accuracy_batch=16384,
+           split_batch=131072, split_steps=200, stress_throws=10000, stress_chunk=10000,
+           cn_batches="1024,16384,131072", steps=800)
+SMOKE = dict(batches="8,32", mjx_batches="8", accuracy_batch=32, split_batch=32, split_steps=20,
+             stress_throws=40, stress_chunk=40, cn_batches="4,16", steps=40)
+PHASES = ("smoke", "single", "mjx", "split", "stress", "contactnets", "worlds")
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", choices=["cpu", "gpu"], default="gpu")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes (a CPU check of the whole run)")
+    p.add_argument("--out", required=True, help="folder for gpu_run.json, gpu_run.md, finals.npz, stress.json")
+    p.add_argument("--budget-s", type=float, default=500.0, help="wall-clock budget of the whole run")
+    p.add_argument("--phases", default=",".join(PHASES), help=f"comma list out of {','.join(PHASES)}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--commit", default=None, help="the code's commit (the device copy may have no .git)")
+    for k, v in GPU.items():
+        p.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
+    p.add_argument("--mjx-chunk", type=int, default=100, help="MJX steps per compiled call")
+    a = p.parse_args(argv)
+    a.argv = sys.argv[1:] if argv is None else list(argv)
+    for k, v in (SMOKE if a.smoke else GPU).items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    ints = lambda s: [int(x) for x in str(s).split(",") if x.strip()]
+    a.batches, a.mjx_batches, a.cn_batches = ints(a.batches), ints(a.mjx_batches), ints(a.cn_batches)
+    a.phases = [x.strip() for x in a.phases.split(",") if x.strip()]
+    bad = [x for x in a.phases if x not in PHASES]
+    if bad:
+        p.error(f"unknown phases {bad}; choose from {PHASES}")
+    a.mjx_chunk = min(a.mjx_chunk, a.steps)
+    if a.steps % a.mjx_chunk:
+        p.error("--steps must be a multiple of --mjx-chunk")
+    return a
+
+
+class Clock:
+    def __init__(self, budget_s: float):
+        self.t0, self.budget = time.perf_counter(), budget_s
+
+    def left(self) -> float:
+        return self.budget - (time.perf_counter() - self.t0)
+
+
+def memory():
+    """(bytes in use, peak bytes in use) of the default device, or (None, None) where unknown."""
+    import jax
+
+    try:
+        s = jax.devices()[0].memory_stats() or {}
+    except Exception:  # noqa: BLE001 - CPU backends may not report
+        s = {}
+    return s.get("bytes_in_use"), s.get("peak_bytes_in_use")
+
+
+def block(x):
+    import jax
+
+    return jax.block_until_ready(x)
+
+
+# --------------------------------------------------------------------------------------- phases
+
+def phase_env(a):
+    import jax
+
+    info = common.machine_info("benchmarks.gpu_run", a.argv)
+    if a.commit:
+        info["git_commit"] = a.commit
+    try:
+        info["nvidia_smi"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm",
+             "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as err:  # noqa: BLE001
+        info["nvidia_smi"] = f"not available ({type(err).__name__})"
+    info["device_kind"] = jax.devices()[0].device_kind
+    from importlib.metadata import version
+
+    for mod in ("jaxopt", "flax", "optax", "jax-cuda13-plugin", "jax-cuda12-plugin"):
+        try:
+            info["versions"][mod] = version(mod)
+        except Exception:  # noqa: BLE001 - not installed
+            info["versions"][mod] = None
+    return info
+
+
+def phase_smoke(a, clock):
+    import jax
+    import jaxcontact as jc
+
+    model, params = common.box_workload()
+    st = common.throws(4, a.seed)
+    t0 = time.perf_counter()
+    fin = block(jc.batch_rollout(model, params, st, 20))
+    return {"platform": jax.devices()[0].platform, "wall_s": time.perf_counter() - t0,
+            "final_z": np.asarray(fin.pos[:, 2]).tolist(), "finite": bool(np.isfinite(np.asarray(fin.pos)).all())}
+
+
+def _rollout_timed(model, params, states, steps, repeats):
+    """warm-up (compiles) + ``repeats`` timed calls of the public ``jc.batch_rollout``."""
+    import jaxcontact as jc
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = common.timed(lambda: block(jc.batch_rollout(model, params, states, steps)), repeats)
+    msgs = sorted({f"{w.category.__name__}: {str(w.message)[:300]}" for w in caught})
+    return r, msgs
+
+
+def phase_single(a, clock, out_dir, reserve_s):
+    import jax
+
+    model, params = common.box_workload()
+    rows, cost = [], None  # cost: seconds per body-step of the previous batch (an upper bound at a larger one)
+    for B in a.batches:
+        repeats = 2 if B <= 131072 else 1
+        steps = a.steps
+        compile_guess = 30.0 if a.device == "gpu" else 10.0
+        if cost is not None:
+            need = lambda s: cost * B * s * (1 + repeats) + compile_guess
+            if need(steps) > clock.left() - reserve_s:
+                repeats = 1
+            if need(steps) > clock.left() - reserve_s:
+                steps = max(a.mjx_chunk, int(steps // 4))
+            if need(steps) > clock.left() - reserve_s:
+                rows.append({"batch": B, "skipped": f"predicted {need(steps):.0f} s > {clock.left() - reserve_s:.0f} s left"})
+                log(f"[single] batch {B}: skipped ({rows[-1]['skipped']})")
+                continue
+        in_use0, _ = memory()
+        states = block(common.throws(B, a.seed))
+        log(f"[single] batch {B}, {steps} steps, {repeats} timed repeat(s)")
+        try:
+            r, msgs = _rollout_timed(model, params, states, steps, repeats)
+        except Exception as err:  # noqa: BLE001 - e.g. out of memory at the largest batch
+            rows.append({"batch": B, "error": f"{type(err).__name__}: {str(err)[:400]}"})
+            log(f"[single] batch {B}: {rows[-1]['error']}")
+            break
+        in_use1, peak = memory()
+        fin = r["out"]
+        pos = np.asarray(jax.device_get(fin.pos))
+        row = {
+            "batch": B, "steps": steps, "repeats": repeats, "best_s": r["best_s"], "times_s": r["times_s"],
+            "first_s": r["first_s"], "compile_s": max(r["first_s"] - r["best_s"], 0.0),
+            "rate": B * steps / r["best_s"], "nan_bodies": int((~np.isfinite(pos).all(-1)).sum()),
+            "final_z_median": float(np.median(pos[:, 2])), "warnings": msgs,
+            "bytes_in_use_before": in_use0, "peak_bytes_in_use": peak,
+            "peak_bytes_per_body": None if peak is None or in_use0 is None else (peak - in_use0) / B,
+        }
+        rows.append(row)
+        cost = r["best_s"] / (B * steps)
+        log(f"         {row['rate']:,.0f} box-steps/s, compile {row['compile_s']:.1f} s, "
+            f"peak/body {row['peak_bytes_per_body']}, NaN {row['nan_bodies']}, {len(msgs)} warning kinds")
+        if B == a.accuracy_batch:
+            np.savez_compressed(Path(out_dir) / "finals.npz", steps=steps, seed=a.seed, batch=B,
+                                **{f"start_{k}": np.asarray(getattr(states, k)) for k in ("pos", "quat", "vel", "omega")},
+                                **{f"final_{k}": np.asarray(getattr(fin, k)) for k in ("pos", "quat", "vel", "omega")})
+        del states, fin, r
+    return {"workload": "box 0.1 m, 0.37 kg, mu 0.18, h 0.002 s, CoulombLCP() defaults (PGS tol 1e-6, cap 100), "
+                        "max_contacts 4, jc.batch_rollout final state (validate=True, chunk_size='auto')",
+            "rows": rows}
+
+
+def phase_mjx(a, clock, reserve_s):
+    import jax
+    import jax.numpy as jnp
+    import mujoco
+    from mujoco import mjx
+
+    m = mujoco.MjModel.from_xml_string(common.mujoco_xml())
+    mx = mjx.put_model(m)
+    d0 = mjx.make_data(mx)
+    K = a.mjx_chunk
+    vstep = jax.vmap(mjx.step, in_axes=(None, 0))
+
+    @jax.jit
+    def chunk(dxs):
+        return jax.lax.scan(lambda d, _: (vstep(mx, d), None), dxs, None, length=K)[0]
+
+    rows, cost = [], None
+    for B in a.mjx_batches:
+        if cost is not None and cost * B * a.steps * 1.2 + 30 > clock.left() - reserve_s:
+            rows.append({"batch": B, "skipped": f"predicted {cost * B * a.steps * 1.2 + 30:.0f} s > "
+                                                 f"{clock.left() - reserve_s:.0f} s left"})
+            log(f"[mjx] batch {B}: skipped")
+            continue
+        qpos, qvel = common.to_mujoco_qpos_qvel(common.throws(B, a.seed))
+        dtype = d0.qpos.dtype
+        log(f"[mjx] batch {B}")
+        try:
+            in_use0, _ = memory()
+            dxs = block(jax.vmap(lambda qp, qv: d0.replace(qpos=qp, qvel=qv))(jnp.asarray(qpos, dtype), jnp.asarray(qvel, dtype)))
+            t0 = time.perf_counter()
+            block(chunk(dxs))
+            first = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            d = dxs
+            for _ in range(a.steps // K):
+                d = chunk(d)
+            block(d.qpos)
+            full = time.perf_counter() - t0
+            _, peak = memory()
+        except Exception as err:  # noqa: BLE001
+            rows.append({"batch": B, "error": f"{type(err).__name__}: {str(err)[:400]}"})
+            log(f"[mjx] batch {B}: {rows[-1]['error']}")
+            break
+        qp = np.asarray(d.qpos)
+        rows.append({"batch": B, "steps": a.steps, "best_s": full, "rate": B * a.steps / full,
+                     "compile_s": max(first - full * K / a.steps, 0.0), "nan_bodies": int((~np.isfinite(qp).all(-1)).sum()),
+                     "final_z_median": float(np.median(qp[:, 2])),
+                     "peak_bytes_per_body": None if peak is None or in_use0 is None else (peak - in_use0) / B})
+        cost = full / (B * a.steps)
+        log(f"         {rows[-1]['rate']:,.0f} box-steps/s, compile {rows[-1]['compile_s']:.1f} s")
+        del dxs, d
+    return {"impl": str(getattr(mx, "impl", "jax")), "dtype": str(d0.qpos.dtype), "steps_per_call": K,
+            "options": {"cone": common.MJ_CONE, "solver": common.MJ_SOLVER, "integrator": common.MJ_INTEGRATOR,
+                        "iterations": int(m.opt.iterations), "tolerance": float(m.opt.tolerance)},
+            "rows": rows}
+
+
+def phase_split(a, clock, reserve_s):
+    import jaxcontact as jc
+
+    B, steps = a.split_batch, a.split_steps
+    states = block(common.throws(B, a.seed))
+    variants = [("default (adaptive, tol 1e-6, cap 100)", {}),
+                ("fixed 10 sweeps", {"max_iter": 10, "fixed_iterations": True}),
+                ("fixed 40 sweeps", {"max_iter": 40, "fixed_iterations": True}),
+                ("no contact (NoContact law: integration only)", None)]
+    rows = []
+    for name, kw in variants:
+        if clock.left() - reserve_s < 20:
+            rows.append({"variant": name, "skipped": "out of budget"})
+            continue
+        if kw is None:
+            law = jc.NoContact()
+            model = jc.Model(law=law, dt=common.DT, max_contacts=4)
+            params = jc.Params(body=jc.shapes.box(common.BOX_SIZE, common.BOX_MASS), ground=jc.Ground.flat(),
+                               law=law.init_params())
+        else:
+            model, params = common.box_workload(**kw)
+        log(f"[split] {name}")
+        r, msgs = _rollout_timed(model, params, states, steps, 2)
+        rows.append({"variant": name, "settings": kw, "batch": B, "steps": steps, "best_s": r["best_s"],
+                     "rate": B * steps / r["best_s"], "ns_per_body_step": 1e9 * r["best_s"] / (B * steps),
+                     "compile_s": max(r["first_s"] - r["best_s"], 0.0), "warnings": msgs})
+        log(f"         {rows[-1]['rate']:,.0f} box-steps/s")
+    fx = {r["settings"]["max_iter"]: r["ns_per_body_step"] for r in rows
+          if r.get("settings") and r["settings"].get("fixed_iterations") and "ns_per_body_step" in r}
+    fit = None
+    if len(fx) == 2:
+        (k1, t1), (k2, t2) = sorted(fx.items())
+        per = (t2 - t1) / (k2 - k1)
+        fit = {"ns_per_sweep_per_body": per, "ns_per_body_step_without_sweeps": t1 - per * k1}
+    return {"rows": rows, "linear_fit": fit}
+
+
+def phase_stress(a, out_dir):
+    from . import stress
+
+    sa = stress.parse_args(["--throws", str(a.stress_throws), "--steps", str(a.steps), "--chunk",
+                            str(a.stress_chunk), "--out-dir", str(out_dir)])
+    res = stress.run(sa)
+    common.write_json(Path(out_dir) / "stress.json", res)
+    by = res["by_category"]
+    return {"throws": a.stress_throws, "steps": a.steps, "wall_s": res["wall_s"],
+            "nan_bodies": {k: v["nan_bodies"] for k, v in by.items()},
+            "silent_nan_bodies": res["overall"]["silent_nan_bodies"],
+            "unflagged_energy_gain_bodies": res["overall"]["unflagged_energy_gain_bodies"],
+            "pass_no_nan": res["pass_no_nan"], "pass_every_failure_flagged": res["pass_every_failure_flagged"]}
+
+
+def phase_contactnets(a, clock, reserve_s):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact.contactnets.data import load_tosses
+    from jaxcontact.contactnets.functions import ContactFunctions, init_polytope
+    from jaxcontact.contactnets.loss import LossConfig, batch_loss
+    from jaxcontact.contactnets.train import body_of
+    from jaxcontact.laws import CoulombLCP
+    from jaxcontact.solvers import NonnegSettings
+    from jaxcontact.types import Model
+
+    data = load_tosses()
+    xs, xns = data.transitions()
+    rng = np.random.default_rng(a.seed)
+    n = max(max(a.cn_batches), 64)
+    i = rng.choice(len(xs), n, replace=n > len(xs))
+    f32 = lambda t: jax.tree_util.tree_map(
+        lambda x: x.astype(jnp.float32) if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+    A, Bn = jnp.asarray(xs[i], jnp.float32), jnp.asarray(xns[i], jnp.float32)
+    body = f32(body_of(data))
+    model = Model(law=CoulombLCP(), dt=data.dt, gravity=data.gravity)
+    fns = ContactFunctions("polytope")
+    th = f32(init_polytope(jax.random.PRNGKey(0), data.vertices, data.mu_nominal))
+    out = {"transitions_available": int(len(xs)), "dtype": "float32", "inner": "fista, 100 iterations",
+           "rows": []}
+    for chunk in (0, 256):
+        cfg = LossConfig(inner=NonnegSettings(max_iter=100, method="fista"), chunk=chunk)
+        f = jax.jit(jax.value_and_grad(lambda th, a_, b_, cfg=cfg: batch_loss(fns, th, model, body, a_, b_, cfg)[0]))
+        if chunk == 0:
+            block(f(th, A[:1], Bn[:1]))
+            t0 = time.perf_counter()
+            for k in range(64):
+                block(f(th, A[k:k + 1], Bn[k:k + 1]))
+            out["one_at_a_time_transitions_per_s"] = 64 / (time.perf_counter() - t0)
+            log(f"[contactnets] one per call: {out['one_at_a_time_transitions_per_s']:,.0f} transitions/s")
+        for B in a.cn_batches if chunk == 0 else a.cn_batches[-1:]:
+            if clock.left() - reserve_s < 15:
+                out["rows"].append({"batch": B, "chunk": chunk, "skipped": "out of budget"})
+                continue
+            t0 = time.perf_counter()
+            block(f(th, A[:B], Bn[:B]))
+            first = time.perf_counter() - t0
+            times = []
+            while len(times) < 3 or (sum(times) < 1.0 and len(times) < 20):
+                t0 = time.perf_counter()
+                block(f(th, A[:B], Bn[:B]))
+                times.append(time.perf_counter() - t0)
+            rate = B / min(times)
+            out["rows"].append({"batch": B, "chunk": chunk, "best_s": min(times), "compile_s": max(first - min(times), 0.0),
+                                "transitions_per_s": rate,
+                                "speedup_vs_one_per_call": rate / out["one_at_a_time_transitions_per_s"]})
+            log(f"[contactnets] batch {B} (chunk {chunk}): {rate:,.0f} transitions/s")
+    return out
+
+
+def phase_worlds(a, clock):
+    try:
+        import jaxcontact.worlds  # noqa: F401
+    except ImportError:
+        return {"skipped": "jaxcontact.worlds has not landed"}
+    return {"skipped": "worlds benchmark not wired yet"}
+
+
+# --------------------------------------------------------------------------------------- report
+
+def markdown(res) -> str:
+    f = common.fmt
+    env = res.get("env", {})
+    lines = [f"# jaxcontact on an accelerator ({env.get('device_kind')})", "",
+             f"- Command: `{env.get('command')}`", f"- Date: {env.get('date')} (git {env.get('git_commit')})",
+             f"- GPU: {env.get('nvidia_smi')}", f"- Versions: {env.get('versions')}", ""]
+    s = res.get("single", {}).get("rows", [])
+    mj = {r["batch"]: r for r in res.get("mjx", {}).get("rows", []) if "rate" in r}
+    if s:
+        lines += ["## Single bodies (box throws), box-steps/s", "",
+                  common.md_table(["batch", "steps", "jaxcontact", "compile s", "peak B/body", "NaN", "MJX", "MJX compile s",
+                                   "jaxcontact / MJX"],
+                                  [[r["batch"], r.get("steps", "—"), f(r.get("rate")) if "rate" in r else r.get("skipped") or r.get("error"),
+                                    f(r.get("compile_s")), f(r.get("peak_bytes_per_body")), r.get("nan_bodies", "—"),
+                                    f(mj.get(r["batch"], {}).get("rate")), f(mj.get(r["batch"], {}).get("compile_s")),
+                                    f(r["rate"] / mj[r["batch"]]["rate"]) if "rate" in r and r["batch"] in mj else "—"]
+                                   for r in s]), ""]
+    sp = res.get("split", {})
+    if sp.get("rows"):
+        lines += ["## Where the time goes", "",
+                  common.md_table(["variant", "batch", "steps", "box-steps/s", "ns / body-step"],
+                                  [[r["variant"], r.get("batch", "—"), r.get("steps", "—"), f(r.get("rate")),
+                                    f(r.get("ns_per_body_step"))] for r in sp["rows"]]), "",
+                  f"Linear fit over the fixed-sweep variants: {sp.get('linear_fit')}", ""]
+    st = res.get("stress")
+    if isinstance(st, dict) and "nan_bodies" in st:
+        lines += [f"## Stress set on the device: {st['throws']} bodies, {st['steps']} steps", "",
+                  f"NaN bodies by category {st['nan_bodies']}; silent NaN {st['silent_nan_bodies']}; "
+                  f"pass_no_nan {st['pass_no_nan']}; every failure flagged {st['pass_every_failure_flagged']}", ""]
+    cn = res.get("contactnets", {})
+    if cn.get("rows"):
+        lines += ["## ContactNets loss + gradient, transitions/s", "",
+                  f"One transition per call: {f(cn.get('one_at_a_time_transitions_per_s'))}", "",
+                  common.md_table(["batch", "chunk", "transitions/s", "× one per call", "compile s"],
+                                  [[r["batch"], r["chunk"], f(r.get("transitions_per_s")),
+                                    f(r.get("speedup_vs_one_per_call")), f(r.get("compile_s"))] for r in cn["rows"]]), ""]
+    for k, v in res.get("errors", {}).items():
+        lines.append(f"- phase {k} failed: {v.splitlines()[-1] if v else v}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    common.select_platform(a.device)
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clock = Clock(a.budget_s)
+    res = {"benchmark": "gpu_run", "args": {k: v for k, v in vars(a).items() if k != "argv"}, "errors": {},
+           "phase_wall_s": {}}
+
+    def save():
+        common.write_json(out_dir / "gpu_run.json", res)
+        (out_dir / "gpu_run.md").write_text(markdown(res))
+
+    res["env"] = phase_env(a)
+    log(json.dumps({k: res["env"].get(k) for k in ("device_kind", "nvidia_smi", "versions", "jax_devices")}))
+    # the least each phase needs on a GPU: a phase keeps back the sum over the phases after it
+    need = {} if a.smoke else {"mjx": 80, "split": 45, "stress": 30, "contactnets": 30}
+    after = lambda ph: sum(need.get(q, 0) for q in a.phases[a.phases.index(ph) + 1:])
+    for ph in a.phases:
+        if clock.left() < 10:
+            res["errors"][ph] = "skipped: out of budget"
+            continue
+        t0 = time.perf_counter()
+        log(f"== {ph} ({clock.left():.0f} s left)")
+        try:
+            if ph == "smoke":
+                res[ph] = phase_smoke(a, clock)
+            elif ph == "single":
+                res[ph] = phase_single(a, clock, out_dir, reserve_s=after(ph))
+            elif ph == "mjx":
+                res[ph] = phase_mjx(a, clock, reserve_s=after(ph))
+            elif ph == "split":
+                res[ph] = phase_split(a, clock, reserve_s=after(ph))
+            elif ph == "stress":
+                res[ph] = phase_stress(a, out_dir)
+            elif ph == "contactnets":
+                res[ph] = phase_contactnets(a, clock, reserve_s=0)
+            elif ph == "worlds":
+                res[ph] = phase_worlds(a, clock)
+        except Exception:  # noqa: BLE001 - one phase failing must not lose the others' results
+            res["errors"][ph] = traceback.format_exc()
+            log(res["errors"][ph])
+            if ph == "smoke":
+                save()
+                return 1
+        res["phase_wall_s"][ph] = time.perf_counter() - t0
+        save()
+    print(markdown(res))
+    return 0 if not res["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
