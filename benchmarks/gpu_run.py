@@ -50,10 +50,10 @@ from . import common
 
 GPU = dict(batches="1024,16384,131072,1048576", mjx_batches="1024,16384,131072", accuracy_batch=16384,
            split_batch=131072, split_steps=200, stress_throws=10000, stress_chunk=10000,
-           cn_batches="1024,16384,131072", steps=800)
+           cn_batches="1024,16384,131072", steps=800, consistency="131072,1048576,200")
 SMOKE = dict(batches="8,32", mjx_batches="8", accuracy_batch=32, split_batch=32, split_steps=20,
-             stress_throws=40, stress_chunk=40, cn_batches="4,16", steps=40)
-PHASES = ("smoke", "single", "mjx", "split", "stress", "contactnets", "worlds")
+             stress_throws=40, stress_chunk=40, cn_batches="4,16", steps=40, consistency="8,64,20")
+PHASES = ("smoke", "single", "mjx", "consistency", "split", "stress", "contactnets", "worlds")
 
 
 def log(*a):
@@ -273,6 +273,29 @@ def phase_mjx(a, clock, reserve_s):
             "rows": rows}
 
 
+def phase_consistency(a):
+    """The same bodies in a small and in a large batch (the first ``n`` of the large one): the
+    batched solver's sub-batch path must give each body the same steps, so the same failure flags
+    and, up to rounding, the same final states."""
+    import jax
+    import jaxcontact as jc
+
+    n, big, steps = (int(x) for x in a.consistency.split(","))
+    model, params = common.box_workload()
+    states = block(common.throws(big, a.seed))
+    res = {"small_batch": n, "large_batch": big, "steps": steps}
+    fins = {}
+    for name, st in (("small", jax.tree_util.tree_map(lambda x: x[:n], states)), ("large", states)):
+        fin, summ = jc.batch_rollout(model, params, st, steps, with_info=True, validate=False)
+        first = np.asarray(summ.first_step)[:, 3]  # Flags.SOLVER's first step per body (-1: none)
+        fins[name] = np.asarray(fin.pos)[:n]
+        res[f"solver_flagged_{name}"] = {"first_n": int((first[:n] >= 0).sum()), "all": int((first >= 0).sum())}
+        log(f"[consistency] {name} batch: solver-flagged {res[f'solver_flagged_{name}']}")
+    d = np.linalg.norm(fins["small"] - fins["large"], axis=-1)
+    res.update(final_pos_diff_max_m=float(d.max()), bodies_differing_over_1e_4_m=int((d > 1e-4).sum()))
+    return res
+
+
 def phase_split(a, clock, reserve_s):
     import jaxcontact as jc
 
@@ -282,6 +305,10 @@ def phase_split(a, clock, reserve_s):
                 ("fixed 10 sweeps", {"max_iter": 10, "fixed_iterations": True}),
                 ("fixed 40 sweeps", {"max_iter": 40, "fixed_iterations": True}),
                 ("no contact (NoContact law: integration only)", None)]
+    import jax
+    from jaxcontact import dynamics
+
+    variants.insert(1, ("default, products at JAX's default precision (TF32 on GPUs; before full_precision)", "tf32"))
     rows = []
     for name, kw in variants:
         if clock.left() - reserve_s < 20:
@@ -293,15 +320,24 @@ def phase_split(a, clock, reserve_s):
             params = jc.Params(body=jc.shapes.box(common.BOX_SIZE, common.BOX_MASS), ground=jc.Ground.flat(),
                                law=law.init_params())
         else:
-            model, params = common.box_workload(**kw)
+            model, params = common.box_workload(**({} if kw == "tf32" else kw))
         log(f"[split] {name}")
-        r, msgs = _rollout_timed(model, params, states, steps, 2)
+        if kw == "tf32":  # the step without its full_precision wrapper, traced afresh
+            jax.clear_caches()
+            dynamics._step_warm, full = dynamics._step_warm.__wrapped__, dynamics._step_warm
+            try:
+                r, msgs = _rollout_timed(model, params, states, steps, 2)
+            finally:
+                dynamics._step_warm = full
+                jax.clear_caches()
+        else:
+            r, msgs = _rollout_timed(model, params, states, steps, 2)
         rows.append({"variant": name, "settings": kw, "batch": B, "steps": steps, "best_s": r["best_s"],
                      "rate": B * steps / r["best_s"], "ns_per_body_step": 1e9 * r["best_s"] / (B * steps),
                      "compile_s": max(r["first_s"] - r["best_s"], 0.0), "warnings": msgs})
         log(f"         {rows[-1]['rate']:,.0f} box-steps/s")
     fx = {r["settings"]["max_iter"]: r["ns_per_body_step"] for r in rows
-          if r.get("settings") and r["settings"].get("fixed_iterations") and "ns_per_body_step" in r}
+          if isinstance(r.get("settings"), dict) and r["settings"].get("fixed_iterations") and "ns_per_body_step" in r}
     fit = None
     if len(fx) == 2:
         (k1, t1), (k2, t2) = sorted(fx.items())
@@ -408,6 +444,12 @@ def markdown(res) -> str:
                                     f(mj.get(r["batch"], {}).get("rate")), f(mj.get(r["batch"], {}).get("compile_s")),
                                     f(r["rate"] / mj[r["batch"]]["rate"]) if "rate" in r and r["batch"] in mj else "—"]
                                    for r in s]), ""]
+    co = res.get("consistency")
+    if isinstance(co, dict) and "final_pos_diff_max_m" in co:
+        lines += [f"## The same bodies in batches of {co['small_batch']} and {co['large_batch']} ({co['steps']} steps)", "",
+                  f"Solver-flagged among the first {co['small_batch']}: {co['solver_flagged_small']['first_n']} (small batch), "
+                  f"{co['solver_flagged_large']['first_n']} (large); max final-position difference "
+                  f"{f(co['final_pos_diff_max_m'])} m, bodies over 0.1 mm apart: {co['bodies_differing_over_1e_4_m']}", ""]
     sp = res.get("split", {})
     if sp.get("rows"):
         lines += ["## Where the time goes", "",
@@ -448,7 +490,7 @@ def main(argv=None) -> int:
     res["env"] = phase_env(a)
     log(json.dumps({k: res["env"].get(k) for k in ("device_kind", "nvidia_smi", "versions", "jax_devices")}))
     # the least each phase needs on a GPU: a phase keeps back the sum over the phases after it
-    need = {} if a.smoke else {"mjx": 80, "split": 45, "stress": 30, "contactnets": 30}
+    need = {} if a.smoke else {"mjx": 80, "consistency": 25, "split": 45, "stress": 30, "contactnets": 30}
     after = lambda ph: sum(need.get(q, 0) for q in a.phases[a.phases.index(ph) + 1:])
     for ph in a.phases:
         if clock.left() < 10:
@@ -463,6 +505,8 @@ def main(argv=None) -> int:
                 res[ph] = phase_single(a, clock, out_dir, reserve_s=after(ph))
             elif ph == "mjx":
                 res[ph] = phase_mjx(a, clock, reserve_s=after(ph))
+            elif ph == "consistency":
+                res[ph] = phase_consistency(a)
             elif ph == "split":
                 res[ph] = phase_split(a, clock, reserve_s=after(ph))
             elif ph == "stress":

@@ -195,6 +195,24 @@ def _step(model: Model, params: Params, state: AnyState, control=None):
     return new, info
 
 
+def full_precision(fn):
+    """``fn`` with every matrix product it traces at full float32 (or float64) precision.
+
+    JAX's default precision lets a GPU compute float32 products in TensorFloat-32 (10 mantissa
+    bits): on an H200 that put the box throws' final positions 0.9 mm (median) from float64,
+    against 0.02 mm for float32 on a CPU (``benchmarks/results/gpu_accuracy.md``). The engine's
+    products are small (3×3, 12×6), so full precision costs little. A no-op on CPUs, whose float32
+    products are full precision anyway. Set at trace time, so it holds inside a user's ``jit``."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with jax.default_matmul_precision("highest"):
+            return fn(*args, **kwargs)
+
+    return wrapped
+
+
+@full_precision
 def _step_warm(model: Model, params: Params, state: AnyState, control, warm):
     """The step; ``warm`` (None: a cold start) is the law's warm start, returned updated."""
     invalid = broken_rules(params, state, control)

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from .. import contact, geometry
-from ..dynamics import accumulate, empty_summary, integrate, solver_failed, warn_nonfinite
+from ..dynamics import accumulate, empty_summary, full_precision, integrate, solver_failed, warn_nonfinite
 from ..types import Flags, Params, State
 from ..validation import broken_rules, check_steps, is_concrete
 from .model import (
@@ -89,6 +89,7 @@ def _broken_rules(params: ChainParams, state: State):
     return jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
 
 
+@full_precision
 def _step(model: ChainModel, params: ChainParams, state: State):
     n = params.num_links
     h = model.dt

@@ -1,0 +1,42 @@
+"""The accelerator run (``benchmarks/gpu_run.sh`` → ``python -m benchmarks.gpu_run``) and its
+accuracy check (``benchmarks.gpu_compare``) work end to end on the CPU at tiny sizes, so a lent
+GPU's time is not spent finding a broken script."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*args, timeout=300):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_gpu_run_smoke_and_compare_on_cpu(tmp_path):
+    r = run("benchmarks.gpu_run", "--device", "cpu", "--smoke", "--out", str(tmp_path), "--phases",
+            "smoke,single,worlds", "--batches", "6", "--steps", "30", "--accuracy-batch", "6")
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads((tmp_path / "gpu_run.json").read_text())
+    assert res["smoke"]["finite"] and res["errors"] == {}
+    row = res["single"]["rows"][0]
+    assert row["batch"] == 6 and row["steps"] == 30 and row["rate"] > 0 and row["nan_bodies"] == 0
+    assert "jaxcontact.worlds" in res["worlds"]["skipped"] or "worlds" in res["worlds"]
+    assert "| 6 | 30 |" in (tmp_path / "gpu_run.md").read_text()
+    f = np.load(tmp_path / "finals.npz")
+    assert f["final_pos"].shape == (6, 3) and int(f["steps"]) == 30
+    # the boxes fell: 30 steps of 2 ms from rest would drop a free body g t²/2 = 1.8 cm
+    assert np.all(f["final_pos"][:, 2] < f["start_pos"][:, 2] + f["start_vel"][:, 2] * 0.06)
+
+    c = run("benchmarks.gpu_compare", "--finals", str(tmp_path / "finals.npz"), "--out-dir", str(tmp_path))
+    assert c.returncode == 0, c.stderr[-3000:]
+    acc = json.loads((tmp_path / "gpu_accuracy.json").read_text())
+    # the "GPU" finals here came from this CPU in float32: the same computation, so no difference
+    assert acc["gpu_f32_vs_cpu_f32"]["pos_m"]["max"] == 0.0
+    assert acc["gpu_f32_vs_cpu_f64"]["pos_m"]["max"] < 1e-3 and acc["nan_bodies"]["cpu_f64"] == 0
