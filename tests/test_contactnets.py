@@ -183,8 +183,10 @@ def test_chunked_batch_loss_equals_plain_vmap(sim):
     assert float(v0) > 0 and np.isclose(float(v1), float(v0), rtol=1e-12)
     for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
         assert np.allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12 * np.abs(np.asarray(a)).max())
-    with pytest.raises(ValueError, match="chunk"):
-        LossConfig(chunk=-1)
+    for bad in (-1, "all", 2.0, True):
+        with pytest.raises(ValueError, match="chunk"):
+            LossConfig(chunk=bad)
+    assert LossConfig().chunk == "auto" and LossConfig().chunk_size() == (256 if jax.default_backend() == "cpu" else 0)
 
 
 def test_jaxopt_path_loss_gradient_matches_finite_differences(sim):
