@@ -36,7 +36,8 @@ left with most of the misfit are those whose contact mode differs from the data'
 ``reflect+`` fits ε in the reflected coordinate (``Problem.build(restitution_coordinate="reflect")``:
 slope ±1 up to both bounds) instead of the sigmoid, in every stage. No grid and no scans in any of them.
 ``schedule:NAME`` runs the library's ``sysid.NAME_SCHEDULE`` through ``sysid.staged_fit`` (its own
-windows, chosen from the parameters after its geometry stage): ``schedule:random_start`` is the
+windows, chosen from the parameters after its geometry stage; NAME one of ``sysid.SCHEDULES``,
+``schedule:default`` the default, ``random_start_noisy``): ``schedule:random_start`` is the
 recipe ``reflect+geometry+exact+trim+polish+retrim`` as the library ships it.
 
     python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1

@@ -1,6 +1,7 @@
 """System identification: parameter maps and bounds, data checks, recovery on a small synthetic
 case, the 800-step gradient check, the smoothed law, NaN handling, the command line, real data."""
 
+import dataclasses
 import json
 
 import jax
@@ -343,17 +344,38 @@ def test_cli_synthetic_staged_recovery_on_a_reduced_case(capsys):
     assert out["rollouts"] > 0 and out["loss"] < 1e-12
 
 
-def test_cli_schedule_names_are_the_named_schedules(capsys):
+def test_cli_schedule_names_are_the_named_schedules(capsys, monkeypatch):
     """``jaxcontact sysid --schedule`` offers exactly ``sysid.SCHEDULES`` (one list of names); a
-    schedule that fits the vertices is refused with --known-vertices before any work."""
+    schedule that fits the vertices is refused with --known-vertices before any work. The default
+    (issue 41) is the random_start_noisy recipe, one object under both names, in ``staged_fit``,
+    ``synthetic.recover`` and the CLI; the former default is ``GRID_SCHEDULE``, and ``NOISY_SCHEDULE``
+    is still built from it."""
+    import inspect
+
     from jaxcontact.cli import build_parser
+    from jaxcontact.sysid import schedule
     from jaxcontact.sysid.schedule import SCHEDULES
 
     parser = build_parser()
     for name, sched in SCHEDULES.items():
         assert parser.parse_args(["sysid", "--synthetic", "--schedule", name]).schedule == name
         assert isinstance(sched, tuple) and all(isinstance(st, sysid.Stage) for st in sched)
-    assert sysid.SCHEDULES["default"] is sysid.DEFAULT_SCHEDULE
+    assert [a.choices for a in parser._subparsers._group_actions[0].choices["sysid"]._actions
+            if a.dest == "schedule"] == [tuple(SCHEDULES)]
+    # the default, one object: staged_fit's, recover's (vertices unknown) and the CLI's
+    assert sysid.SCHEDULES["default"] is sysid.DEFAULT_SCHEDULE is sysid.RANDOM_START_NOISY_SCHEDULE
+    assert SCHEDULES["grid"] is sysid.GRID_SCHEDULE and SCHEDULES["random_start_noisy"] is sysid.DEFAULT_SCHEDULE
+    assert inspect.signature(sysid.staged_fit).parameters["schedule"].default is sysid.DEFAULT_SCHEDULE
+    assert parser.parse_args(["sysid", "--synthetic"]).schedule == "default"
+    seen = []
+    monkeypatch.setattr(schedule, "staged_fit", lambda data, p0, law, sched, **kw: seen.append(sched))
+    syn.recover(object())  # the data pass through to staged_fit untouched when the vertices are unknown
+    assert seen == [sysid.DEFAULT_SCHEDULE] and seen[0] is sysid.DEFAULT_SCHEDULE
+    # the random-start stages with the noisy schedule's last stage, which ends the grid schedule's with
+    # overlapping windows, the smoothed polish and reselection; the grid schedule has its (μ, ε) grid
+    assert sysid.DEFAULT_SCHEDULE == sysid.RANDOM_START_SCHEDULE[:3] + sysid.NOISY_SCHEDULE[-1:]
+    assert sysid.GRID_SCHEDULE[1].grid == 6 and not any(st.grid for st in sysid.DEFAULT_SCHEDULE)
+    assert sysid.NOISY_SCHEDULE[-1] == dataclasses.replace(sysid.GRID_SCHEDULE[-1], smooth=1e-3, stride=2, reselect=4)
     with pytest.raises(SystemExit):
         parser.parse_args(["sysid", "--synthetic", "--schedule", "nope"])
     for name in set(SCHEDULES) - {"default"}:

@@ -11,10 +11,10 @@ from .core import METHODS, FitResult, Problem, default_params, errors, fit, with
 from .data import Trajectories, check_trajectories, load, save
 from .optim import FitError
 from .params import NAMES, ParamSpec, canonical
-from .schedule import (DEFAULT_SCHEDULE, NOISY_SCHEDULE, RANDOM_START_NOISY_SCHEDULE, RANDOM_START_SCHEDULE, SCHEDULES,
-                       Stage, staged_fit)
+from .schedule import (DEFAULT_SCHEDULE, GRID_SCHEDULE, NOISY_SCHEDULE, RANDOM_START_NOISY_SCHEDULE, RANDOM_START_SCHEDULE,
+                       SCHEDULES, Stage, staged_fit)
 
 __all__ = [
-    "DEFAULT_SCHEDULE", "NOISY_SCHEDULE", "RANDOM_START_SCHEDULE", "RANDOM_START_NOISY_SCHEDULE", "SCHEDULES", "METHODS", "NAMES", "Stage", "FitError", "FitResult", "ParamSpec", "Problem", "Trajectories", "canonical",
+    "DEFAULT_SCHEDULE", "GRID_SCHEDULE", "NOISY_SCHEDULE", "RANDOM_START_SCHEDULE", "RANDOM_START_NOISY_SCHEDULE", "SCHEDULES", "METHODS", "NAMES", "Stage", "FitError", "FitResult", "ParamSpec", "Problem", "Trajectories", "canonical",
     "check_trajectories", "default_params", "errors", "fit", "load", "save", "staged_fit", "within_tolerance",
 ]

@@ -258,12 +258,15 @@ def register(sub) -> None:
     p.add_argument("--seed", type=seed, default=0, help="--synthetic: seed of the throws and the noise (integer)")
     p.add_argument("--known-vertices", action="store_true",
                    help="--synthetic: take the true vertex set as known, fit mu, restitution, ground (reduced case)")
-    p.add_argument("--schedule", choices=("default", "noisy", "random_start", "random_start_noisy"), default="default",
-                   help="--synthetic: the named schedule sysid.SCHEDULES[NAME]: default (sysid.DEFAULT_SCHEDULE), "
-                        "noisy (overlapping windows, its last stage ended by the smoothed-loss polish and "
+    p.add_argument("--schedule", choices=("default", "grid", "noisy", "random_start", "random_start_noisy"),
+                   default="default",
+                   help="--synthetic: the named schedule sysid.SCHEDULES[NAME]: default (sysid.DEFAULT_SCHEDULE, "
+                        "which is random_start_noisy; with --known-vertices the known-geometry schedule), grid (a "
+                        "(mu, restitution) grid, for a start near the truth on noise-free throws: about 7x fewer "
+                        "rollouts), noisy (overlapping windows, its last stage ended by the smoothed-loss polish and "
                         "least-trimmed-squares reselection), random_start (a start far from the truth, noise-free "
                         "throws), random_start_noisy (random_start's global stages, then noisy's last stage); "
-                        "when each is the better choice: docs/sysid.md")
+                        "when each is the better choice and what it costs: docs/sysid.md")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", type=output_figure, default=None,

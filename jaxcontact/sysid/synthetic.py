@@ -91,8 +91,8 @@ def start_params(law=None) -> Params:
 def recover(data: Trajectories, *, schedule=None, law=None, method: str | None = None, progress: bool = False,
             log=None, max_iter: int | None = None, known_vertices: bool = False, starts=None) -> dict:
     """The issue's recovery from ``start_params`` by ``schedule.staged_fit`` (default
-    ``DEFAULT_SCHEDULE``: kinematic geometry, LM on μ and ε, LM on everything, a trimmed LM
-    polish). ``max_iter`` caps the iterations of every rollout stage. ``method="nelder-mead"``:
+    ``DEFAULT_SCHEDULE``, that is ``RANDOM_START_NOISY_SCHEDULE``: kinematic geometry, LM on
+    everything, a trimmed LM, then the noisy schedule's last stage). ``max_iter`` caps the iterations of every rollout stage. ``method="nelder-mead"``:
     the derivative-free baseline on the same stages and loss (after the same geometry stage).
     known_vertices: start from the true vertex set and fit μ, ε, height only
     (``schedule.known_geometry_schedule``) — the reduced case of the tests. starts: override the

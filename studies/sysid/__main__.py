@@ -10,8 +10,9 @@ hand still leaves the rows it finished.
 Hidden truth: μ = 0.27, ε = 0.1, ground height 0.013 m, a vertex set 10% off the 0.1 m cube;
 start: μ = 0.5, ε = 0.5, height 0, the nominal cube. Data and fit use ``CoulombLCP`` with the
 position-consistent bounce target (``synthetic.synthetic_law()``; docs/sysid.md says why).
-Schedule ``sysid.DEFAULT_SCHEDULE`` (kinematic geometry, a (μ, ε) grid then LM μ+ε, LM everything,
-trimmed LM polish; window start positions fitted in every LM stage), windows of 5 samples
+Schedule ``sysid.GRID_SCHEDULE`` (kinematic geometry, a (μ, ε) grid then LM μ+ε, LM everything,
+trimmed LM polish; window start positions fitted in every LM stage; it was ``DEFAULT_SCHEDULE`` until
+issue 41, the library's default is now ``random_start_noisy``), windows of 5 samples
 (100 Hz) with 5 engine steps per sample. Runs, in one process:
 LM noise-free on all throws, LM with 1 mm position noise on nested subsets of one noisy data set
 (error vs number of throws; rollout stages optionally capped at --noise-max-iter iterations), Nelder–Mead on the same stages and loss (after the same geometry stage, a fixed
@@ -37,7 +38,7 @@ import numpy as np  # noqa: E402
 
 from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
-from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, Stage, in_rollout_stages, staged_fit  # noqa: E402
+from jaxcontact.sysid.schedule import GRID_SCHEDULE, Stage, in_rollout_stages, staged_fit  # noqa: E402
 
 from ..common import command_line, cube_tosses_path  # noqa: E402
 
@@ -57,9 +58,9 @@ def synthetic_run(n, noise, method, args, data_all, max_iter=None, replicate=0):
     data = data_all[(noise, replicate)].subset(range(n))
     t0 = time.perf_counter()
     if method == "lm":
-        rec = syn.recover(data, log=log, max_iter=max_iter)
+        rec = syn.recover(data, schedule=GRID_SCHEDULE, log=log, max_iter=max_iter)
     else:  # the same stages and loss, Nelder–Mead with a fixed budget per rollout stage
-        sched = in_rollout_stages(DEFAULT_SCHEDULE, kind="nelder-mead", max_iter=args.nm_evals, starts=())
+        sched = in_rollout_stages(GRID_SCHEDULE, kind="nelder-mead", max_iter=args.nm_evals, starts=())
         rec = syn.recover(data, schedule=sched, log=log)
     res = rec["result"]
     errs = sysid.errors(res.values, data.truth)
@@ -138,7 +139,7 @@ def write_md(result: dict, path: str) -> None:
          + (f"; rows and sections already in the earlier results (written by `{current_command(result['resumed_from'])}`) were kept, "
             "not re-run (`--resume`); the total time is this run's" if result.get("resumed_from") else "") + ".", "",
          "Truth μ 0.27, ε 0.1, ground 0.013 m, vertices 10% off the 0.1 m cube; start μ 0.5, ε 0.5, height 0, nominal "
-         "cube. Data and fit: CoulombLCP with the position-consistent bounce target. Schedule `sysid.DEFAULT_SCHEDULE`. "
+         "cube. Data and fit: CoulombLCP with the position-consistent bounce target. Schedule `sysid.GRID_SCHEDULE` (named `DEFAULT_SCHEDULE` until issue 41). "
          "Errors: relative (μ, ε, worst vertex ‖v−v*‖/‖v*‖), absolute (height). Target: 1% / 2 mm. Rollouts: window "
          "simulations (a Jacobian counts one per window); wall: the fit stages (data generation outside, compilation "
          "of the losses inside). Noisy rows: 1 mm i.i.d. Gaussian on every observed position coordinate, nested "
@@ -261,7 +262,7 @@ def main(argv=None):
               "machine": platform.processor() or platform.machine(), "jax": jax.__version__,
               "devices": str(jax.devices()), "args": vars(args),
               "truth": {k: np.asarray(v).tolist() for k, v in data_all[(0.0, 0)].truth.items()}, "start": syn.START,
-              "schedule": [dataclasses.asdict(s) for s in DEFAULT_SCHEDULE], "runs": [], "smoothing": [], "real": []}
+              "schedule": [dataclasses.asdict(s) for s in GRID_SCHEDULE], "runs": [], "smoothing": [], "real": []}
 
     def save():
         result["total_time_s"] = time.perf_counter() - t0

@@ -4,8 +4,8 @@
 
 Data as in ``python -m studies.sysid`` (its noisy rows): ``synthetic.make_synthetic(n_throws=40,
 noise=1e-3, seed=s)`` and its first ``--throws`` throws, so seed s is the data of that study's
-replicate s. Each ``--links`` value c runs the ``--variant`` of ``sysid.DEFAULT_SCHEDULE``
-(``variant_schedule``) from the study's start with
+replicate s. Each ``--links`` value c runs the ``--variant`` of ``sysid.GRID_SCHEDULE`` (named
+``DEFAULT_SCHEDULE`` until issue 41; ``variant_schedule``) from the study's start with
 ``continuity=c`` in every rollout stage that fits window start positions (0 = the schedule as
 it is). ``--reselect K``: the last stage ends with K rounds of least-trimmed-squares
 reselection (``Stage.reselect``); ``--trim F``: the fraction of windows it drops (``Stage.trim``,
@@ -16,7 +16,9 @@ the height only), from the study's start. ``--from-truth``: instead, the least-s
 itself — the vertex set known, LM on μ, ε and the ground height (window start positions fitted,
 ``--max-iter``) started at the truth.
 ``--schedule NAME``: instead of a variant, the library's named schedule ``sysid.SCHEDULES[NAME]``
-as it ships (``default``, ``noisy``, ``random_start``, ``random_start_noisy``).
+as it ships (``default``, ``grid``, ``noisy``, ``random_start``, ``random_start_noisy``; ``default``
+is ``random_start_noisy`` since issue 41, and ``grid`` the earlier default, which ``--variant
+default`` also runs).
 Writes studies/sysid/results/noisy.{json,md} (``--out`` prefix) after every run.
 """
 
@@ -37,7 +39,7 @@ import numpy as np  # noqa: E402
 from jaxcontact import sysid  # noqa: E402
 from jaxcontact.sysid import synthetic as syn  # noqa: E402
 from jaxcontact.sysid.params import RESTITUTION_COORDINATES  # noqa: E402
-from jaxcontact.sysid.schedule import DEFAULT_SCHEDULE, SCHEDULES, in_rollout_stages  # noqa: E402
+from jaxcontact.sysid.schedule import GRID_SCHEDULE, SCHEDULES, in_rollout_stages  # noqa: E402
 
 from ..common import command_line, write_results  # noqa: E402
 
@@ -62,19 +64,20 @@ def variant(name: str) -> str:
 
 
 def variant_schedule(name: str):
-    """``DEFAULT_SCHEDULE`` (default); its last stage without the trim (untrimmed); with a last
+    """``GRID_SCHEDULE`` (default: the schedule this study was built around, ``DEFAULT_SCHEDULE``
+    until issue 41); its last stage without the trim (untrimmed); with a last
     LM stage on all windows, with the local scans, appended (polish); or its last stage followed by
     the smoothed-loss polish at σ = SIGMA, 4 pairs (``smooth=SIGMA``: ``Stage.smooth``;
     ``smooth=1e-3`` was ``sysid.NOISY_SCHEDULE`` until the ninth session of issue 23; with
     ``--stride 2 --reselect 4`` it is the present one)."""
-    last = DEFAULT_SCHEDULE[-1]
+    last = GRID_SCHEDULE[-1]
     if name.startswith("smooth="):
-        return DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(last, smooth=float(name[len("smooth="):])),)
+        return GRID_SCHEDULE[:-1] + (dataclasses.replace(last, smooth=float(name[len("smooth="):])),)
     if name == "untrimmed":
-        return DEFAULT_SCHEDULE[:-1] + (dataclasses.replace(last, trim=0.0),)
+        return GRID_SCHEDULE[:-1] + (dataclasses.replace(last, trim=0.0),)
     if name == "polish":
-        return DEFAULT_SCHEDULE + (dataclasses.replace(last, trim=0.0),)
-    return DEFAULT_SCHEDULE
+        return GRID_SCHEDULE + (dataclasses.replace(last, trim=0.0),)
+    return GRID_SCHEDULE
 
 
 def linked(schedule, c: float):
@@ -120,7 +123,7 @@ def main(argv=None):
     ap.add_argument("--noise", type=float, default=1e-3, help="position noise (m)")
     ap.add_argument("--links", default="0,10", help="continuity weights, comma-separated")
     ap.add_argument("--out", default=str(OUT), help="results prefix (.json, .md)")
-    ap.add_argument("--variant", type=variant, default="default", help="the schedule (variant_schedule)")
+    ap.add_argument("--variant", type=variant, default="default", help="the schedule (variant_schedule of sysid.GRID_SCHEDULE)")
     ap.add_argument("--schedule", choices=tuple(SCHEDULES), default=None,
                     help="run sysid.SCHEDULES[NAME] as it is (instead of --variant and the options that change it)")
     ap.add_argument("--restitution-coordinate", default="sigmoid", choices=RESTITUTION_COORDINATES,
