@@ -261,9 +261,9 @@ def register(sub) -> None:
     p.add_argument("--schedule", choices=("default", "grid", "noisy", "random_start", "random_start_noisy"),
                    default="default",
                    help="--synthetic: the named schedule sysid.SCHEDULES[NAME]: default (sysid.DEFAULT_SCHEDULE, "
-                        "which is random_start_noisy; with --known-vertices the known-geometry schedule), grid (a "
-                        "(mu, restitution) grid, for a start near the truth on noise-free throws: about 7x fewer "
-                        "rollouts), noisy (overlapping windows, its last stage ended by the smoothed-loss polish and "
+                        "which is random_start_noisy; with --known-vertices the known-geometry schedule), grid (the "
+                        "earlier default: a (mu, restitution) grid, for a start near the truth on noise-free "
+                        "throws, a fifth of the default's rollouts), noisy (overlapping windows, its last stage ended by the smoothed-loss polish and "
                         "least-trimmed-squares reselection), random_start (a start far from the truth, noise-free "
                         "throws), random_start_noisy (random_start's global stages, then noisy's last stage); "
                         "when each is the better choice and what it costs: docs/sysid.md")
