@@ -147,7 +147,7 @@ def main(argv=None):
     out = Path(a.out)
     doc = {"command": command_line("studies.sysid.noisy", argv), "throws": a.throws, "pool": a.pool,
            "noise_m": a.noise, "setting": "from the truth, vertices known" if a.from_truth else
-           f"sysid.SCHEDULES[{a.schedule!r}]" if a.schedule else f"schedule {a.variant}",
+           f"sysid.SCHEDULES[{a.schedule!r}]" if a.schedule else f"schedule {a.variant} (a variant of sysid.GRID_SCHEDULE)",
            "runs": []}
     if a.restitution_coordinate != "sigmoid":
         doc["setting"] += f", ε coordinate {a.restitution_coordinate}"
