@@ -314,7 +314,7 @@ def test_cli_train_and_evaluate_end_to_end(sim, tmp_path, capsys):
 
     _, _, traj = sim
     f = _toss_file(tmp_path, traj)
-    for variant in ("polytope", "e2e"):
+    for variant in ("polytope", "e2e", "deep", "lcp"):
         out = tmp_path / variant
         rc = main(["contactnets", "train", "--variant", variant, "--data", str(f), "--tosses", "3", "--seed", "0",
                    "--out", str(out), "--max-steps", "2", "--batch-size", "16", "--no-progress"])
