@@ -723,3 +723,25 @@ def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
                                y_net[0] * st["y_std"] + st["y_mean"], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(np.asarray(wf)[:2], y * float(F.friction_scale(inst["pn0"])), rtol=1e-4, atol=1e-8)
     assert np.all(np.asarray(wf)[2:] == 0.0)
+
+
+def test_chain_command_end_to_end_on_a_tiny_link_checkpoint(tmp_path, capsys):
+    """``dacm generate --shape link`` → ``dacm train`` (tiny) → ``dacm chain``: the command runs the
+    ground truth, the split with the exact Coulomb law as H and the split with the checkpoint. The
+    exact-H split reproduces the ground truth (the split itself is exact: docs/chains.md, 0.0006 rad
+    on the default swings), the root finding converges, and the swing reaches the ground."""
+    from jaxcontact.cli import main
+
+    data, ck = str(tmp_path / "link.npz"), str(tmp_path / "ck")
+    assert main(["dacm", "generate", "--shape", "link", "--throws", "3", "--steps", "200", "--seed", "0",
+                 "--out", data]) == 0
+    assert main(["dacm", "train", "--data", data, "--out", ck, "--preset", "paper", "--no-progress",
+                 "--clf-epochs", "2", "--reg-epochs", "2", "--hidden-scale", "0.05", "--max-rest-per-throw", "10",
+                 "--max-steady-per-throw", "10"]) == 0
+    capsys.readouterr()
+    assert main(["dacm", "chain", "--checkpoint", ck, "--swings", "1", "--steps", "250", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    gt, exact, learned = res["ground_truth"], res["models"]["exact_coulomb"], res["models"]["dacm"]
+    assert gt["first_contact_step"][0] < 250 and gt["distal_contact_steps_fraction"] > 0  # it lands
+    assert exact["converged_fraction"] == 1.0 and exact["joint_angle_error_mean"] < 1e-2, exact
+    assert np.isfinite(learned["joint_angle_error_mean"]) and learned["g_evaluations_mean"] >= 1
