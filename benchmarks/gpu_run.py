@@ -352,6 +352,8 @@ def phase_stress(a, out_dir):
     sa = stress.parse_args(["--throws", str(a.stress_throws), "--steps", str(a.steps), "--chunk",
                             str(a.stress_chunk), "--out-dir", str(out_dir)])
     res = stress.run(sa)
+    if a.provenance:
+        res["provenance"] = a.provenance
     common.write_json(Path(out_dir) / "stress.json", res)
     by = res["by_category"]
     return {"throws": a.stress_throws, "steps": a.steps, "wall_s": res["wall_s"],
@@ -480,8 +482,15 @@ def main(argv=None) -> int:
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     clock = Clock(a.budget_s)
-    res = {"benchmark": "gpu_run", "args": {k: v for k, v in vars(a).items() if k != "argv"}, "errors": {},
+    res = {"benchmark": "gpu_run", "args": {k: v for k, v in vars(a).items() if k not in ("argv", "provenance")},
+           "errors": {},
            "phase_wall_s": {}}
+    if a.commit:  # a device copy's .git may be older than its files: the commit given wins
+        from .provenance import stamp
+
+        res["provenance"] = {**stamp(), "commit": a.commit, "dirty": False,
+                             "note": "commit from --commit: the code was committed there before the run"}
+    a.provenance = res.get("provenance")
 
     def save():
         common.write_json(out_dir / "gpu_run.json", res)
