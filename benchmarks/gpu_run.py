@@ -232,11 +232,10 @@ def phase_mjx(a, clock, reserve_s):
     def chunk(dxs):
         return jax.lax.scan(lambda d, _: (vstep(mx, d), None), dxs, None, length=K)[0]
 
-    rows, cost = [], None
+    rows = []
     for B in a.mjx_batches:
-        if cost is not None and cost * B * a.steps * 1.2 + 30 > clock.left() - reserve_s:
-            rows.append({"batch": B, "skipped": f"predicted {cost * B * a.steps * 1.2 + 30:.0f} s > "
-                                                 f"{clock.left() - reserve_s:.0f} s left"})
+        if clock.left() - reserve_s < 20:
+            rows.append({"batch": B, "skipped": f"{clock.left() - reserve_s:.0f} s left"})
             log(f"[mjx] batch {B}: skipped")
             continue
         qpos, qvel = common.to_mujoco_qpos_qvel(common.throws(B, a.seed))
@@ -248,6 +247,16 @@ def phase_mjx(a, clock, reserve_s):
             t0 = time.perf_counter()
             block(chunk(dxs))
             first = time.perf_counter() - t0
+            # a probe of one more call predicts the full rollout (flight-heavy, so a lower bound)
+            t0 = time.perf_counter()
+            block(chunk(dxs).qpos)
+            probe = time.perf_counter() - t0
+            if probe * a.steps / K * 1.5 > clock.left() - reserve_s:
+                rows.append({"batch": B, "skipped": f"predicted {probe * a.steps / K * 1.5:.0f} s > "
+                                                     f"{clock.left() - reserve_s:.0f} s left",
+                             "first_chunk_rate": B * K / probe})
+                log(f"[mjx] batch {B}: skipped ({rows[-1]['skipped']})")
+                continue
             t0 = time.perf_counter()
             d = dxs
             for _ in range(a.steps // K):
@@ -264,7 +273,6 @@ def phase_mjx(a, clock, reserve_s):
                      "compile_s": max(first - full * K / a.steps, 0.0), "nan_bodies": int((~np.isfinite(qp).all(-1)).sum()),
                      "final_z_median": float(np.median(qp[:, 2])),
                      "peak_bytes_per_body": None if peak is None or in_use0 is None else (peak - in_use0) / B})
-        cost = full / (B * a.steps)
         log(f"         {rows[-1]['rate']:,.0f} box-steps/s, compile {rows[-1]['compile_s']:.1f} s")
         del dxs, d
     return {"impl": str(getattr(mx, "impl", "jax")), "dtype": str(d0.qpos.dtype), "steps_per_call": K,
