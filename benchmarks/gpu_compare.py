@@ -37,13 +37,12 @@ def parse_args(argv=None):
 
 
 def rollout(states: dict, steps: int, dtype) -> dict:
-    import jax
+    """The workload's finals from ``states`` in ``dtype`` (the parameters are built in JAX's
+    default float, which is ``dtype`` in each call of ``main``)."""
     import jax.numpy as jnp
     import jaxcontact as jc
 
     model, params = common.box_workload()
-    params = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x,
-                                    params)
     s = jc.State(**{k: jnp.asarray(v, dtype) for k, v in states.items()})
     fin = jc.batch_rollout(model, params, s, steps, validate=False)
     return {k: np.asarray(getattr(fin, k), np.float64) for k in FIELDS}

@@ -85,6 +85,7 @@ class LossConfig:
         return self.chunk
 
 
+@full_precision
 def transition_impulse(model: Model, body: Body, x, xn):
     """(state, v_free, v', F_c,data) for one transition given as two 13-vectors."""
     s = State.from_array(x)
