@@ -320,11 +320,6 @@ def _arrays(topo_a, topo_b):
     return {k: (jnp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in _static(topo_a, topo_b).items()}
 
 
-def _face_planes(w, faces):
-    n = _unit(_area_vectors(w[faces]))
-    return n, jnp.sum(n * w[faces[:, 0]], axis=-1)
-
-
 # The separating-axis test works on vector components (x, y, z as separate arrays) so that, under
 # vmap, every operation is elementwise over (batch, features) with no length-3 minor axis: on a CPU
 # this made the test several times faster than (..., 3)-shaped arrays.

@@ -262,11 +262,11 @@ def random_pairs():
     r = run_boxes([(z, qa[i], pb[i], qb[i]) for i in range(n)] + [(pb[i], qb[i], z, qa[i]) for i in range(n)])
     ab = jax.tree_util.tree_map(lambda x: x[:n], r)
     ba = jax.tree_util.tree_map(lambda x: x[n:], r)
-    return ab, ba, sep
+    return ab, ba, sep, (qa, pb, qb)
 
 
 def test_random_pairs_depth_against_brute_force_and_symmetry(random_pairs):
-    ab, ba, sep = random_pairs
+    ab, ba, sep, _ = random_pairs
     size = np.linalg.norm(V[0])
     assert np.all(np.isfinite(ab.point)) and np.all(np.isfinite(ab.phi))
     np.testing.assert_allclose(np.linalg.norm(ab.normal, axis=1), 1.0, atol=1e-12)
@@ -330,17 +330,28 @@ def _loss(vb, pb, qb, pa, qa, w):
     return jnp.sum(jnp.where(r.valid, r.phi, 0.0)) + jnp.sum(jnp.where(r.valid[:, None], r.point * w, 0.0))
 
 
-def test_gradients_match_central_differences():
+def test_gradients_match_central_differences(random_pairs):
     """d(Σφ + Σ w·point)/d(pos_b, quat_b, vertices_b) against central differences for a tilted face
-    stack, crossed edges and a separated pair within the margin (features fixed under ±h)."""
+    stack, crossed edges and a separated pair within the margin (features fixed under ±h); finite
+    for every random pair (penetrating or separated within the margin)."""
     w = np.random.default_rng(5).normal(size=3)
     cases = [
         (np.zeros(3), ID, np.array([0.03, 0.02, 0.0995]), q([0.004, -0.003, 0.2])),
         tuple(np.asarray(x, float) for x in ANALYTIC["crossed"]),
         (np.zeros(3), ID, np.array([0.01, -0.02, 0.1035]), q([0.003, 0.006, 0.1])),
     ]
-    grad = jax.jit(jax.vmap(jax.grad(_loss, argnums=(0, 1, 2)), in_axes=(None, 0, 0, 0, 0, None)))
-    g = grad(jnp.asarray(V), *[jnp.asarray(np.stack([c[i] for c in cases])) for i in (2, 3, 0, 1)], jnp.asarray(w))
+    grad = jax.jit(jax.vmap(jax.grad(_loss, argnums=(0, 1, 2, 3, 4)), in_axes=(None, 0, 0, 0, 0, None)))
+    qa_r, pb_r, qb_r = random_pairs[3]
+    stacked = [np.concatenate([np.stack([np.asarray(c[i], float) for c in cases]), extra])
+               for i, extra in ((2, pb_r), (3, qb_r), (0, np.zeros_like(pb_r)), (1, qa_r))]
+    g_all = grad(jnp.asarray(V), *[jnp.asarray(x) for x in stacked], jnp.asarray(w))
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in g_all)
+    # moving both bodies by δ moves every point by δ and no φ: ∂/∂pos_a + ∂/∂pos_b = (valid count) w
+    count = np.concatenate([np.zeros(len(cases)), random_pairs[0].valid.sum(1)])
+    np.testing.assert_allclose((np.asarray(g_all[1]) + np.asarray(g_all[3]))[len(cases):],
+                               count[len(cases):, None] * w, atol=1e-9)
+    assert np.all(np.abs(np.asarray(g_all[1]))[len(cases):][count[len(cases):] > 0].max(1) > 0.1)
+    g = [np.asarray(x)[: len(cases)] for x in g_all]
     h = 1e-7
     perturbed, slots = [], []
     for ci, (pa, qa, pb, qb) in enumerate(cases):
