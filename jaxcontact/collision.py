@@ -445,48 +445,57 @@ def _clip_candidates(ref, ref_size, inc, inc_size, width, tol_d, tol_u):
     """Candidate manifold points of a reference polygon against an incident polygon (P, 3) each.
 
     Returns the incident-surface points y (M, 3), the reference normal n, its plane's point c and
-    the candidates' mask (M,); M = 2P + P²."""
+    the candidates' mask (M,); M = 2P + P². Written on components, like the separating-axis test."""
     dt = ref.dtype
     k = jnp.arange(width)
-    ref_edge_ok = k < ref_size  # padded edges have zero length
-    inc_edge_ok = k < inc_size
-    n = _unit(_area_vectors(ref))
-    c = jnp.sum(jnp.where(ref_edge_ok[:, None], ref, 0.0), axis=0) / ref_size.astype(dt)
-    n_inc = _unit(_area_vectors(inc))
-    e_ref = jnp.roll(ref, -1, axis=0) - ref
-    e_inc = jnp.roll(inc, -1, axis=0) - inc
-    side_ref = jnp.cross(e_ref, n)  # outward side normals of the reference prism (unnormalised)
-    side_inc = jnp.cross(e_inc, n_inc)
-    len_ref = jnp.linalg.norm(side_ref, axis=-1)
-    len_inc = jnp.linalg.norm(side_inc, axis=-1)
+    ref_ok = k < ref_size  # padded edges have zero length
+    inc_ok = k < inc_size
+    r, q = _c(ref), _c(inc)
+    col = lambda v: _map(lambda x: x[:, None], v)
+    row = lambda v: _map(lambda x: x[None, :], v)
 
-    def inside(x, verts, side, length, ok):  # x (M, 3) → (M,)
-        d = jnp.einsum("mj,kj->mk", x, side) - jnp.sum(side * verts, axis=-1)
-        return jnp.all((d <= tol_d * length) | ~ok, axis=-1)
+    def normal(p):
+        rel = _map(lambda x: x - x[:1], p)
+        a = _map(jnp.sum, _cross(rel, _map(lambda x: jnp.roll(x, -1), rel)))
+        inv = jax.lax.rsqrt(jnp.maximum(_dot(a, a), 1e-30))
+        return _map(lambda x: x * inv, a)
+
+    n, n_inc = normal(r), normal(q)
+    c = _map(lambda x: jnp.sum(jnp.where(ref_ok, x, 0.0)) / ref_size.astype(dt), r)
+    e_ref = _sub(_map(lambda x: jnp.roll(x, -1), r), r)
+    e_inc = _sub(_map(lambda x: jnp.roll(x, -1), q), q)
+    side_ref = _cross(e_ref, n)  # outward side normals of the reference prism (unnormalised)
+    side_inc = _cross(e_inc, n_inc)
+    len_ref = jnp.sqrt(_dot(side_ref, side_ref))
+    len_inc = jnp.sqrt(_dot(side_inc, side_inc))
+    off_ref = _dot(side_ref, r)
+    off_inc = _dot(side_inc, q)
+
+    def inside(x, side, off, length, ok):  # x: components (M,) → (M,)
+        d = _dot(col(x), row(side)) - off[None, :]
+        return jnp.all((d <= tol_d * length[None, :]) | ~ok[None, :], axis=1)
 
     # 1. incident vertices inside the reference prism
-    y1 = inc
-    m1 = inc_edge_ok & inside(inc, ref, side_ref, len_ref, ref_edge_ok)
+    m1 = inc_ok & inside(q, side_ref, off_ref, len_ref, ref_ok)
     # 2. reference vertices inside the incident polygon, projected along n onto the incident plane
-    den = jnp.dot(n_inc, n)
+    den = _dot(n_inc, n)
     den_ok = den < -0.05
-    den_s = jnp.where(den_ok, den, -1.0)
-    t = (jnp.dot(n_inc, inc[0]) - ref @ n_inc) / den_s
-    y2 = ref + t[:, None] * n
-    m2 = ref_edge_ok & den_ok & inside(y2, inc, side_inc, len_inc, inc_edge_ok)
-    # 3. crossings of incident edge k (p + u e) with reference edge i's side plane, on edge i
-    num = jnp.sum(side_ref * ref, axis=-1)[None, :] - inc @ side_ref.T  # (k, i)
-    dd = e_inc @ side_ref.T
-    dd_ok = jnp.abs(dd) > 1e-12 * (len_ref[None, :] * jnp.linalg.norm(e_inc, axis=-1)[:, None]) + 1e-30
+    t = (_dot(n_inc, _map(lambda x: x[0], q)) - _dot(n_inc, r)) / jnp.where(den_ok, den, -1.0)
+    y2 = tuple(r[j] + t * n[j] for j in range(3))
+    m2 = ref_ok & den_ok & inside(y2, side_inc, off_inc, len_inc, inc_ok)
+    # 3. crossings of incident edge k (q_k + u e_k) with reference edge i's side plane, on edge i
+    num = off_ref[None, :] - _dot(col(q), row(side_ref))  # (k, i)
+    dd = _dot(col(e_inc), row(side_ref))
+    dd_ok = jnp.abs(dd) > 1e-12 * len_ref[None, :] * jnp.sqrt(_dot(e_inc, e_inc))[:, None] + 1e-30
     u = num / jnp.where(dd_ok, dd, 1.0)
-    y3 = inc[:, None, :] + u[..., None] * e_inc[:, None, :]  # (k, i, 3)
-    lr2 = jnp.sum(e_ref * e_ref, axis=-1)
-    w = jnp.einsum("kij,ij->ki", y3 - ref[None], e_ref) / jnp.where(ref_edge_ok, lr2, 1.0)[None, :]
-    m3 = (inc_edge_ok[:, None] & ref_edge_ok[None, :] & dd_ok
+    y3 = tuple(q[j][:, None] + u * e_inc[j][:, None] for j in range(3))  # (k, i)
+    lr2 = _dot(e_ref, e_ref)
+    w = _dot(_sub(y3, row(r)), row(e_ref)) / jnp.where(ref_ok, lr2, 1.0)[None, :]
+    m3 = (inc_ok[:, None] & ref_ok[None, :] & dd_ok
           & (u >= -tol_u) & (u <= 1 + tol_u) & (w >= -tol_u) & (w <= 1 + tol_u))
-    y = jnp.concatenate([y1, y2, y3.reshape(-1, 3)], axis=0)
+    y = jnp.stack([jnp.concatenate([q[j], y2[j], y3[j].reshape(-1)]) for j in range(3)], axis=-1)
     mask = jnp.concatenate([m1, m2, m3.reshape(-1)])
-    return y, n, c, mask
+    return y, jnp.stack(n), jnp.stack(c), mask
 
 
 def _reduce(x, phi, mask, n, num, tol):
