@@ -332,13 +332,16 @@ def _loss(vb, pb, qb, pa, qa, w):
 
 def test_gradients_match_central_differences(random_pairs):
     """d(Σφ + Σ w·point)/d(pos_b, quat_b, vertices_b) against central differences for a tilted face
-    stack, crossed edges and a separated pair within the margin (features fixed under ±h); finite
+    stack, crossed edges, a separated pair within the margin and a line contact on b's face (features
+    fixed under ±h); finite
     for every random pair (penetrating or separated within the margin)."""
     w = np.random.default_rng(5).normal(size=3)
     cases = [
         (np.zeros(3), ID, np.array([0.03, 0.02, 0.0995]), q([0.004, -0.003, 0.2])),
         tuple(np.asarray(x, float) for x in ANALYTIC["crossed"]),
         (np.zeros(3), ID, np.array([0.01, -0.02, 0.1035]), q([0.003, 0.006, 0.1])),
+        # a on an edge under b's slightly tilted bottom face: b's face is the reference
+        (np.zeros(3), q([np.pi / 4, 0, 0]), np.array([0.01, 0.02, H + 0.05 - 1e-3]), q([0.002, 0.001, 0.3])),
     ]
     grad = jax.jit(jax.vmap(jax.grad(_loss, argnums=(0, 1, 2, 3)), in_axes=(None, 0, 0, 0, 0, None)))
     qa_r, pb_r, qb_r = random_pairs[3]
@@ -371,24 +374,59 @@ def test_gradients_match_central_differences(random_pairs):
     fd = ((val[0::2] - val[1::2]) / (2 * h)).reshape(len(cases), 31)
     # the feature set is the same at +h and −h and at the point itself
     assert np.all(r.valid.reshape(len(cases), 62, 4) == r.valid.reshape(len(cases), 62, 4)[:, :1])
+    assert np.all(r.kind.reshape(len(cases), 62)[3] == PatchType.LINE)
     ad = np.concatenate([np.asarray(g[1]), np.asarray(g[2]), np.asarray(g[0]).reshape(len(cases), -1)], 1)
     np.testing.assert_allclose(ad, fd, atol=1e-6, rtol=1e-6)
     # separated within the margin: Σφ moves with b's height, one unit per contact
     assert np.all(np.isfinite(ad)) and np.asarray(g[1])[2, 2] == pytest.approx(4 + 4 * w[2] * 0.5, rel=1e-9)
 
 
+def near_resting_stacks(rng, n):
+    """Box b resting on box a: tilts ≤ 1 mrad, yaw and offsets random, penetration 0–50 µm."""
+    quats = np.stack([q([*rng.uniform(-1e-3, 1e-3, 2), rng.uniform(-np.pi, np.pi)]) for _ in range(n)])
+    low = np.array([np.min((V @ rot(x).T)[:, 2]) for x in quats])
+    pos = np.c_[rng.uniform(-0.03, 0.03, (n, 2)), 0.05 - low - rng.uniform(0, 5e-5, n)]
+    return pos, quats, 0.05 - low - pos[:, 2]  # depth of b's lowest corner
+
+
+def _on_bottom_face(r, pos, quats, atol):
+    """Each contact, moved by φ/2 along the normal, lies on b's bottom face and over a's top face."""
+    for i in range(len(pos)):
+        R = rot(quats[i])
+        y = r.point[i] + r.phi[i][:, None] / 2 * r.normal[i]
+        np.testing.assert_allclose((y - pos[i] - R @ [0, 0, -0.05]) @ R[:, 2], 0.0, atol=atol)
+        assert np.all(np.abs(r.point[i][:, :2]) <= 0.05 + atol)
+
+
+def test_near_resting_stacks_keep_the_face_feature():
+    """No flicker: a box resting on a box, slightly tilted, keeps a's top face as reference (normal
+    +z, four contacts on b's bottom face over a's top face, none deeper than b's lowest corner)."""
+    pos, quats, depth = near_resting_stacks(np.random.default_rng(4), 64)
+    r = run_boxes([(np.zeros(3), ID, pos[i], quats[i]) for i in range(len(pos))])
+    assert np.all(r.kind == PatchType.FACE) and np.all(r.valid)
+    np.testing.assert_allclose(r.normal, np.tile([0, 0, 1.0], (len(pos), 1)), atol=1e-15)
+    assert np.all(r.phi.min(1) >= -depth - 1e-12) and np.all(r.phi.max(1) <= 2e-4)
+    _on_bottom_face(r, pos, quats, 1e-12)
+
+
 def test_float32():
+    """The same in float32 (one program): the analytic stack and the near-resting stacks."""
     v32 = jnp.asarray(V, jnp.float32)
-    qb = jnp.asarray(q([0, 0, 0.3]), jnp.float32)
-    f = jax.jit(lambda pb: collision.hull_hull(v32, TB, jnp.zeros(3, jnp.float32), jnp.asarray(ID, jnp.float32),
-                                               v32, TB, pb, qb))
-    r = f(jnp.asarray([0.03, 0.02, 0.099], jnp.float32))
+    f = jax.jit(jax.vmap(lambda pb, qb: collision.hull_hull(v32, TB, jnp.zeros(3, jnp.float32),
+                                                            jnp.asarray(ID, jnp.float32), v32, TB, pb, qb)))
+    pos, quats, depth = near_resting_stacks(np.random.default_rng(4), 64)
+    pos = np.vstack([[0.03, 0.02, 0.099], pos])
+    quats = np.vstack([q([0, 0, 0.3]), quats])
+    r = f(jnp.asarray(pos, jnp.float32), jnp.asarray(quats, jnp.float32))
     assert r.phi.dtype == jnp.float32 and r.point.dtype == jnp.float32
-    assert int(r.kind) == PatchType.FACE and bool(r.valid.all())
-    np.testing.assert_allclose(np.asarray(r.phi), -1e-3, atol=2e-7)
-    np.testing.assert_allclose(np.asarray(r.normal), [0, 0, 1], atol=1e-6)
-    r64 = run_boxes([(np.zeros(3), ID, [0.03, 0.02, 0.099], q([0, 0, 0.3]))])
-    np.testing.assert_allclose(np.sort(np.asarray(r.point), 0), np.sort(r64.point[0], 0), atol=1e-6)
+    r = jax.tree_util.tree_map(np.asarray, r)
+    assert np.all(r.kind == PatchType.FACE) and np.all(r.valid)
+    np.testing.assert_allclose(r.phi[0], -1e-3, atol=2e-7)
+    np.testing.assert_allclose(r.normal, np.tile([0, 0, 1.0], (len(pos), 1)), atol=1e-6)
+    assert np.all(r.phi[1:].min(1) >= -depth - 2e-7)
+    _on_bottom_face(jax.tree_util.tree_map(lambda x: x[1:].astype(float), r), pos[1:], quats[1:], 2e-7)
+    r64 = run_boxes([(np.zeros(3), ID, pos[0], quats[0])])
+    np.testing.assert_allclose(np.sort(r.point[0], 0), np.sort(r64.point[0], 0), atol=1e-6)
 
 
 def test_sat_separation_gauss_map_edge_test_matches_brute_force():
