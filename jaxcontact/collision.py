@@ -11,7 +11,7 @@ Test between Convex Polyhedra", GDC 2013; "Robust Contact Creation for Physics S
    form; or every pair of edge *directions* (parallel edges share one: a box has 3) with the
    support of both vertex sets along its cross product (box–box: 9 axes instead of 144 edge
    pairs). The axis of largest separation wins, with a bias (``FACE_B_BIAS``,
-   ``EDGE_BIAS``: a relative plus an absolute part, the absolute one relative to the bodies' size)
+   ``EDGE_BIAS``: a relative plus an absolute part, the absolute one relative to the smaller body)
    that prefers a face of ``a`` over a face of ``b`` and faces over edges, so resting face–face
    contact does not flicker between features.
 2. **Face axis.** The face is the reference face; the incident face is the other body's face most
@@ -57,13 +57,13 @@ from .rotations import quat_to_mat
 from .types import PatchType
 
 # The separating axis of a face of b must beat a's best face by this much (relative part times the
-# |separation| plus absolute part times the size of the larger body) to be chosen; an edge axis
-# must beat the best face likewise with EDGE_BIAS.
+# |separation| plus absolute part times the size of the smaller body, its largest vertex radius) to
+# be chosen; an edge axis must beat the best face likewise with EDGE_BIAS.
 FACE_B_BIAS = (0.02, 1e-3)
 EDGE_BIAS = (0.05, 1e-3)
 # Edge pairs whose sine of angle is below this are skipped (their axis is a face axis's).
 PARALLEL_SINE = 1e-3
-# Two manifold points closer than this (times the size of the larger body) are the same point; a
+# Two manifold points closer than this (times the size of the smaller body) are the same point; a
 # third point this close to the line of the first two makes a line, not a face.
 POINT_TOL = 1e-5
 DEFAULT_MARGIN = 0.005  # m: separated pairs closer than this get speculative contacts
@@ -593,7 +593,7 @@ def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, n
     wa_s, wb_s = sg(wa), sg(wb)
 
     # --- discrete choices, no gradient ---
-    size = jnp.maximum(jnp.max(jnp.linalg.norm(sg(verts_a)[s["va"]].astype(dt), axis=-1)),
+    size = jnp.minimum(jnp.max(jnp.linalg.norm(sg(verts_a)[s["va"]].astype(dt), axis=-1)),
                        jnp.max(jnp.linalg.norm(sg(verts_b)[s["vb"]].astype(dt), axis=-1)))
     na, nb, sep_a, sep_b, best_e, ka, kb = _sat(sg(verts_a).astype(dt), sg(quat_to_mat(quat_a.astype(dt))),
                                                 sg(pos_a).astype(dt), sg(verts_b).astype(dt),
