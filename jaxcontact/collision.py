@@ -315,9 +315,10 @@ def _static(topo_a: HullTopology, topo_b: HullTopology):
         ca=topo_a.class_edges, cb=topo_b.class_edges,
         vca=topo_a.vertex_class_edge, vcb=topo_b.vertex_class_edge,
         # edge axes by the support of every pair of edge directions when that is cheaper than
-        # Gregorius' per-edge-pair test (boxes: 9 axes instead of 144 edge pairs)
+        # Gregorius' per-edge-pair test (boxes: 9 axes instead of 144 edge pairs). Measured on a CPU
+        # (float32, vmapped): one edge pair of the test costs about 4 axis-vertex projections.
         support=topo_a.num_classes * topo_b.num_classes * (len(topo_a.vertices) + len(topo_b.vertices) + 3)
-        < 12 * len(topo_a.edges) * len(topo_b.edges),
+        < 4 * len(topo_a.edges) * len(topo_b.edges),
     )
 
 
