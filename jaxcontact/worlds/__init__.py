@@ -2,7 +2,7 @@
 (``scene``: the static description; ``step``: the step, rollouts; ``scenes``: ready-made worlds)."""
 
 from .scene import Scene, make_scene, stack_bodies
-from .step import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
+from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
 
 __all__ = ["Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
            "rollout", "stack_bodies", "step", "step_with_info", "validate"]

@@ -31,7 +31,8 @@ class Scene:
     topologies: one ``collision.HullTopology`` per body (faces and edges of its hull).
     pairs: the body–body pairs (a, b), a < b, whose contacts are resolved (all pairs minus the
     excluded ones by default). ground: whether the ground plane is part of the world.
-    pair_contacts: contacts kept per body–body pair (the manifold is reduced to this many points).
+    ground_contacts: each body's closest vertices against the ground (at most ``Model.max_contacts``;
+    4 hold a face at rest). pair_contacts: contacts kept per body–body pair (the manifold is reduced to this many points).
     margin: speculative distance (m): pairs closer than this report contacts with their true signed
     distance (φ > 0), so a contact is in the problem one step before the surfaces meet, and its
     φ has a gradient.
@@ -42,6 +43,7 @@ class Scene:
     ground: bool = True
     pair_contacts: int = 4
     margin: float = 0.002
+    ground_contacts: int = 4
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -52,9 +54,10 @@ class Scene:
                 raise ValueError(f"Scene.pairs: ({a}, {b}) is not a pair of distinct bodies a < b of 0..{n - 1}")
         if len(set(self.pairs)) != len(self.pairs):
             raise ValueError("Scene.pairs: a pair is listed twice")
-        pc = self.pair_contacts
-        if not isinstance(pc, numbers.Integral) or isinstance(pc, bool) or pc < 1:
-            raise ValueError(f"Scene.pair_contacts must be an int >= 1, got {pc!r}")
+        for name in ("pair_contacts", "ground_contacts"):
+            pc = getattr(self, name)
+            if not isinstance(pc, numbers.Integral) or isinstance(pc, bool) or pc < 1:
+                raise ValueError(f"Scene.{name} must be an int >= 1, got {pc!r}")
         if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
 
@@ -96,7 +99,7 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
-               pair_contacts: int = 4, margin: float = 0.002):
+               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order). Each body's hull topology is computed here from
@@ -122,7 +125,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     drop = {tuple(sorted(p)) for p in exclude}
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
-                 margin=margin), stacked
+                 margin=margin, ground_contacts=ground_contacts), stacked
 
 
 __all__ = ["Scene", "make_scene", "stack_bodies"]

@@ -94,14 +94,18 @@ def _per_body(fn, params: Params, *batched):
 
 
 def ground_contacts(model, scene: Scene, params: Params, state: State):
-    """Every body's ``model.num_contacts`` closest vertices against the ground:
+    """Every body's ``scene.ground_contacts`` closest vertices against the ground (at most
+    ``model.max_contacts``), those within the margin in the problem:
     (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
     N = scene.num_bodies
-    Cg = model.num_contacts(_body(params, 0))
+    Cg = min(model.num_contacts(_body(params, 0)), scene.ground_contacts)
     con = _per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg), params, state)
     rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
     bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
-    return rows, con.phi.reshape(-1), con.valid.reshape(-1), bodies
+    valid = con.valid
+    if N > 1:  # candidates beyond the margin stay out of the problem (a single body keeps all, as dynamics does)
+        valid = valid & (con.phi <= scene.margin)
+    return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 
 def _pair_rows(state_a, state_b, pc: collision.PairContacts):
