@@ -284,12 +284,6 @@ def _argmin(x):
     return _argmax(-x)
 
 
-def _area_vectors(poly):
-    """Twice the area vector of polygons (..., P, 3) padded with their first vertex (Newell)."""
-    rel = poly - poly[..., :1, :]
-    return jnp.sum(jnp.cross(rel, jnp.roll(rel, -1, axis=-2)), axis=-2)
-
-
 def _world(verts, pos, quat):
     return pos + verts @ quat_to_mat(quat).T
 

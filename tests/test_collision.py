@@ -27,25 +27,37 @@ def rot(quat):
     return np.asarray(quat_to_mat(jnp.asarray(quat)))
 
 
-# one compiled program for every box–box case: vertices of b are an argument (gradient checks)
+W = np.random.default_rng(5).normal(size=3)  # weights of the points in the gradient checks' loss
+
+
+def _loss(pa, qa, vb, pb, qb):
+    r = collision.hull_hull(jnp.asarray(V), TB, pa, qa, vb, TB, pb, qb)
+    return jnp.sum(jnp.where(r.valid, r.phi, 0.0)) + jnp.sum(jnp.where(r.valid[:, None], r.point * W, 0.0)), r
+
+
+# one compiled program for every box–box case: the contacts and the gradient of Σφ + Σ W·point with
+# respect to pos_a, vertices_b, pos_b, quat_b (b's vertices are an argument for the gradient checks)
 @jax.jit
 @jax.vmap
 def box_pair(pa, qa, vb, pb, qb):
-    return collision.hull_hull(jnp.asarray(V), TB, pa, qa, vb, TB, pb, qb)
+    (_, r), g = jax.value_and_grad(_loss, argnums=(0, 2, 3, 4), has_aux=True)(pa, qa, vb, pb, qb)
+    return r, g
 
 
 N = 384  # the batch of every call of box_pair (one shape, one compilation)
 
 
-def run_boxes(cases):
-    """cases: list of (pa, qa, pb, qb[, vb]) → PairContacts as numpy, padded to the batch N."""
+def run_boxes(cases, with_grad=False):
+    """cases: list of (pa, qa, pb, qb[, vb]) → PairContacts as numpy (and the gradients), padded to
+    the batch N."""
     n = len(cases)
     assert n <= N
     cols = [np.stack([np.asarray(c[i], float) for c in cases]) for i in range(4)]
     vb = np.stack([np.asarray(c[4] if len(c) > 4 else V, float) for c in cases])
     pad = lambda x: np.concatenate([x, np.repeat(x[:1], N - n, 0)])
-    r = box_pair(pad(cols[0]), pad(cols[1]), pad(vb), pad(cols[2]), pad(cols[3]))
-    return jax.tree_util.tree_map(lambda x: np.asarray(x)[:n], r)
+    out = box_pair(pad(cols[0]), pad(cols[1]), pad(vb), pad(cols[2]), pad(cols[3]))
+    r, g = jax.tree_util.tree_map(lambda x: np.asarray(x)[:n], out)
+    return (r, g) if with_grad else r
 
 
 def tilt_on_edge(ang=np.pi / 6, y=0.01, depth=1e-3):
@@ -325,17 +337,10 @@ def test_box_against_prism_and_hull_matches_brute_force(other):
 # ---------------------------------------------------------------- gradients
 
 
-def _loss(vb, pb, qb, pa, qa, w):
-    r = collision.hull_hull(jnp.asarray(V), TB, pa, qa, vb, TB, pb, qb)
-    return jnp.sum(jnp.where(r.valid, r.phi, 0.0)) + jnp.sum(jnp.where(r.valid[:, None], r.point * w, 0.0))
-
-
 def test_gradients_match_central_differences(random_pairs):
     """d(Σφ + Σ w·point)/d(pos_b, quat_b, vertices_b) against central differences for a tilted face
     stack, crossed edges, a separated pair within the margin and a line contact on b's face (features
-    fixed under ±h); finite
-    for every random pair (penetrating or separated within the margin)."""
-    w = np.random.default_rng(5).normal(size=3)
+    fixed under ±h); finite for every random pair (penetrating or separated within the margin)."""
     cases = [
         (np.zeros(3), ID, np.array([0.03, 0.02, 0.0995]), q([0.004, -0.003, 0.2])),
         tuple(np.asarray(x, float) for x in ANALYTIC["crossed"]),
@@ -343,21 +348,19 @@ def test_gradients_match_central_differences(random_pairs):
         # a on an edge under b's slightly tilted bottom face: b's face is the reference
         (np.zeros(3), q([np.pi / 4, 0, 0]), np.array([0.01, 0.02, H + 0.05 - 1e-3]), q([0.002, 0.001, 0.3])),
     ]
-    grad = jax.jit(jax.vmap(jax.grad(_loss, argnums=(0, 1, 2, 3)), in_axes=(None, 0, 0, 0, 0, None)))
     qa_r, pb_r, qb_r = random_pairs[3]
-    stacked = [np.concatenate([np.stack([np.asarray(c[i], float) for c in cases]), extra])
-               for i, extra in ((2, pb_r), (3, qb_r), (0, np.zeros_like(pb_r)), (1, qa_r))]
-    g_all = grad(jnp.asarray(V), *[jnp.asarray(x) for x in stacked], jnp.asarray(w))
-    assert all(np.all(np.isfinite(np.asarray(x))) for x in g_all)
+    z = np.zeros(3)
+    m = len(cases)
+    _, (d_pa, d_vb, d_pb, d_qb) = run_boxes(cases + [(z, qa_r[i], pb_r[i], qb_r[i]) for i in range(len(pb_r))],
+                                             with_grad=True)
+    assert all(np.all(np.isfinite(x)) for x in (d_pa, d_vb, d_pb, d_qb))
     # moving both bodies by δ moves every point by δ and no φ: ∂/∂pos_a + ∂/∂pos_b = (valid count) w
-    count = np.concatenate([np.zeros(len(cases)), random_pairs[0].valid.sum(1)])
-    np.testing.assert_allclose((np.asarray(g_all[1]) + np.asarray(g_all[3]))[len(cases):],
-                               count[len(cases):, None] * w, atol=1e-9)
-    assert np.all(np.abs(np.asarray(g_all[1]))[len(cases):][count[len(cases):] > 0].max(1) > 0.1)
-    g = [np.asarray(x)[: len(cases)] for x in g_all]
+    count = random_pairs[0].valid.sum(1)
+    np.testing.assert_allclose((d_pa + d_pb)[m:], count[:, None] * W, atol=1e-9)
+    assert np.all(np.abs(d_pb[m:][count > 0]).max(1) > 0.1)
     h = 1e-7
-    perturbed, slots = [], []
-    for ci, (pa, qa, pb, qb) in enumerate(cases):
+    perturbed = []
+    for pa, qa, pb, qb in cases:
         for which, size in (("p", 3), ("q", 4), ("v", 24)):
             for k in range(size):
                 for sgn in (1, -1):
@@ -370,15 +373,15 @@ def test_gradients_match_central_differences(random_pairs):
                         v2.reshape(-1)[k] += sgn * h
                     perturbed.append((pa, qa, p2, q2, v2))
     r = run_boxes(perturbed)
-    val = np.sum(np.where(r.valid, r.phi, 0.0), 1) + np.sum(np.where(r.valid[..., None], r.point * w, 0.0), (1, 2))
-    fd = ((val[0::2] - val[1::2]) / (2 * h)).reshape(len(cases), 31)
+    val = np.sum(np.where(r.valid, r.phi, 0.0), 1) + np.sum(np.where(r.valid[..., None], r.point * W, 0.0), (1, 2))
+    fd = ((val[0::2] - val[1::2]) / (2 * h)).reshape(m, 31)
     # the feature set is the same at +h and −h and at the point itself
-    assert np.all(r.valid.reshape(len(cases), 62, 4) == r.valid.reshape(len(cases), 62, 4)[:, :1])
-    assert np.all(r.kind.reshape(len(cases), 62)[3] == PatchType.LINE)
-    ad = np.concatenate([np.asarray(g[1]), np.asarray(g[2]), np.asarray(g[0]).reshape(len(cases), -1)], 1)
+    assert np.all(r.valid.reshape(m, 62, 4) == r.valid.reshape(m, 62, 4)[:, :1])
+    assert np.all(r.kind.reshape(m, 62)[3] == PatchType.LINE)
+    ad = np.concatenate([d_pb[:m], d_qb[:m], d_vb[:m].reshape(m, -1)], 1)
     np.testing.assert_allclose(ad, fd, atol=1e-6, rtol=1e-6)
     # separated within the margin: Σφ moves with b's height, one unit per contact
-    assert np.all(np.isfinite(ad)) and np.asarray(g[1])[2, 2] == pytest.approx(4 + 4 * w[2] * 0.5, rel=1e-9)
+    assert d_pb[2, 2] == pytest.approx(4 + 4 * W[2] * 0.5, rel=1e-9)
 
 
 def near_resting_stacks(rng, n):
