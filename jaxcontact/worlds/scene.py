@@ -44,6 +44,7 @@ class Scene:
     pair_contacts: int = 4
     margin: float = 0.002
     ground_contacts: int = 4
+    softness: float = 1e-2
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -58,6 +59,8 @@ class Scene:
             pc = getattr(self, name)
             if not isinstance(pc, numbers.Integral) or isinstance(pc, bool) or pc < 1:
                 raise ValueError(f"Scene.{name} must be an int >= 1, got {pc!r}")
+        if not (isinstance(self.softness, numbers.Real) and 0 <= self.softness < 1):
+            raise ValueError(f"Scene.softness must be a number in [0, 1), got {self.softness!r}")
         if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
 
@@ -99,7 +102,7 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
-               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4):
+               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order). Each body's hull topology is computed here from
@@ -125,7 +128,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     drop = {tuple(sorted(p)) for p in exclude}
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
-                 margin=margin, ground_contacts=ground_contacts), stacked
+                 margin=margin, ground_contacts=ground_contacts, softness=softness), stacked
 
 
 __all__ = ["Scene", "make_scene", "stack_bodies"]
