@@ -116,8 +116,8 @@ def main(argv=None):
     b = st["jaxcontact_float32"].get("batch")
     mb = st["mujoco_pyramidal_batch"]
     text = (f"# Worlds: the {args.boxes}-box stack for {args.seconds:g} s\n\n"
-            f"Command: `python -m benchmarks.worlds {' '.join(argv or [])}`\n\n{md_machine(info)}\n\n"
-            + md_table(["engine", "top box moved (mm)", "sank (mm)", "box-steps/s (1 world)", "compile (s)"], rows)
+            f"{md_machine(info)}\n\n"
+            + md_table(["engine", "top box moved (mm)", "sank (mm)", "box-steps/s (1 world)", "first call minus second (s)"], rows)
             + (f"\n\nBatched, 500 steps (1 s for MuJoCo): jaxcontact float32 {b['worlds']} worlds "
                f"{b['box_steps_per_s']:.0f} box-steps/s; MuJoCo C pyramidal {mb['worlds']} worlds on 1 thread "
                f"{mb['box_steps_per_s']:.0f} box-steps/s.\n" if b else "\n"))
