@@ -84,6 +84,35 @@ def from_jacobians(jac, phi, valid, mobility, v_free, dt: float) -> ContactProbl
     )
 
 
+def block_diag(blocks) -> jnp.ndarray:
+    """Block-diagonal matrix of a stacked (n, r, c) array of equal-shape blocks: the mobility W of
+    n free bodies from their (n, 6, 6) inverse mass matrices."""
+    blocks = jnp.asarray(blocks)
+    n, r, c = blocks.shape
+    eye = jnp.eye(n, dtype=blocks.dtype)
+    return jnp.einsum("lij,lm->limj", blocks, eye).reshape(n * r, n * c)
+
+
+def from_body_rows(rows, bodies, phi, valid, mobility_blocks, v_free, dt: float) -> ContactProblem:
+    """A problem of contacts between the free bodies of a world (and its ground).
+
+    rows: (C, 2, d, 6) each contact's rows [normal, tangents...] on its two bodies, signed so that
+    their sum applied to the two bodies' generalised velocities is the *relative* velocity (body
+    b's minus body a's; the normal points from a to b, so a positive normal velocity separates).
+    bodies: (C, 2) static integer array of the two bodies' indices, −1 for the ground (no rows).
+    mobility_blocks: (N, 6, 6) every body's M⁻¹; v_free: (N, 6) free velocities. The stacked J is
+    (C·d, 6N) and W block-diagonal, so A = J W Jᵀ couples exactly the contacts that share a body."""
+    bodies = np.asarray(bodies)
+    C, _, d, nv = rows.shape
+    N = mobility_blocks.shape[0]
+    onehot = np.zeros((C, 2, N), dtype=np.float64)
+    for side in range(2):
+        real = bodies[:, side] >= 0
+        onehot[np.nonzero(real)[0], side, bodies[real, side]] = 1.0
+    jac = jnp.einsum("csdk,csn->cdnk", rows, jnp.asarray(onehot, rows.dtype)).reshape(C, d, N * nv)
+    return from_jacobians(jac, phi, valid, block_diag(mobility_blocks), v_free.reshape(-1), dt)
+
+
 def rigid_body(model, params, state, v_free, friction: bool = True):
     """(problem, candidates) for ``params.body``'s ``model.num_contacts`` closest vertices against
     ``params.ground``; ``friction=False`` keeps only the normal rows."""
@@ -192,6 +221,8 @@ def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolu
 
 
 __all__ = [
+    "block_diag",
+    "from_body_rows",
     "ContactProblem",
     "ContactSolution",
     "empty_info",

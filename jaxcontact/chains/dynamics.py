@@ -34,13 +34,13 @@ import jax.numpy as jnp
 from flax import struct
 
 from .. import contact, geometry
+from ..contact import block_diag
 from ..dynamics import accumulate, empty_summary, full_precision, integrate, solver_failed, warn_nonfinite
 from ..types import Flags, Params, State
 from ..validation import broken_rules, check_steps, is_concrete
 from .model import (
     ChainModel,
     ChainParams,
-    block_diag,
     constrained_free_motion,
     free_velocities,
     mass_matrix_inverse,

@@ -29,6 +29,7 @@ import numpy as np
 from flax import struct
 
 from .. import geometry, shapes
+from ..contact import block_diag
 from ..dynamics import free_velocity
 from ..laws.coulomb import CoulombLCP, CoulombParams
 from ..rotations import quat_to_mat
@@ -272,14 +273,6 @@ def free_velocities(model: ChainModel, params: ChainParams, state: State) -> jnp
     """(n, 6) velocity of every link after gravity (and gyroscopics) alone."""
     m = model.link_model()
     return jax.vmap(lambda b, s: free_velocity(m, Params(body=b, ground=params.ground, law=None), s))(params.links, state)
-
-
-def block_diag(blocks) -> jnp.ndarray:
-    """Block-diagonal matrix of a stacked (n, r, c) array of equal-shape blocks."""
-    blocks = jnp.asarray(blocks)
-    n, r, c = blocks.shape
-    eye = jnp.eye(n, dtype=blocks.dtype)
-    return jnp.einsum("lij,lm->limj", blocks, eye).reshape(n * r, n * c)
 
 
 def mass_matrix_inverse(params: ChainParams, state: State, links) -> jnp.ndarray:

@@ -159,44 +159,58 @@ def relaxed_velocity_scale(length: float, model) -> float:
 
 def restitution_switch(model, params: Params, state: AnyState, prob: contact.ContactProblem, con, threshold: float,
                        form: str = "velocity", blend=None):
-    """The normal-row target of the Coulomb laws: −φ/h (``prob.target``), raised to the bounce
-    target for contacts that approach faster than ``threshold`` (m/s) and close within this step
-    at the pre-step speed (Newton restitution, ε = ``params.law.restitution``).
-
-    form: "velocity" (bounce target −ε v⁻, switched on where φ + h v⁻ ≤ patch_tol) or "position"
-    (−ε v⁻ − (1 + ε) φ/h, switched on where φ + h v⁻ ≤ 0, where it equals −φ/h: continuous in φ).
-    blend: None for the hard switch, or ``(velocity, length)`` — the switch blended by sigmoids over
-    that approach speed (m/s) and closing distance (m). Returns ``(hard, blended)`` (blended None
-    without ``blend``): ``CoulombLCP`` keeps the hard value and, in its relaxed gradient mode, the
-    blended derivative; ``RelaxedCoulomb`` uses the blended value."""
-    eps = jnp.clip(params.law.restitution, 0.0, 1.0)
+    """The normal-row target of the Coulomb laws for one body's candidates ``con``:
+    ``bounce_target`` at their pre-step normal velocities J_n v⁻, with ε = ``params.law.restitution``."""
     vn_pre = con.jac[:, 0, :] @ state.generalized_velocity()
+    return bounce_target(model, params.law.restitution, vn_pre, con.phi, prob.target, threshold, form, blend)
+
+
+def bounce_target(model, restitution, vn_pre, phi, target, threshold: float, form: str = "velocity", blend=None):
+    """The normal-row target of the Coulomb laws: ``target`` (−φ/h, capped), raised to the bounce
+    target for contacts that approach faster than ``threshold`` (m/s) and close within this step
+    at the pre-step speed (Newton restitution with coefficient ``restitution``).
+
+    vn_pre: (C,) pre-step normal velocity of each contact (relative, for two bodies; m/s); phi:
+    (C,) signed distances. form: "velocity" (bounce target −ε v⁻, switched on where
+    φ + h v⁻ ≤ patch_tol) or "position" (−ε v⁻ − (1 + ε) φ/h, switched on where φ + h v⁻ ≤ 0,
+    where it equals −φ/h: continuous in φ). blend: None for the hard switch, or
+    ``(velocity, length)`` — the switch blended by sigmoids over that approach speed (m/s) and
+    closing distance (m). Returns ``(hard, blended)`` (blended None without ``blend``):
+    ``CoulombLCP`` keeps the hard value and, in its relaxed gradient mode, the blended
+    derivative; ``RelaxedCoulomb`` uses the blended value."""
+    eps = jnp.clip(restitution, 0.0, 1.0)
     if form == "position":
         # position-consistent: reach the ground within the step, leave at ε|v⁻|; switched on
         # where it equals −φ/h (φ + h v⁻ = 0), so continuous in φ
-        closing = (vn_pre < -threshold) & (con.phi + model.dt * vn_pre <= 0.0)
-        bounce_target = -eps * vn_pre - (1.0 + eps) * con.phi / model.dt
+        closing = (vn_pre < -threshold) & (phi + model.dt * vn_pre <= 0.0)
+        bounce = -eps * vn_pre - (1.0 + eps) * phi / model.dt
     else:
-        closing = (vn_pre < -threshold) & (con.phi + model.dt * vn_pre <= model.patch_tol)
-        bounce_target = -eps * vn_pre
-    bounce = closing & (eps > 0)
-    hard = jnp.where(bounce, jnp.maximum(prob.target, bounce_target), prob.target)
+        closing = (vn_pre < -threshold) & (phi + model.dt * vn_pre <= model.patch_tol)
+        bounce = -eps * vn_pre
+    on = closing & (eps > 0)
+    hard = jnp.where(on, jnp.maximum(target, bounce), target)
     if blend is None:
         return hard, None
     velocity, length = blend
-    gap = con.phi + model.dt * vn_pre - (0.0 if form == "position" else model.patch_tol)
+    gap = phi + model.dt * vn_pre - (0.0 if form == "position" else model.patch_tol)
     w = jax.nn.sigmoid((-threshold - vn_pre) / velocity) * jax.nn.sigmoid(-gap / length) * (eps > 0)
-    return hard, prob.target + w * jnp.maximum(bounce_target - prob.target, 0.0)
+    return hard, target + w * jnp.maximum(bounce - target, 0.0)
 
 
 def normal_target(law: CoulombLCP, model, params: Params, state: AnyState, prob: contact.ContactProblem, con):
-    """``CoulombLCP``'s normal-row target: ``restitution_switch`` in the law's form, hard; in the
+    """``CoulombLCP``'s normal-row target for one body's candidates (``normal_target_at``)."""
+    vn_pre = con.jac[:, 0, :] @ state.generalized_velocity()
+    return normal_target_at(law, model, params.law.restitution, vn_pre, con.phi, prob.target)
+
+
+def normal_target_at(law: CoulombLCP, model, restitution, vn_pre, phi, target):
+    """``CoulombLCP``'s normal-row target: ``bounce_target`` in the law's form, hard; in the
     relaxed gradient mode the same value with the derivative of the switch blended over the law's
     smoothing length ℓ in closing distance and its velocity scale √(g ℓ) in approach speed."""
     relaxed = law.gradient == "relaxed"
     blend = (relaxed_velocity_scale(law.smoothing_length, model), law.smoothing_length) if relaxed else None
-    hard, soft = restitution_switch(model, params, state, prob, con, law.restitution_threshold,
-                                    law.restitution_target, blend)
+    hard, soft = bounce_target(model, restitution, vn_pre, phi, target, law.restitution_threshold,
+                               law.restitution_target, blend)
     if soft is None:
         return hard
     return hard + (soft - jax.lax.stop_gradient(soft))

@@ -1,0 +1,10 @@
+"""Worlds of many convex bodies touching each other and the ground, in one hard contact problem
+(``scene``: the static description; ``step``: the step, rollouts; ``scenes``: ready-made worlds)."""
+
+from . import scenes
+from .scenes import DEFAULT_LAW, model
+from .scene import Scene, make_scene, stack_bodies
+from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
+
+__all__ = ["DEFAULT_LAW", "model", "scenes", "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
+           "rollout", "stack_bodies", "step", "step_with_info", "validate"]

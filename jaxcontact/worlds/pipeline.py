@@ -1,0 +1,436 @@
+"""The step of a world of many bodies: every contact (body–ground and body–body) in one LCP.
+
+A recipe of pure stages over the stacked bodies (leading body axis N):
+
+0. ``depenetrate`` each body out of the ground (as a single body's step; position only);
+1. free velocities v¹ of every body (``dynamics.free_velocity``, vmapped);
+2. ``collide``: the body–ground candidates of every body (``geometry.contact_candidates``) and
+   the manifold of every body–body pair of the scene (``collision.hull_hull``), as rows on the
+   contact's two bodies;
+3. the one contact problem (``contact.from_body_rows``: J over the 6N generalised velocities,
+   W block-diagonal), its normal target raised for restitution from the *relative* normal
+   velocity (``laws.coulomb.normal_target_at``), solved by ``contact.solve`` (projected
+   Gauss–Seidel, implicit gradients);
+4. v⁺ = v¹ + M⁻¹ p per body, every body integrated (``dynamics.integrate``), and the step's
+   ``Flags`` (invalid input on any body, non-finite output, penetration projected, solver).
+
+A one-body world without pairs takes the single body's step (``dynamics``) to round-off. The law must be ``CoulombLCP`` (or
+``NoContact``) once the scene has body–body pairs: the learned laws (dacm, PDD, ContactNets,
+E2E) describe a body against the ground only and are refused before compiling.
+
+Friction (one material per world): body–ground contacts use the law's (μ₁, μ₂) along the ground
+tangents, exactly as a single body; body–body contacts use μ₁ isotropically (anisotropy is
+defined against the ground's tangents only). Restitution: the law's ε on every contact, applied
+to the relative normal velocity of the contact's two bodies.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from .. import collision, contact, dynamics, geometry
+from ..laws import CoulombLCP, NoContact
+from ..laws.coulomb import normal_target_at
+from ..rotations import quat_to_mat
+from ..types import Flags, Params, State, Summary
+from ..validation import (
+    broken_rules,
+    check_steps,
+    is_concrete,
+    validate_body,
+    validate_ground,
+    validate_law_params,
+    validate_state,
+)
+from .scene import Scene
+
+
+@struct.dataclass
+class WorldInfo:
+    """Per step of a world: ``impulse`` (N, 6) contact impulse per body (world force, body torque
+    impulse); ``phi_ground`` (N, Cg) the body–ground candidates' signed distances; ``pair_phi``
+    (P, n) and ``pair_kind`` (P,) (``PatchType``) of every body–body pair; the contact solve's
+    ``residual`` (m/s) and ``iterations``; ``flags``/``invalid`` as a single body's
+    ``ContactInfo`` (OR over the bodies)."""
+
+    impulse: jnp.ndarray
+    phi_ground: jnp.ndarray
+    pair_phi: jnp.ndarray
+    pair_kind: jnp.ndarray
+    residual: jnp.ndarray
+    iterations: jnp.ndarray
+    flags: jnp.ndarray = 0
+    invalid: jnp.ndarray = 0
+
+
+@struct.dataclass
+class WorldContacts:
+    """Every contact of a world at one state: ``rows`` (C, 2, 3, 6) on the two bodies of each
+    contact (signed: their sum is the relative velocity, normal first), ``phi`` (C,), ``valid``
+    (C,); ``bodies`` (C, 2) the static body indices (−1: the ground); ``num_ground`` the first
+    contacts that are body–ground (Cg per body, body-major); the rest are the pairs', ``n`` per
+    pair in the scene's order. ``pair_kind`` (P,)."""
+
+    rows: jnp.ndarray
+    phi: jnp.ndarray
+    valid: jnp.ndarray
+    pair_kind: jnp.ndarray
+    bodies: np.ndarray = struct.field(pytree_node=False)
+    num_ground: int = struct.field(pytree_node=False)
+
+
+def _body(params: Params, i):
+    return jax.tree_util.tree_map(lambda x: x[i], params.body)
+
+
+def _per_body(fn, params: Params, *batched):
+    """``fn(Params of one body, *one body's args)`` vmapped over the bodies."""
+    return jax.vmap(lambda b, *a: fn(Params(body=b, ground=params.ground, law=params.law), *a))(params.body, *batched)
+
+
+def ground_contacts(model, scene: Scene, params: Params, state: State):
+    """Every body's ``scene.ground_contacts`` closest vertices against the ground (at most
+    ``model.max_contacts``), those within the margin in the problem:
+    (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
+    N = scene.num_bodies
+    Cg = num_ground_contacts(model, scene, params)
+    con = _per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg), params, state)
+    rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
+    bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
+    valid = con.valid
+    if N > 1:  # candidates beyond the margin stay out of the problem (a single body keeps all, as dynamics does)
+        valid = valid & (con.phi <= scene.margin)
+    return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
+
+
+def _pair_rows(state_a, state_b, pc: collision.PairContacts):
+    """Rows (n, 2, 3, 6) of a pair's contacts: −(rows on a), rows on b, along [normal, tangents]."""
+    dirs = jnp.concatenate([pc.normal[None], geometry.tangent_basis(pc.normal)], axis=0)
+
+    def on(s, p):
+        r = (p - s.pos) @ quat_to_mat(s.quat)  # body frame: Rᵀ(p − x)
+        return geometry.point_jacobian(s, r, dirs)
+
+    ra = jax.vmap(lambda p: on(state_a, p))(pc.point)
+    rb = jax.vmap(lambda p: on(state_b, p))(pc.point)
+    return jnp.stack([-ra, rb], axis=1)
+
+
+def pair_contacts(scene: Scene, params: Params, state: State):
+    """Every body–body pair's manifold (``collision.hull_hull``), one vmap per topology pair:
+    (rows (P·n, 2, 3, 6), phi, valid, bodies (P·n, 2), kind (P,))."""
+    n = scene.pair_contacts
+    P = scene.num_pairs
+    dtype = state.pos.dtype
+    rows = jnp.zeros((P, n, 2, 3, 6), dtype)
+    phi = jnp.zeros((P, n), dtype)
+    valid = jnp.zeros((P, n), bool)
+    kind = jnp.zeros((P,), jnp.int32)
+    for ta, tb, ks in scene.pair_groups():
+        ia = np.array([scene.pairs[k][0] for k in ks])
+        ib = np.array([scene.pairs[k][1] for k in ks])
+        sa = jax.tree_util.tree_map(lambda x: x[ia], state)
+        sb = jax.tree_util.tree_map(lambda x: x[ib], state)
+        va, vb = params.body.vertices[ia], params.body.vertices[ib]
+
+        def one(va, sa, vb, sb):
+            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=scene.margin)
+            return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
+
+        r, f, v, k = jax.vmap(one)(va, sa, vb, sb)
+        idx = np.asarray(ks)
+        rows, phi, valid, kind = rows.at[idx].set(r), phi.at[idx].set(f), valid.at[idx].set(v), kind.at[idx].set(k)
+    bodies = np.repeat(np.asarray(scene.pairs, dtype=int).reshape(P, 2), n, axis=0)
+    return rows.reshape(P * n, 2, 3, 6), phi.reshape(-1), valid.reshape(-1), bodies, kind
+
+
+def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
+    """The world's contacts at ``state``: body–ground (if the scene has the ground) then body–body."""
+    parts = []
+    if scene.ground:
+        parts.append(ground_contacts(model, scene, params, state))
+    kind = jnp.zeros((0,), jnp.int32)
+    if scene.pairs:
+        *pair, kind = pair_contacts(scene, params, state)
+        parts.append(tuple(pair))
+    rows = jnp.concatenate([p[0] for p in parts])
+    phi = jnp.concatenate([p[1] for p in parts])
+    valid = jnp.concatenate([p[2] for p in parts])
+    bodies = np.concatenate([p[3] for p in parts])
+    num_ground = parts[0][0].shape[0] if scene.ground else 0
+    return WorldContacts(rows=rows, phi=phi, valid=valid, pair_kind=kind, bodies=bodies, num_ground=num_ground)
+
+
+def stiff_rows(con: WorldContacts, impact, num_bodies: int):
+    """(C,) the contacts of the islands hit by an impact this step: ``impact`` (C,) marks the
+    contacts approaching faster than the restitution threshold; their bodies, and every body
+    linked to them through touching contacts (φ within the margin: the valid ones), are in the
+    island (label propagation, at most N − 1 hops, static). Ground contacts never link bodies."""
+    a, b = con.bodies[:, 0], con.bodies[:, 1]
+    link = con.valid & (a >= 0) & (b >= 0)
+    ia, ib = np.maximum(a, 0), np.maximum(b, 0)
+    hit = jnp.zeros(num_bodies, bool).at[ib].max(impact).at[ia].max(impact & (a >= 0))
+
+    def hop(_, hit):
+        spread = link & (hit[ia] | hit[ib])
+        return hit.at[ia].max(spread).at[ib].max(spread)
+
+    hit = jax.lax.fori_loop(0, max(num_bodies - 1, 0), hop, hit)
+    return impact | (con.valid & (hit[ib] | ((a >= 0) & hit[ia])))
+
+
+def soften(prob: contact.ContactProblem, softness: float, stiff):
+    """The problem with a relative diagonal ``softness`` added to A (constraint-force mixing) on
+    the rows of every contact except the ``stiff`` ones ((C,): ``stiff_rows``, the islands of this
+    step's impacts). The rows of a resting stack are redundant (four normals per face for three
+    constrained directions, eight friction rows for three), which slows projected Gauss–Seidel
+    to hundreds of sweeps at the solver's own 1e-6; a softness of 1e-2 brings a 10-box stack at
+    rest to ~30 (docs/worlds.md) at the price of a steady compression of softness·h·|A_ii z| per
+    contact (40 µm over a 10-box stack at 2 ms). An island hit by an impact is solved stiff, so
+    restitution, inelastic impacts and simultaneous impacts (a touching Newton's cradle) keep
+    the exact answer of the velocity-level LCP."""
+    if softness == 0.0:
+        return prob
+    d = prob.rows_per_contact
+    row_soft = jnp.where(jnp.repeat(stiff, d), 0.0, softness)
+    return prob.replace(A=prob.A + jnp.diag(row_soft.astype(prob.A.dtype) * jnp.diagonal(prob.A)))
+
+
+def check_law(model, scene: Scene) -> None:
+    """Refuse, before compiling, a law that cannot resolve body–body contact in a scene with pairs."""
+    if scene.pairs and not isinstance(model.law, (CoulombLCP, NoContact)):
+        raise ValueError(
+            f"{type(model.law).__name__} describes a body against the ground only (its contact model, learned or "
+            "not, has no body–body contact); a world with body–body pairs needs CoulombLCP (or NoContact). "
+            "Use make_scene(..., pairs=[]) for independent bodies on the ground")
+    if isinstance(model.law, CoulombLCP) and model.law.restitution_target != "velocity":
+        raise ValueError("worlds support CoulombLCP(restitution_target='velocity') only (the position form "
+                         "applies ε twice on late landings: a known bug of the single-body law)")
+
+
+def _flags(invalid, nonfinite, projected, failed):
+    flags = jnp.zeros((), jnp.int32)
+    for cond, bit in ((invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
+                      (projected, Flags.PENETRATION), (failed, Flags.SOLVER)):
+        flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
+    return flags
+
+
+def _or(bits):
+    return jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
+
+
+@dynamics.full_precision
+def _coupled_step(model, scene: Scene, params: Params, state: State, control, warm):
+    N = scene.num_bodies
+    invalid = _or(_per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control))
+    if scene.ground:
+        state, projected = _per_body(lambda p, s: dynamics.depenetrate(model, p, s), params, state)
+        projected = jnp.any(projected)
+    else:
+        projected = jnp.zeros((), bool)
+    v1 = _per_body(lambda p, s, u: dynamics.free_velocity(model, p, s, u), params, state, control)
+    Minv = _per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
+    if isinstance(model.law, NoContact):
+        v_new, p_body = v1, jnp.zeros_like(v1)
+        residual, iterations = jnp.zeros((), v1.dtype), jnp.zeros((), jnp.int32)
+        con = collide(model, scene, params, state)
+    else:
+        law = model.law
+        con = collide(model, scene, params, state)
+        prob = contact.from_body_rows(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
+        if model.max_correction_speed is not None:
+            prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
+        v_pre = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
+        vn_pre = (prob.J @ v_pre).reshape(prob.num_contacts, 3)[:, 0]
+        target = normal_target_at(law, model, params.law.restitution, vn_pre, prob.phi, prob.target)
+        mu = jnp.concatenate([
+            jnp.broadcast_to(params.law.mu, (con.num_ground, 2)),
+            jnp.broadcast_to(params.law.mu[:1], (prob.num_contacts - con.num_ground, 2))]).astype(v1.dtype)
+        impact = con.valid & (vn_pre < -law.restitution_threshold)
+        prob = soften(prob, scene.softness, stiff_rows(con, impact, N))
+        sol = contact.solve(prob, mu, law.solver, target, z0=warm, gradient=law.relaxed_gradient(model))
+        p_body = sol.impulse.reshape(N, 6)
+        v_new = v1 + jnp.einsum("nij,nj->ni", Minv, p_body)
+        residual, iterations = sol.residual, sol.iterations
+        if warm is not None:
+            warm = jax.lax.stop_gradient(sol.z)
+    new = jax.vmap(lambda s, v: dynamics.integrate(model, s, v))(state, v_new)
+    nonfinite = ~jnp.all(jnp.isfinite(p_body))
+    for x in jax.tree_util.tree_leaves(new):
+        nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
+    P, n = scene.num_pairs, scene.pair_contacts
+    Cg = con.num_ground // N if scene.ground else 0
+    info = WorldInfo(
+        impulse=p_body, phi_ground=con.phi[:con.num_ground].reshape(N, Cg),
+        pair_phi=con.phi[con.num_ground:].reshape(P, n), pair_kind=con.pair_kind,
+        residual=residual, iterations=iterations)
+    failed = dynamics.solver_failed(model, info)
+    # bodies that start a step inside each other deeper than one step of max_correction_speed: the
+    # capped target separates them without launching them (as the ground does); flagged
+    if scene.pairs:
+        pair_phi = con.phi[con.num_ground:]
+        projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
+    return new, info.replace(flags=_flags(invalid, nonfinite, projected, failed), invalid=invalid), warm
+
+
+def num_ground_contacts(model, scene: Scene, params: Params) -> int:
+    """Body–ground candidates per body (static)."""
+    return min(model.num_contacts(_body(params, 0)), scene.ground_contacts) if scene.ground else 0
+
+
+def initial_warm(model, scene: Scene, params: Params, state: State):
+    """The warm start of a rollout's first step (zero impulses per contact slot), or None when the
+    law does not warm-start (``LCPSettings.warm_start``)."""
+    if not dynamics.warm_starts(model) or isinstance(model.law, NoContact):
+        return None
+    C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
+    return jnp.zeros((C, 3), state.pos.dtype)
+
+
+def _as_dtype(params: Params, state: State, control):
+    dtype = jnp.result_type(*[x.dtype for x in jax.tree_util.tree_leaves((params, state, control))
+                              if jnp.issubdtype(x.dtype, jnp.floating)])
+    cast = lambda t: jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), t)
+    return cast(state), None if control is None else cast(control)
+
+
+def _controls(scene: Scene, state: State, control):
+    N = scene.num_bodies
+    if control is None:
+        return jnp.zeros((N, 6), state.pos.dtype)
+    return control
+
+
+def step_with_info(model, scene: Scene, params: Params, state: State, control=None):
+    """One step of a world: ``(state⁺, WorldInfo)``. state: ``State`` with a leading body axis
+    (N, …); control: (N, 6) force (world) and torque (body) per body, or None. Concrete inputs are
+    validated (``validate``) and the law checked; inside a user's ``jit``/``vmap``/``grad`` it
+    traces straight through and reports through ``WorldInfo.flags``."""
+    check_law(model, scene)
+    if is_concrete((params, state, control)):
+        validate(scene, params, state, control)
+        return _step_jit(model, scene, params, state, control)
+    return _step(model, scene, params, state, control)
+
+
+def _step(model, scene, params, state, control):
+    state, control = _as_dtype(params, state, _controls(scene, state, control))
+    new, info, _ = _coupled_step(model, scene, params, state, control, None)
+    return new, info
+
+
+_step_jit = jax.jit(_step, static_argnames=("model", "scene"))
+
+
+def step(model, scene: Scene, params: Params, state: State, control=None) -> State:
+    """``step_with_info`` without the info."""
+    return step_with_info(model, scene, params, state, control)[0]
+
+
+@functools.partial(jax.jit, static_argnames=("model", "scene", "n_steps", "output"))
+def _rollout(model, scene, params, state, controls, n_steps, output):
+    N = scene.num_bodies
+    if controls is None:
+        controls = jnp.zeros((n_steps, N, 6), state.pos.dtype)
+    state, controls = _as_dtype(params, state, controls)
+    warm0 = initial_warm(model, scene, params, state)
+    steps = jnp.arange(n_steps, dtype=jnp.int32)
+    if output == "final":
+        def g(carry, xs):
+            s, summary, warm = carry
+            u, k = xs
+            s1, info, warm = _coupled_step(model, scene, params, s, u, warm)
+            return (s1, dynamics.accumulate(summary, info, k), warm), None
+
+        (final, summary, _), _ = jax.lax.scan(g, (state, dynamics.empty_summary(), warm0), (controls, steps))
+        return final, summary
+
+    def f(carry, u):
+        s, warm = carry
+        s1, info, warm = _coupled_step(model, scene, params, s, u, warm)
+        return (s1, warm), (s1, info)
+
+    _, (traj, infos) = jax.lax.scan(f, (state, warm0), controls)
+    traj = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b], 0), state, traj)
+    return traj, infos
+
+
+def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, controls=None, *,
+            output: str = "trajectory"):
+    """``n_steps`` steps of a world (``lax.scan``): ``(trajectory (n_steps + 1, N, …), infos)``,
+    or with ``output="final"`` ``(final state, Summary)`` (the steps' flags, as a single body's
+    ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None. Concrete
+    inputs are validated and an eager rollout warns when it ends non-finite or its contact solve
+    failed (``NonFiniteWarning``, ``SolverWarning``)."""
+    n_steps = check_steps(n_steps)
+    if output not in ("trajectory", "final"):
+        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
+    check_law(model, scene)
+    if not is_concrete((params, state, controls)):
+        return _rollout(model, scene, params, state, controls, n_steps, output)
+    validate(scene, params, state, controls, control_steps=True)
+    out = _rollout(model, scene, params, state, controls, n_steps, output)
+    if output == "final":
+        final, summary = out
+        first = summary.first_step[list(Flags).index(Flags.SOLVER)]
+    else:
+        final = jax.tree_util.tree_map(lambda x: x[-1], out[0])
+        bad = np.nonzero(np.asarray(out[1].flags) & int(Flags.SOLVER))[0]
+        first = bad[0] if bad.size else -1
+    dynamics.warn_nonfinite(jax.tree_util.tree_map(lambda x: x[None], final), batched=True)
+    dynamics.warn_solver(first)
+    return out
+
+
+def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: int, controls=None, *,
+                  output: str = "trajectory"):
+    """``rollout`` of a batch of worlds: ``states`` with leading axes (W, N, …), the same
+    parameters; controls (W, n_steps, N, 6) or None."""
+    n_steps = check_steps(n_steps)
+    check_law(model, scene)
+    if is_concrete((params, states, controls)):
+        for w in range(states.pos.shape[0]):
+            validate(scene, params, jax.tree_util.tree_map(lambda x: x[w], states),
+                     None if controls is None else controls[w], control_steps=True)
+    if controls is None:
+        return jax.vmap(lambda s: _rollout(model, scene, params, s, None, n_steps, output))(states)
+    return jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
+
+
+def validate(scene: Scene, params: Params, state: State, control=None, control_steps: bool = False) -> None:
+    """Eager checks of a world's concrete inputs, naming the field (and body): bodies stacked on
+    the scene's N, the ground, the law parameters, the state (N, …), the controls."""
+    N = scene.num_bodies
+    if not isinstance(params, Params):
+        raise ValueError(f"params: expected a jaxcontact Params, got {type(params).__name__}")
+    validate_body(params.body, batched=True)
+    if np.shape(params.body.mass) != (N,):
+        raise ValueError(f"params.body: expected {N} stacked bodies (mass of shape ({N},)), got mass of shape "
+                         f"{np.shape(params.body.mass)}")
+    validate_ground(params.ground, 3)
+    validate_law_params(params.law)
+    validate_state(state, 3, batched=True)
+    if np.shape(state.pos) != (N, 3):
+        raise ValueError(f"state.pos: expected shape ({N}, 3) (one row per body), got {np.shape(state.pos)}")
+    if control is not None:
+        want = ("T", N, 6) if control_steps else (N, 6)
+        c = np.asarray(control)
+        if c.ndim != len(want) or c.shape[-2:] != (N, 6):
+            raise ValueError(f"control: expected shape {want}, got {c.shape}")
+        if not np.all(np.isfinite(c)):
+            raise ValueError("control: contains non-finite values")
+
+
+def energy(model, params: Params, state: State) -> jnp.ndarray:
+    """Kinetic plus gravitational potential energy of the world (J): the bodies' sum."""
+    return jnp.sum(_per_body(lambda p, s: dynamics.energy(model, p, s), params, state))
+
+
+__all__ = ["WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "ground_contacts",
+           "initial_warm", "pair_contacts", "rollout", "step", "step_with_info", "validate"]

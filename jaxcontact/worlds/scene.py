@@ -1,0 +1,134 @@
+"""A world's static description: its bodies' hull topologies, which pairs may touch, the ground.
+
+A world is N convex bodies (``Body`` fields stacked on a leading body axis, padded to one vertex
+count) and, optionally, the ground plane. ``Scene`` is the static, hashable part (a ``jit``
+static argument, like ``Model``): the number of bodies, each body's hull topology
+(``collision.HullTopology``: faces and edges; the vertex *positions* stay traced, so gradients
+reach them), the table of body–body pairs that may touch after the filter, the contacts kept per
+pair and the speculative margin. ``make_scene`` builds it from concrete bodies and returns the
+stacked ``Body`` beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import numbers
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import collision
+from ..types import Body
+
+
+@dataclasses.dataclass(frozen=True)
+class Scene:
+    """Static description of a world of ``num_bodies`` convex bodies.
+
+    topologies: one ``collision.HullTopology`` per body (faces and edges of its hull).
+    pairs: the body–body pairs (a, b), a < b, whose contacts are resolved (all pairs minus the
+    excluded ones by default). ground: whether the ground plane is part of the world.
+    ground_contacts: each body's closest vertices against the ground (at most ``Model.max_contacts``;
+    4 hold a face at rest). pair_contacts: contacts kept per body–body pair (the manifold is reduced to this many points).
+    margin: speculative distance (m): pairs closer than this report contacts with their true signed
+    distance (φ > 0), so a contact is in the problem one step before the surfaces meet, and its
+    φ has a gradient.
+    """
+
+    topologies: tuple
+    pairs: tuple = ()
+    ground: bool = True
+    pair_contacts: int = 4
+    margin: float = 0.002
+    ground_contacts: int = 4
+    softness: float = 1e-2
+
+    def __post_init__(self):
+        n = len(self.topologies)
+        if n < 1:
+            raise ValueError("Scene: a world needs at least one body")
+        for a, b in self.pairs:
+            if not (0 <= a < b < n):
+                raise ValueError(f"Scene.pairs: ({a}, {b}) is not a pair of distinct bodies a < b of 0..{n - 1}")
+        if len(set(self.pairs)) != len(self.pairs):
+            raise ValueError("Scene.pairs: a pair is listed twice")
+        for name in ("pair_contacts", "ground_contacts"):
+            pc = getattr(self, name)
+            if not isinstance(pc, numbers.Integral) or isinstance(pc, bool) or pc < 1:
+                raise ValueError(f"Scene.{name} must be an int >= 1, got {pc!r}")
+        if not (isinstance(self.softness, numbers.Real) and 0 <= self.softness < 1):
+            raise ValueError(f"Scene.softness must be a number in [0, 1), got {self.softness!r}")
+        if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
+            raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
+
+    @property
+    def num_bodies(self) -> int:
+        return len(self.topologies)
+
+    @property
+    def num_pairs(self) -> int:
+        return len(self.pairs)
+
+    def pair_groups(self):
+        """The pairs grouped by their two bodies' topologies (``[(topo_a, topo_b, [pair index])]``):
+        each group's narrow phase is one ``vmap``."""
+        groups: dict = {}
+        for k, (a, b) in enumerate(self.pairs):
+            groups.setdefault((self.topologies[a], self.topologies[b]), []).append(k)
+        return [(ta, tb, ks) for (ta, tb), ks in groups.items()]
+
+
+def stack_bodies(bodies: Sequence[Body]) -> Body:
+    """One ``Body`` with a leading body axis from N bodies, their vertices padded (masked) to the
+    largest count."""
+    bodies = list(bodies)
+    if not bodies:
+        raise ValueError("stack_bodies: no bodies")
+    dims = {np.shape(b.vertices)[-1] for b in bodies}
+    if dims != {3}:
+        raise ValueError(f"a world holds 3D bodies; got vertex dimensions {sorted(dims)}")
+    K = max(np.shape(b.vertices)[0] for b in bodies)
+
+    def pad(b: Body) -> Body:
+        k = np.shape(b.vertices)[0]
+        v = jnp.concatenate([jnp.asarray(b.vertices), jnp.repeat(jnp.asarray(b.vertices)[:1], K - k, 0)])
+        m = jnp.concatenate([jnp.asarray(b.vertex_mask), jnp.zeros(K - k, jnp.asarray(b.vertex_mask).dtype)])
+        return b.replace(vertices=v, vertex_mask=m)
+
+    return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[pad(b) for b in bodies])
+
+
+def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
+               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2):
+    """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
+    already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
+    exclude: pairs never resolved (either order). Each body's hull topology is computed here from
+    its concrete vertices (``collision.topology``, which refuses degenerate hulls by name)."""
+    if isinstance(bodies, Body):
+        n = np.shape(bodies.vertices)[0]
+        stacked = bodies
+        listed = [jax.tree_util.tree_map(lambda x, i=i: x[i], bodies) for i in range(n)]
+    else:
+        listed = list(bodies)
+        stacked = stack_bodies(listed)
+        n = len(listed)
+    topologies = []
+    for i in range(n):
+        try:
+            topologies.append(collision.topology(np.asarray(stacked.vertices[i]), np.asarray(stacked.vertex_mask[i]) > 0))
+        except ValueError as e:
+            raise ValueError(f"body {i}: {e}") from None
+    if isinstance(pairs, str):
+        if pairs != "all":
+            raise ValueError(f"pairs must be 'all' or a list of (a, b), got {pairs!r}")
+        pairs = list(itertools.combinations(range(n), 2))
+    drop = {tuple(sorted(p)) for p in exclude}
+    table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
+    return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
+                 margin=margin, ground_contacts=ground_contacts, softness=softness), stacked
+
+
+__all__ = ["Scene", "make_scene", "stack_bodies"]

@@ -1,0 +1,107 @@
+"""Ready-made worlds of 0.1 m, 0.37 kg boxes (the issue's test scenes): ``stack``, ``pyramid``,
+``heap``, ``cradle``, ``pair``. Each returns ``(scene, params, state)`` for ``worlds.rollout``
+with ``model()`` (the world's default law)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import shapes
+from ..laws import CoulombLCP
+from ..solvers import LCPSettings
+from ..types import Ground, Model, Params, State
+from .scene import make_scene
+
+# The world's default law: hard Coulomb contact, warm-started from the previous step's impulses
+# per contact slot (a stack at rest then converges in tens of sweeps, not hundreds), with room for
+# the first step of a stack built at rest (about 600 sweeps for 10 boxes from zero).
+DEFAULT_LAW = CoulombLCP(solver=LCPSettings(warm_start=True, max_iter=1000, tol=1e-5))
+
+SIZE = 0.1  # m, the boxes' edge
+MASS = 0.37  # kg
+
+
+def model(law=DEFAULT_LAW, **settings) -> Model:
+    """A ``Model`` with the world's default law (``DEFAULT_LAW``); other ``Model`` settings by name."""
+    return Model(law=law, **settings)
+
+
+def _state(pos, vel=None, quat=None) -> State:
+    pos = jnp.asarray(pos, dtype=jnp.result_type(float))
+    n = pos.shape[0]
+    quat = jnp.tile(jnp.array([1.0, 0.0, 0.0, 0.0], pos.dtype), (n, 1)) if quat is None else jnp.asarray(quat, pos.dtype)
+    vel = jnp.zeros((n, 3), pos.dtype) if vel is None else jnp.asarray(vel, pos.dtype)
+    return State(pos=pos, quat=quat, vel=vel, omega=jnp.zeros((n, 3), pos.dtype))
+
+
+def _params(body, mu, restitution) -> Params:
+    dtype = jnp.result_type(float)
+    return Params(body=body, ground=Ground(normal=jnp.array([0.0, 0.0, 1.0], dtype), height=jnp.zeros((), dtype)),
+                  law=CoulombLCP.init_params(mu=mu, restitution=restitution))
+
+
+def _boxes(n, pairs, ground=True, **scene_kw):
+    return make_scene([shapes.box((SIZE,) * 3, MASS)] * n, pairs=pairs, ground=ground, **scene_kw)
+
+
+def stack(n: int = 10, mu: float = 0.5, restitution: float = 0.0, **scene_kw):
+    """``n`` boxes stacked face to face on the ground, at rest, exactly touching; neighbours only."""
+    scene, body = _boxes(n, [(i, i + 1) for i in range(n - 1)], **scene_kw)
+    pos = [[0.0, 0.0, SIZE / 2 + SIZE * i] for i in range(n)]
+    return scene, _params(body, mu, restitution), _state(pos)
+
+
+def pyramid(levels: int = 4, mu: float = 0.5, restitution: float = 0.0, gap: float = 0.0, **scene_kw):
+    """A pyramid of ``levels`` rows (4-3-2-1 for 4: 10 boxes), each box centred on the gap between
+    two below; ``gap`` (m) between neighbours of a row. Pairs: neighbours in a row and the boxes
+    a box rests on."""
+    pos, index = [], {}
+    for r in range(levels):
+        count = levels - r
+        for k in range(count):
+            x = (k - (count - 1) / 2) * (SIZE + gap)
+            index[(r, k)] = len(pos)
+            pos.append([x, 0.0, SIZE / 2 + SIZE * r])
+    pairs = []
+    for (r, k), i in index.items():
+        if (r, k + 1) in index:
+            pairs.append((i, index[(r, k + 1)]))
+        for kk in (k, k + 1):
+            if (r - 1, kk) in index:
+                pairs.append((index[(r - 1, kk)], i))
+    scene, body = _boxes(len(pos), pairs, **scene_kw)
+    return scene, _params(body, mu, restitution), _state(pos)
+
+
+def cradle(n: int = 5, gap: float = 0.005, speed: float = 1.0, restitution: float = 1.0, **scene_kw):
+    """Newton's cradle of boxes on a frictionless ground: ``n`` boxes in a row along x, ``gap`` (m)
+    apart, resting on the ground; the first moves at ``speed`` (m/s) towards the others."""
+    scene, body = _boxes(n, [(i, i + 1) for i in range(n - 1)], **scene_kw)
+    pos = [[i * (SIZE + gap), 0.0, SIZE / 2] for i in range(n)]
+    vel = np.zeros((n, 3))
+    vel[0, 0] = speed
+    return scene, _params(body, 0.0, restitution), _state(pos, vel)
+
+
+def heap(n: int = 16, key=None, height: float = 0.3, spacing: float = 0.13, **scene_kw):
+    """``n`` boxes dropped from a loose grid (``spacing`` m apart, the lowest layer ``height`` m up)
+    with random orientations and small random velocities (``key``); every pair may touch."""
+    key = jax.random.PRNGKey(0) if key is None else key
+    side = int(np.ceil(np.sqrt(min(n, 9))))
+    per_layer = side * side
+    pos = []
+    for i in range(n):
+        layer, j = divmod(i, per_layer)
+        pos.append([(j % side - (side - 1) / 2) * spacing, (j // side - (side - 1) / 2) * spacing,
+                    height + layer * spacing])
+    k1, k2 = jax.random.split(key)
+    q = jax.random.normal(k1, (n, 4))
+    q = q / jnp.linalg.norm(q, axis=1, keepdims=True)
+    vel = 0.2 * jax.random.normal(k2, (n, 3))
+    scene, body = _boxes(n, "all", **scene_kw)
+    return scene, _params(body, 0.5, 0.0), _state(pos, vel, q)
+
+
+__all__ = ["DEFAULT_LAW", "MASS", "SIZE", "cradle", "heap", "model", "pyramid", "stack"]
