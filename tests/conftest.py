@@ -12,17 +12,8 @@ from pathlib import Path
 # passes (fusion, simplification) still run, so the programs compute the same operations; measured
 # in docs/testing.md. Set before jax starts its backend; subprocesses and notebook kernels inherit
 # it. A user's XLA_FLAGS that already names the level wins.
-# Two XLA CPU code-generation flags cut the compile time further (measured in docs/testing.md:
-# the backend compile of test_gradient_modes.py + test_invariants.py 47-51 s -> 18-20 s): the
-# classic elemental fusion emitters instead of the newer MLIR fusion emitters, and one LLVM module
-# per program instead of splitting it into parts compiled in parallel (the two xdist workers already
-# keep both cores busy). The programs compute the same operations; each flag the user's XLA_FLAGS
-# already names wins.
-_TEST_XLA_FLAGS = {"xla_backend_optimization_level": "0", "xla_cpu_use_fusion_emitters": "false",
-                   "xla_cpu_parallel_codegen_split_count": "1"}
-for _name, _value in _TEST_XLA_FLAGS.items():
-    if _name not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --{_name}={_value}").strip()
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
