@@ -1,0 +1,1 @@
+"""Studies of worlds of many bodies (``python -m studies.worlds``)."""
