@@ -74,6 +74,11 @@ def jaxcontact_stack(n: int, seconds: float, dtype: str, batch: int):
            "top_sink_m": float(s.pos[-1, 2] - final.pos[-1, 2]), "flags": int(summary.flags),
            "compile_s": first - wall, "box_steps_per_s": n * steps / wall, "wall_s": wall, "worlds": 1,
            "steps": steps}
+    # contact-solver sweeps per step over the first 500 steps (a trajectory rollout keeps every step's info)
+    _, infos = worlds.rollout(model, scene, params, s, min(steps, 500))
+    it = np.asarray(infos.iterations)
+    out["sweeps"] = {"steps": int(it.size), "mean": float(it.mean()), "median": float(np.median(it)),
+                     "p90": float(np.percentile(it, 90)), "max": int(it.max())}
     if batch > 1:
         states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), s)
         short = min(steps, 500)
@@ -111,13 +116,16 @@ def main(argv=None):
     rows = []
     for name in ("jaxcontact_float64", "jaxcontact_float32", "mujoco_pyramidal", "mujoco_elliptic"):
         r = st[name]
+        sw = r.get("sweeps")
         rows.append([name, f"{1e3 * r['top_moved_m']:.3f}", f"{1e3 * r['top_sink_m']:.3f}",
-                     f"{r['box_steps_per_s']:.0f}", f"{r.get('compile_s', 0):.1f}"])
+                     f"{r['box_steps_per_s']:.0f}", f"{r.get('compile_s', 0):.1f}",
+                     f"{sw['mean']:.1f} / {sw['median']:.0f} / {sw['max']}" if sw else "—"])
     b = st["jaxcontact_float32"].get("batch")
     mb = st["mujoco_pyramidal_batch"]
     text = (f"# Worlds: the {args.boxes}-box stack for {args.seconds:g} s\n\n"
             f"{md_machine(info)}\n\n"
-            + md_table(["engine", "top box moved (mm)", "sank (mm)", "box-steps/s (1 world)", "first call minus second (s)"], rows)
+            + md_table(["engine", "top box moved (mm)", "sank (mm)", "box-steps/s (1 world)", "first call minus second (s)",
+                             "sweeps per step, first 500 (mean / median / max)"], rows)
             + (f"\n\nBatched, 500 steps (1 s for MuJoCo): jaxcontact float32 {b['worlds']} worlds "
                f"{b['box_steps_per_s']:.0f} box-steps/s; MuJoCo C pyramidal {mb['worlds']} worlds on 1 thread "
                f"{mb['box_steps_per_s']:.0f} box-steps/s.\n" if b else "\n"))
