@@ -184,6 +184,26 @@ def solver_failed(model: Model, info) -> jnp.ndarray:
     return failed
 
 
+def any_nonfinite(*trees) -> jnp.ndarray:
+    """() bool: whether any leaf of ``trees`` (a step's impulses, its new state) has a NaN or inf."""
+    leaves = [x for t in trees for x in jax.tree_util.tree_leaves(t)]
+    nonfinite = ~jnp.all(jnp.isfinite(leaves[0]))
+    for x in leaves[1:]:
+        nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
+    return nonfinite
+
+
+def step_flags(invalid, nonfinite, projected, failed) -> jnp.ndarray:
+    """A step's ``Flags`` bit set (() int32) from its broken rules (``invalid``, a bit set), a
+    non-finite output, a penetration projection and a failed contact solve: one body's step, a
+    chain's and a world's."""
+    flags = jnp.zeros((), jnp.int32)
+    for cond, bit in ((invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
+                      (projected, Flags.PENETRATION), (failed, Flags.SOLVER)):
+        flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
+    return flags
+
+
 def warm_starts(model: Model) -> bool:
     """Whether a rollout carries the law's warm start from step to step (``law.warm_start``)."""
     return bool(getattr(model.law, "warm_start", False))
@@ -225,14 +245,7 @@ def _step_warm(model: Model, params: Params, state: AnyState, control, warm):
     Minv = geometry.mass_matrix_inverse(params.body, state)
     v_new = v1 + Minv @ p
     new = integrate(model, state, v_new)
-    nonfinite = ~jnp.all(jnp.isfinite(p))
-    for x in jax.tree_util.tree_leaves(new):
-        nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
-    bits = [(invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
-            (projected, Flags.PENETRATION), (solver_failed(model, info), Flags.SOLVER)]
-    flags = jnp.zeros((), jnp.int32)
-    for cond, bit in bits:
-        flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
+    flags = step_flags(invalid, any_nonfinite(p, new), projected, solver_failed(model, info))
     return new, info.replace(flags=flags, invalid=invalid), warm
 
 
@@ -509,6 +522,8 @@ __all__ = [
     "SolverWarning",
     "as_input_dtype",
     "warn_nonfinite",
+    "any_nonfinite",
+    "step_flags",
     "warn_penetration",
     "warn_solver",
     "free_velocity",

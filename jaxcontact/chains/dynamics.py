@@ -35,8 +35,17 @@ from flax import struct
 
 from .. import contact, geometry
 from ..contact import block_diag
-from ..dynamics import accumulate, empty_summary, full_precision, integrate, solver_failed, warn_nonfinite
-from ..types import Flags, Params, State
+from ..dynamics import (
+    accumulate,
+    any_nonfinite,
+    empty_summary,
+    full_precision,
+    integrate,
+    solver_failed,
+    step_flags,
+    warn_nonfinite,
+)
+from ..types import Params, State
 from ..validation import broken_rules, check_steps, is_concrete
 from .model import (
     ChainModel,
@@ -111,13 +120,7 @@ def _step(model: ChainModel, params: ChainParams, state: State):
         joint_error=jnp.max(jnp.linalg.norm(err.reshape(n, 5)[:, :3], axis=1)),
     )
     invalid = _broken_rules(params, state)
-    nonfinite = ~jnp.all(jnp.isfinite(p)) | ~jnp.all(jnp.isfinite(lam))
-    for x in jax.tree_util.tree_leaves(new):
-        nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
-    flags = jnp.zeros((), jnp.int32)
-    for cond, bit in ((invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
-                      (solver_failed(model, info), Flags.SOLVER)):
-        flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
+    flags = step_flags(invalid, any_nonfinite(p, lam, new), False, solver_failed(model, info))
     return new, info.replace(flags=flags, invalid=invalid)
 
 

@@ -37,7 +37,7 @@ from .. import collision, contact, dynamics, geometry
 from ..laws import CoulombLCP, NoContact
 from ..laws.coulomb import normal_target_at
 from ..rotations import quat_to_mat
-from ..types import Flags, Params, State, Summary
+from ..types import Flags, Params, State
 from ..validation import (
     broken_rules,
     check_steps,
@@ -213,14 +213,6 @@ def check_law(model, scene: Scene) -> None:
                          "applies ε twice on late landings: a known bug of the single-body law)")
 
 
-def _flags(invalid, nonfinite, projected, failed):
-    flags = jnp.zeros((), jnp.int32)
-    for cond, bit in ((invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
-                      (projected, Flags.PENETRATION), (failed, Flags.SOLVER)):
-        flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
-    return flags
-
-
 def _or(bits):
     return jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
 
@@ -236,13 +228,12 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
         projected = jnp.zeros((), bool)
     v1 = _per_body(lambda p, s, u: dynamics.free_velocity(model, p, s, u), params, state, control)
     Minv = _per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
+    con = collide(model, scene, params, state)
     if isinstance(model.law, NoContact):
         v_new, p_body = v1, jnp.zeros_like(v1)
         residual, iterations = jnp.zeros((), v1.dtype), jnp.zeros((), jnp.int32)
-        con = collide(model, scene, params, state)
     else:
         law = model.law
-        con = collide(model, scene, params, state)
         prob = contact.from_body_rows(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
         if model.max_correction_speed is not None:
             prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
@@ -261,9 +252,6 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
         if warm is not None:
             warm = jax.lax.stop_gradient(sol.z)
     new = jax.vmap(lambda s, v: dynamics.integrate(model, s, v))(state, v_new)
-    nonfinite = ~jnp.all(jnp.isfinite(p_body))
-    for x in jax.tree_util.tree_leaves(new):
-        nonfinite = nonfinite | ~jnp.all(jnp.isfinite(x))
     P, n = scene.num_pairs, scene.pair_contacts
     Cg = con.num_ground // N if scene.ground else 0
     info = WorldInfo(
@@ -276,7 +264,8 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
     if scene.pairs:
         pair_phi = con.phi[con.num_ground:]
         projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
-    return new, info.replace(flags=_flags(invalid, nonfinite, projected, failed), invalid=invalid), warm
+    return new, info.replace(flags=dynamics.step_flags(invalid, dynamics.any_nonfinite(p_body, new), projected, failed),
+                             invalid=invalid), warm
 
 
 def num_ground_contacts(model, scene: Scene, params: Params) -> int:
@@ -291,13 +280,6 @@ def initial_warm(model, scene: Scene, params: Params, state: State):
         return None
     C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
     return jnp.zeros((C, 3), state.pos.dtype)
-
-
-def _as_dtype(params: Params, state: State, control):
-    dtype = jnp.result_type(*[x.dtype for x in jax.tree_util.tree_leaves((params, state, control))
-                              if jnp.issubdtype(x.dtype, jnp.floating)])
-    cast = lambda t: jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), t)
-    return cast(state), None if control is None else cast(control)
 
 
 def _controls(scene: Scene, state: State, control):
@@ -320,7 +302,7 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
 
 
 def _step(model, scene, params, state, control):
-    state, control = _as_dtype(params, state, _controls(scene, state, control))
+    state, control = dynamics.as_input_dtype(params, state, _controls(scene, state, control))
     new, info, _ = _coupled_step(model, scene, params, state, control, None)
     return new, info
 
@@ -338,7 +320,7 @@ def _rollout(model, scene, params, state, controls, n_steps, output):
     N = scene.num_bodies
     if controls is None:
         controls = jnp.zeros((n_steps, N, 6), state.pos.dtype)
-    state, controls = _as_dtype(params, state, controls)
+    state, controls = dynamics.as_input_dtype(params, state, controls)
     warm0 = initial_warm(model, scene, params, state)
     steps = jnp.arange(n_steps, dtype=jnp.int32)
     if output == "final":

@@ -107,14 +107,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order). Each body's hull topology is computed here from
     its concrete vertices (``collision.topology``, which refuses degenerate hulls by name)."""
-    if isinstance(bodies, Body):
-        n = np.shape(bodies.vertices)[0]
-        stacked = bodies
-        listed = [jax.tree_util.tree_map(lambda x, i=i: x[i], bodies) for i in range(n)]
-    else:
-        listed = list(bodies)
-        stacked = stack_bodies(listed)
-        n = len(listed)
+    stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
+    n = np.shape(stacked.vertices)[0]
     topologies = []
     for i in range(n):
         try:
