@@ -39,6 +39,17 @@ Usage::
     python -m benchmarks.stress [--json] [--throws 10000] [--steps 800] [--chunk 1000]
 
 Writes ``benchmarks/results/stress.json`` and ``stress.md`` (unless ``--out-dir``).
+
+Heaps (worlds of many bodies)::
+
+    python -m benchmarks.stress --heaps 1000 [--heap-boxes 16] [--heap-steps 1000] [--heap-chunk 8] [--dtype float32]
+
+drops ``--heaps`` heaps of 16 boxes (``jaxcontact.worlds.scenes.heap``, one random key each: random
+orientations and velocities from a loose grid) and checks each world (``heap_checks``): no NaN;
+energy never above the start's plus the correction bound N · ½ m v_max² (what separating
+penetrating bodies at ``max_correction_speed`` may add); penetration (ground and body–body) at
+most 1 mm over the last quarter of the steps (settled); every world failing a check flagged.
+Writes ``stress_heap.json`` and ``stress_heap.md``.
 """
 
 from __future__ import annotations
@@ -74,6 +85,11 @@ def parse_args(argv=None):
     p.add_argument("--device", choices=["cpu", "gpu"], default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
+    p.add_argument("--heaps", type=int, default=0, help="drop this many heaps of boxes instead of the box throws")
+    p.add_argument("--heap-boxes", type=int, default=16)
+    p.add_argument("--heap-steps", type=int, default=1000)
+    p.add_argument("--heap-chunk", type=int, default=8, help="heaps simulated at once")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float64", help="heaps only")
     a = p.parse_args(argv)
     a.argv = argv
     return a
@@ -281,6 +297,122 @@ def run(args):
     return out
 
 
+SETTLED_PENETRATION = 1e-3  # m, the issue's bound once a heap has settled
+
+
+def heap_checks(model, scene, params, traj, infos):
+    """Per world (leading axis W of ``traj``/``infos`` from ``worlds.batch_rollout``, trajectory
+    output) the heap checks, reduced on the device: finite, the largest energy above the start's,
+    the correction bound, the deepest penetration (all steps and the last quarter: settled), the
+    OR of the flags, sweeps. ``failed``: a check broken; ``unflagged``: broken without a flag."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import Flags, worlds
+
+    N = scene.num_bodies
+    energy = jax.vmap(jax.vmap(lambda s: worlds.energy(model, params, s)))(traj)  # (W, T+1)
+    gain = jnp.max(energy - energy[:, :1], axis=1)
+    bound = N * 0.5 * jnp.max(params.body.mass) * model.max_correction_speed ** 2
+    ground = -jnp.min(infos.phi_ground, axis=(2, 3)) if scene.ground else jnp.zeros(infos.pair_phi.shape[:2])
+    touching = (infos.pair_kind != 0)[..., None]
+    pairs = -jnp.min(jnp.where(touching, infos.pair_phi, jnp.inf), axis=(2, 3), initial=jnp.inf)
+    pen = jnp.maximum(jnp.maximum(ground, pairs), 0.0)  # (W, T)
+    T = pen.shape[1]
+    settled = jnp.max(pen[:, T - max(T // 4, 1):], axis=1)
+    finite = jnp.all(jnp.isfinite(traj.pos), axis=(1, 2, 3)) & jnp.all(jnp.isfinite(traj.vel), axis=(1, 2, 3))
+    flags = jax.lax.reduce(infos.flags, jnp.int32(0), jax.lax.bitwise_or, (1,))
+    failed = ~finite | (gain > bound) | (settled > SETTLED_PENETRATION)
+    solver_steps = jnp.sum((infos.flags & int(Flags.SOLVER)) != 0, axis=1)
+    return {"finite": finite, "energy_gain_J": gain, "bound_J": jnp.broadcast_to(bound, gain.shape),
+            "max_penetration_m": jnp.max(pen, axis=1), "settled_penetration_m": settled, "flags": flags,
+            "failed": failed, "unflagged": failed & (flags == 0), "mean_sweeps": jnp.mean(infos.iterations, axis=1),
+            "solver_steps": solver_steps, "final_com_height_m": jnp.mean(traj.pos[:, -1, :, 2], axis=1)}
+
+
+def run_heaps(args):
+    import jax
+    import jax.numpy as jnp
+    from tqdm import tqdm
+
+    from jaxcontact import Flags, worlds
+    from jaxcontact.worlds import scenes
+
+    info = common.machine_info("benchmarks.stress", args.argv)
+    model = worlds.model()
+    cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(args.dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.heaps)
+    scene, params, _ = scenes.heap(args.heap_boxes, keys[0])
+    params = cast(params)
+    starts = [cast(scenes.heap(args.heap_boxes, k)[2]) for k in keys]
+
+    @jax.jit
+    def chunk(states):
+        traj, infos = worlds.batch_rollout(model, scene, params, states, args.heap_steps)
+        return heap_checks(model, scene, params, traj, infos)
+
+    parts = []
+    t0 = time.perf_counter()
+    with tqdm(total=args.heaps, desc="heaps", unit="heap", file=sys.stderr) as bar:
+        for c0 in range(0, args.heaps, args.heap_chunk):
+            sel = starts[c0:c0 + args.heap_chunk]
+            k = len(sel)
+            sel = sel + [sel[0]] * (args.heap_chunk - k)  # one compiled shape
+            states = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *sel)
+            r = jax.device_get(chunk(states))
+            parts.append({kk: np.asarray(v)[:k] for kk, v in r.items()})
+            bar.update(k)
+    wall = time.perf_counter() - t0
+    R = {kk: np.concatenate([p[kk] for p in parts]) for kk in parts[0]}
+    out = {
+        "benchmark": "stress_heap", "machine": info,
+        "workload": {"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "dt": model.dt,
+                     "chunk": args.heap_chunk, "seed": args.seed, "dtype": args.dtype, "mu": 0.5, "restitution": 0.0,
+                     "max_pairs": scene.max_pairs, "law": repr(model.law.solver)},
+        "wall_s": wall, "box_steps_per_s": args.heaps * args.heap_boxes * args.heap_steps / wall,
+        "nan_worlds": int((~R["finite"]).sum()),
+        "energy_above_bound_worlds": int((R["energy_gain_J"] > R["bound_J"]).sum()),
+        "max_energy_gain_J": float(R["energy_gain_J"].max()), "energy_bound_J": float(R["bound_J"].max()),
+        "settled_penetration_above_1mm_worlds": int((R["settled_penetration_m"] > SETTLED_PENETRATION).sum()),
+        "max_settled_penetration_m": float(R["settled_penetration_m"].max()),
+        "median_settled_penetration_m": float(np.median(R["settled_penetration_m"])),
+        "max_penetration_m": float(R["max_penetration_m"].max()),
+        "failed_worlds": int(R["failed"].sum()), "unflagged_failed_worlds": int(R["unflagged"].sum()),
+        "flagged_worlds": {fl.name.lower(): int(((R["flags"] & int(fl)) != 0).sum()) for fl in Flags},
+        "mean_sweeps": float(R["mean_sweeps"].mean()), "solver_flagged_steps": int(R["solver_steps"].sum()),
+        "final_com_height_m": {"mean": float(R["final_com_height_m"].mean()),
+                               "std": float(R["final_com_height_m"].std())},
+    }
+    out["pass"] = (out["nan_worlds"] == 0 and out["energy_above_bound_worlds"] == 0
+                   and out["settled_penetration_above_1mm_worlds"] == 0 and out["unflagged_failed_worlds"] == 0)
+    return out
+
+
+def markdown_heaps(out) -> str:
+    f = common.fmt
+    w = out["workload"]
+    rows = [["worlds with a NaN", out["nan_worlds"], "0"],
+            ["worlds whose energy rose above the start's + bound", out["energy_above_bound_worlds"],
+             f"0 (bound {f(out['energy_bound_J'])} J; largest rise {f(out['max_energy_gain_J'])} J)"],
+            ["worlds penetrating > 1 mm once settled (last quarter)", out["settled_penetration_above_1mm_worlds"],
+             f"0 (deepest {f(out['max_settled_penetration_m'])} m, median {f(out['median_settled_penetration_m'])} m)"],
+            ["worlds failing a check without a flag", out["unflagged_failed_worlds"], "0"]]
+    fl = ", ".join(f"{k} {v}" for k, v in out["flagged_worlds"].items())
+    return "\n".join([
+        f"# jaxcontact stress test: {w['heaps']} heaps of {w['boxes']} boxes", "",
+        common.md_machine(out["machine"]), "",
+        f"Workload: `jaxcontact.worlds.scenes.heap({w['boxes']}, key)` for {w['heaps']} keys from seed {w['seed']} "
+        f"(random orientations, velocities 0.2 m/s rms, from a loose grid 0.3 m up), μ {w['mu']}, ε {w['restitution']}, "
+        f"h {w['dt']} s, {w['steps']} steps, {w['dtype']}, the default world law ({w['law']}), broad phase "
+        f"max_pairs {w['max_pairs']}; {w['chunk']} worlds at once. Wall {out['wall_s']:.0f} s "
+        f"({out['box_steps_per_s']:.0f} box-steps/s with the checks). **{'PASS' if out['pass'] else 'FAIL'}**", "",
+        common.md_table(["check", "worlds", "target"], rows), "",
+        f"Worlds raising each flag (any step): {fl}. Steps flagged SOLVER: {out['solver_flagged_steps']}; "
+        f"mean sweeps per step {out['mean_sweeps']:.1f}. Deepest penetration at any step (impacts, before "
+        f"settling): {f(out['max_penetration_m'])} m. Final centre-of-mass height: "
+        f"{out['final_com_height_m']['mean']:.4f} ± {out['final_com_height_m']['std']:.4f} m.", ""])
+
+
 def markdown(out) -> str:
     import jaxcontact as jc
 
@@ -329,6 +461,17 @@ def markdown(out) -> str:
 def main(argv=None):
     args = parse_args(argv)
     common.select_platform(args.device)
+    if args.heaps:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        out = run_heaps(args)
+        out_dir = Path(args.out_dir)
+        common.write_json(out_dir / "stress_heap.json", out)
+        (out_dir / "stress_heap.md").write_text(markdown_heaps(out) + "\n")
+        print(json.dumps(out, default=common.json_default) if args.json else markdown_heaps(out))
+        log(f"wrote {out_dir / 'stress_heap.json'} and {out_dir / 'stress_heap.md'}")
+        return
     out = run(args)
     out_dir = Path(args.out_dir)
     common.write_json(out_dir / "stress.json", out)

@@ -565,7 +565,8 @@ def hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, nu
 
     verts_*: (K, 3) body-frame vertices (padded as ``topo_*`` says); topo_*: their ``topology``
     (static); pos_* (3,), quat_* (4, w x y z, body→world); num: contact slots (static, ≥ 1);
-    margin (m): separated pairs closer than this get contacts with their positive distance.
+    margin (m, a number or a traced scalar): separated pairs closer than this get contacts with
+    their positive distance.
     Pure JAX with static shapes: ``jit``, ``vmap`` and ``grad`` apply, float32 and float64. Its
     matrix products are traced at full precision (no TensorFloat-32 on GPUs: a 0.1 m box's vertices
     would move by tens of micrometres).

@@ -99,17 +99,13 @@ def from_body_rows(rows, bodies, phi, valid, mobility_blocks, v_free, dt: float)
     rows: (C, 2, d, 6) each contact's rows [normal, tangents...] on its two bodies, signed so that
     their sum applied to the two bodies' generalised velocities is the *relative* velocity (body
     b's minus body a's; the normal points from a to b, so a positive normal velocity separates).
-    bodies: (C, 2) static integer array of the two bodies' indices, −1 for the ground (no rows).
+    bodies: (C, 2) integer array (static or traced) of the two bodies' indices, −1 for the ground (no rows).
     mobility_blocks: (N, 6, 6) every body's M⁻¹; v_free: (N, 6) free velocities. The stacked J is
     (C·d, 6N) and W block-diagonal, so A = J W Jᵀ couples exactly the contacts that share a body."""
-    bodies = np.asarray(bodies)
     C, _, d, nv = rows.shape
     N = mobility_blocks.shape[0]
-    onehot = np.zeros((C, 2, N), dtype=np.float64)
-    for side in range(2):
-        real = bodies[:, side] >= 0
-        onehot[np.nonzero(real)[0], side, bodies[real, side]] = 1.0
-    jac = jnp.einsum("csdk,csn->cdnk", rows, jnp.asarray(onehot, rows.dtype)).reshape(C, d, N * nv)
+    onehot = jax.nn.one_hot(bodies, N, dtype=rows.dtype)  # the ground's −1 gives a zero row
+    jac = jnp.einsum("csdk,csn->cdnk", rows, onehot).reshape(C, d, N * nv)
     return from_jacobians(jac, phi, valid, block_diag(mobility_blocks), v_free.reshape(-1), dt)
 
 

@@ -193,13 +193,13 @@ def any_nonfinite(*trees) -> jnp.ndarray:
     return nonfinite
 
 
-def step_flags(invalid, nonfinite, projected, failed) -> jnp.ndarray:
+def step_flags(invalid, nonfinite, projected, failed, capacity=False) -> jnp.ndarray:
     """A step's ``Flags`` bit set (() int32) from its broken rules (``invalid``, a bit set), a
-    non-finite output, a penetration projection and a failed contact solve: one body's step, a
-    chain's and a world's."""
+    non-finite output, a penetration projection, a failed contact solve and (worlds) pairs left
+    out by the broad phase: one body's step, a chain's and a world's."""
     flags = jnp.zeros((), jnp.int32)
     for cond, bit in ((invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
-                      (projected, Flags.PENETRATION), (failed, Flags.SOLVER)):
+                      (projected, Flags.PENETRATION), (failed, Flags.SOLVER), (capacity, Flags.CAPACITY)):
         flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
     return flags
 

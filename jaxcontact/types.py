@@ -44,16 +44,20 @@ class Flags(IntFlag):
     corrects; it was projected out along the ground normal (no momentum added).
     SOLVER: the contact solver used all its iterations without reaching its tolerance, or its
     residual is non-finite or above ``dynamics.SOLVER_RESIDUAL_LIMIT`` (0.1 m/s; precision lost).
+    CAPACITY: (worlds) more body–body pairs were within reach of each other than the broad phase
+    keeps (``Scene.max_pairs``); the farthest were left out of the step's contact problem.
     """
 
     INVALID_INPUT = 1
     NONFINITE = 2
     PENETRATION = 4
     SOLVER = 8
+    CAPACITY = 16
 
 
 FLAG_NAMES = {Flags.INVALID_INPUT: "invalid input", Flags.NONFINITE: "non-finite",
-              Flags.PENETRATION: "deep penetration (projected out)", Flags.SOLVER: "solver not converged"}
+              Flags.PENETRATION: "deep penetration (projected out)", Flags.SOLVER: "solver not converged",
+              Flags.CAPACITY: "pairs left out by the broad phase (Scene.max_pairs)"}
 
 
 @struct.dataclass

@@ -145,3 +145,42 @@ def test_simulate_scene_command_writes_the_world(tmp_path, capsys):
     np.testing.assert_allclose(v, [0.0, 1.0], atol=1e-4)
     assert main(["simulate", "--scene", "tower:3", "--out", str(tmp_path / "x.npz")]) == 2
     assert "--scene must be one of stack:N" in capsys.readouterr().err
+
+
+def test_a_heap_settles_without_nan_energy_gain_or_penetration():
+    """A random drop of 12 boxes into a heap (two layers, 9 + 3), float32 as users batch it, with
+    ``benchmarks.stress --heaps``'s checks: no NaN, energy never above the start's plus the
+    correction bound, penetration ≤ 1 mm once settled, no failure unflagged, the broad phase never
+    over capacity. (The issue's 16-box drops run in ``benchmarks.stress``: a 16-box heap costs
+    minutes on this CPU, docs/worlds.md.)"""
+    from benchmarks.stress import heap_checks
+
+    scene, params, s = scenes.heap(12, jax.random.PRNGKey(7))
+    cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype("float32") if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+    params, s = cast(params), cast(s)
+    traj, infos = worlds.batch_rollout(MODEL, scene, params, jax.tree_util.tree_map(lambda x: x[None], s), 400)
+    r = jax.device_get(heap_checks(MODEL, scene, params, traj, infos))
+    assert np.all(r["finite"])
+    assert np.all(r["energy_gain_J"] <= r["bound_J"]), r["energy_gain_J"]
+    assert np.all(r["settled_penetration_m"] <= 1e-3), r["settled_penetration_m"]
+    assert not np.any(r["unflagged"])
+    assert not np.any(r["flags"] & int(Flags.CAPACITY))
+    assert np.all(np.asarray(traj.pos[0, -1, :, 2]) < 0.2)  # they fell and lie in a low heap
+    assert np.any(np.asarray(infos.pair_kind) != 0)  # and touched each other on the way
+
+
+def test_broad_phase_keeps_the_pairs_within_reach_and_flags_capacity():
+    """Three boxes in a row, every pair in the table, the first striking at 1 m/s (ε = 1): a broad
+    phase of 2 pairs a step gives the all-pairs answer (the far pair is never within reach); a
+    broad phase of 1 pair is over capacity once two pairs are within reach, and says so."""
+    bodies = [shapes.box((scenes.SIZE,) * 3, scenes.MASS)] * 3
+    _, params, s = scenes.cradle(3, gap=0.005, speed=1.0, restitution=1.0)
+    finals = {}
+    for max_pairs in (None, 2, 1):
+        scene, _ = worlds.make_scene(bodies, max_pairs=max_pairs)
+        final, summary = worlds.rollout(MODEL, scene, params, s, 60, output="final")
+        finals[max_pairs] = (np.asarray(final.vel[:, 0]), int(summary.flags))
+    np.testing.assert_allclose(finals[2][0], finals[None][0], atol=1e-12)
+    assert finals[None][1] == finals[2][1] == 0
+    assert finals[None][0][-1] == pytest.approx(1.0, rel=1e-2)
+    assert finals[1][1] & int(Flags.CAPACITY)

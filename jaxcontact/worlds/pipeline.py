@@ -72,15 +72,21 @@ class WorldInfo:
 class WorldContacts:
     """Every contact of a world at one state: ``rows`` (C, 2, 3, 6) on the two bodies of each
     contact (signed: their sum is the relative velocity, normal first), ``phi`` (C,), ``valid``
-    (C,); ``bodies`` (C, 2) the static body indices (−1: the ground); ``num_ground`` the first
-    contacts that are body–ground (Cg per body, body-major); the rest are the pairs', ``n`` per
-    pair in the scene's order. ``pair_kind`` (P,)."""
+    (C,), ``bodies`` (C, 2) the two body indices (−1: the ground). The first ``num_ground`` are
+    body–ground (Cg per body, body-major); the rest are the pair slots' (``n`` per slot):
+    ``slot_pair`` (S,) the scene pair each slot holds this step (every pair, in order, without a
+    broad phase). ``pair_phi`` (P, n) and ``pair_kind`` (P,) of every pair of the scene (a pair
+    the broad phase skipped: φ its bounding spheres' gap, a lower bound, and no patch);
+    ``capacity``: a pair within reach was left out (``Flags.CAPACITY``)."""
 
     rows: jnp.ndarray
     phi: jnp.ndarray
     valid: jnp.ndarray
+    bodies: jnp.ndarray
+    slot_pair: jnp.ndarray
+    pair_phi: jnp.ndarray
     pair_kind: jnp.ndarray
-    bodies: np.ndarray = struct.field(pytree_node=False)
+    capacity: jnp.ndarray
     num_ground: int = struct.field(pytree_node=False)
 
 
@@ -93,9 +99,27 @@ def _per_body(fn, params: Params, *batched):
     return jax.vmap(lambda b, *a: fn(Params(body=b, ground=params.ground, law=params.law), *a))(params.body, *batched)
 
 
+def bounding_radii(params: Params):
+    """(N,) each body's farthest vertex from its centre of mass (m)."""
+    body = params.body
+    return jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1), 0.0), axis=-1)
+
+
+def reach(model, scene: Scene, params: Params, state: State):
+    """(N,) how far (m) any point of each body can move this step, plus half the scene's margin:
+    h·(|v| + |ω| r + g h) + margin/2, without gradient. A body–ground candidate enters the contact
+    problem when its φ is within its body's reach, a pair when its gap is within the sum of its two
+    bodies' reaches (speculative contacts: a pair closing at 3 m/s is in the problem before it
+    meets, so a 2 ms step never carries it through the surface; the constraint only acts if the
+    gap would close this step, because its target is −φ/h)."""
+    r = bounding_radii(params)
+    speed = jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r
+    return jax.lax.stop_gradient(model.dt * (speed + abs(model.gravity) * model.dt) + 0.5 * scene.margin)
+
+
 def ground_contacts(model, scene: Scene, params: Params, state: State):
     """Every body's ``scene.ground_contacts`` closest vertices against the ground (at most
-    ``model.max_contacts``), those within the margin in the problem:
+    ``model.max_contacts``), those within the body's ``reach`` in the problem:
     (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
     N = scene.num_bodies
     Cg = num_ground_contacts(model, scene, params)
@@ -103,8 +127,8 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
     bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
     valid = con.valid
-    if N > 1:  # candidates beyond the margin stay out of the problem (a single body keeps all, as dynamics does)
-        valid = valid & (con.phi <= scene.margin)
+    if N > 1:  # candidates beyond reach stay out of the problem (a single body keeps all, as dynamics does)
+        valid = valid & (con.phi <= reach(model, scene, params, state)[:, None])
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 
@@ -121,32 +145,61 @@ def _pair_rows(state_a, state_b, pc: collision.PairContacts):
     return jnp.stack([-ra, rb], axis=1)
 
 
-def pair_contacts(scene: Scene, params: Params, state: State):
-    """Every body–body pair's manifold (``collision.hull_hull``), one vmap per topology pair:
-    (rows (P·n, 2, 3, 6), phi, valid, bodies (P·n, 2), kind (P,))."""
-    n = scene.pair_contacts
-    P = scene.num_pairs
+def pair_gaps(scene: Scene, params: Params, state: State):
+    """(P,) a lower bound of every pair's distance (the broad phase): the distance of the two
+    centres of mass minus both bodies' bounding radii (their farthest vertex)."""
+    radius = bounding_radii(params)
+    a, b = np.asarray(scene.pairs, dtype=int).reshape(-1, 2).T
+    return jnp.linalg.norm(state.pos[a] - state.pos[b], axis=-1) - radius[a] - radius[b]
+
+
+def pair_contacts(model, scene: Scene, params: Params, state: State):
+    """The manifolds (``collision.hull_hull``, within the pair's ``reach``) of the pairs the broad
+    phase keeps (every pair without ``Scene.max_pairs``: there, the pairs with the least gap less
+    reach), one vmap per topology pair: (rows (S·n, 2, 3, 6), phi, valid, bodies (S·n, 2),
+    slot_pair (S,), pair_phi (P, n), pair_kind (P,), capacity)."""
+    n, P = scene.pair_contacts, scene.num_pairs
+    pairs = np.asarray(scene.pairs, dtype=int).reshape(P, 2)
     dtype = state.pos.dtype
-    rows = jnp.zeros((P, n, 2, 3, 6), dtype)
-    phi = jnp.zeros((P, n), dtype)
-    valid = jnp.zeros((P, n), bool)
-    kind = jnp.zeros((P,), jnp.int32)
+    broad = scene.max_pairs is not None
+    body_reach = reach(model, scene, params, state)
+    pair_reach = body_reach[pairs[:, 0]] + body_reach[pairs[:, 1]]
+    gaps = jax.lax.stop_gradient(pair_gaps(scene, params, state)) if broad else None
+    capacity = jnp.zeros((), bool)
+    out = []
     for ta, tb, ks in scene.pair_groups():
-        ia = np.array([scene.pairs[k][0] for k in ks])
-        ib = np.array([scene.pairs[k][1] for k in ks])
+        ks = np.asarray(ks)
+        K = scene.pair_slots(len(ks))
+        if K < len(ks):  # the K pairs of this group with the smallest gaps; one more within reach is flagged
+            neg, sel = jax.lax.top_k(pair_reach[ks] - gaps[ks], K + 1)
+            capacity = capacity | (neg[K] >= 0)
+            idx = jnp.asarray(ks)[sel[:K]]
+            ia, ib = jnp.asarray(pairs[:, 0])[idx], jnp.asarray(pairs[:, 1])[idx]
+        else:
+            idx, ia, ib = ks, pairs[ks, 0], pairs[ks, 1]
         sa = jax.tree_util.tree_map(lambda x: x[ia], state)
         sb = jax.tree_util.tree_map(lambda x: x[ib], state)
         va, vb = params.body.vertices[ia], params.body.vertices[ib]
 
-        def one(va, sa, vb, sb):
-            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=scene.margin)
+        def one(va, sa, vb, sb, margin):
+            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin)
             return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
 
-        r, f, v, k = jax.vmap(one)(va, sa, vb, sb)
-        idx = np.asarray(ks)
-        rows, phi, valid, kind = rows.at[idx].set(r), phi.at[idx].set(f), valid.at[idx].set(v), kind.at[idx].set(k)
-    bodies = np.repeat(np.asarray(scene.pairs, dtype=int).reshape(P, 2), n, axis=0)
-    return rows.reshape(P * n, 2, 3, 6), phi.reshape(-1), valid.reshape(-1), bodies, kind
+        r, f, v, k = jax.vmap(one)(va, sa, vb, sb, pair_reach[idx])
+        out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
+    if not broad:  # every pair, in the scene's order
+        order = np.argsort(np.concatenate([o[0] for o in out]), kind="stable")
+    cat = lambda i: jnp.concatenate([o[i] for o in out]) if broad else jnp.concatenate([o[i] for o in out])[order]
+    slot_pair, slot_bodies, rows, phi, valid, kind = (cat(i) for i in range(6))
+    S = slot_pair.shape[0]
+    if broad:
+        pair_phi = jnp.broadcast_to(gaps[:, None], (P, n)).astype(dtype).at[slot_pair].set(phi)
+        pair_kind = jnp.zeros((P,), jnp.int32).at[slot_pair].set(kind)
+    else:
+        pair_phi, pair_kind = phi, kind
+    bodies = jnp.repeat(slot_bodies, n, axis=0)
+    return (rows.reshape(S * n, 2, 3, 6), phi.reshape(-1), valid.reshape(-1), bodies, slot_pair, pair_phi,
+            pair_kind, capacity)
 
 
 def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
@@ -154,16 +207,19 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     parts = []
     if scene.ground:
         parts.append(ground_contacts(model, scene, params, state))
-    kind = jnp.zeros((0,), jnp.int32)
+    dtype = state.pos.dtype
+    slot_pair, pair_phi = jnp.zeros((0,), jnp.int32), jnp.zeros((0, scene.pair_contacts), dtype)
+    pair_kind, capacity = jnp.zeros((0,), jnp.int32), jnp.zeros((), bool)
     if scene.pairs:
-        *pair, kind = pair_contacts(scene, params, state)
+        *pair, slot_pair, pair_phi, pair_kind, capacity = pair_contacts(model, scene, params, state)
         parts.append(tuple(pair))
     rows = jnp.concatenate([p[0] for p in parts])
     phi = jnp.concatenate([p[1] for p in parts])
     valid = jnp.concatenate([p[2] for p in parts])
-    bodies = np.concatenate([p[3] for p in parts])
+    bodies = jnp.concatenate([jnp.asarray(p[3], jnp.int32) for p in parts])
     num_ground = parts[0][0].shape[0] if scene.ground else 0
-    return WorldContacts(rows=rows, phi=phi, valid=valid, pair_kind=kind, bodies=bodies, num_ground=num_ground)
+    return WorldContacts(rows=rows, phi=phi, valid=valid, bodies=bodies, slot_pair=jnp.asarray(slot_pair, jnp.int32),
+                         pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground)
 
 
 def stiff_rows(con: WorldContacts, impact, num_bodies: int):
@@ -173,7 +229,7 @@ def stiff_rows(con: WorldContacts, impact, num_bodies: int):
     island (label propagation, at most N − 1 hops, static). Ground contacts never link bodies."""
     a, b = con.bodies[:, 0], con.bodies[:, 1]
     link = con.valid & (a >= 0) & (b >= 0)
-    ia, ib = np.maximum(a, 0), np.maximum(b, 0)
+    ia, ib = jnp.maximum(a, 0), jnp.maximum(b, 0)
     hit = jnp.zeros(num_bodies, bool).at[ib].max(impact).at[ia].max(impact & (a >= 0))
 
     def hop(_, hit):
@@ -199,6 +255,21 @@ def soften(prob: contact.ContactProblem, softness: float, stiff):
     d = prob.rows_per_contact
     row_soft = jnp.where(jnp.repeat(stiff, d), 0.0, softness)
     return prob.replace(A=prob.A + jnp.diag(row_soft.astype(prob.A.dtype) * jnp.diagonal(prob.A)))
+
+
+def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
+    """(C,) the distances the restitution switch reads: body–ground contacts their own (as a
+    single body); every contact of a body–body pair the pair's earliest closing, so that φ + h v⁻
+    is the least over the pair's valid points for all of them. A face patch then bounces as one:
+    its four points' distances differ by round-off, and a switch read point by point could bounce
+    two of them and not the others (a spurious torque, measured on the cradle at a 3 mm gap)."""
+    G, n = con.num_ground, scene.pair_contacts
+    if not scene.pairs:
+        return con.phi
+    phi, vn, valid = con.phi[G:].reshape(-1, n), vn_pre[G:].reshape(-1, n), con.valid[G:].reshape(-1, n)
+    first = jnp.min(jnp.where(valid, phi + dt * vn, jnp.inf), axis=1, keepdims=True)
+    pair = jnp.where(valid, first - dt * vn, phi)
+    return jnp.concatenate([con.phi[:G], pair.reshape(-1)])
 
 
 def check_law(model, scene: Scene) -> None:
@@ -239,38 +310,54 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
             prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
         v_pre = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
         vn_pre = (prob.J @ v_pre).reshape(prob.num_contacts, 3)[:, 0]
-        target = normal_target_at(law, model, params.law.restitution, vn_pre, prob.phi, prob.target)
+        target = normal_target_at(law, model, params.law.restitution, vn_pre, patch_phi(scene, con, vn_pre, model.dt),
+                                  prob.target)
         mu = jnp.concatenate([
             jnp.broadcast_to(params.law.mu, (con.num_ground, 2)),
             jnp.broadcast_to(params.law.mu[:1], (prob.num_contacts - con.num_ground, 2))]).astype(v1.dtype)
         impact = con.valid & (vn_pre < -law.restitution_threshold)
         prob = soften(prob, scene.softness, stiff_rows(con, impact, N))
-        sol = contact.solve(prob, mu, law.solver, target, z0=warm, gradient=law.relaxed_gradient(model))
+        sol = contact.solve(prob, mu, law.solver, target, z0=None if warm is None else warm_slots(scene, con, warm),
+                            gradient=law.relaxed_gradient(model))
         p_body = sol.impulse.reshape(N, 6)
         v_new = v1 + jnp.einsum("nij,nj->ni", Minv, p_body)
         residual, iterations = sol.residual, sol.iterations
         if warm is not None:
-            warm = jax.lax.stop_gradient(sol.z)
+            warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
     new = jax.vmap(lambda s, v: dynamics.integrate(model, s, v))(state, v_new)
-    P, n = scene.num_pairs, scene.pair_contacts
     Cg = con.num_ground // N if scene.ground else 0
     info = WorldInfo(
         impulse=p_body, phi_ground=con.phi[:con.num_ground].reshape(N, Cg),
-        pair_phi=con.phi[con.num_ground:].reshape(P, n), pair_kind=con.pair_kind,
-        residual=residual, iterations=iterations)
+        pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=residual, iterations=iterations)
     failed = dynamics.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
     # capped target separates them without launching them (as the ground does); flagged
     if scene.pairs:
         pair_phi = con.phi[con.num_ground:]
         projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
-    return new, info.replace(flags=dynamics.step_flags(invalid, dynamics.any_nonfinite(p_body, new), projected, failed),
-                             invalid=invalid), warm
+    flags = dynamics.step_flags(invalid, dynamics.any_nonfinite(p_body, new), projected, failed, con.capacity)
+    return new, info.replace(flags=flags, invalid=invalid), warm
 
 
 def num_ground_contacts(model, scene: Scene, params: Params) -> int:
     """Body–ground candidates per body (static)."""
     return min(model.num_contacts(_body(params, 0)), scene.ground_contacts) if scene.ground else 0
+
+
+def warm_slots(scene: Scene, con: WorldContacts, table):
+    """The warm start of this step's contacts (C, 3) from ``table`` (the impulses of the previous
+    step per body–ground contact and per pair of the scene, ``initial_warm``'s layout): a pair the
+    broad phase brings in takes its own last impulses (zero if it was out)."""
+    G, n = con.num_ground, scene.pair_contacts
+    pairs = table[G:].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
+    return jnp.concatenate([table[:G], pairs])
+
+
+def warm_table(scene: Scene, con: WorldContacts, z):
+    """``warm_slots`` inverted: this step's impulses z (C, 3) into the table (pairs out: zero)."""
+    G, n = con.num_ground, scene.pair_contacts
+    pairs = jnp.zeros((scene.num_pairs, n, 3), z.dtype).at[con.slot_pair].set(z[G:].reshape(-1, n, 3))
+    return jnp.concatenate([z[:G], pairs.reshape(-1, 3)])
 
 
 def initial_warm(model, scene: Scene, params: Params, state: State):
@@ -415,4 +502,4 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "ground_contacts",
-           "initial_warm", "pair_contacts", "rollout", "step", "step_with_info", "validate"]
+           "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "step", "step_with_info", "validate"]

@@ -36,6 +36,12 @@ class Scene:
     margin: speculative distance (m): pairs closer than this report contacts with their true signed
     distance (φ > 0), so a contact is in the problem one step before the surfaces meet, and its
     φ has a gradient.
+    softness: relative diagonal added to the rows of resting contacts (``pipeline.soften``).
+    max_pairs: the broad phase. None: the narrow phase runs on every pair of the table each step.
+    An int K: each step it runs on the K pairs (per pair of topologies) whose bounding spheres are
+    closest (a static number, so the problem keeps fixed shapes); pairs further apart than the
+    margin cannot touch and are skipped. When more than K pairs are within reach of each other
+    the farthest are left out of that step and the step is flagged ``Flags.CAPACITY``.
     """
 
     topologies: tuple
@@ -45,6 +51,7 @@ class Scene:
     margin: float = 0.002
     ground_contacts: int = 4
     softness: float = 1e-2
+    max_pairs: int | None = None
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -61,6 +68,9 @@ class Scene:
                 raise ValueError(f"Scene.{name} must be an int >= 1, got {pc!r}")
         if not (isinstance(self.softness, numbers.Real) and 0 <= self.softness < 1):
             raise ValueError(f"Scene.softness must be a number in [0, 1), got {self.softness!r}")
+        if self.max_pairs is not None and (not isinstance(self.max_pairs, numbers.Integral)
+                                           or isinstance(self.max_pairs, bool) or self.max_pairs < 1):
+            raise ValueError(f"Scene.max_pairs must be None (every pair) or an int >= 1, got {self.max_pairs!r}")
         if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
 
@@ -79,6 +89,15 @@ class Scene:
         for k, (a, b) in enumerate(self.pairs):
             groups.setdefault((self.topologies[a], self.topologies[b]), []).append(k)
         return [(ta, tb, ks) for (ta, tb), ks in groups.items()]
+
+    def pair_slots(self, group_size: int) -> int:
+        """Pairs of a topology group of ``group_size`` the narrow phase runs on each step."""
+        return group_size if self.max_pairs is None else min(group_size, self.max_pairs)
+
+    @property
+    def num_pair_slots(self) -> int:
+        """Pairs the narrow phase runs on each step (every pair without a broad phase)."""
+        return sum(self.pair_slots(len(ks)) for _, _, ks in self.pair_groups())
 
 
 def stack_bodies(bodies: Sequence[Body]) -> Body:
@@ -102,11 +121,13 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
-               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2):
+               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2,
+               max_pairs: int | None = None):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order). Each body's hull topology is computed here from
-    its concrete vertices (``collision.topology``, which refuses degenerate hulls by name)."""
+    its concrete vertices (``collision.topology``, which refuses degenerate hulls by name).
+    max_pairs: the broad phase (``Scene``)."""
     stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
     n = np.shape(stacked.vertices)[0]
     topologies = []
@@ -122,7 +143,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     drop = {tuple(sorted(p)) for p in exclude}
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
-                 margin=margin, ground_contacts=ground_contacts, softness=softness), stacked
+                 margin=margin, ground_contacts=ground_contacts, softness=softness,
+                 max_pairs=max_pairs), stacked
 
 
 __all__ = ["Scene", "make_scene", "stack_bodies"]

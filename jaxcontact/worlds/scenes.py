@@ -85,9 +85,18 @@ def cradle(n: int = 5, gap: float = 0.005, speed: float = 1.0, restitution: floa
     return scene, _params(body, 0.0, restitution), _state(pos, vel)
 
 
-def heap(n: int = 16, key=None, height: float = 0.3, spacing: float = 0.13, **scene_kw):
-    """``n`` boxes dropped from a loose grid (``spacing`` m apart, the lowest layer ``height`` m up)
-    with random orientations and small random velocities (``key``); every pair may touch."""
+def heap(n: int = 16, key=None, height: float = 0.3, spacing: float = 0.18, **scene_kw):
+    """``n`` boxes dropped from a loose grid (``spacing`` m apart, 3 × 3 per layer, the lowest
+    layer ``height`` m up) with random orientations and small random velocities (``key``); every
+    pair may touch, through the broad phase (``Scene.max_pairs`` = 3n unless given). The spacing must exceed a box's diagonal (√3 · 0.1 m), so that no two boxes
+    overlap whatever their orientations."""
+    diagonal = np.sqrt(3.0) * SIZE
+    if spacing <= diagonal:
+        raise ValueError(f"heap: spacing {spacing} m lets randomly oriented boxes overlap; it must exceed the "
+                         f"box diagonal {diagonal:.4f} m")
+    if height <= diagonal / 2:
+        raise ValueError(f"heap: height {height} m lets the lowest boxes start in the ground; it must exceed "
+                         f"{diagonal / 2:.4f} m")
     key = jax.random.PRNGKey(0) if key is None else key
     side = int(np.ceil(np.sqrt(min(n, 9))))
     per_layer = side * side
@@ -100,7 +109,9 @@ def heap(n: int = 16, key=None, height: float = 0.3, spacing: float = 0.13, **sc
     q = jax.random.normal(k1, (n, 4))
     q = q / jnp.linalg.norm(q, axis=1, keepdims=True)
     vel = 0.2 * jax.random.normal(k2, (n, 3))
-    scene, body = _boxes(n, "all", **scene_kw)
+    # the broad phase keeps 3n pairs a step (a box in a heap touches about six others); more within
+    # reach is flagged CAPACITY
+    scene, body = _boxes(n, "all", **{"max_pairs": 3 * n, **scene_kw})
     return scene, _params(body, 0.5, 0.0), _state(pos, vel, q)
 
 
