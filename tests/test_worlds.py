@@ -128,6 +128,10 @@ def test_bad_worlds_refused_by_name():
         worlds.make_scene([shapes.box(), b])
     with pytest.raises(ValueError, match="state.pos"):
         worlds.rollout(MODEL, scene, params, jax.tree_util.tree_map(lambda x: x[:1], s), 10)
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        worlds.billiards.fit(None, np.zeros((1, 2)), optimizer="lbfgs")
+    with pytest.raises(ValueError, match="iters must be an int"):
+        worlds.billiards.fit(None, np.zeros((1, 2)), iters=-1)
 
 
 def test_simulate_scene_command_writes_the_world(tmp_path, capsys):

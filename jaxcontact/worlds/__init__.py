@@ -1,10 +1,11 @@
 """Worlds of many convex bodies touching each other and the ground, in one hard contact problem
-(``scene``: the static description; ``step``: the step, rollouts; ``scenes``: ready-made worlds)."""
+(``scene``: the static description; ``step``: the step, rollouts; ``scenes``: ready-made worlds;
+``billiards``: a pusher's velocity chosen by gradient so that a struck box rests at a target)."""
 
-from . import scenes
+from . import billiards, scenes
 from .scenes import DEFAULT_LAW, model
 from .scene import Scene, make_scene, stack_bodies
 from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
 
-__all__ = ["DEFAULT_LAW", "model", "scenes", "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
+__all__ = ["DEFAULT_LAW", "billiards", "model", "scenes", "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
            "rollout", "stack_bodies", "step", "step_with_info", "validate"]
