@@ -32,7 +32,7 @@ def _per_body(x):
         flags = np.asarray(x.flags).reshape(-1)
         first = np.asarray(x.first_step).reshape(-1, len(bits))
         return flags, first, np.asarray(x.invalid).reshape(-1)
-    if isinstance(x, ContactInfo):
+    if isinstance(x, ContactInfo) or _is_world_info(x):
         f = np.asarray(x.flags)
         inv = np.broadcast_to(np.asarray(x.invalid), f.shape)
         if f.ndim == 0:
@@ -44,7 +44,17 @@ def _per_body(x):
         first = np.where(any_, raised.argmax(1), -1)
         first_inv = inv[np.arange(len(inv)), np.argmax(inv != 0, axis=1)]  # rules at the first invalid step
         return np.bitwise_or.reduce(f, axis=1), first, first_inv
-    raise TypeError(f"expected a ContactInfo or a Summary, got {type(x).__name__}")
+    raise TypeError(f"expected a ContactInfo, a worlds.WorldInfo or a Summary, got {type(x).__name__}")
+
+
+def _is_world_info(x) -> bool:
+    """A ``worlds.WorldInfo`` (flags per step, one row per world; not imported: worlds depend on
+    this package's core, not the other way)."""
+    return type(x).__name__ == "WorldInfo" and hasattr(x, "flags") and hasattr(x, "invalid")
+
+
+def _unit(x) -> str:
+    return "worlds" if _is_world_info(x) else "bodies"
 
 
 def counts(x) -> dict:
@@ -69,8 +79,9 @@ def report(x, dt: float | None = None) -> str:
     t = 0.424 s; bodies 5, 17, 99)``."""
     c = counts(x)
     n = int(np.asarray(_per_body(x)[0]).size)
+    unit = _unit(x)
     if not c:
-        return f"all {n} bodies clean (no invalid input, non-finite state, deep penetration or solver failure)"
+        return f"all {n} {unit} clean (no invalid input, non-finite state, deep penetration or solver failure)"
     lines = []
     for f in Flags:
         k = f.name.lower()
@@ -81,7 +92,7 @@ def report(x, dt: float | None = None) -> str:
         ids = ", ".join(map(str, r["body_ids"])) + (", …" if r["bodies"] > len(r["body_ids"]) else "")
         verb = "went" if f == Flags.NONFINITE else "had"
         what = FLAG_NAMES[f] + (f" — {'; '.join(r['fields'])}" if "fields" in r else "")
-        lines.append(f"{r['bodies']} of {r['of']} bodies {verb} {what} (first at {when}; bodies {ids})")
+        lines.append(f"{r['bodies']} of {r['of']} {unit} {verb} {what} (first at {when}; {unit} {ids})")
     return "\n".join(lines)
 
 

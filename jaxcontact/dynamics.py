@@ -90,17 +90,20 @@ def warn_nonfinite(final, batched: bool = False) -> None:
                       NonFiniteWarning, stacklevel=3)
 
 
-def warn_solver(first_step, batched: bool = False, stacklevel: int = 3) -> None:
+_RERUN_HINT = "rerun with with_info=True and jaxcontact.diagnostics.report for the steps and bodies"
+
+
+def warn_solver(first_step, batched: bool = False, stacklevel: int = 3, who: str | None = None,
+                hint: str = _RERUN_HINT) -> None:
     """Warn (``SolverWarning``) when bodies had a contact solve that did not converge;
-    ``first_step``: per body, the first such step (−1: none)."""
+    ``first_step``: per body, the first such step (−1: none). who/hint: the words for a world."""
     first = np.asarray(first_step).reshape(-1)
     bad = first >= 0
     if bad.any():
-        who = f"{int(bad.sum())} of {bad.size} bodies" if batched else "the body"
+        who = who or (f"{int(bad.sum())} of {bad.size} bodies" if batched else "the body")
         warnings.warn(f"the contact solver did not converge for {who} (first at step {int(first[bad].min())}; "
                       f"Flags.SOLVER: iteration cap reached above the tolerance, or a residual above "
-                      f"{SOLVER_RESIDUAL_LIMIT} m/s), so the contact impulses there are inaccurate; rerun with "
-                      "with_info=True and jaxcontact.diagnostics.report for the steps and bodies",
+                      f"{SOLVER_RESIDUAL_LIMIT} m/s), so the contact impulses there are inaccurate; {hint}",
                       SolverWarning, stacklevel=stacklevel)
 
 

@@ -111,6 +111,7 @@ def test_interpenetrating_start_is_separated_without_launch_and_flagged():
     v = np.asarray(traj.vel[:, :, 0])
     assert np.max(np.abs(v)) <= MODEL.max_correction_speed + 1e-9
     assert int(np.asarray(info.flags)[0]) & int(Flags.PENETRATION)
+    assert jc.diagnostics.report(info).startswith("1 of 1 worlds had deep penetration")  # the report reads world infos
     gap = np.asarray(traj.pos[:, 1, 0] - traj.pos[:, 0, 0]) - scenes.SIZE
     opening = np.diff(gap) / MODEL.dt
     assert np.all(opening <= MODEL.max_correction_speed + MODEL.law.solver.tol)  # relative speed capped (to the tolerance)

@@ -453,7 +453,8 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
         bad = np.nonzero(np.asarray(out[1].flags) & int(Flags.SOLVER))[0]
         first = bad[0] if bad.size else -1
     dynamics.warn_nonfinite(jax.tree_util.tree_map(lambda x: x[None], final), batched=True)
-    dynamics.warn_solver(first)
+    dynamics.warn_solver(first, who="the world", hint="jaxcontact.diagnostics.report of the rollout's infos (or "
+                         "of its Summary with output='final') names the steps")
     return out
 
 

@@ -1,5 +1,5 @@
 """Ready-made worlds of 0.1 m, 0.37 kg boxes (the issue's test scenes): ``stack``, ``pyramid``,
-``heap``, ``cradle``, ``pair``. Each returns ``(scene, params, state)`` for ``worlds.rollout``
+``heap``, ``cradle``. Each returns ``(scene, params, state)`` for ``worlds.rollout``
 with ``model()`` (the world's default law)."""
 
 from __future__ import annotations
