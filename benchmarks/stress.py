@@ -49,7 +49,8 @@ orientations and velocities from a loose grid) and checks each world (``heap_che
 energy never above the start's plus the correction bound N · ½ m v_max² (what separating
 penetrating bodies at ``max_correction_speed`` may add); penetration (ground and body–body) at
 most 1 mm over the last quarter of the steps (settled); every world failing a check flagged.
-Writes ``stress_heap.json`` and ``stress_heap.md``.
+Writes ``stress_heap.json`` and ``stress_heap.md``. ``--heap-grads K [--grad-steps 300]``
+instead: gradients of K heap rollouts in float32 and float64 (``stress_heap_grads.{json,md}``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ def parse_args(argv=None):
     p.add_argument("--heap-steps", type=int, default=1000)
     p.add_argument("--heap-chunk", type=int, default=8, help="heaps simulated at once")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float64", help="heaps only")
+    p.add_argument("--heap-grads", type=int, default=0,
+                   help="instead of the drops: gradients of this many heap rollouts, float32 and float64")
+    p.add_argument("--grad-steps", type=int, default=300)
     a = p.parse_args(argv)
     a.argv = argv
     return a
@@ -388,6 +392,59 @@ def run_heaps(args):
     return out
 
 
+def run_heap_grads(args):
+    """d(final centre-of-mass height)/d(initial velocities) of ``--heap-grads`` heap rollouts of
+    ``--grad-steps`` steps (the drops and first impacts), in float32 and float64: how many are
+    finite, and their size."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+    from jaxcontact.worlds import scenes
+
+    info = common.machine_info("benchmarks.stress", args.argv)
+    model = worlds.model()
+    keys = jax.random.split(jax.random.PRNGKey(args.seed + 1), args.heap_grads)
+    out = {"benchmark": "stress_heap_grads", "machine": info,
+           "workload": {"heaps": args.heap_grads, "boxes": args.heap_boxes, "steps": args.grad_steps,
+                        "seed": args.seed + 1, "of": "d mean(final z) / d initial velocities (N, 3)"}}
+    for dtype in ("float32", "float64"):
+        cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+        scene, params, _ = scenes.heap(args.heap_boxes, keys[0])
+        params = cast(params)
+
+        @jax.jit
+        def grad(s):
+            def height(vel):
+                final, _ = worlds.rollout(model, scene, params, s.replace(vel=vel), args.grad_steps, output="final")
+                return jnp.mean(final.pos[:, 2])
+            return jax.grad(height)(s.vel)
+
+        t0 = time.perf_counter()
+        norms, finite = [], []
+        for k in keys:
+            g = np.asarray(grad(cast(scenes.heap(args.heap_boxes, k)[2])))
+            finite.append(bool(np.all(np.isfinite(g))))
+            norms.append(float(np.linalg.norm(g)) if finite[-1] else float("nan"))
+            log(dtype, len(finite), finite[-1], norms[-1])
+        out[dtype] = {"finite": int(sum(finite)), "of": len(finite), "wall_s": time.perf_counter() - t0,
+                      "grad_norm": {"median": float(np.nanmedian(norms)) if any(finite) else None,
+                                    "max": float(np.nanmax(norms)) if any(finite) else None}}
+    return out
+
+
+def markdown_heap_grads(out) -> str:
+    w = out["workload"]
+    rows = [[d, f"{out[d]['finite']} of {out[d]['of']}", common.fmt(out[d]["grad_norm"]["median"]),
+             common.fmt(out[d]["grad_norm"]["max"]), f"{out[d]['wall_s']:.0f}"] for d in ("float32", "float64")]
+    return "\n".join([
+        f"# Gradients through {w['heaps']} heap rollouts of {w['boxes']} boxes", "",
+        common.md_machine(out["machine"]), "",
+        f"{w['of']} over {w['steps']} steps (the fall and the first impacts), keys from seed {w['seed']}, "
+        "`jax.grad` through `worlds.rollout` (implicit derivative of every contact solve).", "",
+        common.md_table(["dtype", "finite", "median ‖g‖", "max ‖g‖", "wall (s)"], rows), ""])
+
+
 def markdown_heaps(out) -> str:
     f = common.fmt
     w = out["workload"]
@@ -461,6 +518,16 @@ def markdown(out) -> str:
 def main(argv=None):
     args = parse_args(argv)
     common.select_platform(args.device)
+    if args.heap_grads:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        out = run_heap_grads(args)
+        out_dir = Path(args.out_dir)
+        common.write_json(out_dir / "stress_heap_grads.json", out)
+        (out_dir / "stress_heap_grads.md").write_text(markdown_heap_grads(out) + "\n")
+        print(markdown_heap_grads(out))
+        return
     if args.heaps:
         import jax
 
