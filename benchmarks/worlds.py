@@ -1,26 +1,123 @@
-"""Worlds of many bodies against MuJoCo C, measured in one run: the 10-box stack standing for 10 s
-(how far the top box moves, float64 and float32) and its speed (box-steps/s, compile time).
+"""Worlds of many bodies against MuJoCo C (and MJX), measured in one module: the 10-box stack
+standing for 10 s, cross-checks on the same scenes with stated tolerances, and the heap's speed.
 
-    python -m benchmarks.worlds [--seconds 10] [--batch 8] [--out benchmarks/results/worlds]
+    python -m benchmarks.worlds                       # every part
+    python -m benchmarks.worlds --only stack          # parts: stack, collision, heapcheck, mjspeed, heapspeed, mjx
+    python -m benchmarks.worlds --only crosscheck     # = collision,heapcheck
+    python -m benchmarks.worlds --only heapcheck --heap-seed-start 3 --heap-seeds 3   # 3 more jaxcontact seeds
+    python -m benchmarks.worlds --render              # the .md again from the .json
 
-The stack: ten 0.1 m, 0.37 kg boxes built at rest, face to face on the ground, μ = 0.5, 2 ms
-steps. jaxcontact: ``worlds.scenes.stack`` with the default world law (``worlds.DEFAULT_LAW``).
-MuJoCo C: the same boxes on free joints, pyramidal cone (and elliptic, its default), its default
-solver, ``mujoco.rollout`` on 1 thread. The issue's heap of 16 boxes at 256 worlds is not run:
-see docs/worlds.md for why (the dense contact problem of 120 pairs).
+Each part writes its own section of ``benchmarks/results/worlds.json`` (with the command, date and
+commit of the run that made it) and leaves the other sections as they are; the ``.md`` is rendered
+from the whole file.
+
+* **stack** — ten 0.1 m, 0.37 kg boxes built at rest, face to face on the ground, μ = 0.5, 2 ms
+  steps, for 10 s. jaxcontact: ``worlds.scenes.stack`` with the default world law
+  (``worlds.DEFAULT_LAW``), float64 and float32. MuJoCo C: the same boxes on free joints,
+  pyramidal cone (and elliptic, its default), its default solver, ``mujoco.rollout`` on 1 thread.
+* **collision** — a box sliding at 1 m/s into an identical resting box, 5 mm ahead, on a
+  frictionless ground (``scenes.cradle(2, gap=0.005, speed=1.0, restitution=0.0)``), 1 s:
+  both boxes' velocities after the impact and the momentum, against the analytic common velocity
+  and MuJoCo C (frictionless: ``condim=1``; MuJoCo has no restitution coefficient, so its contact
+  damping ratio is swept: 1 is its default).
+* **heapcheck** — 16 boxes dropped from a loose grid (``scenes.heap(16, key, spacing=0.18)``: with
+  the default 0.13 m spacing, randomly turned boxes start inside each other) and left to settle
+  for 2 s, the same initial poses and velocities in MuJoCo C (free joints; both store quaternions
+  w, x, y, z and the free joint's angular velocity in the body frame, as ``State.omega``): the
+  heap's centre-of-mass height and the number of boxes resting on the ground, over seeds
+  (MuJoCo also with the two-box check's damping ratio 4, to show how much its own answer moves).
+* **mjspeed** — the heap, 1,000 steps, 64 and 256 worlds in MuJoCo C (``mujoco.rollout`` on 1
+  thread; on 2 threads through a persistent ``rollout.Rollout(nthread=2)`` pool).
+* **heapspeed** — the same in jaxcontact float32 (``worlds.batch_rollout(..., output="final")``: compile time,
+  memory per world from XLA's memory analysis, box-steps/s measured on short windows and
+  extrapolated where a full run would take hours, labelled so), and where jaxcontact's time goes
+  (collision, problem assembly, solve, timed apart under ``jit`` on a settled heap; sweeps per step).
+* **mjx** — the same heap in MJX (``jit`` of a ``lax.scan`` over ``vmap(mjx.step)``), 64 and 256
+  worlds, 1,000 steps, in a child process killed after ``--mjx-timeout`` seconds (300).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from .common import RESULTS_DIR, machine_info, md_machine, md_table, write_json
 
 SIZE, MASS, MU, DT = 0.1, 0.37, 0.5, 0.002
+PARTS = ("stack", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx")
+ALIASES = {"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx"), "all": PARTS}
 
+# tolerances of the cross-checks (why: docs/worlds.md and the .md these write)
+ANALYTIC_TOL = 1e-4  # m/s: jaxcontact's two boxes against the analytic common velocity v/2
+MJ_COLLISION_TOL = 0.01  # m/s (1 % of the approach speed): jaxcontact against MuJoCo's overdamped contact
+MJ_COLLISION_DAMPING = 4.0  # MuJoCo's damping ratio for that check (its default 1 bounces back, ε ≈ 0.12)
+MOMENTUM_TOL = 1e-6  # relative
+HEAP_SPACING = 0.18  # m: more than a box's diagonal (0.173 m), so no two boxes start inside each other
+HEAP_SIGMAS = 2.0  # the heap statistics agree within this many standard errors of their difference
+HEAP_FLOOR = 0.002  # m: and never tighter than this on the centre-of-mass height (MuJoCo's soft contacts sink mm)
+
+
+def _cast(tree, dtype):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
+
+
+def _run_info(argv):
+    info = machine_info("benchmarks.worlds", argv)
+    return {k: info[k] for k in ("date", "command", "git_commit", "load_average_at_start", "jax_x64")}
+
+
+# ------------------------------------------------------------------------------------ MuJoCo models
+
+def mujoco_boxes_xml(n: int, mu: float, cone: str = "pyramidal", condim: int = 3, solref=None,
+                     ground: bool = True) -> str:
+    """``n`` free 0.1 m, 0.37 kg boxes (placed by qpos) over a plane; MuJoCo's defaults otherwise
+    (solver Newton, 100 iterations, tolerance 1e-8, Euler, solimp 0.9 0.95 0.001, solref 0.02 1
+    unless ``solref`` is given). The plane gets the boxes' friction (MuJoCo takes the maximum of
+    the two geoms')."""
+    sr = f' solref="{solref[0]} {solref[1]}"' if solref is not None else ""
+    fr = f'friction="{mu} 0.005 0.0001" condim="{condim}"{sr}'
+    h = SIZE / 2
+    bodies = "".join(f'<body pos="0 0 {1 + i}"><freejoint/><geom type="box" size="{h} {h} {h}" mass="{MASS}" {fr}/></body>'
+                     for i in range(n))
+    plane = f'<geom type="plane" size="5 5 0.1" {fr}/>' if ground else ""
+    return (f'<mujoco><option timestep="{DT}" cone="{cone}"/><worldbody>{plane}{bodies}</worldbody></mujoco>')
+
+
+def mujoco_initial_states(model, qpos, qvel):
+    """(B, nstate) MuJoCo FULLPHYSICS states from (B, nq) qpos and (B, nv) qvel."""
+    import mujoco
+
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    data = mujoco.MjData(model)
+    out = np.zeros((qpos.shape[0], mujoco.mj_stateSize(model, spec)))
+    for i in range(qpos.shape[0]):
+        mujoco.mj_resetData(model, data)
+        data.qpos[:] = qpos[i]
+        data.qvel[:] = qvel[i]
+        mujoco.mj_getState(model, data, out[i], spec)
+    return out
+
+
+def to_mujoco(states):
+    """jaxcontact world states (B, N, …) → MuJoCo free joints (B, 7N) qpos and (B, 6N) qvel:
+    position and unit quaternion (w, x, y, z); world linear and body angular velocity."""
+    pos, quat = np.asarray(states.pos, np.float64), np.asarray(states.quat, np.float64)
+    vel, omega = np.asarray(states.vel, np.float64), np.asarray(states.omega, np.float64)
+    quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
+    B = pos.shape[0]
+    return (np.concatenate([pos, quat], -1).reshape(B, -1), np.concatenate([vel, omega], -1).reshape(B, -1))
+
+
+# ------------------------------------------------------------------------------------ the stack
 
 def mujoco_stack_xml(n: int, cone: str) -> str:
     bodies = "".join(
@@ -91,28 +188,688 @@ def jaxcontact_stack(n: int, seconds: float, dtype: str, batch: int):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boxes", type=int, default=10)
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--batch", type=int, default=8, help="worlds in the batched speed run (500 steps)")
-    ap.add_argument("--out", default=str(RESULTS_DIR / "worlds"))
-    args = ap.parse_args(argv)
+# ------------------------------------------------------------------------------------ two-box collision
+
+def jaxcontact_collision(dtype: str, steps: int):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+    from jaxcontact.worlds import scenes
+
+    scene, params, s = scenes.cradle(2, gap=0.005, speed=1.0, restitution=0.0)
+    params, s = _cast(params, dtype), _cast(s, dtype)
+    traj, infos = worlds.rollout(worlds.model(), scene, params, s, steps)
+    vel = np.asarray(traj.vel, np.float64)  # (steps + 1, 2, 3)
+    p = MASS * vel[:, :, 0].sum(axis=1)
+    p0 = MASS * 1.0
+    gap = np.asarray(traj.pos[:, 1, 0] - traj.pos[:, 0, 0], np.float64) - SIZE
+    return {"v": [float(vel[-1, 0, 0]), float(vel[-1, 1, 0])], "momentum_rel_err": float(np.max(np.abs(p - p0)) / p0),
+            "min_gap_m": float(gap.min()), "final_gap_m": float(gap[-1]), "flags": int(np.bitwise_or.reduce(np.asarray(infos.flags))),
+            "dtype": dtype, "steps": steps}
+
+
+def mujoco_collision(damping: float, steps: int):
+    import mujoco
+
+    solref = None if damping == 1.0 else (0.02, damping)
+    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(2, 0.0, condim=1, solref=solref))
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0, 0, SIZE / 2, 1, 0, 0, 0, SIZE + 0.005, 0, SIZE / 2, 1, 0, 0, 0]
+    d.qvel[:] = 0.0
+    d.qvel[0] = 1.0
+    p0 = MASS * 1.0
+    perr, min_gap = 0.0, np.inf
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        perr = max(perr, abs(MASS * (d.qvel[0] + d.qvel[6]) - p0) / p0)
+        min_gap = min(min_gap, d.qpos[7] - d.qpos[0] - SIZE)
+    v = [float(d.qvel[0]), float(d.qvel[6])]
+    return {"solref": [float(x) for x in m.geom_solref[0]], "solimp": [float(x) for x in m.geom_solimp[0]], "v": v,
+            "effective_restitution": (v[1] - v[0]) / 1.0, "momentum_rel_err": float(perr), "min_gap_m": float(min_gap),
+            "final_gap_m": float(d.qpos[7] - d.qpos[0] - SIZE), "steps": steps}
+
+
+def run_collision(steps: int = 100):
+    res = {"scene": "scenes.cradle(2, gap=0.005, speed=1.0, restitution=0.0): 0.1 m, 0.37 kg boxes, mu = 0",
+           "steps": steps, "dt": DT, "analytic_v": [0.5, 0.5], "tolerances": {
+               "analytic_m_per_s": ANALYTIC_TOL, "mujoco_m_per_s": MJ_COLLISION_TOL,
+               "mujoco_damping_ratio": MJ_COLLISION_DAMPING, "momentum_rel": MOMENTUM_TOL}}
+    for dtype in ("float64", "float32"):
+        res[f"jaxcontact_{dtype}"] = jaxcontact_collision(dtype, steps)
+        print("collision", dtype, res[f"jaxcontact_{dtype}"], flush=True)
+    res["mujoco"] = {f"{d:g}": mujoco_collision(d, steps) for d in (1.0, 2.0, 4.0, 8.0)}
+    print("collision mujoco", res["mujoco"], flush=True)
+    return res
+
+
+COLLISION_NOTE = (
+    "MuJoCo has no restitution coefficient: its contact is a spring-damper (solref: time constant, damping ratio; "
+    "solimp: impedance), and with its defaults (0.02 s, 1: critical damping) the boxes part at 0.12 m/s, an effective "
+    "ε of 0.12, after overlapping by 6.5 mm. An inelastic impact is the limit of a large damping ratio; the sweep shows "
+    "MuJoCo's answer approaching the common velocity 0.5 m/s as the damping ratio grows (1, 2, 4, 8), with the time "
+    f"constant left at its default. The check takes damping ratio {MJ_COLLISION_DAMPING:g}, where MuJoCo's separating "
+    f"speed is about 1 % of the approach speed, and a tolerance of {MJ_COLLISION_TOL:g} m/s (1 % of the approach speed): "
+    "it asks whether the two engines agree on the inelastic impact to the resolution MuJoCo's soft contact allows. "
+    "Momentum along x is conserved by both (no friction, contact normals along x).")
+
+
+def collision_checks(res):
+    """[(check, measured, tolerance, PASS/FAIL)] of the two-box collision."""
+    rows = []
+    mj = res["mujoco"][f"{MJ_COLLISION_DAMPING:g}"]
+    for dtype in ("float64", "float32"):
+        r = res[f"jaxcontact_{dtype}"]
+        dv = max(abs(v - 0.5) for v in r["v"])
+        rows.append((f"two boxes, jaxcontact {dtype} vs analytic 0.5 / 0.5 m/s", f"max |Δv| {dv:.2e} m/s",
+                     f"≤ {ANALYTIC_TOL:g} m/s", dv <= ANALYTIC_TOL))
+        dm = max(abs(a - b) for a, b in zip(r["v"], mj["v"]))
+        rows.append((f"two boxes, jaxcontact {dtype} vs MuJoCo C (solref 0.02 {MJ_COLLISION_DAMPING:g})",
+                     f"max |Δv| {dm:.4f} m/s", f"≤ {MJ_COLLISION_TOL:g} m/s", dm <= MJ_COLLISION_TOL))
+        rows.append((f"two boxes, momentum, jaxcontact {dtype}", f"{r['momentum_rel_err']:.1e}", f"≤ {MOMENTUM_TOL:g}",
+                     r["momentum_rel_err"] <= MOMENTUM_TOL))
+    worst = max(v["momentum_rel_err"] for v in res["mujoco"].values())
+    rows.append(("two boxes, momentum, MuJoCo C (every damping ratio)", f"{worst:.1e}", f"≤ {MOMENTUM_TOL:g}",
+                 worst <= MOMENTUM_TOL))
+    return rows
+
+
+# ------------------------------------------------------------------------------------ the heap
+
+def heap_states(seeds, spacing: float = HEAP_SPACING):
+    """(scene, params, states (S, 16, …)) of ``scenes.heap(16, PRNGKey(seed), spacing)`` per seed."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact.worlds import scenes
+
+    scene, params, _ = scenes.heap(16, jax.random.PRNGKey(int(seeds[0])), spacing=spacing)
+    keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+    states = jax.vmap(lambda k: scenes.heap(16, k, spacing=spacing)[2])(keys)
+    return scene, params, states
+
+
+def initial_overlaps(scene, params, state):
+    """(pairs whose manifold starts below zero distance, deepest (m)) of one world's state."""
+    from jaxcontact import worlds
+
+    con = worlds.collide(worlds.model(), scene, params, state)
+    phi = np.asarray(con.phi[con.num_ground:]).reshape(scene.num_pairs, -1)
+    valid = np.asarray(con.valid[con.num_ground:]).reshape(scene.num_pairs, -1)
+    d = np.where(valid, phi, np.inf).min(axis=1)
+    return int(np.sum(d < 0)), float(min(d.min(), 0.0))
+
+
+def heap_stats(z, speed):
+    """Per world: the centre-of-mass height (m), boxes whose centre is below 0.1 m (on the
+    ground, maybe tilted), the fastest box (m/s)."""
+    z = np.asarray(z, np.float64)
+    return {"com_height_m": z.mean(axis=1).tolist(), "on_ground": (z < SIZE).sum(axis=1).tolist(),
+            "max_speed_m_per_s": np.asarray(speed, np.float64).max(axis=1).tolist(),
+            "heights_m": np.sort(z, axis=1).tolist()}
+
+
+def mujoco_heap(states, steps: int, cone: str, solref=None):
+    import mujoco
+    from mujoco import rollout
+
+    n = states.pos.shape[1]
+    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, cone, solref=solref))
+    qpos, qvel = to_mujoco(states)
+    init = mujoco_initial_states(m, qpos, qvel)
+    t = time.perf_counter()
+    out, _ = rollout.rollout(m, mujoco.MjData(m), init, nstep=steps)
+    wall = time.perf_counter() - t
+    final = out[:, -1]
+    qp, qv = final[:, 1:1 + m.nq].reshape(-1, n, 7), final[:, 1 + m.nq:1 + m.nq + m.nv].reshape(-1, n, 6)
+    res = heap_stats(qp[:, :, 2], np.linalg.norm(qv[:, :, :3], axis=-1))
+    res.update({"cone": cone, "solref": [float(x) for x in m.geom_solref[0]], "worlds": int(qp.shape[0]), "steps": steps,
+                "wall_s": wall})
+    return res
+
+
+def jaxcontact_heap(scene, params, states, steps: int, dtype: str):
+    """One ``worlds.rollout`` per seed (a batch would make every world wait for the slowest's sweeps)."""
     import jax
 
-    jax.config.update("jax_enable_x64", True)
-    info = machine_info("benchmarks.worlds", argv)
-    res = {"machine": info, "stack": {"boxes": args.boxes, "seconds": args.seconds, "dt": DT, "mu": MU}}
+    from jaxcontact import worlds
+    from jaxcontact.types import Flags
+
+    model = worlds.model()
+    params = _cast(params, dtype)
+    z, speed, per = [], [], []
+    for w in range(states.pos.shape[0]):
+        s = _cast(jax.tree_util.tree_map(lambda x: x[w], states), dtype)
+        t = time.perf_counter()
+        traj, infos = worlds.rollout(model, scene, params, s, steps)
+        jax.block_until_ready(traj)
+        wall = time.perf_counter() - t
+        it = np.asarray(infos.iterations)
+        last_phi = float(np.asarray(infos.phi_ground[-1]).min())  # the deepest vertex against the ground
+        z.append(np.asarray(traj.pos[-1, :, 2]))
+        speed.append(np.linalg.norm(np.asarray(traj.vel[-1]), axis=-1))
+        fl = np.asarray(infos.flags)
+        per.append({"wall_s": wall, "flags": int(np.bitwise_or.reduce(fl)),
+                    "flagged_steps": {f.name: int(np.sum((fl & int(f)) != 0)) for f in (Flags.PENETRATION, Flags.SOLVER)},
+                    "sweeps": {"mean": float(it.mean()), "median": float(np.median(it)),
+                               "p90": float(np.percentile(it, 90)), "max": int(it.max())},
+                    "deepest_ground_final_m": last_phi})
+        print("heap jaxcontact", dtype, w, per[-1], float(z[-1].mean()), flush=True)
+    res = heap_stats(np.stack(z), np.stack(speed))
+    res.update({"dtype": dtype, "worlds": len(per), "steps": steps, "per_world": per,
+                "note": "wall_s of the first world includes compiling"})
+    return res
+
+
+def run_heapcheck(seconds: float, jax_seeds: int, mj_seeds: int, dtype: str, spacing: float, seed_start: int = 0,
+                  previous=None):
+    """The heap in MuJoCo C (seeds 0..mj_seeds − 1; default contact, and the two-box check's damping
+    ratio 4) and in jaxcontact (seeds seed_start..seed_start + jax_seeds − 1, appended to
+    ``previous``'s seeds 0..seed_start − 1 when seed_start > 0)."""
+    steps = int(round(seconds / DT))
+    mine = list(range(seed_start, seed_start + jax_seeds))
+    scene, params, states = heap_states(list(range(max(mine[-1] + 1, mj_seeds))), spacing)
+    import jax
+
+    one = lambda w: jax.tree_util.tree_map(lambda x: x[w], states)
+    old = None
+    if seed_start:
+        old = (previous or {}).get(f"jaxcontact_{dtype}")
+        if (old is None or old["worlds"] != seed_start or previous["steps"] != steps
+                or previous["spacing_m"] != spacing):
+            raise SystemExit(f"--heap-seed-start {seed_start}: the results file has no jaxcontact {dtype} heap of seeds "
+                             f"0..{seed_start - 1} with {steps} steps and spacing {spacing} to append to")
+    res = {"boxes": 16, "seconds": seconds, "steps": steps, "spacing_m": spacing, "seeds_jaxcontact": seed_start + jax_seeds,
+           "seeds_mujoco": mj_seeds,
+           "initial_overlaps": (previous["initial_overlaps"] if old else []) + [initial_overlaps(scene, params, one(w)) for w in mine],
+           "tolerances": {"sigmas": HEAP_SIGMAS, "com_floor_m": HEAP_FLOOR}}
+    _, _, default = heap_states([0], 0.13)
+    res["default_spacing_overlaps_seed0"] = initial_overlaps(scene, params, jax.tree_util.tree_map(lambda x: x[0], default))
     for cone in ("pyramidal", "elliptic"):
-        res["stack"][f"mujoco_{cone}"] = mujoco_stack(args.boxes, args.seconds, cone, 1)
-        print(cone, res["stack"][f"mujoco_{cone}"], flush=True)
-    res["stack"]["mujoco_pyramidal_batch"] = mujoco_stack(args.boxes, min(args.seconds, 1.0), "pyramidal", args.batch)
+        res[f"mujoco_{cone}"] = mujoco_heap(jax.tree_util.tree_map(lambda x: x[:mj_seeds], states), steps, cone)
+        print("heap mujoco", cone, np.mean(res[f"mujoco_{cone}"]["com_height_m"]), flush=True)
+        res[f"mujoco_{cone}_damping4"] = mujoco_heap(jax.tree_util.tree_map(lambda x: x[:mj_seeds], states), steps, cone,
+                                                     (0.02, MJ_COLLISION_DAMPING))
+    jx = jaxcontact_heap(scene, params, jax.tree_util.tree_map(lambda x: x[seed_start:seed_start + jax_seeds], states),
+                         steps, dtype)
+    if old:
+        for k in ("com_height_m", "on_ground", "max_speed_m_per_s", "heights_m", "per_world"):
+            jx[k] = old[k] + jx[k]
+        jx["worlds"] = len(jx["per_world"])
+    res[f"jaxcontact_{dtype}"] = jx
+    res["jaxcontact_dtype"] = dtype
+    return res
+
+
+def _agree(a, b, floor=0.0):
+    """(|mean a − mean b|, tolerance): HEAP_SIGMAS standard errors of the difference of the means,
+    with the two samples' pooled spread (the outcome of one drop is chaotic: its spread over seeds
+    is the scale), never below ``floor``."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    na, nb = len(a), len(b)
+    pooled = np.sqrt(((na - 1) * a.var(ddof=1) + (nb - 1) * b.var(ddof=1)) / max(na + nb - 2, 1))
+    return abs(a.mean() - b.mean()), max(floor, HEAP_SIGMAS * pooled * np.sqrt(1 / na + 1 / nb))
+
+
+def heap_checks(res):
+    rows = []
+    jx = res[f"jaxcontact_{res['jaxcontact_dtype']}"]
+    for cone in ("pyramidal", "elliptic"):
+        mj = res[f"mujoco_{cone}"]
+        d, tol = _agree(jx["com_height_m"], mj["com_height_m"], HEAP_FLOOR)
+        rows.append((f"heap, centre-of-mass height after {res['seconds']:g} s, jaxcontact {jx['dtype']} "
+                     f"({jx['worlds']} seeds) vs MuJoCo C {cone} ({mj['worlds']} seeds)",
+                     f"{1e3 * np.mean(jx['com_height_m']):.1f} vs {1e3 * np.mean(mj['com_height_m']):.1f} mm (Δ {1e3 * d:.1f} mm)",
+                     f"≤ {1e3 * tol:.1f} mm", d <= tol))
+        d, tol = _agree(jx["on_ground"], mj["on_ground"])
+        rows.append((f"heap, boxes on the ground, jaxcontact vs MuJoCo C {cone}",
+                     f"{np.mean(jx['on_ground']):.2f} vs {np.mean(mj['on_ground']):.2f} (Δ {d:.2f})", f"≤ {tol:.2f}", d <= tol))
+    for name in (f"jaxcontact_{res['jaxcontact_dtype']}", "mujoco_pyramidal", "mujoco_elliptic"):
+        v = max(res[name]["max_speed_m_per_s"])
+        rows.append((f"heap settled after {res['seconds']:g} s, {name}: fastest box", f"{1e3 * v:.2f} mm/s", "≤ 10 mm/s", v <= 0.01))
+    return rows
+
+
+# ------------------------------------------------------------------------------------ heap speed
+
+def mujoco_heap_speed(states, steps: int, threads: int, repeats: int = 2):
+    import mujoco
+    from mujoco import rollout
+
+    W, n = states.pos.shape[:2]
+    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, "pyramidal"))
+    init = mujoco_initial_states(m, *to_mujoco(states))
+    nstate = init.shape[1]
+    out = np.zeros((W, steps, nstate))
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    times = []
+    if threads == 1:
+        run = lambda: rollout.rollout(m, datas[0], init, nstep=steps, state=out)
+        for _ in range(repeats + 1):
+            t = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t)
+        method = "mujoco.rollout.rollout, one MjData (1 thread)"
+    else:
+        with rollout.Rollout(nthread=threads) as pool:  # one persistent pool, made before the clock starts
+            for _ in range(repeats + 1):
+                t = time.perf_counter()
+                pool.rollout(m, datas, init, nstep=steps, state=out)
+                times.append(time.perf_counter() - t)
+        method = f"mujoco.rollout.Rollout(nthread={threads}) (a persistent pool), {threads} MjData"
+    best = min(times[1:])
+    z = out[:, -1, 1:1 + m.nq].reshape(W, n, 7)[:, :, 2]
+    return {"engine": "MuJoCo C 4.0 (pyramidal cone, float64)", "method": method, "worlds": W, "steps": steps,
+            "threads": threads, "wall_s": best, "times_s": times, "box_steps_per_s": W * n * steps / best,
+            "world_steps_per_s": W * steps / best, "compile_s": 0.0,
+            "memory_per_world_bytes": steps * nstate * 8, "memory_note":
+                f"rollout's output trajectory: {nstate} float64 per step (FULLPHYSICS state); plus {m.narena} bytes of "
+                "arena per MjData (one per thread)", "final_com_height_mean_m": float(z.mean()), "measured": True}
+
+
+def _jit_batch(model, scene, steps):
+    import jax
+
+    from jaxcontact import worlds
+
+    return jax.jit(lambda p, s: worlds.batch_rollout(model, scene, p, s, steps, output="final"))
+
+
+def _aot(fn, *args):
+    """(compiled, seconds to lower and compile, XLA memory analysis in bytes)."""
+    t = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    c = time.perf_counter() - t
+    ma = compiled.memory_analysis()
+    mem = None if ma is None else {k: int(getattr(ma, k)) for k in (
+        "argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "generated_code_size_in_bytes")}
+    return compiled, c, mem
+
+
+def _tile(state, W):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), state)
+
+
+def jaxcontact_heap_speed(scene, params, drops, steps: int, windows, window_steps: int, compile_batches):
+    """The float32 heap: one world dropped for ``steps`` steps, measured (its trajectory gives the
+    sweeps per step and the settled state); short windows of ``window_steps`` steps at ``windows``
+    worlds from the settled heap; compile time and memory per world at
+    ``compile_batches`` worlds (lowered and compiled, not run)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+
+    model = worlds.model()
+    params = _cast(params, "float32")
+    drops = _cast(drops, "float32")
+    n = drops.pos.shape[1]
+    first = jax.tree_util.tree_map(lambda x: x[0], drops)
+    res = {"engine": "jaxcontact float32", "steps": steps}
+    full = jax.jit(lambda p, s: worlds.rollout(model, scene, p, s, steps))
+    compiled, c, mem = _aot(full, params, first)
+    t = time.perf_counter()
+    traj, infos = jax.block_until_ready(compiled(params, first))
+    wall = time.perf_counter() - t
+    it = np.asarray(infos.iterations)
+    settled = jax.tree_util.tree_map(lambda x: x[-1], traj)
+    res["one_world_full"] = {
+        "method": "worlds.rollout (trajectory: the sweeps per step), 1 world, jit-compiled ahead", "worlds": 1,
+        "steps": steps, "wall_s": wall, "compile_s": c, "box_steps_per_s": n * steps / wall, "world_steps_per_s": steps / wall,
+        "flags": int(np.bitwise_or.reduce(np.asarray(infos.flags))), "measured": True,
+        "sweeps": {"mean": float(it.mean()), "median": float(np.median(it)), "p90": float(np.percentile(it, 90)),
+                   "max": int(it.max()), "per_100_steps_mean": [float(x) for x in it.reshape(-1, 100).mean(1)] if steps % 100 == 0 else None},
+        "final_com_height_m": float(np.asarray(settled.pos[:, 2]).mean()),
+        "final_max_speed_m_per_s": float(np.linalg.norm(np.asarray(settled.vel), axis=-1).max())}
+    print("heapspeed jaxcontact full", res["one_world_full"], flush=True)
+    res["windows"] = []
+    for W in windows:
+        for start, states in (("settled", _tile(settled, W)),):
+            compiled, c, mem = _aot(_jit_batch(model, scene, window_steps), params, states)
+            times = []
+            for _ in range(2):
+                t = time.perf_counter()
+                jax.block_until_ready(compiled(params, states))
+                times.append(time.perf_counter() - t)
+            best = min(times)
+            row = {"worlds": W, "start": start, "steps": window_steps, "wall_s": best, "times_s": times, "compile_s": c,
+                   "box_steps_per_s": W * n * window_steps / best, "world_steps_per_s": W * window_steps / best, "memory": mem}
+            res["windows"].append(row)
+            print("heapspeed window", row, flush=True)
+    res["compiled"] = []
+    for W in compile_batches:
+        states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x[:1], (W,) + x.shape[1:]), drops)
+        _, c, mem = _aot(_jit_batch(model, scene, steps), params, states)
+        row = {"worlds": W, "steps": steps, "compile_s": c, "memory": mem,
+               "memory_per_world_bytes": None if mem is None else
+               (mem["argument_size_in_bytes"] + mem["output_size_in_bytes"] + mem["temp_size_in_bytes"]) / W}
+        res["compiled"].append(row)
+        print("heapspeed compiled", row, flush=True)
+    res["stages"] = stage_times(model, scene, params, settled)
+    return res
+
+
+def stage_times(model, scene, params, state, repeats: int = 5):
+    """Seconds per call of each stage of a world's step at ``state`` (1 world, float32, jitted,
+    best of ``repeats``): collision (``worlds.collide``), problem assembly
+    (``contact.from_body_rows`` with the pipeline's target and softening), the solve
+    (``contact.solve``) cold and warm-started from the previous step's impulses."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import contact, dynamics, geometry, worlds
+    from jaxcontact.types import Params
+    from jaxcontact.worlds import pipeline
+
+    law = model.law
+    N = scene.num_bodies
+
+    def per_body(fn, p, s):
+        return jax.vmap(lambda b, x: fn(Params(body=b, ground=p.ground, law=p.law), x))(p.body, s)
+
+    def best(fn, *args):
+        out = jax.block_until_ready(fn(*args))
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            times.append(time.perf_counter() - t)
+        return min(times), out
+
+    collide = jax.jit(lambda p, s: worlds.collide(model, scene, p, s))
+    free = jax.jit(lambda p, s: (per_body(lambda q, x: dynamics.free_velocity(model, q, x, jnp.zeros(6, x.pos.dtype)), p, s),
+                                 per_body(lambda q, x: geometry.mass_matrix_inverse(q.body, x), p, s)))
+
+    def assemble(con, Minv, v1):
+        prob = contact.from_body_rows(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
+        target = jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype))
+        # a settled heap has no impacts: every contact is softened, as the pipeline does then
+        return pipeline.soften(prob, scene.softness, jnp.zeros(prob.num_contacts, bool)), target
+
+    assemble = jax.jit(assemble)
+    mu = params.law.mu[0]
+
+    @jax.jit
+    def solve(prob, target, z0):
+        sol = contact.solve(prob, mu, law.solver, target, z0=z0)
+        return sol.z, sol.iterations, sol.residual
+
+    t_col, con = best(collide, params, state)
+    t_free, (v1, Minv) = best(free, params, state)
+    t_asm, (prob, target) = best(assemble, con, Minv, v1)
+    z0 = jnp.zeros((prob.num_contacts, 3), prob.A.dtype)
+    t_cold, (z_prev, it_cold, _) = best(solve, prob, target, z0)
+    nxt = worlds.step(model, scene, params, state)  # the next step's problem, warm-started from this one's impulses
+    con1 = collide(params, nxt)
+    v1b, Minvb = free(params, nxt)
+    prob1, target1 = assemble(con1, Minvb, v1b)
+    t_warm, (_, it_warm, res_warm) = best(solve, prob1, target1, z_prev)
+    step = jax.jit(lambda p, s: _warm_window(model, scene, p, s))
+    t_step, _ = best(step, params, state)
+    C = prob.num_contacts
+    return {"contacts": int(C), "rows": int(C * prob.rows_per_contact), "valid_contacts": int(np.sum(np.asarray(con.valid))),
+            "collide_s": t_col, "free_velocity_and_mass_s": t_free, "assembly_s": t_asm, "solve_cold_s": t_cold,
+            "sweeps_cold": int(it_cold), "solve_warm_s": t_warm, "sweeps_warm": int(it_warm),
+            "residual_warm": float(res_warm), "rollout_step_s": t_step / 10,
+            "note": "rollout_step_s: a 10-step worlds.rollout from this state (warm-started), per step"}
+
+
+def _warm_window(model, scene, params, state):
+    from jaxcontact import worlds
+
+    return worlds.rollout(model, scene, params, state, 10, output="final")[0]
+
+
+# ------------------------------------------------------------------------------------ MJX
+
+def mjx_child(worlds_: int, steps: int, spacing: float, progress: str):
+    """In a child process: MJX's heap of ``worlds_`` worlds for ``steps`` steps; each stage's
+    result is appended to ``progress`` as a JSON line as soon as it is known (the parent may kill
+    this process at its timeout)."""
+    import jax
+    import jax.numpy as jnp
+    import mujoco
+    from mujoco import mjx
+
+    def say(**kw):
+        with open(progress, "a") as f:
+            f.write(json.dumps(kw) + "\n")
+
+    _, _, states = heap_states(list(range(worlds_)), spacing)
+    n = states.pos.shape[1]
+    qpos, qvel = to_mujoco(states)
+    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, "pyramidal"))
+    mx = mjx.put_model(m)
+    d0 = mjx.make_data(mx)
+    dtype = d0.qpos.dtype
+
+    @jax.jit
+    def run(qp, qv):
+        dxs = jax.vmap(lambda a, b: d0.replace(qpos=a, qvel=b))(qp, qv)
+        dxs, _ = jax.lax.scan(lambda d, _: (jax.vmap(mjx.step, in_axes=(None, 0))(mx, d), None), dxs, None, length=steps)
+        return dxs.qpos
+
+    qp, qv = jnp.asarray(qpos, dtype), jnp.asarray(qvel, dtype)
+    say(stage="start", dtype=str(dtype), impl=str(getattr(mx, "impl", "jax")), devices=[str(d) for d in jax.devices()])
+    t = time.perf_counter()
+    compiled = run.lower(qp, qv).compile()
+    say(stage="compiled", compile_s=time.perf_counter() - t)
+    t = time.perf_counter()
+    out = np.asarray(jax.block_until_ready(compiled(qp, qv)))
+    wall = time.perf_counter() - t
+    z = out.reshape(worlds_, n, 7)[:, :, 2]
+    say(stage="done", wall_s=wall, box_steps_per_s=worlds_ * n * steps / wall, world_steps_per_s=worlds_ * steps / wall,
+        nan=int(np.sum(~np.isfinite(out))), final_com_height_mean_m=float(np.nanmean(z)))
+
+
+def run_mjx(batches, steps: int, timeout: float, spacing: float):
+    """MJX per batch in a child process, killed after ``timeout`` seconds (start, compile and run)."""
+    import tempfile
+
+    res = {"timeout_s": timeout, "steps": steps, "runs": []}
+    for W in batches:
+        with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as prog:
+            cmd = [sys.executable, "-m", "benchmarks.worlds", "--mjx-child", str(W), "--speed-steps", str(steps),
+                   "--spacing", str(spacing), "--progress", prog.name]
+            t = time.perf_counter()
+            proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                _, err = proc.communicate(timeout=timeout)
+                finished = proc.returncode == 0
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                finished = False
+            elapsed = time.perf_counter() - t
+            stages = [json.loads(line) for line in open(prog.name) if line.strip()]
+        row = {"worlds": W, "steps": steps, "elapsed_s": elapsed, "finished": finished,
+               "stages": {s["stage"]: s for s in stages}}
+        if not finished:
+            row["reason"] = (f"did not finish in {timeout:g} s" if proc.returncode in (-9, None) or elapsed >= timeout
+                             else f"failed (exit {proc.returncode}): {err.strip().splitlines()[-1] if err.strip() else ''}")
+        res["runs"].append(row)
+        print("mjx", row, flush=True)
+    return res
+
+
+# ------------------------------------------------------------------------------------ report
+
+def _flag_names(bits: int) -> str:
+    from jaxcontact.types import Flags
+
+    return "+".join(f.name for f in Flags if bits & int(f)) or "none"
+
+
+def _verdict(ok):
+    return "PASS" if ok else "FAIL"
+
+
+def _run_line(name, run):
+    return f"- {name}: `{run['command']}` — {run['date']} (git {run.get('git_commit')}), load average at start {run.get('load_average_at_start')}"
+
+
+def _stack_checks(st):
+    rows = []
+    for dtype, bound in (("float64", 1e-4), ("float32", 1e-3)):
+        r = st.get(f"jaxcontact_{dtype}")
+        if r:
+            rows.append((f"stack of {st['boxes']}, {st['seconds']:g} s, jaxcontact {dtype}: top box moved (the issue's bound)",
+                         f"{1e3 * r['top_moved_m']:.3f} mm", f"≤ {1e3 * bound:g} mm", r["top_moved_m"] <= bound))
+    mj = st.get("mujoco_pyramidal")
     for dtype in ("float64", "float32"):
-        res["stack"][f"jaxcontact_{dtype}"] = jaxcontact_stack(args.boxes, args.seconds, dtype,
-                                                                args.batch if dtype == "float32" else 1)
-        print(dtype, res["stack"][f"jaxcontact_{dtype}"], flush=True)
-    write_json(args.out + ".json", res)
-    st = res["stack"]
+        r = st.get(f"jaxcontact_{dtype}")
+        if r and mj:
+            rows.append((f"stack, jaxcontact {dtype} no less steady than MuJoCo C (pyramidal)",
+                         f"{1e3 * r['top_moved_m']:.3f} vs {1e3 * mj['top_moved_m']:.3f} mm", "≤ MuJoCo's",
+                         r["top_moved_m"] <= mj["top_moved_m"]))
+    return rows
+
+
+def render(res) -> str:
+    out = ["# Worlds of many bodies against MuJoCo C and MJX", ""]
+    runs = []
+    if "stack" in res:
+        runs.append(("stack", res["stack"].get("run") or res["machine"]))
+    for part in ("collision", "heapcheck", "mjspeed", "heapspeed", "mjx") + tuple(k for k in res if k.startswith("mjx_")):
+        if part in res:
+            runs += [(f"{part} (earlier seeds)", r) for r in res[part].get("earlier_runs", [])]
+            runs.append((part, res[part]["run"]))
+    out += ["Each part below was made by its own command (the same module):", ""]
+    out += [_run_line(p, r) for p, r in runs]
+    if "machine" in res:
+        machine = md_machine(res["machine"]).split("\n", 2)[2]  # the machine and versions (each part has its load above)
+        out += ["", machine.split("; load average at start")[0] + machine[machine.index("\n"):]]
+    checks = []
+    if "collision" in res:
+        checks += collision_checks(res["collision"])
+    if "heapcheck" in res:
+        checks += heap_checks(res["heapcheck"])
+    if "stack" in res:
+        checks += _stack_checks(res["stack"])
+    if checks:
+        out += ["", "## Cross-checks", "", md_table(["check", "measured", "tolerance", "verdict"],
+                                                   [(a, b, c, _verdict(d)) for a, b, c, d in checks])]
+    if "collision" in res:
+        c = res["collision"]
+        rows = [[f"jaxcontact {d} (ε = 0)", f"{c[f'jaxcontact_{d}']['v'][0]:.4f}", f"{c[f'jaxcontact_{d}']['v'][1]:.4f}",
+                 f"{c[f'jaxcontact_{d}']['v'][1] - c[f'jaxcontact_{d}']['v'][0]:.4f}",
+                 f"{max(0.0, -1e3 * c[f'jaxcontact_{d}']['min_gap_m']):.3f}", f"{1e3 * c[f'jaxcontact_{d}']['final_gap_m']:.2f}",
+                 f"{c[f'jaxcontact_{d}']['momentum_rel_err']:.1e}"]
+                for d in ("float64", "float32")]
+        for k, r in c["mujoco"].items():
+            rows.append([f"MuJoCo C, solref {r['solref'][0]:g} {r['solref'][1]:g}" + (" (default)" if k == "1" else ""),
+                         f"{r['v'][0]:.4f}", f"{r['v'][1]:.4f}", f"{r['effective_restitution']:.4f}",
+                         f"{max(0.0, -1e3 * r['min_gap_m']):.3f}", f"{1e3 * r['final_gap_m']:.2f}", f"{r['momentum_rel_err']:.1e}"])
+        out += ["", f"## Two boxes: {c['scene']}, {c['steps']} steps", "", COLLISION_NOTE, "",
+                md_table(["engine", "striker (m/s)", "struck (m/s)", "separating speed (m/s) = ε × 1 m/s",
+                          "deepest overlap (mm)", "gap at the end (mm)", "momentum error (rel.)"], rows)]
+    if "heapcheck" in res:
+        h = res["heapcheck"]
+        rows = []
+        names = [f"jaxcontact_{h['jaxcontact_dtype']}", "mujoco_pyramidal", "mujoco_elliptic",
+                 "mujoco_pyramidal_damping4", "mujoco_elliptic_damping4"]
+        for name in [x for x in names if x in h]:
+            r = h[name]
+            com = 1e3 * np.asarray(r["com_height_m"])
+            label = name if "solref" not in r else f"{name} (solref {r['solref'][0]:g} {r['solref'][1]:g})"
+            rows.append([label, r["worlds"], f"{com.mean():.1f} ± {com.std(ddof=1):.1f}",
+                         " ".join(f"{x:.1f}" for x in com[:h["seeds_jaxcontact"]]),
+                         f"{np.mean(r['on_ground']):.2f} ± {np.std(r['on_ground'], ddof=1):.2f}",
+                         f"{1e3 * max(r['max_speed_m_per_s']):.2f}",
+                         f"{sum(p['wall_s'] for p in r['per_world']):.0f}" if "per_world" in r else f"{r['wall_s']:.2f}"])
+        ov = h["initial_overlaps"]
+        jx = h[f"jaxcontact_{h['jaxcontact_dtype']}"]
+        sw = [p["sweeps"] for p in jx["per_world"]]
+        fs = [p["flagged_steps"] for p in jx["per_world"] if "flagged_steps" in p]
+        out += ["", f"## The heap: 16 boxes dropped, settled for {h['seconds']:g} s ({h['steps']} steps)", "",
+                f"`scenes.heap(16, PRNGKey(seed), spacing={h['spacing_m']:g})`, seeds 0–{h['seeds_mujoco'] - 1} in MuJoCo C, "
+                f"0–{h['seeds_jaxcontact'] - 1} in jaxcontact (the same initial poses and velocities). Pairs overlapping at the "
+                f"start: {', '.join(str(o[0]) for o in ov)} (with the default spacing 0.13 m, seed 0 starts with "
+                f"{h['default_spacing_overlaps_seed0'][0]} pairs overlapping, the deepest by "
+                f"{-1e3 * h['default_spacing_overlaps_seed0'][1]:.1f} mm).", "",
+                md_table(["engine", "seeds", "centre-of-mass height (mm), mean ± sd", "per seed, the jaxcontact seeds (mm)",
+                          "boxes on the ground (centre < 0.1 m)", "fastest box at the end (mm/s)", "wall (s)"], rows), "",
+                f"jaxcontact's sweeps per step over the drop: mean {', '.join('%.0f' % s['mean'] for s in sw)}, "
+                f"median {', '.join('%.0f' % s['median'] for s in sw)}, max {', '.join(str(s['max']) for s in sw)} (per seed); "
+                f"flags {', '.join(_flag_names(p['flags']) for p in jx['per_world'])}"
+                + (f" (steps flagged, seeds {len(jx['per_world']) - len(fs)}–{len(jx['per_world']) - 1}: "
+                   + "; ".join(", ".join(f"{k} {v}" for k, v in x.items()) for x in fs) + ")" if fs else "")
+                + "; the first seed's wall time includes compiling."]
+    if {"heapspeed", "mjx", "mjspeed"} & set(res):
+        out += ["", *render_speed(res.get("heapspeed"), [res[k] for k in res if k == "mjx" or k.startswith("mjx_")],
+                                  res.get("mjspeed"))]
+    if "stack" in res:
+        out += ["", *render_stack(res["stack"])]
+    return "\n".join(out) + "\n"
+
+
+def render_speed(sp, mjx, mjs=None):
+    out = ["## Heap speed: 16 boxes, 1,000 steps", ""]
+    rows = []
+    mj_rows = (mjs or {}).get("runs") or (sp or {}).get("mujoco") or []
+    for r in mj_rows:
+        rows.append([r["engine"], r["worlds"], r["threads"], f"{r['wall_s']:.2f}", f"{r['box_steps_per_s']:,.0f}",
+                     f"{r['world_steps_per_s']:,.0f}", "0", f"{r['memory_per_world_bytes'] / 1e6:.2f} MB (its output)", "measured"])
+    if sp:
+        steps = sp["steps"]
+        j = sp["jaxcontact"]
+        f = j["one_world_full"]
+        rows.append(["jaxcontact float32, the whole drop", 1, "XLA (2 cores)", f"{f['wall_s']:.1f}", f"{f['box_steps_per_s']:,.0f}",
+                     f"{f['world_steps_per_s']:.2f}", f"{f['compile_s']:.1f}", "—", "measured"])
+        for w in j["windows"]:
+            mem = w["memory"]
+            per = (mem["argument_size_in_bytes"] + mem["output_size_in_bytes"] + mem["temp_size_in_bytes"]) / w["worlds"] if mem else None
+            rows.append([f"jaxcontact float32, {w['steps']} steps from the {w['start']} heap", w["worlds"], "XLA (2 cores)",
+                         f"{w['wall_s']:.2f}", f"{w['box_steps_per_s']:,.0f}", f"{w['world_steps_per_s']:.2f}",
+                         f"{w['compile_s']:.1f}", f"{per / 1e6:.1f} MB" if per else "—", "measured"])
+        for e in j["extrapolated"]:
+            rows.append([f"jaxcontact float32, {steps} steps (**extrapolated**)", e["worlds"], "XLA (2 cores)",
+                         f"{e['wall_s']:,.0f}", f"{e['box_steps_per_s']:,.0f}", f"{e['world_steps_per_s']:.2f}",
+                         f"{e['compile_s']:.1f} (compiled, not run)",
+                         f"{e['memory_per_world_bytes'] / 1e6:.1f} MB" if e["memory_per_world_bytes"] else "—", "extrapolated"])
+    for mj in mjx or []:
+        for r in mj["runs"]:
+            st = r["stages"]
+            comp = f"{st['compiled']['compile_s']:.1f}" if "compiled" in st else "—"
+            if r["finished"]:
+                d = st["done"]
+                rows.append([f"MJX {mj.get('version', '')} ({st['start']['dtype']}), {r['steps']} steps", r["worlds"], "XLA (2 cores)",
+                             f"{d['wall_s']:.1f}", f"{d['box_steps_per_s']:,.0f}", f"{d['world_steps_per_s']:,.0f}", comp, "—",
+                             "measured" if r["steps"] == 1000 else f"measured on the first {r['steps']} steps"])
+            else:
+                rows.append([f"MJX {mj.get('version', '')}, {r['steps']} steps", r["worlds"], "XLA (2 cores)", r["reason"], "—", "—", comp, "—",
+                             f"killed after {r['elapsed_s']:.0f} s"])
+    out.append(md_table(["engine", "worlds", "threads", "wall (s)", "box-steps/s", "world-steps/s", "compile (s)",
+                         "memory per world", "how"], rows))
+    if sp:
+        j = sp["jaxcontact"]
+        out += ["", j["extrapolation_note"], ""]
+        s = j["stages"]
+        f = j["one_world_full"]["sweeps"]
+        tot = s["collide_s"] + s["free_velocity_and_mass_s"] + s["assembly_s"] + s["solve_warm_s"]
+        srows = [["collision (`worlds.collide`: 16 bodies × ground, 120 pairs' manifolds)", f"{1e3 * s['collide_s']:.1f}"],
+                 ["free velocities and inverse masses", f"{1e3 * s['free_velocity_and_mass_s']:.2f}"],
+                 [f"problem assembly (`contact.from_body_rows`: dense J {s['rows']}×96, A {s['rows']}×{s['rows']}; target, softening)",
+                  f"{1e3 * s['assembly_s']:.1f}"],
+                 [f"solve, warm-started (`contact.solve`: {s['sweeps_warm']} sweeps)", f"{1e3 * s['solve_warm_s']:.1f}"],
+                 [f"solve, cold ({s['sweeps_cold']} sweeps)", f"{1e3 * s['solve_cold_s']:.1f}"],
+                 ["sum of the stages (warm solve)", f"{1e3 * tot:.1f}"],
+                 ["one step of a 10-step `worlds.rollout` from this state", f"{1e3 * s['rollout_step_s']:.1f}"]]
+        out += ["### Where jaxcontact's time goes (1 world, float32, a settled heap, each stage jitted, best of 5)", "",
+                f"{s['contacts']} contact slots ({s['valid_contacts']} within the margin), {s['rows']} rows.", "",
+                md_table(["stage", "ms per step"], srows), "",
+                f"Sweeps per step over the whole float32 drop (1 world, {j['one_world_full']['steps']} steps): mean {f['mean']:.0f}, "
+                f"median {f['median']:.0f}, p90 {f['p90']:.0f}, max {f['max']}"
+                + (f"; mean per 100 steps: {', '.join('%.0f' % x for x in f['per_100_steps_mean'])}" if f.get("per_100_steps_mean") else "")
+                + f". Flags raised over that drop: {_flag_names(j['one_world_full']['flags'])}."]
+    return out
+
+
+def render_stack(st):
     rows = []
     for name in ("jaxcontact_float64", "jaxcontact_float32", "mujoco_pyramidal", "mujoco_elliptic"):
         r = st[name]
@@ -122,16 +879,159 @@ def main(argv=None):
                      f"{sw['mean']:.1f} / {sw['median']:.0f} / {sw['max']}" if sw else "—"])
     b = st["jaxcontact_float32"].get("batch")
     mb = st["mujoco_pyramidal_batch"]
-    text = (f"# Worlds: the {args.boxes}-box stack for {args.seconds:g} s\n\n"
-            f"{md_machine(info)}\n\n"
-            + md_table(["engine", "top box moved (mm)", "sank (mm)", "box-steps/s (1 world)", "first call minus second (s)",
-                             "sweeps per step, first 500 (mean / median / max)"], rows)
-            + (f"\n\nBatched, 500 steps (1 s for MuJoCo): jaxcontact float32 {b['worlds']} worlds "
-               f"{b['box_steps_per_s']:.0f} box-steps/s; MuJoCo C pyramidal {mb['worlds']} worlds on 1 thread "
-               f"{mb['box_steps_per_s']:.0f} box-steps/s.\n" if b else "\n"))
-    with open(args.out + ".md", "w") as f:
-        f.write(text)
-    print(text)
+    return [f"## The {st['boxes']}-box stack for {st['seconds']:g} s", "",
+            md_table(["engine", "top box moved (mm)", "sank (mm)", "box-steps/s (1 world)", "first call minus second (s)",
+                      "sweeps per step, first 500 (mean / median / max)"], rows),
+            (f"\nBatched, 500 steps (1 s for MuJoCo): jaxcontact float32 {b['worlds']} worlds "
+             f"{b['box_steps_per_s']:.0f} box-steps/s; MuJoCo C pyramidal {mb['worlds']} worlds on 1 thread "
+             f"{mb['box_steps_per_s']:.0f} box-steps/s." if b else "")]
+
+
+# ------------------------------------------------------------------------------------ main
+
+def _ints(s):
+    return [int(x) for x in str(s).split(",") if x]
+
+
+def parts_of(spec: str):
+    out = []
+    for p in spec.split(","):
+        p = p.strip()
+        for q in ALIASES.get(p, (p,)):
+            if q not in PARTS:
+                raise SystemExit(f"--only: unknown part {q!r} (parts: {', '.join(PARTS)}; aliases: {', '.join(ALIASES)})")
+            if q not in out:
+                out.append(q)
+    return out
+
+
+def run_mjspeed(args):
+    """MuJoCo C's heap speed: ``--speed-batches`` worlds (seeds 0..W − 1), 1 and 2 threads."""
+    import jax
+
+    _, _, drops = heap_states(list(range(max(_ints(args.speed_batches)))), args.spacing)
+    res = {"runs": [], "steps": args.speed_steps, "spacing_m": args.spacing}
+    for W in _ints(args.speed_batches):
+        for threads in (1, 2):
+            r = mujoco_heap_speed(jax.tree_util.tree_map(lambda x: x[:W], drops), args.speed_steps, threads)
+            res["runs"].append(r)
+            print("mjspeed", {k: v for k, v in r.items() if k != "times_s"}, flush=True)
+    return res
+
+
+def run_heapspeed(args):
+    import jax
+
+    scene, params, drops = heap_states(list(range(max(_ints(args.windows)))), args.spacing)
+    n = drops.pos.shape[1]
+    res = {}
+    j = jaxcontact_heap_speed(scene, params, jax.tree_util.tree_map(lambda x: x[:max(_ints(args.windows))], drops),
+                              args.speed_steps, _ints(args.windows), args.window_steps, _ints(args.speed_batches))
+    # extrapolation: the measured whole drop of one world, times W, times the batching gain measured
+    # on the settled windows (box-steps/s at the largest window batch over that at 1 world)
+    settled = {w["worlds"]: w for w in j["windows"] if w["start"] == "settled"}
+    wmax = max(settled)
+    gain = settled[wmax]["world_steps_per_s"] / settled[min(settled)]["world_steps_per_s"]
+    full = j["one_world_full"]
+    j["extrapolated"] = []
+    for row in j["compiled"]:
+        W = row["worlds"]
+        rate = full["world_steps_per_s"] * gain
+        j["extrapolated"].append({"worlds": W, "steps": args.speed_steps, "world_steps_per_s": rate,
+                                  "box_steps_per_s": rate * n, "wall_s": W * args.speed_steps / rate,
+                                  "compile_s": row["compile_s"], "memory_per_world_bytes": row["memory_per_world_bytes"]})
+    j["batching_gain"] = gain
+    j["extrapolation_note"] = (
+        f"**Extrapolated rows**: not run (a run would take the time in their wall column). They take the measured whole "
+        f"drop of one world ({full['wall_s']:.0f} s for {full['steps']} steps, {full['world_steps_per_s']:.2f} world-steps/s) "
+        f"times the batching gain measured on {settled[wmax]['steps']}-step windows of the settled heap: {gain:.2f}× the "
+        f"world-steps/s at {wmax} worlds as at {min(settled)} (the windows' worlds are copies of one settled heap, so they "
+        f"need the same sweeps: a batch of different heaps waits for its slowest world's sweeps, so this is optimistic). "
+        f"Their compile time and memory per world are measured: the {args.speed_steps}-step `batch_rollout` lowered and "
+        f"compiled at that batch (XLA's memory analysis: arguments + outputs + temporaries, over the worlds).")
+    res["jaxcontact"] = j
+    res["steps"] = args.speed_steps
+    res["spacing_m"] = args.spacing
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="all", help=f"comma-separated parts: {', '.join(PARTS)}; or {', '.join(ALIASES)}")
+    ap.add_argument("--boxes", type=int, default=10, help="stack: boxes")
+    ap.add_argument("--seconds", type=float, default=10.0, help="stack: seconds")
+    ap.add_argument("--batch", type=int, default=8, help="stack: worlds in the batched speed run (500 steps)")
+    ap.add_argument("--collision-steps", type=int, default=500, help="collision: steps (MuJoCo's overdamped contacts take ~0.5 s to let go)")
+    ap.add_argument("--heap-seconds", type=float, default=2.0)
+    ap.add_argument("--heap-seeds", type=int, default=3, help="heapcheck: jaxcontact seeds (one rollout each)")
+    ap.add_argument("--heap-seed-start", type=int, default=0,
+                    help="heapcheck: first jaxcontact seed; > 0 appends to the results file's seeds 0..start − 1")
+    ap.add_argument("--heap-mujoco-seeds", type=int, default=16)
+    ap.add_argument("--heap-dtype", default="float64")
+    ap.add_argument("--spacing", type=float, default=HEAP_SPACING, help="heap: grid spacing (m)")
+    ap.add_argument("--speed-steps", type=int, default=1000)
+    ap.add_argument("--speed-batches", default="64,256")
+    ap.add_argument("--windows", default="1,4,16", help="heapspeed: jaxcontact's measured batch sizes")
+    ap.add_argument("--window-steps", type=int, default=10)
+    ap.add_argument("--mjx-batches", default="64,256")
+    ap.add_argument("--mjx-timeout", type=float, default=300.0)
+    ap.add_argument("--mjx-child", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--progress", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=str(RESULTS_DIR / "worlds"))
+    ap.add_argument("--render", action="store_true", help="only write the .md again from the .json")
+    args = ap.parse_args(argv)
+    if args.render:
+        res = json.loads(Path(args.out + ".json").read_text())
+        Path(args.out + ".md").write_text(render(res))
+        return print(render(res))
+    if args.mjx_child is not None:
+        return mjx_child(args.mjx_child, args.speed_steps, args.spacing, args.progress)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    parts = parts_of(args.only)
+    path = Path(args.out + ".json")
+    res = json.loads(path.read_text()) if path.exists() else {}
+    res.pop("provenance", None)
+    for part in parts:
+        run = _run_info(argv)
+        if part == "stack":
+            res["machine"] = machine_info("benchmarks.worlds", argv)
+            st = {"boxes": args.boxes, "seconds": args.seconds, "dt": DT, "mu": MU, "run": run}
+            for cone in ("pyramidal", "elliptic"):
+                st[f"mujoco_{cone}"] = mujoco_stack(args.boxes, args.seconds, cone, 1)
+                print(cone, st[f"mujoco_{cone}"], flush=True)
+            st["mujoco_pyramidal_batch"] = mujoco_stack(args.boxes, min(args.seconds, 1.0), "pyramidal", args.batch)
+            for dtype in ("float64", "float32"):
+                st[f"jaxcontact_{dtype}"] = jaxcontact_stack(args.boxes, args.seconds, dtype,
+                                                             args.batch if dtype == "float32" else 1)
+                print(dtype, st[f"jaxcontact_{dtype}"], flush=True)
+            res["stack"] = st
+        elif part == "collision":
+            res["collision"] = {**run_collision(args.collision_steps), "run": run}
+        elif part == "heapcheck":
+            prev = res.get("heapcheck") if args.heap_seed_start else None
+            res["heapcheck"] = {**run_heapcheck(args.heap_seconds, args.heap_seeds, args.heap_mujoco_seeds,
+                                                args.heap_dtype, args.spacing, args.heap_seed_start, prev), "run": run}
+            if prev:
+                res["heapcheck"]["earlier_runs"] = prev.get("earlier_runs", []) + [prev["run"]]
+        elif part == "mjspeed":
+            res["mjspeed"] = {**run_mjspeed(args), "run": run}
+            if "heapspeed" in res:
+                res["heapspeed"].pop("mujoco", None)  # an earlier layout kept MuJoCo's speed there
+        elif part == "heapspeed":
+            res["heapspeed"] = {**run_heapspeed(args), "run": run}
+        elif part == "mjx":
+            from importlib.metadata import version
+
+            # a shorter run (--speed-steps below 1,000: a rate where the full run does not finish) is kept beside it
+            key = "mjx" if args.speed_steps == 1000 else f"mjx_{args.speed_steps}_steps"
+            res[key] = {**run_mjx(_ints(args.mjx_batches), args.speed_steps, args.mjx_timeout, args.spacing),
+                        "version": version("mujoco-mjx"), "run": run}
+        write_json(path, res)  # after every part: a later part's failure keeps the earlier ones
+        res.pop("provenance", None)
+        Path(args.out + ".md").write_text(render(res))
+    print(render(res))
 
 
 if __name__ == "__main__":
