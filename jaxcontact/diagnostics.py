@@ -32,7 +32,7 @@ def _per_body(x):
         flags = np.asarray(x.flags).reshape(-1)
         first = np.asarray(x.first_step).reshape(-1, len(bits))
         return flags, first, np.asarray(x.invalid).reshape(-1)
-    if isinstance(x, ContactInfo) or _is_world_info(x):
+    if isinstance(x, ContactInfo) or _is_system_info(x):
         f = np.asarray(x.flags)
         inv = np.broadcast_to(np.asarray(x.invalid), f.shape)
         if f.ndim == 0:
@@ -44,17 +44,20 @@ def _per_body(x):
         first = np.where(any_, raised.argmax(1), -1)
         first_inv = inv[np.arange(len(inv)), np.argmax(inv != 0, axis=1)]  # rules at the first invalid step
         return np.bitwise_or.reduce(f, axis=1), first, first_inv
-    raise TypeError(f"expected a ContactInfo, a worlds.WorldInfo or a Summary, got {type(x).__name__}")
+    raise TypeError(f"expected a ContactInfo, a worlds.WorldInfo, a chains.ChainInfo or a Summary, got {type(x).__name__}")
 
 
-def _is_world_info(x) -> bool:
-    """A ``worlds.WorldInfo`` (flags per step, one row per world; not imported: worlds depend on
-    this package's core, not the other way)."""
-    return type(x).__name__ == "WorldInfo" and hasattr(x, "flags") and hasattr(x, "invalid")
+_SYSTEMS = {"WorldInfo": "worlds", "ChainInfo": "chains"}
+
+
+def _is_system_info(x) -> bool:
+    """A ``worlds.WorldInfo`` or ``chains.ChainInfo`` (flags per step, one row per world or chain;
+    not imported: they depend on this package's core, not the other way)."""
+    return type(x).__name__ in _SYSTEMS and hasattr(x, "flags") and hasattr(x, "invalid")
 
 
 def _unit(x) -> str:
-    return "worlds" if _is_world_info(x) else "bodies"
+    return _SYSTEMS.get(type(x).__name__, "bodies") if _is_system_info(x) else "bodies"
 
 
 def counts(x) -> dict:

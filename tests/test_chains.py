@@ -201,6 +201,7 @@ def test_chain_flags_and_summary_match_rollouts():
     assert int(summary.flags) == int(np.bitwise_or.reduce(flags)) == int(jc.Flags.SOLVER)
     first = [int(np.argmax(flags & int(f))) if np.any(flags & int(f)) else -1 for f in jc.Flags]
     np.testing.assert_array_equal(np.asarray(summary.first_step), first)
+    assert diagnostics.report(info).startswith(f"1 of 1 chains had solver not converged (first at step {first[3]};")
     bad = s0.replace(vel=s0.vel.at[0, 0].set(jnp.nan))
     _, summary = run(bad)
     assert int(summary.flags) & int(jc.Flags.NONFINITE) and int(summary.flags) & int(jc.Flags.INVALID_INPUT)
