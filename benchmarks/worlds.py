@@ -2,7 +2,7 @@
 standing for 10 s, cross-checks on the same scenes with stated tolerances, and the heap's speed.
 
     python -m benchmarks.worlds                       # every part
-    python -m benchmarks.worlds --only stack          # parts: stack, collision, heapcheck, mjspeed, heapspeed, mjx
+    python -m benchmarks.worlds --only stack          # parts: stack, pyramid, collision, heapcheck, mjspeed, heapspeed, mjx
     python -m benchmarks.worlds --only crosscheck     # = collision,heapcheck
     python -m benchmarks.worlds --only heapcheck --heap-seed-start 3 --heap-seeds 3   # 3 more jaxcontact seeds
     python -m benchmarks.worlds --render              # the .md again from the .json
@@ -50,7 +50,7 @@ import numpy as np
 from .common import RESULTS_DIR, machine_info, md_machine, md_table, write_json
 
 SIZE, MASS, MU, DT = 0.1, 0.37, 0.5, 0.002
-PARTS = ("stack", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx")
+PARTS = ("stack", "pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx")
 ALIASES = {"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx"), "all": PARTS}
 
 # tolerances of the cross-checks (why: docs/worlds.md and the .md these write)
@@ -186,6 +186,53 @@ def jaxcontact_stack(n: int, seconds: float, dtype: str, batch: int):
         wb = time.perf_counter() - t
         out["batch"] = {"worlds": batch, "steps": short, "box_steps_per_s": n * short * batch / wb, "wall_s": wb}
     return out
+
+
+# ------------------------------------------------------------------------------------ the pyramid
+
+def run_pyramid(levels: int, seconds: float):
+    """The ``levels``-row pyramid (4-3-2-1: 10 boxes) built at rest, for ``seconds``: how far the
+    top box moves in jaxcontact (float64, float32) and MuJoCo C (pyramidal and elliptic cones)."""
+    import jax
+    import mujoco
+    from mujoco import rollout
+
+    from jaxcontact import worlds
+    from jaxcontact.worlds import scenes
+
+    steps = int(round(seconds / DT))
+    scene, params, s = scenes.pyramid(levels)
+    out = {"levels": levels, "boxes": scene.num_bodies, "seconds": seconds, "steps": steps}
+    for dtype in ("float64", "float32"):
+        p, s0 = _cast(params, dtype), _cast(s, dtype)
+        t = time.perf_counter()
+        final, summary = worlds.rollout(worlds.model(), scene, p, s0, steps, output="final")
+        jax.block_until_ready(final)
+        top = np.asarray(final.pos[-1], np.float64) - np.asarray(s0.pos[-1], np.float64)
+        out[f"jaxcontact_{dtype}"] = {"top_moved_m": float(np.linalg.norm(top)), "top_sink_m": float(-top[2]),
+                                      "flags": int(summary.flags), "wall_s": time.perf_counter() - t}
+        print(dtype, out[f"jaxcontact_{dtype}"], flush=True)
+    one = jax.tree_util.tree_map(lambda x: np.asarray(x)[None], s)
+    for cone in ("pyramidal", "elliptic"):
+        m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(scene.num_bodies, MU, cone))
+        qpos, qvel = to_mujoco(one)
+        res, _ = rollout.rollout(m, mujoco.MjData(m), mujoco_initial_states(m, qpos, qvel), nstep=steps)
+        n = scene.num_bodies
+        top = res[0, -1, 1 + 7 * (n - 1): 1 + 7 * (n - 1) + 3] - qpos[0, 7 * (n - 1): 7 * (n - 1) + 3]
+        out[f"mujoco_{cone}"] = {"top_moved_m": float(np.linalg.norm(top)), "top_sink_m": float(-top[2])}
+        print(cone, out[f"mujoco_{cone}"], flush=True)
+    return out
+
+
+def render_pyramid(py):
+    rows = [[name, f"{1e3 * py[name]['top_moved_m']:.3f}", f"{1e3 * py[name]['top_sink_m']:.3f}",
+             _flag_names(py[name]["flags"]) if "flags" in py[name] else "—"]
+            for name in ("jaxcontact_float64", "jaxcontact_float32", "mujoco_pyramidal", "mujoco_elliptic")]
+    ok = py["jaxcontact_float64"]["top_moved_m"] <= 1e-4 and py["jaxcontact_float32"]["top_moved_m"] <= 1e-3
+    return [f"## The {py['boxes']}-box pyramid ({'-'.join(str(py['levels'] - r) for r in range(py['levels']))}) "
+            f"for {py['seconds']:g} s", "",
+            md_table(["engine", "top box moved (mm)", "sank (mm)", "flags"], rows), "",
+            f"The issue's bounds (≤ 0.1 mm in float64, ≤ 1 mm in float32): {_verdict(ok)}."]
 
 
 # ------------------------------------------------------------------------------------ two-box collision
@@ -734,7 +781,7 @@ def render(res) -> str:
     runs = []
     if "stack" in res:
         runs.append(("stack", res["stack"].get("run") or res["machine"]))
-    for part in ("collision", "heapcheck", "mjspeed", "heapspeed", "mjx") + tuple(k for k in res if k.startswith("mjx_")):
+    for part in ("pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx") + tuple(k for k in res if k.startswith("mjx_")):
         if part in res:
             runs += [(f"{part} (earlier seeds)", r) for r in res[part].get("earlier_runs", [])]
             runs.append((part, res[part]["run"]))
@@ -804,6 +851,8 @@ def render(res) -> str:
                                   res.get("mjspeed"))]
     if "stack" in res:
         out += ["", *render_stack(res["stack"])]
+    if "pyramid" in res:
+        out += ["", *render_pyramid(res["pyramid"])]
     return "\n".join(out) + "\n"
 
 
@@ -1007,6 +1056,8 @@ def main(argv=None):
                                                              args.batch if dtype == "float32" else 1)
                 print(dtype, st[f"jaxcontact_{dtype}"], flush=True)
             res["stack"] = st
+        elif part == "pyramid":
+            res["pyramid"] = {**run_pyramid(4, args.seconds), "run": run}
         elif part == "collision":
             res["collision"] = {**run_collision(args.collision_steps), "run": run}
         elif part == "heapcheck":
