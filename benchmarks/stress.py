@@ -518,33 +518,21 @@ def markdown(out) -> str:
 def main(argv=None):
     args = parse_args(argv)
     common.select_platform(args.device)
+    if args.heap_grads or args.heaps:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
     if args.heap_grads:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        out = run_heap_grads(args)
-        out_dir = Path(args.out_dir)
-        common.write_json(out_dir / "stress_heap_grads.json", out)
-        (out_dir / "stress_heap_grads.md").write_text(markdown_heap_grads(out) + "\n")
-        print(markdown_heap_grads(out))
-        return
-    if args.heaps:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        out = run_heaps(args)
-        out_dir = Path(args.out_dir)
-        common.write_json(out_dir / "stress_heap.json", out)
-        (out_dir / "stress_heap.md").write_text(markdown_heaps(out) + "\n")
-        print(json.dumps(out, default=common.json_default) if args.json else markdown_heaps(out))
-        log(f"wrote {out_dir / 'stress_heap.json'} and {out_dir / 'stress_heap.md'}")
-        return
-    out = run(args)
+        out, name, md = run_heap_grads(args), "stress_heap_grads", markdown_heap_grads
+    elif args.heaps:
+        out, name, md = run_heaps(args), "stress_heap", markdown_heaps
+    else:
+        out, name, md = run(args), "stress", markdown
     out_dir = Path(args.out_dir)
-    common.write_json(out_dir / "stress.json", out)
-    (out_dir / "stress.md").write_text(markdown(out) + "\n")
-    print(json.dumps(out, default=common.json_default) if args.json else markdown(out))
-    log(f"wrote {out_dir / 'stress.json'} and {out_dir / 'stress.md'}")
+    common.write_json(out_dir / f"{name}.json", out)
+    (out_dir / f"{name}.md").write_text(md(out) + "\n")
+    print(json.dumps(out, default=common.json_default) if args.json else md(out))
+    log(f"wrote {out_dir / (name + '.json')} and {out_dir / (name + '.md')}")
 
 
 if __name__ == "__main__":
