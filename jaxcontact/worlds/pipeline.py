@@ -187,10 +187,11 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
 
         r, f, v, k = jax.vmap(one)(va, sa, vb, sb, pair_reach[idx])
         out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
+    cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
     if not broad:  # every pair, in the scene's order
         order = np.argsort(np.concatenate([o[0] for o in out]), kind="stable")
-    cat = lambda i: jnp.concatenate([o[i] for o in out]) if broad else jnp.concatenate([o[i] for o in out])[order]
-    slot_pair, slot_bodies, rows, phi, valid, kind = (cat(i) for i in range(6))
+        cols = [c[order] for c in cols]
+    slot_pair, slot_bodies, rows, phi, valid, kind = cols
     S = slot_pair.shape[0]
     if broad:
         pair_phi = jnp.broadcast_to(gaps[:, None], (P, n)).astype(dtype).at[slot_pair].set(phi)
