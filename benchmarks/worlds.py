@@ -602,8 +602,9 @@ def jaxcontact_heap_speed(scene, params, drops, steps: int, windows, window_step
 def stage_times(model, scene, params, state, repeats: int = 5):
     """Seconds per call of each stage of a world's step at ``state`` (1 world, float32, jitted,
     best of ``repeats``): collision (``worlds.collide``), problem assembly
-    (``contact.from_body_rows`` with the pipeline's target and softening), the solve
-    (``contact.solve``) cold and warm-started from the previous step's impulses."""
+    (``contact.body_problem`` with the pipeline's target and softening), the solve
+    (``pipeline.solve_contacts``, as the step calls it) cold and warm-started from the previous
+    step's impulses."""
     import jax
     import jax.numpy as jnp
 
@@ -631,29 +632,29 @@ def stage_times(model, scene, params, state, repeats: int = 5):
                                  per_body(lambda q, x: geometry.mass_matrix_inverse(q.body, x), p, s)))
 
     def assemble(con, Minv, v1):
-        prob = contact.from_body_rows(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
+        prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
         target = jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype))
         # a settled heap has no impacts: every contact is softened, as the pipeline does then
-        return pipeline.soften(prob, scene.softness, jnp.zeros(prob.num_contacts, bool)), target
+        return prob, target, pipeline.soft_rows(scene.softness, jnp.zeros(prob.num_contacts, bool))
 
     assemble = jax.jit(assemble)
     mu = params.law.mu[0]
 
     @jax.jit
-    def solve(prob, target, z0):
-        sol = contact.solve(prob, mu, law.solver, target, z0=z0)
+    def solve(prob, target, soft, z0):
+        sol = pipeline.solve_contacts(prob, mu, law.solver, target, z0, soft, None)
         return sol.z, sol.iterations, sol.residual
 
     t_col, con = best(collide, params, state)
     t_free, (v1, Minv) = best(free, params, state)
-    t_asm, (prob, target) = best(assemble, con, Minv, v1)
-    z0 = jnp.zeros((prob.num_contacts, 3), prob.A.dtype)
-    t_cold, (z_prev, it_cold, _) = best(solve, prob, target, z0)
+    t_asm, (prob, target, soft) = best(assemble, con, Minv, v1)
+    z0 = jnp.zeros((prob.num_contacts, 3), prob.v_free.dtype)
+    t_cold, (z_prev, it_cold, _) = best(solve, prob, target, soft, z0)
     nxt = worlds.step(model, scene, params, state)  # the next step's problem, warm-started from this one's impulses
     con1 = collide(params, nxt)
     v1b, Minvb = free(params, nxt)
-    prob1, target1 = assemble(con1, Minvb, v1b)
-    t_warm, (_, it_warm, res_warm) = best(solve, prob1, target1, z_prev)
+    prob1, target1, soft1 = assemble(con1, Minvb, v1b)
+    t_warm, (_, it_warm, res_warm) = best(solve, prob1, target1, soft1, z_prev)
     step = jax.jit(lambda p, s: _warm_window(model, scene, p, s))
     t_step, _ = best(step, params, state)
     C = prob.num_contacts
@@ -902,7 +903,7 @@ def render_speed(sp, mjx, mjs=None):
         tot = s["collide_s"] + s["free_velocity_and_mass_s"] + s["assembly_s"] + s["solve_warm_s"]
         srows = [["collision (`worlds.collide`: 16 bodies × ground, 120 pairs' manifolds)", f"{1e3 * s['collide_s']:.1f}"],
                  ["free velocities and inverse masses", f"{1e3 * s['free_velocity_and_mass_s']:.2f}"],
-                 [f"problem assembly (`contact.from_body_rows`: dense J {s['rows']}×96, A {s['rows']}×{s['rows']}; target, softening)",
+                 [f"problem assembly (`contact.body_problem`: {s['rows']} rows on their bodies, A not formed; target, softening)",
                   f"{1e3 * s['assembly_s']:.1f}"],
                  [f"solve, warm-started (`contact.solve`: {s['sweeps_warm']} sweeps)", f"{1e3 * s['solve_warm_s']:.1f}"],
                  [f"solve, cold ({s['sweeps_cold']} sweeps)", f"{1e3 * s['solve_cold_s']:.1f}"],

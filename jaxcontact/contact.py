@@ -17,6 +17,9 @@ vertices, a learned φ, a chain's links), the friction coefficients and the targ
 * ``rigid_body`` — the rows of a body's closest vertices against the ground (``geometry``); the
   normal target is capped at ``Model.max_correction_speed``.
 * ``solve`` / ``solve_relaxed`` — the hard and the relaxed solution, as ``ContactSolution``.
+* ``body_problem`` / ``solve_bodies`` — the problem of contacts between free bodies (a world)
+  kept as rows on their two bodies, and its matrix-free solution (``solvers.solve_body_lcp``);
+  ``dense`` turns it into a ``ContactProblem`` for ``solve`` (small worlds).
 * ``frictionless`` — the normal-only problem of a body (dacm's reference and dynamic branch).
 * ``info`` / ``rigid_body_info`` / ``empty_info`` — the per-step ``ContactInfo``.
 """
@@ -29,7 +32,16 @@ import numpy as np
 from flax import struct
 
 from . import geometry
-from .solvers import LCPSettings, RelaxedGradient, RowStructure, regularized, relaxed_gradient, solve_lcp, solve_relaxed_lcp
+from .solvers import (
+    LCPSettings,
+    RelaxedGradient,
+    RowStructure,
+    regularized,
+    relaxed_gradient,
+    solve_body_lcp,
+    solve_lcp,
+    solve_relaxed_lcp,
+)
 from .types import ContactInfo
 
 
@@ -107,6 +119,90 @@ def from_body_rows(rows, bodies, phi, valid, mobility_blocks, v_free, dt: float)
     onehot = jax.nn.one_hot(bodies, N, dtype=rows.dtype)  # the ground's −1 gives a zero row
     jac = jnp.einsum("csdk,csn->cdnk", rows, onehot).reshape(C, d, N * nv)
     return from_jacobians(jac, phi, valid, block_diag(mobility_blocks), v_free.reshape(-1), dt)
+
+
+@struct.dataclass
+class BodyProblem:
+    """The contact problem of a world's free bodies kept as rows on each contact's two bodies
+    (A = J W Jᵀ is never formed: ``solve_bodies``).
+
+    rows: (C, 2, d, 6) [normal, tangents] on the two bodies (signed: their sum is the relative
+    velocity). bodies: (C, 2) the bodies' indices, −1 the ground. mobility: (N, 6, 6) every body's
+    M⁻¹ (free bodies), or (6N, 6N) a full mobility W (a jointed world's: solved densely).
+    v_free: (N, 6). phi, valid, target: (C,) as ``ContactProblem``'s."""
+
+    rows: jnp.ndarray
+    bodies: jnp.ndarray
+    mobility: jnp.ndarray
+    v_free: jnp.ndarray
+    phi: jnp.ndarray
+    valid: jnp.ndarray
+    target: jnp.ndarray
+
+    @property
+    def num_contacts(self) -> int:
+        return self.rows.shape[0]
+
+    @property
+    def rows_per_contact(self) -> int:
+        return self.rows.shape[2]
+
+
+def body_problem(rows, bodies, phi, valid, mobility, v_free, dt: float) -> BodyProblem:
+    """The ``BodyProblem`` of a world's contacts (arguments as ``from_body_rows``)."""
+    return BodyProblem(rows=rows, bodies=jnp.asarray(bodies, jnp.int32), mobility=mobility,
+                       v_free=v_free, phi=phi, valid=valid, target=-phi / dt)
+
+
+def relative_velocity(problem: BodyProblem, v) -> jnp.ndarray:
+    """(C, d) every contact's rows applied to the bodies' velocities v (N, 6): the relative
+    velocity along [normal, tangents] (the ground at rest)."""
+    vx = jnp.concatenate([v, jnp.zeros((1, v.shape[1]), v.dtype)])
+    idx = jnp.where(problem.bodies < 0, v.shape[0], problem.bodies)
+    return jnp.einsum("csdk,csk->cd", problem.rows, vx[idx])
+
+
+def body_impulse(problem: BodyProblem, z) -> jnp.ndarray:
+    """(N, 6) every body's generalised impulse Jᵀz from the contacts' impulses z (C, d)."""
+    N = problem.v_free.shape[0]
+    p = jnp.einsum("csdk,cd->csk", problem.rows, z)
+    idx = jnp.where(problem.bodies < 0, N, problem.bodies)
+    return jnp.zeros((N + 1, 6), p.dtype).at[idx.reshape(-1)].add(p.reshape(-1, 6))[:N]
+
+
+def dense(problem: BodyProblem) -> ContactProblem:
+    """The same problem with J (C·d, 6N) and A formed (``from_body_rows``), for ``solve``."""
+    dt_target = problem.target
+    prob = from_body_rows(problem.rows, problem.bodies, problem.phi, problem.valid, problem.mobility,
+                          problem.v_free, 1.0)
+    return prob.replace(target=dt_target)
+
+
+def solve_bodies(problem: BodyProblem, mu, settings: LCPSettings = LCPSettings(), target=None, z0=None,
+                 soft=None) -> ContactSolution:
+    """The hard contact impulse of a world's contacts by projected Gauss–Seidel in velocity form
+    (``solvers.solve_body_lcp``): the solution of ``solve(dense(problem), ...)`` (the same sweeps
+    in exact arithmetic) in O(C) memory, each sweep visiting the valid contacts only. mu: (C, nt)
+    per tangent row (or broadcastable); target: (C,) normal target, default −φ/h; z0: (C, d) warm
+    start; soft: (C,) or (C, d) relative diagonal added to the rows (``worlds.pipeline.soften``).
+    ``impulse`` is (6N,), as ``solve``'s over the world's stacked velocities."""
+    C, d = problem.num_contacts, problem.rows_per_contact
+    dtype = problem.v_free.dtype
+    target = problem.target if target is None else target
+    bias = jnp.zeros((C, d), dtype).at[:, 0].set(-target)
+    coupling = jnp.concatenate([jnp.zeros((C, 1), dtype), jnp.broadcast_to(jnp.asarray(mu, dtype), (C, d - 1))], axis=1)
+    if soft is not None:
+        soft = jnp.asarray(soft, dtype)
+        soft = jnp.broadcast_to(soft[:, None] if soft.ndim == 1 else soft, (C, d))
+    if z0 is not None:
+        z0 = jax.lax.stop_gradient(z0)
+    if problem.mobility.ndim != 3:
+        raise ValueError("solve_bodies: the velocity form needs every body's own M⁻¹ (N, 6, 6); a full mobility "
+                         "(a jointed world's) is solved densely: solve(dense(problem), ...)")
+    sol = solve_body_lcp(problem.rows, problem.bodies, problem.mobility, problem.v_free, bias, coupling,
+                         problem.valid, soft, settings, z0)
+    return ContactSolution(z=sol.z, impulse=body_impulse(problem, sol.z).reshape(-1), residual=sol.residual,
+                           iterations=sol.iterations)
 
 
 def rigid_body(model, params, state, v_free, friction: bool = True):
@@ -217,7 +313,13 @@ def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolu
 
 
 __all__ = [
+    "BodyProblem",
     "block_diag",
+    "body_impulse",
+    "body_problem",
+    "dense",
+    "relative_velocity",
+    "solve_bodies",
     "from_body_rows",
     "ContactProblem",
     "ContactSolution",

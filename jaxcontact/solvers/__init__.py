@@ -3,6 +3,7 @@
 | module | solver | used by |
 | --- | --- | --- |
 | ``lcp`` | ``solve_lcp``: box-friction LCP, projected Gauss–Seidel | every LCP-based law and chains, through ``jaxcontact.contact`` |
+| ``body_lcp`` | ``solve_body_lcp``: the same LCP between free bodies, PGS in velocity form (A never formed) | worlds, through ``contact.solve_bodies`` |
 | ``relaxed_lcp`` | ``solve_relaxed_lcp``: relaxed-complementarity LCP, Newton with κ continuation | ``RelaxedCoulomb`` |
 | ``nonneg`` | ``minimize_nonneg`` / ``minimize_nonneg_qp``: FISTA (or jaxopt ``ProjectedGradient``) over x ≥ 0 | ContactNets' inner program |
 | ``qp`` | ``solve_qp``: small dense QPs, jaxopt ``BoxOSQP`` | ContactNets' reference inner QP |
@@ -15,6 +16,7 @@ of how their derivative is formed (the relaxed solver's is one Newton step at th
 which also gives forward mode). Swapping jaxopt for another library touches this package only.
 """
 
+from .body_lcp import solve_body_lcp
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root
 from .lcp import LCPSettings, LCPSolution, RowStructure, regularized, solve_lcp
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
@@ -47,6 +49,7 @@ __all__ = [
     "minimize_nonneg",
     "minimize_nonneg_qp",
     "powell_hybrid",
+    "solve_body_lcp",
     "solve_lcp",
     "solve_qp",
     "solve_relaxed_lcp",

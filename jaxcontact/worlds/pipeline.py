@@ -7,10 +7,10 @@ A recipe of pure stages over the stacked bodies (leading body axis N):
 2. ``collide``: the body–ground candidates of every body (``geometry.contact_candidates``) and
    the manifold of every body–body pair of the scene (``collision.hull_hull``), as rows on the
    contact's two bodies;
-3. the one contact problem (``contact.from_body_rows``: J over the 6N generalised velocities,
-   W block-diagonal), its normal target raised for restitution from the *relative* normal
-   velocity (``laws.coulomb.normal_target_at``), solved by ``contact.solve`` (projected
-   Gauss–Seidel, implicit gradients);
+3. the one contact problem (``contact.body_problem``: each contact's rows on its two bodies, W
+   block-diagonal), its normal target raised for restitution from the *relative* normal
+   velocity (``laws.coulomb.normal_target_at``), solved by ``solve_contacts`` (projected
+   Gauss–Seidel, implicit gradients: dense up to ``DENSE_ROWS`` rows, in velocity form above);
 4. v⁺ = v¹ + M⁻¹ p per body, every body integrated (``dynamics.integrate``), and the step's
    ``Flags`` (invalid input on any body, non-finite output, penetration projected, solver).
 
@@ -241,21 +241,43 @@ def stiff_rows(con: WorldContacts, impact, num_bodies: int):
     return impact | (con.valid & (hit[ib] | ((a >= 0) & hit[ia])))
 
 
-def soften(prob: contact.ContactProblem, softness: float, stiff):
-    """The problem with a relative diagonal ``softness`` added to A (constraint-force mixing) on
-    the rows of every contact except the ``stiff`` ones ((C,): ``stiff_rows``, the islands of this
-    step's impacts). The rows of a resting stack are redundant (four normals per face for three
-    constrained directions, eight friction rows for three), which slows projected Gauss–Seidel
-    to hundreds of sweeps at the solver's own 1e-6; a softness of 1e-2 brings a 10-box stack at
-    rest to ~30 (docs/worlds.md) at the price of a steady compression of softness·h·|A_ii z| per
-    contact (40 µm over a 10-box stack at 2 ms). An island hit by an impact is solved stiff, so
-    restitution, inelastic impacts and simultaneous impacts (a touching Newton's cradle) keep
-    the exact answer of the velocity-level LCP."""
-    if softness == 0.0:
-        return prob
-    d = prob.rows_per_contact
-    row_soft = jnp.where(jnp.repeat(stiff, d), 0.0, softness)
-    return prob.replace(A=prob.A + jnp.diag(row_soft.astype(prob.A.dtype) * jnp.diagonal(prob.A)))
+def soft_rows(softness: float, stiff):
+    """(C,) the relative diagonal added to every contact's rows (constraint-force mixing):
+    ``softness`` on every contact except the ``stiff`` ones ((C,): ``stiff_rows``, the islands of
+    this step's impacts), which get none. The rows of a resting stack are redundant (four normals
+    per face for three constrained directions, eight friction rows for three), which slows
+    projected Gauss–Seidel to hundreds of sweeps at the solver's own 1e-6; a softness of 1e-2
+    brings a 10-box stack at rest to ~30 (docs/worlds.md) at the price of a steady compression of
+    softness·h·|A_ii z| per contact (40 µm over a 10-box stack at 2 ms). An island hit by an impact
+    is solved stiff, so restitution, inelastic impacts and simultaneous impacts (a touching
+    Newton's cradle) keep the exact answer of the velocity-level LCP."""
+    return jnp.where(stiff, 0.0, softness)
+
+
+def soften(prob: contact.ContactProblem, soft):
+    """The dense problem with ``soft`` ((C,): ``soft_rows``) added to A's diagonal, relative to it
+    (what ``contact.solve_bodies`` does row by row)."""
+    row_soft = jnp.repeat(soft, prob.rows_per_contact).astype(prob.A.dtype)
+    return prob.replace(A=prob.A + jnp.diag(row_soft * jnp.diagonal(prob.A)))
+
+
+DENSE_ROWS = 64
+"""Contact problems of at most this many rows (C·3) are solved densely (``contact.solve``: A
+formed, the sweep unrolled, its own batching rule); larger ones in velocity form
+(``contact.solve_bodies``: A never formed, each sweep over the valid contacts only). Both give
+the same impulses up to round-off (tests/test_worlds.py). The dense form also serves the
+``"relaxed"`` gradient mode, which the velocity form does not implement."""
+
+
+def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, gradient):
+    """The world's contact solution (``DENSE_ROWS``: dense or velocity form; a jointed world's
+    full mobility, densely)."""
+    if bp.num_contacts * bp.rows_per_contact <= DENSE_ROWS or gradient is not None or bp.mobility.ndim == 2:
+        prob = contact.dense(bp)
+        if soft is not None:
+            prob = soften(prob, soft)
+        return contact.solve(prob, mu, settings, target, z0=z0, gradient=gradient)
+    return contact.solve_bodies(bp, mu, settings, target, z0=z0, soft=soft)
 
 
 def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
@@ -306,20 +328,20 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
         residual, iterations = jnp.zeros((), v1.dtype), jnp.zeros((), jnp.int32)
     else:
         law = model.law
-        prob = contact.from_body_rows(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
+        prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
         if model.max_correction_speed is not None:
             prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
-        v_pre = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
-        vn_pre = (prob.J @ v_pre).reshape(prob.num_contacts, 3)[:, 0]
+        v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
+        vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
         target = normal_target_at(law, model, params.law.restitution, vn_pre, patch_phi(scene, con, vn_pre, model.dt),
                                   prob.target)
         mu = jnp.concatenate([
             jnp.broadcast_to(params.law.mu, (con.num_ground, 2)),
             jnp.broadcast_to(params.law.mu[:1], (prob.num_contacts - con.num_ground, 2))]).astype(v1.dtype)
         impact = con.valid & (vn_pre < -law.restitution_threshold)
-        prob = soften(prob, scene.softness, stiff_rows(con, impact, N))
-        sol = contact.solve(prob, mu, law.solver, target, z0=None if warm is None else warm_slots(scene, con, warm),
-                            gradient=law.relaxed_gradient(model))
+        soft = soft_rows(scene.softness, stiff_rows(con, impact, N)) if scene.softness else None
+        sol = solve_contacts(prob, mu, law.solver, target, None if warm is None else warm_slots(scene, con, warm),
+                             soft, law.relaxed_gradient(model))
         p_body = sol.impulse.reshape(N, 6)
         v_new = v1 + jnp.einsum("nij,nj->ni", Minv, p_body)
         residual, iterations = sol.residual, sol.iterations
@@ -503,5 +525,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
     return jnp.sum(_per_body(lambda p, s: dynamics.energy(model, p, s), params, state))
 
 
-__all__ = ["WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "ground_contacts",
-           "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "step", "step_with_info", "validate"]
+__all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "ground_contacts",
+           "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows", "soften", "solve_contacts", "step", "step_with_info", "validate"]

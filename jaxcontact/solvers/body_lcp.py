@@ -1,0 +1,171 @@
+"""Box-friction LCP of contacts between free bodies, in velocity form (matrix-free).
+
+The same problem as ``lcp.solve_lcp`` for a world of N free bodies (and the ground): contact c
+has d rows (normal, tangents) on its two bodies, ``rows`` (C, 2, d, 6), and the Delassus matrix
+is A = J W Jᵀ with W block-diagonal (every body's M⁻¹). ``solve_lcp`` forms A, (C·d)² entries, and
+sweeps every row of it: on a heap of 16 boxes 768 rows, most of them slots of pairs that do not
+touch. Here A is never formed. Projected Gauss–Seidel runs in *velocity form* (the sequential
+impulse of Catto's Box2D and of Bullet's solver, exactly PGS on A): each body's velocity
+v = v_free + M⁻¹Jᵀz is kept up to date, a row's constraint velocity is read from its two bodies
+(w_i = J_i v + b_i + extra_i z_i), and a change Δz_i of its impulse moves the two bodies by
+M⁻¹J_iᵀΔz_i. A sweep visits the *valid* contacts only, in their index order (the padding, a
+static number of slots, is skipped), so a sweep costs O(valid contacts) and memory is O(C), not
+O(C²). In exact arithmetic the iterates are those of ``solve_lcp`` on the same rows in the same
+order (Gauss–Seidel is defined by the order), with the same stopping rule and tolerance.
+
+The derivative is implicit, as ``solve_lcp``'s: jaxopt's ``custom_fixed_point`` on the
+projected-Jacobi map T(z) = clip(z − (A z + b)/diag A, lo, hi), here applied matrix-free (A z
+through the bodies' velocities). The adjoint system is solved by ``implicit``'s dense guarded
+solve, which forms its (C·d)² matrix from C·d products: the backward pass of a large world costs
+what the dense solver's does (docs/worlds.md).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .implicit import implicit_fixed_point
+from .lcp import LCPSettings, LCPSolution
+
+
+def _prepare(rows, index, Minv, soft, reg):
+    """(M⁻¹Jᵀ per row (C, 2, d, 6), the regularised diagonal of A (C, d), the added diagonal
+    (C, d)). ``index`` (C, 2): body indices with the ground at N (zero mobility)."""
+    Mx = jnp.concatenate([Minv, jnp.zeros((1, 6, 6), Minv.dtype)])
+    WJ = jnp.einsum("csij,cskj->cski", Mx[index], rows)
+    D = jnp.einsum("cskj,cskj->ck", rows, WJ)
+    Ds = D + soft * D  # the caller's softness (contact.soften's relative diagonal)
+    scale = jnp.maximum(jnp.max(jnp.abs(Ds)), jnp.finfo(Ds.dtype).tiny)
+    Dr = Ds + reg * Ds + 1e-12 * scale  # lcp.regularized, row by row
+    return WJ, Dr, Dr - D
+
+
+def _velocities(WJ, index, v_free, z):
+    """(N + 1, 6) every body's velocity v_free + M⁻¹Jᵀz (the last row: the ground, 0)."""
+    N = v_free.shape[0]
+    dv = jnp.einsum("cskj,ck->csj", WJ, z)
+    v = jnp.concatenate([v_free, jnp.zeros((1, 6), v_free.dtype)])
+    return v.at[index.reshape(-1)].add(dv.reshape(-1, 6)).at[N].set(0.0)
+
+
+def _index(bodies_f, N):
+    b = jax.lax.stop_gradient(bodies_f).astype(jnp.int32)
+    return jnp.where(b < 0, N, b)
+
+
+def _fixed_point_map(reg):
+    def T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
+        """The projected-Jacobi map on the flat impulses z (C·d,) (the adjoint solve wants a vector)."""
+        N = Minv.shape[0]
+        z = z.reshape(bias.shape)
+        index = _index(bodies_f, N)
+        WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg)
+        v = _velocities(WJ, index, v_free, z)
+        w = jnp.einsum("cskj,csj->ck", rows, v[index]) + bias + extra * z
+        y = z - w / Dr
+        bound = coupling * z[:, :1]
+        y = jnp.concatenate([jnp.maximum(y[:, :1], 0.0), jnp.clip(y[:, 1:], -bound[:, 1:], bound[:, 1:])], axis=1)
+        return jnp.where(valid_f[:, None] > 0, y, 0.0).reshape(-1)
+
+    return T
+
+
+def _sweeps(settings: LCPSettings, z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid, tol):
+    """Projected Gauss–Seidel in velocity form to ``tol`` or ``settings.max_iter`` sweeps:
+    (z, last change, sweeps). Only the valid contacts are visited, in index order.
+
+    Each visit reads the contact's three constraint velocities from its two bodies at once
+    (w = J v + b + extra z), then updates its rows in order (normal, tangents) keeping w current
+    through the contact's own 3×3 block G of A (so row k sees rows < k's new impulses, exactly as
+    row-by-row PGS does), and moves the two bodies once by M⁻¹Jᵀ Δz."""
+    C, d = z.shape
+    order = jnp.argsort(~valid, stable=True)
+    n_valid = jnp.sum(valid.astype(jnp.int32))
+    G = jnp.einsum("csij,cskj->cik", rows, WJ) + jnp.eye(d, dtype=z.dtype) * extra[:, None, :]
+    rows_o, WJ_o, G_o, bias_o, mu_o, ex_o, ix = (x[order] for x in (rows, WJ, G, bias, coupling, extra, index))
+    zo = z[order]
+
+    def contact(i, carry):
+        zo, v, change = carry
+        ia, ib = ix[i, 0], ix[i, 1]
+        zc = zo[i]
+        r, wj, g, b, mu, ex = rows_o[i], WJ_o[i], G_o[i], bias_o[i], mu_o[i], ex_o[i]
+        va, vb = v[ia], v[ib]
+        w = r[0] @ va + r[1] @ vb + b + ex * zc
+        z_old = zc
+        for k in range(d):
+            zk = zc[k] - w[k] / g[k, k]
+            if k == 0:
+                zk = jnp.maximum(zk, 0.0)
+            else:
+                bound = mu[k] * zc[0]
+                zk = jnp.clip(zk, -bound, bound)
+            w = w + g[:, k] * (zk - zc[k])
+            zc = zc.at[k].set(zk)
+        dz = zc - z_old
+        change = jnp.maximum(change, jnp.max(jnp.abs(jnp.diagonal(g) * dz)))
+        v = v.at[ia].set(va + dz @ wj[0]).at[ib].set(vb + dz @ wj[1])
+        return jax.lax.dynamic_update_index_in_dim(zo, zc, i, 0), v, change
+
+    def sweep(carry):
+        zo, v, _, it = carry
+        zo, v, change = jax.lax.fori_loop(0, n_valid, contact, (zo, v, jnp.zeros((), z.dtype)))
+        return zo, v.at[-1].set(0.0), change, it + 1
+
+    v0 = _velocities(WJ, index, v_free, z)
+    init = (zo, v0, jnp.asarray(jnp.inf, z.dtype), jnp.asarray(0, jnp.int32))
+    if settings.fixed_iterations:
+        zo, _, change, it = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: sweep(c), init)
+    else:
+        zo, _, change, it = jax.lax.while_loop(lambda c: (c[3] < settings.max_iter) & (c[2] > tol), sweep, init)
+    return jnp.zeros_like(z).at[order].set(zo), change, it
+
+
+def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
+                   settings: LCPSettings = LCPSettings(), z0=None) -> LCPSolution:
+    """The box-friction LCP of contacts between free bodies, without forming A.
+
+    rows: (C, 2, d, 6) each contact's rows [normal, tangents] on its two bodies (signed: their sum
+    is the relative velocity); bodies: (C, 2) the two bodies' indices (static or traced), −1 the
+    ground; Minv: (N, 6, 6) every body's inverse mass matrix; v_free: (N, 6) the free velocities;
+    bias: (C, d) added to J v (−target on the normal row); coupling: (C, d) friction coefficient of
+    each tangent row (the normal's entry is ignored); valid: (C,) contacts in the problem (the
+    others keep z = 0 and are never visited); soft: (C, d) relative diagonal added to A's rows
+    (constraint-force mixing; default none), before ``settings.regularization``.
+    z0: (C, d) start of the sweeps (a warm start), not differentiated.
+    Returns ``LCPSolution`` with z (C, d); differentiable in rows, Minv, v_free, bias, soft and
+    coupling (implicitly, at the solution)."""
+    C, _, d, _ = rows.shape
+    N = Minv.shape[0]
+    dtype = v_free.dtype
+    soft = jnp.zeros((C, d), dtype) if soft is None else jnp.broadcast_to(soft, (C, d)).astype(dtype)
+    valid_f = valid.astype(dtype)
+    bodies_f = jnp.asarray(bodies).astype(dtype)
+    rows = rows * valid_f[:, None, None, None]  # padding: no rows (their z is pinned at 0)
+    bias = jnp.where(valid[:, None], bias, 0.0)
+    z0 = jnp.zeros((C, d), dtype) if z0 is None else jnp.where(valid[:, None], z0, 0.0).astype(dtype)
+    reg = settings.regularization
+    T = _fixed_point_map(reg)
+
+    @implicit_fixed_point(T, has_aux=True)
+    def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
+        rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
+        index = _index(bodies_f, N)
+        WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg)
+        # the stopping tolerance of lcp._tolerance: never below round-off at the scale of |J v_free + bias|
+        b = jnp.einsum("cskj,csj->ck", rows, jnp.concatenate([v_free, jnp.zeros((1, 6), dtype)])[index]) + bias
+        floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
+        tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
+        z, _, it = _sweeps(settings, jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, Dr, extra, v_free, bias,
+                           coupling, valid_f > 0, tol)
+        z = z.reshape(-1)
+        res = jnp.max(jnp.abs(Dr.reshape(-1) * (T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f) - z)),
+                      initial=0.0)
+        return z, (res, it)
+
+    z, (res, it) = _solve(z0.reshape(-1), rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f)
+    return LCPSolution(z=z.reshape(C, d), residual=res, iterations=it)
+
+
+__all__ = ["solve_body_lcp"]
