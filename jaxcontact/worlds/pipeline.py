@@ -466,12 +466,17 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     n_steps = check_steps(n_steps)
     check_law(model, scene)
     if is_concrete((params, states, controls)):
-        for w in range(states.pos.shape[0]):
-            validate(scene, params, jax.tree_util.tree_map(lambda x: x[w], states),
-                     None if controls is None else controls[w], control_steps=True)
+        validate_batch(scene, params, states, controls)
     if controls is None:
         return jax.vmap(lambda s: _rollout(model, scene, params, s, None, n_steps, output))(states)
     return jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
+
+
+def validate_batch(scene: Scene, params: Params, states: State, controls=None) -> None:
+    """``validate`` of every world of a batch (``states`` (W, N, …), controls (W, T, N, 6) or None)."""
+    for w in range(states.pos.shape[0]):
+        validate(scene, params, jax.tree_util.tree_map(lambda x: x[w], states),
+                 None if controls is None else controls[w], control_steps=True)
 
 
 def validate(scene: Scene, params: Params, state: State, control=None, control_steps: bool = False) -> None:
@@ -504,4 +509,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "ground_contacts",
-           "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "step", "step_with_info", "validate"]
+           "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "step", "step_with_info", "validate",
+           "validate_batch"]
