@@ -8,7 +8,8 @@
 * Static (``check_steps``, ``check_dtype``, ``input_dtype``): step counts must be Python ints >= 0;
   every array input must be float32 or float64 (integer, bool, float16/bfloat16 and complex arrays,
   lists and strings are refused by name; Python numbers are fine), and a law's parameters pass its
-  ``check_static`` (``CoulombParams``: μ of shape (2,), ε a scalar). Dtypes and shapes are static,
+  ``check_static`` (``CoulombParams``: μ of shape (2,), ε a scalar); a per-body ``body.friction``
+  is refused outside a world (``input_dtype(materials=False)``). Dtypes and shapes are static,
   so these raise the same ``ValueError`` eagerly and at trace time, inside any ``jit``/``vmap``/``grad``.
   ``input_dtype`` also gives the one dtype a step computes in (see there).
 """
