@@ -60,11 +60,11 @@ class SolverWarning(UserWarning):
     the contact impulses of those steps are inaccurate, though the states may look finite."""
 
 
-def as_input_dtype(params: Params, state: AnyState, control=None):
+def as_input_dtype(params: Params, state: AnyState, control=None, materials: bool = False):
     """``(state, control)`` cast to ``validation.input_dtype`` (which refuses bad dtypes by name):
     the one dtype every entry point computes in, so a rollout's carry keeps its type. A no-op for
-    inputs already in it."""
-    dtype = input_dtype(params, state, control)
+    inputs already in it. materials: the caller (a world) combines ``body.friction``."""
+    dtype = input_dtype(params, state, control, materials=materials)
     state = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), state)
     return state, None if control is None else jnp.asarray(control, dtype)
 

@@ -131,12 +131,17 @@ class Body:
     mass: (). inertia: (3, 3) body-frame inertia about the centre of mass (3D) or () (planar).
     vertices: (K, d) contact candidates in the body frame, padded to a fixed K.
     vertex_mask: (K,) 1.0 for real candidates, 0.0 for padding.
+    friction: (worlds only) the body's friction coefficient μ ≥ 0, () per body, (N,) stacked; a
+    contact's μ combines its two bodies' (or the body's and the ground's, ``params.law.mu``) by
+    ``worlds.materials.mix_friction``. None (the default): one material per world, the law's μ.
+    A single body's step refuses it (its friction is ``params.law.mu``).
     """
 
     mass: jnp.ndarray
     inertia: jnp.ndarray
     vertices: jnp.ndarray
     vertex_mask: jnp.ndarray
+    friction: Any = None
 
     @property
     def dim(self) -> int:

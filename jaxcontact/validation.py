@@ -8,7 +8,8 @@
 * Static (``check_steps``, ``check_dtype``, ``input_dtype``): step counts must be Python ints >= 0;
   every array input must be float32 or float64 (integer, bool, float16/bfloat16 and complex arrays,
   lists and strings are refused by name; Python numbers are fine), and a law's parameters pass its
-  ``check_static`` (``CoulombParams``: μ of shape (2,), ε a scalar). Dtypes and shapes are static,
+  ``check_static`` (``CoulombParams``: μ of shape (2,), ε a scalar); a per-body ``body.friction``
+  is refused outside a world (``input_dtype(materials=False)``). Dtypes and shapes are static,
   so these raise the same ``ValueError`` eagerly and at trace time, inside any ``jit``/``vmap``/``grad``.
   ``input_dtype`` also gives the one dtype a step computes in (see there).
 """
@@ -78,7 +79,7 @@ def _state_fields(state) -> tuple[str, ...]:
     raise ValueError(f"state: expected a jaxcontact State or PlanarState, got {type(state).__name__}")
 
 
-def input_dtype(params: Params, state, control=None, batch_ndim: int = 0):
+def input_dtype(params: Params, state, control=None, batch_ndim: int = 0, materials: bool = False):
     """The one dtype a step computes in: JAX's promotion (``jnp.result_type``) of the floating
     inputs — state, controls, body, ground and the law's floating parameters (Python numbers are
     weak, as in any JAX expression). ``step``/``rollout``/``batch_rollout`` cast the state and the
@@ -88,7 +89,8 @@ def input_dtype(params: Params, state, control=None, batch_ndim: int = 0):
     Checks every input's dtype by name (``check_dtype``) and runs the law parameters' own static
     checks (``params.law.check_static(batch_ndim)`` where the law defines it): all static, so this
     raises the same ``ValueError`` eagerly and at trace time. ``batch_ndim``: leading batch axes
-    of ``params`` (``batch_rollout(params_batched=True)``)."""
+    of ``params`` (``batch_rollout(params_batched=True)``). materials: the caller combines a
+    per-body ``body.friction`` (worlds); elsewhere a body that has one is refused by name (static)."""
     body, ground, law = params.body, params.ground, params.law
     floats = []
 
@@ -103,6 +105,12 @@ def input_dtype(params: Params, state, control=None, batch_ndim: int = 0):
     see(body.inertia, "body.inertia")
     see(body.vertices, "body.vertices")
     check_dtype(body.vertex_mask, "body.vertex_mask", integers=True)
+    friction = getattr(body, "friction", None)
+    if friction is not None:
+        if not materials:
+            raise ValueError("body.friction: a per-body friction coefficient is a material of a world "
+                             "(jaxcontact.worlds); a single body's (or a chain's) friction is params.law.mu")
+        see(friction, "body.friction")
     see(ground.normal, "ground.normal")
     see(ground.height, "ground.height")
     check = getattr(law, "check_static", None)
@@ -168,6 +176,12 @@ def validate_body(body: Body, batched: bool = False) -> None:
         _shape(inertia, (), "body.inertia", batched)
         if np.any(inertia <= 0):
             raise ValueError(f"body.inertia: must be positive, got {inertia}")
+    if getattr(body, "friction", None) is not None:
+        mu = _arr(body.friction, "body.friction")
+        _shape(mu, (), "body.friction", batched)
+        _finite(mu, "body.friction")
+        if np.any(mu < 0):
+            raise ValueError(f"body.friction: friction coefficients must be >= 0, got {mu}")
     for vb, mb in zip(v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])):
         pts = vb[mb > 0]
         if len(pts) < d + 1 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < d:
@@ -295,6 +309,7 @@ RULES: tuple[tuple[str, str], ...] = (
     ("params.law.mu", "friction coefficients must be >= 0"),
     ("params.law.restitution", "must lie in [0, 1]"),
     ("control", "contains NaN or infinite values"),
+    ("body.friction", "must be finite and >= 0"),
 )
 
 
@@ -347,6 +362,9 @@ def broken_rules(params: Params, state, control=None) -> jnp.ndarray:
         add(13, jnp.any((eps < 0) | (eps > 1)))
     if control is not None:
         add(14, _bad_nonfinite(control))
+    friction = getattr(body, "friction", None)
+    if friction is not None:
+        add(15, ~jnp.all(jnp.isfinite(friction) & (jnp.asarray(friction) >= 0)))
     return bits
 
 

@@ -41,6 +41,49 @@ def test_sharded_rollout_equals_single_device():
     assert diff < 1e-10, diff
 
 
+WORLDS_SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    import jaxcontact as jc
+    from jaxcontact import worlds
+    from jaxcontact.sharding import batch_mesh
+    assert len(jax.devices()) == 2, jax.devices()
+    # two boxes in the air (no ground: the cheapest world to compile), the first sliding into the
+    # second at 0.5, 1.0, 1.5 m/s in three worlds (3: one world of padding on 2 devices)
+    scene, body = worlds.make_scene([jc.shapes.box((0.1,) * 3, 0.37)] * 2, ground=False, pair_contacts=1)
+    params = jc.Params(body=body, ground=jc.Ground.flat(), law=jc.CoulombLCP.init_params(0.4))
+    pos = jnp.array([[[0.0, 0.0, 0.0], [0.101, 0.01 * w, 0.0]] for w in range(3)])
+    vel = jnp.array([[[0.5 + 0.5 * w, 0.0, 0.0], [0.0, 0.0, 0.0]] for w in range(3)])
+    states = jc.State(pos=pos, quat=jnp.tile(jnp.array([1.0, 0, 0, 0]), (3, 2, 1)), vel=vel, omega=jnp.zeros((3, 2, 3)))
+    model = worlds.model()
+    single = worlds.batch_rollout(model, scene, params, states, 20, output="final")
+    sharded = worlds.sharded_batch_rollout(model, scene, params, states, 20, mesh=batch_mesh(), output="final")
+    la, lb = jax.tree_util.tree_leaves(single), jax.tree_util.tree_leaves(sharded)
+    assert [a.shape for a in la] == [b.shape for b in lb]
+    diff = max(float(np.abs(np.asarray(a, float) - np.asarray(b, float)).max()) for a, b in zip(la, lb))
+    print("RESULT", diff, len(sharded[0].pos.sharding.device_set), *np.asarray(sharded[0].vel[:, 1, 0]))
+    try:  # concrete inputs are validated before anything compiles, naming the field
+        worlds.sharded_batch_rollout(model, scene, params, states.replace(pos=states.pos.at[2, 0, 0].set(np.nan)), 20)
+    except ValueError as e:
+        print("RAISED", e)
+    """
+)
+
+
+def test_sharded_worlds_equal_batch_rollout():
+    env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip(), JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", WORLDS_SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = [l for l in out.stdout.splitlines() if l.startswith("RESULT")][0].split()
+    diff, ndev, v_struck = float(line[1]), int(line[2]), np.array(line[3:], float)
+    assert ndev == 2
+    assert diff < 1e-12, diff
+    # the struck box moves in every world (the pair collided), faster in the faster worlds
+    assert np.all(np.diff(v_struck) > 0.2) and v_struck[0] > 0.2, v_struck
+    assert "RAISED state.pos: contains NaN or infinite values" in out.stdout, out.stdout
+
+
 def test_cli_simulate_writes_npz_and_plot(tmp_path):
     out = tmp_path / "throws.npz"
     png = tmp_path / "throws.png"

@@ -18,9 +18,11 @@ A one-body world without pairs takes the single body's step (``dynamics``) to ro
 ``NoContact``) once the scene has body–body pairs: the learned laws (dacm, PDD, ContactNets,
 E2E) describe a body against the ground only and are refused before compiling.
 
-Friction (one material per world): body–ground contacts use the law's (μ₁, μ₂) along the ground
-tangents, exactly as a single body; body–body contacts use μ₁ isotropically (anisotropy is
-defined against the ground's tangents only). Restitution: the law's ε on every contact, applied
+Friction (``materials.contact_friction``): by default one material per world: body–ground
+contacts use the law's (μ₁, μ₂) along the ground tangents, exactly as a single body; body–body
+contacts use μ₁ isotropically (anisotropy is defined against the ground's tangents only). With a
+per-body ``params.body.friction`` (N,) a contact's μ is the geometric mean of its two sides'
+(Box2D's rule, ``materials.mix_friction``), the ground's being the law's (μ₁, μ₂). Restitution: the law's ε on every contact, applied
 to the relative normal velocity of the contact's two bodies.
 """
 
@@ -47,6 +49,7 @@ from ..validation import (
     validate_law_params,
     validate_state,
 )
+from .materials import contact_friction
 from .scene import Scene
 
 
@@ -335,9 +338,7 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
         vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
         target = normal_target_at(law, model, params.law.restitution, vn_pre, patch_phi(scene, con, vn_pre, model.dt),
                                   prob.target)
-        mu = jnp.concatenate([
-            jnp.broadcast_to(params.law.mu, (con.num_ground, 2)),
-            jnp.broadcast_to(params.law.mu[:1], (prob.num_contacts - con.num_ground, 2))]).astype(v1.dtype)
+        mu = contact_friction(params, con, v1.dtype)
         impact = con.valid & (vn_pre < -law.restitution_threshold)
         soft = soft_rows(scene.softness, stiff_rows(con, impact, N)) if scene.softness else None
         sol = solve_contacts(prob, mu, law.solver, target, None if warm is None else warm_slots(scene, con, warm),
@@ -412,7 +413,7 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
 
 
 def _step(model, scene, params, state, control):
-    state, control = dynamics.as_input_dtype(params, state, _controls(scene, state, control))
+    state, control = dynamics.as_input_dtype(params, state, _controls(scene, state, control), materials=True)
     new, info, _ = _coupled_step(model, scene, params, state, control, None)
     return new, info
 
@@ -430,7 +431,7 @@ def _rollout(model, scene, params, state, controls, n_steps, output):
     N = scene.num_bodies
     if controls is None:
         controls = jnp.zeros((n_steps, N, 6), state.pos.dtype)
-    state, controls = dynamics.as_input_dtype(params, state, controls)
+    state, controls = dynamics.as_input_dtype(params, state, controls, materials=True)
     warm0 = initial_warm(model, scene, params, state)
     steps = jnp.arange(n_steps, dtype=jnp.int32)
     if output == "final":
@@ -488,12 +489,17 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     n_steps = check_steps(n_steps)
     check_law(model, scene)
     if is_concrete((params, states, controls)):
-        for w in range(states.pos.shape[0]):
-            validate(scene, params, jax.tree_util.tree_map(lambda x: x[w], states),
-                     None if controls is None else controls[w], control_steps=True)
+        validate_batch(scene, params, states, controls)
     if controls is None:
         return jax.vmap(lambda s: _rollout(model, scene, params, s, None, n_steps, output))(states)
     return jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
+
+
+def validate_batch(scene: Scene, params: Params, states: State, controls=None) -> None:
+    """``validate`` of every world of a batch (``states`` (W, N, …), controls (W, T, N, 6) or None)."""
+    for w in range(states.pos.shape[0]):
+        validate(scene, params, jax.tree_util.tree_map(lambda x: x[w], states),
+                 None if controls is None else controls[w], control_steps=True)
 
 
 def validate(scene: Scene, params: Params, state: State, control=None, control_steps: bool = False) -> None:
@@ -506,6 +512,9 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
     if np.shape(params.body.mass) != (N,):
         raise ValueError(f"params.body: expected {N} stacked bodies (mass of shape ({N},)), got mass of shape "
                          f"{np.shape(params.body.mass)}")
+    if params.body.friction is not None and np.shape(params.body.friction) != (N,):
+        raise ValueError(f"body.friction: expected one friction coefficient per body, shape ({N},), got shape "
+                         f"{np.shape(params.body.friction)}")
     validate_ground(params.ground, 3)
     validate_law_params(params.law)
     validate_state(state, 3, batched=True)
@@ -525,5 +534,6 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
     return jnp.sum(_per_body(lambda p, s: dynamics.energy(model, p, s), params, state))
 
 
-__all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "ground_contacts",
-           "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows", "soften", "solve_contacts", "step", "step_with_info", "validate"]
+__all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy",
+           "ground_contacts", "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows",
+           "soften", "solve_contacts", "step", "step_with_info", "validate", "validate_batch"]

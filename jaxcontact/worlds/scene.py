@@ -110,6 +110,10 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
     if dims != {3}:
         raise ValueError(f"a world holds 3D bodies; got vertex dimensions {sorted(dims)}")
     K = max(np.shape(b.vertices)[0] for b in bodies)
+    has_friction = {b.friction is not None for b in bodies}
+    if len(has_friction) > 1:
+        raise ValueError("body.friction: given for some bodies and not others; give every body one "
+                         "(worlds.materials), or none for the law's μ")
 
     def pad(b: Body) -> Body:
         k = np.shape(b.vertices)[0]

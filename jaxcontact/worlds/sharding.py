@@ -1,0 +1,59 @@
+"""Batches of worlds larger than one device: ``batch_rollout`` with the world axis sharded.
+
+``sharded_batch_rollout`` is ``jaxcontact.sharding.sharded_batch_rollout`` for worlds: the batch
+of world states (W, N, …) is placed on the same 1-D ``"batch"`` mesh (``sharding.batch_mesh``,
+``sharding.shard_batch``), padded to the device count with copies of the first world
+(``dynamics.pad_batch``; the padding is dropped from the result), and every device runs
+``worlds.batch_rollout`` on its worlds with ``jax.shard_map``: its own program, so its contact
+solves exit when *its* worlds have converged. Worlds are independent: no communication. The
+parameters and the scene are shared by every world (replicated)."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from ..dynamics import pad_batch
+from ..sharding import BATCH_AXIS, batch_mesh, shard_batch
+from ..types import Params, State
+from ..validation import check_steps, is_concrete
+from .pipeline import batch_rollout, check_law, validate_batch
+from .scene import Scene
+
+
+def sharded_batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: int, controls=None, *,
+                          mesh: Mesh | None = None, output: str = "trajectory"):
+    """``worlds.batch_rollout`` with the world axis of ``states`` (W, N, …) (and of ``controls``
+    (W, n_steps, N, 6), if given) sharded over ``mesh`` (default: all devices). Concrete inputs
+    are validated first, as ``batch_rollout`` does; the same results (to round-off)."""
+    n_steps = check_steps(n_steps)
+    if output not in ("trajectory", "final"):
+        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
+    check_law(model, scene)
+    if is_concrete((params, states, controls)):
+        validate_batch(scene, params, states, controls)
+    mesh = batch_mesh() if mesh is None else mesh
+    n = states.pos.shape[0]
+    n_pad = (-n) % mesh.devices.size
+    states = shard_batch(pad_batch(states, n_pad), mesh)
+    if controls is not None:
+        controls = shard_batch(pad_batch(controls, n_pad), mesh)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    out = _per_device_rollout(model, scene, n_steps, output, controls is not None, mesh)(params, states, controls)
+    return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
+
+
+@functools.lru_cache(maxsize=64)
+def _per_device_rollout(model, scene, n_steps, output, with_controls, mesh):
+    """A jitted ``shard_map`` of ``worlds.batch_rollout`` over ``mesh``'s batch axis (cached per setting)."""
+
+    def local(params, states, controls):  # traced: batch_rollout does not validate again
+        return batch_rollout(model, scene, params, states, n_steps, controls, output=output)
+
+    specs = (P(), P(BATCH_AXIS), P(BATCH_AXIS) if with_controls else P())
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False))
+
+
+__all__ = ["sharded_batch_rollout"]
