@@ -1,11 +1,14 @@
 """Worlds of many convex bodies touching each other and the ground, in one hard contact problem
 (``scene``: the static description; ``step``: the step, rollouts; ``scenes``: ready-made worlds;
-``billiards``: a pusher's velocity chosen by gradient so that a struck box rests at a target)."""
+``billiards``: a pusher's velocity chosen by gradient so that a struck box rests at a target;
+``joints``: revolute joints between bodies, eliminated before the contact problem — a chain is a
+world with joints, ``chains.as_world``)."""
 
-from . import billiards, scenes
+from . import billiards, joints, scenes
+from .joints import JointedParams, JointParams, Joints
 from .scenes import DEFAULT_LAW, model
 from .scene import Scene, make_scene, stack_bodies
 from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
 
-__all__ = ["DEFAULT_LAW", "billiards", "model", "scenes", "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
+__all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "billiards", "joints", "model", "scenes", "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
            "rollout", "stack_bodies", "step", "step_with_info", "validate"]
