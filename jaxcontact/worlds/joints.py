@@ -212,6 +212,9 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
     joints = scene.joints
     if joints is None:
         return Motion(velocity=v1, mobility=Minv, error=jnp.zeros((0,), v1.dtype))
+    if not isinstance(getattr(params, "joints", None), JointParams):
+        raise ValueError(f"params: a scene with joints needs JointedParams(..., joints=JointParams(...)), got "
+                         f"{type(params).__name__} without joint parameters")
     N = v1.shape[0]
     M = block_diag(Minv)
     Jb, err = system(joints, params.joints, state)
