@@ -112,13 +112,15 @@ def from_body_rows(rows, bodies, phi, valid, mobility_blocks, v_free, dt: float)
     their sum applied to the two bodies' generalised velocities is the *relative* velocity (body
     b's minus body a's; the normal points from a to b, so a positive normal velocity separates).
     bodies: (C, 2) integer array (static or traced) of the two bodies' indices, −1 for the ground (no rows).
-    mobility_blocks: (N, 6, 6) every body's M⁻¹; v_free: (N, 6) free velocities. The stacked J is
-    (C·d, 6N) and W block-diagonal, so A = J W Jᵀ couples exactly the contacts that share a body."""
+    mobility_blocks: (N, 6, 6) every body's M⁻¹, or (6N, 6N) a full mobility W (a jointed world's);
+    v_free: (N, 6) free velocities. The stacked J is (C·d, 6N); with the blocks W is block-diagonal,
+    so A = J W Jᵀ couples exactly the contacts that share a body."""
     C, _, d, nv = rows.shape
-    N = mobility_blocks.shape[0]
+    N = v_free.shape[0]
     onehot = jax.nn.one_hot(bodies, N, dtype=rows.dtype)  # the ground's −1 gives a zero row
     jac = jnp.einsum("csdk,csn->cdnk", rows, onehot).reshape(C, d, N * nv)
-    return from_jacobians(jac, phi, valid, block_diag(mobility_blocks), v_free.reshape(-1), dt)
+    W = block_diag(mobility_blocks) if mobility_blocks.ndim == 3 else mobility_blocks
+    return from_jacobians(jac, phi, valid, W, v_free.reshape(-1), dt)
 
 
 @struct.dataclass

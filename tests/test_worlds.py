@@ -240,3 +240,41 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     for a, b in zip(g_fast, g_dense):
         np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
     assert float(jnp.max(jnp.abs(g_dense[0]))) > 1e-3
+
+
+def test_jointed_links_carry_a_box_dropped_on_them():
+    """Two links (0.2 m, 0.185 kg) lying on the ground, hinged end to end (``Scene.joints``: the
+    jointed pair leaves the pair table), and a free box dropped 2 cm onto the second link, all in
+    the one contact problem with the joints eliminated (the chains' step): the box comes to rest on
+    the link's top face, the ground carries the whole weight, the hinge stays closed (its anchors
+    within 1e-9 m) and carries an impulse. Bad joint inputs are refused by name."""
+    from jaxcontact.worlds import joints as J
+
+    link, box = shapes.box((0.2, 0.05, 0.05), 0.185), shapes.box((scenes.SIZE,) * 3, scenes.MASS)
+    scene, body = worlds.make_scene([link, link, box], joints=J.Joints(parent=(0,), child=(1,)))
+    assert scene.pairs == ((0, 2), (1, 2))
+    ey = jnp.array([[0.0, 1.0, 0.0]])
+    jp = J.JointParams(anchor_parent=jnp.array([[0.1, 0.0, 0.0]]), anchor_child=jnp.array([[-0.1, 0.0, 0.0]]),
+                       axis_parent=ey, axis_child=ey)
+    params = J.JointedParams(body=body, ground=jc.Ground(normal=jnp.array([0.0, 0.0, 1.0]), height=jnp.array(0.0)),
+                             law=jc.CoulombLCP.init_params(mu=0.5), joints=jp)
+    s = jc.State(pos=jnp.array([[-0.1, 0.0, 0.025], [0.1, 0.0, 0.025], [0.1, 0.0, 0.12]]),
+                 quat=jnp.tile(jnp.array([1.0, 0.0, 0.0, 0.0]), (3, 1)), vel=jnp.zeros((3, 3)), omega=jnp.zeros((3, 3)))
+    traj, info = worlds.rollout(MODEL, scene, params, s, 150)
+    assert int(np.bitwise_or.reduce(np.asarray(info.flags))) == 0
+    assert float(traj.pos[-1, 2, 2]) == pytest.approx(0.1, abs=1e-4)  # on the link's top face (0.05 m)
+    assert np.abs(np.asarray(traj.vel[-1])).max() < 1e-3
+    weight = (2 * 0.185 + scenes.MASS) * MODEL.gravity * MODEL.dt
+    assert float(info.impulse[-1, :, 2].sum()) == pytest.approx(weight, rel=1e-3)
+    assert float(np.max(info.joint_error)) < 1e-9
+    lam = np.asarray(info.joint_impulse)
+    assert lam.shape == (150, 5)  # 5 rows per revolute joint, per step
+    assert np.all(np.isfinite(lam)) and np.abs(lam[-1, 2]) > 1e-4
+    with pytest.raises(ValueError, match=r"anchor_parent/anchor_child\[0\].*apart"):
+        worlds.rollout(MODEL, scene, params, s.replace(pos=s.pos.at[1, 0].add(0.01)), 2)
+    with pytest.raises(ValueError, match="JointedParams"):
+        worlds.rollout(MODEL, scene, jc.Params(body=body, ground=params.ground, law=params.law), s, 2)
+    with pytest.raises(ValueError, match="body 3"):
+        worlds.make_scene([link, link, box], joints=J.Joints(parent=(0,), child=(3,)))
+    with pytest.raises(ValueError, match="parent"):
+        J.Joints(parent=(1,), child=(1,))

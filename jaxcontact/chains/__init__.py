@@ -1,11 +1,12 @@
 """Articulated chains: box links joined by revolute joints, maximal coordinates.
 
 ``model`` — ``ChainParams`` (pytree), ``ChainModel`` (static), builders, joint rows, validation;
-``dynamics`` — the ground truth: joints and Coulomb contact solved together (``step``, ``rollout``).
+``dynamics`` — the ground truth: the chain as a world with joints (``as_world``), stepped by the
+worlds' one multi-body step (``step``, ``rollout``).
 dacm's Algorithm 2 on these chains lives in ``jaxcontact.dacm.chain``.
 """
 
-from .dynamics import ChainInfo, batch_rollout, rollout, step, step_with_info
+from .dynamics import ChainInfo, as_world, batch_rollout, rollout, step, step_with_info
 from .model import (
     ChainModel,
     ChainParams,
@@ -20,7 +21,7 @@ from .model import (
 )
 
 __all__ = [
-    "ChainInfo", "ChainModel", "ChainParams", "batch_rollout", "energy", "horizontal_state",
+    "ChainInfo", "ChainModel", "ChainParams", "as_world", "batch_rollout", "energy", "horizontal_state",
     "joint_angles", "joint_separation", "lowest_point", "make_chain", "planar_state", "rollout",
     "step", "step_with_info", "validate_chain",
 ]

@@ -1,61 +1,53 @@
-"""Ground-truth chain dynamics: joints and Coulomb contact in one velocity-level problem.
+"""Ground-truth chain dynamics: a chain is a world with joints (``jaxcontact.worlds``).
 
-One step (semi-implicit Euler, like ``jaxcontact.dynamics``):
+``as_world`` turns a chain into a world of its n links (``worlds.Scene`` with a revolute
+``worlds.joints.Joints`` per link, every link's ``max_contacts`` closest vertices against the
+ground, no body–body pairs: links do not collide with each other), and ``step`` is that world's
+step (``worlds.step_with_info``), the one multi-body step. Per step (semi-implicit Euler, like
+``jaxcontact.dynamics``):
 
 1. free velocities v¹ of every link (gravity, implicit gyroscopic term; ``dynamics.free_velocity``);
-2. the joint rows J_b (5 per revolute joint, target −(β/h)·error, Baumgarte) and the contact rows
-   J_c of every link's ``max_contacts`` closest vertices against the ground (normal + two
-   tangents, pyramidal Coulomb cone, no-penetration target −φ/h — the ``CoulombLCP`` law);
-3. the bilateral rows are eliminated exactly (Schur complement): v_c = v¹ + M⁻¹J_bᵀλ(v¹) satisfies
-   the joints, W = M⁻¹ − M⁻¹J_bᵀ(J_bM⁻¹J_bᵀ)⁻¹J_bM⁻¹ is the jointed system's mobility, and the
-   contact LCP  0 ≤ z ⊥ J_c W J_cᵀ z + J_c v_c − target ≥ 0 (friction rows boxed by μ z_n) is
-   built and solved by ``jaxcontact.contact`` with W as the mobility (the one contact-problem
-   builder of every LCP-based law; projected Gauss–Seidel, implicit gradients). This is the same
-   solution as the LCP with the joint rows as bilateral rows (``RowStructure.contacts(C, 2, 5n)``)
-   but PGS never has to iterate on the stiff joint rows of a chain;
-4. v⁺ = v_c + W J_cᵀ z, then every link is integrated (``dynamics.integrate``).
+2. the joint rows J_b (5 per revolute joint, target −(β/h)·error, Baumgarte) are eliminated
+   exactly (Schur complement, ``worlds.joints.motion``): v_c = v¹ + M⁻¹J_bᵀλ(v¹) satisfies the
+   joints and W = M⁻¹ − M⁻¹J_bᵀ(J_bM⁻¹J_bᵀ)⁻¹J_bM⁻¹ is the jointed system's mobility;
+3. the contact rows J_c of every link's ``max_contacts`` closest vertices against the ground
+   (normal + two tangents, pyramidal Coulomb cone, no-penetration target −φ/h, every candidate in
+   the problem) form the contact LCP 0 ≤ z ⊥ J_c W J_cᵀ z + J_c v_c − target ≥ 0 (friction rows
+   boxed by μ z_n), built and solved by ``jaxcontact.contact`` with W as the mobility (projected
+   Gauss–Seidel, implicit gradients). This is the same solution as the LCP with the joint rows as
+   bilateral rows, but PGS never has to iterate on the stiff joint rows of a chain;
+4. v⁺ = v_c + W J_cᵀ z, the joint impulse λ, then every link is integrated (``dynamics.integrate``).
+
+A chain has no restitution (ε of ``ChainParams.law`` is not applied: the world's law gets an
+infinite restitution threshold), no penetration projection and no softness (``Scene.softness``
+0), and its contact LCP starts cold every step.
 
 Every step reports ``Flags`` like a single body's (``ChainInfo.flags``/``.invalid``): the input
 breaking a ``validation`` rule on any link (INVALID_INPUT), a non-finite state or impulse
-(NONFINITE), the contact LCP not converged (SOLVER; ``dynamics.solver_failed``); a chain has no
-penetration projection. ``rollout(..., output="final")`` returns ``(final, Summary)`` as
-``jaxcontact.rollout`` does, for ``diagnostics.report``/``check``; an eager rollout warns
-(``NonFiniteWarning``) when it ends non-finite.
+(NONFINITE), the contact LCP not converged (SOLVER; ``dynamics.solver_failed``).
+``rollout(..., output="final")`` returns ``(final, Summary)`` as ``jaxcontact.rollout`` does, for
+``diagnostics.report``/``check``; an eager rollout warns (``NonFiniteWarning``) when it ends
+non-finite.
 
 Pure and jit-able; ``rollout`` is a jitted ``lax.scan``; ``vmap`` both over batches of chains.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from .. import contact, geometry
-from ..contact import block_diag
-from ..dynamics import (
-    accumulate,
-    any_nonfinite,
-    empty_summary,
-    full_precision,
-    integrate,
-    solver_failed,
-    step_flags,
-    warn_nonfinite,
-)
-from ..types import Params, State
-from ..validation import broken_rules, check_steps, is_concrete
-from .model import (
-    ChainModel,
-    ChainParams,
-    constrained_free_motion,
-    free_velocities,
-    mass_matrix_inverse,
-    joint_system,
-    validate_chain,
-)
+from ..dynamics import accumulate, empty_summary, full_precision, warn_nonfinite
+from ..types import State
+from ..validation import check_steps, is_concrete
+from ..worlds import pipeline as world
+from ..worlds.joints import JointedParams
+from ..worlds.scene import Scene
+from .model import ChainModel, ChainParams, validate_chain, world_joints
 
 
 @struct.dataclass
@@ -76,52 +68,30 @@ class ChainInfo:
     invalid: jnp.ndarray = 0
 
 
-def contact_problem(model: ChainModel, params: ChainParams, state: State, links, mobility, v_free):
-    """The contact problem (``jaxcontact.contact``) of ``links``' closest vertices against the
-    ground, acting through the jointed system's ``mobility`` W at the free velocity ``v_free``
-    (both over the generalised velocities of ``links``, 6 per link). Returns (problem, phi (len, C))."""
-    links = list(links)
-    C = model.max_contacts
-    idx = jnp.asarray(links)
-    sel = lambda t: jax.tree_util.tree_map(lambda x: x[idx], t)
-    con = jax.vmap(lambda b, s: geometry.contact_candidates(b, params.ground, s, C))(sel(params.links), sel(state))
-    nc = len(links) * C
-    jac = block_diag(con.jac.reshape(len(links), C * 3, 6)).reshape(nc, 3, 6 * len(links))
-    prob = contact.from_jacobians(jac, con.phi.reshape(-1), con.valid.reshape(-1), mobility, v_free, model.dt)
-    return prob, con.phi
-
-
-def _broken_rules(params: ChainParams, state: State):
-    """The ``validation.RULES`` any link's input breaks (bit set, as a single body's step)."""
-    bits = jax.vmap(lambda b, s: broken_rules(Params(body=b, ground=params.ground, law=params.law), s))(
-        params.links, state)
-    return jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
+def as_world(model: ChainModel, params: ChainParams):
+    """The chain as a world: ``(model, scene, params)`` for ``jaxcontact.worlds``' step and
+    rollouts (state: the chain's, one body per link). The scene has the chain's joints (link i's
+    parent link i − 1, the root's the world; β of ``model``), the ground with every link's
+    ``max_contacts`` candidates, no pairs and no softness; the law never applies restitution.
+    Add bodies to it (a box landing on the chain) with ``worlds.make_scene(..., joints=scene.joints)``."""
+    n = params.num_links
+    joints, joint_params = world_joints(params, range(n), range(n), model.baumgarte)
+    scene = Scene(topologies=(None,) * n, pairs=(), ground=True, ground_contacts=model.max_contacts, softness=0.0,
+                  joints=joints)
+    law = dataclasses.replace(model.law, restitution_threshold=float("inf"), restitution_target="velocity")
+    wparams = JointedParams(body=params.links, ground=params.ground, law=params.law, joints=joint_params)
+    return dataclasses.replace(model, law=law), scene, wparams
 
 
 @full_precision
 def _step(model: ChainModel, params: ChainParams, state: State):
-    n = params.num_links
-    h = model.dt
-    v1 = free_velocities(model, params, state).reshape(-1)
-    Minv = mass_matrix_inverse(params, state, range(n))
-    Jb, err = joint_system(params, state, range(n), range(n))
-    vc, W, fac = constrained_free_motion(model, Minv, Jb, err, v1)
-    prob, phi = contact_problem(model, params, state, range(n), W, vc)
-    sol = contact.solve(prob, params.law.mu[:2], model.solver)
-    p = sol.impulse
-    v_new = vc + W @ p
-    # joint impulse λ: J_b v⁺ = target with v⁺ = v¹ + M⁻¹(J_bᵀλ + p)
-    lam = jax.scipy.linalg.cho_solve(fac, -(model.baumgarte / h) * err - Jb @ (v1 + Minv @ p))
-    lm = model.link_model()
-    new = jax.vmap(lambda s, v: integrate(lm, s, v))(state, v_new.reshape(n, 6))
+    wmodel, scene, wparams = as_world(model, params)
+    new, w = world.step_with_info(wmodel, scene, wparams, state)
     info = ChainInfo(
-        contact_impulse=p.reshape(n, 6), joint_impulse=lam, phi_min=jnp.min(phi, axis=1),
-        residual=sol.residual, iterations=sol.iterations,
-        joint_error=jnp.max(jnp.linalg.norm(err.reshape(n, 5)[:, :3], axis=1)),
+        contact_impulse=w.impulse, joint_impulse=w.joint_impulse, phi_min=jnp.min(w.phi_ground, axis=1),
+        residual=w.residual, iterations=w.iterations, joint_error=w.joint_error, flags=w.flags, invalid=w.invalid,
     )
-    invalid = _broken_rules(params, state)
-    flags = step_flags(invalid, any_nonfinite(p, lam, new), False, solver_failed(model, info))
-    return new, info.replace(flags=flags, invalid=invalid)
+    return new, info
 
 
 _step_jit = jax.jit(_step, static_argnames=("model",))

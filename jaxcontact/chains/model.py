@@ -35,10 +35,9 @@ from ..laws.coulomb import CoulombLCP, CoulombParams
 from ..rotations import quat_to_mat
 from ..solvers import LCPSettings
 from ..types import Body, Ground, Model, Params, State
+from ..worlds import joints
+from ..worlds.joints import ANCHOR_TOL, AXIS_TOL
 
-ROWS_PER_JOINT = 5
-ANCHOR_TOL = 1e-5  # m: joint anchors of an initial state must coincide to this distance
-AXIS_TOL = 1e-4  # rad: joint axes of an initial state must be aligned to this angle
 
 
 @struct.dataclass
@@ -195,45 +194,38 @@ def link_state(state: State, i: int) -> State:
     return jax.tree_util.tree_map(lambda x: x[i], state)
 
 
+def _joint_args(params: ChainParams, state: State, i: int):
+    return (params.anchor_parent[i], params.anchor_child[i], params.axis_parent[i], params.axis_child[i],
+            link_state(state, i), None if i == 0 else link_state(state, i - 1))
+
+
 def joint_frames(params: ChainParams, state: State, i: int):
-    """World anchor points and axes of joint i: (x_parent, x_child, a_parent, a_child)."""
-    Rc = quat_to_mat(state.quat[i])
-    xc = state.pos[i] + Rc @ params.anchor_child[i]
-    ac = Rc @ params.axis_child[i]
-    if i == 0:
-        xp, ap = params.anchor_parent[0], params.axis_parent[0]
-    else:
-        Rp = quat_to_mat(state.quat[i - 1])
-        xp = state.pos[i - 1] + Rp @ params.anchor_parent[i]
-        ap = Rp @ params.axis_parent[i]
-    nrm = lambda a: a / jnp.linalg.norm(a)
-    return xp, xc, nrm(ap), nrm(ac)
+    """World anchor points and axes of joint i: (x_parent, x_child, a_parent, a_child)
+    (``worlds.joints.frames``)."""
+    return joints.frames(*_joint_args(params, state, i))
 
 
 def joint_rows(params: ChainParams, state: State, i: int):
-    """Constraint rows of joint i: (J_child (5, 6), J_parent (5, 6), error (5,)).
+    """Constraint rows of joint i: (J_child (5, 6), J_parent (5, 6), error (5,)) (``worlds.joints.rows``).
 
     Rows: anchor velocity along world x, y, z, then relative angular velocity along the two
     tangents u1, u2 of the parent's world axis. The constraint is J_child v_i − J_parent v_{i−1}
     = −(β/h)·error (J_parent is zero for the root, whose parent is the world)."""
-    xp, xc, ap, ac = joint_frames(params, state, i)
-    U = geometry.tangent_basis(ap)  # (2, 3), orthogonal to the axis
-    eye = jnp.eye(3, dtype=xp.dtype)
-    zero = jnp.zeros((2, 3), xp.dtype)
+    return joints.rows(*_joint_args(params, state, i))
 
-    def rows(s, r_body):
-        R = quat_to_mat(s.quat)
-        lin = geometry.point_jacobian(s, r_body, eye)  # (3, 6)
-        ang = jnp.concatenate([zero, U @ R], axis=1)  # ω_world = R ω_body
-        return jnp.concatenate([lin, ang], axis=0)
 
-    Jc = rows(link_state(state, i), params.anchor_child[i])
-    if i == 0:
-        Jp = jnp.zeros_like(Jc)
-    else:
-        Jp = rows(link_state(state, i - 1), params.anchor_parent[i])
-    err = jnp.concatenate([xc - xp, U @ jnp.cross(ap, ac)])
-    return Jc, Jp, err
+def world_joints(params: ChainParams, joint_ids, links, baumgarte: float = 0.2):
+    """The chain's joints ``joint_ids`` as a world's over its bodies ``links`` (consecutive link
+    indices, joint i's parent i − 1 among them, or the world for the root): (``Joints``,
+    ``JointParams``)."""
+    col = {l: k for k, l in enumerate(links)}
+    ids = list(joint_ids)
+    desc = joints.Joints(parent=tuple(col[i - 1] if i > 0 else -1 for i in ids), child=tuple(col[i] for i in ids),
+                         baumgarte=baumgarte)
+    idx = jnp.asarray(ids)
+    jp = joints.JointParams(anchor_parent=params.anchor_parent[idx], anchor_child=params.anchor_child[idx],
+                            axis_parent=params.axis_parent[idx], axis_child=params.axis_child[idx])
+    return desc, jp
 
 
 def joint_angles(params: ChainParams, state: State) -> jnp.ndarray:
@@ -282,36 +274,20 @@ def mass_matrix_inverse(params: ChainParams, state: State, links) -> jnp.ndarray
     return block_diag(jax.vmap(geometry.mass_matrix_inverse)(sel(params.links), sel(state)))
 
 
-def joint_system(params: ChainParams, state: State, joints, links):
-    """Stacked rows of ``joints`` over the velocities of ``links`` (consecutive link indices):
-    (J (5·len(joints), 6·len(links)), error (5·len(joints),))."""
+def joint_system(params: ChainParams, state: State, joint_ids, links):
+    """Stacked rows of joints ``joint_ids`` over the velocities of ``links`` (consecutive link
+    indices): (J (5·len(joint_ids), 6·len(links)), error (5·len(joint_ids),)) (``worlds.joints.system``)."""
     links = list(links)
-    col = {l: k for k, l in enumerate(links)}
-    J = jnp.zeros((ROWS_PER_JOINT * len(joints), 6 * len(links)), params.anchor_child.dtype)
-    errs = []
-    for r, i in enumerate(joints):
-        Jc, Jp, err = joint_rows(params, state, i)
-        rs = slice(ROWS_PER_JOINT * r, ROWS_PER_JOINT * (r + 1))
-        J = J.at[rs, 6 * col[i]:6 * col[i] + 6].set(Jc)
-        if i > 0:
-            J = J.at[rs, 6 * col[i - 1]:6 * col[i - 1] + 6].add(-Jp)
-        errs.append(err)
-    return J, jnp.concatenate(errs)
+    desc, jp = world_joints(params, joint_ids, links)
+    idx = jnp.asarray(links)
+    return joints.system(desc, jp, jax.tree_util.tree_map(lambda x: x[idx], state))
 
 
 def constrained_free_motion(model: ChainModel, Minv, Jb, err, v1):
-    """Velocity after the joint constraints alone and the constrained mobility.
-
-    Returns (v_c, W, Cholesky factor of JM⁻¹Jᵀ): v_c = v¹ + M⁻¹Jᵀλ with J v_c = −(β/h)·error, and W = M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹,
-    the map from an external impulse to the velocity change of the jointed system (the
-    maximal-coordinate form of the reduced mass matrix's inverse)."""
-    MJ = Minv @ Jb.T
-    fac = jax.scipy.linalg.cho_factor(Jb @ MJ)
-    target = -(model.baumgarte / model.dt) * err
-    sol = jax.scipy.linalg.cho_solve(fac, jnp.concatenate([(target - Jb @ v1)[:, None], MJ.T], axis=1))
-    vc = v1 + MJ @ sol[:, 0]
-    W = Minv - MJ @ sol[:, 1:]
-    return vc, 0.5 * (W + W.T), fac
+    """Velocity after the joint constraints alone and the constrained mobility, with the Baumgarte
+    target −(β/h)·error of ``model`` (``worlds.joints.constrained_motion``): (v_c, W, Cholesky
+    factor of JM⁻¹Jᵀ)."""
+    return joints.constrained_motion(Minv, Jb, -(model.baumgarte / model.dt) * err, v1)
 
 
 # ---------------------------------------------------------------------------------- validation

@@ -1,13 +1,17 @@
 """Worlds of many convex bodies touching each other and the ground, in one hard contact problem
 (``scene``: the static description; ``step``: the step, rollouts; ``scenes``: ready-made worlds;
 ``billiards``: a pusher's velocity chosen by gradient so that a struck box rests at a target;
-``sharding``: batches of worlds sharded over devices; ``materials``: per-body friction)."""
+``sharding``: batches of worlds sharded over devices; ``materials``: per-body friction;
+``joints``: revolute joints between bodies, eliminated before the contact problem — a chain is a
+world with joints, ``chains.as_world``)."""
 
-from . import billiards, materials, scenes
+from . import billiards, joints, materials, scenes
+from .joints import JointedParams, JointParams, Joints
 from .scenes import DEFAULT_LAW, model
 from .scene import Scene, make_scene, stack_bodies
 from .sharding import sharded_batch_rollout
 from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
 
-__all__ = ["DEFAULT_LAW", "billiards", "materials", "model", "scenes", "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
+__all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "billiards", "joints", "materials", "model", "scenes",
+           "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
            "rollout", "sharded_batch_rollout", "stack_bodies", "step", "step_with_info", "validate"]

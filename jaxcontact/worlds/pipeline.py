@@ -3,16 +3,20 @@
 A recipe of pure stages over the stacked bodies (leading body axis N):
 
 0. ``depenetrate`` each body out of the ground (as a single body's step; position only);
-1. free velocities v¹ of every body (``dynamics.free_velocity``, vmapped);
+1. free velocities v¹ of every body (``dynamics.free_velocity``, vmapped); with ``Scene.joints``,
+   the joints eliminated (``joints.motion``: the velocity v_c that satisfies them and the jointed
+   mobility W, dense over the 6N velocities);
 2. ``collide``: the body–ground candidates of every body (``geometry.contact_candidates``) and
    the manifold of every body–body pair of the scene (``collision.hull_hull``), as rows on the
    contact's two bodies;
 3. the one contact problem (``contact.body_problem``: each contact's rows on its two bodies, W
-   block-diagonal), its normal target raised for restitution from the *relative* normal
-   velocity (``laws.coulomb.normal_target_at``), solved by ``solve_contacts`` (projected
-   Gauss–Seidel, implicit gradients: dense up to ``DENSE_ROWS`` rows, in velocity form above);
-4. v⁺ = v¹ + M⁻¹ p per body, every body integrated (``dynamics.integrate``), and the step's
-   ``Flags`` (invalid input on any body, non-finite output, penetration projected, solver).
+   block-diagonal, or the jointed W), its normal target raised for restitution from the
+   *relative* normal velocity (``laws.coulomb.normal_target_at``), solved by ``solve_contacts``
+   (projected Gauss–Seidel, implicit gradients: dense up to ``DENSE_ROWS`` rows or with joints,
+   in velocity form above);
+4. v⁺ = v¹ + M⁻¹ p per body (v_c + W p with joints, and the joint impulse), every body
+   integrated (``dynamics.integrate``), and the step's ``Flags`` (invalid input on any body,
+   non-finite output, penetration projected, solver).
 
 A one-body world without pairs takes the single body's step (``dynamics``) to round-off. The law must be ``CoulombLCP`` (or
 ``NoContact``) once the scene has body–body pairs: the learned laws (dacm, PDD, ContactNets,
@@ -50,6 +54,7 @@ from ..validation import (
     validate_state,
 )
 from .materials import contact_friction
+from . import joints as world_joints
 from .scene import Scene
 
 
@@ -58,8 +63,9 @@ class WorldInfo:
     """Per step of a world: ``impulse`` (N, 6) contact impulse per body (world force, body torque
     impulse); ``phi_ground`` (N, Cg) the body–ground candidates' signed distances; ``pair_phi``
     (P, n) and ``pair_kind`` (P,) (``PatchType``) of every body–body pair; the contact solve's
-    ``residual`` (m/s) and ``iterations``; ``flags``/``invalid`` as a single body's
-    ``ContactInfo`` (OR over the bodies)."""
+    ``residual`` (m/s) and ``iterations``; ``joint_impulse`` (5·J,) of the scene's joints and
+    ``joint_error`` () their largest anchor separation before the step (m) (empty and 0 without
+    joints); ``flags``/``invalid`` as a single body's ``ContactInfo`` (OR over the bodies)."""
 
     impulse: jnp.ndarray
     phi_ground: jnp.ndarray
@@ -67,6 +73,8 @@ class WorldInfo:
     pair_kind: jnp.ndarray
     residual: jnp.ndarray
     iterations: jnp.ndarray
+    joint_impulse: jnp.ndarray
+    joint_error: jnp.ndarray
     flags: jnp.ndarray = 0
     invalid: jnp.ndarray = 0
 
@@ -130,8 +138,9 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
     bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
     valid = con.valid
-    if N > 1:  # candidates beyond reach stay out of the problem (a single body keeps all, as dynamics does)
-        valid = valid & (con.phi <= reach(model, scene, params, state)[:, None])
+    if N > 1:  # candidates beyond reach stay out of the problem (a single body keeps all, as dynamics does;
+        # so does a jointed body: its joints can move it faster than its own velocity says)
+        valid = valid & ((con.phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 
@@ -325,13 +334,15 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
         projected = jnp.zeros((), bool)
     v1 = _per_body(lambda p, s, u: dynamics.free_velocity(model, p, s, u), params, state, control)
     Minv = _per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
+    motion = world_joints.motion(model, scene, params, state, v1, Minv)  # v¹ and M⁻¹, or v_c and W of the joints
     con = collide(model, scene, params, state)
     if isinstance(model.law, NoContact):
-        v_new, p_body = v1, jnp.zeros_like(v1)
+        v_new, p_body = motion.velocity, jnp.zeros_like(v1)
         residual, iterations = jnp.zeros((), v1.dtype), jnp.zeros((), jnp.int32)
     else:
         law = model.law
-        prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
+        prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, motion.mobility, motion.velocity,
+                                    model.dt)
         if model.max_correction_speed is not None:
             prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
         v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
@@ -344,7 +355,7 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
         sol = solve_contacts(prob, mu, law.solver, target, None if warm is None else warm_slots(scene, con, warm),
                              soft, law.relaxed_gradient(model))
         p_body = sol.impulse.reshape(N, 6)
-        v_new = v1 + jnp.einsum("nij,nj->ni", Minv, p_body)
+        v_new = motion.after(p_body)
         residual, iterations = sol.residual, sol.iterations
         if warm is not None:
             warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
@@ -352,14 +363,16 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
     Cg = con.num_ground // N if scene.ground else 0
     info = WorldInfo(
         impulse=p_body, phi_ground=con.phi[:con.num_ground].reshape(N, Cg),
-        pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=residual, iterations=iterations)
+        pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=residual, iterations=iterations,
+        joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
     failed = dynamics.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
     # capped target separates them without launching them (as the ground does); flagged
     if scene.pairs:
         pair_phi = con.phi[con.num_ground:]
         projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
-    flags = dynamics.step_flags(invalid, dynamics.any_nonfinite(p_body, new), projected, failed, con.capacity)
+    flags = dynamics.step_flags(invalid, dynamics.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
+                                con.capacity)
     return new, info.replace(flags=flags, invalid=invalid), warm
 
 
@@ -520,6 +533,8 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
     validate_state(state, 3, batched=True)
     if np.shape(state.pos) != (N, 3):
         raise ValueError(f"state.pos: expected shape ({N}, 3) (one row per body), got {np.shape(state.pos)}")
+    if scene.joints is not None:
+        world_joints.validate(scene.joints, params, state)
     if control is not None:
         want = ("T", N, 6) if control_steps else (N, 6)
         c = np.asarray(control)

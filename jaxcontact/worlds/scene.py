@@ -22,13 +22,15 @@ import numpy as np
 
 from .. import collision
 from ..types import Body
+from .joints import Joints
 
 
 @dataclasses.dataclass(frozen=True)
 class Scene:
     """Static description of a world of ``num_bodies`` convex bodies.
 
-    topologies: one ``collision.HullTopology`` per body (faces and edges of its hull).
+    topologies: one ``collision.HullTopology`` per body (faces and edges of its hull; None for a
+    body in no pair, whose hull the narrow phase never needs).
     pairs: the body–body pairs (a, b), a < b, whose contacts are resolved (all pairs minus the
     excluded ones by default). ground: whether the ground plane is part of the world.
     ground_contacts: each body's closest vertices against the ground (at most ``Model.max_contacts``;
@@ -42,6 +44,9 @@ class Scene:
     closest (a static number, so the problem keeps fixed shapes); pairs further apart than the
     margin cannot touch and are skipped. When more than K pairs are within reach of each other
     the farthest are left out of that step and the step is flagged ``Flags.CAPACITY``.
+    joints: None, or the world's revolute ``joints.Joints`` (their anchors and axes are traced, in
+    ``joints.JointedParams``); a jointed body keeps every ground candidate (no reach filter: its
+    joints can move it faster than its own velocity says).
     """
 
     topologies: tuple
@@ -52,6 +57,7 @@ class Scene:
     ground_contacts: int = 4
     softness: float = 1e-2
     max_pairs: int | None = None
+    joints: Joints | None = None
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -73,10 +79,25 @@ class Scene:
             raise ValueError(f"Scene.max_pairs must be None (every pair) or an int >= 1, got {self.max_pairs!r}")
         if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
+        for a, b in self.pairs:
+            if self.topologies[a] is None or self.topologies[b] is None:
+                raise ValueError(f"Scene.topologies: body {a if self.topologies[a] is None else b} is in pair ({a}, {b}) "
+                                 "and needs its hull topology (None only for bodies in no pair)")
+        if self.joints is not None:
+            if not isinstance(self.joints, Joints):
+                raise ValueError(f"Scene.joints must be None or a worlds.joints.Joints, got {type(self.joints).__name__}")
+            far = max(max(self.joints.parent), max(self.joints.child))
+            if far >= n:
+                raise ValueError(f"Scene.joints: a joint names body {far} of a world of {n} bodies")
 
     @property
     def num_bodies(self) -> int:
         return len(self.topologies)
+
+    @property
+    def jointed_bodies(self) -> np.ndarray:
+        """(N,) static mask of the bodies that belong to a joint (none without ``joints``)."""
+        return np.zeros(self.num_bodies, bool) if self.joints is None else self.joints.jointed(self.num_bodies)
 
     @property
     def num_pairs(self) -> int:
@@ -126,10 +147,11 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2,
-               max_pairs: int | None = None):
+               max_pairs: int | None = None, joints: Joints | None = None):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
-    exclude: pairs never resolved (either order). Each body's hull topology is computed here from
+    exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
+    of a joint meet there, so their pair is excluded too). Each body's hull topology is computed here from
     its concrete vertices (``collision.topology``, which refuses degenerate hulls by name).
     max_pairs: the broad phase (``Scene``)."""
     stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
@@ -144,11 +166,11 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
         if pairs != "all":
             raise ValueError(f"pairs must be 'all' or a list of (a, b), got {pairs!r}")
         pairs = list(itertools.combinations(range(n), 2))
-    drop = {tuple(sorted(p)) for p in exclude}
+    drop = {tuple(sorted(p)) for p in exclude} | (set() if joints is None else joints.body_pairs())
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
-                 max_pairs=max_pairs), stacked
+                 max_pairs=max_pairs, joints=joints), stacked
 
 
 __all__ = ["Scene", "make_scene", "stack_bodies"]

@@ -1,0 +1,262 @@
+"""Revolute joints of a world, eliminated exactly before the contact problem.
+
+A joint links a child body to a parent body (or to the world: parent −1). ``Joints`` is its
+static part, on ``Scene.joints`` (which bodies, Baumgarte β); ``JointParams`` the traced part
+(anchors and axes, differentiable), carried by ``JointedParams`` (a ``Params`` with ``joints``).
+
+A revolute joint is 5 velocity constraints: the two anchor points move together (3 rows, world
+x, y, z) and the relative angular velocity has no component across the axis (2 rows, the
+tangents of the parent's world axis). Their target is −(β/h)·error (anchor separation; axis
+misalignment a_p × a_c), Baumgarte-style. The step (``pipeline``) eliminates them by a Schur
+complement (``motion``): v_c = v¹ + M⁻¹J_bᵀλ(v¹) satisfies the joints and
+W = M⁻¹ − M⁻¹J_bᵀ(J_bM⁻¹J_bᵀ)⁻¹J_bM⁻¹ is the jointed system's mobility; the one contact problem
+then acts through W (dense over the 6N velocities) from v_c, v⁺ = v_c + W p, and the joint
+impulse λ is recovered from p. The same solution as the LCP with the joint rows as bilateral
+rows, without projected Gauss–Seidel iterating on stiff joint rows. An articulated chain
+(``jaxcontact.chains``) is a world with a joint per link.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from .. import geometry
+from ..contact import block_diag
+from ..rotations import quat_to_mat
+from ..types import Params, State
+
+ROWS_PER_JOINT = 5
+ANCHOR_TOL = 1e-5  # m: joint anchors of an initial state must coincide to this distance
+AXIS_TOL = 1e-4  # rad: joint axes of an initial state must be aligned to this angle
+
+
+@dataclasses.dataclass(frozen=True)
+class Joints:
+    """The revolute joints of a world (static, hashable): joint j links body ``child[j]`` to body
+    ``parent[j]`` (−1: the world, the parent anchor and axis then in world coordinates).
+    baumgarte: β of the drift correction (target velocity −β/h · error), in [0, 1]."""
+
+    parent: tuple
+    child: tuple
+    baumgarte: float = 0.2
+
+    def __post_init__(self):
+        object.__setattr__(self, "parent", tuple(self.parent))
+        object.__setattr__(self, "child", tuple(self.child))
+        if len(self.parent) != len(self.child) or not self.child:
+            raise ValueError(f"Joints: parent and child need one entry per joint (at least one joint), got "
+                             f"{len(self.parent)} and {len(self.child)}")
+        for j, (p, c) in enumerate(zip(self.parent, self.child)):
+            for name, i in (("parent", p), ("child", c)):
+                if not isinstance(i, numbers.Integral) or isinstance(i, bool):
+                    raise ValueError(f"Joints.{name}[{j}] must be a body index (int), got {i!r}")
+            if c < 0 or p < -1 or p == c:
+                raise ValueError(f"Joints: joint {j} links body {c} to {p}; the child must be a body (>= 0) and the "
+                                 "parent another body or −1 (the world)")
+        if len(set(zip(self.parent, self.child))) != len(self.child):
+            raise ValueError("Joints: a joint is listed twice")
+        if not (isinstance(self.baumgarte, numbers.Real) and 0 <= self.baumgarte <= 1):
+            raise ValueError(f"Joints.baumgarte must lie in [0, 1], got {self.baumgarte!r}")
+
+    @property
+    def num_joints(self) -> int:
+        return len(self.child)
+
+    def jointed(self, num_bodies: int) -> np.ndarray:
+        """(N,) static mask of the bodies that belong to a joint."""
+        mask = np.zeros(num_bodies, bool)
+        mask[[c for c in self.child]] = True
+        mask[[p for p in self.parent if p >= 0]] = True
+        return mask
+
+    def body_pairs(self):
+        """The (a, b), a < b, of the joints between two bodies (the pairs they exclude from contact)."""
+        return {tuple(sorted((p, c))) for p, c in zip(self.parent, self.child) if p >= 0}
+
+
+@struct.dataclass
+class JointParams:
+    """Differentiable joint geometry, (J, 3) each: ``anchor_parent``/``axis_parent`` in the
+    parent's body frame (world coordinates for a joint to the world), ``anchor_child``/
+    ``axis_child`` in the child's body frame."""
+
+    anchor_parent: jnp.ndarray
+    anchor_child: jnp.ndarray
+    axis_parent: jnp.ndarray
+    axis_child: jnp.ndarray
+
+
+@struct.dataclass
+class JointedParams(Params):
+    """A world's ``Params`` with its joints' ``JointParams`` (``Scene.joints`` says which bodies)."""
+
+    joints: Any = None
+
+
+def frames(anchor_parent, anchor_child, axis_parent, axis_child, child: State, parent: State | None):
+    """World anchor points and unit axes of one joint: (x_parent, x_child, a_parent, a_child);
+    ``parent`` None: the world."""
+    Rc = quat_to_mat(child.quat)
+    xc = child.pos + Rc @ anchor_child
+    ac = Rc @ axis_child
+    if parent is None:
+        xp, ap = anchor_parent, axis_parent
+    else:
+        Rp = quat_to_mat(parent.quat)
+        xp = parent.pos + Rp @ anchor_parent
+        ap = Rp @ axis_parent
+    nrm = lambda a: a / jnp.linalg.norm(a)
+    return xp, xc, nrm(ap), nrm(ac)
+
+
+def rows(anchor_parent, anchor_child, axis_parent, axis_child, child: State, parent: State | None):
+    """Constraint rows of one joint: (J_child (5, 6), J_parent (5, 6), error (5,)): anchor
+    velocity along world x, y, z, then relative angular velocity along the two tangents u1, u2 of
+    the parent's world axis. The constraint is J_child v_child − J_parent v_parent = −(β/h)·error
+    (J_parent zero for a joint to the world)."""
+    xp, xc, ap, ac = frames(anchor_parent, anchor_child, axis_parent, axis_child, child, parent)
+    U = geometry.tangent_basis(ap)  # (2, 3), orthogonal to the axis
+    eye = jnp.eye(3, dtype=xp.dtype)
+    zero = jnp.zeros((2, 3), xp.dtype)
+
+    def on(s, r_body):
+        R = quat_to_mat(s.quat)
+        lin = geometry.point_jacobian(s, r_body, eye)  # (3, 6)
+        ang = jnp.concatenate([zero, U @ R], axis=1)  # ω_world = R ω_body
+        return jnp.concatenate([lin, ang], axis=0)
+
+    Jc = on(child, anchor_child)
+    Jp = jnp.zeros_like(Jc) if parent is None else on(parent, anchor_parent)
+    err = jnp.concatenate([xc - xp, U @ jnp.cross(ap, ac)])
+    return Jc, Jp, err
+
+
+def system(joints: Joints, jp: JointParams, state: State):
+    """Every joint's rows over the 6N velocities of the world's N bodies (``state`` (N, …)):
+    (J (5·J, 6N), error (5·J,))."""
+    N = state.pos.shape[0]
+    body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
+    J = jnp.zeros((ROWS_PER_JOINT * joints.num_joints, 6 * N), jp.anchor_child.dtype)
+    errs = []
+    for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
+        Jc, Jp, err = rows(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], body(c),
+                           None if p < 0 else body(p))
+        rs = slice(ROWS_PER_JOINT * r, ROWS_PER_JOINT * (r + 1))
+        J = J.at[rs, 6 * c:6 * c + 6].set(Jc)
+        if p >= 0:
+            J = J.at[rs, 6 * p:6 * p + 6].add(-Jp)
+        errs.append(err)
+    return J, jnp.concatenate(errs)
+
+
+def constrained_motion(Minv, Jb, target, v1):
+    """Velocity after the joint constraints alone and the constrained mobility: (v_c, W, Cholesky
+    factor of J M⁻¹Jᵀ), v_c = v¹ + M⁻¹Jᵀλ with J v_c = ``target``, W = M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹
+    (the map from an external impulse to the jointed system's velocity change: the
+    maximal-coordinate form of the reduced mass matrix's inverse)."""
+    MJ = Minv @ Jb.T
+    fac = jax.scipy.linalg.cho_factor(Jb @ MJ)
+    sol = jax.scipy.linalg.cho_solve(fac, jnp.concatenate([(target - Jb @ v1)[:, None], MJ.T], axis=1))
+    vc = v1 + MJ @ sol[:, 0]
+    W = Minv - MJ @ sol[:, 1:]
+    return vc, 0.5 * (W + W.T), fac
+
+
+@dataclasses.dataclass(frozen=True)
+class Motion:
+    """The bodies' motion before contact (a step's stage, not a pytree). velocity: (N, 6) the
+    velocity the contact problem starts from (v¹, or v_c with joints); mobility: (N, 6, 6) every
+    body's M⁻¹ (free bodies: W block-diagonal) or (6N, 6N) the jointed W; error: (5·J,) the joints'
+    drift before the step."""
+
+    velocity: Any
+    mobility: Any
+    error: Any
+    v1: Any = None
+    minv: Any = None
+    jac: Any = None
+    target: Any = None
+    factor: Any = None
+
+    def after(self, p):
+        """(N, 6) velocity after the contact impulse p (N, 6): v + W p."""
+        if self.mobility.ndim == 3:
+            return self.velocity + jnp.einsum("nij,nj->ni", self.mobility, p)
+        return (self.velocity.reshape(-1) + self.mobility @ p.reshape(-1)).reshape(p.shape)
+
+    def joint_impulse(self, p):
+        """(5·J,) the joint impulse λ with the contact impulse p (N, 6): J_b v⁺ = target with
+        v⁺ = v¹ + M⁻¹(J_bᵀλ + p)."""
+        if self.factor is None:
+            return jnp.zeros((0,), p.dtype)
+        return jax.scipy.linalg.cho_solve(self.factor, self.target - self.jac @ (self.v1 + self.minv @ p.reshape(-1)))
+
+    def joint_error(self):
+        """() the largest anchor separation of a joint before the step (m; 0 without joints)."""
+        if self.factor is None:
+            return jnp.zeros((), self.velocity.dtype)
+        return jnp.max(jnp.linalg.norm(self.error.reshape(-1, ROWS_PER_JOINT)[:, :3], axis=1))
+
+
+def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
+    """The step's stage between the free velocities v¹ (N, 6) and the contact problem: free bodies
+    start from v¹ with their own M⁻¹ (N, 6, 6); a world with ``scene.joints`` from v_c with the
+    jointed W (``constrained_motion``)."""
+    joints = scene.joints
+    if joints is None:
+        return Motion(velocity=v1, mobility=Minv, error=jnp.zeros((0,), v1.dtype))
+    if not isinstance(getattr(params, "joints", None), JointParams):
+        raise ValueError(f"params: a scene with joints needs JointedParams(..., joints=JointParams(...)), got "
+                         f"{type(params).__name__} without joint parameters")
+    N = v1.shape[0]
+    M = block_diag(Minv)
+    Jb, err = system(joints, params.joints, state)
+    target = -(joints.baumgarte / model.dt) * err
+    vc, W, fac = constrained_motion(M, Jb, target, v1.reshape(-1))
+    return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v1.reshape(-1), minv=M, jac=Jb,
+                  target=target, factor=fac)
+
+
+def validate(joints: Joints, params, state: State) -> None:
+    """Eager checks of a jointed world's concrete inputs, naming the field: ``params`` a
+    ``JointedParams`` whose joint arrays are (J, 3), finite, with non-zero axes, and every joint's
+    anchors (axes) coincident (aligned) at ``state`` within ``ANCHOR_TOL`` (``AXIS_TOL``)."""
+    J = joints.num_joints
+    jp = getattr(params, "joints", None)
+    if not isinstance(jp, JointParams):
+        raise ValueError(f"params: a scene with joints needs JointedParams(..., joints=JointParams(...)), got "
+                         f"{type(params).__name__} without joint parameters")
+    for name in ("anchor_parent", "anchor_child", "axis_parent", "axis_child"):
+        a = np.asarray(getattr(jp, name), float)
+        if a.shape != (J, 3):
+            raise ValueError(f"params.joints.{name}: expected shape ({J}, 3), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"params.joints.{name}: contains NaN or infinite values")
+        if name.startswith("axis") and np.any(np.linalg.norm(a, axis=1) < 1e-9):
+            raise ValueError(f"params.joints.{name}: joint axes must be non-zero vectors")
+    N = np.shape(state.pos)[0]
+    for j, (p, c) in enumerate(zip(joints.parent, joints.child)):
+        if max(p, c) >= N:
+            raise ValueError(f"Joints: joint {j} names body {max(p, c)} of a world of {N} bodies")
+        body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
+        xp, xc, ap, ac = (np.asarray(a) for a in frames(jp.anchor_parent[j], jp.anchor_child[j], jp.axis_parent[j],
+                                                        jp.axis_child[j], body(c), None if p < 0 else body(p)))
+        d = float(np.linalg.norm(xc - xp))
+        if d > ANCHOR_TOL:
+            raise ValueError(f"params.joints.anchor_parent/anchor_child[{j}]: joint {j} is inconsistent: its anchors "
+                             f"are {d:.3g} m apart in the world at the initial state (tolerance {ANCHOR_TOL} m)")
+        ang = float(np.arccos(np.clip(abs(np.dot(ap, ac)), -1, 1)))
+        if ang > AXIS_TOL:
+            raise ValueError(f"params.joints.axis_parent/axis_child[{j}]: joint {j} axes differ by {ang:.3g} rad in "
+                             f"the world at the initial state (tolerance {AXIS_TOL} rad)")
+
+
+__all__ = ["ANCHOR_TOL", "AXIS_TOL", "JointParams", "JointedParams", "Joints", "Motion", "ROWS_PER_JOINT", "constrained_motion", "frames",
+           "motion", "rows", "system", "validate"]
