@@ -36,7 +36,7 @@ from ..rotations import quat_to_mat
 from ..solvers import LCPSettings
 from ..types import Body, Ground, Model, Params, State
 from ..worlds import joints
-from ..worlds.joints import ANCHOR_TOL, AXIS_TOL
+from ..worlds.joints import ANCHOR_TOL, AXIS_TOL, check_joint_arrays
 
 
 
@@ -311,14 +311,7 @@ def validate_chain(params: ChainParams, state: State) -> None:
     validate_body(params.links, batched=True)
     validate_ground(params.ground, 3)
     validate_law_params(params.law)
-    for name in ("anchor_parent", "anchor_child", "axis_parent", "axis_child"):
-        a = np.asarray(getattr(params, name), float)
-        if a.shape != (n, 3):
-            raise ValueError(f"params.{name}: expected shape ({n}, 3), got {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"params.{name}: contains NaN or infinite values")
-        if name.startswith("axis") and np.any(np.linalg.norm(a, axis=1) < 1e-9):
-            raise ValueError(f"params.{name}: joint axes must be non-zero vectors")
+    check_joint_arrays(params, n, "params")
     if not isinstance(state, State):
         raise ValueError(f"state: expected a State with a leading link axis, got {type(state).__name__}")
     for name, k in (("pos", 3), ("quat", 4), ("vel", 3), ("omega", 3)):

@@ -224,6 +224,20 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
                   target=target, factor=fac)
 
 
+def check_joint_arrays(owner, count: int, prefix: str) -> None:
+    """Eager checks of ``owner``'s joint arrays (``anchor_parent``, ``anchor_child``,
+    ``axis_parent``, ``axis_child``): shape (count, 3), finite, non-zero axes; errors name
+    ``prefix.<field>`` (a world's ``JointParams``, a chain's ``ChainParams``)."""
+    for name in ("anchor_parent", "anchor_child", "axis_parent", "axis_child"):
+        a = np.asarray(getattr(owner, name), float)
+        if a.shape != (count, 3):
+            raise ValueError(f"{prefix}.{name}: expected shape ({count}, 3), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{prefix}.{name}: contains NaN or infinite values")
+        if name.startswith("axis") and np.any(np.linalg.norm(a, axis=1) < 1e-9):
+            raise ValueError(f"{prefix}.{name}: joint axes must be non-zero vectors")
+
+
 def validate(joints: Joints, params, state: State) -> None:
     """Eager checks of a jointed world's concrete inputs, naming the field: ``params`` a
     ``JointedParams`` whose joint arrays are (J, 3), finite, with non-zero axes, and every joint's
@@ -233,14 +247,7 @@ def validate(joints: Joints, params, state: State) -> None:
     if not isinstance(jp, JointParams):
         raise ValueError(f"params: a scene with joints needs JointedParams(..., joints=JointParams(...)), got "
                          f"{type(params).__name__} without joint parameters")
-    for name in ("anchor_parent", "anchor_child", "axis_parent", "axis_child"):
-        a = np.asarray(getattr(jp, name), float)
-        if a.shape != (J, 3):
-            raise ValueError(f"params.joints.{name}: expected shape ({J}, 3), got {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"params.joints.{name}: contains NaN or infinite values")
-        if name.startswith("axis") and np.any(np.linalg.norm(a, axis=1) < 1e-9):
-            raise ValueError(f"params.joints.{name}: joint axes must be non-zero vectors")
+    check_joint_arrays(jp, J, "params.joints")
     N = np.shape(state.pos)[0]
     for j, (p, c) in enumerate(zip(joints.parent, joints.child)):
         if max(p, c) >= N:
@@ -258,5 +265,6 @@ def validate(joints: Joints, params, state: State) -> None:
                              f"the world at the initial state (tolerance {AXIS_TOL} rad)")
 
 
-__all__ = ["ANCHOR_TOL", "AXIS_TOL", "JointParams", "JointedParams", "Joints", "Motion", "ROWS_PER_JOINT", "constrained_motion", "frames",
+__all__ = ["ANCHOR_TOL", "AXIS_TOL", "JointParams", "JointedParams", "Joints", "Motion", "ROWS_PER_JOINT", "check_joint_arrays",
+           "constrained_motion", "frames",
            "motion", "rows", "system", "validate"]
