@@ -31,15 +31,17 @@ from .implicit import implicit_fixed_point
 from .lcp import LCPSettings, LCPSolution
 
 
-def _prepare(rows, index, Minv, soft, reg):
+def _prepare(rows, index, Minv, soft, reg, valid):
     """(M⁻¹Jᵀ per row (C, 2, d, 6), the regularised diagonal of A (C, d), the added diagonal
-    (C, d)). ``index`` (C, 2): body indices with the ground at N (zero mobility)."""
+    (C, d)). ``index`` (C, 2): body indices with the ground at N (zero mobility). A padded
+    contact (``valid`` false: its rows are zero) gets the diagonal 1, so that no quotient by
+    its zero diagonal reaches a derivative (a world with no contact at all has no scale)."""
     Mx = jnp.concatenate([Minv, jnp.zeros((1, 6, 6), Minv.dtype)])
     WJ = jnp.einsum("csij,cskj->cski", Mx[index], rows)
     D = jnp.einsum("cskj,cskj->ck", rows, WJ)
     Ds = D + soft * D  # the caller's softness (contact.soften's relative diagonal)
     scale = jnp.maximum(jnp.max(jnp.abs(Ds)), jnp.finfo(Ds.dtype).tiny)
-    Dr = Ds + reg * Ds + 1e-12 * scale  # lcp.regularized, row by row
+    Dr = jnp.where(valid[:, None], Ds + reg * Ds + 1e-12 * scale, 1.0)  # lcp.regularized, row by row
     return WJ, Dr, Dr - D
 
 
@@ -62,7 +64,7 @@ def _fixed_point_map(reg):
         N = Minv.shape[0]
         z = z.reshape(bias.shape)
         index = _index(bodies_f, N)
-        WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg)
+        WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
         v = _velocities(WJ, index, v_free, z)
         w = jnp.einsum("cskj,csj->ck", rows, v[index]) + bias + extra * z
         y = z - w / Dr
@@ -233,7 +235,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
         rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
         index = _index(bodies_f, N)
-        WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg)
+        WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
         # the stopping tolerance of lcp._tolerance: never below round-off at the scale of |J v_free + bias|
         b = jnp.einsum("cskj,csj->ck", rows, jnp.concatenate([v_free, jnp.zeros((1, 6), dtype)])[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
