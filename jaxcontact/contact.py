@@ -174,10 +174,9 @@ def body_impulse(problem: BodyProblem, z) -> jnp.ndarray:
 
 def dense(problem: BodyProblem) -> ContactProblem:
     """The same problem with J (C·d, 6N) and A formed (``from_body_rows``), for ``solve``."""
-    dt_target = problem.target
     prob = from_body_rows(problem.rows, problem.bodies, problem.phi, problem.valid, problem.mobility,
                           problem.v_free, 1.0)
-    return prob.replace(target=dt_target)
+    return prob.replace(target=problem.target)  # the problem's own target (capped, raised), not −φ/dt
 
 
 def solve_bodies(problem: BodyProblem, mu, settings: LCPSettings = LCPSettings(), target=None, z0=None,
