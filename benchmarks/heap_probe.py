@@ -3,9 +3,14 @@
 
     python -m benchmarks.heap_probe --part creep      # MuJoCo C's heap after 2, 5 and 10 s
     python -m benchmarks.heap_probe --part softness   # jaxcontact's heap with Scene.softness = 0
+    python -m benchmarks.heap_probe --part speculative  # jaxcontact's heap, no friction where φ > 0
 
 ``creep``: does MuJoCo's soft friction let its heap keep sinking (so that its 2 s height is a
-transient)? ``softness``: does the relative diagonal on resting rows hold boxes up? Seeds 0–8 of
+transient)? ``softness``: does the relative diagonal on resting rows hold boxes up?
+``speculative``: does friction at speculative contacts (a pair within reach, φ > 0, whose normal
+acts because its gap closes this step) hold them up? This part patches
+``worlds.pipeline.contact_friction`` in this process to give μ = 0 where φ > 0 (a probe, not a
+setting of the library). Seeds 0–8 of
 ``benchmarks.worlds.heap_states`` (float64 initial states, as ``--only heapcheck``). Writes
 ``results/heap_probe.json`` and ``.md``, one section per part, each with its command.
 """
@@ -62,6 +67,31 @@ def softness():
     return out
 
 
+def speculative():
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+    from jaxcontact.worlds import materials, pipeline, scenes
+
+    from .worlds import heap_states
+
+    def no_speculative_friction(params, con, dtype):
+        return jnp.where((con.phi > 0)[:, None], 0.0, materials.contact_friction(params, con, dtype))
+
+    scene, params, states = heap_states(list(range(SEEDS)))
+    pipeline.contact_friction = no_speculative_friction
+    try:
+        t = time.perf_counter()
+        final, _ = worlds.batch_rollout(scenes.model(), scene, params, states, 1000, output="final")
+    finally:
+        pipeline.contact_friction = materials.contact_friction
+    z = 1e3 * np.asarray(final.pos[..., 2])
+    out = {"no_speculative_friction": {"com_mm_mean": float(z.mean()), "per_seed_mm": [float(x) for x in z.mean(1)],
+                                       "on_ground": [int(x) for x in (z < 100).sum(1)], "wall_s": time.perf_counter() - t}}
+    print(out, flush=True)
+    return out
+
+
 def render(res) -> str:
     out = ["# Probes of the heap's height gap (docs/worlds.md)", ""]
     if "creep" in res:
@@ -79,6 +109,15 @@ def render(res) -> str:
         out += [f"| {k.split('_', 1)[1]} | {v['com_mm_mean']:.1f} | {' '.join('%.1f' % x for x in v['per_seed_mm'])} | "
                 f"{' '.join(str(x) for x in v['on_ground'])} |" for k, v in s.items() if k.startswith("softness_")]
         out.append("")
+    if "speculative" in res:
+        s = res["speculative"]
+        v = s["no_speculative_friction"]
+        out += [f"## jaxcontact's heap without friction at speculative contacts: `{s['provenance']['command']}` "
+                f"(git {s['provenance']['commit'][:7]})", "",
+                "| μ where φ > 0 | centre-of-mass height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |",
+                "|---|---|---|---|",
+                f"| 0 | {v['com_mm_mean']:.1f} | {' '.join('%.1f' % x for x in v['per_seed_mm'])} | "
+                f"{' '.join(str(x) for x in v['on_ground'])} |", ""]
     return "\n".join(out)
 
 
@@ -87,13 +126,13 @@ def main(argv=None):
 
     jax.config.update("jax_enable_x64", True)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=["creep", "softness"], required=True)
+    ap.add_argument("--part", choices=["creep", "softness", "speculative"], required=True)
     args = ap.parse_args(argv)
     from .provenance import stamp
 
     path = RESULTS_DIR / "heap_probe.json"
     res = json.loads(path.read_text()) if path.exists() else {}
-    part = creep() if args.part == "creep" else softness()
+    part = {"creep": creep, "softness": softness, "speculative": speculative}[args.part]()
     res[args.part] = {**part, "provenance": stamp()}
     write_json(path, res)
     Path(RESULTS_DIR / "heap_probe.md").write_text(render(res))
