@@ -49,7 +49,10 @@ orientations and velocities from a loose grid) and checks each world (``heap_che
 energy never above the start's plus the correction bound N · ½ m v_max² (what separating
 penetrating bodies at ``max_correction_speed`` may add); penetration (ground and body–body) at
 most 1 mm over the last quarter of the steps (settled); every world failing a check flagged.
-Writes ``stress_heap.json`` and ``stress_heap.md``. ``--heap-grads K [--grad-steps 300]``
+Writes ``stress_heap.json`` and ``stress_heap.md``. A long run is resumable: after each chunk the
+checks so far are saved to ``stress_heap.partial.npz`` in the output folder (with the workload and
+the git commit), and a run of the same workload at the same commit starts where it stopped; the
+file is removed once the run is written. ``--heap-grads K [--grad-steps 300]``
 instead: gradients of K heap rollouts in float32 and float64 (``stress_heap_grads.{json,md}``).
 """
 
@@ -355,18 +358,33 @@ def run_heaps(args):
         traj, infos = worlds.batch_rollout(model, scene, params, states, args.heap_steps)
         return heap_checks(model, scene, params, traj, infos)
 
-    parts = []
+    # resumable: the checks so far, saved after each chunk, for this workload at this commit
+    partial = Path(args.out_dir) / "stress_heap.partial.npz"
+    tag = json.dumps({"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "chunk": args.heap_chunk,
+                      "seed": args.seed, "dtype": args.dtype, "commit": info.get("git_commit")}, sort_keys=True)
+    parts, wall_before, resumed = [], 0.0, 0
+    if partial.exists():
+        with np.load(partial) as f:
+            if str(f["tag"]) == tag:
+                done = {kk[2:]: f[kk] for kk in f.files if kk.startswith("r_")}
+                parts, wall_before, resumed = [done], float(f["wall_s"]), len(f["r_finite"])
+                log(f"resuming after {resumed} heaps from {partial}")
+            else:
+                log(f"ignoring {partial}: another workload or commit")
     t0 = time.perf_counter()
-    with tqdm(total=args.heaps, desc="heaps", unit="heap", file=sys.stderr) as bar:
-        for c0 in range(0, args.heaps, args.heap_chunk):
+    with tqdm(total=args.heaps, initial=resumed, desc="heaps", unit="heap", file=sys.stderr) as bar:
+        for c0 in range(resumed, args.heaps, args.heap_chunk):
             sel = starts[c0:c0 + args.heap_chunk]
             k = len(sel)
             sel = sel + [sel[0]] * (args.heap_chunk - k)  # one compiled shape
             states = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *sel)
             r = jax.device_get(chunk(states))
             parts.append({kk: np.asarray(v)[:k] for kk, v in r.items()})
+            so_far = {kk: np.concatenate([p[kk] for p in parts]) for kk in parts[0]}
+            np.savez(partial, tag=np.array(tag), wall_s=np.array(wall_before + time.perf_counter() - t0),
+                     **{f"r_{kk}": v for kk, v in so_far.items()})
             bar.update(k)
-    wall = time.perf_counter() - t0
+    wall = wall_before + time.perf_counter() - t0
     R = {kk: np.concatenate([p[kk] for p in parts]) for kk in parts[0]}
     out = {
         "benchmark": "stress_heap", "machine": info,
@@ -374,6 +392,7 @@ def run_heaps(args):
                      "chunk": args.heap_chunk, "seed": args.seed, "dtype": args.dtype, "mu": 0.5, "restitution": 0.0,
                      "max_pairs": scene.max_pairs, "law": repr(model.law.solver)},
         "wall_s": wall, "box_steps_per_s": args.heaps * args.heap_boxes * args.heap_steps / wall,
+        "resumed_after_heaps": resumed,
         "nan_worlds": int((~R["finite"]).sum()),
         "energy_above_bound_worlds": int((R["energy_gain_J"] > R["bound_J"]).sum()),
         "max_energy_gain_J": float(R["energy_gain_J"].max()), "energy_bound_J": float(R["bound_J"].max()),
@@ -531,6 +550,8 @@ def main(argv=None):
     out_dir = Path(args.out_dir)
     common.write_json(out_dir / f"{name}.json", out)
     (out_dir / f"{name}.md").write_text(md(out) + "\n")
+    if name == "stress_heap":
+        (out_dir / "stress_heap.partial.npz").unlink(missing_ok=True)
     print(json.dumps(out, default=common.json_default) if args.json else md(out))
     log(f"wrote {out_dir / (name + '.json')} and {out_dir / (name + '.md')}")
 
