@@ -78,18 +78,18 @@ def _run_info(argv):
 # ------------------------------------------------------------------------------------ MuJoCo models
 
 def mujoco_boxes_xml(n: int, mu: float, cone: str = "pyramidal", condim: int = 3, solref=None,
-                     ground: bool = True) -> str:
+                     ground: bool = True, option: str = "") -> str:
     """``n`` free 0.1 m, 0.37 kg boxes (placed by qpos) over a plane; MuJoCo's defaults otherwise
     (solver Newton, 100 iterations, tolerance 1e-8, Euler, solimp 0.9 0.95 0.001, solref 0.02 1
     unless ``solref`` is given). The plane gets the boxes' friction (MuJoCo takes the maximum of
-    the two geoms')."""
+    the two geoms'). ``option`` adds attributes to ``<option>`` (``'impratio="10"'``, say)."""
     sr = f' solref="{solref[0]} {solref[1]}"' if solref is not None else ""
     fr = f'friction="{mu} 0.005 0.0001" condim="{condim}"{sr}'
     h = SIZE / 2
     bodies = "".join(f'<body pos="0 0 {1 + i}"><freejoint/><geom type="box" size="{h} {h} {h}" mass="{MASS}" {fr}/></body>'
                      for i in range(n))
     plane = f'<geom type="plane" size="5 5 0.1" {fr}/>' if ground else ""
-    return (f'<mujoco><option timestep="{DT}" cone="{cone}"/><worldbody>{plane}{bodies}</worldbody></mujoco>')
+    return (f'<mujoco><option timestep="{DT}" cone="{cone}" {option}/><worldbody>{plane}{bodies}</worldbody></mujoco>')
 
 
 def mujoco_initial_states(model, qpos, qvel):
@@ -357,12 +357,12 @@ def heap_stats(z, speed):
             "heights_m": np.sort(z, axis=1).tolist()}
 
 
-def mujoco_heap(states, steps: int, cone: str, solref=None):
+def mujoco_heap(states, steps: int, cone: str, solref=None, option: str = ""):
     import mujoco
     from mujoco import rollout
 
     n = states.pos.shape[1]
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, cone, solref=solref))
+    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, cone, solref=solref, option=option))
     qpos, qvel = to_mujoco(states)
     init = mujoco_initial_states(m, qpos, qvel)
     t = time.perf_counter()
