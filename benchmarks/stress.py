@@ -51,8 +51,9 @@ penetrating bodies at ``max_correction_speed`` may add); penetration (ground and
 most 1 mm over the last quarter of the steps (settled); every world failing a check flagged.
 Writes ``stress_heap.json`` and ``stress_heap.md``. A long run is resumable: after each chunk the
 checks so far are saved to ``stress_heap.partial.npz`` in the output folder (with the workload and
-the git commit), and a run of the same workload at the same commit starts where it stopped; the
-file is removed once the run is written. ``--heap-grads K [--grad-steps 300]``
+the git trees of ``jaxcontact/`` and this file), and a run of the same workload on the same code
+starts where it stopped (never with uncommitted changes to either); the file is removed once the
+run is written. ``--heap-grads K [--grad-steps 300]``
 instead: gradients of K heap rollouts in float32 and float64 (``stress_heap_grads.{json,md}``).
 """
 
@@ -337,6 +338,19 @@ def heap_checks(model, scene, params, traj, infos):
             "solver_steps": solver_steps, "final_com_height_m": jnp.mean(traj.pos[:, -1, :, 2], axis=1)}
 
 
+def _code_version():
+    """The git tree of the simulator and of this file (a commit that changes neither, docs say,
+    keeps a partial heap run resumable); None with uncommitted changes to either (never resumed)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)
+    if git("diff", "--quiet", "HEAD", "--", "jaxcontact", "benchmarks/stress.py").returncode != 0:
+        return None
+    trees = [git("rev-parse", f"HEAD:{p}").stdout.strip() for p in ("jaxcontact", "benchmarks/stress.py")]
+    return None if not all(trees) else "+".join(trees)
+
+
 def run_heaps(args):
     import jax
     import jax.numpy as jnp
@@ -361,16 +375,16 @@ def run_heaps(args):
     # resumable: the checks so far, saved after each chunk, for this workload at this commit
     partial = Path(args.out_dir) / "stress_heap.partial.npz"
     tag = json.dumps({"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "chunk": args.heap_chunk,
-                      "seed": args.seed, "dtype": args.dtype, "commit": info.get("git_commit")}, sort_keys=True)
+                      "seed": args.seed, "dtype": args.dtype, "code": _code_version()}, sort_keys=True)
     parts, wall_before, resumed = [], 0.0, 0
     if partial.exists():
         with np.load(partial) as f:
-            if str(f["tag"]) == tag:
+            if str(f["tag"]) == tag and json.loads(tag)["code"] is not None:
                 done = {kk[2:]: f[kk] for kk in f.files if kk.startswith("r_")}
                 parts, wall_before, resumed = [done], float(f["wall_s"]), len(f["r_finite"])
                 log(f"resuming after {resumed} heaps from {partial}")
             else:
-                log(f"ignoring {partial}: another workload or commit")
+                log(f"ignoring {partial}: another workload, other code, or uncommitted changes")
     t0 = time.perf_counter()
     with tqdm(total=args.heaps, initial=resumed, desc="heaps", unit="heap", file=sys.stderr) as bar:
         for c0 in range(resumed, args.heaps, args.heap_chunk):
