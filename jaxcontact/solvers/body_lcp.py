@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from .implicit import implicit_fixed_point
-from .lcp import LCPSettings, LCPSolution
+from .lcp import LCPSettings, LCPSolution, diagonal_floor
 
 
 def _prepare(rows, index, Minv, soft, reg, valid):
@@ -41,7 +41,7 @@ def _prepare(rows, index, Minv, soft, reg, valid):
     D = jnp.einsum("cskj,cskj->ck", rows, WJ)
     Ds = D + soft * D  # the caller's softness (contact.soften's relative diagonal)
     scale = jnp.maximum(jnp.max(jnp.abs(Ds)), jnp.finfo(Ds.dtype).tiny)
-    Dr = jnp.where(valid[:, None], Ds + reg * Ds + 1e-12 * scale, 1.0)  # lcp.regularized, row by row
+    Dr = jnp.where(valid[:, None], Ds + reg * Ds + 1e-12 * scale + diagonal_floor(Ds, scale), 1.0)  # lcp.regularized, row by row
     return WJ, Dr, Dr - D
 
 

@@ -121,7 +121,16 @@ def regularized(A, reg):
     ``solve_lcp`` solves with (also used by the gradient modes of ``solvers.relaxed``)."""
     d = jnp.diagonal(A)
     scale = jnp.maximum(jnp.max(jnp.abs(d)), jnp.finfo(A.dtype).tiny)
-    return A + jnp.diag(reg * d + 1e-12 * scale)
+    return A + jnp.diag(reg * d + 1e-12 * scale + diagonal_floor(d, scale))
+
+
+def diagonal_floor(d, scale):
+    """What lifts a diagonal entry of A that is round-off (below 64 ε of the largest, ``scale``,
+    or negative) to that floor; 0 for every other entry, so that they are left bit for bit. A row
+    whose bodies cannot move along it (a contact direction a jointed chain's joints hold) has a
+    diagonal that is 0 in exact arithmetic; computed in float32 it came out −4·10⁻⁹, and the
+    sweep's division by it sent a chain's impulse to 10¹⁰ N·s (docs/chains.md)."""
+    return jnp.maximum(64 * jnp.finfo(d.dtype).eps * scale - d, 0.0)
 
 
 def _fixed_point_map(rows: RowStructure):

@@ -158,14 +158,25 @@ def system(joints: Joints, jp: JointParams, state: State):
 
 def constrained_motion(Minv, Jb, target, v1):
     """Velocity after the joint constraints alone and the constrained mobility: (v_c, W, Cholesky
-    factor of J M⁻¹Jᵀ), v_c = v¹ + M⁻¹Jᵀλ with J v_c = ``target``, W = M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹
+    factor of J M⁻¹Jᵀ as ``cho_solve`` takes it), v_c = v¹ + M⁻¹Jᵀλ with J v_c = ``target``, W = M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹
     (the map from an external impulse to the jointed system's velocity change: the
-    maximal-coordinate form of the reduced mass matrix's inverse)."""
-    MJ = Minv @ Jb.T
-    fac = jax.scipy.linalg.cho_factor(Jb @ MJ)
-    sol = jax.scipy.linalg.cho_solve(fac, jnp.concatenate([(target - Jb @ v1)[:, None], MJ.T], axis=1))
-    vc = v1 + MJ @ sol[:, 0]
-    W = Minv - MJ @ sol[:, 1:]
+    maximal-coordinate form of the reduced mass matrix's inverse).
+
+    W is formed as a Gram matrix, F Fᵀ with F = R (I − Q Qᵀ), where M⁻¹ = R Rᵀ (Cholesky) and Q
+    is an orthonormal basis of Rᵀ Jᵀ (QR): W is then positive semidefinite to round-off at the
+    scale of M⁻¹. The Schur complement written out, M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹, is the same
+    matrix in exact arithmetic, but in float32 the difference of two large terms left W with
+    eigenvalues down to −6·10⁻⁶ of its largest, and the contact LCP on such a W diverged (a
+    3-link chain's impulse reached 10⁹ N·s in one step; docs/chains.md). For the same reason v_c
+    and the factor come from the QR (Rᵀ Jᵀ = Q T, so J M⁻¹ Jᵀ = Tᵀ T), not from forming
+    J M⁻¹ Jᵀ, which squares the condition number."""
+    R = jnp.linalg.cholesky(Minv)
+    Q, T = jnp.linalg.qr(R.T @ Jb.T)  # Rᵀ Jᵀ = Q T, so J M⁻¹ Jᵀ = Tᵀ T (T: its Cholesky factor, up to signs)
+    fac = (T, False)
+    # v_c = v¹ + M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹(target − J v¹) = v¹ + R Q T⁻ᵀ(target − J v¹), without forming JM⁻¹Jᵀ
+    vc = v1 + R @ (Q @ jax.scipy.linalg.solve_triangular(T, target - Jb @ v1, trans="T", lower=False))
+    F = R - (R @ Q) @ Q.T
+    W = F @ F.T
     return vc, 0.5 * (W + W.T), fac
 
 
