@@ -243,3 +243,64 @@ def test_tip_throws_land_tip_first_and_merge_interleaves_throws():
     with pytest.raises(ValueError, match="mu"):
         CD.merge(fake(3, 1, 0), dict(fake(3, 1, 0), mu=np.array([0.5, 0.5])))
     assert first.any()
+
+
+# A float32 state of the 3-link chain (pin 0.45 m) met in random swings, where the jointed contact
+# problem was degenerate in float32: the Schur-complement W had an eigenvalue of −0.0032 (its
+# largest 525), the contact solve diverged (an impulse of 10⁹ N·s, SOLVER flagged) and the chain
+# was launched. (A second state, a contact row whose diagonal came out −4·10⁻⁹, diverged the
+# same way in a plain float32 process but not under this suite's settings; the diagonal floor
+# that fixed it is checked directly in test_lcp_diagonal_floor_lifts_round_off_rows_only.)
+F32_STATES = {
+    "indefinite_mobility": dict(
+        pos=[[0.012427683919668198, -2.2382117860486606e-12, 0.35076382756233215],
+             [0.021245447918772697, 7.629094404826287e-12, 0.15158741176128387],
+             [0.11672891676425934, 1.0290230473275486e-11, 0.038210224360227585]],
+        quat=[[0.7497531771659851, 1.4183633434416976e-11, 0.6617175936698914, -3.811987531188166e-11],
+              [0.6942265629768372, 1.3751142585727294e-11, 0.7197564840316772, -1.9647245635967536e-11],
+              [0.9977301955223083, -1.2829175222162092e-11, 0.06733746826648712, -4.78106616796925e-12]],
+        vel=[[-0.3553195297718048, -9.440428438978188e-10, -0.04598318785429001],
+             [-0.9098805785179138, 9.289267133283374e-10, -0.08498639613389969],
+             [-1.1037371158599854, 1.0470089240044445e-09, -0.03832852095365524]],
+        omega=[[-9.78056036160524e-09, 3.5825140476226807, -2.4922808705696298e-08],
+               [8.459797307125427e-09, 1.9934419393539429, 4.222548699583939e-10],
+               [-8.016962738111033e-08, -0.4004349708557129, -1.5245129603158603e-09]]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(F32_STATES))
+def test_float32_chain_step_where_the_jointed_contact_problem_is_degenerate(case):
+    params = C.make_chain(pin=(0.0, 0.0, 0.45), dtype=jnp.float32)
+    s = jc.State(**{k: jnp.asarray(v, jnp.float32) for k, v in F32_STATES[case].items()})
+    # states from inside rollouts (a joint has drifted 11 µm, past the 10 µm that the eager check
+    # allows an initial state): stepped under jit, as a rollout steps them
+    new, info = jax.jit(lambda s: C.step_with_info(MODEL, params, s))(s)
+    assert new.pos.dtype == jnp.float32
+    assert int(info.flags) & int(jc.Flags.SOLVER) == 0, info
+    assert float(info.residual) < 1e-5
+    # the last link touches the ground (φ ~ 1e-8 m); the step's impulses stay at the scale of a
+    # 0.185 kg link moving at ~1 m/s, and the chain gains no energy beyond what closing the joints'
+    # 11 µm drift may add (the links' weight over that: 0.555 kg · g · 11 µm = 6e-5 J)
+    assert float(jnp.max(jnp.abs(info.contact_impulse))) < 0.1
+    assert float(jnp.max(jnp.abs(info.joint_impulse))) < 0.1
+    assert float(C.energy(MODEL, params, new)) <= float(C.energy(MODEL, params, s)) + 1e-4
+
+
+def test_lcp_diagonal_floor_lifts_round_off_rows_only():
+    """``solvers.lcp.regularized``: a diagonal entry below 64 ε of the largest (or negative, as a
+    row that the joints hold comes out in float32) is lifted to that floor; every other entry gets
+    only the relative regularisation, bit for bit as before the floor existed."""
+    from jaxcontact.solvers.lcp import regularized
+
+    for dtype in (jnp.float32, jnp.float64):
+        d = jnp.asarray([2.0, 0.5, -4e-9, 0.0, 1e-6], dtype)
+        A = jnp.diag(d) + jnp.asarray(0.1, dtype) * (1 - jnp.eye(5, dtype=dtype))
+        R = regularized(A, 1e-6)
+        floor = 64 * float(jnp.finfo(dtype).eps) * 2.0
+        ok = np.asarray(d) >= floor
+        plain = np.asarray(A + jnp.diag(1e-6 * d + 1e-12 * 2.0))
+        assert np.array_equal(np.asarray(R)[ok][:, ok], plain[ok][:, ok])
+        lifted = np.diag(np.asarray(R))[~ok]
+        # the floor, plus the 1e-12 of the largest that every entry gets (above the floor in float64)
+        assert np.all(lifted >= floor * (1 - 1e-3)) and np.all(lifted <= (floor + 1e-12 * 2.0) * 1.01), (dtype, lifted)
+        assert np.array_equal(np.asarray(R) - np.diag(np.diag(np.asarray(R))), np.asarray(A) - np.diag(np.asarray(d)))

@@ -116,7 +116,8 @@ def make_chain(sizes=((0.2, 0.05, 0.05),) * 3, masses=(0.185,) * 3, pin=(0.0, 0.
     of link i − 1), the root pinned at the world point ``pin``, all axes along y.
 
     Defaults: the paper's 3 links, each the ``simulate.make_body("link")`` box (0.2 × 0.05 ×
-    0.05 m, 0.185 kg), pinned 0.5 m above the ground. Raises ``ValueError`` naming the field for
+    0.05 m, 0.185 kg), pinned 0.5 m above the ground. Every array (links, joints, ground, law) is
+    of ``dtype`` (default: JAX's default float). Raises ``ValueError`` naming the field for
     non-positive masses or sizes and mismatched lengths.
     """
     sizes = [tuple(float(v) for v in np.broadcast_to(np.asarray(s, float), (3,))) for s in sizes]
@@ -145,7 +146,7 @@ def make_chain(sizes=((0.2, 0.05, 0.05),) * 3, masses=(0.185,) * 3, pin=(0.0, 0.
     return ChainParams(
         links=jax.tree_util.tree_map(f, links), anchor_parent=f(anchor_parent),
         anchor_child=f(anchor_child), axis_parent=f(axis), axis_child=f(axis),
-        ground=Ground.flat(3), law=CoulombLCP.init_params(mu=mu),
+        ground=jax.tree_util.tree_map(f, Ground.flat(3)), law=jax.tree_util.tree_map(f, CoulombLCP.init_params(mu=mu)),
     )
 
 
