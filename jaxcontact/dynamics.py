@@ -107,6 +107,15 @@ def warn_solver(first_step, batched: bool = False, stacklevel: int = 3, who: str
                       SolverWarning, stacklevel=stacklevel)
 
 
+def first_solver_step(out, output: str):
+    """Per rollout, the first step flagged SOLVER (−1: none), from a rollout's output:
+    ``(trajectory, infos)`` (infos.flags (…, T)) or ``(final, Summary)``; leading batch axes kept."""
+    if output == "final":
+        return np.asarray(out[1].first_step)[..., list(Flags).index(Flags.SOLVER)]
+    bad = (np.asarray(out[1].flags) & int(Flags.SOLVER)) != 0
+    return np.where(bad.any(axis=-1), np.argmax(bad, axis=-1), -1)
+
+
 def gravity_vector(model: Model, state: AnyState, dtype) -> jnp.ndarray:
     d = state.dim
     return jnp.zeros(d, dtype).at[d - 1].set(-model.gravity)

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ..dynamics import accumulate, empty_summary, full_precision, warn_nonfinite
+from ..dynamics import accumulate, empty_summary, first_solver_step, full_precision, warn_nonfinite, warn_solver
 from ..types import State
 from ..validation import check_steps, is_concrete
 from ..worlds import pipeline as world
@@ -139,7 +139,7 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, 
     or with ``output="final"`` ``(final state, Summary)`` — the steps' flags accumulated, as
     ``jaxcontact.rollout(..., output="final", with_info=True)``. ``n_steps``: a Python int >= 0
     (``validation.check_steps``). Concrete inputs are validated, and a ``NonFiniteWarning`` says
-    when the chain ends non-finite."""
+    when the chain ends non-finite, a ``SolverWarning`` when a step's contact solve failed."""
     n_steps = check_steps(n_steps)
     _check_output(output)
     if not is_concrete((params, state)):
@@ -147,7 +147,11 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, 
     validate_chain(params, state)
     out = _rollout(model, params, state, n_steps, output)
     warn_nonfinite(out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[-1], out[0]))
+    warn_solver(first_solver_step(out, output), who="the chain", hint=_HINT)
     return out
+
+
+_HINT = "the rollout's infos (or its Summary with output='final') name the steps"
 
 
 def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int, *, output: str = "trajectory"):
@@ -162,4 +166,7 @@ def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps
     if check:
         last = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[:, -1], out[0])
         warn_nonfinite(last, batched=True)
+        first = first_solver_step(out, output)
+        if (first >= 0).any():
+            warn_solver(first, who=f"{int((first >= 0).sum())} of {first.size} chains", hint=_HINT)
     return out

@@ -482,30 +482,40 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
         return _rollout(model, scene, params, state, controls, n_steps, output)
     validate(scene, params, state, controls, control_steps=True)
     out = _rollout(model, scene, params, state, controls, n_steps, output)
-    if output == "final":
-        final, summary = out
-        first = summary.first_step[list(Flags).index(Flags.SOLVER)]
-    else:
-        final = jax.tree_util.tree_map(lambda x: x[-1], out[0])
-        bad = np.nonzero(np.asarray(out[1].flags) & int(Flags.SOLVER))[0]
-        first = bad[0] if bad.size else -1
-    dynamics.warn_nonfinite(jax.tree_util.tree_map(lambda x: x[None], final), batched=True)
-    dynamics.warn_solver(first, who="the world", hint="jaxcontact.diagnostics.report of the rollout's infos (or "
-                         "of its Summary with output='final') names the steps")
+    _warn(out, output, batched=False)
     return out
+
+
+_HINT = "jaxcontact.diagnostics.report of the rollout's infos (or of its Summary with output='final') names the steps"
+
+
+def _warn(out, output: str, batched: bool) -> None:
+    """An eager rollout's warnings: non-finite final states, steps whose contact solve failed."""
+    final = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[..., -1, :, :], out[0])
+    final = final if batched else jax.tree_util.tree_map(lambda x: x[None], final)
+    dynamics.warn_nonfinite(final, batched=True)
+    first = np.asarray(dynamics.first_solver_step(out, output)).reshape(-1)
+    who = f"{int((first >= 0).sum())} of {first.size} worlds" if batched else "the world"
+    dynamics.warn_solver(first, stacklevel=4, who=who, hint=_HINT)
 
 
 def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: int, controls=None, *,
                   output: str = "trajectory"):
     """``rollout`` of a batch of worlds: ``states`` with leading axes (W, N, …), the same
-    parameters; controls (W, n_steps, N, 6) or None."""
+    parameters; controls (W, n_steps, N, 6) or None. Eagerly it warns as ``rollout`` does, with
+    how many worlds (``NonFiniteWarning`` counts bodies)."""
     n_steps = check_steps(n_steps)
     check_law(model, scene)
-    if is_concrete((params, states, controls)):
+    check = is_concrete((params, states, controls))
+    if check:
         validate_batch(scene, params, states, controls)
     if controls is None:
-        return jax.vmap(lambda s: _rollout(model, scene, params, s, None, n_steps, output))(states)
-    return jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
+        out = jax.vmap(lambda s: _rollout(model, scene, params, s, None, n_steps, output))(states)
+    else:
+        out = jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
+    if check:
+        _warn(out, output, batched=True)
+    return out
 
 
 def validate_batch(scene: Scene, params: Params, states: State, controls=None) -> None:
