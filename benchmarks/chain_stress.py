@@ -64,6 +64,8 @@ def render(res) -> str:
         g = "—" if r["largest_gain_J"] is None else f"{r['largest_gain_J']:.3g}"
         out.append(f"| {r['provenance']['commit'][:7]} | {r['dtype']} | {r['chains']} × {r['steps']} | {r['non_finite']} | "
                    f"{r['gaining']} | {g} | {', '.join(r['warnings']) or '—'} | `{r['provenance']['command']}` |")
+    if res.get("note"):
+        out += ["", res["note"]]
     return "\n".join(out) + "\n"
 
 
