@@ -348,66 +348,70 @@ SWAP_ROWS = [("jaxcontact_2s", "jaxcontact, 0–2 s"), ("jaxcontact_from_jaxcont
              ("jaxcontact_from_mujoco_3s", "MuJoCo C 0–2 s, then jaxcontact 1 s")]
 
 
+def _head(part, title: str, extra: str = ""):
+    """A section's heading (its command and commit) and the blank line after it."""
+    sep = " " if title.endswith("?") else ": "
+    return [f"## {title}{sep}`{part['provenance']['command']}` (git {part['provenance']['commit'][:7]}{extra})", ""]
+
+
+def _mm(values) -> str:
+    return " ".join("%.1f" % x for x in values)
+
+
+def _seed_row(label: str, v) -> str:
+    """A row: label, mean height, per-seed heights, boxes on the ground."""
+    return f"| {label} | {v['com_mm_mean']:.1f} | {_mm(v['per_seed_mm'])} | {' '.join(str(x) for x in v['on_ground'])} |"
+
+
 def render(res) -> str:
     out = ["# Probes of the heap's height gap (docs/worlds.md)", ""]
     if "creep" in res:
         c = res["creep"]
-        out += [f"## MuJoCo C's heap over time: `{c['provenance']['command']}` (git {c['provenance']['commit'][:7]})", "",
-                "| seconds | cone | centre-of-mass height (mm), 16 seeds | seeds 0–8 (mm) |", "|---|---|---|---|"]
+        out += _head(c, "MuJoCo C's heap over time") + [
+            "| seconds | cone | centre-of-mass height (mm), 16 seeds | seeds 0–8 (mm) |", "|---|---|---|---|"]
         out += [f"| {r['seconds']:g} | {r['cone']} | {r['com_mm_mean']:.1f} ± {r['com_mm_sd']:.1f} | "
-                f"{' '.join('%.1f' % x for x in r['per_seed_mm'])} |" for r in c["rows"]]
+                f"{_mm(r['per_seed_mm'])} |" for r in c["rows"]]
         out.append("")
     if "softness" in res:
         s = res["softness"]
-        out += [f"## jaxcontact's heap against the softness: `{s['provenance']['command']}` (git {s['provenance']['commit'][:7]})",
-                "", "| Scene.softness | centre-of-mass height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |",
-                "|---|---|---|---|"]
-        out += [f"| {k.split('_', 1)[1]} | {v['com_mm_mean']:.1f} | {' '.join('%.1f' % x for x in v['per_seed_mm'])} | "
-                f"{' '.join(str(x) for x in v['on_ground'])} |" for k, v in s.items() if k.startswith("softness_")]
+        out += _head(s, "jaxcontact's heap against the softness") + [
+            "| Scene.softness | centre-of-mass height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |",
+            "|---|---|---|---|"]
+        out += [_seed_row(k.split("_", 1)[1], v) for k, v in s.items() if k.startswith("softness_")]
         out.append("")
     if "speculative" in res:
         s = res["speculative"]
-        v = s["no_speculative_friction"]
-        out += [f"## jaxcontact's heap without friction at speculative contacts: `{s['provenance']['command']}` "
-                f"(git {s['provenance']['commit'][:7]})", "",
-                "| μ where φ > 0 | centre-of-mass height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |",
-                "|---|---|---|---|",
-                f"| 0 | {v['com_mm_mean']:.1f} | {' '.join('%.1f' % x for x in v['per_seed_mm'])} | "
-                f"{' '.join(str(x) for x in v['on_ground'])} |", ""]
+        out += _head(s, "jaxcontact's heap without friction at speculative contacts") + [
+            "| μ where φ > 0 | centre-of-mass height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |",
+            "|---|---|---|---|", _seed_row("0", s["no_speculative_friction"]), ""]
     if "mjhard" in res:
         c = res["mjhard"]
-        out += [f"## MuJoCo C's heap as its contact gets harder: `{c['provenance']['command']}` "
-                f"(git {c['provenance']['commit'][:7]}; 2 s)", "",
-                "| cone | setting | height (mm), 16 seeds | seeds 0–8 mean (mm) | seeds 0–8 (mm) | boxes on the ground, seeds 0–8 |",
-                "|---|---|---|---|---|---|"]
+        out += _head(c, "MuJoCo C's heap as its contact gets harder", "; 2 s") + [
+            "| cone | setting | height (mm), 16 seeds | seeds 0–8 mean (mm) | seeds 0–8 (mm) | boxes on the ground, seeds 0–8 |",
+            "|---|---|---|---|---|---|"]
         out += [f"| {r['cone']} | {r['setting']} | {r['com_mm_mean']:.1f} ± {r['com_mm_sd']:.1f} | {r['seeds_0_8_mm_mean']:.1f} | "
-                f"{' '.join('%.1f' % x for x in r['per_seed_mm'])} | {' '.join(str(x) for x in r['on_ground'])} |"
-                for r in c["rows"]]
+                f"{_mm(r['per_seed_mm'])} | {' '.join(str(x) for x in r['on_ground'])} |" for r in c["rows"]]
         out.append("")
     if "swap" in res:
         c = res["swap"]
-        out += [f"## Each engine continued from the other's settled heaps: `{c['provenance']['command']}` "
-                f"(git {c['provenance']['commit'][:7]}; float64, MuJoCo pyramidal)", "",
-                "| run | height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |", "|---|---|---|---|"]
-        out += [f"| {label} | {c[k]['com_mm_mean']:.1f} | {' '.join('%.1f' % x for x in c[k]['per_seed_mm'])} | "
-                f"{' '.join(str(x) for x in c[k]['on_ground'])} |" for k, label in SWAP_ROWS]
+        out += _head(c, "Each engine continued from the other's settled heaps", "; float64, MuJoCo pyramidal") + [
+            "| run | height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |", "|---|---|---|---|"]
+        out += [_seed_row(label, c[k]) for k, label in SWAP_ROWS]
         out.append("")
     if "reach" in res:
         c = res["reach"]
-        out += [f"## jaxcontact's heap with speculative contacts only within a fixed margin: `{c['provenance']['command']}` "
-                f"(git {c['provenance']['commit'][:7]}; float64)", "",
-                "| contacts enter the problem within | height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |",
-                "|---|---|---|---|"]
-        out += [f"| {1e3 * float(k.split('_')[1]) / 2:g} mm (half the margin) | {v['com_mm_mean']:.1f} | "
-                f"{' '.join('%.1f' % x for x in v['per_seed_mm'])} | {' '.join(str(x) for x in v['on_ground'])} |"
+        out += _head(c, "jaxcontact's heap with speculative contacts only within a fixed margin", "; float64") + [
+            "| contacts enter the problem within | height (mm), seeds 0–8 | per seed (mm) | boxes on the ground |",
+            "|---|---|---|---|"]
+        out += [_seed_row(f"{1e3 * float(k.split('_')[1]) / 2:g} mm (half the margin)", v)
                 for k, v in c.items() if k.startswith("margin_")]
         out.append("")
     if "manifold" in res:
         c = res["manifold"]
-        out += [f"## Can each engine's contacts hold jaxcontact's settled heaps? `{c['provenance']['command']}` "
-                f"(git {c['provenance']['commit'][:7]}; float64; contacts with φ ≤ {1e3 * c['touching_m']:g} mm)", "",
-                "| seed | height (mm) | contacts: jaxcontact / MuJoCo C | smallest μ for a static solution, jaxcontact's contacts | the same, MuJoCo C's contacts | pairs whose contact counts differ (jaxcontact, MuJoCo) |",
-                "|---|---|---|---|---|---|"]
+        out += _head(c, "Can each engine's contacts hold jaxcontact's settled heaps?",
+                     f"; float64; contacts with φ ≤ {1e3 * c['touching_m']:g} mm") + [
+            "| seed | height (mm) | contacts: jaxcontact / MuJoCo C | smallest μ for a static solution, jaxcontact's contacts | the same, MuJoCo C's contacts | pairs whose contact counts differ (jaxcontact, MuJoCo) |",
+            "|---|---|---|---|---|---|"]
         fmt = lambda x: "none up to 5" if x is None else f"{x:.3f}"
         out += [f"| {r['seed']} | {r['com_mm']:.1f} | {r['contacts'][0]} / {r['contacts'][1]} | "
                 f"{fmt(r['static_mu_jaxcontact_contacts'])} | {fmt(r['static_mu_mujoco_contacts'])} | "
