@@ -94,6 +94,8 @@ def parse_args(argv=None):
     p.add_argument("--heap-boxes", type=int, default=16)
     p.add_argument("--heap-steps", type=int, default=1000)
     p.add_argument("--heap-chunk", type=int, default=8, help="heaps simulated at once")
+    p.add_argument("--heap-report-partial", action="store_true",
+                   help="write the record of the heaps a resumable --heaps run has finished so far")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float64", help="heaps only")
     p.add_argument("--heap-grads", type=int, default=0,
                    help="instead of the drops: gradients of this many heap rollouts, float32 and float64")
@@ -400,13 +402,21 @@ def run_heaps(args):
             bar.update(k)
     wall = wall_before + time.perf_counter() - t0
     R = {kk: np.concatenate([p[kk] for p in parts]) for kk in parts[0]}
+    out = heap_summary(args, info, model.dt, scene.max_pairs, repr(model.law.solver), R, wall)
+    out["resumed_after_heaps"] = resumed
+    return out
+
+
+def heap_summary(args, info, dt, max_pairs, law, R, wall):
+    """The run's record from the per-world checks ``R`` (``heap_checks``' fields, concatenated)."""
+    from jaxcontact import Flags
+
     out = {
         "benchmark": "stress_heap", "machine": info,
-        "workload": {"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "dt": model.dt,
+        "workload": {"heaps": len(R["finite"]), "boxes": args.heap_boxes, "steps": args.heap_steps, "dt": dt,
                      "chunk": args.heap_chunk, "seed": args.seed, "dtype": args.dtype, "mu": 0.5, "restitution": 0.0,
-                     "max_pairs": scene.max_pairs, "law": repr(model.law.solver)},
-        "wall_s": wall, "box_steps_per_s": args.heaps * args.heap_boxes * args.heap_steps / wall,
-        "resumed_after_heaps": resumed,
+                     "max_pairs": max_pairs, "law": law},
+        "wall_s": wall, "box_steps_per_s": len(R["finite"]) * args.heap_boxes * args.heap_steps / wall,
         "nan_worlds": int((~R["finite"]).sum()),
         "energy_above_bound_worlds": int((R["energy_gain_J"] > R["bound_J"]).sum()),
         "max_energy_gain_J": float(R["energy_gain_J"].max()), "energy_bound_J": float(R["bound_J"].max()),
@@ -422,6 +432,31 @@ def run_heaps(args):
     }
     out["pass"] = (out["nan_worlds"] == 0 and out["energy_above_bound_worlds"] == 0
                    and out["settled_penetration_above_1mm_worlds"] == 0 and out["unflagged_failed_worlds"] == 0)
+    return out
+
+
+def report_partial(args):
+    """``--heap-report-partial``: the record of the heaps a resumable run has finished so far (its
+    ``stress_heap.partial.npz``, this workload), as ``stress_heap_partial.json``/``.md``."""
+    from jaxcontact.worlds import scenes
+
+    partial = Path(args.out_dir) / "stress_heap.partial.npz"
+    with np.load(partial) as f:
+        tag = json.loads(str(f["tag"]))
+        R = {kk[2:]: f[kk] for kk in f.files if kk.startswith("r_")}
+        wall = float(f["wall_s"])
+    for k in ("heaps", "boxes", "steps", "chunk", "seed", "dtype"):
+        want = {"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "chunk": args.heap_chunk,
+                "seed": args.seed, "dtype": args.dtype}[k]
+        if tag[k] != want:
+            raise SystemExit(f"{partial} is of another workload: {k} {tag[k]!r}, not {want!r}")
+    scene, _, _ = scenes.heap(args.heap_boxes)
+    from jaxcontact import worlds
+
+    model = worlds.model()
+    out = heap_summary(args, common.machine_info("benchmarks.stress", args.argv), model.dt, scene.max_pairs,
+                       repr(model.law.solver), R, wall)
+    out["partial"] = {"done": len(R["finite"]), "of": args.heaps, "code": tag["code"]}
     return out
 
 
@@ -489,7 +524,8 @@ def markdown_heaps(out) -> str:
             ["worlds failing a check without a flag", out["unflagged_failed_worlds"], "0"]]
     fl = ", ".join(f"{k} {v}" for k, v in out["flagged_worlds"].items())
     return "\n".join([
-        f"# jaxcontact stress test: {w['heaps']} heaps of {w['boxes']} boxes", "",
+        f"# jaxcontact stress test: {w['heaps']} heaps of {w['boxes']} boxes"
+        + (f" (the first {out['partial']['done']} of a {out['partial']['of']}-heap run, not finished)" if "partial" in out else ""), "",
         common.md_machine(out["machine"]), "",
         f"Workload: `jaxcontact.worlds.scenes.heap({w['boxes']}, key)` for {w['heaps']} keys from seed {w['seed']} "
         f"(random orientations, velocities 0.2 m/s rms, from a loose grid 0.3 m up), μ {w['mu']}, ε {w['restitution']}, "
@@ -557,6 +593,8 @@ def main(argv=None):
         jax.config.update("jax_enable_x64", True)
     if args.heap_grads:
         out, name, md = run_heap_grads(args), "stress_heap_grads", markdown_heap_grads
+    elif args.heaps and args.heap_report_partial:
+        out, name, md = report_partial(args), "stress_heap_partial", markdown_heaps
     elif args.heaps:
         out, name, md = run_heaps(args), "stress_heap", markdown_heaps
     else:
