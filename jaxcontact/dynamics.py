@@ -80,14 +80,14 @@ def _nonfinite_body(final) -> jnp.ndarray:
     return _nonfinite_bodies(jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], final))
 
 
-def warn_nonfinite(final, batched: bool = False) -> None:
+def warn_nonfinite(final, batched: bool = False, stacklevel: int = 3) -> None:
     """Warn (``NonFiniteWarning``) when concrete final states are non-finite, with how many."""
     bad = np.asarray(_nonfinite_bodies(final) if batched else _nonfinite_body(final))
     if bad.any():
         who = f"{int(bad.sum())} of {bad.size} bodies" if batched else "the body"
         warnings.warn(f"{who} went non-finite (first: body {int(np.argmax(bad))}); rerun with with_info=True "
                       "and jaxcontact.diagnostics.report for the first step and the cause",
-                      NonFiniteWarning, stacklevel=3)
+                      NonFiniteWarning, stacklevel=stacklevel)
 
 
 _RERUN_HINT = "rerun with with_info=True and jaxcontact.diagnostics.report for the steps and bodies"
@@ -114,6 +114,14 @@ def first_solver_step(out, output: str):
         return np.asarray(out[1].first_step)[..., list(Flags).index(Flags.SOLVER)]
     bad = (np.asarray(out[1].flags) & int(Flags.SOLVER)) != 0
     return np.where(bad.any(axis=-1), np.argmax(bad, axis=-1), -1)
+
+
+def warn_failed_solves(out, output: str, noun: str, batched: bool, hint: str, stacklevel: int = 4) -> None:
+    """``warn_solver`` for a multi-body rollout's output (a world's or a chain's): "the ``noun``",
+    or for a batch "k of n ``noun``s"; ``stacklevel`` counted from the caller of this function."""
+    first = np.asarray(first_solver_step(out, output)).reshape(-1)
+    who = f"{int((first >= 0).sum())} of {first.size} {noun}s" if batched else f"the {noun}"
+    warn_solver(first, stacklevel=stacklevel + 1, who=who, hint=hint)
 
 
 def gravity_vector(model: Model, state: AnyState, dtype) -> jnp.ndarray:

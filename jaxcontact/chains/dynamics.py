@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ..dynamics import accumulate, empty_summary, first_solver_step, full_precision, warn_nonfinite, warn_solver
+from ..dynamics import accumulate, empty_summary, full_precision, warn_failed_solves, warn_nonfinite
 from ..types import State
 from ..validation import check_steps, is_concrete
 from ..worlds import pipeline as world
@@ -147,7 +147,7 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, 
     validate_chain(params, state)
     out = _rollout(model, params, state, n_steps, output)
     warn_nonfinite(out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[-1], out[0]))
-    warn_solver(first_solver_step(out, output), who="the chain", hint=_HINT)
+    warn_failed_solves(out, output, "chain", False, _HINT, stacklevel=3)
     return out
 
 
@@ -166,7 +166,5 @@ def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps
     if check:
         last = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[:, -1], out[0])
         warn_nonfinite(last, batched=True)
-        first = first_solver_step(out, output)
-        if (first >= 0).any():
-            warn_solver(first, who=f"{int((first >= 0).sum())} of {first.size} chains", hint=_HINT)
+        warn_failed_solves(out, output, "chain", True, _HINT, stacklevel=3)
     return out

@@ -493,10 +493,8 @@ def _warn(out, output: str, batched: bool) -> None:
     """An eager rollout's warnings: non-finite final states, steps whose contact solve failed."""
     final = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[..., -1, :, :], out[0])
     final = final if batched else jax.tree_util.tree_map(lambda x: x[None], final)
-    dynamics.warn_nonfinite(final, batched=True)
-    first = np.asarray(dynamics.first_solver_step(out, output)).reshape(-1)
-    who = f"{int((first >= 0).sum())} of {first.size} worlds" if batched else "the world"
-    dynamics.warn_solver(first, stacklevel=4, who=who, hint=_HINT)
+    dynamics.warn_nonfinite(final, batched=True, stacklevel=4)
+    dynamics.warn_failed_solves(out, output, "world", batched, _HINT)
 
 
 def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: int, controls=None, *,
