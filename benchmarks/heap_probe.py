@@ -202,9 +202,11 @@ def _static_mu(J, num_bodies: int, weight: float, mu_max: float = 5.0, tol: floa
 
 
 def _jaxcontact_contacts(model, scene, params, state, touching: float):
+    import jax
+
     from jaxcontact import worlds
 
-    con = jax_get(worlds.collide(model, scene, params, state))
+    con = jax.device_get(worlds.collide(model, scene, params, state))
     sel = np.where(np.asarray(con.valid) & (np.asarray(con.phi) <= touching))[0]
     J, pairs = [], {}
     for k, c in enumerate(sel):
@@ -246,12 +248,6 @@ def _mujoco_contacts(qpos, num_bodies: int, touching: float):
     return J, pairs
 
 
-def jax_get(x):
-    import jax
-
-    return jax.device_get(x)
-
-
 def manifold():
     import jax
     import jax.numpy as jnp
@@ -284,17 +280,10 @@ def manifold():
 
 
 def _mujoco_run(qpos, qvel, n: int, steps: int, option: str = ""):
-    """MuJoCo C (pyramidal, the heap's settings, ``option`` added to its <option>) from (B, 7n)
-    qpos and (B, 6n) qvel; final (B, n, 7) qpos and (B, n, 6) qvel."""
-    import mujoco
-    from mujoco import rollout
+    """MuJoCo C (pyramidal, the heap's settings) from (B, 7n) qpos and (B, 6n) qvel: final qpos, qvel."""
+    from .worlds import mujoco_boxes_run
 
-    from .worlds import MU, mujoco_boxes_xml, mujoco_initial_states
-
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, "pyramidal", option=option))
-    out, _ = rollout.rollout(m, mujoco.MjData(m), mujoco_initial_states(m, qpos, qvel), nstep=steps)
-    final = out[:, -1]
-    return final[:, 1:1 + m.nq].reshape(-1, n, 7), final[:, 1 + m.nq:1 + m.nq + m.nv].reshape(-1, n, 6)
+    return mujoco_boxes_run(qpos, qvel, n, steps, option=option)[:2]
 
 
 def swap():

@@ -445,11 +445,11 @@ def report_partial(args):
         tag = json.loads(str(f["tag"]))
         R = {kk[2:]: f[kk] for kk in f.files if kk.startswith("r_")}
         wall = float(f["wall_s"])
-    for k in ("heaps", "boxes", "steps", "chunk", "seed", "dtype"):
-        want = {"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "chunk": args.heap_chunk,
-                "seed": args.seed, "dtype": args.dtype}[k]
-        if tag[k] != want:
-            raise SystemExit(f"{partial} is of another workload: {k} {tag[k]!r}, not {want!r}")
+    want = {"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "chunk": args.heap_chunk,
+            "seed": args.seed, "dtype": args.dtype}
+    for k, v in want.items():
+        if tag[k] != v:
+            raise SystemExit(f"{partial} is of another workload: {k} {tag[k]!r}, not {v!r}")
     scene, _, _ = scenes.heap(args.heap_boxes)
     from jaxcontact import worlds
 

@@ -357,19 +357,25 @@ def heap_stats(z, speed):
             "heights_m": np.sort(z, axis=1).tolist()}
 
 
-def mujoco_heap(states, steps: int, cone: str, solref=None, option: str = ""):
+def mujoco_boxes_run(qpos, qvel, n: int, steps: int, cone: str = "pyramidal", solref=None, option: str = ""):
+    """``n`` boxes (``mujoco_boxes_xml``) in MuJoCo C from (B, 7n) qpos and (B, 6n) qvel for
+    ``steps`` steps (``mujoco.rollout``, one thread): final (B, n, 7) qpos, (B, n, 6) qvel, the
+    wall time of the rollout and the model."""
     import mujoco
     from mujoco import rollout
 
-    n = states.pos.shape[1]
     m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, cone, solref=solref, option=option))
-    qpos, qvel = to_mujoco(states)
     init = mujoco_initial_states(m, qpos, qvel)
     t = time.perf_counter()
     out, _ = rollout.rollout(m, mujoco.MjData(m), init, nstep=steps)
     wall = time.perf_counter() - t
     final = out[:, -1]
-    qp, qv = final[:, 1:1 + m.nq].reshape(-1, n, 7), final[:, 1 + m.nq:1 + m.nq + m.nv].reshape(-1, n, 6)
+    return final[:, 1:1 + m.nq].reshape(-1, n, 7), final[:, 1 + m.nq:1 + m.nq + m.nv].reshape(-1, n, 6), wall, m
+
+
+def mujoco_heap(states, steps: int, cone: str, solref=None, option: str = ""):
+    n = states.pos.shape[1]
+    qp, qv, wall, m = mujoco_boxes_run(*to_mujoco(states), n, steps, cone, solref=solref, option=option)
     res = heap_stats(qp[:, :, 2], np.linalg.norm(qv[:, :, :3], axis=-1))
     res.update({"cone": cone, "solref": [float(x) for x in m.geom_solref[0]], "worlds": int(qp.shape[0]), "steps": steps,
                 "wall_s": wall})
