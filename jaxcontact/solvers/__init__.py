@@ -9,7 +9,7 @@
 | ``qp`` | ``solve_qp``: small dense QPs, jaxopt ``BoxOSQP`` | ContactNets' reference inner QP |
 | ``root`` | ``powell_hybrid`` / ``find_root``: Powell's hybrid root finder | dacm Algorithm 2 (chains) |
 | ``relaxed`` | ``relaxed_gradient``: the hard solution's value with the relaxed problem's implicit derivative (gradient mode ``"relaxed"``) | ``CoulombLCP(gradient="relaxed")``, through ``contact.solve`` |
-| ``implicit`` | ``implicit_root`` / ``implicit_fixed_point``: jaxopt ``custom_root`` / ``custom_fixed_point`` | all of the above |
+| ``implicit`` | ``implicit_root`` / ``implicit_fixed_point``: jaxopt ``custom_root`` / ``custom_fixed_point``, the adjoint solved densely or matrix-free (GMRES) | all of the above (``body_lcp``: matrix-free) |
 
 Implicit differentiation is declared once, in ``implicit``; the solvers call it and stay unaware
 of how their derivative is formed (the relaxed solver's is one Newton step at the solution,
@@ -17,7 +17,7 @@ which also gives forward mode). Swapping jaxopt for another library touches this
 """
 
 from .body_lcp import solve_body_lcp
-from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root
+from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root, krylov_guarded_solve
 from .lcp import LCPSettings, LCPSolution, RowStructure, regularized, solve_lcp
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
 from .qp import QPSettings, QPSolution, solve_qp
@@ -46,6 +46,7 @@ __all__ = [
     "find_root",
     "implicit_fixed_point",
     "implicit_root",
+    "krylov_guarded_solve",
     "minimize_nonneg",
     "minimize_nonneg_qp",
     "powell_hybrid",

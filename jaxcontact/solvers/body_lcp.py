@@ -15,9 +15,10 @@ order (Gauss–Seidel is defined by the order), with the same stopping rule and 
 
 The derivative is implicit, as ``solve_lcp``'s: jaxopt's ``custom_fixed_point`` on the
 projected-Jacobi map T(z) = clip(z − (A z + b)/diag A, lo, hi), here applied matrix-free (A z
-through the bodies' velocities). The adjoint system is solved by ``implicit``'s dense guarded
-solve, which forms its (C·d)² matrix from C·d products: the backward pass of a large world costs
-what the dense solver's does (docs/worlds.md).
+through the bodies' velocities). Its adjoint system is solved matrix-free as well
+(``implicit.krylov_guarded_solve``: restarted GMRES on vector–Jacobian products of T), so the
+backward pass, too, costs O(C) memory per solve rather than the (C·d)² of a formed matrix
+(docs/worlds.md).
 """
 
 from __future__ import annotations
@@ -231,7 +232,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     reg = settings.regularization
     T = _fixed_point_map(reg)
 
-    @implicit_fixed_point(T, has_aux=True)
+    @implicit_fixed_point(T, has_aux=True, matrix_free=True)
     def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
         rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
         index = _index(bodies_f, N)
