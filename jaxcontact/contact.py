@@ -36,11 +36,13 @@ from .solvers import (
     LCPSettings,
     RelaxedGradient,
     RowStructure,
+    ground_index,
     regularized,
     relaxed_gradient,
     solve_body_lcp,
     solve_lcp,
     solve_relaxed_lcp,
+    with_ground,
 )
 from .types import ContactInfo
 
@@ -159,16 +161,14 @@ def body_problem(rows, bodies, phi, valid, mobility, v_free, dt: float) -> BodyP
 def relative_velocity(problem: BodyProblem, v) -> jnp.ndarray:
     """(C, d) every contact's rows applied to the bodies' velocities v (N, 6): the relative
     velocity along [normal, tangents] (the ground at rest)."""
-    vx = jnp.concatenate([v, jnp.zeros((1, v.shape[1]), v.dtype)])
-    idx = jnp.where(problem.bodies < 0, v.shape[0], problem.bodies)
-    return jnp.einsum("csdk,csk->cd", problem.rows, vx[idx])
+    return jnp.einsum("csdk,csk->cd", problem.rows, with_ground(v)[ground_index(problem.bodies, v.shape[0])])
 
 
 def body_impulse(problem: BodyProblem, z) -> jnp.ndarray:
     """(N, 6) every body's generalised impulse Jᵀz from the contacts' impulses z (C, d)."""
     N = problem.v_free.shape[0]
     p = jnp.einsum("csdk,cd->csk", problem.rows, z)
-    idx = jnp.where(problem.bodies < 0, N, problem.bodies)
+    idx = ground_index(problem.bodies, N)
     return jnp.zeros((N + 1, 6), p.dtype).at[idx.reshape(-1)].add(p.reshape(-1, 6))[:N]
 
 

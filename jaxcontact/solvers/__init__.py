@@ -16,7 +16,7 @@ of how their derivative is formed (the relaxed solver's is one Newton step at th
 which also gives forward mode). Swapping jaxopt for another library touches this package only.
 """
 
-from .body_lcp import solve_body_lcp
+from .body_lcp import ground_index, solve_body_lcp, with_ground
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root, krylov_guarded_solve
 from .lcp import LCPSettings, LCPSolution, RowStructure, regularized, solve_lcp
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
@@ -44,6 +44,7 @@ __all__ = [
     "RowStructure",
     "dense_guarded_solve",
     "find_root",
+    "ground_index",
     "implicit_fixed_point",
     "implicit_root",
     "krylov_guarded_solve",
@@ -51,6 +52,7 @@ __all__ = [
     "minimize_nonneg_qp",
     "powell_hybrid",
     "solve_body_lcp",
+    "with_ground",
     "solve_lcp",
     "solve_qp",
     "solve_relaxed_lcp",

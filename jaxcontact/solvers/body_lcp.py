@@ -37,8 +37,7 @@ def _prepare(rows, index, Minv, soft, reg, valid):
     (C, d)). ``index`` (C, 2): body indices with the ground at N (zero mobility). A padded
     contact (``valid`` false: its rows are zero) gets the diagonal 1, so that no quotient by
     its zero diagonal reaches a derivative (a world with no contact at all has no scale)."""
-    Mx = jnp.concatenate([Minv, jnp.zeros((1, 6, 6), Minv.dtype)])
-    WJ = jnp.einsum("csij,cskj->cski", Mx[index], rows)
+    WJ = jnp.einsum("csij,cskj->cski", with_ground(Minv)[index], rows)
     D = jnp.einsum("cskj,cskj->ck", rows, WJ)
     Ds = D + soft * D  # the caller's softness (contact.soften's relative diagonal)
     scale = jnp.maximum(jnp.max(jnp.abs(Ds)), jnp.finfo(Ds.dtype).tiny)
@@ -50,13 +49,22 @@ def _velocities(WJ, index, v_free, z):
     """(N + 1, 6) every body's velocity v_free + M⁻¹Jᵀz (the last row: the ground, 0)."""
     N = v_free.shape[0]
     dv = jnp.einsum("cskj,ck->csj", WJ, z)
-    v = jnp.concatenate([v_free, jnp.zeros((1, 6), v_free.dtype)])
-    return v.at[index.reshape(-1)].add(dv.reshape(-1, 6)).at[N].set(0.0)
+    return with_ground(v_free).at[index.reshape(-1)].add(dv.reshape(-1, 6)).at[N].set(0.0)
+
+
+def ground_index(bodies, N: int):
+    """``bodies`` (C, 2) with the ground's −1 mapped to N: the zero row that ``with_ground``
+    appends to every per-body array (the ground neither moves nor is moved)."""
+    return jnp.where(bodies < 0, N, bodies)
+
+
+def with_ground(x):
+    """x (N, ...) per body with the ground appended as a zero row N (``ground_index``)."""
+    return jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
 
 
 def _index(bodies_f, N):
-    b = jax.lax.stop_gradient(bodies_f).astype(jnp.int32)
-    return jnp.where(b < 0, N, b)
+    return ground_index(jax.lax.stop_gradient(bodies_f).astype(jnp.int32), N)
 
 
 def _fixed_point_map(reg):
@@ -238,7 +246,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
         # the stopping tolerance of lcp._tolerance: never below round-off at the scale of |J v_free + bias|
-        b = jnp.einsum("cskj,csj->ck", rows, jnp.concatenate([v_free, jnp.zeros((1, 6), dtype)])[index]) + bias
+        b = jnp.einsum("cskj,csj->ck", rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
         z, _, it = _sweeps(settings)(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
@@ -252,4 +260,4 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     return LCPSolution(z=z.reshape(C, d), residual=res, iterations=it)
 
 
-__all__ = ["solve_body_lcp"]
+__all__ = ["ground_index", "solve_body_lcp", "with_ground"]
