@@ -42,8 +42,8 @@ def krylov_guarded_solve(matvec: Callable, rhs, ridge: float = 1e-10):
     max(1e-10, 100 ε); the ridge is added as ``ridge``·x (the Jacobian of a fixed-point map T − I
     whose rows are scaled to a unit diagonal has entries of order one, the scale the dense
     solve's relative ridge measures), with the same finiteness guard. Memory O(n·restart), no
-    matrix formed. On the velocity form's heap adjoints (768 rows, condition up to 6·10⁶ in
-    float64) it gives the dense solve's gradients to about 1e-7 (docs/worlds.md)."""
+    matrix formed. On the velocity form's heap adjoints (768 rows) it gives the dense solve's
+    gradients to about 1e-7 in float64 (``benchmarks.adjoint``, docs/worlds.md)."""
     n = rhs.shape[0]
     tol = max(1e-10, 100 * float(jnp.finfo(rhs.dtype).eps))
     x, _ = jax.scipy.sparse.linalg.gmres(lambda u: matvec(u) + ridge * u, rhs, tol=tol,
