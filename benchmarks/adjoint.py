@@ -1,6 +1,7 @@
 """The velocity-form contact solver's backward pass: matrix-free (Krylov) adjoint against dense.
 
     python -m benchmarks.adjoint [--heaps 8] [--boxes 16] [--steps 200] [--seed 2]
+    python -m benchmarks.adjoint --scaling 8,16,32     # scratch memory of one step's gradient
 
 ``jax.grad`` of a heap's mean final height with respect to its initial velocities, through
 ``worlds.rollout`` (the drop and first impacts: every step's contact problem solved by
@@ -13,6 +14,11 @@ time of a gradient (compiled; the first call's compile timed apart), and the com
 scratch memory (XLA's ``memory_analysis``). Heaps are ``scenes.heap(boxes, key)`` with keys from
 ``--seed`` (the Krylov restart length and tolerance were chosen on heaps of seed 1; seed 2 is
 fresh). Writes ``results/adjoint.json`` and ``.md``.
+
+``--scaling N1,N2,...``: how the backward pass's memory grows with the problem. For heaps of each
+size (16 N contact slots, 48 N rows), XLA's scratch memory of the compiled gradient of one
+``worlds.rollout`` step, with each adjoint (compiled only, not run; the figure depends on the
+shapes, not the state). Writes ``results/adjoint_scaling.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -92,6 +98,53 @@ def run(heaps: int, boxes: int, steps: int, seed: int, dtypes):
     return out
 
 
+def run_scaling(sizes, dtype: str = "float64"):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+    from jaxcontact.worlds import scenes
+
+    model = worlds.model()
+    rows = []
+    for n in sizes:
+        scene, params, s = scenes.heap(n, jax.random.PRNGKey(0))
+        cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+        params, s = cast(params), cast(s)
+
+        def grad(s):
+            def height(vel):
+                final, _ = worlds.rollout(model, scene, params, s.replace(vel=vel), 1, output="final")
+                return jnp.mean(final.pos[:, 2])
+            return jax.grad(height)(s.vel)
+
+        row = {"boxes": n, "contact_slots": None, "rows": None}
+        for name, ctx in (("krylov", contextlib.nullcontext), ("dense", dense_adjoint)):
+            jax.clear_caches()
+            with ctx():
+                compiled = jax.jit(grad).lower(s).compile()
+            row[name] = int(compiled.memory_analysis().temp_size_in_bytes)
+            common_log(f"{n} boxes {name}: {row[name] / 2**20:.1f} MiB")
+        con = worlds.collide(model, scene, params, s)
+        row["contact_slots"] = int(con.valid.shape[0])
+        row["rows"] = 3 * row["contact_slots"]
+        rows.append(row)
+    return rows
+
+
+def render_scaling(res) -> str:
+    rows = [[r["boxes"], r["contact_slots"], r["rows"], f"{r['krylov'] / 2**20:.1f}", f"{r['dense'] / 2**20:.1f}",
+             f"{r['rows'] ** 2 * 8 / 2**20:.1f}"] for r in res["sizes"]]
+    return "\n".join([
+        "# Backward pass memory against problem size: matrix-free adjoint against dense", "",
+        common.md_machine(res["machine"]), "",
+        "XLA's scratch memory (`memory_analysis().temp_size_in_bytes`) of the compiled `jax.grad` of one "
+        f"`worlds.rollout` step of an N-box heap ({res['dtype']}), with the matrix-free (Krylov) adjoint and with "
+        "the dense one it replaced. Compiled only: the figure depends on the shapes.", "",
+        common.md_table(["boxes", "contact slots", "rows (3C)", "krylov (MiB)", "dense (MiB)",
+                         "one (3C)² matrix (MiB)"], rows), ""])
+
+
 def common_log(msg):
     import sys
 
@@ -136,10 +189,18 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--dtypes", default="float64,float32")
+    ap.add_argument("--scaling", default="", help="comma-separated heap sizes: the memory part only")
     args = ap.parse_args(argv)
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    if args.scaling:
+        res = {"benchmark": "adjoint_scaling", "machine": common.machine_info("benchmarks.adjoint", argv),
+               "dtype": "float64", "sizes": run_scaling([int(x) for x in args.scaling.split(",")])}
+        common.write_json(common.RESULTS_DIR / "adjoint_scaling.json", res)
+        (common.RESULTS_DIR / "adjoint_scaling.md").write_text(render_scaling(res))
+        print(render_scaling(res))
+        return
     dtypes = args.dtypes.split(",")
     res = {"benchmark": "adjoint", "machine": common.machine_info("benchmarks.adjoint", argv),
            "workload": {"heaps": args.heaps, "boxes": args.boxes, "steps": args.steps, "seed": args.seed, "dtypes": dtypes},
