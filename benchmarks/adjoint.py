@@ -53,7 +53,7 @@ def run(heaps: int, boxes: int, steps: int, seed: int, dtypes):
     keys = jax.random.split(jax.random.PRNGKey(seed), heaps)
     out = {}
     for dtype in dtypes:
-        cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+        cast = lambda t: common.cast_floats(t, dtype)
         scene, params, _ = scenes.heap(boxes, keys[0])
         params = cast(params)
         states = [cast(scenes.heap(boxes, k)[2]) for k in keys]
@@ -76,7 +76,7 @@ def run(heaps: int, boxes: int, steps: int, seed: int, dtypes):
                 t = time.perf_counter()
                 grads.append(np.asarray(jax.block_until_ready(compiled(s)), np.float64))
                 walls.append(time.perf_counter() - t)
-                common_log(f"{dtype} {name} heap {i}: {walls[-1]:.2f} s, |g| {np.linalg.norm(grads[-1]):.6g}")
+                common.log(f"{dtype} {name} heap {i}: {walls[-1]:.2f} s, |g| {np.linalg.norm(grads[-1]):.6g}")
             res[name] = {"grads": np.stack(grads), "wall_s": walls, "compile_s": compile_s,
                          "scratch_bytes": int(compiled.memory_analysis().temp_size_in_bytes)}
         gk, gd = res["krylov"]["grads"], res["dense"]["grads"]
@@ -109,7 +109,7 @@ def run_scaling(sizes, dtype: str = "float64"):
     rows = []
     for n in sizes:
         scene, params, s = scenes.heap(n, jax.random.PRNGKey(0))
-        cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+        cast = lambda t: common.cast_floats(t, dtype)
         params, s = cast(params), cast(s)
 
         def grad(s):
@@ -124,7 +124,7 @@ def run_scaling(sizes, dtype: str = "float64"):
             with ctx():
                 compiled = jax.jit(grad).lower(s).compile()
             row[name] = int(compiled.memory_analysis().temp_size_in_bytes)
-            common_log(f"{n} boxes {name}: {row[name] / 2**20:.1f} MiB")
+            common.log(f"{n} boxes {name}: {row[name] / 2**20:.1f} MiB")
         con = worlds.collide(model, scene, params, s)
         row["contact_slots"] = int(con.valid.shape[0])
         row["rows"] = 3 * row["contact_slots"]
@@ -143,12 +143,6 @@ def render_scaling(res) -> str:
         "the dense one it replaced. Compiled only: the figure depends on the shapes.", "",
         common.md_table(["boxes", "contact slots", "rows (3C)", "krylov (MiB)", "dense (MiB)",
                          "one (3C)² matrix (MiB)"], rows), ""])
-
-
-def common_log(msg):
-    import sys
-
-    print(msg, file=sys.stderr, flush=True)
 
 
 def render(res) -> str:

@@ -77,6 +77,19 @@ def timed(fn, repeats: int = 2):
     return {"first_s": first, "best_s": min(times), "times_s": times, "out": out}
 
 
+def log(*a) -> None:
+    """Progress to stderr (results go to stdout and the results files)."""
+    print(*a, file=sys.stderr, flush=True)
+
+
+def cast_floats(tree, dtype):
+    """``tree`` with every floating-point leaf cast to ``dtype`` (integer leaves kept)."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
+
+
 def command_line(module: str, argv=None) -> str:
     """The command that ran ``module`` (``python -m module args...``), for the results files."""
     args = sys.argv[1:] if argv is None else list(argv)

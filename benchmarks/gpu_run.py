@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from . import common
+from .common import log
 
 GPU = dict(batches="1024,16384,131072,1048576", mjx_batches="1024,16384,131072", accuracy_batch=16384,
            split_batch=131072, split_steps=200, stress_throws=10000, stress_chunk=10000,
@@ -56,8 +57,6 @@ SMOKE = dict(batches="8,32", mjx_batches="8", accuracy_batch=32, split_batch=32,
 PHASES = ("smoke", "single", "mjx", "consistency", "split", "stress", "contactnets", "worlds")
 
 
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def parse_args(argv=None):

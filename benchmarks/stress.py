@@ -68,13 +68,10 @@ from pathlib import Path
 import numpy as np
 
 from . import common
+from .common import log
 
 CATEGORIES = ["flat_rest", "flat_yaw", "edge_touch", "corner_touch", "zero_vel", "fast", "fast_down",
               "penetrating", "extreme_speed"]
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def parse_args(argv=None):
@@ -477,7 +474,7 @@ def run_heap_grads(args):
            "workload": {"heaps": args.heap_grads, "boxes": args.heap_boxes, "steps": args.grad_steps,
                         "seed": args.seed + 1, "of": "d mean(final z) / d initial velocities (N, 3)"}}
     for dtype in ("float32", "float64"):
-        cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+        cast = lambda t: common.cast_floats(t, dtype)
         scene, params, _ = scenes.heap(args.heap_boxes, keys[0])
         params = cast(params)
 

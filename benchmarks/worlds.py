@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, machine_info, md_machine, md_table, write_json
+from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
 
 SIZE, MASS, MU, DT = 0.1, 0.37, 0.5, 0.002
 PARTS = ("stack", "pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx")
@@ -61,13 +61,6 @@ MOMENTUM_TOL = 1e-6  # relative
 HEAP_SPACING = 0.18  # m: more than a box's diagonal (0.173 m), so no two boxes start inside each other
 HEAP_SIGMAS = 2.0  # the heap statistics agree within this many standard errors of their difference
 HEAP_FLOOR = 0.002  # m: and never tighter than this on the centre-of-mass height (MuJoCo's soft contacts sink mm)
-
-
-def _cast(tree, dtype):
-    import jax
-    import jax.numpy as jnp
-
-    return jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
 
 
 def _run_info(argv):
@@ -204,7 +197,7 @@ def run_pyramid(levels: int, seconds: float):
     scene, params, s = scenes.pyramid(levels)
     out = {"levels": levels, "boxes": scene.num_bodies, "seconds": seconds, "steps": steps}
     for dtype in ("float64", "float32"):
-        p, s0 = _cast(params, dtype), _cast(s, dtype)
+        p, s0 = cast_floats(params, dtype), cast_floats(s, dtype)
         t = time.perf_counter()
         final, summary = worlds.rollout(worlds.model(), scene, p, s0, steps, output="final")
         jax.block_until_ready(final)
@@ -245,7 +238,7 @@ def jaxcontact_collision(dtype: str, steps: int):
     from jaxcontact.worlds import scenes
 
     scene, params, s = scenes.cradle(2, gap=0.005, speed=1.0, restitution=0.0)
-    params, s = _cast(params, dtype), _cast(s, dtype)
+    params, s = cast_floats(params, dtype), cast_floats(s, dtype)
     traj, infos = worlds.rollout(worlds.model(), scene, params, s, steps)
     vel = np.asarray(traj.vel, np.float64)  # (steps + 1, 2, 3)
     p = MASS * vel[:, :, 0].sum(axis=1)
@@ -390,10 +383,10 @@ def jaxcontact_heap(scene, params, states, steps: int, dtype: str):
     from jaxcontact.types import Flags
 
     model = worlds.model()
-    params = _cast(params, dtype)
+    params = cast_floats(params, dtype)
     z, speed, per = [], [], []
     for w in range(states.pos.shape[0]):
-        s = _cast(jax.tree_util.tree_map(lambda x: x[w], states), dtype)
+        s = cast_floats(jax.tree_util.tree_map(lambda x: x[w], states), dtype)
         t = time.perf_counter()
         traj, infos = worlds.rollout(model, scene, params, s, steps)
         jax.block_until_ready(traj)
@@ -556,8 +549,8 @@ def jaxcontact_heap_speed(scene, params, drops, steps: int, windows, window_step
     from jaxcontact import worlds
 
     model = worlds.model()
-    params = _cast(params, "float32")
-    drops = _cast(drops, "float32")
+    params = cast_floats(params, "float32")
+    drops = cast_floats(drops, "float32")
     n = drops.pos.shape[1]
     first = jax.tree_util.tree_map(lambda x: x[0], drops)
     res = {"engine": "jaxcontact float32", "steps": steps}
@@ -1043,7 +1036,7 @@ def measured_batch(scene, params, spacing: float, worlds_: int, steps: int):
 
     model = worlds.model()
     _, _, drops = heap_states(list(range(worlds_)), spacing)
-    p32, drops = _cast(params, "float32"), _cast(drops, "float32")
+    p32, drops = cast_floats(params, "float32"), cast_floats(drops, "float32")
     compiled, c, mem = _aot(_jit_batch(model, scene, steps), p32, drops)
     t = time.perf_counter()
     final, summary = jax.block_until_ready(compiled(p32, drops))
