@@ -31,6 +31,7 @@ from unittest import mock
 import numpy as np
 
 from . import common
+from .stress import heap_height_grad
 
 
 @contextlib.contextmanager
@@ -44,7 +45,6 @@ def dense_adjoint():
 
 def run(heaps: int, boxes: int, steps: int, seed: int, dtypes):
     import jax
-    import jax.numpy as jnp
 
     from jaxcontact import worlds
     from jaxcontact.worlds import scenes
@@ -58,12 +58,7 @@ def run(heaps: int, boxes: int, steps: int, seed: int, dtypes):
         params = cast(params)
         states = [cast(scenes.heap(boxes, k)[2]) for k in keys]
 
-        def grad(s):
-            def height(vel):
-                final, _ = worlds.rollout(model, scene, params, s.replace(vel=vel), steps, output="final")
-                return jnp.mean(final.pos[:, 2])
-            return jax.grad(height)(s.vel)
-
+        grad = heap_height_grad(model, scene, params, steps)
         res = {}
         for name, ctx in (("krylov", contextlib.nullcontext), ("dense", dense_adjoint)):
             jax.clear_caches()  # the rollout's inner jitted step is cached by function: trace it anew under ``ctx``
@@ -100,7 +95,6 @@ def run(heaps: int, boxes: int, steps: int, seed: int, dtypes):
 
 def run_scaling(sizes, dtype: str = "float64"):
     import jax
-    import jax.numpy as jnp
 
     from jaxcontact import worlds
     from jaxcontact.worlds import scenes
@@ -112,22 +106,15 @@ def run_scaling(sizes, dtype: str = "float64"):
         cast = lambda t: common.cast_floats(t, dtype)
         params, s = cast(params), cast(s)
 
-        def grad(s):
-            def height(vel):
-                final, _ = worlds.rollout(model, scene, params, s.replace(vel=vel), 1, output="final")
-                return jnp.mean(final.pos[:, 2])
-            return jax.grad(height)(s.vel)
-
-        row = {"boxes": n, "contact_slots": None, "rows": None}
+        grad = heap_height_grad(model, scene, params, 1)
+        slots = int(worlds.collide(model, scene, params, s).valid.shape[0])
+        row = {"boxes": n, "contact_slots": slots, "rows": 3 * slots}
         for name, ctx in (("krylov", contextlib.nullcontext), ("dense", dense_adjoint)):
             jax.clear_caches()
             with ctx():
                 compiled = jax.jit(grad).lower(s).compile()
             row[name] = int(compiled.memory_analysis().temp_size_in_bytes)
             common.log(f"{n} boxes {name}: {row[name] / 2**20:.1f} MiB")
-        con = worlds.collide(model, scene, params, s)
-        row["contact_slots"] = int(con.valid.shape[0])
-        row["rows"] = 3 * row["contact_slots"]
         rows.append(row)
     return rows
 

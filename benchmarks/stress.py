@@ -457,12 +457,28 @@ def report_partial(args):
     return out
 
 
+def heap_height_grad(model, scene, params, steps: int):
+    """state -> d(mean final centre-of-mass height)/d(initial velocities) (N, 3), through ``steps``
+    steps of ``worlds.rollout`` (not jitted: the caller jits it, under whatever it patches)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+
+    def grad(s):
+        def height(vel):
+            final, _ = worlds.rollout(model, scene, params, s.replace(vel=vel), steps, output="final")
+            return jnp.mean(final.pos[:, 2])
+        return jax.grad(height)(s.vel)
+
+    return grad
+
+
 def run_heap_grads(args):
     """d(final centre-of-mass height)/d(initial velocities) of ``--heap-grads`` heap rollouts of
     ``--grad-steps`` steps (the drops and first impacts), in float32 and float64: how many are
     finite, and their size."""
     import jax
-    import jax.numpy as jnp
 
     from jaxcontact import worlds
     from jaxcontact.worlds import scenes
@@ -478,12 +494,7 @@ def run_heap_grads(args):
         scene, params, _ = scenes.heap(args.heap_boxes, keys[0])
         params = cast(params)
 
-        @jax.jit
-        def grad(s):
-            def height(vel):
-                final, _ = worlds.rollout(model, scene, params, s.replace(vel=vel), args.grad_steps, output="final")
-                return jnp.mean(final.pos[:, 2])
-            return jax.grad(height)(s.vel)
+        grad = jax.jit(heap_height_grad(model, scene, params, args.grad_steps))
 
         t0 = time.perf_counter()
         norms, finite = [], []
