@@ -179,14 +179,35 @@ def _copy_repo(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
-def _run_tests(root: Path, tests, timeout: float) -> tuple[bool, float, str]:
+def _env(root: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root))
     env.setdefault("JAXCONTACT_SHARED", str(REPO.parent / "shared"))
+    return env
+
+
+def _check_default_tier(root: Path, tests) -> None:
+    """Every listed test must be in the default tier (pyproject's ``-m "not slow"``): a slow test
+    would be deselected, run nothing and pass for a mutation it never saw."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *tests], cwd=root,
+                         env=_env(root), capture_output=True, text=True)
+    collected = {line.strip() for line in out.stdout.splitlines() if "::" in line}
+    missing = [t for t in tests if not any(c == t or c.startswith((t + "::", t + "[")) for c in collected)]
+    if out.returncode != 0 or missing:
+        raise SystemExit("not in the default tier (marked slow, or not found): " + ", ".join(missing or tests)
+                         + "\n" + out.stdout[-2000:] + out.stderr[-2000:])
+
+
+def _run_tests(root: Path, tests, timeout: float) -> tuple[bool, float, str]:
+    env = _env(root)
+    # the default tier only (pyproject's addopts deselect the slow tier); exit status 5 (nothing
+    # ran) is an error, never a catch
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", *tests]
     t0 = time.perf_counter()
     try:
         out = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
         passed, tail = out.returncode == 0, (out.stdout + out.stderr).strip().splitlines()[-1:]
+        if out.returncode == 5:
+            raise SystemExit(f"no test ran for {tests}: {tail}")
     except subprocess.TimeoutExpired:
         passed, tail = False, ["timed out"]
     return passed, time.perf_counter() - t0, tail[0] if tail else ""
@@ -227,6 +248,7 @@ def main(argv=None) -> int:
             if text.count(m.old) != m.count:
                 m.apply(root)  # raises, naming the mutation
         tests = sorted({t for m in chosen for t in m.tests})
+        _check_default_tier(root, tests)
         ok, secs, tail = _run_tests(root, tests, args.timeout)
         print(f"baseline ({len(tests)} test ids): {'pass' if ok else 'FAIL'} in {secs:.0f} s: {tail}", flush=True)
         if not ok:

@@ -19,20 +19,23 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-# environment variables, so subprocesses (CLI tests, notebook kernels) share the cache too
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO / ".pytest_cache" / "jax-compilation-cache"))
-# programs that compile in 0.1 s or more are written to the cache: the two xdist workers and the
-# subprocesses compile many of the same mid-sized programs (0.1-0.3 s each); measured in docs/testing.md
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
-# Readers and writers of the shared cache take its file lock. Without a size limit JAX writes an
-# entry in place and unlocked, so a worker could read another's half-written executable: two
-# workers compiling the same program at once (the cradle and inelastic-pair tests share one) crashed
-# a worker in CI. With a limit (far above what a run writes) every get/put holds the lock.
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(16 * 2**30))
-jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-jax.config.update("jax_compilation_cache_max_size", int(os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"]))
-jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+# JAXCONTACT_TEST_CACHE=0 runs without the persistent cache (measured both ways in docs/testing.md)
+USE_CACHE = os.environ.get("JAXCONTACT_TEST_CACHE", "1") != "0"
+if USE_CACHE:
+    # environment variables, so subprocesses (CLI tests, notebook kernels) share the cache too
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO / ".pytest_cache" / "jax-compilation-cache"))
+    # programs that compile in 0.1 s or more are written to the cache: the two xdist workers and the
+    # subprocesses compile many of the same mid-sized programs (0.1-0.3 s each); measured in docs/testing.md
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+    # Readers and writers of the shared cache take its file lock. Without a size limit JAX writes an
+    # entry in place and unlocked, so a worker could read another's half-written executable: two
+    # workers compiling the same program at once (the cradle and inelastic-pair tests share one) crashed
+    # a worker in CI. With a limit (far above what a run writes) every get/put holds the lock.
+    os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(16 * 2**30))
+    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+    jax.config.update("jax_compilation_cache_max_size", int(os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"]))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                      float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 jax.config.update("jax_enable_x64", True)
 
 SHARED = Path(os.environ.get("JAXCONTACT_SHARED", REPO.parent / "shared"))
