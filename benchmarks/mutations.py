@@ -187,9 +187,9 @@ MUTATIONS = (
              (f"{COLL}::test_separated_pairs_within_and_beyond_the_margin",
               f"{WPHYS}::test_speculative_contact_stops_a_fast_box_without_penetration")),
     # worlds: the speculative contacts' reach, the broad phase
-    Mutation("reach-without-speed", "worlds", "jaxcontact/worlds/pipeline.py",
-             "return jax.lax.stop_gradient(model.dt * (speed + abs(model.gravity) * model.dt) + 0.5 * scene.margin)",
-             "return jax.lax.stop_gradient(model.dt * (abs(model.gravity) * model.dt) + 0.5 * scene.margin)",
+    Mutation("reach-without-linear-speed", "worlds", "jaxcontact/worlds/pipeline.py",
+             "speed = jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r",
+             "speed = jnp.linalg.norm(state.omega, axis=-1) * r",
              (f"{WPHYS}::test_speculative_contact_stops_a_fast_box_without_penetration",)),
     Mutation("broad-phase-keeps-farthest", "worlds", "jaxcontact/worlds/pipeline.py",
              "neg, sel = jax.lax.top_k(pair_reach[ks] - gaps[ks], K + 1)",
