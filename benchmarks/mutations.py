@@ -34,6 +34,10 @@ RESULTS = REPO / "benchmarks" / "results"
 INV = "tests/test_invariants.py"
 PHYS = "tests/test_physics.py"
 GRAD = "tests/test_gradients.py"
+COLL = "tests/test_collision.py"
+WORLDS = "tests/test_worlds.py"
+WMAT = "tests/test_worlds_materials.py"
+WPHYS = "tests/test_worlds_physics.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +170,67 @@ MUTATIONS = (
     Mutation("energy-rotational-term", "energy", "jaxcontact/dynamics.py",
              "0.5 * state.omega @ body.inertia @ state.omega", "0.5 * state.omega @ state.omega",
              (f"{INV}::test_energy_by_hand",)),
+    # worlds: the narrow phase (a feature pair's normal and depth, the speculative margin)
+    Mutation("face-normal-of-b-unflipped", "worlds", "jaxcontact/collision.py",
+             "face_normal = jnp.where(use_b, -n, n)", "face_normal = jnp.where(use_b, n, n)",
+             (f"{COLL}::test_random_pairs_depth_against_brute_force_and_symmetry",)),
+    Mutation("face-depth-from-incident-face", "worlds", "jaxcontact/collision.py",
+             "c = _map(lambda x: jnp.sum(jnp.where(ref_ok, x, 0.0)) / ref_size.astype(dt), r)",
+             "c = _map(lambda x: jnp.sum(jnp.where(inc_ok, x, 0.0)) / inc_size.astype(dt), q)",
+             (f"{COLL}::test_face_face_stack_with_offset",)),
+    Mutation("edge-axis-towards-a", "worlds", "jaxcontact/collision.py",
+             "axis = jnp.where(jnp.dot(sg(axis), sg(p1) - centre_a) < 0, -axis, axis)",
+             "axis = jnp.where(jnp.dot(sg(axis), sg(p1) - centre_a) > 0, -axis, axis)",
+             (f"{COLL}::test_crossed_edges_one_point_at_the_closest_points",)),
+    Mutation("no-speculative-face-contacts", "worlds", "jaxcontact/collision.py",
+             "mask = mask & (sg(phi_c) <= margin)", "mask = mask & (sg(phi_c) <= 0.0)",
+             (f"{COLL}::test_separated_pairs_within_and_beyond_the_margin",
+              f"{WPHYS}::test_speculative_contact_stops_a_fast_box_without_penetration")),
+    # worlds: the speculative contacts' reach, the broad phase
+    Mutation("reach-without-linear-speed", "worlds", "jaxcontact/worlds/pipeline.py",
+             "speed = jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r",
+             "speed = jnp.linalg.norm(state.omega, axis=-1) * r",
+             (f"{WPHYS}::test_speculative_contact_stops_a_fast_box_without_penetration",)),
+    Mutation("broad-phase-keeps-farthest", "worlds", "jaxcontact/worlds/pipeline.py",
+             "neg, sel = jax.lax.top_k(pair_reach[ks] - gaps[ks], K + 1)",
+             "neg, sel = jax.lax.top_k(gaps[ks] - pair_reach[ks], K + 1)",
+             (f"{WPHYS}::test_broad_phase_keeps_the_closest_pair_and_flags_only_a_second_one_within_reach",)),
+    Mutation("broad-phase-capacity-off-by-one", "worlds", "jaxcontact/worlds/pipeline.py",
+             "capacity = capacity | (neg[K] >= 0)", "capacity = capacity | (neg[K - 1] >= 0)",
+             (f"{WPHYS}::test_broad_phase_keeps_the_closest_pair_and_flags_only_a_second_one_within_reach",)),
+    # worlds: the pair friction rule
+    Mutation("pair-friction-arithmetic-mean", "worlds", "jaxcontact/worlds/materials.py",
+             "return jnp.where(pos, jnp.sqrt(jnp.where(pos, prod, 1.0)), 0.0)", "return 0.5 * (mu_a + mu_b)",
+             (f"{WMAT}::test_mix_rule_and_default_path",)),
+    Mutation("pair-friction-own-mu-twice", "worlds", "jaxcontact/worlds/materials.py",
+             "friction[jnp.maximum(a, 0)][:, None]", "friction[b][:, None]",
+             (f"{WMAT}::test_mix_rule_and_default_path",)),
+    # worlds: the velocity-form sweep
+    Mutation("body-lcp-friction-bound", "worlds", "jaxcontact/solvers/body_lcp.py",
+             "bound = mu[k] * zc[0]", "bound = 0.5 * mu[k] * zc[0]",
+             (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
+    Mutation("body-lcp-normal-unprojected", "worlds", "jaxcontact/solvers/body_lcp.py",
+             "zk = jnp.maximum(zk, 0.0)", "zk = zk",
+             (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
+    # worlds: soft resting rows, stiff impact islands
+    Mutation("soft-and-stiff-swapped", "worlds", "jaxcontact/worlds/pipeline.py",
+             "return jnp.where(stiff, 0.0, softness)", "return jnp.where(stiff, softness, 0.0)",
+             (f"{WORLDS}::test_newtons_cradle_one_impact_at_a_time_and_simultaneous",)),
+    Mutation("stiff-island-one-hop", "worlds", "jaxcontact/worlds/pipeline.py",
+             "hit = jax.lax.fori_loop(0, max(num_bodies - 1, 0), hop, hit)",
+             "hit = jax.lax.fori_loop(0, min(num_bodies - 1, 1), hop, hit)",
+             (f"{WORLDS}::test_newtons_cradle_one_impact_at_a_time_and_simultaneous",)),
+    # worlds: the joints' Baumgarte stabilisation
+    Mutation("joint-baumgarte-sign", "worlds", "jaxcontact/worlds/joints.py",
+             "target = -(joints.baumgarte / model.dt) * err", "target = (joints.baumgarte / model.dt) * err",
+             (f"{WPHYS}::test_joint_drift_decays_by_one_minus_beta_per_step",)),
+    Mutation("joint-baumgarte-times-dt", "worlds", "jaxcontact/worlds/joints.py",
+             "target = -(joints.baumgarte / model.dt) * err", "target = -(joints.baumgarte * model.dt) * err",
+             (f"{WPHYS}::test_joint_drift_decays_by_one_minus_beta_per_step",)),
+    Mutation("joint-axis-error-sign", "worlds", "jaxcontact/worlds/joints.py",
+             "err = jnp.concatenate([xc - xp, U @ jnp.cross(ap, ac)])",
+             "err = jnp.concatenate([xc - xp, U @ jnp.cross(ac, ap)])",
+             (f"{WPHYS}::test_joint_drift_decays_by_one_minus_beta_per_step",)),
 )
 
 
