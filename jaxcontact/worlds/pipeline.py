@@ -55,7 +55,7 @@ from ..validation import (
 )
 from .materials import contact_friction
 from . import joints as world_joints
-from .scene import Scene
+from .scene import Scene, check_body
 
 
 @struct.dataclass
@@ -419,6 +419,7 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     validated (``validate``) and the law checked; inside a user's ``jit``/``vmap``/``grad`` it
     traces straight through and reports through ``WorldInfo.flags``."""
     check_law(model, scene)
+    check_shapes(scene, params, state, control, concrete=is_concrete(params.body))
     if is_concrete((params, state, control)):
         validate(scene, params, state, control)
         return _step_jit(model, scene, params, state, control)
@@ -478,6 +479,7 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     check_law(model, scene)
+    check_shapes(scene, params, state, controls, n_steps=n_steps, concrete=is_concrete(params.body))
     if not is_concrete((params, state, controls)):
         return _rollout(model, scene, params, state, controls, n_steps, output)
     validate(scene, params, state, controls, control_steps=True)
@@ -503,7 +505,10 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     parameters; controls (W, n_steps, N, 6) or None. Eagerly it warns as ``rollout`` does, with
     how many worlds (``NonFiniteWarning`` counts bodies)."""
     n_steps = check_steps(n_steps)
+    if output not in ("trajectory", "final"):
+        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     check_law(model, scene)
+    check_shapes(scene, params, states, controls, n_steps=n_steps, batched=True, concrete=is_concrete(params.body))
     check = is_concrete((params, states, controls))
     if check:
         validate_batch(scene, params, states, controls)
@@ -514,6 +519,39 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     if check:
         _warn(out, output, batched=True)
     return out
+
+
+def check_shapes(scene: Scene, params: Params, state: State, control=None, n_steps: int | None = None,
+                 batched: bool = False, concrete: bool = True) -> None:
+    """Static checks, the same eagerly and inside ``jit``/``vmap``/``grad`` (shapes are static):
+    ``params.body`` is what ``scene`` was built from (``scene.check_body``; its vertices compared
+    only when ``concrete``), the state has the scene's N bodies, and the controls are (N, 6) for a
+    step, (n_steps, N, 6) for a rollout (one row per step), with a leading W for a batch."""
+    if not isinstance(params, Params):
+        raise ValueError(f"params: expected a jaxcontact Params, got {type(params).__name__}")
+    if not isinstance(state, State):
+        raise ValueError(f"state: a world needs a State with a leading body axis, got {type(state).__name__}")
+    N = scene.num_bodies
+    check_body(scene, params.body, concrete)
+    lead = np.shape(state.pos)[:1] if batched else ()
+    for name in ("pos", "quat", "vel", "omega"):
+        shape = np.shape(getattr(state, name))
+        if len(shape) != len(lead) + 2 or shape[len(lead)] != N:
+            want = ("W, " if batched else "") + f"{N}, {4 if name == 'quat' else 3}"
+            raise ValueError(f"state.{name}: the scene has {N} bodies, so expected shape ({want}) (one row per body), "
+                             f"got {shape}")
+    if control is None:
+        return
+    if n_steps is None:
+        want = (N, 6)
+    else:
+        want = (*lead, n_steps, N, 6)
+    shape = tuple(np.shape(control))
+    if shape != want:
+        what = "one row of (N, 6) per step" if n_steps is not None else "(N, 6): a force and a torque per body"
+        raise ValueError(f"controls: expected shape {want} ({what}), got {shape}"
+                         + (f"; n_steps = {n_steps} needs {n_steps} rows" if n_steps is not None
+                            and len(shape) == len(want) and shape[len(lead) + 1:] == (N, 6) else ""))
 
 
 def validate_batch(scene: Scene, params: Params, states: State, controls=None) -> None:
@@ -558,5 +596,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy",
-           "ground_contacts", "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows",
+           "check_shapes", "ground_contacts", "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows",
            "soften", "solve_contacts", "step", "step_with_info", "validate", "validate_batch"]
