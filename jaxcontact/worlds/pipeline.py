@@ -32,7 +32,9 @@ to the relative normal velocity of the contact's two bodies.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -474,7 +476,13 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     or with ``output="final"`` ``(final state, Summary)`` (the steps' flags, as a single body's
     ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None. Concrete
     inputs are validated and an eager rollout warns when it ends non-finite or its contact solve
-    failed (``NonFiniteWarning``, ``SolverWarning``)."""
+    failed (``NonFiniteWarning``, ``SolverWarning``), and when it starts with two bodies inside each
+    other deeper than ``Model.penetration_tol`` (``PenetrationWarning``: the pair, the depth, the
+    time to separate at ``max_correction_speed``; ``warn_overlaps``).
+
+    Static checks (``check_shapes``), eagerly and inside ``jit``/``vmap``/``grad``: the scene's
+    bodies (count, padded vertex count; their hulls too when concrete: ``scene.check_body``), the
+    state's N, controls of shape (n_steps, N, 6)."""
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
@@ -484,11 +492,56 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
         return _rollout(model, scene, params, state, controls, n_steps, output)
     validate(scene, params, state, controls, control_steps=True)
     out = _rollout(model, scene, params, state, controls, n_steps, output)
+    if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
+        warn_overlaps(model, scene, params, state, batched=False)
     _warn(out, output, batched=False)
     return out
 
 
 _HINT = "jaxcontact.diagnostics.report of the rollout's infos (or of its Summary with output='final') names the steps"
+
+
+@functools.partial(jax.jit, static_argnames=("model", "scene"))
+def start_overlaps(model, scene: Scene, params: Params, state: State):
+    """(P,) how deep (m, 0 if apart) the two bodies of every pair of the scene overlap at ``state``
+    (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
+    every = dataclasses.replace(scene, max_pairs=None)
+    _, phi, valid, *_ = pair_contacts(model, every, params, state)
+    return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
+
+
+def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: bool, stacklevel: int = 4) -> None:
+    """Warn (``PenetrationWarning``) when concrete start states put a pair of bodies inside each
+    other deeper than one step of ``Model.max_correction_speed`` corrects (``penetration_tol``):
+    the pair, how deep, and how long separating takes at the capped speed (pairs are pushed apart
+    at no more than ``max_correction_speed``, not projected out as the ground is)."""
+    if not scene.pairs or model.max_correction_speed is None:
+        return
+    depth = np.asarray(jax.vmap(lambda s: start_overlaps(model, scene, params, s))(states) if batched
+                       else start_overlaps(model, scene, params, states)[None])
+    deep = depth > model.penetration_tol
+    if not deep.any():
+        return
+    w, k = np.unravel_index(np.argmax(depth), depth.shape)
+    a, b = scene.pairs[k]
+    d, v = float(depth[w, k]), model.max_correction_speed
+    who = (f"{int(deep.any(axis=1).sum())} of {depth.shape[0]} worlds start" if batched else "the world starts")
+    where = f" (world {w})" if batched else ""
+    warnings.warn(
+        f"{who} with bodies inside each other: {int(deep.sum())} pair(s) deeper than Model.max_correction_speed·dt = "
+        f"{model.penetration_tol:.3g} m, the deepest bodies ({a}, {b}){where} by {d:.3g} m; pairs are pushed apart at "
+        f"no more than max_correction_speed = {v:.3g} m/s (not projected out as the ground is), so separating takes "
+        f"about {d / v:.3g} s ({round(d / (v * model.dt))} steps)",
+        dynamics.PenetrationWarning, stacklevel=stacklevel)
+
+
+def _penetrated_at_start(out, output: str) -> bool:
+    """Any world flagged PENETRATION on its first step (the ground or a pair)."""
+    if output == "final":
+        first = np.asarray(out[1].first_step)[..., list(Flags).index(Flags.PENETRATION)]
+        return bool(np.any(first == 0))
+    flags = np.asarray(out[1].flags)
+    return flags.shape[-1] > 0 and bool(np.any(flags[..., 0] & int(Flags.PENETRATION)))
 
 
 def _warn(out, output: str, batched: bool) -> None:
@@ -517,6 +570,8 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     else:
         out = jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
     if check:
+        if _penetrated_at_start(out, output):
+            warn_overlaps(model, scene, params, states, batched=True)
         _warn(out, output, batched=True)
     return out
 
@@ -597,4 +652,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 __all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy",
            "check_shapes", "ground_contacts", "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows",
-           "soften", "solve_contacts", "step", "step_with_info", "validate", "validate_batch"]
+           "soften", "solve_contacts", "start_overlaps", "step", "step_with_info", "validate", "validate_batch",
+           "warn_overlaps"]
