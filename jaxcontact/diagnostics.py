@@ -94,7 +94,11 @@ def report(x, dt: float | None = None) -> str:
         when = f"step {r['first_step']}" + (f", t = {(r['first_step'] + 1) * dt:.4g} s" if dt else "")
         ids = ", ".join(map(str, r["body_ids"])) + (", …" if r["bodies"] > len(r["body_ids"]) else "")
         verb = "went" if f == Flags.NONFINITE else "had"
-        what = FLAG_NAMES[f] + (f" — {'; '.join(r['fields'])}" if "fields" in r else "")
+        name = FLAG_NAMES[f]
+        if f == Flags.PENETRATION and unit == "worlds":  # pairs are not projected out
+            name = ("deep penetration (ground: projected out; body pairs: pushed apart at no more than "
+                    "Model.max_correction_speed)")
+        what = name + (f" — {'; '.join(r['fields'])}" if "fields" in r else "")
         lines.append(f"{r['bodies']} of {r['of']} {unit} {verb} {what} (first at {when}; {unit} {ids})")
     return "\n".join(lines)
 

@@ -113,6 +113,8 @@ def first_solver_step(out, output: str):
     if output == "final":
         return np.asarray(out[1].first_step)[..., list(Flags).index(Flags.SOLVER)]
     bad = (np.asarray(out[1].flags) & int(Flags.SOLVER)) != 0
+    if bad.shape[-1] == 0:  # a rollout of 0 steps: no step, no failure
+        return np.full(bad.shape[:-1], -1)
     return np.where(bad.any(axis=-1), np.argmax(bad, axis=-1), -1)
 
 

@@ -72,6 +72,9 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
 
 SCENES = ("stack", "pyramid", "heap", "cradle")
 
+# the throws' settings when an option is not given (a scene has its own: ``worlds.scenes``)
+THROW_DEFAULTS = {"shape": "box", "throws": 100, "mu": 0.18, "restitution": 0.0, "dt": 0.002}
+
 
 def parse_scene(spec: str):
     """``NAME:N`` (stack:10, pyramid:4, heap:16, cradle:5) → (name, N); refused by name otherwise."""
@@ -88,11 +91,15 @@ def parse_scene(spec: str):
     return name, n
 
 
-def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 100, progress: bool = True):
+def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 100, progress: bool = True,
+                   mu: float | None = None, restitution: float | None = None, dt: float | None = None):
     """A world (``worlds.scenes``) for ``steps`` steps of the default world law, in chunks of
     ``chunk`` steps for the progress bar (each chunk starts its solver's warm start from zero);
-    returns (scene, model, states (steps + 1, N, 13), flags per step)."""
+    mu, restitution, dt: the law's μ (every contact), ε and the time step (s), None: the scene's
+    own (``worlds.scenes``; dt 0.002 s); returns (scene, model, params, states (steps + 1, N, 13), flags
+    per step)."""
     import jax
+    import jax.numpy as jnp
     from tqdm.auto import tqdm
 
     from . import worlds
@@ -101,7 +108,13 @@ def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 10
     builders = {"stack": scenes.stack, "pyramid": scenes.pyramid, "cradle": scenes.cradle,
                 "heap": lambda k: scenes.heap(k, key=jax.random.PRNGKey(seed))}
     scene, params, state = builders[name](n)
-    model = worlds.model()
+    law = params.law
+    if mu is not None:
+        law = law.replace(mu=jnp.full_like(law.mu, mu))
+    if restitution is not None:
+        law = law.replace(restitution=jnp.full_like(law.restitution, restitution))
+    params = params.replace(law=law)
+    model = worlds.model() if dt is None else worlds.model(dt=dt)
     out, flags = [np.asarray(state.to_array())[None]], []
     done = 0
     with tqdm(total=steps, desc=f"simulate {name}:{n}", unit="step", disable=not progress) as bar:
@@ -113,7 +126,7 @@ def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 10
             state = jax.tree_util.tree_map(lambda x: x[-1], traj)
             done += k
             bar.update(k)
-    return scene, model, np.concatenate(out), np.concatenate(flags)
+    return scene, model, params, np.concatenate(out), np.concatenate(flags)
 
 
 def plot_scene(states: np.ndarray, dt: float, path: str, title: str):
@@ -144,17 +157,24 @@ def run_scene(args: argparse.Namespace) -> int:
     from .types import Flags
 
     name, n = args.scene
+    if args.shape not in (None, "box"):
+        raise ValueError(f"--shape {args.shape}: a --scene is a world of 0.1 m boxes; drop --shape (or simulate "
+                         "throws without --scene)")
+    if args.throws is not None:
+        raise ValueError("--throws: a --scene is one world, not random throws; drop --throws")
     bodies = n * (n + 1) // 2 if name == "pyramid" else n
     itemsize = 8 if jax.config.jax_enable_x64 else 4
     check_memory(2 * (args.steps + 1) * bodies * 13 * itemsize,
                  f"simulate --scene {name}:{n} --steps {args.steps}", "use fewer --steps")
     t0 = time.perf_counter()
-    scene, model, states, flags = simulate_scene(name, n, args.steps, args.seed, progress=not args.no_progress)
+    scene, model, params, states, flags = simulate_scene(name, n, args.steps, args.seed, progress=not args.no_progress,
+                                                 mu=args.mu, restitution=args.restitution, dt=args.dt)
     elapsed = time.perf_counter() - t0
     out = Path(args.out)
     np.savez_compressed(out, states=states, layout=np.array("steps x bodies x (pos3,quat_wxyz4,vel3_world,omega3_body)"),
                         scene=np.array(f"{name}:{n}"), dt=np.array(model.dt), sample_period=np.array(model.dt),
                         engine_dt=np.array(model.dt), gravity=np.array(model.gravity), flags=flags,
+                        mu=np.asarray(params.law.mu), restitution=np.asarray(params.law.restitution),
                         seed=np.array(args.seed))
     bad = {f.name: int(np.sum((flags & int(f)) != 0)) for f in Flags if np.any(flags & int(f))}
     nan = int(np.isnan(states).sum())
@@ -219,6 +239,10 @@ def run(args: argparse.Namespace) -> int:
         return run_scene(args)
     from .cliargs import optional_outputs
 
+    for k, v in THROW_DEFAULTS.items():  # the options left out: the throws' defaults
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+
     # everything cheap first: the output paths were checked while parsing, the memory now
     check_memory_for(args.throws, args.steps, args.shape, 8 if jax.config.jax_enable_x64 else 4)
     t0 = time.perf_counter()
@@ -261,16 +285,22 @@ def register(sub) -> None:
 
     p = sub.add_parser("simulate", help="simulate random throws and save them to .npz",
                        description="Random throws under the Coulomb LCP law, saved to .npz (SI units: m, s, kg).")
-    p.add_argument("--shape", choices=SHAPES, default="box",
+    p.add_argument("--shape", choices=SHAPES, default=None,
                    help="body: box (0.1 m, 0.37 kg), pentagon (prism 0.06 m radius x 0.1 m), box2d (planar "
-                        "0.1 m), link (0.2 x 0.05 x 0.05 m, 0.185 kg)")
-    p.add_argument("--throws", type=positive_int, default=100, help="number of random throws (throws)")
+                        "0.1 m), link (0.2 x 0.05 x 0.05 m, 0.185 kg) (default: box; a --scene is of boxes: "
+                        "another shape is refused)")
+    p.add_argument("--throws", type=positive_int, default=None,
+                   help="number of random throws (throws; default: 100; refused with --scene)")
     p.add_argument("--steps", type=positive_int, default=800, help="time steps per throw (steps of --dt)")
     p.add_argument("--seed", type=seed, default=0, help="random seed of the initial states (integer)")
-    p.add_argument("--mu", type=nonnegative_float, default=0.18, help="Coulomb friction coefficient (dimensionless)")
-    p.add_argument("--restitution", type=unit_interval, default=0.0,
-                   help="Newton restitution coefficient, in [0, 1] (dimensionless)")
-    p.add_argument("--dt", type=positive_float, default=0.002, help="time step (s)")
+    p.add_argument("--mu", type=nonnegative_float, default=None,
+                   help=f"Coulomb friction coefficient (dimensionless; default: {THROW_DEFAULTS['mu']} for throws, "
+                        "the scene's own with --scene: 0.5, the cradle's ground 0)")
+    p.add_argument("--restitution", type=unit_interval, default=None,
+                   help="Newton restitution coefficient, in [0, 1] (dimensionless; default: "
+                        f"{THROW_DEFAULTS['restitution']} for throws, the scene's own with --scene: 0, the cradle's 1)")
+    p.add_argument("--dt", type=positive_float, default=None,
+                   help=f"time step (s; default: {THROW_DEFAULTS['dt']}, throws and scenes)")
     p.add_argument("--out", type=output_npz, required=True,
                    help="output .npz file ('.npz' is appended if missing; required)")
     p.add_argument("--plot", type=output_figure, default=None,

@@ -41,7 +41,8 @@ class Flags(IntFlag):
     non-unit state, non-positive mass or inertia, negative friction, restitution outside [0, 1], …).
     NONFINITE: the step produced a non-finite state or impulse.
     PENETRATION: the start state penetrated deeper than one step of ``Model.max_correction_speed``
-    corrects; it was projected out along the ground normal (no momentum added).
+    corrects; in the ground it was projected out along the ground normal (no momentum added); a
+    world's pair of bodies inside each other is pushed apart at no more than that speed.
     SOLVER: the contact solver used all its iterations without reaching its tolerance, or its
     residual is non-finite or above ``dynamics.SOLVER_RESIDUAL_LIMIT`` (0.1 m/s; precision lost).
     CAPACITY: (worlds) more body–body pairs were within reach of each other than the broad phase

@@ -25,6 +25,12 @@ import numpy as np
 from .types import Body, Ground, Params, PlanarState, State
 
 QUAT_TOL = 1e-3
+INERTIA_TOL = 1e-5
+"""Relative slack of the inertia's triangle inequality (each principal moment at most the sum of
+the other two, times 1 + INERTIA_TOL: a flat plate sits exactly on it)."""
+COM_TOL = 1e-3
+"""How far (relative to the body's size, its farthest vertex) the centre of mass (the body's
+origin) may lie outside the hull of its vertices before it is refused / flagged."""
 
 
 def is_concrete(tree) -> bool:
@@ -172,6 +178,11 @@ def validate_body(body: Body, batched: bool = False) -> None:
             raise ValueError("body.inertia: must be symmetric")
         if np.any(np.linalg.eigvalsh(I) <= 0):
             raise ValueError("body.inertia: must be positive definite (all principal moments > 0)")
+        lam = np.linalg.eigvalsh(I)
+        if np.any(lam[:, -1] > (lam[:, 0] + lam[:, 1]) * (1 + INERTIA_TOL)):
+            k = int(np.argmax(lam[:, -1] - lam[:, 0] - lam[:, 1]))
+            raise ValueError(f"body.inertia: physically impossible (principal moments {np.round(lam[k], 9).tolist()}: "
+                             "the largest exceeds the sum of the other two, which no mass distribution gives)")
     else:
         _shape(inertia, (), "body.inertia", batched)
         if np.any(inertia <= 0):
@@ -182,12 +193,32 @@ def validate_body(body: Body, batched: bool = False) -> None:
         _finite(mu, "body.friction")
         if np.any(mu < 0):
             raise ValueError(f"body.friction: friction coefficients must be >= 0, got {mu}")
-    for vb, mb in zip(v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])):
+    vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
+    # each distinct (vertices, mask) once: a batch of one shape costs one hull
+    _, first = np.unique(np.concatenate([vs.reshape(len(vs), -1), ms], axis=1), axis=0, return_index=True)
+    for vb, mb in zip(vs[np.sort(first)], ms[np.sort(first)]):
         pts = vb[mb > 0]
         if len(pts) < d + 1 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < d:
             raise ValueError(
                 f"body.vertices: degenerate hull (the {len(pts)} unmasked vertices do not span {d}D)"
             )
+        out = com_outside(pts)
+        if out > COM_TOL * np.max(np.linalg.norm(pts, axis=1)):
+            raise ValueError(f"body.vertices: the centre of mass (the body's origin, 0) lies {out:.3g} m outside the "
+                             "hull of the vertices; give vertices relative to the centre of mass "
+                             "(shapes.convex_hull does)")
+
+
+def com_outside(points) -> float:
+    """How far (m) the origin lies outside the convex hull of ``points`` (P, d) (0 inside); eager
+    (scipy's hull)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        eq = ConvexHull(np.asarray(points, np.float64)).equations  # n·x + c <= 0 inside
+    except QhullError:
+        return 0.0  # degenerate: refused by the rank check
+    return max(float(np.max(eq[:, -1])), 0.0)
 
 
 def validate_ground(ground: Ground, dim: int) -> None:
@@ -310,6 +341,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("params.law.restitution", "must lie in [0, 1]"),
     ("control", "contains NaN or infinite values"),
     ("body.friction", "must be finite and >= 0"),
+    ("body.inertia", "physically impossible: a principal moment exceeds the sum of the other two"),
+    ("body.vertices", "the centre of mass (the origin) lies outside the hull of the vertices"),
 )
 
 
@@ -341,10 +374,15 @@ def broken_rules(params: Params, state, control=None) -> jnp.ndarray:
     add(6, ~(jnp.isfinite(body.mass) & (body.mass > 0)))
     I = body.inertia
     if jnp.ndim(I) == 2:
-        # positive definite: the Cholesky factor of the symmetric part exists (no NaN)
+        # positive definite: the Cholesky factor of the symmetric part exists (no NaN); and, in the
+        # same call, the second moment tr(I)/2·E − I positive semidefinite (with INERTIA_TOL of
+        # slack): every principal moment at most the sum of the other two (the triangle inequality)
         asym = jnp.max(jnp.abs(I - I.T)) > 1e-9 * jnp.maximum(1.0, jnp.max(jnp.abs(I)))
-        chol = jnp.linalg.cholesky(0.5 * (I + I.T))
-        add(7, _bad_nonfinite(I) | asym | _bad_nonfinite(chol))
+        S = 0.5 * (I + I.T)
+        second = (0.5 + INERTIA_TOL) * jnp.trace(S) * jnp.eye(3, dtype=S.dtype) - S
+        chol = jnp.linalg.cholesky(jnp.stack([S, second]))
+        add(7, _bad_nonfinite(I) | asym | _bad_nonfinite(chol[0]))
+        add(16, ~_bad_nonfinite(chol[0]) & _bad_nonfinite(chol[1]))
     else:
         add(7, ~(jnp.isfinite(I) & (I > 0)))
     add(8, _bad_nonfinite(body.vertices))
@@ -365,7 +403,24 @@ def broken_rules(params: Params, state, control=None) -> jnp.ndarray:
     friction = getattr(body, "friction", None)
     if friction is not None:
         add(15, ~jnp.all(jnp.isfinite(friction) & (jnp.asarray(friction) >= 0)))
+    add(17, com_outside_traced(body) > COM_TOL)
     return bits
+
+
+def com_outside_traced(body: Body) -> jnp.ndarray:
+    """A lower bound of how far the origin lies outside the hull of the body's valid vertices,
+    relative to its size; traceable. Over a fixed set of directions d (the axes, minus the
+    vertices' mean, minus each vertex) the origin is outside by at least −max_v d·v; exact when
+    one of them separates (it always does by a clear margin for a centre of mass 0.2 m out of a
+    0.1 m box), 0 where none does. Never positive for an origin inside the hull."""
+    v, valid = body.vertices, body.vertex_mask > 0
+    d = v.shape[-1]
+    size = jnp.max(jnp.where(valid, jnp.linalg.norm(v, axis=-1), 0.0))
+    mean = jnp.sum(jnp.where(valid[:, None], v, 0.0), 0) / jnp.maximum(jnp.sum(valid), 1)
+    dirs = jnp.concatenate([jnp.eye(d, dtype=v.dtype), -jnp.eye(d, dtype=v.dtype), -mean[None], -v])
+    dirs = dirs / jnp.maximum(jnp.linalg.norm(dirs, axis=-1, keepdims=True), 1e-30)
+    support = jnp.max(jnp.where(valid[None], dirs @ v.T, -jnp.inf), axis=-1)  # max_v d·v per direction
+    return jax.lax.stop_gradient(jnp.maximum(-jnp.min(support), 0.0) / jnp.maximum(size, 1e-30))
 
 
 class CheckError(ValueError):

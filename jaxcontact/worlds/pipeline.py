@@ -32,7 +32,9 @@ to the relative normal velocity of the contact's two bodies.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -55,7 +57,7 @@ from ..validation import (
 )
 from .materials import contact_friction
 from . import joints as world_joints
-from .scene import Scene
+from .scene import Scene, check_body
 
 
 @struct.dataclass
@@ -419,6 +421,7 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     validated (``validate``) and the law checked; inside a user's ``jit``/``vmap``/``grad`` it
     traces straight through and reports through ``WorldInfo.flags``."""
     check_law(model, scene)
+    check_shapes(scene, params, state, control, concrete=is_concrete(params.body))
     if is_concrete((params, state, control)):
         validate(scene, params, state, control)
         return _step_jit(model, scene, params, state, control)
@@ -473,20 +476,72 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     or with ``output="final"`` ``(final state, Summary)`` (the steps' flags, as a single body's
     ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None. Concrete
     inputs are validated and an eager rollout warns when it ends non-finite or its contact solve
-    failed (``NonFiniteWarning``, ``SolverWarning``)."""
+    failed (``NonFiniteWarning``, ``SolverWarning``), and when it starts with two bodies inside each
+    other deeper than ``Model.penetration_tol`` (``PenetrationWarning``: the pair, the depth, the
+    time to separate at ``max_correction_speed``; ``warn_overlaps``).
+
+    Static checks (``check_shapes``), eagerly and inside ``jit``/``vmap``/``grad``: the scene's
+    bodies (count, padded vertex count; their hulls too when concrete: ``scene.check_body``), the
+    state's N, controls of shape (n_steps, N, 6)."""
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     check_law(model, scene)
+    check_shapes(scene, params, state, controls, n_steps=n_steps, concrete=is_concrete(params.body))
     if not is_concrete((params, state, controls)):
         return _rollout(model, scene, params, state, controls, n_steps, output)
     validate(scene, params, state, controls, control_steps=True)
     out = _rollout(model, scene, params, state, controls, n_steps, output)
+    if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
+        warn_overlaps(model, scene, params, state, batched=False)
     _warn(out, output, batched=False)
     return out
 
 
 _HINT = "jaxcontact.diagnostics.report of the rollout's infos (or of its Summary with output='final') names the steps"
+
+
+@functools.partial(jax.jit, static_argnames=("model", "scene"))
+def start_overlaps(model, scene: Scene, params: Params, state: State):
+    """(P,) how deep (m, 0 if apart) the two bodies of every pair of the scene overlap at ``state``
+    (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
+    every = dataclasses.replace(scene, max_pairs=None)
+    _, phi, valid, *_ = pair_contacts(model, every, params, state)
+    return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
+
+
+def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: bool, stacklevel: int = 4) -> None:
+    """Warn (``PenetrationWarning``) when concrete start states put a pair of bodies inside each
+    other deeper than one step of ``Model.max_correction_speed`` corrects (``penetration_tol``):
+    the pair, how deep, and how long separating takes at the capped speed (pairs are pushed apart
+    at no more than ``max_correction_speed``, not projected out as the ground is)."""
+    if not scene.pairs or model.max_correction_speed is None:
+        return
+    depth = np.asarray(jax.vmap(lambda s: start_overlaps(model, scene, params, s))(states) if batched
+                       else start_overlaps(model, scene, params, states)[None])
+    deep = depth > model.penetration_tol
+    if not deep.any():
+        return
+    w, k = np.unravel_index(np.argmax(depth), depth.shape)
+    a, b = scene.pairs[k]
+    d, v = float(depth[w, k]), model.max_correction_speed
+    who = (f"{int(deep.any(axis=1).sum())} of {depth.shape[0]} worlds start" if batched else "the world starts")
+    where = f" (world {w})" if batched else ""
+    warnings.warn(
+        f"{who} with bodies inside each other: {int(deep.sum())} pair(s) deeper than Model.max_correction_speed·dt = "
+        f"{model.penetration_tol:.3g} m, the deepest bodies ({a}, {b}){where} by {d:.3g} m; pairs are pushed apart at "
+        f"no more than max_correction_speed = {v:.3g} m/s (not projected out as the ground is), so separating takes "
+        f"about {d / v:.3g} s ({round(d / (v * model.dt))} steps)",
+        dynamics.PenetrationWarning, stacklevel=stacklevel)
+
+
+def _penetrated_at_start(out, output: str) -> bool:
+    """Any world flagged PENETRATION on its first step (the ground or a pair)."""
+    if output == "final":
+        first = np.asarray(out[1].first_step)[..., list(Flags).index(Flags.PENETRATION)]
+        return bool(np.any(first == 0))
+    flags = np.asarray(out[1].flags)
+    return flags.shape[-1] > 0 and bool(np.any(flags[..., 0] & int(Flags.PENETRATION)))
 
 
 def _warn(out, output: str, batched: bool) -> None:
@@ -503,7 +558,10 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     parameters; controls (W, n_steps, N, 6) or None. Eagerly it warns as ``rollout`` does, with
     how many worlds (``NonFiniteWarning`` counts bodies)."""
     n_steps = check_steps(n_steps)
+    if output not in ("trajectory", "final"):
+        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     check_law(model, scene)
+    check_shapes(scene, params, states, controls, n_steps=n_steps, batched=True, concrete=is_concrete(params.body))
     check = is_concrete((params, states, controls))
     if check:
         validate_batch(scene, params, states, controls)
@@ -512,8 +570,43 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     else:
         out = jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
     if check:
+        if _penetrated_at_start(out, output):
+            warn_overlaps(model, scene, params, states, batched=True)
         _warn(out, output, batched=True)
     return out
+
+
+def check_shapes(scene: Scene, params: Params, state: State, control=None, n_steps: int | None = None,
+                 batched: bool = False, concrete: bool = True) -> None:
+    """Static checks, the same eagerly and inside ``jit``/``vmap``/``grad`` (shapes are static):
+    ``params.body`` is what ``scene`` was built from (``scene.check_body``; its vertices compared
+    only when ``concrete``), the state has the scene's N bodies, and the controls are (N, 6) for a
+    step, (n_steps, N, 6) for a rollout (one row per step), with a leading W for a batch."""
+    if not isinstance(params, Params):
+        raise ValueError(f"params: expected a jaxcontact Params, got {type(params).__name__}")
+    if not isinstance(state, State):
+        raise ValueError(f"state: a world needs a State with a leading body axis, got {type(state).__name__}")
+    N = scene.num_bodies
+    check_body(scene, params.body, concrete)
+    lead = np.shape(state.pos)[:1] if batched else ()
+    for name in ("pos", "quat", "vel", "omega"):
+        shape = np.shape(getattr(state, name))
+        if len(shape) != len(lead) + 2 or shape[len(lead)] != N:
+            want = ("W, " if batched else "") + f"{N}, {4 if name == 'quat' else 3}"
+            raise ValueError(f"state.{name}: the scene has {N} bodies, so expected shape ({want}) (one row per body), "
+                             f"got {shape}")
+    if control is None:
+        return
+    if n_steps is None:
+        want = (N, 6)
+    else:
+        want = (*lead, n_steps, N, 6)
+    shape = tuple(np.shape(control))
+    if shape != want:
+        what = "one row of (N, 6) per step" if n_steps is not None else "(N, 6): a force and a torque per body"
+        raise ValueError(f"controls: expected shape {want} ({what}), got {shape}"
+                         + (f"; n_steps = {n_steps} needs {n_steps} rows" if n_steps is not None
+                            and len(shape) == len(want) and shape[len(lead) + 1:] == (N, 6) else ""))
 
 
 def validate_batch(scene: Scene, params: Params, states: State, controls=None) -> None:
@@ -558,5 +651,6 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy",
-           "ground_contacts", "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows",
-           "soften", "solve_contacts", "step", "step_with_info", "validate", "validate_batch"]
+           "check_shapes", "ground_contacts", "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows",
+           "soften", "solve_contacts", "start_overlaps", "step", "step_with_info", "validate", "validate_batch",
+           "warn_overlaps"]

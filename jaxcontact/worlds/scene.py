@@ -47,6 +47,9 @@ class Scene:
     joints: None, or the world's revolute ``joints.Joints`` (their anchors and axes are traced, in
     ``joints.JointedParams``); a jointed body keeps every ground candidate (no reach filter: its
     joints can move it faster than its own velocity says).
+    vertex_counts: each body's number of valid (unmasked) vertices when the scene was built
+    (``make_scene`` fills it; None for a hand-built scene: not checked). With ``topologies``
+    it is what the scene was built from: ``check_body`` refuses other bodies by name.
     """
 
     topologies: tuple
@@ -58,11 +61,14 @@ class Scene:
     softness: float = 1e-2
     max_pairs: int | None = None
     joints: Joints | None = None
+    vertex_counts: tuple | None = None
 
     def __post_init__(self):
         n = len(self.topologies)
         if n < 1:
             raise ValueError("Scene: a world needs at least one body")
+        if self.vertex_counts is not None and len(self.vertex_counts) != n:
+            raise ValueError(f"Scene.vertex_counts: expected one count per body ({n}), got {len(self.vertex_counts)}")
         for a, b in self.pairs:
             if not (0 <= a < b < n):
                 raise ValueError(f"Scene.pairs: ({a}, {b}) is not a pair of distinct bodies a < b of 0..{n - 1}")
@@ -168,9 +174,60 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
         pairs = list(itertools.combinations(range(n), 2))
     drop = {tuple(sorted(p)) for p in exclude} | (set() if joints is None else joints.body_pairs())
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
+    counts = tuple(int(c) for c in np.sum(np.asarray(stacked.vertex_mask) > 0, axis=-1))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
-                 max_pairs=max_pairs, joints=joints), stacked
+                 max_pairs=max_pairs, joints=joints, vertex_counts=counts), stacked
 
 
-__all__ = ["Scene", "make_scene", "stack_bodies"]
+def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
+    """Refuse, by name, stacked bodies other than those ``scene`` was built from.
+
+    Static (in any tracing context, inside ``jit``/``vmap``/``grad`` too): the number of bodies
+    (``body.mass`` (N,), ``body.vertices`` (N, K, 3)) and the padded vertex count K each body's hull
+    topology indexes. Concrete bodies only (eager calls): each body's number of valid vertices
+    (``Scene.vertex_counts``), and for each body in a pair its hull topology: the scene's faces must
+    be faces of the body's hull (every valid vertex on or inside each face's plane, the face's own
+    vertices on it, within 1e-4 of the body's size) and its valid vertices the scene's, so that a
+    box's scene refuses a prism of the same vertex count in another vertex order. Traced vertices
+    cannot be compared: under ``jit`` only the static counts are checked."""
+    N = scene.num_bodies
+    shape = np.shape(body.vertices)
+    if np.shape(body.mass) != (N,) or len(shape) != 3 or shape[0] != N:
+        raise ValueError(f"params.body: the scene was built for {N} bodies, got body.mass of shape "
+                         f"{np.shape(body.mass)} and body.vertices of shape {shape} (stack {N} bodies, "
+                         "as make_scene returns them)")
+    K = shape[1]
+    for i, topo in enumerate(scene.topologies):
+        if topo is not None and topo.num_vertices != K:
+            raise ValueError(f"params.body.vertices: body {i}'s hull was built from {topo.num_vertices} (padded) "
+                             f"vertices, got {K}; use the bodies the scene was made from (make_scene)")
+    if not concrete:
+        return
+    mask = np.asarray(body.vertex_mask) > 0
+    counts = mask.sum(axis=-1)
+    verts = np.asarray(body.vertices, dtype=np.float64)
+    for i in range(N):
+        if scene.vertex_counts is not None and counts[i] != scene.vertex_counts[i]:
+            raise ValueError(f"params.body.vertices: body {i} has {counts[i]} vertices, but the scene was built for "
+                             f"a body of {scene.vertex_counts[i]}; use the bodies the scene was made from (make_scene)")
+        topo = scene.topologies[i]
+        if topo is None:
+            continue
+        if tuple(np.flatnonzero(mask[i])) != tuple(topo.vertices):
+            raise ValueError(f"params.body.vertices: body {i}'s valid vertices (vertex_mask) are not those its hull "
+                             "topology in the scene was built from; use the bodies the scene was made from (make_scene)")
+        pts = verts[i][mask[i]]
+        tol = 1e-4 * max(float(np.max(np.linalg.norm(pts - pts.mean(0), axis=1))), 1e-12)
+        for face in topo.faces:
+            f = verts[i][list(face)]
+            n = np.cross(f - f.mean(0), np.roll(f, -1, axis=0) - f.mean(0)).sum(0)  # Newell: outward (CCW)
+            n = n / max(np.linalg.norm(n), 1e-300)
+            off = max(float(np.max(pts @ n - f.mean(0) @ n)), float(np.max(np.abs(f @ n - f.mean(0) @ n))))
+            if off > tol:
+                raise ValueError(f"params.body.vertices: body {i} is not the hull the scene was built from (its face "
+                                 f"{tuple(face)} is not a face of these vertices, off by {off:.3g} m); "
+                                 "use the bodies the scene was made from (make_scene), or make_scene of these")
+
+
+__all__ = ["Scene", "check_body", "make_scene", "stack_bodies"]

@@ -4,6 +4,8 @@ with ``model()`` (the world's default law)."""
 
 from __future__ import annotations
 
+import numbers
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,12 +44,30 @@ def _params(body, mu, restitution) -> Params:
                   law=CoulombLCP.init_params(mu=mu, restitution=restitution))
 
 
+def _count(builder: str, name: str, n) -> int:
+    """``n`` as an int >= 1, or a ``ValueError`` naming the builder's argument."""
+    if isinstance(n, np.ndarray) and n.shape == () and np.issubdtype(n.dtype, np.integer):
+        n = int(n)
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"scenes.{builder}: {name} must be an int >= 1, got {n!r}")
+    return int(n)
+
+
+def _gap(builder: str, gap) -> float:
+    """``gap`` (m) as a float: finite and above −SIZE (a negative gap starts neighbours inside each
+    other, a ``PenetrationWarning`` when deeper than one step of ``Model.max_correction_speed``)."""
+    if not (isinstance(gap, numbers.Real) and np.isfinite(gap) and gap > -SIZE):
+        raise ValueError(f"scenes.{builder}: gap must be a finite distance > -{SIZE} m (the box size), got {gap!r}")
+    return float(gap)
+
+
 def _boxes(n, pairs, ground=True, **scene_kw):
     return make_scene([shapes.box((SIZE,) * 3, MASS)] * n, pairs=pairs, ground=ground, **scene_kw)
 
 
 def stack(n: int = 10, mu: float = 0.5, restitution: float = 0.0, **scene_kw):
     """``n`` boxes stacked face to face on the ground, at rest, exactly touching; neighbours only."""
+    n = _count("stack", "n", n)
     scene, body = _boxes(n, [(i, i + 1) for i in range(n - 1)], **scene_kw)
     pos = [[0.0, 0.0, SIZE / 2 + SIZE * i] for i in range(n)]
     return scene, _params(body, mu, restitution), _state(pos)
@@ -57,6 +77,8 @@ def pyramid(levels: int = 4, mu: float = 0.5, restitution: float = 0.0, gap: flo
     """A pyramid of ``levels`` rows (4-3-2-1 for 4: 10 boxes), each box centred on the gap between
     two below; ``gap`` (m) between neighbours of a row. Pairs: neighbours in a row and the boxes
     a box rests on."""
+    levels = _count("pyramid", "levels", levels)
+    gap = _gap("pyramid", gap)
     pos, index = [], {}
     for r in range(levels):
         count = levels - r
@@ -78,6 +100,8 @@ def pyramid(levels: int = 4, mu: float = 0.5, restitution: float = 0.0, gap: flo
 def cradle(n: int = 5, gap: float = 0.005, speed: float = 1.0, restitution: float = 1.0, **scene_kw):
     """Newton's cradle of boxes on a frictionless ground: ``n`` boxes in a row along x, ``gap`` (m)
     apart, resting on the ground; the first moves at ``speed`` (m/s) towards the others."""
+    n = _count("cradle", "n", n)
+    gap = _gap("cradle", gap)
     scene, body = _boxes(n, [(i, i + 1) for i in range(n - 1)], **scene_kw)
     pos = [[i * (SIZE + gap), 0.0, SIZE / 2] for i in range(n)]
     vel = np.zeros((n, 3))
@@ -90,6 +114,7 @@ def heap(n: int = 16, key=None, height: float = 0.3, spacing: float = 0.18, **sc
     layer ``height`` m up) with random orientations and small random velocities (``key``); every
     pair may touch, through the broad phase (``Scene.max_pairs`` = 3n unless given). The spacing must exceed a box's diagonal (√3 · 0.1 m), so that no two boxes
     overlap whatever their orientations."""
+    n = _count("heap", "n", n)
     diagonal = np.sqrt(3.0) * SIZE
     if spacing <= diagonal:
         raise ValueError(f"heap: spacing {spacing} m lets randomly oriented boxes overlap; it must exceed the "
