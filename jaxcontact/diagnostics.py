@@ -5,7 +5,8 @@ Every step fills ``ContactInfo.flags`` (``types.Flags``), in any tracing context
 work here, with any leading batch axes:
 
 * ``counts(x)`` — per flag: how many bodies raised it and the first step that did;
-* ``report(x, dt=None)`` — the same as sentences (``"all N bodies clean"`` when nothing was raised);
+* ``report(x, dt=None)`` — the same as sentences (``"all N bodies clean"`` when nothing was raised;
+  a world's infos or ``Summary`` count worlds and say how many bodies each has);
 * ``check(x, dt=None)`` — raise ``CheckError`` with that report when a body had invalid input or
   went non-finite (the flags that mean a result is wrong; ``raise_on`` chooses).
 
@@ -57,7 +58,21 @@ def _is_system_info(x) -> bool:
 
 
 def _unit(x) -> str:
+    if isinstance(x, Summary):
+        return x.unit
     return _SYSTEMS.get(type(x).__name__, "bodies") if _is_system_info(x) else "bodies"
+
+
+_SINGULAR = {"bodies": "body", "worlds": "world", "chains": "chain"}
+
+
+def _bodies_per(x) -> int:
+    """Bodies per world (0: not a world, or not recorded)."""
+    if isinstance(x, Summary):
+        return int(x.bodies) if x.unit == "worlds" else 0
+    if type(x).__name__ == "WorldInfo":
+        return int(np.shape(x.impulse)[np.ndim(x.flags)]) if np.ndim(x.impulse) > np.ndim(x.flags) else 0
+    return 0
 
 
 def counts(x) -> dict:
@@ -83,8 +98,11 @@ def report(x, dt: float | None = None) -> str:
     c = counts(x)
     n = int(np.asarray(_per_body(x)[0]).size)
     unit = _unit(x)
+    per = _bodies_per(x)
     if not c:
-        return f"all {n} {unit} clean (no invalid input, non-finite state, deep penetration or solver failure)"
+        size = f" ({per} bodies{' each' if n > 1 else ''})" if per else ""
+        what = f"the {_SINGULAR.get(unit, unit)}" if n == 1 else f"all {n} {unit}"
+        return f"{what}{size} clean (no invalid input, non-finite state, deep penetration or solver failure)"
     lines = []
     for f in Flags:
         k = f.name.lower()
@@ -99,7 +117,8 @@ def report(x, dt: float | None = None) -> str:
             name = ("deep penetration (ground: projected out; body pairs: pushed apart at no more than "
                     "Model.max_correction_speed)")
         what = name + (f" — {'; '.join(r['fields'])}" if "fields" in r else "")
-        lines.append(f"{r['bodies']} of {r['of']} {unit} {verb} {what} (first at {when}; {unit} {ids})")
+        size = f"; {per} bodies per world" if per else ""
+        lines.append(f"{r['bodies']} of {r['of']} {unit} {verb} {what} (first at {when}; {unit} {ids}{size})")
     return "\n".join(lines)
 
 

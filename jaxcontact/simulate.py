@@ -7,6 +7,8 @@ was made with."""
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
 import time
 from pathlib import Path
 
@@ -35,13 +37,17 @@ def make_body(shape: str):
 
 
 def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 0.18,
-                    restitution: float = 0.0, dt: float = 0.002, chunk: int = 100, progress: bool = True):
-    """Random throws of ``shape``; returns (model, params, trajectory as (N, steps+1, D) array)."""
+                    restitution: float = 0.0, dt: float = 0.002, chunk: int = 100, progress: bool = True,
+                    max_sweeps: int | None = None, solver: list | None = None):
+    """Random throws of ``shape``; returns (model, params, trajectory as (N, steps+1, D) array).
+    max_sweeps: the contact solver's sweep cap (``LCPSettings.max_iter``; None: the law's default).
+    solver: a list that receives, per chunk, the steps' flags and residuals ((N, chunk) each)."""
     import jax
     from tqdm.auto import tqdm
 
-    from .dynamics import batch_rollout
+    from .dynamics import rollout
     from .laws import CoulombLCP
+    from .solvers import LCPSettings
     from .states import random_throws
     from .types import Ground, Model, Params
     from .validation import validate_inputs
@@ -50,17 +56,28 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
         raise ValueError("--throws and --steps must be >= 1")
     body, max_contacts = make_body(shape)
     planar = shape == "box2d"
-    law = CoulombLCP()
+    law = CoulombLCP() if max_sweeps is None else CoulombLCP(solver=LCPSettings(max_iter=max_sweeps))
     model = Model(law=law, dt=dt, max_contacts=max_contacts)
     params = Params(body=body, ground=Ground.flat(2 if planar else 3), law=law.init_params(mu=mu, restitution=restitution))
     state = random_throws(jax.random.PRNGKey(seed), throws, planar=planar)
     validate_inputs(params, state, batched=True)
     out = [np.asarray(state.to_array())]
+
+    @functools.partial(jax.jit, static_argnums=1)
+    def run_chunk(state, n):  # batch_rollout's vmap (chunk_size=None), keeping of the infos the solver's flags
+        def one(s):
+            traj, info = rollout(model, params, s, n, with_info=True)
+            return traj, info.flags, info.residual
+
+        return jax.vmap(one)(state)
+
     done = 0
     with tqdm(total=steps, desc=f"simulate {shape} x{throws}", unit="step", disable=not progress) as bar:
         while done < steps:
             n = min(chunk, steps - done)
-            traj = batch_rollout(model, params, state, n, output="trajectory", chunk_size=None, validate=False)
+            traj, flags, residual = run_chunk(state, n)
+            if solver is not None:
+                solver.append((np.asarray(flags), np.asarray(residual)))
             arr = np.asarray(traj.to_array())  # (N, n+1, D)
             out.append(arr[:, 1:].transpose(1, 0, 2))
             state = jax.tree_util.tree_map(lambda x: x[:, -1], traj)
@@ -92,17 +109,24 @@ def parse_scene(spec: str):
 
 
 def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 100, progress: bool = True,
-                   mu: float | None = None, restitution: float | None = None, dt: float | None = None):
-    """A world (``worlds.scenes``) for ``steps`` steps of the default world law, in chunks of
-    ``chunk`` steps for the progress bar (each chunk starts its solver's warm start from zero);
-    mu, restitution, dt: the law's μ (every contact), ε and the time step (s), None: the scene's
-    own (``worlds.scenes``; dt 0.002 s); returns (scene, model, params, states (steps + 1, N, 13), flags
-    per step)."""
+                   mu: float | None = None, restitution: float | None = None, dt: float | None = None,
+                   max_sweeps: int | None = None, residuals: list | None = None):
+    """A world (``worlds.scenes``) for ``steps`` steps of the default world law (its sweep cap
+    ``max_sweeps`` if given), in chunks of ``chunk`` steps for the progress bar (each chunk starts
+    its solver's warm start from zero); mu, restitution, dt: the law's μ (every contact), ε and the
+    time step (s), None: the scene's own (``worlds.scenes``; dt 0.002 s); returns (scene, model,
+    params, states (steps + 1, N, 13), flags per step). ``residuals``: a list that receives the
+    solver's residual per step (m/s). The chunks' own ``SolverWarning``s are left to the caller, who
+    sees the whole rollout (``solver_warning``)."""
+    import dataclasses
+    import warnings
+
     import jax
     import jax.numpy as jnp
     from tqdm.auto import tqdm
 
     from . import worlds
+    from .dynamics import SolverWarning
     from .worlds import scenes
 
     builders = {"stack": scenes.stack, "pyramid": scenes.pyramid, "cradle": scenes.cradle,
@@ -114,19 +138,48 @@ def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 10
     if restitution is not None:
         law = law.replace(restitution=jnp.full_like(law.restitution, restitution))
     params = params.replace(law=law)
-    model = worlds.model() if dt is None else worlds.model(dt=dt)
+    world_law = scenes.DEFAULT_LAW
+    if max_sweeps is not None:
+        world_law = dataclasses.replace(world_law, solver=dataclasses.replace(world_law.solver, max_iter=max_sweeps))
+    model = worlds.model(world_law) if dt is None else worlds.model(world_law, dt=dt)
     out, flags = [np.asarray(state.to_array())[None]], []
     done = 0
     with tqdm(total=steps, desc=f"simulate {name}:{n}", unit="step", disable=not progress) as bar:
         while done < steps:
             k = min(chunk, steps - done)
-            traj, info = worlds.rollout(model, scene, params, state, k)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SolverWarning)  # counted over the whole rollout by the caller
+                traj, info = worlds.rollout(model, scene, params, state, k)
             out.append(np.asarray(traj.to_array())[1:])
             flags.append(np.asarray(info.flags))
+            if residuals is not None:
+                residuals.append(np.asarray(info.residual))
             state = jax.tree_util.tree_map(lambda x: x[-1], traj)
             done += k
             bar.update(k)
     return scene, model, params, np.concatenate(out), np.concatenate(flags)
+
+
+def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int) -> str | None:
+    """The CLI's one-line warning when steps of a rollout raised ``Flags.SOLVER`` (None: none did):
+    how many of all its steps, the first (0-based, over the whole rollout), the largest residual,
+    and the option to change. flags, residuals: per step (steps,) or per throw and step."""
+    from .dynamics import solver_message
+    from .types import Flags
+
+    bad = (np.asarray(flags) & int(Flags.SOLVER)) != 0
+    if not bad.any():
+        return None
+    steps = bad.shape[-1]
+    first = int(np.argmax(bad.any(axis=tuple(range(bad.ndim - 1)))) if bad.ndim > 1 else np.argmax(bad))
+    res = np.asarray(residuals, float)
+    worst = float(np.max(np.where(bad, np.where(np.isfinite(res), res, np.inf), 0.0)))
+    if bad.ndim > 1:
+        who = f"{int(bad.any(axis=-1).sum())} of {bad.shape[0]} throws, at {int(bad.sum())} steps in all"
+    else:
+        who = f"{int(bad.sum())} of {steps} steps"
+    hint = f"rerun with a larger --max-sweeps (now {cap}); the file's flags say which steps"
+    return "jaxcontact simulate: warning: " + solver_message(who, first, worst, hint)
 
 
 def plot_scene(states: np.ndarray, dt: float, path: str, title: str):
@@ -167,9 +220,12 @@ def run_scene(args: argparse.Namespace) -> int:
     check_memory(2 * (args.steps + 1) * bodies * 13 * itemsize,
                  f"simulate --scene {name}:{n} --steps {args.steps}", "use fewer --steps")
     t0 = time.perf_counter()
+    residuals = []
     scene, model, params, states, flags = simulate_scene(name, n, args.steps, args.seed, progress=not args.no_progress,
-                                                 mu=args.mu, restitution=args.restitution, dt=args.dt)
+                                                         mu=args.mu, restitution=args.restitution, dt=args.dt,
+                                                         max_sweeps=args.max_sweeps, residuals=residuals)
     elapsed = time.perf_counter() - t0
+    warning = solver_warning(flags, np.concatenate(residuals), model.law.solver.max_iter)
     out = Path(args.out)
     np.savez_compressed(out, states=states, layout=np.array("steps x bodies x (pos3,quat_wxyz4,vel3_world,omega3_body)"),
                         scene=np.array(f"{name}:{n}"), dt=np.array(model.dt), sample_period=np.array(model.dt),
@@ -180,6 +236,8 @@ def run_scene(args: argparse.Namespace) -> int:
     nan = int(np.isnan(states).sum())
     print(f"wrote {out}: {name}:{n}, {bodies} boxes x {states.shape[0]} states ({elapsed:.1f} s, NaN: {nan}"
           + (f"; flagged steps: {bad}" if bad else "; no step flagged") + ")")
+    if warning:
+        print(warning, file=sys.stderr)
 
     def plot():
         plot_scene(states, model.dt, args.plot, f"{name}:{n}")
@@ -246,11 +304,14 @@ def run(args: argparse.Namespace) -> int:
     # everything cheap first: the output paths were checked while parsing, the memory now
     check_memory_for(args.throws, args.steps, args.shape, 8 if jax.config.jax_enable_x64 else 4)
     t0 = time.perf_counter()
+    solver = []
     model, params, states = simulate_throws(
         args.shape, args.throws, args.steps, args.seed, mu=args.mu, restitution=args.restitution,
-        dt=args.dt, progress=not args.no_progress,
+        dt=args.dt, progress=not args.no_progress, max_sweeps=args.max_sweeps, solver=solver,
     )
     elapsed = time.perf_counter() - t0
+    warning = solver_warning(np.concatenate([f for f, _ in solver], axis=1),
+                             np.concatenate([r for _, r in solver], axis=1), model.law.solver.max_iter)
     planar = args.shape == "box2d"
     out = Path(args.out)  # ends in .npz (cliargs.output_npz), so numpy writes exactly this file
     np.savez_compressed(
@@ -271,6 +332,8 @@ def run(args: argparse.Namespace) -> int:
     )
     nan = int(np.isnan(states).sum())
     print(f"wrote {out}: {states.shape[0]} throws x {states.shape[1]} states ({elapsed:.1f} s, NaN: {nan})")
+    if warning:
+        print(warning, file=sys.stderr)
 
     def plot():
         plot_trajectories(states, model.dt, args.plot, planar)
@@ -310,5 +373,9 @@ def register(sub) -> None:
                    help="simulate a world of 0.1 m, 0.37 kg boxes instead of throws (docs/worlds.md): stack:N, "
                         "pyramid:LEVELS, heap:N (N boxes dropped from a grid; slow: every pair), cradle:N "
                         "(Newton's cradle, eps = 1); --steps, --seed, --out and --plot apply (default: throws)")
+    p.add_argument("--max-sweeps", type=positive_int, default=None,
+                   help="the contact solver's cap on Gauss-Seidel sweeps per step (sweeps; default: 100 for "
+                        "throws, 1000 for --scene); a step that reaches it with a residual above 5e-3 m/s is "
+                        "flagged and warned about")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)

@@ -43,8 +43,9 @@ class Flags(IntFlag):
     PENETRATION: the start state penetrated deeper than one step of ``Model.max_correction_speed``
     corrects; in the ground it was projected out along the ground normal (no momentum added); a
     world's pair of bodies inside each other is pushed apart at no more than that speed.
-    SOLVER: the contact solver used all its iterations without reaching its tolerance, or its
-    residual is non-finite or above ``dynamics.SOLVER_RESIDUAL_LIMIT`` (0.1 m/s; precision lost).
+    SOLVER: the contact solver used all its iterations with a residual above both its tolerance
+    and ``dynamics.SOLVER_ACCURACY`` (5e-3 m/s: below it a capped answer is not measurably off), or
+    its residual is non-finite or above ``dynamics.SOLVER_RESIDUAL_LIMIT`` (0.1 m/s; precision lost).
     CAPACITY: (worlds) more body–body pairs were within reach of each other than the broad phase
     keeps (``Scene.max_pairs``); the farthest were left out of the step's contact problem.
     """
@@ -228,11 +229,15 @@ class Summary:
     in order (INVALID_INPUT, NONFINITE, PENETRATION, SOLVER) the first step (0-based) that raised
     it, −1 if none did. invalid: () int32 — the ``validation.RULES`` broken at the first invalid step.
     ``diagnostics.report`` turns it into sentences; ``diagnostics.check`` raises on it.
+    unit, bodies (static): what one summary counts ("bodies"; a world's rollout: "worlds", with its
+    number of bodies; a chain's: "chains"), so that reports count worlds as worlds.
     """
 
     flags: jnp.ndarray
     first_step: jnp.ndarray
     invalid: jnp.ndarray
+    unit: str = struct.field(pytree_node=False, default="bodies")
+    bodies: int = struct.field(pytree_node=False, default=1)
 
 
 def _finite_real(x) -> bool:

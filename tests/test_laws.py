@@ -85,7 +85,8 @@ def test_law_in_rollout_under_jit_vmap_grad(name):
         assert 1 <= iterations.max() <= settings.max_iter and residual.max() < 1e-4, (name, residual.max())
         unconverged = (iterations >= settings.max_iter) & (residual > settings.tol)
         assert unconverged.mean() < 0.05, name
-        np.testing.assert_array_equal((flags & int(jc.Flags.SOLVER)) != 0, unconverged)
+        failed = unconverged & (residual > jc.dynamics.SOLVER_ACCURACY)  # flagged only where measurably off
+        np.testing.assert_array_equal((flags & int(jc.Flags.SOLVER)) != 0, failed)
     elif name == "smoothed":  # Newton: its fixed step count, the relaxed problem solved
         assert np.all(iterations == law.newton_iters) and residual.max() < 1e-6, residual.max()
         assert not np.any(flags & int(jc.Flags.SOLVER))

@@ -118,7 +118,7 @@ def _rollout(model, params, state, n_steps, output="trajectory"):
             return (s1, accumulate(summary, info, k)), None
 
         (final, summary), _ = jax.lax.scan(g, (state, empty_summary()), jnp.arange(n_steps, dtype=jnp.int32))
-        return final, summary
+        return final, summary.replace(unit="chains")
 
     def f(s, _):
         s1, info = _step(model, params, s)

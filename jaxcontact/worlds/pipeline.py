@@ -458,7 +458,7 @@ def _rollout(model, scene, params, state, controls, n_steps, output):
             return (s1, dynamics.accumulate(summary, info, k), warm), None
 
         (final, summary, _), _ = jax.lax.scan(g, (state, dynamics.empty_summary(), warm0), (controls, steps))
-        return final, summary
+        return final, summary.replace(unit="worlds", bodies=N)
 
     def f(carry, u):
         s, warm = carry
