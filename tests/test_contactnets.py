@@ -309,6 +309,7 @@ def test_metrics_trivial_cases(sim, tmp_path):
     assert np.isclose(metrics(rot, d)["rot_error_deg"], 45.0)
 
 
+@pytest.mark.slow
 def test_cli_train_and_evaluate_end_to_end(sim, tmp_path, capsys):
     from jaxcontact.cli import main
 
@@ -406,6 +407,7 @@ def test_deep_variant_starts_as_its_polytope_and_is_differentiable(sim):
         assert np.max(np.abs(np.asarray(a) - np.asarray(b))) < 1e-12
 
 
+@pytest.mark.slow
 def test_deep_network_inputs_have_their_structure(sim, tmp_path):
     """The ablation inputs of deep's network (ContactFunctions.features): each starts as its polytope,
     its gradient reaches the network, and the correction has the structure its inputs imply once the
@@ -466,6 +468,7 @@ def test_deep_network_inputs_have_their_structure(sim, tmp_path):
     assert set(DEEP_FEATURES) == set(FEATURES)
 
 
+@pytest.mark.slow
 def test_training_recovers_geometry_from_engine_data(sim, tmp_path):
     """Polytope training on noise-free engine tosses from a 40 %-noise start moves the vertices, the
     normal and the friction-scaled tangents towards the truth and lowers the validation loss."""
@@ -492,6 +495,7 @@ def test_training_recovers_geometry_from_engine_data(sim, tmp_path):
     assert 1.0 - n[2] < 0.25 * (1.0 - n0[2]), (n, n0)  # the ground normal tilts back towards +z
 
 
+@pytest.mark.slow
 def test_rollout_selection_keeps_the_candidate_with_the_best_validation_rollouts(sim, tmp_path):
     """TrainConfig(select="rollout"): among the lowest-validation-loss rounds, the checkpoint holds the
     parameters whose validation-toss rollouts score best (position error + rotation error in radians)."""
@@ -521,6 +525,7 @@ def test_rollout_selection_keeps_the_candidate_with_the_best_validation_rollouts
         TrainConfig(select="test")
 
 
+@pytest.mark.slow
 def test_lcp_variant_fits_through_the_chosen_gradient_mode(sim, tmp_path, capsys):
     """TrainConfig(gradient=...) reaches the Coulomb law the lcp variant's fit differentiates through:
     same loss, another gradient where contact is active; the default is the law used before; the
@@ -567,6 +572,7 @@ def test_lcp_variant_fits_through_the_chosen_gradient_mode(sim, tmp_path, capsys
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_rollout_tosses_substeps(sim, tmp_path):
     """``rollout_tosses``: the engine's own model reproduces its tosses; with ``substeps`` it steps
     at dt / k and returns every k-th state (same shape, close to the one-step rollout)."""
@@ -615,6 +621,7 @@ print("RESULT", worst)
 """
 
 
+@pytest.mark.slow
 def test_sharded_batch_loss_equals_single_device_loss_and_gradient(sim):
     """Four CPU devices: the shard_map loss (uneven batch padded, chunked local batches) has the
     single-device value and gradient; the inner paths that cannot run sharded are refused."""

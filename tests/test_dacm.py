@@ -371,6 +371,7 @@ def test_time_budget_shares_never_exceed_the_budget():
     assert T._Schedule(jobs, None, 7.0, lambda *a: None, False).limit(("a", "regressor")) == 7.0
 
 
+@pytest.mark.slow
 def test_cli_end_to_end_tiny(tiny_run, capsys):
     from jaxcontact.cli import main
 
@@ -404,6 +405,7 @@ def test_cli_end_to_end_tiny(tiny_run, capsys):
     assert main(["dacm", "evaluate", "--checkpoint", str(bad), "--throws", "1"]) == 2
 
 
+@pytest.mark.slow
 def test_doc_example_loads_a_checkpoint_and_rolls_it_out(tiny_run):
     """docs/dacm.md's example (load a trained checkpoint in Python, roll the learned law out) runs
     on the fixture's checkpoint: the box lands and stays above the ground within the patch tolerance."""
@@ -448,6 +450,7 @@ def test_dacm_data_is_checked_before_any_training(change, says, tmp_path, capsys
     assert len(err) == 1 and str(bad) in err[0] and not (tmp_path / "ck").exists(), err
 
 
+@pytest.mark.slow
 def test_extracted_impulses_match_ground_truth_step(tiny_run):
     """p = M(v⁺ − v¹) of an instance reproduces the recorded next velocity; labels consistent."""
     _, data, _ = tiny_run
@@ -461,6 +464,7 @@ def test_extracted_impulses_match_ground_truth_step(tiny_run):
     assert np.max(np.abs(d["wrench"][d["kind"] == 1][:, 2])) < 1e-9
 
 
+@pytest.mark.slow
 def test_physics_gap_input_separates_detach_from_contact(tiny_run):
     """A point patch detaches (no impulse) exactly when its gap velocity φ/h + v_n ≥ 0: the first
     physics input must carry that boundary with the right sign for every instance."""
@@ -572,6 +576,7 @@ def test_weighted_fit_weights_training_and_validation_alike():
         T.train({"dim": np.array(3)}, regressor_weight="pn0")
 
 
+@pytest.mark.slow
 def test_slide_fraction_mixes_throws_and_keeps_the_random_ones():
     m = D.slide_mask(10, 0.5)
     assert m.sum() == 5 and not (m[:-1] & m[1:]).any()  # spread evenly
@@ -592,6 +597,7 @@ def test_slide_fraction_mixes_throws_and_keeps_the_random_ones():
     assert np.all((sp >= 0.5 - 1e-9) & (sp <= 3.0 + 1e-9))
 
 
+@pytest.mark.slow
 def test_slide_preset_produces_sliding_face_contacts():
     """Anisotropic μ = (0.75, 1.5): random throws almost never slide on a face; sliding throws
     land on a face and slide (patch velocity > 0.1 m/s) in most throws."""
@@ -674,6 +680,7 @@ def test_residual_head_is_the_coulomb_friction_of_a_sliding_point_impact():
     np.testing.assert_allclose(F.fit_coulomb_head(xs, F.coulomb_head(m, xs, 3), 3), m, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
     """Train with --friction-head residual (and impulse-weighted regressors) on tiny data: the checkpoint carries the fitted head
     coefficients, the law's friction wrench equals head + network evaluated on the data's inputs
@@ -725,6 +732,7 @@ def test_residual_head_training_law_and_one_step_agree(tiny_run, tmp_path):
     assert np.all(np.asarray(wf)[2:] == 0.0)
 
 
+@pytest.mark.slow
 def test_chain_command_end_to_end_on_a_tiny_link_checkpoint(tmp_path, capsys):
     """``dacm generate --shape link`` → ``dacm train`` (tiny) → ``dacm chain``: the command runs the
     ground truth, the split with the exact Coulomb law as H and the split with the checkpoint. The

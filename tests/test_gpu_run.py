@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # the slow tier (docs/testing.md)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -106,6 +106,7 @@ def test_best_impulse_is_feasible_velocity_fit():
     assert np.median(rel) < 1e-3
 
 
+@pytest.mark.slow
 @needs_data
 def test_cli_split_and_evaluate(tmp_path, capsys):
     from jaxcontact.impacts.cli import register

@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from jaxcontact.cli import main
 
@@ -71,6 +72,7 @@ WORLDS_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sharded_worlds_equal_batch_rollout():
     env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip(), JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, "-c", WORLDS_SCRIPT], env=env, capture_output=True, text=True, timeout=600)
@@ -84,6 +86,7 @@ def test_sharded_worlds_equal_batch_rollout():
     assert "RAISED state.pos: contains NaN or infinite values" in out.stdout, out.stdout
 
 
+@pytest.mark.slow
 def test_cli_simulate_writes_npz_and_plot(tmp_path):
     out = tmp_path / "throws.npz"
     png = tmp_path / "throws.png"
@@ -112,6 +115,7 @@ def test_console_script_is_installed(tmp_path):
     assert out.returncode == 0 and "--throws" in out.stdout
 
 
+@pytest.mark.slow
 def test_chunked_batch_matches_unchunked():
     import jax
 

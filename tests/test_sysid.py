@@ -231,6 +231,7 @@ def test_nan_loss_raises_and_keeps_best(method):
 
 
 # ---- recovery through the command line ------------------------------------------------------
+@pytest.mark.slow
 def test_cli_recovers_friction_restitution_and_height_on_a_tiny_case(tmp_path, capsys, small_data):
     """Tiny case (2 throws; the file states the true vertices): ``jaxcontact sysid --data`` (LM on
     the hard law) from μ 22%, ε 30% and the ground 1.5 mm off recovers all three to round-off,
@@ -260,6 +261,7 @@ def test_cli_recovers_friction_restitution_and_height_on_a_tiny_case(tmp_path, c
 
 
 # ---- real data ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_real_cube_tosses_fit_is_finite_and_decreases_the_loss(shared_dir):
     path = shared_dir / "data" / "cube_tosses" / "tosses.npz"
     if not path.exists():
@@ -302,6 +304,7 @@ def test_support_test_follows_the_velocity_noise_of_real_tosses():
     assert np.quantile(low["default"], 0.99) < 0.2 < np.quantile(low["2 %"], 0.9), low
 
 
+@pytest.mark.slow
 def test_kinematic_stage_finds_the_height_from_below_where_the_rollout_loss_is_flat(small_data):
     """Start with the ground 13 mm below the truth (the issue's start, height 0). With the
     engine's default velocity bounce target the rollout loss has exactly zero height gradient
@@ -327,6 +330,7 @@ def test_kinematic_stage_finds_the_height_from_below_where_the_rollout_loss_is_f
     assert grads["velocity"] == 0.0 and grads["position"] < 0, grads  # d loss / d height at 4 mm
 
 
+@pytest.mark.slow
 def test_cli_synthetic_staged_recovery_on_a_reduced_case(capsys):
     """``jaxcontact sysid --synthetic --json`` on a reduced case (2 throws of 300 steps, the
     vertex set known): from μ 0.5, ε 0.5 and the ground 13 mm *below* the truth, the staged
@@ -404,6 +408,7 @@ def test_block_jacobian_step_matches_the_dense_gauss_newton_step():
     assert B.curvature(s) == pytest.approx(float(np.sum((J @ s) ** 2)), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_window_jacobian_in_batches_with_and_without_starts(small_data):
     """More windows than one ``lax.map`` batch (64), with and without start corrections: the
     dense and block Jacobians agree on the shared columns (regression: a zero-size start block
@@ -421,6 +426,7 @@ def test_window_jacobian_in_batches_with_and_without_starts(small_data):
     np.testing.assert_allclose(J1.Jg[:, 6:, :].reshape(-1, 1) * np.sqrt(2), J0, rtol=1e-8, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_fitted_window_starts_remove_the_bias_of_noisy_starts():
     """1 mm position noise, 2 throws, the vertex set and ε known; LM on μ and the ground height
     started *at the truth*. Windows started from the noisy observed states bias the fit (a start
@@ -456,6 +462,7 @@ def test_fitted_window_starts_remove_the_bias_of_noisy_starts():
                   "nelder-mead")
 
 
+@pytest.mark.slow
 def test_continuity_links_consecutive_windows_with_an_exact_jacobian():
     """``Problem.build(..., continuity=c)``: one link per pair of consecutive windows of a
     trajectory; the residual is the window rows (unchanged) followed by c × (predicted end of
@@ -488,6 +495,7 @@ def test_continuity_links_consecutive_windows_with_an_exact_jacobian():
         sysid.Problem.build(data, "mu", p0, law=law, window=5, substeps=5, continuity=1.0)
 
 
+@pytest.mark.slow
 def test_hop_search_leaves_a_local_minimum_of_a_jagged_loss(small_data):
     """``schedule.hop_search`` (the 1-D scans after LM in the default schedule's last stage): on a
     loss with a local minimum at μ = 0.30 beside the global one at 0.27 (the jaggedness noisy data
@@ -523,6 +531,7 @@ def test_hop_search_leaves_a_local_minimum_of_a_jagged_loss(small_data):
     assert moves3 == [] and f3 == f2 and np.array_equal(x3, x2)
 
 
+@pytest.mark.slow
 def test_compiled_programs_of_earlier_problems_are_bounded(small_data):
     """Every Problem compiles its own programs (a static jit argument hashed by identity); without a
     bound a process running many fits ran out of memory maps. Every COMPILED_PROBLEMS builds drop
@@ -563,6 +572,7 @@ def test_fit_result_after_adds_the_work_of_both_fits():
     assert polish.iterations == 2  # not modified in place
 
 
+@pytest.mark.slow
 def test_trim_polish_drops_the_worst_windows_at_the_point_and_never_returns_a_worse_fit(small_data):
     """``schedule.trim_polish`` (Stage.retrim): the windows it drops are the largest-residual ones
     at the given point; the result is never worse on all windows than the input, the work of both
@@ -606,6 +616,7 @@ def test_trim_polish_drops_the_worst_windows_at_the_point_and_never_returns_a_wo
     assert two["result"].loss == pytest.approx(prob.loss(two["result"].x), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_reselect_trimmed_is_robust_to_a_window_that_pulls_least_squares_off(small_data):
     """``schedule.reselect_trimmed`` (Stage.reselect, least trimmed squares): one window whose
     samples are corrupted (its bounce moved up 2 mm per sample) pulls the least-squares ε off
@@ -655,6 +666,7 @@ def test_reselect_trimmed_is_robust_to_a_window_that_pulls_least_squares_off(sma
         Stage("lm", ("mu",), stride=-1)
 
 
+@pytest.mark.slow
 def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(small_data):
     """``schedule.smooth_polish`` (Stage.smooth): from a ripple minimum where plain LM stops, LM on
     the sample-average smoothed loss then LM on the hard loss reaches the bowl's minimum, and the
@@ -704,6 +716,7 @@ def test_smooth_polish_steps_over_small_minima_and_never_returns_a_worse_fit(sma
 
 
 # ---- the sampling rate is data ----------------------------------------------------------------
+@pytest.mark.slow
 def test_simulate_file_is_fitted_with_its_own_engine_step_and_the_result_comes_before_the_plot(tmp_path, capsys,
                                                                                               monkeypatch):
     """``jaxcontact simulate`` writes every engine step and records it; ``jaxcontact sysid`` with
@@ -740,6 +753,7 @@ def test_simulate_file_is_fitted_with_its_own_engine_step_and_the_result_comes_b
         assert abs(out["values"][k] / out["nominal_in_data"][k] - 1) < 0.01, out["values"]
 
 
+@pytest.mark.slow
 def test_substeps_come_from_the_data_and_a_contradiction_is_refused(tmp_path, small_data, capsys):
     """API: ``Problem.build`` and ``staged_fit`` without ``substeps`` take the data's (synthetic
     data: 5 engine steps per 10 ms sample); a different value is refused before any work; measured
@@ -780,6 +794,7 @@ def test_substeps_come_from_the_data_and_a_contradiction_is_refused(tmp_path, sm
     assert sysid.load(old).substeps == 1
 
 
+@pytest.mark.slow
 def test_doc_example_trajectories_from_own_arrays():
     """docs/sysid.md's example of ``sysid.Trajectories`` from one's own arrays runs and recovers μ
     and ε within 1 %."""

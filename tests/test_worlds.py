@@ -70,6 +70,7 @@ def test_inelastic_collision_leaves_at_the_common_velocity():
     assert abs(v.sum() - 1.0) < 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_stack_stands(dtype):
     """A stack of 5 boxes built at rest stands for 1 s: the top box moves (any direction, sinking
@@ -85,6 +86,7 @@ def test_stack_stands(dtype):
     assert final.pos.dtype == jnp.dtype(dtype)
 
 
+@pytest.mark.slow
 def test_pyramid_stands_in_float32():
     """A pyramid of 6 boxes (3-2-1), each resting on two below, built at rest, stands for 0.5 s in
     float32 (the dtype that needs the most sweeps): the top box moves at most 1 mm, no step flagged. (The issue's 4-3-2-1 pyramid for
@@ -148,6 +150,7 @@ def test_bad_worlds_refused_by_name():
         worlds.billiards.fit(None, np.zeros((1, 2)), iters=-1)
 
 
+@pytest.mark.slow
 def test_simulate_scene_command_writes_the_world(tmp_path, capsys):
     """``jaxcontact simulate --scene cradle:2``: the file holds every box's states, momentum is
     kept through the impact (ε = 1: the pusher stops, the other leaves at 1 m/s), no step flagged."""
@@ -165,6 +168,7 @@ def test_simulate_scene_command_writes_the_world(tmp_path, capsys):
     assert "--scene must be one of stack:N" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_heap_settles_without_nan_energy_gain_or_penetration():
     """A random drop of 12 boxes into a heap (two layers, 9 + 3), float32 as users batch it, with
     ``benchmarks.stress --heaps``'s checks: no NaN, energy never above the start's plus the
@@ -187,6 +191,7 @@ def test_a_heap_settles_without_nan_energy_gain_or_penetration():
     assert np.any(np.asarray(infos.pair_kind) != 0)  # and touched each other on the way
 
 
+@pytest.mark.slow
 def test_broad_phase_keeps_the_pairs_within_reach_and_flags_capacity():
     """Three boxes in a row, every pair in the table, the first striking at 1 m/s (ε = 1): a broad
     phase of 2 pairs a step gives the all-pairs answer (the far pair is never within reach); a
@@ -249,6 +254,7 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
             assert bool(jnp.all(jnp.isfinite(x))) and float(jnp.max(jnp.abs(x))) == 0.0, f
 
 
+@pytest.mark.slow
 def test_jointed_links_carry_a_box_dropped_on_them():
     """Two links (0.2 m, 0.185 kg) lying on the ground, hinged end to end (``Scene.joints``: the
     jointed pair leaves the pair table), and a free box dropped 2 cm onto the second link, all in
