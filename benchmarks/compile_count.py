@@ -67,7 +67,7 @@ JOBS = {
         (["dacm", "generate", "--throws", "12", "--steps", "300", "--seed", "0", "--out", "box.npz",
           "--no-progress"], False),
         (["dacm", "train", "--data", "box.npz", "--out", "ck", "--clf-epochs", "5", "--reg-epochs", "10",
-          "--time-budget", "off", "--no-progress"], True),
+          "--time-budget", "0", "--no-progress"], True),
     ],
     "simulate": [
         (["simulate", "--scene", "heap:16", "--out", "heap.npz", "--no-progress"], True),
@@ -200,6 +200,8 @@ def main(argv=None) -> int:
     for job in jobs:
         with tempfile.TemporaryDirectory() as d:
             rows = run_job(job, Path(d))
+        for r in rows:
+            r["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         result["jobs"][job] = rows
         for r in rows:
             print(f"{job}: {r['command']}\n  {r['programs']} programs, backend {r['backend_s']:.1f} s, trace "
@@ -208,6 +210,10 @@ def main(argv=None) -> int:
             for b in r["by_name"][:args.names]:
                 print(f"    {b['programs']:4d} {b['backend_s']:7.2f} s  {b['name']}", flush=True)
     stem = "compile_count" + (f"_{args.tag}" if args.tag else "")
+    old = RESULTS / f"{stem}.json"
+    if old.exists():  # a run of some jobs replaces those jobs' rows and keeps the others
+        kept = json.loads(old.read_text()).get("jobs", {})
+        result["jobs"] = {**{k: v for k, v in kept.items() if k not in result["jobs"]}, **result["jobs"]}
     write_json(RESULTS / f"{stem}.json", result)
     (RESULTS / f"{stem}.md").write_text(_md(result))
     return 0
