@@ -339,13 +339,32 @@ MODELS: dict[str, Callable] = dict(
 )
 
 
+def model_index(model: str) -> int:
+    """Position of ``model`` in :data:`MODEL_NAMES` (``ValueError`` naming the known ones)."""
+    if model not in MODELS:
+        raise ValueError(f"unknown impact model {model!r}; known: {', '.join(MODEL_NAMES)}")
+    return MODEL_NAMES.index(model)
+
+
+def any_model(index, u0, W, mu, eps):
+    """``MODELS[MODEL_NAMES[index]](u0, W, mu, eps)`` with ``index`` a traced integer (``lax.switch``):
+    one compiled program serves all six models instead of one program per model."""
+    return jax.lax.switch(index, tuple(MODELS[n] for n in MODEL_NAMES), u0, W, mu, eps)
+
+
+_any_batched = jax.jit(jax.vmap(any_model, in_axes=(None, 0, 0, None, None)))
+
+
 @functools.cache
 def batched(model) -> Callable:
     """``MODELS[model]`` (or a contact-space function such as ``mirtich_coulomb``) vmapped over
     impacts ``(u0 (N, 2), W (N, 2, 2), mu, eps) -> (N, 2)`` and jitted, built once per model, so
     repeated calls (every fit, evaluation and study step) reuse one compiled program per input
-    shape instead of tracing a fresh ``jit(vmap(...))`` each time."""
-    return jax.jit(jax.vmap(MODELS[model] if isinstance(model, str) else model, in_axes=(0, 0, None, None)))
+    shape instead of tracing a fresh ``jit(vmap(...))`` each time. The six named models share one
+    program per input shape (:func:`any_model`, the model's index an argument)."""
+    if isinstance(model, str):
+        return functools.partial(_any_batched, model_index(model))
+    return jax.jit(jax.vmap(model, in_axes=(0, 0, None, None)))
 
 
 def impact(model, v, J, Minv, mu, eps):

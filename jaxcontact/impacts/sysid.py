@@ -21,7 +21,7 @@ import numpy as np
 
 from .data import ImpactData
 from .ellipse import constrained_lsq_impulse, momentum_lsq_impulse
-from .models import MODEL_NAMES, MODELS, batched
+from .models import MODEL_NAMES, MODELS, batched, model_index
 
 MU_MAX = 2.0
 
@@ -58,11 +58,16 @@ def _fn(model):
     return MODELS[model]
 
 
-@partial(jax.jit, static_argnames=("model", "iters"))
-def mu_stick(model: str, u0, W, eps, iters: int = 40, rtol: float = 1e-6):
-    """Bisection for ``mu_s``: smallest mu whose impulse equals (to ``rtol``) the one at MU_MAX.
-    Vectorised over impacts (``u0`` (N,2), ``W`` (N,2,2)), ``eps`` scalar or (N,)."""
-    fn = _fn(model)
+def _per_model(impl):
+    """``impl(fn, *args)`` for the model of a traced ``index``: ``lax.switch`` over the six models'
+    whole computations, so one compiled program serves every model (each branch is the program a
+    static model name compiled before) instead of one program per model."""
+    def run(index, *args, **static):
+        return jax.lax.switch(index, [partial(impl, MODELS[n], **static) for n in MODEL_NAMES], *args)
+    return run
+
+
+def _mu_stick(fn, u0, W, eps, rtol, iters: int = 40):
     eps = jnp.broadcast_to(eps, u0.shape[:1])
 
     def one(u0, W, e):
@@ -84,9 +89,18 @@ def mu_stick(model: str, u0, W, eps, iters: int = 40, rtol: float = 1e-6):
     return jax.vmap(one)(u0, W, eps)
 
 
-def _cost_grid(model, u0, W, P, mus, epss):
+_mu_stick_any = jax.jit(_per_model(_mu_stick), static_argnames=("iters",))
+
+
+def mu_stick(model: str, u0, W, eps, iters: int = 40, rtol: float = 1e-6):
+    """Bisection for ``mu_s``: smallest mu whose impulse equals (to ``rtol``) the one at MU_MAX.
+    Vectorised over impacts (``u0`` (N,2), ``W`` (N,2,2)), ``eps`` scalar or (N,). Jitted; one
+    program per input shape serves the six models."""
+    return _mu_stick_any(model_index(model), u0, W, eps, rtol, iters=iters)
+
+
+def _cost_grid(fn, u0, W, P, mus, epss):
     """(len(mus), len(epss)) matrix of Σ_i ‖P_i - Model_i‖."""
-    fn = _fn(model)
 
     def cost(mu, e):
         Pm = jax.vmap(fn, in_axes=(0, 0, None, None))(u0, W, mu, e)
@@ -95,7 +109,7 @@ def _cost_grid(model, u0, W, P, mus, epss):
     return jax.lax.map(lambda mu: jax.vmap(lambda e: cost(mu, e))(epss), mus)
 
 
-_cost_grid_jit = jax.jit(_cost_grid, static_argnames=("model",))
+_cost_grid_jit = jax.jit(_per_model(_cost_grid))
 
 
 def fit_ensemble(model: str, u0, W, P, mu_max: float | None = None, n_grid: int = 21,
@@ -111,7 +125,7 @@ def fit_ensemble(model: str, u0, W, P, mu_max: float | None = None, n_grid: int 
     for _ in range(n_zoom + 1):
         mus = jnp.linspace(lo[0], hi[0], n_grid)
         eps = jnp.linspace(lo[1], hi[1], n_grid)
-        C = np.asarray(_cost_grid_jit(model, u0, W, P, mus, eps))
+        C = np.asarray(_cost_grid_jit(model_index(model), u0, W, P, mus, eps))
         i, j = np.unravel_index(np.argmin(C), C.shape)
         best = (float(mus[i]), float(eps[j]), float(C[i, j]) / P.shape[0])
         step = (hi - lo) / (n_grid - 1)
@@ -121,14 +135,11 @@ def fit_ensemble(model: str, u0, W, P, mu_max: float | None = None, n_grid: int 
     return best
 
 
-@partial(jax.jit, static_argnames=("model", "n_grid", "n_zoom"))
-def fit_per_impact(model: str, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
-    """Per-impact (mu, eps) with ``0 <= mu <= mu_s(eps)``; returns (mu, eps, residual ‖ΔP‖), each (N,)."""
-    fn = _fn(model)
+def _fit_per_impact(fn, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
 
     def one(u0, W, P):
         def mus_of(e):
-            return mu_stick(model, u0[None], W[None], e)[0]
+            return _mu_stick(fn, u0[None], W[None], e, 1e-6)[0]
 
         def res(s, e):
             return jnp.linalg.norm(fn(u0, W, s * mus_of(e), e) - P)
@@ -155,6 +166,15 @@ def fit_per_impact(model: str, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
         return mu, x[1], r
 
     return jax.vmap(one)(u0, W, P)
+
+
+_fit_per_impact_any = jax.jit(_per_model(_fit_per_impact), static_argnames=("n_grid", "n_zoom"))
+
+
+def fit_per_impact(model: str, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
+    """Per-impact (mu, eps) with ``0 <= mu <= mu_s(eps)``; returns (mu, eps, residual ‖ΔP‖), each (N,).
+    Jitted; one program per input shape serves the six models."""
+    return _fit_per_impact_any(model_index(model), u0, W, P, n_grid=n_grid, n_zoom=n_zoom)
 
 
 def velocity_errors(data: ImpactData, P) -> np.ndarray:
