@@ -171,6 +171,20 @@ def _md(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write(result: dict, tag: str) -> None:
+    from .common import write_json
+
+    stem = "compile_count" + (f"_{tag}" if tag else "")
+    old = RESULTS / f"{stem}.json"
+    out = dict(result)
+    if old.exists():  # a run of some jobs replaces those jobs' rows and keeps the others
+        kept = json.loads(old.read_text()).get("jobs", {})
+        out["jobs"] = {**{k: v for k, v in kept.items() if k not in result["jobs"]}, **result["jobs"]}
+    out.pop("provenance", None)
+    write_json(RESULTS / f"{stem}.json", out)
+    (RESULTS / f"{stem}.md").write_text(_md(out))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", default=",".join(JOBS), help="comma-separated jobs: " + ", ".join(JOBS))
@@ -193,7 +207,7 @@ def main(argv=None) -> int:
             print(f"  {b['programs']:4d} {b['backend_s']:7.2f} s  {b['name']}", file=sys.stderr)
         return rc
 
-    from .common import machine_info, write_json
+    from .common import machine_info
 
     jobs = [j for j in args.only.split(",") if j]
     result = {"machine": machine_info("benchmarks.compile_count", argv), "jobs": {}}
@@ -202,6 +216,7 @@ def main(argv=None) -> int:
             rows = run_job(job, Path(d))
         for r in rows:
             r["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            r["git_commit"] = result["machine"].get("git_commit")
         result["jobs"][job] = rows
         for r in rows:
             print(f"{job}: {r['command']}\n  {r['programs']} programs, backend {r['backend_s']:.1f} s, trace "
@@ -209,13 +224,7 @@ def main(argv=None) -> int:
                   f"(process {r['process_wall_s']:.1f} s)", flush=True)
             for b in r["by_name"][:args.names]:
                 print(f"    {b['programs']:4d} {b['backend_s']:7.2f} s  {b['name']}", flush=True)
-    stem = "compile_count" + (f"_{args.tag}" if args.tag else "")
-    old = RESULTS / f"{stem}.json"
-    if old.exists():  # a run of some jobs replaces those jobs' rows and keeps the others
-        kept = json.loads(old.read_text()).get("jobs", {})
-        result["jobs"] = {**{k: v for k, v in kept.items() if k not in result["jobs"]}, **result["jobs"]}
-    write_json(RESULTS / f"{stem}.json", result)
-    (RESULTS / f"{stem}.md").write_text(_md(result))
+        _write(result, args.tag)  # after every job: a later failure keeps the rows measured
     return 0
 
 
