@@ -22,6 +22,7 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 MODEL_NAMES = (
     "Drumwright-Shell",
@@ -365,6 +366,25 @@ def batched(model) -> Callable:
     if isinstance(model, str):
         return functools.partial(_any_batched, model_index(model))
     return jax.jit(jax.vmap(model, in_axes=(0, 0, None, None)))
+
+
+ROW_BUCKET = 1024
+
+
+def bucket_rows(n: int) -> int:
+    """Rows a per-impact batch is padded to by :func:`rowwise`: a power of two, at least
+    ``ROW_BUCKET``, so a data set's training and test files (962 and 412 impacts) share one program."""
+    return max(ROW_BUCKET, 1 << max(n - 1, 0).bit_length())
+
+
+def rowwise(f, rows, *args):
+    """``f(*rows, *args)[:n]`` for a function of independent rows (``rows``: arrays with n rows),
+    evaluated on the rows padded to :func:`bucket_rows` (copies of the first row), so calls on data
+    of different sizes reuse one compiled program. Each row's result is that of the unpadded call."""
+    n = len(rows[0])
+    pad = bucket_rows(n) - n
+    rows = [np.concatenate([r, np.repeat(r[:1], pad, axis=0)]) if pad else r for r in map(np.asarray, rows)]
+    return np.asarray(f(*rows, *args))[:n]
 
 
 def impact(model, v, J, Minv, mu, eps):

@@ -21,7 +21,7 @@ import numpy as np
 
 from .data import ImpactData
 from .ellipse import constrained_lsq_impulse, momentum_lsq_impulse
-from .models import MODEL_NAMES, MODELS, batched, model_index
+from .models import MODEL_NAMES, MODELS, batched, model_index, rowwise
 
 MU_MAX = 2.0
 
@@ -35,22 +35,25 @@ def check_params(mu, eps):
         raise ValueError(f"eps must lie in [0, 1], got {eps}")
 
 
+def _best_target(v0, vf, J, Minv):
+    A = Minv @ J.T
+    W = J @ A
+    W = 0.5 * (W + W.T)
+    return constrained_lsq_impulse(A.T @ A, A.T @ (vf - v0), J @ v0, W)
+
+
+_best_targets = jax.jit(jax.vmap(_best_target, in_axes=(0, 0, 0, None)))
+_eq7_targets = jax.jit(jax.vmap(momentum_lsq_impulse, in_axes=(0, 0, 0, None)))
+
+
 def target_impulses(data: ImpactData, target: str = "best") -> np.ndarray:
-    """Per-impact target impulse (N, 2)."""
-    J, v0, vf = jnp.asarray(data.J), jnp.asarray(data.v_pre), jnp.asarray(data.v_post)
+    """Per-impact target impulse (N, 2). One compiled program per target serves the training and
+    the test file (rows padded: ``models.rowwise``)."""
+    rows = (data.v_pre, data.v_post, data.J)
     if target == "eq7":
-        f = jax.vmap(momentum_lsq_impulse, in_axes=(0, 0, 0, None))
-        return np.asarray(f(v0, vf, J, jnp.asarray(data.M)))
+        return rowwise(_eq7_targets, rows, jnp.asarray(data.M))
     if target == "best":
-        Minv = jnp.asarray(data.Minv)
-
-        def one(v0, vf, J):
-            A = Minv @ J.T
-            W = J @ A
-            W = 0.5 * (W + W.T)
-            return constrained_lsq_impulse(A.T @ A, A.T @ (vf - v0), J @ v0, W)
-
-        return np.asarray(jax.jit(jax.vmap(one))(v0, vf, J))
+        return rowwise(_best_targets, rows, jnp.asarray(data.Minv))
     raise ValueError(f"target must be 'best' or 'eq7', got {target!r}")
 
 
