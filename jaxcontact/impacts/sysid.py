@@ -156,15 +156,16 @@ def _fit_per_impact(fn, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
             return jnp.array([ss[j], ee[i]]), R[i, j], (hi - lo) / (n_grid - 1)
 
         lo0, hi0 = jnp.zeros(2), jnp.ones(2)
-        x, r, step = grid(lo0, hi0)
 
-        def zoom(_, carry):
+        def zoom(k, carry):  # k = 0: the whole square; then zoomed around the best point
             x, r, step = carry
-            lo = jnp.maximum(x - 2 * step, 0.0)
-            hi = jnp.minimum(x + 2 * step, 1.0)
+            lo = jnp.where(k == 0, lo0, jnp.maximum(x - 2 * step, 0.0))
+            hi = jnp.where(k == 0, hi0, jnp.minimum(x + 2 * step, 1.0))
             return grid(lo, hi)
 
-        x, r, _ = jax.lax.fori_loop(0, n_zoom, zoom, (x, r, step))
+        # the first grid inside the loop: the grid (and its mu_s bisections) compiled once, not twice
+        start = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(grid, lo0, hi0))
+        x, r, _ = jax.lax.fori_loop(0, n_zoom + 1, zoom, start)
         mu = x[0] * mus_of(x[1])
         return mu, x[1], r
 
