@@ -204,7 +204,8 @@ def load_checkpoint(path):
         raise ValueError(f"checkpoint {path}: unknown variant {meta.get('variant')!r}")
     if meta["variant"] == "lcp":
         return meta, None
-    template = init_theta(meta, jax.random.PRNGKey(0))
+    # the parameters' structure and shapes only (jax.eval_shape: no random draws compiled and run)
+    template = jax.eval_shape(lambda: init_theta(meta, jax.random.PRNGKey(0)))
     try:
         theta = serialization.from_bytes(template, blob)
     except Exception as err:

@@ -156,8 +156,15 @@ def fit(cfg: NetConfig, x, y, out: int, task: str, seed: int, time_limit: float 
     return variables, rep
 
 
+@functools.partial(jax.jit, static_argnames=("hidden", "out"))
+def _apply(variables, xn, *, hidden, out):
+    return MLP(hidden, out).apply(variables, xn)
+
+
 def predict(hidden, out, variables, xn):
-    return np.asarray(MLP(tuple(hidden), out).apply(variables, jnp.asarray(xn, jnp.float32)))
+    """The MLP's outputs for ``xn``: one jitted program per network and input shape (run eagerly,
+    every layer's matmul, bias add and ReLU compiled a program of its own per shape)."""
+    return np.asarray(_apply(variables, jnp.asarray(xn, jnp.float32), hidden=tuple(hidden), out=int(out)))
 
 
 def r2(pred, true):

@@ -15,6 +15,7 @@ Adam (optax) on the evaluation metric, a few seconds on a CPU.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -48,6 +49,9 @@ def _mlp(params, x):
     return x @ W + b
 
 
+_mlp_jit = jax.jit(_mlp)
+
+
 @dataclass
 class LearnedImpactModel:
     params: list
@@ -58,7 +62,7 @@ class LearnedImpactModel:
 
     def predict_scaled_dv(self, data: ImpactData, prior_scaled_dv=None) -> np.ndarray:
         x = (features(data) - self.x_mean) / self.x_std
-        out = np.asarray(_mlp(self.params, jnp.asarray(x))) * self.y_scale
+        out = np.asarray(_mlp_jit(self.params, jnp.asarray(x))) * self.y_scale
         if self.mode == "data-augmented":
             if prior_scaled_dv is None:
                 raise ValueError("data-augmented model needs the prior's scaled velocity change")
@@ -69,6 +73,25 @@ class LearnedImpactModel:
 def scaled_dv_from_impulse(data: ImpactData, P) -> np.ndarray:
     S = np.array([1.0, 1.0, data.rho])
     return np.einsum("jk,nlj,nl->nk", data.Minv, data.J, np.asarray(P)) * S
+
+
+@partial(jax.jit, static_argnames=("steps", "lr", "weight_decay"))
+def _fit(params, Xn, Y, *, steps, lr, weight_decay):
+    """``steps`` of full-batch AdamW (cosine-decayed ``lr``) on the mean squared error; the data are
+    arguments, so both learned models (same shapes) share one compiled program."""
+    opt = optax.adamw(optax.cosine_decay_schedule(lr, steps), weight_decay=weight_decay)
+
+    def loss(p):
+        return jnp.mean(jnp.sum((_mlp(p, Xn) - Y) ** 2, axis=1))
+
+    def step(carry, _):
+        p, s = carry
+        l, g = jax.value_and_grad(loss)(p)
+        upd, s = opt.update(g, s, p)
+        return (optax.apply_updates(p, upd), s), l
+
+    (params, _), losses = jax.lax.scan(step, (params, opt.init(params)), None, length=steps)
+    return params, losses
 
 
 def train(data: ImpactData, prior_scaled_dv=None, mode: str = "data-augmented",
@@ -89,22 +112,5 @@ def train(data: ImpactData, prior_scaled_dv=None, mode: str = "data-augmented",
     Xn = jnp.asarray((X - x_mean) / x_std)
     Y = jnp.asarray(target / y_scale)
     params = _init(jax.random.PRNGKey(seed), [X.shape[1], *hidden, 3])
-    sched = optax.cosine_decay_schedule(lr, steps)
-    opt = optax.adamw(sched, weight_decay=weight_decay)
-    state = opt.init(params)
-
-    def loss(p):
-        return jnp.mean(jnp.sum((_mlp(p, Xn) - Y) ** 2, axis=1))
-
-    @jax.jit
-    def run(params, state):
-        def step(carry, _):
-            p, s = carry
-            l, g = jax.value_and_grad(loss)(p)
-            upd, s = opt.update(g, s, p)
-            return (optax.apply_updates(p, upd), s), l
-        (params, state), losses = jax.lax.scan(step, (params, state), None, length=steps)
-        return params, losses
-
-    params, _ = run(params, state)
+    params, _ = _fit(params, Xn, Y, steps=steps, lr=lr, weight_decay=weight_decay)
     return LearnedImpactModel(params, x_mean, x_std, y_scale, mode)

@@ -22,6 +22,7 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 MODEL_NAMES = (
     "Drumwright-Shell",
@@ -339,13 +340,51 @@ MODELS: dict[str, Callable] = dict(
 )
 
 
+def model_index(model: str) -> int:
+    """Position of ``model`` in :data:`MODEL_NAMES` (``ValueError`` naming the known ones)."""
+    if model not in MODELS:
+        raise ValueError(f"unknown impact model {model!r}; known: {', '.join(MODEL_NAMES)}")
+    return MODEL_NAMES.index(model)
+
+
+def any_model(index, u0, W, mu, eps):
+    """``MODELS[MODEL_NAMES[index]](u0, W, mu, eps)`` with ``index`` a traced integer (``lax.switch``):
+    one compiled program serves all six models instead of one program per model."""
+    return jax.lax.switch(index, tuple(MODELS[n] for n in MODEL_NAMES), u0, W, mu, eps)
+
+
+_any_batched = jax.jit(jax.vmap(any_model, in_axes=(None, 0, 0, None, None)))
+
+
 @functools.cache
 def batched(model) -> Callable:
     """``MODELS[model]`` (or a contact-space function such as ``mirtich_coulomb``) vmapped over
     impacts ``(u0 (N, 2), W (N, 2, 2), mu, eps) -> (N, 2)`` and jitted, built once per model, so
     repeated calls (every fit, evaluation and study step) reuse one compiled program per input
-    shape instead of tracing a fresh ``jit(vmap(...))`` each time."""
-    return jax.jit(jax.vmap(MODELS[model] if isinstance(model, str) else model, in_axes=(0, 0, None, None)))
+    shape instead of tracing a fresh ``jit(vmap(...))`` each time. The six named models share one
+    program per input shape (:func:`any_model`, the model's index an argument)."""
+    if isinstance(model, str):
+        return functools.partial(_any_batched, model_index(model))
+    return jax.jit(jax.vmap(model, in_axes=(0, 0, None, None)))
+
+
+ROW_BUCKET = 1024
+
+
+def bucket_rows(n: int) -> int:
+    """Rows a per-impact batch is padded to by :func:`rowwise`: a power of two, at least
+    ``ROW_BUCKET``, so a data set's training and test files (962 and 412 impacts) share one program."""
+    return max(ROW_BUCKET, 1 << max(n - 1, 0).bit_length())
+
+
+def rowwise(f, rows, *args):
+    """``f(*rows, *args)[:n]`` for a function of independent rows (``rows``: arrays with n rows),
+    evaluated on the rows padded to :func:`bucket_rows` (copies of the first row), so calls on data
+    of different sizes reuse one compiled program. Each row's result is that of the unpadded call."""
+    n = len(rows[0])
+    pad = bucket_rows(n) - n
+    rows = [np.concatenate([r, np.repeat(r[:1], pad, axis=0)]) if pad else r for r in map(np.asarray, rows)]
+    return np.asarray(f(*rows, *args))[:n]
 
 
 def impact(model, v, J, Minv, mu, eps):

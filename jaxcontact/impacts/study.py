@@ -12,13 +12,14 @@ import scipy.optimize as so
 from . import learned, sysid
 from .data import ImpactData
 from .ellipse import irb_impulse
-from .models import MODEL_NAMES, batched
+from .models import MODEL_NAMES, batched, rowwise
 
 RANGE_TOL = 1e-3  # relative impulse residual below which an impact is "within predictive range"
 
 
 def _batch(model, u0, W, mu, eps):
-    return np.asarray(batched(model)(jnp.asarray(u0), jnp.asarray(W), mu, eps))
+    """Impulses of ``model`` on every row; training and test rows share one program (padded rows)."""
+    return rowwise(batched(model), (u0, W), mu, eps)
 
 
 def rel_diff(P, Q) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 
 from .data import ImpactData
 from .ellipse import constrained_lsq_impulse, momentum_lsq_impulse
-from .models import MODEL_NAMES, MODELS, batched
+from .models import MODEL_NAMES, MODELS, batched, model_index, rowwise
 
 MU_MAX = 2.0
 
@@ -35,22 +35,25 @@ def check_params(mu, eps):
         raise ValueError(f"eps must lie in [0, 1], got {eps}")
 
 
+def _best_target(v0, vf, J, Minv):
+    A = Minv @ J.T
+    W = J @ A
+    W = 0.5 * (W + W.T)
+    return constrained_lsq_impulse(A.T @ A, A.T @ (vf - v0), J @ v0, W)
+
+
+_best_targets = jax.jit(jax.vmap(_best_target, in_axes=(0, 0, 0, None)))
+_eq7_targets = jax.jit(jax.vmap(momentum_lsq_impulse, in_axes=(0, 0, 0, None)))
+
+
 def target_impulses(data: ImpactData, target: str = "best") -> np.ndarray:
-    """Per-impact target impulse (N, 2)."""
-    J, v0, vf = jnp.asarray(data.J), jnp.asarray(data.v_pre), jnp.asarray(data.v_post)
+    """Per-impact target impulse (N, 2). One compiled program per target serves the training and
+    the test file (rows padded: ``models.rowwise``)."""
+    rows = (data.v_pre, data.v_post, data.J)
     if target == "eq7":
-        f = jax.vmap(momentum_lsq_impulse, in_axes=(0, 0, 0, None))
-        return np.asarray(f(v0, vf, J, jnp.asarray(data.M)))
+        return rowwise(_eq7_targets, rows, jnp.asarray(data.M))
     if target == "best":
-        Minv = jnp.asarray(data.Minv)
-
-        def one(v0, vf, J):
-            A = Minv @ J.T
-            W = J @ A
-            W = 0.5 * (W + W.T)
-            return constrained_lsq_impulse(A.T @ A, A.T @ (vf - v0), J @ v0, W)
-
-        return np.asarray(jax.jit(jax.vmap(one))(v0, vf, J))
+        return rowwise(_best_targets, rows, jnp.asarray(data.Minv))
     raise ValueError(f"target must be 'best' or 'eq7', got {target!r}")
 
 
@@ -58,11 +61,16 @@ def _fn(model):
     return MODELS[model]
 
 
-@partial(jax.jit, static_argnames=("model", "iters"))
-def mu_stick(model: str, u0, W, eps, iters: int = 40, rtol: float = 1e-6):
-    """Bisection for ``mu_s``: smallest mu whose impulse equals (to ``rtol``) the one at MU_MAX.
-    Vectorised over impacts (``u0`` (N,2), ``W`` (N,2,2)), ``eps`` scalar or (N,)."""
-    fn = _fn(model)
+def _per_model(impl):
+    """``impl(fn, *args)`` for the model of a traced ``index``: ``lax.switch`` over the six models'
+    whole computations, so one compiled program serves every model (each branch is the program a
+    static model name compiled before) instead of one program per model."""
+    def run(index, *args, **static):
+        return jax.lax.switch(index, [partial(impl, MODELS[n], **static) for n in MODEL_NAMES], *args)
+    return run
+
+
+def _mu_stick(fn, u0, W, eps, rtol, iters: int = 40):
     eps = jnp.broadcast_to(eps, u0.shape[:1])
 
     def one(u0, W, e):
@@ -84,9 +92,18 @@ def mu_stick(model: str, u0, W, eps, iters: int = 40, rtol: float = 1e-6):
     return jax.vmap(one)(u0, W, eps)
 
 
-def _cost_grid(model, u0, W, P, mus, epss):
+_mu_stick_any = jax.jit(_per_model(_mu_stick), static_argnames=("iters",))
+
+
+def mu_stick(model: str, u0, W, eps, iters: int = 40, rtol: float = 1e-6):
+    """Bisection for ``mu_s``: smallest mu whose impulse equals (to ``rtol``) the one at MU_MAX.
+    Vectorised over impacts (``u0`` (N,2), ``W`` (N,2,2)), ``eps`` scalar or (N,). Jitted; one
+    program per input shape serves the six models."""
+    return _mu_stick_any(model_index(model), u0, W, eps, rtol, iters=iters)
+
+
+def _cost_grid(fn, u0, W, P, mus, epss):
     """(len(mus), len(epss)) matrix of Σ_i ‖P_i - Model_i‖."""
-    fn = _fn(model)
 
     def cost(mu, e):
         Pm = jax.vmap(fn, in_axes=(0, 0, None, None))(u0, W, mu, e)
@@ -95,7 +112,7 @@ def _cost_grid(model, u0, W, P, mus, epss):
     return jax.lax.map(lambda mu: jax.vmap(lambda e: cost(mu, e))(epss), mus)
 
 
-_cost_grid_jit = jax.jit(_cost_grid, static_argnames=("model",))
+_cost_grid_jit = jax.jit(_per_model(_cost_grid))
 
 
 def fit_ensemble(model: str, u0, W, P, mu_max: float | None = None, n_grid: int = 21,
@@ -111,7 +128,7 @@ def fit_ensemble(model: str, u0, W, P, mu_max: float | None = None, n_grid: int 
     for _ in range(n_zoom + 1):
         mus = jnp.linspace(lo[0], hi[0], n_grid)
         eps = jnp.linspace(lo[1], hi[1], n_grid)
-        C = np.asarray(_cost_grid_jit(model, u0, W, P, mus, eps))
+        C = np.asarray(_cost_grid_jit(model_index(model), u0, W, P, mus, eps))
         i, j = np.unravel_index(np.argmin(C), C.shape)
         best = (float(mus[i]), float(eps[j]), float(C[i, j]) / P.shape[0])
         step = (hi - lo) / (n_grid - 1)
@@ -121,14 +138,11 @@ def fit_ensemble(model: str, u0, W, P, mu_max: float | None = None, n_grid: int 
     return best
 
 
-@partial(jax.jit, static_argnames=("model", "n_grid", "n_zoom"))
-def fit_per_impact(model: str, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
-    """Per-impact (mu, eps) with ``0 <= mu <= mu_s(eps)``; returns (mu, eps, residual ‖ΔP‖), each (N,)."""
-    fn = _fn(model)
+def _fit_per_impact(fn, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
 
     def one(u0, W, P):
         def mus_of(e):
-            return mu_stick(model, u0[None], W[None], e)[0]
+            return _mu_stick(fn, u0[None], W[None], e, 1e-6)[0]
 
         def res(s, e):
             return jnp.linalg.norm(fn(u0, W, s * mus_of(e), e) - P)
@@ -142,19 +156,29 @@ def fit_per_impact(model: str, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
             return jnp.array([ss[j], ee[i]]), R[i, j], (hi - lo) / (n_grid - 1)
 
         lo0, hi0 = jnp.zeros(2), jnp.ones(2)
-        x, r, step = grid(lo0, hi0)
 
-        def zoom(_, carry):
+        def zoom(k, carry):  # k = 0: the whole square; then zoomed around the best point
             x, r, step = carry
-            lo = jnp.maximum(x - 2 * step, 0.0)
-            hi = jnp.minimum(x + 2 * step, 1.0)
+            lo = jnp.where(k == 0, lo0, jnp.maximum(x - 2 * step, 0.0))
+            hi = jnp.where(k == 0, hi0, jnp.minimum(x + 2 * step, 1.0))
             return grid(lo, hi)
 
-        x, r, _ = jax.lax.fori_loop(0, n_zoom, zoom, (x, r, step))
+        # the first grid inside the loop: the grid (and its mu_s bisections) compiled once, not twice
+        start = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(grid, lo0, hi0))
+        x, r, _ = jax.lax.fori_loop(0, n_zoom + 1, zoom, start)
         mu = x[0] * mus_of(x[1])
         return mu, x[1], r
 
     return jax.vmap(one)(u0, W, P)
+
+
+_fit_per_impact_any = jax.jit(_per_model(_fit_per_impact), static_argnames=("n_grid", "n_zoom"))
+
+
+def fit_per_impact(model: str, u0, W, P, n_grid: int = 15, n_zoom: int = 5):
+    """Per-impact (mu, eps) with ``0 <= mu <= mu_s(eps)``; returns (mu, eps, residual ‖ΔP‖), each (N,).
+    Jitted; one program per input shape serves the six models."""
+    return _fit_per_impact_any(model_index(model), u0, W, P, n_grid=n_grid, n_zoom=n_zoom)
 
 
 def velocity_errors(data: ImpactData, P) -> np.ndarray:
