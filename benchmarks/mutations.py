@@ -1,14 +1,15 @@
 """Mutation check of the physics tests: plant small, plausible physics bugs one at a time in a
 temporary copy of the repository, run the tests that should notice, and report which survive.
 
-    python -m benchmarks.mutations                 # every mutation (about 20-40 min on 2 cores)
+    python -m benchmarks.mutations                 # every mutation (about 30-60 min on 2 cores)
     python -m benchmarks.mutations --only gyro-sign,big-friction-bound
     python -m benchmarks.mutations --list
 
 Each mutation is an exact string replacement in one source file, with the number of times the
 string must occur: a target that is missing (or occurs a different number of times, e.g. after a
 refactor) stops the run with an error naming it, so the list never silently tests nothing. The
-unmutated copy must pass every selected test first. A mutation is *caught* when its tests fail,
+catching tests must be in the default tier (a test marked slow stops the run: pyproject's addopts
+deselect it, so it would never see the mutation). The unmutated copy must pass every selected test first. A mutation is *caught* when its tests fail,
 *survives* when they pass. Not part of the test suite's time budget; run it by hand after
 changing the engine or its tests. Results: ``benchmarks/results/mutations.{json,md}`` (with the
 commit and the command); ``docs/testing.md`` quotes the last run.

@@ -187,8 +187,6 @@ def test_chain_flags_and_summary_match_rollouts():
     tolerance and ``dynamics.SOLVER_ACCURACY`` at the impacts (``Flags.SOLVER``, exactly where the
     infos say so); inside jit, where the eager check cannot run, a NaN input raises INVALID_INPUT
     and NONFINITE from step 0."""
-    import warnings
-
     from jaxcontact import diagnostics
 
     one = C.make_chain(sizes=((0.2, 0.05, 0.05),), masses=(0.185,), pin=(0.0, 0.0, 0.12))
@@ -196,9 +194,8 @@ def test_chain_flags_and_summary_match_rollouts():
     cm = dataclasses.replace(MODEL, law=dataclasses.replace(MODEL.law, solver=LCPSettings(max_iter=1)))
     run = jax.jit(lambda s: C.rollout(cm, one, s, 60, output="final"))
     final, summary = run(s0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", jc.SolverWarning)
-        traj, info = C.rollout(cm, one, s0, 60)  # the same steps, per-step flags
+    with pytest.warns(jc.SolverWarning, match=r"did not converge for the chain \(first at step \d+"):
+        traj, info = C.rollout(cm, one, s0, 60)  # the same steps, per-step flags; the eager call warns
     np.testing.assert_allclose(np.asarray(final.pos), np.asarray(traj.pos[-1]), rtol=0, atol=1e-12)
     flags = np.asarray(info.flags)
     res = np.asarray(info.residual)
@@ -313,6 +310,7 @@ def test_lcp_diagonal_floor_lifts_round_off_rows_only():
         assert np.array_equal(np.asarray(R) - np.diag(np.diag(np.asarray(R))), np.asarray(A) - np.diag(np.asarray(d)))
 
 
+@pytest.mark.slow
 def test_chain_and_world_batch_rollouts_warn_when_a_contact_solve_fails():
     """Chains' ``rollout``/``batch_rollout`` and ``worlds.batch_rollout`` say when a step's contact
     solve failed (``SolverWarning``, with how many chains or worlds and the first step), as the

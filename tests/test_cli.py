@@ -412,6 +412,7 @@ def test_contactnets_train_refuses_a_non_empty_out_before_loading_anything(statu
     assert ("--force" if status == "empty" else "not a directory") in line and dt < 5, line
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_training_saves_best_so_far_marked_interrupted(tiny_lcp_checkpoint, tmp_path, capsys):
     """contactnets train in a subprocess, SIGINT once its first checkpoint is written: one line on
     stderr, exit status 130, the checkpoint loads and is marked interrupted; evaluate warns."""

@@ -144,6 +144,7 @@ def test_x64_writes_float64_states_exact_to_round_off(tmp_path):
                                rtol=0, atol=1e-13)
 
 
+@pytest.mark.slow
 def test_sysid_recovers_the_mu_that_simulate_was_run_with(runs, tmp_path, capsys):
     # simulate (μ = 0.05, ε = 0) → sysid --data with the simulator's step (--substeps 1) and its ε:
     # the friction coefficient Nelder–Mead identifies from the saved trajectories is the one the

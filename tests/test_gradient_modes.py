@@ -96,6 +96,7 @@ def test_forward_values_are_bit_identical_across_modes_and_gradients_work_under_
     assert not np.allclose(grads[0].ground.height, grads[1].ground.height)  # but the derivative differs
 
 
+@pytest.mark.slow
 def test_relaxed_rollout_gradient_tends_to_the_exact_one_on_a_sliding_box():
     law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-12, max_iter=300))
     body = jc.shapes.box(0.1, 0.37)

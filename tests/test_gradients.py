@@ -4,6 +4,7 @@ finite differences on smooth cases, and finiteness everywhere."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxcontact as jc
 from jaxcontact.states import random_throws
@@ -90,6 +91,7 @@ def test_grad_wrt_vertex_positions_matches_finite_differences():
     assert float(jnp.sum(g[:, 2] * (np.asarray(V)[:, 2] < 0))) < 0
 
 
+@pytest.mark.slow
 def test_gradients_are_finite_through_impacts_liftoff_and_sticking():
     law = jc.CoulombLCP()
     model = jc.Model(law=law, dt=H, max_contacts=4)

@@ -32,7 +32,7 @@ def _readme(dtype, law=None):
     return model, _cast(params, dtype)
 
 
-@pytest.mark.parametrize("x64", [False, True], ids=["float32", "float64"])
+@pytest.mark.parametrize("x64", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["float32", "float64"])
 def test_readme_minimal_example_does_not_warn(x64):
     """The README's minimal example (one step, a 500-step rollout, 64 random throws for 800 steps)
     as a user runs it (float32: x64 off, so the throws are drawn as the README's are) and as the
