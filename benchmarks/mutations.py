@@ -18,6 +18,7 @@ commit and the command); ``docs/testing.md`` quotes the last run.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import datetime
 import json
@@ -290,6 +291,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="comma-separated mutation names (default: all)")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--jobs", type=int, default=1, help="mutations tested at once, each in its own copy (default 1)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run (a timeout counts as caught)")
     ap.add_argument("--out", default=str(RESULTS / "mutations"), help="results path without suffix (.json and .md written)")
     args = ap.parse_args(argv)
@@ -305,10 +307,14 @@ def main(argv=None) -> int:
             print(f"{m.name:32s} {m.area:12s} {m.path}: {m.old!r} -> {m.new!r}")
         return 0
     commit = _commit()  # what is copied, before anything runs
-    command = "python -m benchmarks.mutations" + (f" --only {args.only}" if args.only else "")
+    command = "python -m benchmarks.mutations" + (f" --only {args.only}" if args.only else "") \
+        + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
+    jobs = max(1, min(args.jobs, len(chosen)))
     with tempfile.TemporaryDirectory(prefix="jaxcontact-mutations-") as tmp:
-        root = Path(tmp)
-        _copy_repo(root)
+        roots = [Path(tmp) / f"copy{j}" for j in range(jobs)]  # one copy per job: a mutation at a time in each
+        for root in roots:
+            _copy_repo(root)
+        root = roots[0]
         for m in chosen:  # every target must be present before anything runs
             text = (root / m.path).read_text()
             if text.count(m.old) != m.count:
@@ -319,17 +325,25 @@ def main(argv=None) -> int:
         print(f"baseline ({len(tests)} test ids): {'pass' if ok else 'FAIL'} in {secs:.0f} s: {tail}", flush=True)
         if not ok:
             raise SystemExit("the unmutated copy fails its tests: fix that first")
-        rows = []
-        for m in chosen:
-            original = (root / m.path).read_text()
-            m.apply(root)
-            try:
-                passed, secs, tail = _run_tests(root, m.tests, args.timeout)
-            finally:
-                (root / m.path).write_text(original)
-            rows.append(dict(name=m.name, area=m.area, path=m.path, old=m.old, new=m.new, tests=list(m.tests),
-                             caught=not passed, seconds=round(secs, 1), pytest=tail))
-            print(f"{m.name:32s} {'caught' if not passed else 'SURVIVED'} ({secs:.0f} s): {tail}", flush=True)
+
+        def run(j: int) -> list[dict]:
+            out = []
+            for m in chosen[j::jobs]:
+                where = roots[j]
+                original = (where / m.path).read_text()
+                m.apply(where)
+                try:
+                    passed, secs, tail = _run_tests(where, m.tests, args.timeout)
+                finally:
+                    (where / m.path).write_text(original)
+                out.append(dict(name=m.name, area=m.area, path=m.path, old=m.old, new=m.new, tests=list(m.tests),
+                                caught=not passed, seconds=round(secs, 1), pytest=tail))
+                print(f"{m.name:32s} {'caught' if not passed else 'SURVIVED'} ({secs:.0f} s): {tail}", flush=True)
+            return out
+
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:  # each job runs pytest subprocesses
+            done = {r["name"]: r for rs in pool.map(run, range(jobs)) for r in rs}
+        rows = [done[m.name] for m in chosen]  # in the list's order
     survived = [r["name"] for r in rows if not r["caught"]]
     result = dict(commit=commit, command=command, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   mutations=len(rows), caught=len(rows) - len(survived), survived=survived, results=rows)
