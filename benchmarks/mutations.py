@@ -233,6 +233,21 @@ MUTATIONS = (
              "err = jnp.concatenate([xc - xp, U @ jnp.cross(ap, ac)])",
              "err = jnp.concatenate([xc - xp, U @ jnp.cross(ac, ap)])",
              (f"{WPHYS}::test_joint_drift_decays_by_one_minus_beta_per_step",)),
+    # checks and warnings (issue 50): the solver-accuracy criterion, the inertia's triangle
+    # inequality, the traced centre-of-mass bound, the pair-overlap warning
+    Mutation("solver-accuracy-ignored", "checks", "jaxcontact/dynamics.py",
+             "failed = failed | ((info.iterations >= s.max_iter) & (info.residual > max(s.tol, SOLVER_ACCURACY)))",
+             "failed = failed | ((info.iterations >= s.max_iter) & (info.residual > s.tol))",
+             ("tests/test_warnings.py::test_capped_solve_below_the_accuracy_is_not_flagged",)),
+    Mutation("inertia-triangle-full-trace", "checks", "jaxcontact/validation.py",
+             "second = (0.5 + INERTIA_TOL) * jnp.trace(S)", "second = (1.0 + INERTIA_TOL) * jnp.trace(S)",
+             ("tests/test_worlds_inputs.py::test_impossible_inertia_is_refused_eagerly_and_flagged_under_jit",)),
+    Mutation("com-traced-absolute-metres", "checks", "jaxcontact/validation.py",
+             "add(17, com_outside_traced(body) > COM_TOL)", "add(17, com_outside_traced(body) * 1e-3 > COM_TOL)",
+             ("tests/test_worlds_inputs.py::test_centre_of_mass_outside_the_hull_is_refused_eagerly_and_flagged_under_jit",)),
+    Mutation("overlap-warning-inverted", "checks", "jaxcontact/worlds/pipeline.py",
+             "deep = depth > model.penetration_tol", "deep = depth < model.penetration_tol",
+             ("tests/test_worlds_inputs.py::test_overlapping_start_warns_with_pair_depth_and_time",)),
 )
 
 
