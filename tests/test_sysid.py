@@ -158,6 +158,7 @@ def _modes(model, params, traj, info):
     return np.asarray(info.active), push, slip, closing
 
 
+@pytest.mark.slow
 def test_gradient_through_800_steps_matches_central_differences():
     """jax.grad of a trajectory loss through an 800-step rollout (a box dropped flat, spinning
     about the vertical and sliding: an impact with bounces, sliding, sticking to rest) matches

@@ -100,6 +100,7 @@ def test_pyramid_stands_in_float32():
     assert int(summary.flags) == 0
 
 
+@pytest.mark.slow
 def test_gradient_through_a_collision_matches_central_differences():
     """d(struck box's final x)/d(pusher's initial speed) through an inelastic collision equals
     central differences (contact modes fixed: the pair closes once and moves on together)."""
@@ -117,6 +118,7 @@ def test_gradient_through_a_collision_matches_central_differences():
     assert float(g) == pytest.approx(float(fd), rel=1e-3)
 
 
+@pytest.mark.slow
 def test_interpenetrating_start_is_separated_without_launch_and_flagged():
     """Two boxes start 5 mm inside each other: they are pushed apart at no more than
     ``max_correction_speed`` (no launch: kinetic energy ≤ ½ m v_max² each), close to it, and the
@@ -209,6 +211,7 @@ def test_broad_phase_keeps_the_pairs_within_reach_and_flags_capacity():
     assert finals[1][1] & int(Flags.CAPACITY)
 
 
+@pytest.mark.slow
 def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     """``contact.solve_bodies`` (projected Gauss–Seidel in velocity form, A never formed, the
     valid contacts only) gives the dense solver's impulses on a world's problem — a 3-2-1 pyramid
