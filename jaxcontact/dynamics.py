@@ -120,12 +120,12 @@ def warn_solver(first_step, batched: bool = False, stacklevel: int = 3, who: str
         warnings.warn(solver_message(who, int(first[bad].min()), w, hint), SolverWarning, stacklevel=stacklevel)
 
 
-def first_solver_step(out, output: str):
-    """Per rollout, the first step flagged SOLVER (−1: none), from a rollout's output:
+def first_flag_step(out, output: str, flag: Flags = Flags.SOLVER):
+    """Per rollout, the first step flagged ``flag`` (−1: none), from a rollout's output:
     ``(trajectory, infos)`` (infos.flags (…, T)) or ``(final, Summary)``; leading batch axes kept."""
     if output == "final":
-        return np.asarray(out[1].first_step)[..., list(Flags).index(Flags.SOLVER)]
-    bad = (np.asarray(out[1].flags) & int(Flags.SOLVER)) != 0
+        return np.asarray(out[1].first_step)[..., list(Flags).index(flag)]
+    bad = (np.asarray(out[1].flags) & int(flag)) != 0
     if bad.shape[-1] == 0:  # a rollout of 0 steps: no step, no failure
         return np.full(bad.shape[:-1], -1)
     return np.where(bad.any(axis=-1), np.argmax(bad, axis=-1), -1)
@@ -145,7 +145,7 @@ def worst_solver_residual(out, output: str):
 def warn_failed_solves(out, output: str, noun: str, batched: bool, hint: str, stacklevel: int = 4) -> None:
     """``warn_solver`` for a multi-body rollout's output (a world's or a chain's): "the ``noun``",
     or for a batch "k of n ``noun``s"; ``stacklevel`` counted from the caller of this function."""
-    first = np.asarray(first_solver_step(out, output)).reshape(-1)
+    first = np.asarray(first_flag_step(out, output)).reshape(-1)
     who = f"{int((first >= 0).sum())} of {first.size} {noun}s" if batched else f"the {noun}"
     warn_solver(first, stacklevel=stacklevel + 1, who=who, hint=hint, worst=worst_solver_residual(out, output))
 

@@ -537,11 +537,7 @@ def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: b
 
 def _penetrated_at_start(out, output: str) -> bool:
     """Any world flagged PENETRATION on its first step (the ground or a pair)."""
-    if output == "final":
-        first = np.asarray(out[1].first_step)[..., list(Flags).index(Flags.PENETRATION)]
-        return bool(np.any(first == 0))
-    flags = np.asarray(out[1].flags)
-    return flags.shape[-1] > 0 and bool(np.any(flags[..., 0] & int(Flags.PENETRATION)))
+    return bool(np.any(dynamics.first_flag_step(out, output, Flags.PENETRATION) == 0))
 
 
 def _warn(out, output: str, batched: bool) -> None:
