@@ -72,6 +72,9 @@ def parse_args(argv=None):
     for k, v in GPU.items():
         p.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
     p.add_argument("--mjx-chunk", type=int, default=100, help="MJX steps per compiled call")
+    p.add_argument("--world-batches", default="1024,4096,16384,65536", help="worlds per heap batch")
+    p.add_argument("--world-steps", type=int, default=1000, help="steps of each heap batch")
+    p.add_argument("--world-seeds", type=int, default=256, help="distinct heaps, tiled to each batch")
     a = p.parse_args(argv)
     a.argv = sys.argv[1:] if argv is None else list(argv)
     for k, v in (SMOKE if a.smoke else GPU).items():
@@ -426,39 +429,146 @@ def phase_contactnets(a, clock, reserve_s):
     return out
 
 
-def phase_worlds(a, clock):
-    """The 10-box stack (3 boxes with --smoke) of ``benchmarks.worlds`` in float32, batches of
-    worlds for 500 steps (20 with --smoke): box-steps/s, how far each top box moved, flags."""
+def _world_run(scene, params, states, steps, model, output="final"):
+    """(jitted batch_rollout, seconds of its first call, best seconds of one more, its result)."""
+    import jax
+
+    from jaxcontact import worlds
+
+    run = jax.jit(lambda st: worlds.batch_rollout(model, scene, params, st, steps, output=output))
+    t0 = time.perf_counter()
+    block(run(states))
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = block(run(states))
+    return run, first, time.perf_counter() - t0, out
+
+
+def phase_worlds(a, clock, out_dir, reserve_s=0.0):
+    """Worlds on the device, float32, the world's default law (``worlds.DEFAULT_LAW``):
+
+    * ``heap``: 16 boxes dropped (``scenes.heap``, ``--world-seeds`` distinct seeds tiled to each
+      batch) for ``--world-steps`` steps at ``--world-batches`` worlds, with the graph-coloured
+      sweeps (``pipeline.SWEEP_ORDER = "colour"``, vectorised over worlds) and, on a short window
+      at the smallest batch, the sequential sweeps: box-steps/s, compile s, peak memory per world,
+      sweeps per step, flags; the settled heights of the distinct seeds (``worlds_heaps.npz``) for
+      the CPU float64 comparison;
+    * ``stack``: the 10-box stack at the smallest batch, 500 steps: how far each top box moved;
+    * ``grad``: ``jax.grad`` of the mean final height through 200 steps of the smallest batch of
+      heaps against the forward pass alone (time, peak memory per world);
+    * ``trace``: a profiler trace of 20 heap steps at the second batch (``worlds_trace.xplane.pb``);
+    * ``mjx``: MJX on the same heaps (``benchmarks.worlds.run_mjx``, child processes)."""
     import jax
     import jax.numpy as jnp
 
     from jaxcontact import worlds
-    from jaxcontact.worlds import scenes
+    from jaxcontact.worlds import pipeline, scenes
 
-    n, steps, batches = (3, 20, (4,)) if a.smoke else (10, 500, (64, 1024))
-    scene, params, s = scenes.stack(n)
-    f32 = lambda t: jax.tree_util.tree_map(lambda x: x.astype(jnp.float32), t)
-    params, s = f32(params), f32(s)
+    from .worlds import heap_states, run_mjx
+
+    f32 = lambda t: jax.tree_util.tree_map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
     model = worlds.model()
-    out = {"boxes": n, "steps": steps, "dtype": "float32", "rows": []}
-    for W in batches:
-        if clock.left() < 30:
-            out["rows"].append({"worlds": W, "skipped": "out of budget"})
-            continue
-        states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), s)
-        run = jax.jit(lambda st: worlds.batch_rollout(model, scene, params, st, steps, output="final"))
-        t0 = time.perf_counter()
+    batches = [4, 8] if a.smoke else [int(x) for x in str(a.world_batches).split(",")]
+    steps = 20 if a.smoke else a.world_steps
+    n_seeds = 4 if a.smoke else a.world_seeds
+    scene, params, seeds_states = heap_states(list(range(n_seeds)))
+    params, seeds_states = f32(params), f32(seeds_states)
+    tile = lambda W: jax.tree_util.tree_map(lambda x: jnp.tile(x, (W // n_seeds + 1,) + (1,) * (x.ndim - 1))[:W], seeds_states)
+    out = {"dtype": "float32", "law": repr(model.law), "steps": steps, "seeds": n_seeds, "heap": [], "stack": None,
+           "grad": None, "mjx": None}
+    cost = None
+    for order in ("colour", "sequential"):
+        pipeline.SWEEP_ORDER = order
+        for W in (batches if order == "colour" else batches[:1]):
+            st = steps if order == "colour" else min(steps, 20)
+            if cost is not None and cost * W * st * 2 + 40 > clock.left() - reserve_s:
+                out["heap"].append({"order": order, "worlds": W, "skipped": "out of budget"})
+                log(f"[worlds] heap {order} {W}: skipped (budget)")
+                continue
+            in0, _ = memory()
+            states = block(tile(W))
+            try:
+                _, first, wall, (final, summary) = _world_run(scene, params, states, st, model)
+            except Exception as err:  # noqa: BLE001 - out of memory at the largest batch, say
+                out["heap"].append({"order": order, "worlds": W, "error": f"{type(err).__name__}: {str(err)[:300]}"})
+                log(f"[worlds] heap {order} {W}: {out['heap'][-1]['error']}")
+                break
+            _, peak = memory()
+            z = np.asarray(final.pos[..., 2])
+            row = {"order": order, "worlds": W, "steps": st, "wall_s": wall, "compile_s": max(first - wall, 0.0),
+                   "box_steps_per_s": W * 16 * st / wall, "ns_per_box_step": 1e9 * wall / (W * 16 * st),
+                   "peak_bytes_per_world": None if peak is None or in0 is None else (peak - in0) / W,
+                   "flagged_worlds": int(jnp.sum(summary.flags != 0)), "nan_worlds": int((~np.isfinite(z)).any(-1).sum()),
+                   "com_height_mean_m": float(np.nanmean(z))}
+            out["heap"].append(row)
+            if order == "colour":
+                cost = wall / (W * st)
+            log(f"[worlds] heap {order} {W} worlds x {st} steps: {row['box_steps_per_s']:,.0f} box-steps/s "
+                f"({row['ns_per_box_step']:.0f} ns), compile {row['compile_s']:.1f} s, peak/world {row['peak_bytes_per_world']}")
+            if order == "colour" and W == batches[0]:
+                np.savez_compressed(Path(out_dir) / "worlds_heaps.npz", steps=st, seeds=n_seeds,
+                                    final_pos=np.asarray(final.pos[:n_seeds]), final_quat=np.asarray(final.quat[:n_seeds]))
+            del states, final, summary
+    pipeline.SWEEP_ORDER = "colour"
+    W0 = batches[0]
+    # sweeps per step (trajectory infos) on a short window of the smallest batch
+    if clock.left() - reserve_s > 60:
+        _, _, _, (traj, infos) = _world_run(scene, params, block(tile(W0)), min(steps, 400 if not a.smoke else 20), model,
+                                            output="trajectory")
+        it = np.asarray(infos.iterations)
+        out["sweeps"] = {"steps": int(it.shape[1]), "mean": float(it.mean()), "max_over_worlds_mean": float(it.max(0).mean()),
+                         "p90": float(np.percentile(it, 90)), "max": int(it.max())}
+        log(f"[worlds] sweeps per step: {out['sweeps']}")
+        del traj, infos
+    # the stack
+    if clock.left() - reserve_s > 40:
+        n, st = (3, 20) if a.smoke else (10, 500)
+        sc, sp, s0 = scenes.stack(n)
+        sp, s0 = f32(sp), f32(s0)
+        states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W0,) + x.shape), s0)
+        _, first, wall, (final, summary) = _world_run(sc, sp, states, st, model)
+        moved = np.asarray(jnp.linalg.norm(final.pos[:, -1] - s0.pos[-1], axis=-1))
+        out["stack"] = {"boxes": n, "worlds": W0, "steps": st, "box_steps_per_s": W0 * n * st / wall,
+                        "compile_s": max(first - wall, 0.0), "top_moved_max_m": float(moved.max()),
+                        "flagged_worlds": int(jnp.sum(summary.flags != 0))}
+        log(f"[worlds] stack: {out['stack']}")
+    # gradient through 200 steps
+    if clock.left() - reserve_s > 60:
+        gs = 20 if a.smoke else 200
+        states = block(tile(W0))
+        fwd = jax.jit(lambda p: jnp.mean(worlds.batch_rollout(model, scene, p, states, gs, output="final")[0].pos[..., 2]))
+        grd = jax.jit(jax.grad(lambda p: jnp.mean(worlds.batch_rollout(model, scene, p, states, gs, output="final")[0].pos[..., 2])))
+        t0 = time.perf_counter(); block(fwd(params)); f_first = time.perf_counter() - t0
+        t0 = time.perf_counter(); block(fwd(params)); f_wall = time.perf_counter() - t0
+        in0, _ = memory()
+        t0 = time.perf_counter(); g = block(grd(params)); g_first = time.perf_counter() - t0
+        t0 = time.perf_counter(); g = block(grd(params)); g_wall = time.perf_counter() - t0
+        _, peak = memory()
+        leaves = jax.tree_util.tree_leaves(g)
+        out["grad"] = {"worlds": W0, "steps": gs, "forward_s": f_wall, "grad_s": g_wall, "ratio": g_wall / f_wall,
+                       "grad_compile_s": max(g_first - g_wall, 0.0),
+                       "peak_bytes_per_world": None if peak is None or in0 is None else (peak - in0) / W0,
+                       "finite": bool(all(np.isfinite(np.asarray(x)).all() for x in leaves))}
+        log(f"[worlds] grad: {out['grad']}")
+    # a profiler trace of 20 steps
+    if clock.left() - reserve_s > 40 and len(batches) > 1:
+        W1 = batches[1]
+        states = block(tile(W1))
+        run, _, _, _ = _world_run(scene, params, states, 20, model)
+        tdir = Path("/tmp/jc_trace")
+        jax.profiler.start_trace(str(tdir))
         block(run(states))
-        first = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        final, summary = run(states)
-        block(final)
-        wall = time.perf_counter() - t0
-        moved = jnp.linalg.norm(final.pos[:, -1] - s.pos[-1], axis=-1)
-        out["rows"].append({"worlds": W, "box_steps_per_s": W * n * steps / wall, "wall_s": wall,
-                            "compile_s": max(first - wall, 0.0), "top_moved_max_m": float(moved.max()),
-                            "flagged_worlds": int(jnp.sum(summary.flags != 0))})
-        log(f"[worlds] {W} worlds: {W * n * steps / wall:,.0f} box-steps/s, top moved <= {float(moved.max()):.2e} m")
+        jax.profiler.stop_trace()
+        pbs = sorted(tdir.rglob("*.xplane.pb"))
+        if pbs:
+            import shutil
+
+            shutil.copy(pbs[-1], Path(out_dir) / "worlds_trace.xplane.pb")
+            out["trace"] = {"worlds": W1, "steps": 20, "file": "worlds_trace.xplane.pb", "bytes": pbs[-1].stat().st_size}
+    # MJX on the same heaps
+    if not a.smoke and clock.left() - reserve_s > 60:
+        mb = [b for b in batches if b <= 4096][:2]
+        out["mjx"] = run_mjx(mb, a.world_steps, timeout=min(150.0, clock.left() - reserve_s - 10), spacing=0.18)
     return out
 
 
@@ -507,12 +617,24 @@ def markdown(res) -> str:
                                   [[r["batch"], r["chunk"], f(r.get("transitions_per_s")),
                                     f(r.get("speedup_vs_one_per_call")), f(r.get("compile_s"))] for r in cn["rows"]]), ""]
     wd = res.get("worlds", {})
-    if wd.get("rows"):
-        lines += [f"## Worlds: the {wd['boxes']}-box stack, {wd['steps']} steps, {wd['dtype']}", "",
-                  common.md_table(["worlds", "box-steps/s", "top box moved (max, m)", "flagged worlds", "compile s"],
-                                  [[r["worlds"], f(r.get("box_steps_per_s")), f(r.get("top_moved_max_m")),
-                                    r.get("flagged_worlds", r.get("skipped")), f(r.get("compile_s"))]
-                                   for r in wd["rows"]]), ""]
+    if wd.get("heap"):
+        lines += [f"## Worlds: heaps of 16 boxes, {wd['steps']} steps, {wd['dtype']} ({wd['seeds']} distinct heaps tiled)", "",
+                  common.md_table(["sweeps", "worlds", "steps", "box-steps/s", "ns per box-step", "compile s",
+                                   "peak B/world", "flagged worlds", "NaN worlds"],
+                                  [[r["order"], r["worlds"], r.get("steps", "—"),
+                                    f(r.get("box_steps_per_s")) if "box_steps_per_s" in r else r.get("skipped") or r.get("error"),
+                                    f(r.get("ns_per_box_step")), f(r.get("compile_s")), f(r.get("peak_bytes_per_world")),
+                                    r.get("flagged_worlds", "—"), r.get("nan_worlds", "—")] for r in wd["heap"]]), ""]
+        if wd.get("sweeps"):
+            lines += [f"Sweeps per step (colour, smallest batch, first {wd['sweeps']['steps']} steps): {wd['sweeps']}", ""]
+        if wd.get("stack"):
+            lines += [f"Stack: {wd['stack']}", ""]
+        if wd.get("grad"):
+            lines += [f"Gradient: {wd['grad']}", ""]
+        for r in (wd.get("mjx") or {}).get("runs", []):
+            done = r["stages"].get("done", {})
+            lines += [f"MJX heap {r['worlds']} worlds: {f(done.get('box_steps_per_s')) if done else r.get('reason')} box-steps/s, "
+                      f"compile {f(r['stages'].get('compiled', {}).get('compile_s'))} s", ""]
     for k, v in res.get("errors", {}).items():
         lines.append(f"- phase {k} failed: {v.splitlines()[-1] if v else v}")
     return "\n".join(lines) + "\n"
@@ -541,7 +663,7 @@ def main(argv=None) -> int:
     res["env"] = phase_env(a)
     log(json.dumps({k: res["env"].get(k) for k in ("device_kind", "nvidia_smi", "versions", "jax_devices")}))
     # the least each phase needs on a GPU: a phase keeps back the sum over the phases after it
-    need = {} if a.smoke else {"mjx": 80, "consistency": 25, "split": 45, "stress": 30, "contactnets": 30}
+    need = {} if a.smoke else {"single": 90, "mjx": 80, "consistency": 25, "split": 45, "stress": 30, "contactnets": 30}
     after = lambda ph: sum(need.get(q, 0) for q in a.phases[a.phases.index(ph) + 1:])
     for ph in a.phases:
         if clock.left() < 10:
@@ -565,7 +687,7 @@ def main(argv=None) -> int:
             elif ph == "contactnets":
                 res[ph] = phase_contactnets(a, clock, reserve_s=0)
             elif ph == "worlds":
-                res[ph] = phase_worlds(a, clock)
+                res[ph] = phase_worlds(a, clock, out_dir, reserve_s=after(ph))
         except Exception:  # noqa: BLE001 - one phase failing must not lose the others' results
             res["errors"][ph] = traceback.format_exc()
             log(res["errors"][ph])

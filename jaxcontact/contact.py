@@ -180,7 +180,7 @@ def dense(problem: BodyProblem) -> ContactProblem:
 
 
 def solve_bodies(problem: BodyProblem, mu, settings: LCPSettings = LCPSettings(), target=None, z0=None,
-                 soft=None) -> ContactSolution:
+                 soft=None, group: int | None = None) -> ContactSolution:
     """The hard contact impulse of a world's contacts by projected Gauss–Seidel in velocity form
     (``solvers.solve_body_lcp``): the solution of ``solve(dense(problem), ...)`` (the same sweeps
     in exact arithmetic) in O(C) memory, each sweep visiting the valid contacts only. mu: (C, nt)
@@ -201,7 +201,7 @@ def solve_bodies(problem: BodyProblem, mu, settings: LCPSettings = LCPSettings()
         raise ValueError("solve_bodies: the velocity form needs every body's own M⁻¹ (N, 6, 6); a full mobility "
                          "(a jointed world's) is solved densely: solve(dense(problem), ...)")
     sol = solve_body_lcp(problem.rows, problem.bodies, problem.mobility, problem.v_free, bias, coupling,
-                         problem.valid, soft, settings, z0)
+                         problem.valid, soft, settings, z0, group)
     return ContactSolution(z=sol.z, impulse=body_impulse(problem, sol.z).reshape(-1), residual=sol.residual,
                            iterations=sol.iterations)
 

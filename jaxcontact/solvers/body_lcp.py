@@ -155,14 +155,13 @@ _TAIL = 8
 _MIN_TAIL = 4
 
 
-def _sweeps_batched(settings: LCPSettings, tol, *args):
-    """``_sweeps_single`` of a batch (leading axis B on every argument), each problem getting
-    exactly its own sweeps (frozen once converged), without the batch waiting for its slowest
-    problem: swept whole while more than B/8 problems are unconverged, then the unconverged tail
-    in sub-batches of B/8 (on a 16-box heap the slowest of 16 worlds needs 4.1× the mean sweeps)."""
-    data, carry = jax.vmap(_setup)(*args)
+def _tail_batched(settings: LCPSettings, sweep, data, carry, tol):
+    """Sweeps of a batch (leading axis B on ``data`` and ``carry``), each problem getting exactly its
+    own sweeps (frozen once converged), without the batch waiting for its slowest problem: swept
+    whole while more than B/8 problems are unconverged, then the unconverged tail in sub-batches of
+    B/8 (on a 16-box heap the slowest of 16 worlds needs 4.1× the mean sweeps).
+    ``sweep(data, carry)`` sweeps a batch once."""
     B = tol.shape[0]
-    sweep = jax.vmap(_sweep)
 
     def masked(data, carry, active, tol):
         new = sweep(data, carry)
@@ -189,7 +188,13 @@ def _sweeps_batched(settings: LCPSettings, tol, *args):
             return jax.tree_util.tree_map(put, carry, sub[0]), active.at[idx].set(sub[1])
 
         state = jax.lax.while_loop(lambda s: jnp.any(s[1]), tail, state)
-    zo, _, change, it = state[0]
+    return state[0]
+
+
+def _sweeps_batched(settings: LCPSettings, tol, *args):
+    """``_sweeps_single`` of a batch (leading axis B on every argument), through ``_tail_batched``."""
+    data, carry = jax.vmap(_setup)(*args)
+    zo, _, change, it = _tail_batched(settings, jax.vmap(_sweep), data, carry, tol)
     z = jax.vmap(lambda z0, o, x: jnp.zeros_like(z0).at[o].set(x))(args[0], data["order"], zo)
     return z, change, it
 
@@ -214,8 +219,144 @@ def _sweeps(settings: LCPSettings):
     return sweeps
 
 
+# ------------------------------------------------------------------ graph-coloured sweeps (vectorised)
+#
+# The contacts come in *manifolds* of ``group`` consecutive contacts on the same two bodies (a body's
+# ground candidates, a pair slot's points). Manifolds that share no body (the ground excepted: it
+# neither moves nor is moved) can be visited at once: each step the valid manifolds are coloured
+# greedily (no two of one colour share a body; without gradient), and a sweep is one vectorised
+# update per colour over all of that colour's manifolds (and all worlds), each visiting its own
+# contacts in order exactly as ``_sweep`` does. A sweep is then a Gauss–Seidel sweep in the order
+# colour by colour: the iterates are those of projected Gauss–Seidel in that order, the fixed point
+# (and the implicit derivative) the same. Box2D v3 colours its constraint graph the same way.
+
+
+def _colouring(mbodies, mvalid, N: int):
+    """Greedy colouring of M manifolds (per world): ``mbodies`` (M, 2) body indices (the ground N),
+    ``mvalid`` (M,). Returns (colour (M,) in [0, M) for a valid manifold, M otherwise; rank (M,) its
+    position among its colour's manifolds, < N)."""
+    M = mbodies.shape[0]
+
+    def visit(m, carry):
+        taken, count, colour, rank = carry
+        a, b = mbodies[m, 0], mbodies[m, 1]
+        used = taken[a] | taken[b]
+        c = jnp.where(mvalid[m], jnp.argmin(used), M)
+        taken = taken.at[a, c].set(True).at[b, c].set(True).at[N].set(False)
+        return taken, count.at[c].add(1), colour.at[m].set(c), rank.at[m].set(count[c])
+
+    taken = jnp.zeros((N + 1, M + 1), bool)
+    init = (taken, jnp.zeros(M + 1, jnp.int32), jnp.zeros(M, jnp.int32), jnp.zeros(M, jnp.int32))
+    _, _, colour, rank = jax.lax.fori_loop(0, M, visit, init)
+    return colour, rank
+
+
+def _coloured_setup(group: int, z, rows, index, WJ, extra, v_free, bias, coupling, valid):
+    """One world's problem laid out by manifold (a dummy manifold M appended: no rows, diagonal 1)
+    and its colour table ``tab`` (M, W = N): the manifolds of colour c in row c (the dummy M where
+    none)."""
+    C, d = z.shape
+    N = v_free.shape[0]
+    k = group
+    M = C // k
+    G = jnp.einsum("csij,cskj->cik", rows, WJ) + jnp.eye(d, dtype=z.dtype) * extra[:, None, :]
+    G = jnp.where(valid[:, None, None], G, jnp.eye(d, dtype=z.dtype))
+    pad = lambda x, fill=0: jnp.concatenate([x.reshape((M, k) + x.shape[1:]),
+                                             jnp.full((1, k) + x.shape[1:], fill, x.dtype)])
+    mb = index.reshape(M, k, 2)[:, 0]
+    mvalid = valid.reshape(M, k).any(axis=1)
+    colour, rank = _colouring(mb, mvalid, N)
+    tab = jnp.full((M + 1, N), M, jnp.int32).at[colour, rank].set(jnp.arange(M, dtype=jnp.int32), mode="drop")[:M]
+    data = dict(rows=pad(rows), WJ=pad(WJ), G=pad(G, 0).at[M].set(jnp.eye(d, dtype=z.dtype)), bias=pad(bias),
+                mu=pad(coupling), extra=pad(extra), bodies=jnp.concatenate([mb, jnp.full((1, 2), N, mb.dtype)]),
+                tab=tab, colours=jnp.max(jnp.where(mvalid, colour + 1, 0), initial=0))
+    carry = (pad(z), _velocities(WJ, index, v_free, z), jnp.asarray(jnp.inf, z.dtype), jnp.asarray(0, jnp.int32))
+    return data, carry
+
+
+def _coloured_sweep(data, carry, colours):
+    """One sweep of a batch of worlds (leading axis B on every array): for each colour (``colours``,
+    unbatched: the most any world needs), one vectorised visit of every manifold of that colour,
+    each contact of a manifold in order (rows normal, tangents, as ``_sweep``)."""
+    zm, v, _, it = carry
+    B, W = data["tab"].shape[0], data["tab"].shape[2]
+    k, d = zm.shape[2], zm.shape[3]
+    N = v.shape[1] - 1
+    bi = jnp.arange(B)[:, None]
+
+    def colour(c, state):
+        zm, v, change = state
+        ids = jax.lax.dynamic_index_in_dim(data["tab"], c, axis=1, keepdims=False)  # (B, W)
+        r, wj, g, b, mu, ex = (data[key][bi, ids] for key in ("rows", "WJ", "G", "bias", "mu", "extra"))
+        ab = data["bodies"][bi, ids]
+        ia, ib = ab[..., 0], ab[..., 1]
+        va, vb = v[bi, ia], v[bi, ib]
+        zc_all = zm[bi, ids]
+        new = []
+        for j in range(k):
+            zc = zc_all[:, :, j]
+            gj = g[:, :, j]
+            w = (jnp.sum(r[:, :, j, 0] * va[:, :, None, :], -1) + jnp.sum(r[:, :, j, 1] * vb[:, :, None, :], -1)
+                 + b[:, :, j] + ex[:, :, j] * zc)
+            z_old = zc
+            for q in range(d):
+                zq = zc[..., q] - w[..., q] / gj[..., q, q]
+                if q == 0:
+                    zq = jnp.maximum(zq, 0.0)
+                else:
+                    bound = mu[:, :, j, q] * zc[..., 0]
+                    zq = jnp.clip(zq, -bound, bound)
+                w = w + gj[..., :, q] * (zq - zc[..., q])[..., None]
+                zc = zc.at[..., q].set(zq)
+            dz = zc - z_old
+            change = jnp.maximum(change, jnp.max(jnp.abs(jnp.diagonal(gj, axis1=-2, axis2=-1) * dz), axis=(1, 2)))
+            va = va + jnp.sum(dz[..., :, None] * wj[:, :, j, 0], axis=-2)
+            vb = vb + jnp.sum(dz[..., :, None] * wj[:, :, j, 1], axis=-2)
+            new.append(zc)
+        v = v.at[bi, ia].set(va).at[bi, ib].set(vb).at[:, N].set(0.0)
+        zm = zm.at[bi, ids].set(jnp.stack(new, axis=2))
+        return zm, v, change
+
+    zm, v, change = jax.lax.fori_loop(0, colours, colour, (zm, v, jnp.zeros((B,), zm.dtype)))
+    return zm, v, change, it + 1
+
+
+def _coloured_sweeps_batched(settings: LCPSettings, group: int, tol, *args):
+    """The sweeps of a batch of problems (leading axis B on every argument) to each one's ``tol``
+    or ``settings.max_iter``: a world that has converged is frozen while the others go on."""
+    data, carry = jax.vmap(functools.partial(_coloured_setup, group))(*args)
+
+    sweep = lambda data, carry: _coloured_sweep(data, carry, jnp.max(data["colours"]))
+    if settings.fixed_iterations:
+        carry = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: sweep(data, c), carry)
+    else:
+        carry = _tail_batched(settings, sweep, data, carry, tol)
+    zm, _, change, it = carry
+    B, C, d = args[0].shape
+    return zm[:, :-1].reshape(B, C, d), change, it
+
+
+def _coloured_sweeps(settings: LCPSettings, group: int):
+    """``_sweeps``' signature, by colour: one world is a batch of one; a vmapped call sweeps the
+    whole batch at once (its own batching rule: the colour loop's count is the batch's largest)."""
+    def single(*args):
+        z, change, it = _coloured_sweeps_batched(settings, group, args[-1][None], *(x[None] for x in args[:-1]))
+        return z[0], change[0], it[0]
+
+    @jax.custom_batching.custom_vmap
+    def sweeps(*args):
+        return single(*args)
+
+    @sweeps.def_vmap
+    def _(axis_size, in_batched, *args):
+        args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, bat in zip(args, in_batched)]
+        return _coloured_sweeps_batched(settings, group, args[-1], *args[:-1]), (True, True, True)
+
+    return sweeps
+
+
 def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
-                   settings: LCPSettings = LCPSettings(), z0=None) -> LCPSolution:
+                   settings: LCPSettings = LCPSettings(), z0=None, group: int | None = None) -> LCPSolution:
     """The box-friction LCP of contacts between free bodies, without forming A.
 
     rows: (C, 2, d, 6) each contact's rows [normal, tangents] on its two bodies (signed: their sum
@@ -249,7 +390,8 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         b = jnp.einsum("cskj,csj->ck", rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
-        z, _, it = _sweeps(settings)(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
+        sweeps = _sweeps(settings) if group is None else _coloured_sweeps(settings, group)
+        z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
                                      coupling, valid_f > 0, tol)
         z = z.reshape(-1)
         res = jnp.max(jnp.abs(Dr.reshape(-1) * (T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f) - z)),

@@ -283,7 +283,10 @@ the same impulses up to round-off (tests/test_worlds.py). The dense form also se
 ``"relaxed"`` gradient mode, which the velocity form does not implement."""
 
 
-def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, gradient):
+SWEEP_ORDER = "colour"
+
+
+def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, gradient, group=None):
     """The world's contact solution (``DENSE_ROWS``: dense or velocity form; a jointed world's
     full mobility, densely)."""
     if bp.num_contacts * bp.rows_per_contact <= DENSE_ROWS or gradient is not None or bp.mobility.ndim == 2:
@@ -291,7 +294,8 @@ def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, grad
         if soft is not None:
             prob = soften(prob, soft)
         return contact.solve(prob, mu, settings, target, z0=z0, gradient=gradient)
-    return contact.solve_bodies(bp, mu, settings, target, z0=z0, soft=soft)
+    return contact.solve_bodies(bp, mu, settings, target, z0=z0, soft=soft,
+                                group=group if SWEEP_ORDER == "colour" else None)
 
 
 def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
@@ -355,7 +359,7 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
         impact = con.valid & (vn_pre < -law.restitution_threshold)
         soft = soft_rows(scene.softness, stiff_rows(con, impact, N)) if scene.softness else None
         sol = solve_contacts(prob, mu, law.solver, target, None if warm is None else warm_slots(scene, con, warm),
-                             soft, law.relaxed_gradient(model))
+                             soft, law.relaxed_gradient(model), manifold_size(model, scene, params))
         p_body = sol.impulse.reshape(N, 6)
         v_new = motion.after(p_body)
         residual, iterations = sol.residual, sol.iterations
@@ -376,6 +380,15 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
     flags = dynamics.step_flags(invalid, dynamics.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
                                 con.capacity)
     return new, info.replace(flags=flags, invalid=invalid), warm
+
+
+def manifold_size(model, scene: Scene, params: Params) -> int:
+    """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
+    candidates (split in equal parts) and a pair slot's points alike."""
+    import math
+
+    sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
+    return math.gcd(*sizes) if sizes else 1
 
 
 def num_ground_contacts(model, scene: Scene, params: Params) -> int:
