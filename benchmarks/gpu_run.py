@@ -561,10 +561,10 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
         jax.profiler.stop_trace()
         pbs = sorted(tdir.rglob("*.xplane.pb"))
         if pbs:
-            import shutil
+            import gzip
 
-            shutil.copy(pbs[-1], Path(out_dir) / "worlds_trace.xplane.pb")
-            out["trace"] = {"worlds": W1, "steps": 20, "file": "worlds_trace.xplane.pb", "bytes": pbs[-1].stat().st_size}
+            (Path(out_dir) / "worlds_trace.xplane.pb.gz").write_bytes(gzip.compress(pbs[-1].read_bytes()))
+            out["trace"] = {"worlds": W1, "steps": 20, "file": "worlds_trace.xplane.pb.gz", "bytes": pbs[-1].stat().st_size}
     # MJX on the same heaps
     if not a.smoke and clock.left() - reserve_s > 60:
         mb = [b for b in batches if b <= 4096][:2]
