@@ -35,6 +35,7 @@ The last lines printed are a short table (a device call returns the end of its o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -449,7 +450,7 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
 
     * ``heap``: 16 boxes dropped (``scenes.heap``, ``--world-seeds`` distinct seeds tiled to each
       batch) for ``--world-steps`` steps at ``--world-batches`` worlds, with the graph-coloured
-      sweeps (``pipeline.SWEEP_ORDER = "colour"``, vectorised over worlds) and, on a short window
+      sweeps (``LCPSettings(sweeps="colour")``, vectorised over worlds; the default on a GPU) and, on a short window
       at the smallest batch, the sequential sweeps: box-steps/s, compile s, peak memory per world,
       sweeps per step, flags; the settled heights of the distinct seeds (``worlds_heaps.npz``) for
       the CPU float64 comparison;
@@ -462,7 +463,7 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
     import jax.numpy as jnp
 
     from jaxcontact import worlds
-    from jaxcontact.worlds import pipeline, scenes
+    from jaxcontact.worlds import scenes
 
     from .worlds import heap_states, run_mjx
 
@@ -477,8 +478,8 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
     out = {"dtype": "float32", "law": repr(model.law), "steps": steps, "seeds": n_seeds, "heap": [], "stack": None,
            "grad": None, "mjx": None}
     cost = None
+    with_sweeps = lambda m, how: dataclasses.replace(m, law=dataclasses.replace(m.law, solver=dataclasses.replace(m.law.solver, sweeps=how)))
     for order in ("colour", "sequential"):
-        pipeline.SWEEP_ORDER = order
         for W in (batches if order == "colour" else batches[:1]):
             st = steps if order == "colour" else min(steps, 20)
             if cost is not None and cost * W * st * 2 + 40 > clock.left() - reserve_s:
@@ -488,7 +489,7 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
             in0, _ = memory()
             states = block(tile(W))
             try:
-                _, first, wall, (final, summary) = _world_run(scene, params, states, st, model)
+                _, first, wall, (final, summary) = _world_run(scene, params, states, st, with_sweeps(model, order))
             except Exception as err:  # noqa: BLE001 - out of memory at the largest batch, say
                 out["heap"].append({"order": order, "worlds": W, "error": f"{type(err).__name__}: {str(err)[:300]}"})
                 log(f"[worlds] heap {order} {W}: {out['heap'][-1]['error']}")
@@ -509,7 +510,6 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
                 np.savez_compressed(Path(out_dir) / "worlds_heaps.npz", steps=st, seeds=n_seeds,
                                     final_pos=np.asarray(final.pos[:n_seeds]), final_quat=np.asarray(final.quat[:n_seeds]))
             del states, final, summary
-    pipeline.SWEEP_ORDER = "colour"
     W0 = batches[0]
     # sweeps per step (trajectory infos) on a short window of the smallest batch
     if clock.left() - reserve_s > 60:

@@ -40,6 +40,7 @@ COLL = "tests/test_collision.py"
 WORLDS = "tests/test_worlds.py"
 WMAT = "tests/test_worlds_materials.py"
 WPHYS = "tests/test_worlds_physics.py"
+SWEEPS = "tests/test_world_sweeps.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,17 +209,33 @@ MUTATIONS = (
     # worlds: the velocity-form sweep
     Mutation("body-lcp-friction-bound", "worlds", "jaxcontact/solvers/body_lcp.py",
              "bound = mu[k] * zc[0]", "bound = 0.5 * mu[k] * zc[0]",
-             (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
+             (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
     Mutation("body-lcp-normal-unprojected", "worlds", "jaxcontact/solvers/body_lcp.py",
              "zk = jnp.maximum(zk, 0.0)", "zk = zk",
+             (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
+    # worlds: the fused CPU kernel (rebuilt from the mutated source: its cache is keyed by the source)
+    Mutation("pgs-kernel-friction-bound", "worlds", "jaxcontact/solvers/native/pgs.cc",
+             "const T bound = coupling[c * 3 + k] * zc[0];", "const T bound = T(0.5) * coupling[c * 3 + k] * zc[0];",
              (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
+    Mutation("pgs-kernel-normal-unprojected", "worlds", "jaxcontact/solvers/native/pgs.cc",
+             "zk = std::max(zk, T(0));", "zk = zk;",
+             (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
+    Mutation("pgs-kernel-second-body-pushed-back", "worlds", "jaxcontact/solvers/native/pgs.cc",
+             "vb[j] += dz[0] * wb[j]", "vb[j] -= dz[0] * wb[j]",
+             (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
+    # worlds: the graph-coloured sweeps
+    Mutation("colour-friction-bound", "worlds", "jaxcontact/solvers/body_lcp.py",
+             "bound = mu[:, :, j, q] * zc[..., 0]", "bound = 0.5 * mu[:, :, j, q] * zc[..., 0]",
+             (f"{SWEEPS}::test_coloured_sweeps_reach_the_same_solution",)),
+    Mutation("colouring-ignores-second-body", "worlds", "jaxcontact/solvers/body_lcp.py",
+             "used = taken[a] | taken[b]", "used = taken[a]",
+             (f"{SWEEPS}::test_coloured_sweeps_reach_the_same_solution",)),
     # worlds: soft resting rows, stiff impact islands
     Mutation("soft-and-stiff-swapped", "worlds", "jaxcontact/worlds/pipeline.py",
              "return jnp.where(stiff, 0.0, softness)", "return jnp.where(stiff, softness, 0.0)",
              (f"{WORLDS}::test_newtons_cradle_one_impact_at_a_time_and_simultaneous",)),
     Mutation("stiff-island-one-hop", "worlds", "jaxcontact/worlds/pipeline.py",
-             "hit = jax.lax.fori_loop(0, max(num_bodies - 1, 0), hop, hit)",
-             "hit = jax.lax.fori_loop(0, min(num_bodies - 1, 1), hop, hit)",
+             "for _ in range(squarings):", "for _ in range(min(squarings, 0)):",
              (f"{WORLDS}::test_newtons_cradle_one_impact_at_a_time_and_simultaneous",)),
     # worlds: the joints' Baumgarte stabilisation
     Mutation("joint-baumgarte-sign", "worlds", "jaxcontact/worlds/joints.py",

@@ -879,6 +879,10 @@ def render_speed(sp, mjx, mjs=None):
             rows.append([f"jaxcontact float32, {m['steps']} steps, {m['worlds']} different drops", m["worlds"], "XLA (2 cores)",
                          f"{m['wall_s']:.1f}", f"{m['box_steps_per_s']:,.0f}", f"{m['world_steps_per_s']:.2f}",
                          f"{m['compile_s']:.1f}", f"{per / 1e6:.2f} MB" if per else "—", "measured"])
+        for m in j.get("sharded_batches", []):
+            rows.append([f"jaxcontact float32, {m['steps']} steps, {m['worlds']} different drops, sharded", m["worlds"],
+                         "2 XLA devices (2 cores)", f"{m['wall_s']:.1f}", f"{m['box_steps_per_s']:,.0f}",
+                         f"{m['world_steps_per_s']:.2f}", f"{m['compile_s']:.1f}", "—", "measured"])
         measured = {m["worlds"] for m in j.get("measured_batches", [])}
         for e in j["extrapolated"]:
             if measured:  # a measured batch of different drops replaces the windows' extrapolation
@@ -918,6 +922,15 @@ def render_speed(sp, mjx, mjs=None):
                     "temporaries, over the worlds).", ""]
         else:
             out += ["", j["extrapolation_note"], ""]
+        sp_ = j.get("split")
+        if sp_:
+            r = sp_["rows"]
+            d, o, nc = (r[k]["us_per_world_step"] for k in ("default", "one_sweep", "no_contact"))
+            out += [f"### Where a batch's time goes ({sp_['worlds']} drops, the first {sp_['steps']} steps, float32, 1 XLA device)", "",
+                    md_table(["variant", "µs per world-step", "what it isolates"],
+                             [["`NoContact`", f"{nc:.0f}", "broad and narrow phase, free motion, integration, checks"],
+                              ["one fixed sweep", f"{o:.0f}", f"+ {o - nc:.0f}: problem assembly, restitution/softness, the solve's set-up, one sweep, the residual"],
+                              ["default (to tolerance)", f"{d:.0f}", f"+ {d - o:.0f}: the further sweeps (the fused kernel)"]]), ""]
         s = j["stages"]
         f = j["one_world_full"]["sweeps"]
         tot = s["collide_s"] + s["free_velocity_and_mass_s"] + s["assembly_s"] + s["solve_warm_s"]
@@ -1021,10 +1034,84 @@ def run_heapspeed(args):
         f"compiled at that batch (XLA's memory analysis: arguments + outputs + temporaries, over the worlds).")
     j["measured_batches"] = [measured_batch(scene, params, args.spacing, W, args.speed_steps)
                              for W in _ints(args.measure_batches)] if args.measure_batches else []
+    j["sharded_batches"] = [sharded_batch(W, args.speed_steps, args.spacing) for W in _ints(args.sharded_batches)]
+    j["split"] = batch_split(scene, params, args.spacing, _ints(args.measure_batches)[0] if args.measure_batches else 64,
+                             args.split_steps)
     res["jaxcontact"] = j
     res["steps"] = args.speed_steps
     res["spacing_m"] = args.spacing
     return res
+
+
+def sharded_child(worlds_: int, steps: int, spacing: float):
+    """In a child process started with two XLA host devices: the measured batch through
+    ``worlds.sharded_batch_rollout`` (half the worlds on each core; the fused kernel on one thread
+    per device); prints one JSON line."""
+    import jax
+
+    from jaxcontact import worlds
+
+    model = worlds.model()
+    scene, params, drops = heap_states(list(range(worlds_)), spacing)
+    p32, drops = cast_floats(params, "float32"), cast_floats(drops, "float32")
+    run = lambda: worlds.sharded_batch_rollout(model, scene, p32, drops, steps, output="final")
+    t = time.perf_counter()
+    jax.block_until_ready(run())
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    final, summary = jax.block_until_ready(run())
+    wall = time.perf_counter() - t
+    n = drops.pos.shape[1]
+    print(json.dumps({"worlds": worlds_, "steps": steps, "wall_s": wall, "compile_s": max(first - wall, 0.0),
+                      "devices": [str(d) for d in jax.devices()], "box_steps_per_s": worlds_ * n * steps / wall,
+                      "world_steps_per_s": worlds_ * steps / wall,
+                      "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
+                      "final_com_height_m": float(np.asarray(final.pos[..., 2]).mean()), "measured": True}), flush=True)
+
+
+def sharded_batch(worlds_: int, steps: int, spacing: float):
+    """``sharded_child`` in a child process (``XLA_FLAGS=--xla_force_host_platform_device_count=2``,
+    ``JAXCONTACT_THREADS=1``): jaxcontact on both cores, as MuJoCo's 2-thread pool."""
+    import os
+
+    env = {**os.environ, "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip(),
+           "JAXCONTACT_THREADS": "1"}
+    cmd = [sys.executable, "-m", "benchmarks.worlds", "--sharded-child", str(worlds_), "--speed-steps", str(steps),
+           "--spacing", str(spacing)]
+    r = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"sharded child failed: {r.stderr.strip()[-800:]}")
+    row = json.loads(r.stdout.strip().splitlines()[-1])
+    print("heapspeed sharded batch", row, flush=True)
+    return row
+
+
+def batch_split(scene, params, spacing: float, worlds_: int, steps: int):
+    """Where a batch's time goes: the measured batch's first ``steps`` steps (the drop and its
+    landing) with the default law, with exactly one sweep per step (``fixed_iterations``: collision,
+    assembly, the solve's set-up and one sweep), and with ``NoContact`` (collision, free motion,
+    integration and checks, no contact problem). Seconds and µs per world-step."""
+    import dataclasses
+
+    import jax
+
+    from jaxcontact import worlds
+    from jaxcontact.laws import NoContact
+
+    base = worlds.model()
+    one = dataclasses.replace(base.law, solver=dataclasses.replace(base.law.solver, max_iter=1, fixed_iterations=True))
+    _, _, drops = heap_states(list(range(worlds_)), spacing)
+    p32, drops = cast_floats(params, "float32"), cast_floats(drops, "float32")
+    out = {"worlds": worlds_, "steps": steps, "rows": {}}
+    for name, model in (("default", base), ("one_sweep", worlds.model(law=one)), ("no_contact", worlds.model(law=NoContact()))):
+        compiled, _, _ = _aot(_jit_batch(model, scene, steps), p32, drops)
+        jax.block_until_ready(compiled(p32, drops))
+        t = time.perf_counter()
+        jax.block_until_ready(compiled(p32, drops))
+        wall = time.perf_counter() - t
+        out["rows"][name] = {"wall_s": wall, "us_per_world_step": 1e6 * wall / (worlds_ * steps)}
+    print("heapspeed split", out, flush=True)
+    return out
 
 
 def measured_batch(scene, params, spacing: float, worlds_: int, steps: int):
@@ -1068,8 +1155,11 @@ def main(argv=None):
     ap.add_argument("--speed-batches", default="64,256")
     ap.add_argument("--windows", default="1,4,16", help="heapspeed: jaxcontact's measured batch sizes")
     ap.add_argument("--window-steps", type=int, default=10)
-    ap.add_argument("--measure-batches", default="64",
+    ap.add_argument("--measure-batches", default="64,256",
                     help="heapspeed: batches of different drops run for --speed-steps steps and timed ('' for none)")
+    ap.add_argument("--sharded-batches", default="64,256", help="heapspeed: measured batches on both cores ('' for none)")
+    ap.add_argument("--split-steps", type=int, default=400, help="heapspeed: steps of the time split (the drop and landing)")
+    ap.add_argument("--sharded-child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mjx-batches", default="64,256")
     ap.add_argument("--mjx-timeout", type=float, default=300.0)
     ap.add_argument("--mjx-child", type=int, default=None, help=argparse.SUPPRESS)
@@ -1083,6 +1173,8 @@ def main(argv=None):
         return print(render(res))
     if args.mjx_child is not None:
         return mjx_child(args.mjx_child, args.speed_steps, args.spacing, args.progress)
+    if args.sharded_child is not None:
+        return sharded_child(args.sharded_child, args.speed_steps, args.spacing)
     import jax
 
     jax.config.update("jax_enable_x64", True)

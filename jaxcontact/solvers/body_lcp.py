@@ -37,8 +37,12 @@ def _prepare(rows, index, Minv, soft, reg, valid):
     (C, d)). ``index`` (C, 2): body indices with the ground at N (zero mobility). A padded
     contact (``valid`` false: its rows are zero) gets the diagonal 1, so that no quotient by
     its zero diagonal reaches a derivative (a world with no contact at all has no scale)."""
-    WJ = jnp.einsum("csij,cskj->cski", with_ground(Minv)[index], rows)
-    D = jnp.einsum("cskj,cskj->ck", rows, WJ)
+    # M⁻¹Jᵀ as six products added in turn, not a batched 6×6 dot nor a reduction: XLA's CPU backend
+    # runs (C, 2) tiny dots one by one and its reduction fusions of a 6-long axis are as slow
+    # (17–25 ms a call on 64 heaps, against one fused loop here)
+    Mi = with_ground(Minv)[index]
+    WJ = sum(Mi[:, :, None, :, j] * rows[:, :, :, j, None] for j in range(6))
+    D = jnp.sum(rows * WJ, axis=(1, 3))
     Ds = D + soft * D  # the caller's softness (contact.soften's relative diagonal)
     scale = jnp.maximum(jnp.max(jnp.abs(Ds)), jnp.finfo(Ds.dtype).tiny)
     Dr = jnp.where(valid[:, None], Ds + reg * Ds + 1e-12 * scale + diagonal_floor(Ds, scale), 1.0)  # lcp.regularized, row by row
@@ -219,6 +223,45 @@ def _sweeps(settings: LCPSettings):
     return sweeps
 
 
+def _native_sweeps(settings: LCPSettings):
+    """``_sweeps``' signature in the fused CPU kernel (``native/pgs.cc``): the same sweeps, one C++
+    loop per world, a batch of worlds (any leading dimensions: ``vmap`` broadcasts into them) split
+    over threads."""
+    import numpy as np
+
+    from . import native
+
+    def sweeps(z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
+        dtype = jnp.dtype(z.dtype)
+        if dtype.name not in native.TARGETS:
+            raise TypeError(f"the fused kernel takes float32 or float64, got {dtype}")
+        v0 = _velocities(WJ, index, v_free, z)
+        out = (jax.ShapeDtypeStruct(z.shape, dtype), jax.ShapeDtypeStruct(tol.shape, dtype),
+               jax.ShapeDtypeStruct(tol.shape, jnp.int32))
+        call = jax.ffi.ffi_call(native.TARGETS[dtype.name][0], out, vmap_method="broadcast_all")
+        return call(z, rows, index.astype(jnp.int32), WJ, extra, v0, bias, coupling, valid.astype(jnp.int32), tol,
+                    max_iter=np.int64(settings.max_iter), fixed=np.int64(bool(settings.fixed_iterations)),
+                    threads=np.int64(native.threads()))
+
+    return sweeps
+
+
+def _method(settings: LCPSettings, group):
+    """The sweeps a solve runs (``LCPSettings.sweeps``): ``"native"`` (on a CPU, where the kernel
+    builds), ``"colour"`` (needs ``group``, the contacts' manifold size) or ``"sequential"``; for
+    ``"auto"`` the kernel on a CPU and the coloured sweeps elsewhere (``platform_dependent``)."""
+    from . import native
+
+    want = settings.sweeps
+    if want == "auto" and group is not None and jax.default_backend() != "cpu":
+        return "colour"  # an accelerator: no kernel to build
+    if want in ("auto", "native") and native.available():
+        return "native"
+    if want in ("auto", "colour") and group is not None:
+        return "colour" if want == "colour" else "auto-colour"
+    return "sequential"
+
+
 # ------------------------------------------------------------------ graph-coloured sweeps (vectorised)
 #
 # The contacts come in *manifolds* of ``group`` consecutive contacts on the same two bodies (a body's
@@ -241,7 +284,7 @@ def _colouring(mbodies, mvalid, N: int):
         taken, count, colour, rank = carry
         a, b = mbodies[m, 0], mbodies[m, 1]
         used = taken[a] | taken[b]
-        c = jnp.where(mvalid[m], jnp.argmin(used), M)
+        c = jnp.where(mvalid[m], jnp.argmin(used), M).astype(jnp.int32)
         taken = taken.at[a, c].set(True).at[b, c].set(True).at[N].set(False)
         return taken, count.at[c].add(1), colour.at[m].set(c), rank.at[m].set(count[c])
 
@@ -390,7 +433,16 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         b = jnp.einsum("cskj,csj->ck", rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
-        sweeps = _sweeps(settings) if group is None else _coloured_sweeps(settings, group)
+        method = _method(settings, group)
+        if method == "native":
+            other = _coloured_sweeps(settings, group) if group is not None else _sweeps(settings)
+            sweeps = lambda *a: jax.lax.platform_dependent(*a, cpu=_native_sweeps(settings), default=other)
+        elif method == "auto-colour":  # no kernel: the sequential sweeps on a CPU, the coloured ones elsewhere
+            sweeps = lambda *a: jax.lax.platform_dependent(*a, cpu=_sweeps(settings), default=_coloured_sweeps(settings, group))
+        elif method == "colour":
+            sweeps = _coloured_sweeps(settings, group)
+        else:
+            sweeps = _sweeps(settings)
         z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
                                      coupling, valid_f > 0, tol)
         z = z.reshape(-1)

@@ -33,6 +33,9 @@ from .implicit import implicit_fixed_point
 _UNROLL_ROWS = 64
 
 
+
+SWEEP_METHODS = ("auto", "native", "colour", "sequential")
+
 @dataclasses.dataclass(frozen=True)
 class LCPSettings:
     """Projected Gauss–Seidel settings.
@@ -56,6 +59,13 @@ class LCPSettings:
     final positions of the cold solver are within 2.1e-4 m (p90; max 9.9e-4) of the converged
     (Newton, κ → 0) solution, those of the warm-started one within 1.4e-3 m (max 2.1e-2)
     (``benchmarks/breakdown.py``, docs/performance.md).
+    sweeps: how a world's velocity-form solve (``solve_body_lcp``) runs its sweeps: ``"auto"``
+    (default) the fused CPU kernel on a CPU (``solvers.native``; the pure-JAX sequential sweeps
+    where it cannot be built) and the graph-coloured sweeps elsewhere; ``"native"``, ``"colour"``
+    (vectorised over each colour's contacts and the worlds: accelerators) or ``"sequential"`` (pure
+    JAX, one contact after another: the reference) to force one. The sequential sweeps and the
+    kernel give the same iterates; the coloured ones visit the contacts in another order (colour by
+    colour) and reach the same solution to the tolerance. Dense solves ignore it.
     """
 
     tol: float = 1e-6
@@ -63,8 +73,11 @@ class LCPSettings:
     regularization: float = 1e-6
     fixed_iterations: bool = False
     warm_start: bool = False
+    sweeps: str = "auto"
 
     def __post_init__(self):
+        if self.sweeps not in SWEEP_METHODS:
+            raise ValueError(f"LCPSettings.sweeps must be one of {SWEEP_METHODS}, got {self.sweeps!r}")
         if not self.tol > 0:
             raise ValueError(f"LCPSettings.tol must be positive, got {self.tol}")
         if self.max_iter < 1:

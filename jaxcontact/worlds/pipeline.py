@@ -246,12 +246,15 @@ def stiff_rows(con: WorldContacts, impact, num_bodies: int):
     link = con.valid & (a >= 0) & (b >= 0)
     ia, ib = jnp.maximum(a, 0), jnp.maximum(b, 0)
     hit = jnp.zeros(num_bodies, bool).at[ib].max(impact).at[ia].max(impact & (a >= 0))
-
-    def hop(_, hit):
-        spread = link & (hit[ia] | hit[ib])
-        return hit.at[ia].max(spread).at[ib].max(spread)
-
-    hit = jax.lax.fori_loop(0, max(num_bodies - 1, 0), hop, hit)
+    if num_bodies > 1:
+        # bodies within N − 1 hops of a hit body: the reflexive adjacency squared ⌈log₂(N − 1)⌉ times
+        # (a few small matrix products, where a hop at a time was N − 1 dependent scatters)
+        adj = jnp.eye(num_bodies, dtype=jnp.float32).at[ia, ib].max(link.astype(jnp.float32))
+        adj = jnp.maximum(adj, adj.T)
+        squarings = int(np.ceil(np.log2(num_bodies - 1)))  # paths of up to 2^squarings >= N - 1 hops
+        for _ in range(squarings):
+            adj = (jnp.matmul(adj, adj, precision="highest") > 0).astype(jnp.float32)
+        hit = jnp.matmul(adj, hit.astype(jnp.float32), precision="highest") > 0
     return impact | (con.valid & (hit[ib] | ((a >= 0) & hit[ia])))
 
 
@@ -283,9 +286,6 @@ the same impulses up to round-off (tests/test_worlds.py). The dense form also se
 ``"relaxed"`` gradient mode, which the velocity form does not implement."""
 
 
-SWEEP_ORDER = "colour"
-
-
 def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, gradient, group=None):
     """The world's contact solution (``DENSE_ROWS``: dense or velocity form; a jointed world's
     full mobility, densely)."""
@@ -295,7 +295,7 @@ def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, grad
             prob = soften(prob, soft)
         return contact.solve(prob, mu, settings, target, z0=z0, gradient=gradient)
     return contact.solve_bodies(bp, mu, settings, target, z0=z0, soft=soft,
-                                group=group if SWEEP_ORDER == "colour" else None)
+                                group=group)
 
 
 def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):

@@ -1,0 +1,100 @@
+"""Fused CPU kernels behind ``jax.ffi`` (XLA custom calls), compiled from their C++ source on first use.
+
+``pgs.cc`` holds the projected Gauss–Seidel sweeps of a world's contacts (``body_lcp``'s velocity
+form) as one loop in C++: the same iterates as the pure-JAX sweeps, at the speed of a compiled
+loop, with the batch of worlds split over threads. On first use it is compiled with the machine's
+C++ compiler (``$CXX``, else ``c++``) against the XLA FFI headers that jaxlib ships, into
+``$JAXCONTACT_NATIVE_CACHE`` (default ``~/.cache/jaxcontact/native``), keyed by the source, jaxlib's
+version and the compiler; later processes load the cached library. Where no compiler works, or
+``JAXCONTACT_NATIVE=0``, ``available()`` is False and the solvers take their pure-JAX path (the
+reference that gives the same answers), after one ``NativeWarning`` saying why.
+``JAXCONTACT_THREADS`` caps the kernel's threads (default: every core)."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("pgs.cc")
+TARGETS = {"float32": ("jaxcontact_pgs_f32", "JaxcontactPgsF32"), "float64": ("jaxcontact_pgs_f64", "JaxcontactPgsF64")}
+_lock = threading.Lock()
+_state: dict = {}
+
+
+class NativeWarning(UserWarning):
+    """The fused CPU kernel could not be built or loaded: the pure-JAX sweeps run instead (slower)."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("JAXCONTACT_NATIVE_CACHE") or Path.home() / ".cache" / "jaxcontact" / "native")
+
+
+def _compiler() -> str | None:
+    for c in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if c and shutil.which(c):
+            return shutil.which(c)
+    return None
+
+
+def _build() -> Path:
+    import jax.ffi
+    import jaxlib
+
+    cxx = _compiler()
+    if cxx is None:
+        raise RuntimeError("no C++ compiler found (set CXX, or install g++ or clang++)")
+    flags = ["-O3", "-std=c++17", "-shared", "-fPIC", "-w", "-pthread"]
+    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), jaxlib.__version__.encode(), cxx.encode(),
+                                     " ".join(flags).encode()])).hexdigest()[:16]
+    out = cache_dir() / f"pgs-{key}.so"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:  # several processes may build at once: rename is atomic
+        lib = Path(tmp) / out.name
+        cmd = [cxx, *flags, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(lib)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {r.stderr.strip()[-600:]}")
+        os.replace(lib, out)
+    return out
+
+
+def available() -> bool:
+    """Whether the fused kernels are built, loaded and registered with XLA (builds them on first call)."""
+    with _lock:
+        if "ok" in _state:
+            return _state["ok"]
+        if os.environ.get("JAXCONTACT_NATIVE", "1") == "0":
+            _state["ok"] = False
+            return False
+        try:
+            import jax.ffi
+
+            lib = ctypes.cdll.LoadLibrary(str(_build()))
+            for target, symbol in TARGETS.values():
+                jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
+            _state.update(ok=True, lib=lib)
+        except Exception as err:  # noqa: BLE001 - any failure: the pure-JAX path, said once
+            warnings.warn(f"jaxcontact's fused CPU kernel is unavailable ({err}); worlds use the pure-JAX sweeps, "
+                          "which give the same answers more slowly", NativeWarning, stacklevel=2)
+            _state["ok"] = False
+        return _state["ok"]
+
+
+def threads() -> int:
+    """The kernel's thread cap (``JAXCONTACT_THREADS``; 0: every core)."""
+    try:
+        return max(0, int(os.environ.get("JAXCONTACT_THREADS", "0")))
+    except ValueError:
+        return 0
+
+
+__all__ = ["NativeWarning", "available", "cache_dir", "threads"]
