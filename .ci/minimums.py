@@ -9,7 +9,8 @@ pyproject.toml is the one source of truth: every ``name>=version`` of ``[project
 becomes ``name==version`` (a dependency declared without a lower bound is an error here). The
 subset: one step, a rollout against an analytic fall, ``jax.grad`` of a rollout against a finite
 difference, ``sharded_batch_rollout`` over 2 host devices equal to ``batch_rollout``, the
-ContactNets loss sharded over those 2 devices, and ``jaxcontact simulate`` on the command line.
+ContactNets loss sharded over those 2 devices, a world's sweeps in the fused CPU kernel equal to the
+pure-JAX sweeps, and ``jaxcontact simulate`` on the command line.
 """
 
 from __future__ import annotations
@@ -91,6 +92,21 @@ v1, g1 = jax.value_and_grad(lambda t: sharded_batch_loss(fns, t, cmodel, params.
 assert float(v0) > 0 and abs(float(v1) - float(v0)) <= 1e-10 * float(v0), (v0, v1)
 for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
     assert np.allclose(np.asarray(a), np.asarray(b), rtol=1e-8, atol=1e-12 * float(np.max(np.abs(np.asarray(a))) + 1))
+
+# a world's sweeps in the fused CPU kernel (built against this jaxlib's FFI headers) equal the pure-JAX sweeps
+import dataclasses
+from jaxcontact import worlds
+from jaxcontact.solvers import native
+from jaxcontact.worlds import scenes
+assert native.available()
+wsc, wp, ws = scenes.stack(4)
+ws = ws.replace(vel=ws.vel.at[:, 0].set(0.4), omega=ws.omega.at[:, 2].set(2.0))
+def how(h):
+    m = worlds.model()
+    return dataclasses.replace(m, law=dataclasses.replace(m.law, solver=dataclasses.replace(m.law.solver, sweeps=h)))
+wa = worlds.batch_rollout(how("native"), wsc, wp, jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), ws), 20, output="final")[0]
+wb = worlds.rollout(how("sequential"), wsc, wp, ws, 20, output="final")[0]
+assert float(jnp.abs(wa.pos[1] - wb.pos).max()) < 1e-11, (wa.pos[1], wb.pos)
 
 # a CLI command
 with tempfile.TemporaryDirectory() as d:

@@ -1,0 +1,135 @@
+"""Three ways to sweep a world's contact problem, side by side (issue "worlds at speed"):
+
+* ``sequential`` — pure-JAX projected Gauss–Seidel in velocity form, one contact after another
+  (the solver before this round; the reference);
+* ``colour`` — the same sweeps graph-coloured: the manifolds coloured each step so that no two of
+  one colour share a body, one vectorised update per colour over every world (pure JAX);
+* ``native`` — the sequential sweeps as one fused C++ loop behind ``jax.ffi`` (``solvers.native``).
+
+    python -m benchmarks.world_solvers                 # all (about 12 min on 2 cores)
+    python -m benchmarks.world_solvers --quick         # 1 and 16 worlds only
+
+Workloads (the world's default law, 2 ms steps): the 16-box heap **landing** (the drops' states
+at step 150, when the boxes hit, then ``--steps`` steps), the **settled** heap (states at step
+1,000, then ``--steps`` steps) and the 10-box **stack** built at rest (its first ``--steps`` steps,
+the first of which needs hundreds of sweeps). The heap states come from one float64 rollout of
+the drops (seeds 0..W−1) with the native sweeps, cast to each dtype. Reported per method, dtype
+and batch: ms per step, µs per box-step, box-steps/s, sweeps per step (mean over worlds and
+steps, and the mean over steps of the batch's slowest world), and the largest final-position
+difference from the sequential sweeps on the same worlds. Results:
+``benchmarks/results/world_solvers.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+
+from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
+
+
+def _with_sweeps(model, how):
+    law = model.law
+    return dataclasses.replace(model, law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, sweeps=how)))
+
+
+def heap_starts(W: int):
+    """(scene, params, landing states, settled states) of W drops (float64)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+    from jaxcontact.worlds import scenes
+
+    keys = jnp.stack([jax.random.PRNGKey(i) for i in range(W)])
+    scene, params, _ = scenes.heap(16, keys[0])
+    drops = jax.vmap(lambda k: scenes.heap(16, k)[2])(keys)
+    model = _with_sweeps(worlds.model(), "native")
+    run = jax.jit(lambda s, n: worlds.batch_rollout(model, scene, params, s, n, output="final")[0], static_argnums=1)
+    landing = run(drops, 150)
+    settled = run(landing, 850)
+    return scene, params, landing, settled
+
+
+def measure(model, scene, params, states, steps: int):
+    import jax
+
+    from jaxcontact import worlds
+
+    run = jax.jit(lambda s: worlds.batch_rollout(model, scene, params, s, steps, output="trajectory"))
+    t = time.perf_counter()
+    compiled = run.lower(states).compile()
+    compile_s = time.perf_counter() - t
+    jax.block_until_ready(compiled(states))
+    t = time.perf_counter()
+    traj, infos = jax.block_until_ready(compiled(states))
+    wall = time.perf_counter() - t
+    it = np.asarray(infos.iterations)  # (W, steps)
+    return {"wall_s": wall, "compile_s": compile_s, "sweeps_mean": float(it.mean()),
+            "sweeps_slowest_world_mean": float(it.max(axis=0).mean()), "sweeps_max": int(it.max()),
+            "final_pos": np.asarray(traj.pos[:, -1]), "flags": int(np.bitwise_or.reduce(np.asarray(infos.flags).reshape(-1)))}
+
+
+def main(argv=None):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from jaxcontact import worlds
+    from jaxcontact.worlds import scenes
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(RESULTS_DIR / "world_solvers"))
+    args = ap.parse_args(argv)
+    # float32: every method at 1 and 64 worlds, the kernel also at 256; float64: every method at 1
+    # world, the kernel also at 64 (the pure-JAX sweeps of a 64-world landing take about a second a step)
+    batches = {"float32": {"native": [1, 64, 256], "colour": [1, 64], "sequential": [1, 64]},
+               "float64": {"native": [1, 64], "colour": [1], "sequential": [1]}}
+    if args.quick:
+        batches = {d: {k: [1, 16] for k in ("native", "colour", "sequential")} for d in ("float32", "float64")}
+    Wmax = max(max(b) for d in batches.values() for b in d.values())
+    scene, params, landing, settled = heap_starts(Wmax)
+    sscene, sparams, sstate = scenes.stack(10)
+    base = worlds.model()
+    rows = []
+    for dtype in ("float32", "float64"):
+        for work in ("landing", "settled", "stack"):
+            ref = {}
+            for how in ("sequential", "colour", "native"):
+                for W in batches[dtype][how]:
+                    if work == "stack":
+                        sc, p = sscene, cast_floats(sparams, dtype)
+                        st = cast_floats(jax.tree_util.tree_map(lambda x: np.broadcast_to(x, (W,) + x.shape), sstate), dtype)
+                    else:
+                        sc, p = scene, cast_floats(params, dtype)
+                        st = cast_floats(jax.tree_util.tree_map(lambda x: x[:W], landing if work == "landing" else settled), dtype)
+                    r = measure(_with_sweeps(base, how), sc, p, st, args.steps)
+                    n = sc.num_bodies
+                    fp = r.pop("final_pos")
+                    if how == "sequential":
+                        ref[W] = fp
+                    k = max((w for w in ref if w <= W), default=None)
+                    diff = float(np.abs(fp[:k] - ref[k][:k]).max()) if k else None
+                    row = {"dtype": dtype, "workload": work, "sweeps": how, "worlds": W, "steps": args.steps, **r,
+                           "ms_per_step": 1e3 * r["wall_s"] / args.steps, "us_per_box_step": 1e6 * r["wall_s"] / (W * n * args.steps),
+                           "box_steps_per_s": W * n * args.steps / r["wall_s"], "final_pos_vs_sequential_max_m": diff}
+                    rows.append(row)
+                    print({k_: v for k_, v in row.items() if k_ not in ("flags",)}, flush=True)
+    res = {"machine": machine_info("benchmarks.world_solvers", argv), "rows": rows}
+    write_json(args.out + ".json", res)
+    f = lambda x, nd=3: "—" if x is None else (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.{nd}g}")
+    md = ["# Three ways to sweep a world's contacts", "", md_machine(res["machine"]), "",
+          md_table(["dtype", "workload", "sweeps", "worlds", "ms/step", "µs/box-step", "box-steps/s", "sweeps/step (mean)",
+                    "slowest world's sweeps/step", "compile s", "final pos vs sequential (m)"],
+                   [[r["dtype"], r["workload"], r["sweeps"], r["worlds"], f(r["ms_per_step"]), f(r["us_per_box_step"]),
+                     f(r["box_steps_per_s"]), f(r["sweeps_mean"]), f(r["sweeps_slowest_world_mean"]), f(r["compile_s"]),
+                     f(r["final_pos_vs_sequential_max_m"])] for r in rows]), ""]
+    open(args.out + ".md", "w").write("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
