@@ -229,7 +229,7 @@ MUTATIONS = (
              (f"{SWEEPS}::test_coloured_sweeps_reach_the_same_solution",)),
     Mutation("colouring-ignores-second-body", "worlds", "jaxcontact/solvers/body_lcp.py",
              "used = taken[a] | taken[b]", "used = taken[a]",
-             (f"{SWEEPS}::test_coloured_sweeps_reach_the_same_solution",)),
+             (f"{SWEEPS}::test_colouring_never_puts_two_manifolds_on_one_body_in_a_colour",)),
     # worlds: soft resting rows, stiff impact islands
     Mutation("soft-and-stiff-swapped", "worlds", "jaxcontact/worlds/pipeline.py",
              "return jnp.where(stiff, 0.0, softness)", "return jnp.where(stiff, softness, 0.0)",

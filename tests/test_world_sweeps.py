@@ -139,3 +139,28 @@ def test_without_a_compiler_the_sequential_sweeps_run_and_say_so(tmp_path):
     scene, params, s = scenes.stack(4)
     traj, _ = worlds.rollout(worlds.model(), scene, params, s.replace(vel=s.vel.at[:, 0].set(0.3)), 5)
     np.testing.assert_allclose(float(r.stdout.strip().splitlines()[-1]), float(traj.pos[-1, 3, 0]), atol=1e-12)
+
+
+def test_colouring_never_puts_two_manifolds_on_one_body_in_a_colour():
+    """The coloured sweeps are Gauss–Seidel only if a colour's manifolds share no body (the ground
+    excepted): on random contact graphs, every colour is a matching, invalid manifolds get none,
+    and ranks number each colour's manifolds 0, 1, 2, ..."""
+    from jaxcontact.solvers.body_lcp import _colouring
+
+    rng = np.random.default_rng(1)
+    N = 9
+    for trial in range(20):
+        M = int(rng.integers(5, 40))
+        a = rng.integers(0, N + 1, M)  # N: the ground
+        b = rng.integers(0, N, M)
+        b = np.where(b == a, (b + 1) % N, b)
+        mb = np.stack([a, b], 1).astype(np.int32)
+        valid = rng.random(M) < 0.8
+        colour, rank = map(np.asarray, jax.jit(_colouring, static_argnums=2)(jnp.asarray(mb), jnp.asarray(valid), N))
+        assert np.all(colour[~valid] == M) and np.all(colour[valid] < M)
+        for c in np.unique(colour[valid]):
+            members = np.flatnonzero(colour == c)
+            bodies = mb[members].reshape(-1)
+            bodies = bodies[bodies != N]
+            assert len(bodies) == len(set(bodies.tolist())), (trial, c, mb[members])
+            assert sorted(rank[members].tolist()) == list(range(len(members)))
