@@ -8,6 +8,7 @@
 
     python -m benchmarks.world_solvers                 # all (about 12 min on 2 cores)
     python -m benchmarks.world_solvers --quick         # 1 and 16 worlds only
+    python -m benchmarks.world_solvers --grad 16       # jax.grad through 200 steps of 16 landing heaps
 
 Workloads (the world's default law, 2 ms steps): the 16-box heap **landing** (the drops' states
 at step 150, when the boxes hit, then ``--steps`` steps), the **settled** heap (states at step
@@ -73,6 +74,48 @@ def measure(model, scene, params, states, steps: int):
             "final_pos": np.asarray(traj.pos[:, -1]), "flags": int(np.bitwise_or.reduce(np.asarray(infos.flags).reshape(-1)))}
 
 
+def grad_check(W: int, steps: int, out: str):
+    """``jax.grad`` of the heaps' mean final height with respect to μ (and the initial velocities)
+    through ``steps`` steps of W landing heaps (float32, the default sweeps), against the forward
+    rollout alone: time (best of 2 after compiling) and XLA's memory analysis of both programs."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+
+    scene, params, landing, _ = heap_starts(W)
+    p32, s32 = cast_floats(params, "float32"), cast_floats(landing, "float32")
+    model = worlds.model()
+
+    def loss(mu, vel):
+        p = p32.replace(law=p32.law.replace(mu=jnp.broadcast_to(mu, p32.law.mu.shape)))
+        final, _ = worlds.batch_rollout(model, scene, p, s32.replace(vel=vel), steps, output="final")
+        return jnp.mean(final.pos[..., 2])
+
+    mu0 = jnp.float32(p32.law.mu[0])
+    res = {"worlds": W, "steps": steps, "dtype": "float32"}
+    for name, fn in (("forward", jax.jit(loss)), ("grad", jax.jit(jax.grad(loss, argnums=(0, 1))))):
+        t = time.perf_counter()
+        compiled = fn.lower(mu0, s32.vel).compile()
+        c = time.perf_counter() - t
+        ma = compiled.memory_analysis()
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            out = jax.block_until_ready(compiled(mu0, s32.vel))
+            times.append(time.perf_counter() - t)
+        res[name] = {"wall_s": min(times[1:]), "compile_s": c,
+                     "temp_bytes_per_world": None if ma is None else ma.temp_size_in_bytes / W}
+        if name == "grad":
+            res["finite"] = bool(all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(out)))
+            res["dmean_height_dmu"] = float(out[0])
+    res["grad_over_forward"] = res["grad"]["wall_s"] / res["forward"]["wall_s"]
+    res["machine"] = machine_info("benchmarks.world_solvers", ["--grad", str(W), "--grad-steps", str(steps)])
+    print({k: v for k, v in res.items() if k != "machine"}, flush=True)
+    write_json(out + ".json", res)
+    return res
+
+
 def main(argv=None):
     import jax
 
@@ -84,7 +127,11 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(RESULTS_DIR / "world_solvers"))
+    ap.add_argument("--grad", type=int, default=0, help="only the gradient check, at this many worlds")
+    ap.add_argument("--grad-steps", type=int, default=200)
     args = ap.parse_args(argv)
+    if args.grad:
+        return grad_check(args.grad, args.grad_steps, args.out + "_grad")
     # float32: every method at 1 and 64 worlds, the kernel also at 256; float64: every method at 1
     # world, the kernel also at 64 (the pure-JAX sweeps of a 64-world landing take about a second a step)
     batches = {"float32": {"native": [1, 64, 256], "colour": [1, 64], "sequential": [1, 64]},

@@ -210,7 +210,12 @@ def _sweeps(settings: LCPSettings):
     single = functools.partial(_sweeps_single, settings)
     if settings.fixed_iterations:
         return single
+    return _with_batching_rule(single, functools.partial(_sweeps_batched, settings))
 
+
+def _with_batching_rule(single, batched):
+    """``single(*args)`` whose ``vmap`` calls ``batched(tol, *args)`` with every argument batched
+    (the sweeps' own batching rules)."""
     @jax.custom_batching.custom_vmap
     def sweeps(*args):
         return single(*args)
@@ -218,7 +223,7 @@ def _sweeps(settings: LCPSettings):
     @sweeps.def_vmap
     def _(axis_size, in_batched, *args):
         args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, bat in zip(args, in_batched)]
-        return _sweeps_batched(settings, args[-1], *args[:-1]), (True, True, True)
+        return batched(args[-1], *args[:-1]), (True, True, True)
 
     return sweeps
 
@@ -382,20 +387,13 @@ def _coloured_sweeps_batched(settings: LCPSettings, group: int, tol, *args):
 def _coloured_sweeps(settings: LCPSettings, group: int):
     """``_sweeps``' signature, by colour: one world is a batch of one; a vmapped call sweeps the
     whole batch at once (its own batching rule: the colour loop's count is the batch's largest)."""
+    batched = functools.partial(_coloured_sweeps_batched, settings, group)
+
     def single(*args):
-        z, change, it = _coloured_sweeps_batched(settings, group, args[-1][None], *(x[None] for x in args[:-1]))
+        z, change, it = batched(args[-1][None], *(x[None] for x in args[:-1]))
         return z[0], change[0], it[0]
 
-    @jax.custom_batching.custom_vmap
-    def sweeps(*args):
-        return single(*args)
-
-    @sweeps.def_vmap
-    def _(axis_size, in_batched, *args):
-        args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, bat in zip(args, in_batched)]
-        return _coloured_sweeps_batched(settings, group, args[-1], *args[:-1]), (True, True, True)
-
-    return sweeps
+    return _with_batching_rule(single, batched)
 
 
 def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
