@@ -102,13 +102,13 @@ def grad_check(W: int, steps: int, out: str):
         times = []
         for _ in range(3):
             t = time.perf_counter()
-            out = jax.block_until_ready(compiled(mu0, s32.vel))
+            value = jax.block_until_ready(compiled(mu0, s32.vel))
             times.append(time.perf_counter() - t)
         res[name] = {"wall_s": min(times[1:]), "compile_s": c,
                      "temp_bytes_per_world": None if ma is None else ma.temp_size_in_bytes / W}
         if name == "grad":
-            res["finite"] = bool(all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(out)))
-            res["dmean_height_dmu"] = float(out[0])
+            res["finite"] = bool(all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(value)))
+            res["dmean_height_dmu"] = float(value[0])
     res["grad_over_forward"] = res["grad"]["wall_s"] / res["forward"]["wall_s"]
     res["machine"] = machine_info("benchmarks.world_solvers", ["--grad", str(W), "--grad-steps", str(steps)])
     print({k: v for k, v in res.items() if k != "machine"}, flush=True)
