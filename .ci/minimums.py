@@ -115,7 +115,7 @@ with tempfile.TemporaryDirectory() as d:
                         "--steps", "50", "--seed", "1", "--out", out, "--no-progress"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     assert np.load(out)["states"].shape[:2] == (4, 51)
-print("minimum versions: all six checks hold (step, rollout, grad, sharded rollout, sharded loss, CLI)")
+print("minimum versions: all seven checks hold (step, rollout, grad, sharded rollout, sharded loss, world kernel, CLI)")
 '''
 
 
