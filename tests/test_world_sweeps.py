@@ -42,8 +42,10 @@ def test_the_kernel_builds_here():
     assert native.available()
 
 
-@pytest.mark.parametrize("dtype,atol", [(jnp.float64, 1e-11), (jnp.float32, 2e-5)])
-def test_kernel_gives_the_sequential_sweeps_iterates(dtype, atol):
+# float32: the sweeps stop within the solver's tolerance (1e-5 m/s), and round-off may end them a
+# sweep sooner or later, so impulses agree to that accuracy (~1e-3 of their scale) and positions to 1e-5 m
+@pytest.mark.parametrize("dtype,atol,pos_atol", [(jnp.float64, 1e-11, 1e-11), (jnp.float32, 2e-3, 1e-5)])
+def test_kernel_gives_the_sequential_sweeps_iterates(dtype, atol, pos_atol):
     scene, params, s = kicked_stack(dtype)
     model = worlds.model()
     out = {}
@@ -56,7 +58,7 @@ def test_kernel_gives_the_sequential_sweeps_iterates(dtype, atol):
         np.testing.assert_array_equal(ia.iterations, ib.iterations)
     scale = float(jnp.max(jnp.abs(ib.impulse)))
     np.testing.assert_allclose(ia.impulse, ib.impulse, atol=atol * max(scale, 1.0))
-    np.testing.assert_allclose(ta.pos, tb.pos, atol=atol)
+    np.testing.assert_allclose(ta.pos, tb.pos, atol=pos_atol)
     assert not np.any(np.asarray(ia.flags))
 
 
