@@ -94,18 +94,15 @@ for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
     assert np.allclose(np.asarray(a), np.asarray(b), rtol=1e-8, atol=1e-12 * float(np.max(np.abs(np.asarray(a))) + 1))
 
 # a world's sweeps in the fused CPU kernel (built against this jaxlib's FFI headers) equal the pure-JAX sweeps
-import dataclasses
 from jaxcontact import worlds
 from jaxcontact.solvers import native
 from jaxcontact.worlds import scenes
 assert native.available()
 wsc, wp, ws = scenes.stack(4)
 ws = ws.replace(vel=ws.vel.at[:, 0].set(0.4), omega=ws.omega.at[:, 2].set(2.0))
-def how(h):
-    m = worlds.model()
-    return dataclasses.replace(m, law=dataclasses.replace(m.law, solver=dataclasses.replace(m.law.solver, sweeps=h)))
-wa = worlds.batch_rollout(how("native"), wsc, wp, jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), ws), 20, output="final")[0]
-wb = worlds.rollout(how("sequential"), wsc, wp, ws, 20, output="final")[0]
+wa = worlds.batch_rollout(worlds.model(sweeps="native"), wsc, wp, jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), ws), 20,
+                          output="final")[0]
+wb = worlds.rollout(worlds.model(sweeps="sequential"), wsc, wp, ws, 20, output="final")[0]
 assert float(jnp.abs(wa.pos[1] - wb.pos).max()) < 1e-11, (wa.pos[1], wb.pos)
 
 # a CLI command

@@ -35,7 +35,6 @@ The last lines printed are a short table (a device call returns the end of its o
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
@@ -478,7 +477,6 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
     out = {"dtype": "float32", "law": repr(model.law), "steps": steps, "seeds": n_seeds, "heap": [], "stack": None,
            "grad": None, "mjx": None}
     cost = None
-    with_sweeps = lambda m, how: dataclasses.replace(m, law=dataclasses.replace(m.law, solver=dataclasses.replace(m.law.solver, sweeps=how)))
     for order in ("colour", "sequential"):
         for W in (batches if order == "colour" else batches[:1]):
             st = steps if order == "colour" else min(steps, 20)
@@ -489,7 +487,7 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
             in0, _ = memory()
             states = block(tile(W))
             try:
-                _, first, wall, (final, summary) = _world_run(scene, params, states, st, with_sweeps(model, order))
+                _, first, wall, (final, summary) = _world_run(scene, params, states, st, worlds.model(sweeps=order))
             except Exception as err:  # noqa: BLE001 - out of memory at the largest batch, say
                 out["heap"].append({"order": order, "worlds": W, "error": f"{type(err).__name__}: {str(err)[:300]}"})
                 log(f"[worlds] heap {order} {W}: {out['heap'][-1]['error']}")

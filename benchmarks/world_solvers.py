@@ -24,17 +24,11 @@ difference from the sequential sweeps on the same worlds. Results:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 
 import numpy as np
 
 from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
-
-
-def _with_sweeps(model, how):
-    law = model.law
-    return dataclasses.replace(model, law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, sweeps=how)))
 
 
 def heap_starts(W: int):
@@ -48,7 +42,7 @@ def heap_starts(W: int):
     keys = jnp.stack([jax.random.PRNGKey(i) for i in range(W)])
     scene, params, _ = scenes.heap(16, keys[0])
     drops = jax.vmap(lambda k: scenes.heap(16, k)[2])(keys)
-    model = _with_sweeps(worlds.model(), "native")
+    model = worlds.model(sweeps="native")
     run = jax.jit(lambda s, n: worlds.batch_rollout(model, scene, params, s, n, output="final")[0], static_argnums=1)
     landing = run(drops, 150)
     settled = run(landing, 850)
@@ -141,7 +135,6 @@ def main(argv=None):
     Wmax = max(max(b) for d in batches.values() for b in d.values())
     scene, params, landing, settled = heap_starts(Wmax)
     sscene, sparams, sstate = scenes.stack(10)
-    base = worlds.model()
     rows = []
     for dtype in ("float32", "float64"):
         for work in ("landing", "settled", "stack"):
@@ -154,7 +147,7 @@ def main(argv=None):
                     else:
                         sc, p = scene, cast_floats(params, dtype)
                         st = cast_floats(jax.tree_util.tree_map(lambda x: x[:W], landing if work == "landing" else settled), dtype)
-                    r = measure(_with_sweeps(base, how), sc, p, st, args.steps)
+                    r = measure(worlds.model(sweeps=how), sc, p, st, args.steps)
                     n = sc.num_bodies
                     fp = r.pop("final_pos")
                     if how == "sequential":

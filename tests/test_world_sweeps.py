@@ -21,9 +21,10 @@ from jaxcontact.solvers import native
 from jaxcontact.worlds import scenes
 
 
-def with_sweeps(model, how, **solver):
-    law = model.law
-    return dataclasses.replace(model, law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, sweeps=how, **solver)))
+def with_sweeps(how, **solver):
+    """The world's default model sweeping ``how``, with other ``LCPSettings`` given by name."""
+    law = worlds.DEFAULT_LAW
+    return worlds.model(law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, **solver)), sweeps=how)
 
 
 def kicked_stack(dtype=jnp.float64):
@@ -47,10 +48,9 @@ def test_the_kernel_builds_here():
 @pytest.mark.parametrize("dtype,atol,pos_atol", [(jnp.float64, 1e-11, 1e-11), (jnp.float32, 2e-3, 1e-5)])
 def test_kernel_gives_the_sequential_sweeps_iterates(dtype, atol, pos_atol):
     scene, params, s = kicked_stack(dtype)
-    model = worlds.model()
     out = {}
     for how in ("native", "sequential"):
-        traj, info = jax.jit(lambda st, m=with_sweeps(model, how): worlds.rollout(m, scene, params, st, 25))(s)
+        traj, info = jax.jit(lambda st, m=with_sweeps(how): worlds.rollout(m, scene, params, st, 25))(s)
         out[how] = (traj, info)
     (ta, ia), (tb, ib) = out["native"], out["sequential"]
     assert int(jnp.max(ia.iterations)) > 5  # the sweeps had work to do
@@ -68,10 +68,9 @@ def test_coloured_sweeps_reach_the_same_solution():
     redundant corner contacts trade impulse among themselves; the bodies' motion is settled far
     sooner.)"""
     scene, params, s = kicked_stack()
-    model = worlds.model()
     res = {}
     for how in ("colour", "sequential"):
-        m = with_sweeps(model, how, tol=1e-9, max_iter=3000)
+        m = with_sweeps(how, tol=1e-9, max_iter=3000)
         res[how] = jax.jit(lambda st, m=m: worlds.step_with_info(m, scene, params, st))(s)
     (sa, ia), (sb, ib) = res["colour"], res["sequential"]
     assert int(ia.iterations) > 5 and float(ia.residual) < 1e-6
@@ -84,7 +83,7 @@ def test_coloured_sweeps_reach_the_same_solution():
 def test_a_batch_is_each_world_on_its_own(how):
     """``vmap`` (batch_rollout): each world gets exactly its own sweeps, whatever its neighbours need."""
     scene, params, s = kicked_stack()
-    model = with_sweeps(worlds.model(), how)
+    model = with_sweeps(how)
     states = jax.tree_util.tree_map(lambda x: jnp.stack([x, x * 0.5, x]), s)
     states = states.replace(pos=states.pos.at[1].set(s.pos), quat=states.quat.at[1].set(s.quat))  # world 1: half the kick
     final, summ = worlds.batch_rollout(model, scene, params, states, 15, output="final")
@@ -100,10 +99,9 @@ def test_gradient_through_the_kernel_is_the_sequential_sweeps_gradient():
     """The derivative is implicit (at the solution), the same map for every way of sweeping: the
     kernel's gradient equals the reference's and finite differences'."""
     scene, params, s = kicked_stack()
-    model = worlds.model()
 
     def loss(v0, how):
-        traj, _ = worlds.rollout(with_sweeps(model, how), scene, params, s.replace(vel=s.vel.at[3, 0].set(v0)), 10)
+        traj, _ = worlds.rollout(with_sweeps(how), scene, params, s.replace(vel=s.vel.at[3, 0].set(v0)), 10)
         return traj.pos[-1, 3, 0] + traj.pos[-1, 2, 1]
 
     g_native = jax.jit(jax.grad(lambda v: loss(v, "native")))(0.3)

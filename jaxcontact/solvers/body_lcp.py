@@ -27,6 +27,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .implicit import implicit_fixed_point
 from .lcp import LCPSettings, LCPSolution, diagonal_floor
@@ -88,13 +89,20 @@ def _fixed_point_map(reg):
     return T
 
 
+def _contact_blocks(rows, WJ, extra):
+    """(C, d, d) every contact's own 3×3 block of A (its rows against its M⁻¹Jᵀ) with the added
+    diagonal ``extra``: what a visit keeps its rows' velocities current with (a padded contact,
+    rows zero and extra 1, gets the identity)."""
+    d = rows.shape[2]
+    return jnp.einsum("csij,cskj->cik", rows, WJ) + jnp.eye(d, dtype=WJ.dtype) * extra[:, None, :]
+
+
 def _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid):
     """One problem laid out for the sweeps: its valid contacts first, in index order (``order``),
     each with its rows, M⁻¹Jᵀ, 3×3 block G of A (extra diagonal included), bias, coupling and
     extra diagonal; and the first sweep's carry (z in that order, the bodies' velocities)."""
-    C, d = z.shape
     order = jnp.argsort(~valid, stable=True)
-    G = jnp.einsum("csij,cskj->cik", rows, WJ) + jnp.eye(d, dtype=z.dtype) * extra[:, None, :]
+    G = _contact_blocks(rows, WJ, extra)
     data = {"order": order, "n_valid": jnp.sum(valid.astype(jnp.int32)),
             **{k: x[order] for k, x in dict(rows=rows, WJ=WJ, G=G, bias=bias, mu=coupling, extra=extra,
                                              index=index).items()}}
@@ -232,8 +240,6 @@ def _native_sweeps(settings: LCPSettings):
     """``_sweeps``' signature in the fused CPU kernel (``native/pgs.cc``): the same sweeps, one C++
     loop per world, a batch of worlds (any leading dimensions: ``vmap`` broadcasts into them) split
     over threads."""
-    import numpy as np
-
     from . import native
 
     def sweeps(z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
@@ -251,20 +257,23 @@ def _native_sweeps(settings: LCPSettings):
     return sweeps
 
 
-def _method(settings: LCPSettings, group):
-    """The sweeps a solve runs (``LCPSettings.sweeps``): ``"native"`` (on a CPU, where the kernel
-    builds), ``"colour"`` (needs ``group``, the contacts' manifold size) or ``"sequential"``; for
-    ``"auto"`` the kernel on a CPU and the coloured sweeps elsewhere (``platform_dependent``)."""
+def _choose_sweeps(settings: LCPSettings, group):
+    """The sweeps a solve runs (``LCPSettings.sweeps``): ``"sequential"``; ``"colour"`` (needs
+    ``group``, the contacts' manifold size; else sequential); ``"native"`` and ``"auto"``: the fused
+    kernel on a CPU where it builds (else the sequential sweeps there) and, off a CPU, the coloured
+    sweeps (``platform_dependent``). ``"auto"`` on an accelerator does not try to build the kernel."""
     from . import native
 
-    want = settings.sweeps
-    if want == "auto" and group is not None and jax.default_backend() != "cpu":
-        return "colour"  # an accelerator: no kernel to build
-    if want in ("auto", "native") and native.available():
-        return "native"
-    if want in ("auto", "colour") and group is not None:
-        return "colour" if want == "colour" else "auto-colour"
-    return "sequential"
+    coloured = _coloured_sweeps(settings, group) if group is not None else None
+    if settings.sweeps == "sequential" or (settings.sweeps == "colour" and coloured is None):
+        return _sweeps(settings)
+    if settings.sweeps == "colour":
+        return coloured
+    elsewhere = coloured or _sweeps(settings)
+    if settings.sweeps == "auto" and jax.default_backend() != "cpu":
+        return elsewhere
+    on_cpu = _native_sweeps(settings) if native.available() else _sweeps(settings)
+    return lambda *a: jax.lax.platform_dependent(*a, cpu=on_cpu, default=elsewhere)
 
 
 # ------------------------------------------------------------------ graph-coloured sweeps (vectorised)
@@ -307,8 +316,7 @@ def _coloured_setup(group: int, z, rows, index, WJ, extra, v_free, bias, couplin
     N = v_free.shape[0]
     k = group
     M = C // k
-    G = jnp.einsum("csij,cskj->cik", rows, WJ) + jnp.eye(d, dtype=z.dtype) * extra[:, None, :]
-    G = jnp.where(valid[:, None, None], G, jnp.eye(d, dtype=z.dtype))
+    G = _contact_blocks(rows, WJ, extra)
     pad = lambda x, fill=0: jnp.concatenate([x.reshape((M, k) + x.shape[1:]),
                                              jnp.full((1, k) + x.shape[1:], fill, x.dtype)])
     mb = index.reshape(M, k, 2)[:, 0]
@@ -431,18 +439,9 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         b = jnp.einsum("cskj,csj->ck", rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
-        method = _method(settings, group)
-        if method == "native":
-            other = _coloured_sweeps(settings, group) if group is not None else _sweeps(settings)
-            sweeps = lambda *a: jax.lax.platform_dependent(*a, cpu=_native_sweeps(settings), default=other)
-        elif method == "auto-colour":  # no kernel: the sequential sweeps on a CPU, the coloured ones elsewhere
-            sweeps = lambda *a: jax.lax.platform_dependent(*a, cpu=_sweeps(settings), default=_coloured_sweeps(settings, group))
-        elif method == "colour":
-            sweeps = _coloured_sweeps(settings, group)
-        else:
-            sweeps = _sweeps(settings)
+        sweeps = _choose_sweeps(settings, group)
         z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
-                                     coupling, valid_f > 0, tol)
+                          coupling, valid_f > 0, tol)
         z = z.reshape(-1)
         res = jnp.max(jnp.abs(Dr.reshape(-1) * (T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f) - z)),
                       initial=0.0)

@@ -32,9 +32,8 @@ from .implicit import implicit_fixed_point
 # Rows up to this count get a fully unrolled Gauss–Seidel sweep; larger problems use fori_loop.
 _UNROLL_ROWS = 64
 
-
-
 SWEEP_METHODS = ("auto", "native", "colour", "sequential")
+
 
 @dataclasses.dataclass(frozen=True)
 class LCPSettings:

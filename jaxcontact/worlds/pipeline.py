@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import warnings
 
 import jax
@@ -294,8 +295,7 @@ def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, grad
         if soft is not None:
             prob = soften(prob, soft)
         return contact.solve(prob, mu, settings, target, z0=z0, gradient=gradient)
-    return contact.solve_bodies(bp, mu, settings, target, z0=z0, soft=soft,
-                                group=group)
+    return contact.solve_bodies(bp, mu, settings, target, z0=z0, soft=soft, group=group)
 
 
 def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
@@ -385,8 +385,6 @@ def _coupled_step(model, scene: Scene, params: Params, state: State, control, wa
 def manifold_size(model, scene: Scene, params: Params) -> int:
     """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
     candidates (split in equal parts) and a pair slot's points alike."""
-    import math
-
     sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
     return math.gcd(*sizes) if sizes else 1
 

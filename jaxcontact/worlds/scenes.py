@@ -4,6 +4,7 @@ with ``model()`` (the world's default law)."""
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 
 import jax
@@ -25,8 +26,11 @@ SIZE = 0.1  # m, the boxes' edge
 MASS = 0.37  # kg
 
 
-def model(law=DEFAULT_LAW, **settings) -> Model:
-    """A ``Model`` with the world's default law (``DEFAULT_LAW``); other ``Model`` settings by name."""
+def model(law=DEFAULT_LAW, sweeps: str | None = None, **settings) -> Model:
+    """A ``Model`` with the world's default law (``DEFAULT_LAW``); ``sweeps`` sets its solver's
+    ``LCPSettings.sweeps`` ("auto", "native", "colour", "sequential"); other ``Model`` settings by name."""
+    if sweeps is not None:
+        law = dataclasses.replace(law, solver=dataclasses.replace(law.solver, sweeps=sweeps))
     return Model(law=law, **settings)
 
 
