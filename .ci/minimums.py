@@ -95,7 +95,7 @@ for a, b in zip(jax.tree_util.tree_leaves(g0), jax.tree_util.tree_leaves(g1)):
 
 # a world's sweeps in the fused CPU kernel (built against this jaxlib's FFI headers) equal the pure-JAX sweeps
 from jaxcontact import worlds
-from jaxcontact.solvers import native
+from jaxcontact import native
 from jaxcontact.worlds import scenes
 assert native.available()
 wsc, wp, ws = scenes.stack(4)

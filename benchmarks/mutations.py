@@ -41,6 +41,7 @@ WORLDS = "tests/test_worlds.py"
 WMAT = "tests/test_worlds_materials.py"
 WPHYS = "tests/test_worlds_physics.py"
 SWEEPS = "tests/test_world_sweeps.py"
+NARROW = "tests/test_collision_kernel.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,22 +172,43 @@ MUTATIONS = (
     Mutation("energy-rotational-term", "energy", "jaxcontact/dynamics.py",
              "0.5 * state.omega @ body.inertia @ state.omega", "0.5 * state.omega @ state.omega",
              (f"{INV}::test_energy_by_hand",)),
-    # worlds: the narrow phase (a feature pair's normal and depth, the speculative margin)
+    # worlds: the narrow phase (a feature pair's normal and depth, the speculative margin). On a CPU
+    # the fused kernel (narrow.cc, rebuilt from the mutated source) is the default that the physics
+    # tests meet; the pure-JAX reference is held to it by the kernel-versus-reference test
     Mutation("face-normal-of-b-unflipped", "worlds", "jaxcontact/collision.py",
              "face_normal = jnp.where(use_b, -n, n)", "face_normal = jnp.where(use_b, n, n)",
-             (f"{COLL}::test_random_pairs_depth_against_brute_force_and_symmetry",)),
+             (f"{NARROW}::test_kernel_gives_the_reference_contacts",), count=2),
     Mutation("face-depth-from-incident-face", "worlds", "jaxcontact/collision.py",
              "c = _map(lambda x: jnp.sum(jnp.where(ref_ok, x, 0.0)) / ref_size.astype(dt), r)",
              "c = _map(lambda x: jnp.sum(jnp.where(inc_ok, x, 0.0)) / inc_size.astype(dt), q)",
-             (f"{COLL}::test_face_face_stack_with_offset",)),
+             (f"{NARROW}::test_kernel_gives_the_reference_contacts",)),
     Mutation("edge-axis-towards-a", "worlds", "jaxcontact/collision.py",
              "axis = jnp.where(jnp.dot(sg(axis), sg(p1) - centre_a) < 0, -axis, axis)",
              "axis = jnp.where(jnp.dot(sg(axis), sg(p1) - centre_a) > 0, -axis, axis)",
-             (f"{COLL}::test_crossed_edges_one_point_at_the_closest_points",)),
+             (f"{NARROW}::test_kernel_gives_the_reference_contacts",)),
     Mutation("no-speculative-face-contacts", "worlds", "jaxcontact/collision.py",
              "mask = mask & (sg(phi_c) <= margin)", "mask = mask & (sg(phi_c) <= 0.0)",
+             (f"{NARROW}::test_kernel_gives_the_reference_contacts",)),
+    Mutation("evaluate-crossing-on-the-wrong-edge", "worlds", "jaxcontact/collision.py",
+             "y3 = q[k3] + u[:, None] * e_inc[k3]", "y3 = q[i3] + u[:, None] * e_inc[i3]",
+             (f"{NARROW}::test_kernel_derivatives_are_the_references",)),
+    Mutation("narrow-kernel-face-normal-of-b-unflipped", "worlds", "jaxcontact/native/narrow.cc",
+             "const V3<T> fn = use_b ? mul(n, T(-1)) : n;", "const V3<T> fn = n;",
+             (f"{COLL}::test_random_pairs_depth_against_brute_force_and_symmetry",)),
+    Mutation("narrow-kernel-depth-from-incident-face", "worlds", "jaxcontact/native/narrow.cc",
+             "    if (k < ref_size) c = add(c, r[k]);", "    if (k < inc_size) c = add(c, q[k]);",
+             (f"{COLL}::test_face_face_stack_with_offset",)),
+    Mutation("narrow-kernel-edge-axis-towards-a", "worlds", "jaxcontact/native/narrow.cc",
+             "if (dot(axis, sub(e_p1, centre_a)) < 0) axis = mul(axis, T(-1));",
+             "if (dot(axis, sub(e_p1, centre_a)) > 0) axis = mul(axis, T(-1));",
+             (f"{COLL}::test_crossed_edges_one_point_at_the_closest_points",)),
+    Mutation("narrow-kernel-no-speculative-contacts", "worlds", "jaxcontact/native/narrow.cc",
+             "s.mask[m] = s.mask[m] && s.phi[m] <= margin;", "s.mask[m] = s.mask[m] && s.phi[m] <= 0;",
              (f"{COLL}::test_separated_pairs_within_and_beyond_the_margin",
               f"{WPHYS}::test_speculative_contact_stops_a_fast_box_without_penetration")),
+    Mutation("narrow-kernel-exits-at-touching", "worlds", "jaxcontact/native/narrow.cc",
+             "if (s.sep_a[f] > margin) return apart();", "if (s.sep_a[f] > 0) return apart();",
+             (f"{COLL}::test_separated_pairs_within_and_beyond_the_margin",)),
     # worlds: the speculative contacts' reach, the broad phase
     Mutation("reach-without-linear-speed", "worlds", "jaxcontact/worlds/pipeline.py",
              "speed = jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r",
@@ -214,13 +236,13 @@ MUTATIONS = (
              "zk = jnp.maximum(zk, 0.0)", "zk = zk",
              (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
     # worlds: the fused CPU kernel (rebuilt from the mutated source: its cache is keyed by the source)
-    Mutation("pgs-kernel-friction-bound", "worlds", "jaxcontact/solvers/native/pgs.cc",
+    Mutation("pgs-kernel-friction-bound", "worlds", "jaxcontact/native/pgs.cc",
              "const T bound = coupling[c * 3 + k] * zc[0];", "const T bound = T(0.5) * coupling[c * 3 + k] * zc[0];",
              (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
-    Mutation("pgs-kernel-normal-unprojected", "worlds", "jaxcontact/solvers/native/pgs.cc",
+    Mutation("pgs-kernel-normal-unprojected", "worlds", "jaxcontact/native/pgs.cc",
              "zk = std::max(zk, T(0));", "zk = zk;",
              (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
-    Mutation("pgs-kernel-second-body-pushed-back", "worlds", "jaxcontact/solvers/native/pgs.cc",
+    Mutation("pgs-kernel-second-body-pushed-back", "worlds", "jaxcontact/native/pgs.cc",
              "vb[j] += dz[0] * wb[j]", "vb[j] -= dz[0] * wb[j]",
              (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
     # worlds: the graph-coloured sweeps

@@ -289,7 +289,9 @@ class PairContacts:
     point: (n, 3) world points, midway between the two surfaces along the normal. normal: (3,) world
     unit normal from body a to body b. phi: (n,) signed distance along the normal (negative:
     penetration). valid: (n,) a real contact with phi ≤ margin (other slots: False, phi = ``FAR``).
-    kind: () int32 ``PatchType`` of the pair (NONE without a valid contact).
+    kind: () int32 ``PatchType`` of the pair (NONE without a valid contact). The point and normal
+    of a pair without a valid contact are unspecified (the fused kernel and the reference differ
+    there: the kernel stops at the first axis that separates the pair by more than the margin).
     """
 
     point: jnp.ndarray
@@ -591,14 +593,17 @@ def sat_separation(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_
 
 
 def hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, num: int = 4,
-              margin: float = DEFAULT_MARGIN) -> PairContacts:
+              margin: float = DEFAULT_MARGIN, method: str = "auto") -> PairContacts:
     """Contact manifold of convex hull a against convex hull b (module docstring: the algorithm).
 
     verts_*: (K, 3) body-frame vertices (padded as ``topo_*`` says); topo_*: their ``topology``
     (static); pos_* (3,), quat_* (4, w x y z, body→world); num: contact slots (static, ≥ 1);
     margin (m, a number or a traced scalar): separated pairs closer than this get contacts with
-    their positive distance.
-    Pure JAX with static shapes: ``jit``, ``vmap`` and ``grad`` apply, float32 and float64. Its
+    their positive distance. method (``METHODS``): ``"jax"``, the pure-JAX reference; ``"native"``
+    and ``"auto"`` (the default): on a CPU the fused kernel (``jaxcontact.native``, ``narrow.cc``:
+    the same choices and values, to round-off, with the derivatives of the reference at its choices),
+    elsewhere, or where the kernel does not build, the reference.
+    ``jit``, ``vmap`` and ``grad`` apply, float32 and float64, with static shapes. The reference's
     matrix products are traced at full precision (no TensorFloat-32 on GPUs: a 0.1 m box's vertices
     would move by tens of micrometres).
     """
@@ -607,8 +612,147 @@ def hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, nu
     _check(verts_b, topo_b, "b")
     if not isinstance(num, int) or num < 1:
         raise ValueError(f"num: a static number of contacts ≥ 1, got {num!r}")
+    if method not in METHODS:
+        raise ValueError(f"method: one of {METHODS}, got {method!r}")
+    args = verts_a, pos_a, quat_a, verts_b, pos_b, quat_b
+    dt = jnp.result_type(*args)
+    if not jnp.issubdtype(dt, jnp.floating):
+        dt = jnp.dtype(float)
+    args = tuple(jnp.asarray(x, dt) for x in args)
+    margin = jnp.asarray(margin, dt)
+
+    def reference(*a):
+        with jax.default_matmul_precision("highest"):
+            va, pa, qa, vb, pb, qb, m = a
+            return _hull_hull(va, topo_a, pa, qa, vb, topo_b, pb, qb, num, m)
+
+    if method == "jax" or jax.default_backend() != "cpu" or dt.name not in ("float32", "float64"):
+        return reference(*args, margin)
+    from . import native
+
+    if not native.available():
+        return reference(*args, margin)
+
+    def kernel(*a):
+        return _native_hull_hull((topo_a, topo_b, num), *a)
+
+    return jax.lax.platform_dependent(*args, margin, cpu=kernel, default=reference)
+
+
+METHODS = ("auto", "native", "jax")
+"""``hull_hull``'s methods."""
+
+
+def _kernel_attributes(topo_a: HullTopology, topo_b: HullTopology, num: int) -> dict:
+    """The pair's static topology as the kernel's attributes (flat int32 arrays, ints, the constants)."""
+    from . import native
+
+    s = _static(topo_a, topo_b)
+    flat = lambda k: np.ascontiguousarray(s[k], np.int32).reshape(-1)
+    return dict(**{k: flat(k) for k in ("fa", "fb", "sa", "sb", "ea", "eb", "efa", "efb", "ca", "cb", "vca", "vcb")},
+                via=flat("va"), vib=flat("vb"), width=np.int64(s["width"]), support=np.int64(bool(s["support"])),
+                num=np.int64(num), threads=np.int64(native.threads()), face_b_bias0=float(FACE_B_BIAS[0]),
+                face_b_bias1=float(FACE_B_BIAS[1]), edge_bias0=float(EDGE_BIAS[0]), edge_bias1=float(EDGE_BIAS[1]),
+                parallel_sine=float(PARALLEL_SINE), point_tol=float(POINT_TOL), far=float(FAR))
+
+
+def _native_hull_hull(spec, verts_a, pos_a, quat_a, verts_b, pos_b, quat_b, margin) -> PairContacts:
+    """``hull_hull`` by the fused kernel: its choices and values, with the derivatives of
+    ``_evaluate`` (the reference's values at those choices)."""
+    from . import native
+
+    topo_a, topo_b, num = spec
+    dt = verts_a.dtype
+    sg = jax.lax.stop_gradient
+    args = (verts_a, pos_a, quat_a, verts_b, pos_b, quat_b)
+    out = (jax.ShapeDtypeStruct((num, 3), dt), jax.ShapeDtypeStruct((3,), dt), jax.ShapeDtypeStruct((num,), dt),
+           jax.ShapeDtypeStruct((num,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
+           jax.ShapeDtypeStruct((6 + num,), jnp.int32))
+    call = jax.ffi.ffi_call(native.NARROW_TARGETS[dt.name][0], out, vmap_method="broadcast_all")
+    point, normal, phi, valid, kind, choice = call(*(sg(a) for a in args), sg(margin),
+                                                   **_kernel_attributes(topo_a, topo_b, num))
+    valid = valid.astype(bool)
+    point, normal, phi = _with_derivative(spec, (point, normal, phi), choice, valid, args)
+    return PairContacts(point=point, normal=normal, phi=phi, valid=valid, kind=kind)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _with_derivative(spec, values, choice, valid, args):
+    """``values`` (the kernel's), whose derivatives are those of ``_evaluate`` at the same choices."""
+    return values
+
+
+@_with_derivative.defjvp
+def _with_derivative_jvp(spec, primals, tangents):
+    values, choice, valid, args = primals
+    _, _, _, dargs = tangents
     with jax.default_matmul_precision("highest"):
-        return _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, num, margin)
+        _, dvalues = jax.jvp(lambda a: _evaluate(spec, choice, valid, *a), (args,), (dargs,))
+    return values, dvalues
+
+
+def _evaluate(spec, choice, valid, verts_a, pos_a, quat_a, verts_b, pos_b, quat_b):
+    """(point, normal, phi) of a pair's manifold at given choices (the kernel's ``choice``: use_b,
+    use_edge, reference face, incident face, the two edges, the kept candidates; and ``valid``):
+    ``_hull_hull``'s formulas for the kept candidates only, differentiable in the vertices and poses."""
+    topo_a, topo_b, num = spec
+    s = _arrays(topo_a, topo_b)
+    W = s["width"]
+    wa, wb = _world(verts_a, pos_a, quat_a), _world(verts_b, pos_b, quat_b)
+    use_b, use_edge = choice[0] > 0, choice[1] > 0
+    ref_face, inc_face, ka, kb, keep = choice[2], choice[3], choice[4], choice[5], choice[6:6 + num]
+    Fa, Fb = s["fa"].shape[0], s["fb"].shape[0]
+    rf_a, rf_b = jnp.minimum(ref_face, Fa - 1), jnp.minimum(ref_face, Fb - 1)
+    if_a, if_b = jnp.minimum(inc_face, Fa - 1), jnp.minimum(inc_face, Fb - 1)
+    r = jnp.where(use_b, wb[s["fb"][rf_b]], wa[s["fa"][rf_a]])  # (W, 3)
+    q = jnp.where(use_b, wa[s["fa"][if_a]], wb[s["fb"][if_b]])
+    ref_size = jnp.where(use_b, s["sb"][rf_b], s["sa"][rf_a])
+
+    def normal(p):
+        rel = p - p[:1]
+        a = jnp.sum(jnp.cross(rel, jnp.roll(rel, -1, axis=0)), axis=0)
+        return a * jax.lax.rsqrt(jnp.maximum(jnp.dot(a, a), 1e-30))
+
+    n, n_inc = normal(r), normal(q)
+    c = jnp.sum(jnp.where((jnp.arange(W) < ref_size)[:, None], r, 0.0), axis=0) / ref_size.astype(r.dtype)
+    e_ref, e_inc = jnp.roll(r, -1, axis=0) - r, jnp.roll(q, -1, axis=0) - q
+    # the kept candidates (_clip_candidates' order: incident vertices, projected reference vertices,
+    # crossings k·W + i of incident edge k with reference edge i's side plane)
+    j1 = jnp.clip(keep, 0, W - 1)
+    j2 = jnp.clip(keep - W, 0, W - 1)
+    k3, i3 = jnp.clip((keep - 2 * W) // W, 0, W - 1), jnp.clip((keep - 2 * W) % W, 0, W - 1)
+    y1 = q[j1]
+    den = jnp.dot(n_inc, n)
+    den = jnp.where(den < -0.05, den, -1.0)
+    y2 = r[j2] + ((jnp.dot(n_inc, q[0]) - r[j2] @ n_inc) / den)[:, None] * n[None, :]
+    side = jnp.cross(e_ref[i3], n)
+    dd = jnp.sum(e_inc[k3] * side, axis=-1)
+    u = (jnp.sum(side * r[i3], axis=-1) - jnp.sum(q[k3] * side, axis=-1)) / jnp.where(dd != 0, dd, 1.0)
+    y3 = q[k3] + u[:, None] * e_inc[k3]
+    y = jnp.where((keep < W)[:, None], y1, jnp.where((keep < 2 * W)[:, None], y2, y3))
+    face_phi = (y - c) @ n
+    face_pt = y - 0.5 * face_phi[:, None] * n[None, :]
+    face_normal = jnp.where(use_b, -n, n)
+    # the edge axis (as _hull_hull)
+    p1, q1 = wa[s["ea"][ka, 0]], wa[s["ea"][ka, 1]]
+    p2, q2 = wb[s["eb"][kb, 0]], wb[s["eb"][kb, 1]]
+    d1, d2 = q1 - p1, q2 - p2
+    axis = _unit(jnp.cross(d1, d2))
+    centre_a = jnp.mean(jax.lax.stop_gradient(wa)[s["va"]], axis=0)
+    axis = jnp.where(jnp.dot(jax.lax.stop_gradient(axis), jax.lax.stop_gradient(p1) - centre_a) < 0, -axis, axis)
+    edge_phi = jnp.dot(axis, p2 - p1)
+    rr = p1 - p2
+    aa, ee, bb = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d1, d2)
+    cc, ff = jnp.dot(d1, rr), jnp.dot(d2, rr)
+    dn = aa * ee - bb * bb
+    dn = jnp.where(dn > 1e-30, dn, 1.0)
+    s1 = jnp.clip((bb * ff - cc * ee) / dn, 0.0, 1.0)
+    t2 = jnp.clip((bb * s1 + ff) / jnp.where(ee > 0, ee, 1.0), 0.0, 1.0)
+    edge_pt = 0.5 * (p1 + s1 * d1 + p2 + t2 * d2)
+    slot0 = jnp.arange(num) == 0
+    phi = jnp.where(use_edge, jnp.where(slot0, edge_phi, FAR), face_phi)
+    point = jnp.where(use_edge, jnp.broadcast_to(edge_pt, face_pt.shape), face_pt)
+    return point, jnp.where(use_edge, axis, face_normal), jnp.where(valid, phi, FAR)
 
 
 def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, num, margin):

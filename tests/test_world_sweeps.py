@@ -1,5 +1,5 @@
 """The world solver's three ways of sweeping one velocity-form contact problem
-(``LCPSettings.sweeps``): the fused CPU kernel (``solvers.native``, the default on a CPU), the
+(``LCPSettings.sweeps``): the fused CPU kernel (``jaxcontact.native``, the default on a CPU), the
 pure-JAX sequential sweeps (the reference) and the graph-coloured sweeps (vectorised; the default
 on accelerators). The kernel must give the reference's iterates; the coloured sweeps visit the
 contacts in another order and must reach the same solution; all three under ``jit``, ``vmap`` and
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from jaxcontact import worlds
-from jaxcontact.solvers import native
+from jaxcontact import native
 from jaxcontact.worlds import scenes
 
 
@@ -121,7 +121,7 @@ def test_without_a_compiler_the_sequential_sweeps_run_and_say_so(tmp_path):
         import warnings, jax, jax.numpy as jnp, numpy as np
         jax.config.update("jax_enable_x64", True)
         from jaxcontact import worlds
-        from jaxcontact.solvers import native
+        from jaxcontact import native
         from jaxcontact.worlds import scenes
         scene, params, s = scenes.stack(4)
         s = s.replace(vel=s.vel.at[:, 0].set(0.3))

@@ -240,7 +240,7 @@ def _native_sweeps(settings: LCPSettings):
     """``_sweeps``' signature in the fused CPU kernel (``native/pgs.cc``): the same sweeps, one C++
     loop per world, a batch of worlds (any leading dimensions: ``vmap`` broadcasts into them) split
     over threads."""
-    from . import native
+    from .. import native
 
     def sweeps(z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
         dtype = jnp.dtype(z.dtype)
@@ -262,7 +262,7 @@ def _choose_sweeps(settings: LCPSettings, group):
     ``group``, the contacts' manifold size; else sequential); ``"native"`` and ``"auto"``: the fused
     kernel on a CPU where it builds (else the sequential sweeps there) and, off a CPU, the coloured
     sweeps (``platform_dependent``). ``"auto"`` on an accelerator does not try to build the kernel."""
-    from . import native
+    from .. import native
 
     coloured = _coloured_sweeps(settings, group) if group is not None else None
     if settings.sweeps == "sequential" or (settings.sweeps == "colour" and coloured is None):

@@ -59,7 +59,7 @@ class LCPSettings:
     (Newton, κ → 0) solution, those of the warm-started one within 1.4e-3 m (max 2.1e-2)
     (``benchmarks/breakdown.py``, docs/performance.md).
     sweeps: how a world's velocity-form solve (``solve_body_lcp``) runs its sweeps: ``"auto"``
-    (default) the fused CPU kernel on a CPU (``solvers.native``; the pure-JAX sequential sweeps
+    (default) the fused CPU kernel on a CPU (``jaxcontact.native``; the pure-JAX sequential sweeps
     where it cannot be built) and the graph-coloured sweeps elsewhere; ``"native"``, ``"colour"``
     (vectorised over each colour's contacts and the worlds: accelerators) or ``"sequential"`` (pure
     JAX, one contact after another: the reference) to force one. The sequential sweeps and the

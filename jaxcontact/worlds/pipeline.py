@@ -197,7 +197,8 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
         va, vb = params.body.vertices[ia], params.body.vertices[ib]
 
         def one(va, sa, vb, sb, margin):
-            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin)
+            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin,
+                                     method=scene.narrow_phase)
             return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
 
         r, f, v, k = jax.vmap(one)(va, sa, vb, sb, pair_reach[idx])

@@ -50,6 +50,9 @@ class Scene:
     vertex_counts: each body's number of valid (unmasked) vertices when the scene was built
     (``make_scene`` fills it; None for a hand-built scene: not checked). With ``topologies``
     it is what the scene was built from: ``check_body`` refuses other bodies by name.
+    narrow_phase: how the pairs' manifolds are computed (``collision.hull_hull``'s ``method``):
+    ``"auto"`` (the fused kernel on a CPU, the pure-JAX reference elsewhere), ``"native"`` or
+    ``"jax"`` (the reference). They give the same contacts to round-off.
     """
 
     topologies: tuple
@@ -62,6 +65,7 @@ class Scene:
     max_pairs: int | None = None
     joints: Joints | None = None
     vertex_counts: tuple | None = None
+    narrow_phase: str = "auto"
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -83,6 +87,8 @@ class Scene:
         if self.max_pairs is not None and (not isinstance(self.max_pairs, numbers.Integral)
                                            or isinstance(self.max_pairs, bool) or self.max_pairs < 1):
             raise ValueError(f"Scene.max_pairs must be None (every pair) or an int >= 1, got {self.max_pairs!r}")
+        if self.narrow_phase not in collision.METHODS:
+            raise ValueError(f"Scene.narrow_phase must be one of {collision.METHODS}, got {self.narrow_phase!r}")
         if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
         for a, b in self.pairs:
@@ -153,13 +159,13 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2,
-               max_pairs: int | None = None, joints: Joints | None = None):
+               max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto"):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
     of a joint meet there, so their pair is excluded too). Each body's hull topology is computed here from
     its concrete vertices (``collision.topology``, which refuses degenerate hulls by name).
-    max_pairs: the broad phase (``Scene``)."""
+    max_pairs: the broad phase; narrow_phase: its method (``Scene``)."""
     stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
     n = np.shape(stacked.vertices)[0]
     topologies = []
@@ -177,7 +183,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     counts = tuple(int(c) for c in np.sum(np.asarray(stacked.vertex_mask) > 0, axis=-1))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
-                 max_pairs=max_pairs, joints=joints, vertex_counts=counts), stacked
+                 max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:

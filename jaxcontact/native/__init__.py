@@ -1,14 +1,19 @@
 """Fused CPU kernels behind ``jax.ffi`` (XLA custom calls), compiled from their C++ source on first use.
 
-``pgs.cc`` holds the projected Gauss–Seidel sweeps of a world's contacts (``body_lcp``'s velocity
-form) as one loop in C++: the same iterates as the pure-JAX sweeps, at the speed of a compiled
-loop, with the batch of worlds split over threads. On first use it is compiled with the machine's
-C++ compiler (``$CXX``, else ``c++``) against the XLA FFI headers that jaxlib ships, into
-``$JAXCONTACT_NATIVE_CACHE`` (default ``~/.cache/jaxcontact/native``), keyed by the source, jaxlib's
-version and the compiler; later processes load the cached library. Where no compiler works, or
-``JAXCONTACT_NATIVE=0``, ``available()`` is False and the solvers take their pure-JAX path (the
-reference that gives the same answers), after one ``NativeWarning`` saying why.
-``JAXCONTACT_THREADS`` caps the kernel's threads (default: every core)."""
+- ``pgs.cc``: the projected Gauss–Seidel sweeps of a world's contacts (``solvers.body_lcp``'s
+  velocity form) as one loop: the same iterates as the pure-JAX sweeps, at the speed of a compiled
+  loop, with the batch of worlds split over threads.
+- ``narrow.cc``: the narrow phase of body–body contact (``collision.hull_hull``) as one loop over
+  pairs: the same choices and values as the pure-JAX reference; ``collision`` recomputes the values
+  from the kernel's choices in JAX for their derivatives.
+
+On first use they are compiled, as one library, with the machine's C++ compiler (``$CXX``, else
+``c++``) against the XLA FFI headers that jaxlib ships, into ``$JAXCONTACT_NATIVE_CACHE`` (default
+``~/.cache/jaxcontact/native``), keyed by the sources, jaxlib's version and the compiler; later
+processes load the cached library. Where no compiler works, or ``JAXCONTACT_NATIVE=0``,
+``available()`` is False and the callers take their pure-JAX paths (the references that give the
+same answers), after one ``NativeWarning`` saying why. ``JAXCONTACT_THREADS`` caps the kernels'
+threads (default: every core)."""
 
 from __future__ import annotations
 
@@ -22,14 +27,18 @@ import threading
 import warnings
 from pathlib import Path
 
-SOURCE = Path(__file__).with_name("pgs.cc")
+SOURCES = (Path(__file__).with_name("pgs.cc"), Path(__file__).with_name("narrow.cc"))
 TARGETS = {"float32": ("jaxcontact_pgs_f32", "JaxcontactPgsF32"), "float64": ("jaxcontact_pgs_f64", "JaxcontactPgsF64")}
+"""The sweeps' FFI targets (registered name, library symbol) per dtype."""
+NARROW_TARGETS = {"float32": ("jaxcontact_narrow_f32", "JaxcontactNarrowF32"),
+                  "float64": ("jaxcontact_narrow_f64", "JaxcontactNarrowF64")}
+"""The narrow phase's FFI targets per dtype."""
 _lock = threading.Lock()
 _state: dict = {}
 
 
 class NativeWarning(UserWarning):
-    """The fused CPU kernel could not be built or loaded: the pure-JAX sweeps run instead (slower)."""
+    """The fused CPU kernels could not be built or loaded: the pure-JAX paths run instead (slower)."""
 
 
 def cache_dir() -> Path:
@@ -51,15 +60,15 @@ def _build() -> Path:
     if cxx is None:
         raise RuntimeError("no C++ compiler found (set CXX, or install g++ or clang++)")
     flags = ["-O3", "-std=c++17", "-shared", "-fPIC", "-w", "-pthread"]
-    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), jaxlib.__version__.encode(), cxx.encode(),
-                                     " ".join(flags).encode()])).hexdigest()[:16]
-    out = cache_dir() / f"pgs-{key}.so"
+    key = hashlib.sha256(b"\0".join([*(src.read_bytes() for src in SOURCES), jaxlib.__version__.encode(),
+                                     cxx.encode(), " ".join(flags).encode()])).hexdigest()[:16]
+    out = cache_dir() / f"kernels-{key}.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:  # several processes may build at once: rename is atomic
         lib = Path(tmp) / out.name
-        cmd = [cxx, *flags, f"-I{jax.ffi.include_dir()}", str(SOURCE), "-o", str(lib)]
+        cmd = [cxx, *flags, f"-I{jax.ffi.include_dir()}", *map(str, SOURCES), "-o", str(lib)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed: {r.stderr.strip()[-600:]}")
@@ -79,12 +88,12 @@ def available() -> bool:
             import jax.ffi
 
             lib = ctypes.cdll.LoadLibrary(str(_build()))
-            for target, symbol in TARGETS.values():
+            for target, symbol in (*TARGETS.values(), *NARROW_TARGETS.values()):
                 jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
             _state.update(ok=True, lib=lib)
         except Exception as err:  # noqa: BLE001 - any failure: the pure-JAX path, said once
-            warnings.warn(f"jaxcontact's fused CPU kernel is unavailable ({err}); worlds use the pure-JAX sweeps, "
-                          "which give the same answers more slowly", NativeWarning, stacklevel=2)
+            warnings.warn(f"jaxcontact's fused CPU kernels are unavailable ({err}); worlds use the pure-JAX sweeps "
+                          "and narrow phase, which give the same answers more slowly", NativeWarning, stacklevel=2)
             _state["ok"] = False
         return _state["ok"]
 
@@ -97,4 +106,4 @@ def threads() -> int:
         return 0
 
 
-__all__ = ["NativeWarning", "available", "cache_dir", "threads"]
+__all__ = ["NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]
