@@ -4,7 +4,7 @@
   (the solver before this round; the reference);
 * ``colour`` — the same sweeps graph-coloured: the manifolds coloured each step so that no two of
   one colour share a body, one vectorised update per colour over every world (pure JAX);
-* ``native`` — the sequential sweeps as one fused C++ loop behind ``jax.ffi`` (``solvers.native``).
+* ``native`` — the sequential sweeps as one fused C++ loop behind ``jax.ffi`` (``jaxcontact.native``).
 
     python -m benchmarks.world_solvers                 # all (about 12 min on 2 cores)
     python -m benchmarks.world_solvers --quick         # 1 and 16 worlds only
