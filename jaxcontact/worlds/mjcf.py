@@ -320,7 +320,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     body_of = {b: b - 1 for b in range(1, model.nbody)}
     excluded = set()
     for sig in np.asarray(model.exclude_signature).reshape(-1):
-        b1, b2 = (int(sig) >> 16) - 1, (int(sig) & 0xFFFF) - 1
+        b1, b2 = int(sig) >> 16, int(sig) & 0xFFFF  # MuJoCo body ids
         excluded.add(tuple(sorted((b1, b2))))
     filterparent = not (model.opt.disableflags & M.mjtDisableBit.mjDSBL_FILTERPARENT)
     pairs = []
@@ -448,7 +448,8 @@ def from_mjcf(source, keyframe=None, approximate: bool = False, dtype=None, **sc
 # ------------------------------------------------------------------------------------ writing
 
 def _f(x) -> str:
-    return " ".join(f"{float(v):.17g}" for v in np.ravel(x))
+    """Numbers as the shortest text that reads back to the same float64 (``repr``)."""
+    return " ".join(repr(float(v)) for v in np.ravel(x))
 
 
 def _qmul(a, b):
@@ -536,14 +537,14 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         v = verts_all[i][mask[i]]
         h = _box_size(v)
         mu = mu_law[0] if friction is None else friction[i]
-        fr = f'friction="{mu:.17g} 0.005 0.0001"'
+        fr = f'friction="{_f(mu)} 0.005 0.0001"'
         if h is not None:
             g = f'<geom name="geom{i}" type="box" size="{_f(h)}" {fr}{extra_geom}/>'
         else:
-            assets.append(f'<mesh name="hull{i}" vertex="{_f(v)}"/>')
+            assets.append(f'    <mesh name="hull{i}" vertex="{_f(v)}"/>\n')
             g = f'<geom name="geom{i}" type="mesh" mesh="hull{i}" {fr}{extra_geom}/>'
         I = np.asarray(body.inertia[i], float)
-        inertial = (f'<inertial pos="0 0 0" mass="{float(body.mass[i]):.17g}" '
+        inertial = (f'<inertial pos="0 0 0" mass="{_f(body.mass[i])}" '
                     f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
         if i in hinge_of:
             j = hinge_of[i]
@@ -557,7 +558,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
             qpos.append(np.r_[pos[i], quat[i]])
             qvel.append(np.r_[vel[i], omega[i]])
         inner = "".join(body_xml(c, i, depth + 1) for c in children[i])
-        return (f'<body name="body{i}" pos="{_f(rel_pos)}" quat="{_f(rel_quat)}">{joint}{inertial}{g}{inner}</body>')
+        pad = "  " * (depth + 2)
+        return (f'{pad}<body name="body{i}" pos="{_f(rel_pos)}" quat="{_f(rel_quat)}">\n{pad}  {joint}\n'
+                f'{pad}  {inertial}\n{pad}  {g}\n{inner}{pad}</body>\n')
 
     bodies = "".join(body_xml(i, -1, 0) for i in roots)
     if len(order) != N:
@@ -566,20 +569,22 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     if scene.ground:
         n = np.asarray(params.ground.normal, float)
         n = n / np.linalg.norm(n)
-        plane = (f'<geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
-                 f'zaxis="{_f(n)}" friction="{mu_law[0]:.17g} 0.005 0.0001"/>')
+        plane = (f'    <geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
+                 f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"/>\n')
     jointed = set() if scene.joints is None else scene.joints.body_pairs()
     keep = set(scene.pairs) | jointed
-    excludes = "".join(f'<exclude body1="body{a}" body2="body{b}"/>' for a in range(N) for b in range(a + 1, N)
+    excludes = "".join(f'    <exclude body1="body{a}" body2="body{b}"/>\n' for a in range(N) for b in range(a + 1, N)
                        if (a, b) not in keep)
-    key = (f'<keyframe><key name="initial" qpos="{_f(np.concatenate(qpos))}" qvel="{_f(np.concatenate(qvel))}"/>'
-           '</keyframe>')
+    key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
+           f'         qvel="{_f(np.concatenate(qvel))}"/>\n  </keyframe>\n')
     xml = (f'<mujoco model="{name}">\n'
-           f'  <option timestep="{model.dt!r}" gravity="0 0 {-float(model.gravity)!r}"{extra_option}/>\n'
-           + (f'  <asset>{"".join(assets)}</asset>\n' if assets else "")
-           + f'  <worldbody>{plane}{bodies}</worldbody>\n'
-           + (f'  <contact>{excludes}</contact>\n' if excludes else "")
-           + f'  {key}\n</mujoco>\n')
+           f'  <!-- written by jaxcontact.worlds.to_mjcf: body i is jaxcontact body i, its origin at its centre of '
+           f'mass; the velocities are in the keyframe "initial" -->\n'
+           f'  <option timestep="{_f(model.dt)}" gravity="0 0 {_f(-float(model.gravity))}"{extra_option}/>\n'
+           + (f'  <asset>\n{"".join(assets)}  </asset>\n' if assets else "")
+           + f'  <worldbody>\n{plane}{bodies}  </worldbody>\n'
+           + (f'  <contact>\n{excludes}  </contact>\n' if excludes else "")
+           + key + '</mujoco>\n')
     if path is not None:
         with open(path, "w") as f:
             f.write(xml)
