@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import collision, shapes
+from ..cli import MissingExtra
 from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
 from ..types import Body, Ground, Params, State
@@ -56,7 +57,7 @@ MUJOCO_MIN_VERSION = (4, 0)  # the oldest mujoco these loaders were run and test
 INSTALL_HINT = 'pip install "jaxcontact[mjcf]"'
 
 
-class MujocoUnavailable(ImportError):
+class MujocoUnavailable(MissingExtra):
     """mujoco is missing or older than ``MUJOCO_MIN_VERSION``; the message names the extra."""
 
 
@@ -208,7 +209,7 @@ def _check(mujoco, model, approximate: bool):
             problems.append(f"{name}: static geometry on the world body (the ground plane is a world's only static "
                             "geometry)")
         elif kind in ROUND and not approximate:
-            problems.append(f"{name}: jaxcontact bodies are convex polytopes (approximate=True: the hull of "
+            problems.append(f"{name}: jaxcontact bodies are convex polytopes (approximate=True or --approximate: the hull of "
                             f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
         elif kind not in ROUND + ("box", "mesh"):
             problems.append(f"{name}: no jaxcontact counterpart")
@@ -295,7 +296,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             if len(verts) > collision.MAX_HULL_VERTICES:
                 if not approximate:
                     raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, "
-                                     f"above the engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True: "
+                                     f"above the engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or --approximate: "
                                      "collision.reduce_hull keeps its extreme vertices)")
                 verts = collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
         R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
