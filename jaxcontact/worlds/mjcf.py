@@ -483,7 +483,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     on a free joint). Velocities go to a keyframe named ``"initial"`` (MuJoCo starts worlds at rest:
     ``from_mjcf(..., keyframe="initial")``, or the viewer's key 0). The pairs the scene leaves out
     become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
-    ``option``/``geom``: extra MuJoCo attributes for ``<option>`` and every body geom
+    ``option``/``geom``: extra MuJoCo attributes for ``<option>`` and every geom (the plane too)
     (``{"cone": "elliptic"}``, ``{"condim": 1}``), which have no jaxcontact counterpart.
 
     Refused (``ValueError``): anisotropic μ (MuJoCo's geom friction is isotropic), a body that is
@@ -571,7 +571,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         n = np.asarray(params.ground.normal, float)
         n = n / np.linalg.norm(n)
         plane = (f'    <geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
-                 f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"/>\n')
+                 f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"{extra_geom}/>\n')
     jointed = set() if scene.joints is None else scene.joints.body_pairs()
     keep = set(scene.pairs) | jointed
     excludes = "".join(f'    <exclude body1="body{a}" body2="body{b}"/>\n' for a in range(N) for b in range(a + 1, N)
