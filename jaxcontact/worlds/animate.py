@@ -217,5 +217,21 @@ def animate(scene, params, states, dt: float, path, fps: int = 25, max_frames: i
     return len(idx)
 
 
-__all__ = ["ANIMATION_SUFFIXES", "Camera", "animate", "check_animation_path", "frame_indices", "hull_faces",
+def still(scene, params, state, path, t=None, elevation: float = 30.0, azimuth: float = -60.0, size=(5.0, 3.2),
+          dpi: int = 90):
+    """One state (N, 13) of the world as a picture (any matplotlib format), framed on it."""
+    from ..plotting import pyplot
+
+    plt = pyplot("still")
+    verts = world_vertices(params.body, np.asarray(state, float))
+    cam = Camera.framing(verts.reshape(-1, 3), elevation, azimuth)
+    fig, ax = plt.subplots(figsize=size, dpi=dpi)
+    fig.subplots_adjust(0, 0, 1, 1)
+    ground = (np.asarray(params.ground.normal), float(params.ground.height)) if scene.ground else None
+    render_frame(ax, cam, hull_faces(scene, params.body), verts, t=t, ground=ground)
+    fig.savefig(str(path))
+    plt.close(fig)
+
+
+__all__ = ["ANIMATION_SUFFIXES", "Camera", "animate", "still", "check_animation_path", "frame_indices", "hull_faces",
            "render_frame", "world_vertices"]
