@@ -336,3 +336,31 @@ def test_simulate_mjcf_command_runs_batched_worlds_and_animates(tmp_path, capsys
     assert np.abs(d["states"][1, -1, 0, :2]).max() > 1e-4  # the perturbed world moved sideways
     with Image.open(gif) as im:
         assert im.n_frames == 9  # states 0, 20, ..., 140 (25 frames/s of 2 ms steps) and the last, 150
+
+
+def test_benchmark_scenes_written_by_to_mjcf_are_the_hand_written_ones():
+    """benchmarks.worlds.mujoco_boxes_xml, now written by to_mjcf, compiles to the MuJoCo model its
+    hand-written XML did (the heap timings keep their scene): masses, inertias, box sizes, friction,
+    condim, solref, cone, options and timestep."""
+    from benchmarks.worlds import MASS, SIZE, mujoco_boxes_xml
+
+    def hand(n, mu, cone, condim, solref, option):  # the XML as it was written by hand before
+        sr = f' solref="{solref[0]} {solref[1]}"' if solref is not None else ""
+        fr = f'friction="{mu} 0.005 0.0001" condim="{condim}"{sr}'
+        h = SIZE / 2
+        bodies = "".join(f'<body pos="0 0 {1 + i}"><freejoint/><geom type="box" size="{h} {h} {h}" mass="{MASS}" {fr}/>'
+                         "</body>" for i in range(n))
+        return (f'<mujoco><option timestep="0.002" cone="{cone}" {option}/><worldbody>'
+                f'<geom type="plane" size="5 5 0.1" {fr}/>{bodies}</worldbody></mujoco>')
+
+    for n, mu, cone, condim, solref, option in ((16, 0.5, "pyramidal", 3, None, ""),
+                                                (2, 0.0, "pyramidal", 1, (0.02, 4.0), ""),
+                                                (3, 0.5, "elliptic", 3, None, 'impratio="10"')):
+        a = mujoco.MjModel.from_xml_string(hand(n, mu, cone, condim, solref, option))
+        b = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, mu, cone, condim, solref, option=option))
+        np.testing.assert_allclose(b.body_mass, a.body_mass, rtol=1e-15)
+        np.testing.assert_allclose(b.body_inertia, a.body_inertia, rtol=1e-14)
+        np.testing.assert_array_equal(b.geom_size[1:], a.geom_size[1:])  # the boxes (the plane's is drawing only)
+        for f in ("geom_friction", "geom_condim", "geom_solref", "geom_solimp", "geom_type", "qpos0"):
+            np.testing.assert_array_equal(getattr(b, f), getattr(a, f), err_msg=f)
+        assert (b.opt.cone, b.opt.impratio, b.opt.timestep) == (a.opt.cone, a.opt.impratio, a.opt.timestep)
