@@ -42,6 +42,7 @@ WMAT = "tests/test_worlds_materials.py"
 WPHYS = "tests/test_worlds_physics.py"
 SWEEPS = "tests/test_world_sweeps.py"
 NARROW = "tests/test_collision_kernel.py"
+MJCF = "tests/test_mjcf.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,6 +286,23 @@ MUTATIONS = (
     Mutation("overlap-warning-inverted", "checks", "jaxcontact/worlds/pipeline.py",
              "deep = depth > model.penetration_tol", "deep = depth < model.penetration_tol",
              ("tests/test_worlds_inputs.py::test_overlapping_start_warns_with_pair_depth_and_time",)),
+    # worlds from MuJoCo files (issue 53): the loader's frames, velocities, hinges and friction
+    Mutation("mjcf-quaternion-dropped", "mjcf", "jaxcontact/worlds/mjcf.py",
+             "quat.append(np.asarray(d.xquat[b], float))", "quat.append(np.array([1.0, 0.0, 0.0, 0.0]))",
+             (f"{MJCF}::test_loaded_bodies_are_mujocos_in_the_world_frame",)),
+    Mutation("mjcf-velocity-of-the-body-origin", "mjcf", "jaxcontact/worlds/mjcf.py",
+             "M.mj_objectVelocity(model, d, M.mjtObj.mjOBJ_BODY, b, v6, 0)",
+             "M.mj_objectVelocity(model, d, M.mjtObj.mjOBJ_XBODY, b, v6, 0)",
+             (f"{MJCF}::test_loaded_bodies_are_mujocos_in_the_world_frame",)),
+    Mutation("mjcf-omega-in-world-axes", "mjcf", "jaxcontact/worlds/mjcf.py",
+             "omega.append(R.T @ v6[:3])", "omega.append(v6[:3].copy())",
+             (f"{MJCF}::test_loaded_bodies_are_mujocos_in_the_world_frame",)),
+    Mutation("mjcf-hinge-axis-swapped", "mjcf", "jaxcontact/worlds/mjcf.py",
+             "ac.append(np.asarray(model.jnt_axis[j], float))", "ac.append(np.asarray(model.jnt_axis[j], float)[[1, 0, 2]])",
+             (f"{MJCF}::test_loaded_world_moves_as_mujoco_and_slides_with_the_geometric_mean",)),
+    Mutation("mjcf-friction-first-geoms-mu", "mjcf", "jaxcontact/worlds/mjcf.py",
+             "same = len({*mus, ground_mu} if ground else set(mus)) == 1", "same = True",
+             (f"{MJCF}::test_loaded_world_moves_as_mujoco_and_slides_with_the_geometric_mean",)),
 )
 
 

@@ -2,7 +2,7 @@
 standing for 10 s, cross-checks on the same scenes with stated tolerances, and the heap's speed.
 
     python -m benchmarks.worlds                       # every part
-    python -m benchmarks.worlds --only stack          # parts: stack, pyramid, collision, heapcheck, mjspeed, heapspeed, mjx
+    python -m benchmarks.worlds --only stack          # parts: stack, pyramid, collision, heapcheck, mjspeed, heapspeed, mjx, mjcf
     python -m benchmarks.worlds --only crosscheck     # = collision,heapcheck
     python -m benchmarks.worlds --only heapcheck --heap-seed-start 3 --heap-seeds 3   # 3 more jaxcontact seeds
     python -m benchmarks.worlds --render              # the .md again from the .json
@@ -32,6 +32,10 @@ from the whole file.
   memory per world from XLA's memory analysis, box-steps/s measured on short windows and
   extrapolated where a full run would take hours, labelled so), and where jaxcontact's time goes
   (collision, problem assembly, solve, timed apart under ``jit`` on a settled heap; sweeps per step).
+* **mjcf** — the three scenes of ``jaxcontact/data/scenes`` (the 10-box stack, the 4-3-2-1
+  pyramid, two hinged links with a box dropped on them), each file loaded by ``worlds.from_mjcf``
+  and by MuJoCo C, run for 1 s from MuJoCo's reset state (float64): every body's centre of mass
+  and orientation compared every 50 steps, within ``MJCF_POS_TOL`` and ``MJCF_ANGLE_TOL``.
 * **mjx** — the same heap in MJX (``jit`` of a ``lax.scan`` over ``vmap(mjx.step)``), 64 and 256
   worlds, 1,000 steps, in a child process killed after ``--mjx-timeout`` seconds (300).
 """
@@ -50,7 +54,7 @@ import numpy as np
 from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
 
 SIZE, MASS, MU, DT = 0.1, 0.37, 0.5, 0.002
-PARTS = ("stack", "pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx")
+PARTS = ("stack", "pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx", "mjcf")
 ALIASES = {"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx"), "all": PARTS}
 
 # tolerances of the cross-checks (why: docs/worlds.md and the .md these write)
@@ -61,6 +65,13 @@ MOMENTUM_TOL = 1e-6  # relative
 HEAP_SPACING = 0.18  # m: more than a box's diagonal (0.173 m), so no two boxes start inside each other
 HEAP_SIGMAS = 2.0  # the heap statistics agree within this many standard errors of their difference
 HEAP_FLOOR = 0.002  # m: and never tighter than this on the centre-of-mass height (MuJoCo's soft contacts sink mm)
+# the mjcf part: jaxcontact and MuJoCo C on the same file, every body's centre of mass and orientation
+MJCF_FILES = ("stack10.xml", "pyramid4.xml", "hinged_links.xml")  # jaxcontact/data/scenes
+MJCF_SECONDS = 1.0
+MJCF_POS_TOL = 0.005  # m: MuJoCo's soft contacts let bodies sink mm (its 10-box stack's top 1.6 mm in 1 s); at the
+# end of the run, and during it plus MuJoCo's deepest contact penetration of the run (an impact sinks a body into
+# MuJoCo's soft contact by up to that depth, where jaxcontact's hard contact stops it)
+MJCF_ANGLE_TOL = 0.05  # rad
 
 
 def _run_info(argv):
@@ -72,17 +83,26 @@ def _run_info(argv):
 
 def mujoco_boxes_xml(n: int, mu: float, cone: str = "pyramidal", condim: int = 3, solref=None,
                      ground: bool = True, option: str = "") -> str:
-    """``n`` free 0.1 m, 0.37 kg boxes (placed by qpos) over a plane; MuJoCo's defaults otherwise
-    (solver Newton, 100 iterations, tolerance 1e-8, Euler, solimp 0.9 0.95 0.001, solref 0.02 1
-    unless ``solref`` is given). The plane gets the boxes' friction (MuJoCo takes the maximum of
-    the two geoms'). ``option`` adds attributes to ``<option>`` (``'impratio="10"'``, say)."""
-    sr = f' solref="{solref[0]} {solref[1]}"' if solref is not None else ""
-    fr = f'friction="{mu} 0.005 0.0001" condim="{condim}"{sr}'
-    h = SIZE / 2
-    bodies = "".join(f'<body pos="0 0 {1 + i}"><freejoint/><geom type="box" size="{h} {h} {h}" mass="{MASS}" {fr}/></body>'
-                     for i in range(n))
-    plane = f'<geom type="plane" size="5 5 0.1" {fr}/>' if ground else ""
-    return (f'<mujoco><option timestep="{DT}" cone="{cone}" {option}/><worldbody>{plane}{bodies}</worldbody></mujoco>')
+    """``n`` free 0.1 m, 0.37 kg boxes (placed by qpos) over a plane, every pair colliding, written
+    by ``worlds.to_mjcf``; MuJoCo's defaults otherwise (solver Newton, 100 iterations, tolerance
+    1e-8, Euler, solimp 0.9 0.95 0.001, solref 0.02 1 unless ``solref`` is given, on every geom).
+    The plane gets the boxes' friction (MuJoCo takes the maximum of the two geoms'). ``option``
+    adds attributes to ``<option>`` (``'impratio="10"'``, say). The same MuJoCo model as the
+    hand-written XML this replaced (``tests/test_mjcf.py`` compares them field by field)."""
+    import re
+
+    from jaxcontact import shapes
+    from jaxcontact.laws import CoulombLCP
+    from jaxcontact.types import Ground, Params, State
+    from jaxcontact.worlds import make_scene, model as world_model, to_mjcf
+
+    scene, body = make_scene([shapes.box((SIZE,) * 3, MASS)] * n, pairs="all", ground=ground)
+    params = Params(body=body, ground=Ground.flat(), law=CoulombLCP.init_params(mu=mu))
+    pos = np.array([[0.0, 0.0, 1.0 + i] for i in range(n)])
+    state = State(pos=pos, quat=np.tile([1.0, 0.0, 0.0, 0.0], (n, 1)), vel=np.zeros((n, 3)), omega=np.zeros((n, 3)))
+    geom = {"condim": condim, **({"solref": f"{solref[0]} {solref[1]}"} if solref is not None else {})}
+    return to_mjcf(scene, params, state, world_model(dt=DT), option={"cone": cone, **dict(re.findall(r'(\w+)="([^"]*)"', option))},
+                   geom=geom)
 
 
 def mujoco_initial_states(model, qpos, qvel):
@@ -113,11 +133,10 @@ def to_mujoco(states):
 # ------------------------------------------------------------------------------------ the stack
 
 def mujoco_stack_xml(n: int, cone: str) -> str:
-    bodies = "".join(
-        f'<body pos="0 0 {SIZE / 2 + SIZE * i}"><freejoint/><geom type="box" size="{SIZE / 2} {SIZE / 2} {SIZE / 2}" '
-        f'mass="{MASS}" friction="{MU} 0.005 0.0001"/></body>' for i in range(n))
-    return (f'<mujoco><option timestep="{DT}" cone="{cone}"/><worldbody>'
-            f'<geom type="plane" size="5 5 0.1" friction="{MU} 0.005 0.0001"/>{bodies}</worldbody></mujoco>')
+    """``scenes.stack(n)`` as MJCF (``worlds.to_mjcf``) with MuJoCo's ``cone``."""
+    from jaxcontact.worlds import model as world_model, scenes, to_mjcf
+
+    return to_mjcf(*scenes.stack(n, mu=MU), world_model(dt=DT), option={"cone": cone})
 
 
 def mujoco_stack(n: int, seconds: float, cone: str, batch: int):
@@ -780,7 +799,7 @@ def render(res) -> str:
     runs = []
     if "stack" in res:
         runs.append(("stack", res["stack"].get("run") or res["machine"]))
-    for part in ("pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx") + tuple(k for k in res if k.startswith("mjx_")):
+    for part in ("pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx", "mjcf") + tuple(k for k in res if k.startswith("mjx_")):
         if part in res:
             runs += [(f"{part} (earlier seeds)", r) for r in res[part].get("earlier_runs", [])]
             runs.append((part, res[part]["run"]))
@@ -851,6 +870,8 @@ def render(res) -> str:
         out += ["", *render_stack(res["stack"])]
     if "pyramid" in res:
         out += ["", *render_pyramid(res["pyramid"])]
+    if "mjcf" in res:
+        out += ["", render_mjcf(res["mjcf"])]
     return "\n".join(out) + "\n"
 
 
@@ -968,6 +989,92 @@ def render_stack(st):
             (f"\nBatched, 500 steps (1 s for MuJoCo): jaxcontact float32 {b['worlds']} worlds "
              f"{b['box_steps_per_s']:.0f} box-steps/s; MuJoCo C pyramidal {mb['worlds']} worlds on 1 thread "
              f"{mb['box_steps_per_s']:.0f} box-steps/s." if b else "")]
+
+
+# ------------------------------------------------------------------------------------ the MJCF files
+
+def _angle(q1, q2):
+    """Angles (rad) between unit quaternions (..., 4)."""
+    d = np.abs(np.sum(np.asarray(q1) * np.asarray(q2), axis=-1))
+    return 2 * np.arccos(np.clip(d, -1.0, 1.0))
+
+
+def run_mjcf_files(seconds: float = MJCF_SECONDS, every: int = 50):
+    """Each of ``MJCF_FILES`` in jaxcontact (``worlds.from_mjcf``, float64, its own timestep and
+    friction) and MuJoCo C (``mj_step`` on the file's model), both from MuJoCo's reset state: the
+    largest difference of any body's centre of mass (m) and orientation (rad) at every ``every``
+    steps and at the end, MuJoCo's deepest contact penetration, the top body's sink in each, the wall
+    times. Passes when the end is within ``MJCF_POS_TOL``, the whole run within it plus MuJoCo's
+    deepest penetration, and every angle within ``MJCF_ANGLE_TOL``."""
+    from importlib.resources import files
+
+    import jax
+    import mujoco
+
+    from jaxcontact import worlds
+
+    out = {"seconds": seconds, "pos_tol_m": MJCF_POS_TOL, "angle_tol_rad": MJCF_ANGLE_TOL, "files": {}}
+    for name in MJCF_FILES:
+        path = str(files("jaxcontact") / "data" / "scenes" / name)
+        scene, params, state, model = worlds.from_mjcf(path)
+        steps = int(round(seconds / model.dt))
+        t = time.perf_counter()
+        traj, infos = worlds.rollout(model, scene, params, state, steps)
+        jax.block_until_ready(traj)
+        jc_wall = time.perf_counter() - t
+        m = mujoco.MjModel.from_xml_path(path)
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        pos, quat = [d.xipos[1:].copy()], [d.xquat[1:].copy()]
+        depth = 0.0
+        t = time.perf_counter()
+        for k in range(steps):
+            mujoco.mj_step(m, d)
+            if d.ncon:
+                depth = max(depth, -float(np.min(d.contact.dist[:d.ncon])))
+            if (k + 1) % every == 0:
+                pos.append(d.xipos[1:].copy())
+                quat.append(d.xquat[1:].copy())
+        mj_wall = time.perf_counter() - t
+        idx = np.arange(0, steps + 1, every)
+        jp, jq = np.asarray(traj.pos)[idx], np.asarray(traj.quat)[idx]
+        dp = np.linalg.norm(jp - np.stack(pos), axis=-1)
+        da = _angle(jq, np.stack(quat))
+        top = int(np.argmax(np.asarray(state.pos)[:, 2]))
+        row = {"bodies": scene.num_bodies, "steps": steps, "dt": model.dt,
+               "max_pos_diff_m": float(dp.max()), "final_pos_diff_m": float(dp[-1].max()),
+               "worst_body": int(np.unravel_index(np.argmax(dp), dp.shape)[1]),
+               "max_angle_diff_rad": float(da.max()), "mujoco_deepest_penetration_m": depth,
+               "top_body": top, "top_sink_jaxcontact_m": float(jp[0, top, 2] - jp[-1, top, 2]),
+               "top_sink_mujoco_m": float(pos[0][top, 2] - pos[-1][top, 2]),
+               "flags": int(np.bitwise_or.reduce(np.asarray(infos.flags).reshape(-1))),
+               "jaxcontact_wall_s": jc_wall, "mujoco_wall_s": mj_wall}
+        row["pass"] = (row["final_pos_diff_m"] <= MJCF_POS_TOL and row["max_pos_diff_m"] <= MJCF_POS_TOL + depth
+                       and row["max_angle_diff_rad"] <= MJCF_ANGLE_TOL)
+        out["files"][name] = row
+        print("mjcf", name, row, flush=True)
+    return out
+
+
+def render_mjcf(r):
+    out = ["## The same MJCF files in jaxcontact and MuJoCo C (`--only mjcf`)", "",
+           f"Each file of `jaxcontact/data/scenes` loaded by `worlds.from_mjcf` and by MuJoCo C, {r['seconds']:g} s "
+           "from MuJoCo's reset state, float64; every body's centre of mass and orientation compared every 50 steps. "
+           f"Tolerances: {r['pos_tol_m'] * 1e3:g} mm at the end; during the run {r['pos_tol_m'] * 1e3:g} mm plus "
+           "MuJoCo's deepest contact penetration of the run (its soft contacts let an impact sink a body millimetres "
+           f"where jaxcontact's hard contacts stop it); {r['angle_tol_rad']:g} rad throughout.", ""]
+    rows = [[name, str(f["bodies"]), f"{f['final_pos_diff_m'] * 1e3:.3f} mm",
+             f"{f['max_pos_diff_m'] * 1e3:.3f} mm (body {f['worst_body']})",
+             f"{f['mujoco_deepest_penetration_m'] * 1e3:.3f} mm",
+             f"{f['max_angle_diff_rad']:.2e}", f"{f['top_sink_jaxcontact_m'] * 1e3:.3f} mm",
+             f"{f['top_sink_mujoco_m'] * 1e3:.3f} mm", _flag_names(f["flags"]),
+             f"{f['jaxcontact_wall_s']:.1f} s / {f['mujoco_wall_s']:.2f} s", _verdict(f["pass"])]
+            for name, f in r["files"].items()]
+    out += md_table(["file", "bodies", "centre-of-mass difference at the end", "largest during the run",
+                     "MuJoCo's deepest penetration", "largest angle (rad)",
+                     "top body falls (jaxcontact)", "(MuJoCo)", "jaxcontact flags", "wall: jaxcontact (compile incl.) / MuJoCo",
+                     "verdict"], rows).split("\n")
+    return "\n".join(out + [""])
 
 
 # ------------------------------------------------------------------------------------ main
@@ -1212,6 +1319,8 @@ def main(argv=None):
                 res["heapspeed"].pop("mujoco", None)  # an earlier layout kept MuJoCo's speed there
         elif part == "heapspeed":
             res["heapspeed"] = {**run_heapspeed(args), "run": run}
+        elif part == "mjcf":
+            res["mjcf"] = {**run_mjcf_files(), "run": run}
         elif part == "mjx":
             from importlib.metadata import version
 

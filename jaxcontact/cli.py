@@ -20,6 +20,10 @@ import sys
 
 from .cliargs import error_line
 from .plotting import PlottingUnavailable, require_matplotlib
+
+
+class MissingExtra(ImportError):
+    """An optional extra a command needs is missing (``worlds.mjcf.MujocoUnavailable``); one line."""
 from .version import __version__
 
 # Modules that expose ``register(subparsers: argparse._SubParsersAction) -> None``.
@@ -33,7 +37,7 @@ SUBCOMMAND_MODULES = [
 
 
 # argparse destinations of the options that write figures (need the "plot" extra)
-PLOT_OPTIONS = ("plot", "plots")
+PLOT_OPTIONS = ("plot", "plots", "animate")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -125,7 +129,7 @@ def _run(argv: list[str]) -> int:
         jax.config.update("jax_enable_x64", True)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, OSError, KeyError, MemoryError, PlottingUnavailable) as err:
+    except (ValueError, OSError, KeyError, MemoryError, PlottingUnavailable, MissingExtra) as err:
         if args.debug:
             raise
         print(f"jaxcontact: error: {error_line(err)}", file=sys.stderr)

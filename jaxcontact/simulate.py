@@ -142,22 +142,46 @@ def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 10
     if max_sweeps is not None:
         world_law = dataclasses.replace(world_law, solver=dataclasses.replace(world_law.solver, max_iter=max_sweeps))
     model = worlds.model(world_law) if dt is None else worlds.model(world_law, dt=dt)
-    out, flags = [np.asarray(state.to_array())[None]], []
+    states, flags = run_world(model, scene, params, state, steps, chunk, progress, f"simulate {name}:{n}", residuals)
+    return scene, model, params, states, flags
+
+
+def run_world(model, scene, params, state, steps: int, chunk: int = 100, progress: bool = True, desc: str = "simulate",
+              residuals: list | None = None):
+    """``steps`` steps of a world (``state`` (N, …)) or a batch of worlds (``state`` (W, N, …):
+    ``worlds.batch_rollout``) in chunks of ``chunk`` steps for the progress bar; returns the states
+    ((steps + 1, N, 13), or (W, steps + 1, N, 13)) and the flags per step ((steps,) or (W, steps)).
+    ``residuals`` receives the solver's residual per step; ``SolverWarning``s are left to the caller."""
+    import warnings
+
+    import jax
+    from tqdm.auto import tqdm
+
+    from . import worlds
+    from .dynamics import SolverWarning
+
+    batched = np.ndim(state.pos) == 3
+    axis = 1 if batched else 0
+    out, flags = [np.expand_dims(np.asarray(state.to_array()), axis)], []
     done = 0
-    with tqdm(total=steps, desc=f"simulate {name}:{n}", unit="step", disable=not progress) as bar:
+    with tqdm(total=steps, desc=desc, unit="step", disable=not progress) as bar:
         while done < steps:
             k = min(chunk, steps - done)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SolverWarning)  # counted over the whole rollout by the caller
-                traj, info = worlds.rollout(model, scene, params, state, k)
-            out.append(np.asarray(traj.to_array())[1:])
+                if batched:
+                    traj, info = worlds.batch_rollout(model, scene, params, state, k)
+                else:
+                    traj, info = worlds.rollout(model, scene, params, state, k)
+            arr = np.asarray(traj.to_array())
+            out.append(arr[:, 1:] if batched else arr[1:])
             flags.append(np.asarray(info.flags))
             if residuals is not None:
                 residuals.append(np.asarray(info.residual))
-            state = jax.tree_util.tree_map(lambda x: x[-1], traj)
+            state = jax.tree_util.tree_map(lambda x: x[:, -1] if batched else x[-1], traj)
             done += k
             bar.update(k)
-    return scene, model, params, np.concatenate(out), np.concatenate(flags)
+    return np.concatenate(out, axis=axis), np.concatenate(flags, axis=axis)
 
 
 def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int) -> str | None:
@@ -243,7 +267,95 @@ def run_scene(args: argparse.Namespace) -> int:
         plot_scene(states, model.dt, args.plot, f"{name}:{n}")
         print(f"wrote {args.plot}")
 
-    failed = optional_outputs(*([("--plot", plot)] if args.plot else []))
+    failed = optional_outputs(*([("--plot", plot)] if args.plot else []),
+                              *([("--animate", lambda: write_animation(args, scene, params, states, model.dt))]
+                                if args.animate else []))
+    return failed or (0 if nan == 0 else 1)
+
+
+def write_animation(args, scene, params, states, dt):
+    from .worlds.animate import animate
+
+    frames = animate(scene, params, states, dt, args.animate, progress=not args.no_progress)
+    print(f"wrote {args.animate} ({frames} frames)")
+
+
+PERTURB_SPEED = 0.05  # m/s: the standard deviation of the velocities added to worlds 1.. of --worlds
+
+
+def run_mjcf(args: argparse.Namespace) -> int:
+    """``simulate --mjcf FILE``: the world of a MuJoCo file (``worlds.from_mjcf``), ``--worlds`` of
+    it batched (world 0 as the file says, the others with every free body's velocity changed by
+    N(0, (0.05 m/s)²) per component from ``--seed``)."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    from . import worlds
+    from .cliargs import check_memory, optional_outputs
+    from .files import file_sha256
+    from .types import Flags
+    from .worlds.mjcf import from_mjcf, require_mujoco
+
+    require_mujoco("simulate --mjcf")
+    for option, value in (("--shape", args.shape), ("--throws", args.throws), ("--mu", args.mu),
+                          ("--restitution", args.restitution)):
+        if value is not None:
+            raise ValueError(f"{option}: a --mjcf world takes its bodies and friction from the file; drop {option}")
+    keyframe = args.keyframe
+    if keyframe is not None and keyframe.isdigit():
+        keyframe = int(keyframe)
+    scene, params, state, model = from_mjcf(args.mjcf, keyframe=keyframe, approximate=args.approximate)
+    N = scene.num_bodies
+    if scene.max_pairs is None and scene.num_pairs > 3 * N:  # the heap's broad phase (scenes.heap)
+        scene = dataclasses.replace(scene, max_pairs=3 * N)
+    world_law = model.law
+    if args.max_sweeps is not None:
+        world_law = dataclasses.replace(world_law, solver=dataclasses.replace(world_law.solver, max_iter=args.max_sweeps))
+    model = dataclasses.replace(model, law=world_law, **({"dt": args.dt} if args.dt is not None else {}))
+    W = args.worlds
+    itemsize = 8 if jax.config.jax_enable_x64 else 4
+    check_memory(2 * W * (args.steps + 1) * N * 13 * itemsize,
+                 f"simulate --mjcf --worlds {W} --steps {args.steps}", "use fewer --steps or --worlds")
+    states0 = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), state)
+    if W > 1:
+        free = ~scene.jointed_bodies
+        kick = PERTURB_SPEED * jax.random.normal(jax.random.PRNGKey(args.seed), (W, N, 3), state.vel.dtype)
+        kick = kick.at[0].set(0.0) * jnp.asarray(free, state.vel.dtype)[None, :, None]
+        states0 = states0.replace(vel=states0.vel + kick)
+    t0 = time.perf_counter()
+    residuals = []
+    name = Path(args.mjcf).name
+    states, flags = run_world(model, scene, params, states0 if W > 1 else state, args.steps,
+                              progress=not args.no_progress, desc=f"simulate {name}", residuals=residuals)
+    if W == 1:
+        states, flags = states[None], flags[None]
+        residuals = [r[None] for r in residuals]
+    elapsed = time.perf_counter() - t0
+    warning = solver_warning(flags, np.concatenate(residuals, axis=1), model.law.solver.max_iter)
+    out = Path(args.out)
+    np.savez_compressed(out, states=states,
+                        layout=np.array("worlds x steps x bodies x (pos3,quat_wxyz4,vel3_world,omega3_body); body i "
+                                        "is MuJoCo body i + 1, pos its centre of mass"),
+                        mjcf=np.array(str(args.mjcf)), mjcf_sha256=np.array(file_sha256(args.mjcf)),
+                        dt=np.array(model.dt), sample_period=np.array(model.dt), engine_dt=np.array(model.dt),
+                        gravity=np.array(model.gravity), flags=flags, mu=np.asarray(params.law.mu),
+                        mass=np.asarray(params.body.mass), seed=np.array(args.seed))
+    bad = {f.name: int(np.sum((flags & int(f)) != 0)) for f in Flags if np.any(flags & int(f))}
+    nan = int(np.isnan(states).sum())
+    print(f"wrote {out}: {name}, {W} world{'s' if W > 1 else ''} of {N} bodies x {states.shape[1]} states "
+          f"({elapsed:.1f} s, NaN: {nan}" + (f"; flagged steps: {bad}" if bad else "; no step flagged") + ")")
+    if warning:
+        print(warning, file=sys.stderr)
+
+    def plot():
+        plot_scene(states[0], model.dt, args.plot, name)
+        print(f"wrote {args.plot}")
+
+    failed = optional_outputs(*([("--plot", plot)] if args.plot else []),
+                              *([("--animate", lambda: write_animation(args, scene, params, states[0], model.dt))]
+                                if args.animate else []))
     return failed or (0 if nan == 0 else 1)
 
 
@@ -293,8 +405,19 @@ def check_memory_for(throws: int, steps: int, shape: str, itemsize: int) -> None
 def run(args: argparse.Namespace) -> int:
     import jax
 
+    if args.scene is not None and args.mjcf is not None:
+        raise ValueError("--scene and --mjcf: give one world")
+    if args.worlds is not None and args.mjcf is None:
+        raise ValueError("--worlds: batches of worlds are for --mjcf (--scene is one world, throws use --throws)")
+    if args.mjcf is not None:
+        args.worlds = 1 if args.worlds is None else args.worlds
+        return run_mjcf(args)
+    if args.keyframe is not None or args.approximate:
+        raise ValueError(f"{'--keyframe' if args.keyframe is not None else '--approximate'}: only with --mjcf")
     if args.scene is not None:
         return run_scene(args)
+    if args.animate:
+        raise ValueError("--animate: watches a world (--scene or --mjcf), not random throws")
     from .cliargs import optional_outputs
 
     for k, v in THROW_DEFAULTS.items():  # the options left out: the throws' defaults
@@ -377,5 +500,50 @@ def register(sub) -> None:
                    help="the contact solver's cap on Gauss-Seidel sweeps per step (sweeps; default: 100 for "
                         "throws, 1000 for --scene); a step that reaches it with a residual above 5e-3 m/s is "
                         "flagged and warned about")
+    p.add_argument("--mjcf", type=input_file, default=None,
+                   help="simulate the world of a MuJoCo MJCF or URDF file (docs/worlds.md: boxes, mesh hulls, free "
+                        "joints, hinges, a ground plane; anything else is refused by name); its timestep, gravity "
+                        "and friction; --steps, --dt, --out, --plot, --animate apply; needs pip install "
+                        '"jaxcontact[mjcf]" (default: throws)')
+    p.add_argument("--keyframe", default=None,
+                   help="with --mjcf: the keyframe (name or index) that starts the world (default: MuJoCo's reset "
+                        "state, qpos0 at rest; a file from to_mjcf keeps its velocities in the keyframe 'initial')")
+    p.add_argument("--approximate", action="store_true",
+                   help="with --mjcf: replace spheres, capsules, cylinders, ellipsoids, bodies of several geoms and "
+                        "hulls over 128 vertices by stated convex hulls instead of refusing them (docs/worlds.md)")
+    p.add_argument("--worlds", type=positive_int, default=None,
+                   help="with --mjcf: worlds simulated at once (worlds; default: 1); world 0 starts as the file "
+                        f"says, the others with N(0, {PERTURB_SPEED} m/s) added to each free body's velocity (--seed)")
+    p.add_argument("--animate", type=output_animation, default=None,
+                   help="with --scene or --mjcf: write an animation of the world (.gif; .mp4 where ffmpeg is "
+                        'installed), real time at 25 frames/s; needs pip install "jaxcontact[plot]" (default: none)')
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run)
+
+
+def input_file(text: str) -> str:
+    """argparse type: an existing, readable file (one-line error otherwise)."""
+    import os
+
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such file" if not os.path.exists(text) else f"{text}: not a file")
+    if not os.access(text, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text}: not readable")
+    return text
+
+
+def output_animation(text: str) -> str:
+    """argparse type: a writable .gif (or .mp4 with ffmpeg) path, checked before any work."""
+    from .cliargs import check_output_file
+
+    suffix = Path(text).suffix.lower()
+    if suffix not in (".gif", ".mp4"):
+        raise argparse.ArgumentTypeError(f"write a .gif (or an .mp4 where ffmpeg is installed), got {text!r}")
+    try:
+        if suffix == ".mp4":
+            from .worlds.animate import check_animation_path
+
+            check_animation_path(text)
+        return str(check_output_file(text))
+    except (ValueError, ImportError) as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

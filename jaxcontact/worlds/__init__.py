@@ -3,9 +3,11 @@
 ``billiards``: a pusher's velocity chosen by gradient so that a struck box rests at a target;
 ``sharding``: batches of worlds sharded over devices; ``materials``: per-body friction;
 ``joints``: revolute joints between bodies, eliminated before the contact problem — a chain is a
-world with joints, ``chains.as_world``)."""
+world with joints, ``chains.as_world``; ``mjcf``: worlds from MuJoCo's MJCF/URDF files and back,
+``from_mjcf``/``from_mujoco``/``to_mjcf``, mujoco imported on use; ``animate``: worlds as GIFs)."""
 
 from . import billiards, joints, materials, scenes
+from .mjcf import from_mjcf, from_mujoco, to_mjcf
 from .joints import JointedParams, JointParams, Joints
 from .scenes import DEFAULT_LAW, model
 from .scene import Scene, make_scene, stack_bodies
@@ -14,4 +16,4 @@ from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collid
 
 __all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "billiards", "joints", "materials", "model", "scenes",
            "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
-           "rollout", "sharded_batch_rollout", "stack_bodies", "step", "step_with_info", "validate"]
+           "from_mjcf", "from_mujoco", "to_mjcf", "rollout", "sharded_batch_rollout", "stack_bodies", "step", "step_with_info", "validate"]

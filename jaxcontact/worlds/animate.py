@@ -1,0 +1,237 @@
+"""Worlds a person can watch: frames of a world's hulls over time, as a GIF (or an MP4 where
+matplotlib finds ffmpeg).
+
+The renderer is matplotlib's 2D patches under a fixed orthographic camera (``Camera``: azimuth and
+elevation, framing every body of every frame), each body's outward faces drawn far to near
+(painter's order) and shaded by a fixed light; the ground is a grey square under the bodies; the
+time is in the top left corner. ``render_frame`` draws one state into an ``Axes``,
+``animate`` writes a whole trajectory with a progress bar. ``Camera.pixel`` says where a world point
+lands in a rendered figure, which is how the test checks that each box appears where its position
+says. MuJoCo's offscreen renderer is not used (it needs an OpenGL backend; open ``to_mjcf``'s file in
+MuJoCo's viewer for that).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from .. import collision
+
+ANIMATION_SUFFIXES = (".gif", ".mp4")
+
+
+def _rot(q):
+    """(..., 3, 3) rotation matrices of unit quaternions (w, x, y, z), numpy."""
+    q = np.asarray(q, float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def hull_faces(scene, body):
+    """Per body, its hull's faces as lists of vertex indices (counter-clockwise from outside): the
+    scene's topologies, computed for bodies in no pair (``collision.topology``)."""
+    verts, mask = np.asarray(body.vertices, float), np.asarray(body.vertex_mask) > 0
+    out = []
+    for i, topo in enumerate(scene.topologies):
+        topo = topo if topo is not None else collision.topology(verts[i], mask[i])
+        out.append([list(f) for f in topo.faces])
+    return out
+
+
+def world_vertices(body, states: np.ndarray) -> np.ndarray:
+    """(..., N, K, 3) world positions of every body's vertices from states (..., N, 13)."""
+    s = np.asarray(states, float)
+    R = _rot(s[..., 3:7])
+    return s[..., None, :3] + np.einsum("...nij,nkj->...nki", R, np.asarray(body.vertices, float))
+
+
+@dataclasses.dataclass(frozen=True)
+class Camera:
+    """A fixed orthographic view: ``right``/``up`` span the picture, ``toward`` points at the viewer;
+    ``limits`` (u0, u1, v0, v1) the picture's extent in metres."""
+
+    right: np.ndarray
+    up: np.ndarray
+    toward: np.ndarray
+    limits: tuple
+
+    @staticmethod
+    def framing(points, elevation: float = 25.0, azimuth: float = -60.0, margin: float = 0.08) -> "Camera":
+        """The camera at ``elevation``/``azimuth`` (degrees) that frames ``points`` (..., 3)."""
+        e, a = np.radians(elevation), np.radians(azimuth)
+        toward = np.array([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)])
+        right = np.array([-np.sin(a), np.cos(a), 0.0])
+        up = np.cross(toward, right)
+        p = np.asarray(points, float).reshape(-1, 3)
+        u, v = p @ right, p @ up
+        span = max(np.ptp(u), np.ptp(v), 1e-3)
+        pad = margin * span
+        return Camera(right, up, toward, (u.min() - pad, u.max() + pad, v.min() - pad, v.max() + pad))
+
+    def project(self, points):
+        """(..., 2) picture coordinates (m) and (...,) depth (larger: nearer the viewer)."""
+        p = np.asarray(points, float)
+        return np.stack([p @ self.right, p @ self.up], -1), p @ self.toward
+
+    def pixel(self, ax, point):
+        """(column, row) of the pixel where world ``point`` lands in ``ax``'s drawn figure (row 0 at the top)."""
+        uv, _ = self.project(point)
+        x, y = ax.transData.transform(uv)
+        h = ax.figure.canvas.get_width_height()[1]
+        return int(round(x)), int(round(h - y))
+
+
+def body_colours(n: int):
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return [np.asarray(cmap(i % 10)[:3]) for i in range(n)]
+
+
+def setup_axes(ax, cam: Camera):
+    ax.set_xlim(cam.limits[0], cam.limits[1])
+    ax.set_ylim(cam.limits[2], cam.limits[3])
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+
+
+def render_frame(ax, cam: Camera, faces, verts, t=None, ground=None, colours=None, shade: bool = True):
+    """Draw one state: ``verts`` (N, K, 3) world vertices, ``faces`` of ``hull_faces``; ``ground``
+    (normal, height) or None; ``t`` (s) in the corner. Flat colours with ``shade=False``."""
+    from matplotlib.collections import PolyCollection
+
+    ax.cla()
+    setup_axes(ax, cam)
+    colours = body_colours(len(faces)) if colours is None else colours
+    if ground is not None:
+        n, h = np.asarray(ground[0], float), float(ground[1])
+        n = n / np.linalg.norm(n)
+        t1 = np.cross(n, [1.0, 0, 0] if abs(n[0]) < 0.9 else [0, 1.0, 0])
+        t1 /= np.linalg.norm(t1)
+        t2 = np.cross(n, t1)
+        c = n * h
+        lo, hi = np.min(verts.reshape(-1, 3), 0), np.max(verts.reshape(-1, 3), 0)
+        r = 0.6 * float(np.linalg.norm(hi - lo)) + 0.05
+        centre = c + (0.5 * (lo + hi) - c) - n * (n @ (0.5 * (lo + hi) - c))
+        square = np.array([centre + r * (a * t1 + b * t2) for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+        uv, _ = cam.project(square)
+        ax.add_collection(PolyCollection([uv], facecolors=[(0.85, 0.85, 0.85)], edgecolors=[(0.7, 0.7, 0.7)]))
+    light = np.array([0.3, -0.5, 0.8])
+    light /= np.linalg.norm(light)
+    polys, cols, depth = [], [], []
+    for i, fs in enumerate(faces):
+        for f in fs:
+            p = verts[i][f]
+            normal = np.cross(p[1] - p[0], p[2] - p[0])
+            nn = np.linalg.norm(normal)
+            if nn == 0 or normal @ cam.toward <= 0:  # back face
+                continue
+            normal /= nn
+            uv, d = cam.project(p)
+            polys.append(uv)
+            k = 1.0 if not shade else 0.55 + 0.45 * max(0.0, float(normal @ light))
+            cols.append(np.clip(colours[i] * k, 0, 1))
+            depth.append(d.mean())
+    order = np.argsort(depth)
+    ax.add_collection(PolyCollection([polys[k] for k in order], facecolors=[cols[k] for k in order],
+                                     edgecolors="none" if not shade else [(0.1, 0.1, 0.1, 0.5)] * len(order),
+                                     linewidths=0.4))
+    if t is not None:
+        ax.text(0.02, 0.96, f"t = {t:.3f} s", transform=ax.transAxes, va="top", ha="left", fontsize=10,
+                family="monospace")
+
+
+def check_animation_path(path) -> Path:
+    """``ValueError`` (one line) unless ``path`` ends in .gif, or .mp4 with ffmpeg available to matplotlib."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in ANIMATION_SUFFIXES:
+        raise ValueError(f"--animate {path}: write a .gif (or an .mp4 where ffmpeg is installed), got {suffix or 'no suffix'!r}")
+    if suffix == ".mp4":
+        from matplotlib import animation
+
+        if not animation.writers.is_available("ffmpeg"):
+            raise ValueError(f"--animate {path}: an .mp4 needs ffmpeg, which matplotlib cannot find; write a .gif")
+    return path
+
+
+def frame_indices(num_states: int, dt: float, fps: int = 25, max_frames: int = 250) -> np.ndarray:
+    """The states shown: one every ``1 / fps`` s of simulated time (real time), at most ``max_frames``
+    (then evenly spread), the last state always."""
+    stride = max(1, int(round(1.0 / (fps * dt))))
+    idx = np.arange(0, num_states, stride)
+    if len(idx) > max_frames:
+        idx = np.unique(np.linspace(0, num_states - 1, max_frames).round().astype(int))
+    if idx[-1] != num_states - 1:
+        idx = np.append(idx, num_states - 1)
+    return idx
+
+
+def animate(scene, params, states, dt: float, path, fps: int = 25, max_frames: int = 250, progress: bool = True,
+            size=(6.0, 4.5), dpi: int = 80, elevation: float = 25.0, azimuth: float = -60.0, title: str | None = None):
+    """Write an animation of ``states`` (steps + 1, N, 13) of the world (``scene``, ``params``) to
+    ``path`` (.gif by matplotlib's Pillow writer; .mp4 where ffmpeg is available): the hulls from
+    a fixed camera framing every frame, the time in the corner, a progress bar while it writes.
+    Returns the number of frames."""
+    from tqdm.auto import tqdm
+    from matplotlib import animation
+
+    from ..plotting import pyplot
+
+    plt = pyplot("--animate")
+    path = check_animation_path(path)
+    states = np.asarray(states, float)
+    idx = frame_indices(states.shape[0], dt, fps, max_frames)
+    faces = hull_faces(scene, params.body)
+    mask = np.asarray(params.body.vertex_mask) > 0
+    verts = world_vertices(params.body, states[idx])
+    shown = np.concatenate([verts[f][mask] for f in range(len(idx))])
+    ground = (np.asarray(params.ground.normal), float(params.ground.height)) if scene.ground else None
+    lowest = shown
+    if ground is not None:  # frame the ground's line under the bodies too
+        n = ground[0] / np.linalg.norm(ground[0])
+        lowest = np.concatenate([shown, shown - np.outer(shown @ n - ground[1], n)])
+    cam = Camera.framing(lowest, elevation, azimuth)
+    colours = body_colours(len(faces))
+    fig, ax = plt.subplots(figsize=size, dpi=dpi)
+    fig.subplots_adjust(0, 0, 1, 1)
+    if title:
+        fig.suptitle(title, fontsize=9, y=0.995)
+
+    def draw(k):
+        render_frame(ax, cam, faces, verts[k], t=idx[k] * dt, ground=ground, colours=colours)
+        return []
+
+    anim = animation.FuncAnimation(fig, draw, frames=len(idx), blit=False)
+    writer = animation.PillowWriter(fps=fps) if path.suffix.lower() == ".gif" else animation.FFMpegWriter(fps=fps)
+    with tqdm(total=len(idx), desc=f"animate {path.name}", unit="frame", disable=not progress) as bar:
+        anim.save(str(path), writer=writer, dpi=dpi, progress_callback=lambda i, n: bar.update(1))
+    plt.close(fig)
+    return len(idx)
+
+
+def still(scene, params, state, path, t=None, elevation: float = 30.0, azimuth: float = -60.0, size=(5.0, 3.2),
+          dpi: int = 90):
+    """One state (N, 13) of the world as a picture (any matplotlib format), framed on it."""
+    from ..plotting import pyplot
+
+    plt = pyplot("still")
+    verts = world_vertices(params.body, np.asarray(state, float))
+    cam = Camera.framing(verts.reshape(-1, 3), elevation, azimuth)
+    fig, ax = plt.subplots(figsize=size, dpi=dpi)
+    fig.subplots_adjust(0, 0, 1, 1)
+    ground = (np.asarray(params.ground.normal), float(params.ground.height)) if scene.ground else None
+    render_frame(ax, cam, hull_faces(scene, params.body), verts, t=t, ground=ground)
+    fig.savefig(str(path))
+    plt.close(fig)
+
+
+__all__ = ["ANIMATION_SUFFIXES", "Camera", "animate", "still", "check_animation_path", "frame_indices", "hull_faces",
+           "render_frame", "world_vertices"]

@@ -1,0 +1,596 @@
+"""Worlds from MuJoCo models (MJCF and URDF, through MuJoCo's own compiler) and back.
+
+``from_mujoco(model)`` reads a compiled ``mujoco.MjModel``; ``from_mjcf(path_or_xml)`` compiles a
+file or an XML string with MuJoCo first (MJCF or URDF: MuJoCo's compiler reads both, with its
+defaults classes, includes, compiler options, mesh hulls, masses and inertias). Both return
+``(scene, params, state, model)`` for ``worlds.rollout``. ``to_mjcf(scene, params, state)`` writes
+a world as MJCF that MuJoCo loads with the same bodies, masses, inertias, friction and poses.
+
+The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
+
+* jaxcontact body i is MuJoCo body i + 1 (the world body, 0, holds the ground plane). A body's
+  frame is MuJoCo's body frame moved to its centre of mass (``body_ipos``): ``State.pos`` is
+  MuJoCo's ``xipos``, ``State.quat`` its ``xquat``; the inertia is ``body_inertia`` turned from the
+  principal frame (``body_iquat``) into the body frame. Mass and inertia are MuJoCo's compiled
+  ones (of every geom of the body, visual ones included, as MuJoCo computes them).
+* Geoms: box and mesh (as its convex hull, at most ``collision.MAX_HULL_VERTICES`` vertices), one
+  colliding geom per body; a plane on the world body is the ground. Geoms that collide with
+  nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
+* Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
+  parent body, or the world). Slide and ball joints, joint limits, springs, damping, armature and
+  friction loss, tendons, equality constraints, actuators, heightfields, explicit contact pairs,
+  flexes and plugins are refused by name before any work.
+* ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
+  and cylinders by the hulls of points on their surfaces (``round_points``), several colliding
+  geoms of one body by the convex hull of them all, a mesh hull above the vertex limit by
+  ``collision.reduce_hull``. Mass properties stay MuJoCo's.
+* The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
+  parent and child bodies); the ground is in the world when every body's geom collides with the
+  plane (refused when only some do).
+* Friction: the geoms' sliding μ (torsional and rolling friction, which jaxcontact does not model,
+  are dropped). One μ for every geom: the law's μ, exact. Several: per-body μ
+  (``worlds.materials``: √(μ_a μ_b)), where MuJoCo takes max(μ_a, μ_b); ``FrictionRuleWarning``
+  says by how much the pairs differ. condim 1 on every geom: frictionless.
+* ``opt.timestep`` and ``opt.gravity`` (along −z only) give the ``Model``; a keyframe (or ``data``)
+  gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest).
+
+mujoco is an optional extra (``pip install "jaxcontact[mjcf]"``), imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import collision, shapes
+from ..cli import MissingExtra
+from ..laws import CoulombLCP
+from ..rotations import quat_to_mat
+from ..types import Body, Ground, Params, State
+from .joints import JointedParams, JointParams, Joints
+from .scene import make_scene
+
+MUJOCO_MIN_VERSION = (4, 0)  # the oldest mujoco these loaders were run and tested with
+INSTALL_HINT = 'pip install "jaxcontact[mjcf]"'
+
+
+class MujocoUnavailable(MissingExtra):
+    """mujoco is missing or older than ``MUJOCO_MIN_VERSION``; the message names the extra."""
+
+
+class FrictionRuleWarning(UserWarning):
+    """A loaded world's pairs get √(μ_a μ_b) where MuJoCo gives them max(μ_a, μ_b)."""
+
+
+def require_mujoco(what: str = "jaxcontact.worlds.mjcf"):
+    """The ``mujoco`` module, or ``MujocoUnavailable`` (one line naming the ``[mjcf]`` extra)."""
+    try:
+        import mujoco
+    except ImportError:
+        raise MujocoUnavailable(f"{what} needs mujoco, which is not installed: {INSTALL_HINT}") from None
+    if _version(getattr(mujoco, "__version__", "0")) < MUJOCO_MIN_VERSION:
+        need = ".".join(map(str, MUJOCO_MIN_VERSION))
+        raise MujocoUnavailable(f"{what} needs mujoco >= {need}, found {mujoco.__version__}: {INSTALL_HINT}")
+    return mujoco
+
+
+def _version(text: str) -> tuple:
+    out = []
+    for part in str(text).split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
+# ------------------------------------------------------------------------------------ shapes
+
+BOX_SIGNS = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)  # shapes.box's order
+ROUND_LONGITUDES = 12  # points per ring of a round shape's stand-in
+ROUND_LATITUDES = (-60.0, -30.0, 0.0, 30.0, 60.0)  # degrees; the poles are added
+
+
+def _rings(radius, lats, n=ROUND_LONGITUDES):
+    phi = 2 * np.pi * np.arange(n) / n
+    out = []
+    for lat in np.radians(lats):
+        out.append(np.c_[radius * np.cos(lat) * np.cos(phi), radius * np.cos(lat) * np.sin(phi),
+                         np.full(n, radius * np.sin(lat))])
+    return np.concatenate(out)
+
+
+def round_points(kind: str, size) -> np.ndarray:
+    """Points on the surface of a MuJoCo sphere, ellipsoid, capsule or cylinder (``geom_size``, its
+    frame) whose convex hull stands in for it under ``approximate=True``: rings of
+    ``ROUND_LONGITUDES`` points at the latitudes ``ROUND_LATITUDES`` and the poles (a cylinder: its
+    two end rings). The hull lies inside the shape."""
+    size = np.asarray(size, float)
+    if kind in ("sphere", "ellipsoid"):
+        unit = np.concatenate([_rings(1.0, ROUND_LATITUDES), [[0, 0, 1.0], [0, 0, -1.0]]])
+        return unit * (size[0] if kind == "sphere" else size[:3])
+    if kind == "capsule":
+        r, h = size[0], size[1]
+        top = np.concatenate([_rings(r, [0.0, 30.0, 60.0]), [[0, 0, r]]]) + [0, 0, h]
+        bottom = np.concatenate([_rings(r, [0.0, -30.0, -60.0]), [[0, 0, -r]]]) - [0, 0, h]
+        return np.concatenate([top, bottom])
+    if kind == "cylinder":
+        r, h = size[0], size[1]
+        ring = _rings(r, [0.0], 2 * ROUND_LONGITUDES)
+        return np.concatenate([ring + [0, 0, h], ring - [0, 0, h]])
+    raise ValueError(f"round_points: no stand-in for a {kind}")
+
+
+ROUND = ("sphere", "capsule", "ellipsoid", "cylinder")
+
+
+def _geom_points(mujoco, model, g) -> np.ndarray:
+    """The geom's vertices in its body's frame (MuJoCo's, origin at the body's frame origin)."""
+    kind = mujoco.mjtGeom(model.geom_type[g]).name[len("mjGEOM_"):].lower()
+    size = model.geom_size[g]
+    if kind == "box":
+        local = BOX_SIGNS * size
+    elif kind == "mesh":
+        m = model.geom_dataid[g]
+        local = model.mesh_vert[model.mesh_vertadr[m]: model.mesh_vertadr[m] + model.mesh_vertnum[m]].astype(float)
+    else:
+        local = round_points(kind, size)
+    return model.geom_pos[g] + local @ np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float))).T
+
+
+def _extreme(points) -> np.ndarray:
+    from scipy.spatial import ConvexHull
+
+    return np.asarray(points)[np.sort(ConvexHull(points).vertices)]
+
+
+# ------------------------------------------------------------------------------------ loading
+
+def _name(mujoco, model, obj, i) -> str:
+    n = mujoco.mj_id2name(model, obj, i)
+    return f"{n!r}" if n else f"#{i}"
+
+
+def _check(mujoco, model, approximate: bool):
+    """Everything the world cannot hold, as a list of sentences (empty: supported)."""
+    M = mujoco
+    problems = []
+    counts = [("ntendon", "tendons"), ("neq", "equality constraints"), ("nu", "actuators"),
+              ("npair", "explicit contact pairs (<contact><pair>)"), ("nflex", "flexes"), ("nplugin", "plugins")]
+    for field, what in counts:
+        k = int(getattr(model, field, 0))
+        if k:
+            problems.append(f"{k} {what} (jaxcontact worlds have none)")
+    for j in range(model.njnt):
+        t = model.jnt_type[j]
+        b = model.jnt_bodyid[j]
+        name = f"joint {_name(M, model, M.mjtObj.mjOBJ_JOINT, j)} of body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
+        if t == M.mjtJoint.mjJNT_SLIDE:
+            problems.append(f"{name}: a slide joint (jaxcontact worlds have free and revolute joints only)")
+        elif t == M.mjtJoint.mjJNT_BALL:
+            problems.append(f"{name}: a ball joint (jaxcontact worlds have free and revolute joints only)")
+        elif t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
+            problems.append(f"{name}: a free joint on a body inside another body")
+        if t == M.mjtJoint.mjJNT_HINGE and model.jnt_limited[j]:
+            problems.append(f"{name}: a hinge with a range limit (jaxcontact's revolute joints are unlimited)")
+        if model.jnt_stiffness[j] != 0:
+            problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g})")
+        dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + (6 if t == M.mjtJoint.mjJNT_FREE else 1))
+        for field, what in (("dof_damping", "damping"), ("dof_armature", "armature"), ("dof_frictionloss", "friction loss")):
+            v = np.asarray(getattr(model, field))[list(dofs)]
+            if np.any(v != 0):
+                problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart)")
+    for b in range(1, model.nbody):
+        name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
+        joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
+        if len(joints) > 1:
+            problems.append(f"{name}: {len(joints)} joints (one free joint or one hinge per body)")
+        elif not joints:
+            where = "the world body" if model.body_parentid[b] == 0 else "its parent"
+            problems.append(f"{name}: no joint, welded to {where} (a body moves on a free joint or a hinge; "
+                            "put its geoms in the body it is welded to)")
+        if hasattr(model, "body_gravcomp") and model.body_gravcomp[b] != 0:
+            problems.append(f"{name}: gravity compensation")
+    for g in range(model.ngeom):
+        kind = M.mjtGeom(model.geom_type[g]).name[len("mjGEOM_"):].lower()
+        b = model.geom_bodyid[g]
+        name = f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} ({kind}) of body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
+        if model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0:
+            continue  # visual: collides with nothing
+        if kind == "plane":
+            if b != 0:
+                problems.append(f"{name}: a plane on a moving body (the ground is a plane of the world body)")
+        elif b == 0:
+            problems.append(f"{name}: static geometry on the world body (the ground plane is a world's only static "
+                            "geometry)")
+        elif kind in ROUND and not approximate:
+            problems.append(f"{name}: jaxcontact bodies are convex polytopes (approximate=True or --approximate: the hull of "
+                            f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
+        elif kind not in ROUND + ("box", "mesh"):
+            problems.append(f"{name}: no jaxcontact counterpart")
+        if model.geom_priority[g] != 0:
+            problems.append(f"{name}: a geom priority (MuJoCo's friction choice by priority)")
+    planes = [g for g in range(model.ngeom) if model.geom_type[g] == M.mjtGeom.mjGEOM_PLANE and model.geom_bodyid[g] == 0
+              and (model.geom_contype[g] or model.geom_conaffinity[g])]
+    if len(planes) > 1:
+        problems.append(f"{len(planes)} planes on the world body (a world has one ground plane)")
+    gravity = np.asarray(model.opt.gravity, float)
+    if not model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY and np.any(gravity[:2] != 0):
+        problems.append(f"gravity {tuple(gravity)} is not along -z")
+    for field, what in (("wind", "wind"), ("density", "medium density"), ("viscosity", "medium viscosity")):
+        if np.any(np.asarray(getattr(model.opt, field)) != 0):
+            problems.append(f"option {field} (the {what}'s drag has no jaxcontact counterpart)")
+    return problems
+
+
+def _colliding(model, g) -> bool:
+    return bool(model.geom_contype[g] or model.geom_conaffinity[g])
+
+
+def _compatible(model, g1, g2) -> bool:
+    return bool((model.geom_contype[g1] & model.geom_conaffinity[g2]) or (model.geom_contype[g2] & model.geom_conaffinity[g1]))
+
+
+def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtype=None, **scene_kw):
+    """``(scene, params, state, jc_model)`` of the world a compiled ``mujoco.MjModel`` describes.
+
+    keyframe: a keyframe's index or name for the initial ``qpos``/``qvel`` (``mj_resetDataKeyframe``);
+    data: an ``MjData`` whose ``qpos``/``qvel`` start the world instead; neither: MuJoCo's reset state
+    (``qpos0``, at rest). approximate: replace spheres, ellipsoids, capsules and cylinders, several
+    geoms on one body and hulls above the vertex limit by stated convex stand-ins (module
+    docstring) instead of refusing them. dtype: of the arrays (default: JAX's default float).
+    scene_kw: ``make_scene`` settings (``max_pairs``, ``margin``, ...). Anything the world cannot
+    hold raises one ``ValueError`` naming every such element and why, before any other work."""
+    mujoco = require_mujoco("from_mujoco")
+    M = mujoco
+    if not isinstance(model, M.MjModel):
+        raise ValueError(f"from_mujoco: expected a mujoco.MjModel, got {type(model).__name__}")
+    problems = _check(mujoco, model, approximate)
+    if model.nbody < 2:
+        problems.append("no bodies besides the world body")
+    if problems:
+        raise ValueError("unsupported in a jaxcontact world: " + "; ".join(problems))
+    dtype = jnp.result_type(float) if dtype is None else dtype
+
+    d = M.MjData(model)
+    if data is not None:
+        d.qpos[:], d.qvel[:] = data.qpos, data.qvel
+    elif keyframe is not None:
+        if isinstance(keyframe, str):
+            k = M.mj_name2id(model, M.mjtObj.mjOBJ_KEY, keyframe)
+            if k < 0:
+                names = [M.mj_id2name(model, M.mjtObj.mjOBJ_KEY, i) for i in range(model.nkey)]
+                raise ValueError(f"keyframe {keyframe!r}: no such keyframe (the model has {names or 'none'})")
+        else:
+            k = int(keyframe)
+            if not 0 <= k < model.nkey:
+                raise ValueError(f"keyframe {keyframe}: the model has {model.nkey} keyframes")
+        M.mj_resetDataKeyframe(model, d, k)
+    M.mj_forward(model, d)
+
+    # bodies: geometry and mass in the frame at the centre of mass, oriented as MuJoCo's body frame
+    n = model.nbody - 1
+    bodies, mus, condims, geoms = [], [], [], []
+    plane = next((g for g in range(model.ngeom) if model.geom_type[g] == M.mjtGeom.mjGEOM_PLANE
+                  and model.geom_bodyid[g] == 0 and _colliding(model, g)), None)
+    for b in range(1, model.nbody):
+        gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g)]
+        name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
+        if not gs:
+            raise ValueError(f"unsupported in a jaxcontact world: {name} has no colliding geom (a jaxcontact body "
+                             "is its hull)")
+        if len(gs) > 1 and not approximate:
+            raise ValueError(f"unsupported in a jaxcontact world: {name} has {len(gs)} colliding geoms (one convex "
+                             "hull per body; approximate=True: the convex hull of them all)")
+        pts = np.concatenate([_geom_points(mujoco, model, g) for g in gs]) - model.body_ipos[b]
+        kinds = {int(model.geom_type[g]) for g in gs}
+        if len(gs) == 1 and kinds == {int(M.mjtGeom.mjGEOM_BOX)}:
+            verts = pts  # a box keeps shapes.box's 8 corners in their order
+        else:
+            verts = _extreme(pts)
+            if len(verts) > collision.MAX_HULL_VERTICES:
+                if not approximate:
+                    raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, "
+                                     f"above the engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or --approximate: "
+                                     "collision.reduce_hull keeps its extreme vertices)")
+                verts = collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+        R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
+        inertia = R @ np.diag(model.body_inertia[b]) @ R.T
+        body = shapes._as_body(np.asarray(verts, float), float(model.body_mass[b]), inertia, None)
+        bodies.append(body)
+        mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
+        condims.append({int(model.geom_condim[g]) for g in gs})
+        geoms.append(gs)
+
+    # friction: one μ (exact) or per body (the geometric mean against MuJoCo's max rule)
+    all_condims = set().union(*condims) | ({int(model.geom_condim[plane])} if plane is not None else set())
+    if all_condims == {1}:
+        mus, ground_mu = [0.0] * n, 0.0
+    elif 1 in all_condims:
+        raise ValueError("unsupported in a jaxcontact world: geoms of condim 1 (frictionless) beside geoms with "
+                         "friction (MuJoCo gives a contact the larger condim of its two geoms; per-body μ cannot)")
+    else:
+        ground_mu = float(model.geom_friction[plane, 0]) if plane is not None else None
+
+    # the pair table: MuJoCo's filter
+    body_of = {b: b - 1 for b in range(1, model.nbody)}
+    excluded = set()
+    for sig in np.asarray(model.exclude_signature).reshape(-1):
+        b1, b2 = int(sig) >> 16, int(sig) & 0xFFFF  # MuJoCo body ids
+        excluded.add(tuple(sorted((b1, b2))))
+    filterparent = not (model.opt.disableflags & M.mjtDisableBit.mjDSBL_FILTERPARENT)
+    pairs = []
+    for a in range(n):
+        for c in range(a + 1, n):
+            ba, bc = a + 1, c + 1
+            if (ba, bc) in excluded:
+                continue
+            if filterparent and (model.body_parentid[bc] == ba or model.body_parentid[ba] == bc):
+                continue
+            if any(_compatible(model, g1, g2) for g1 in geoms[a] for g2 in geoms[c]):
+                pairs.append((a, c))
+    ground = False
+    if plane is not None:
+        touch = [any(_compatible(model, plane, g) and (0, b + 1) not in excluded for g in geoms[b]) for b in range(n)]
+        if all(touch):
+            ground = True
+        elif any(touch):
+            odd = [i for i, t in enumerate(touch) if not t]
+            raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
+                             "while others do (a world's ground touches every body)")
+    if ground_mu is None:
+        ground_mu = max(mus)
+
+    # joints: hinges to the parent body or the world
+    hinges = [j for j in range(model.njnt) if model.jnt_type[j] == M.mjtJoint.mjJNT_HINGE]
+    joints = joint_params = None
+    if hinges:
+        parent, child, ap, ac, xp, xc = [], [], [], [], [], []
+        for j in hinges:
+            b = int(model.jnt_bodyid[j])
+            p = int(model.body_parentid[b])
+            anchor, axis = np.asarray(d.xanchor[j], float), np.asarray(d.xaxis[j], float)
+            child.append(b - 1)
+            xc.append(model.jnt_pos[j] - model.body_ipos[b])
+            ac.append(np.asarray(model.jnt_axis[j], float))
+            if p == 0:
+                parent.append(-1)
+                xp.append(anchor)
+                ap.append(axis)
+            else:
+                Rp = np.asarray(d.xmat[p], float).reshape(3, 3)
+                parent.append(p - 1)
+                xp.append(Rp.T @ (anchor - d.xipos[p]))
+                ap.append(Rp.T @ axis)
+        joints = Joints(parent=tuple(parent), child=tuple(child))
+        arr = lambda x: jnp.asarray(np.stack(x), dtype)
+        joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac))
+
+    same = len({*mus, ground_mu} if ground else set(mus)) == 1
+    if not same:
+        bodies = [bd.replace(friction=jnp.asarray(mu)) for bd, mu in zip(bodies, mus)]
+        _warn_friction(mus, ground_mu if ground else None, pairs)
+    scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, **scene_kw)
+    cast = lambda x: jnp.asarray(x, dtype)
+    stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
+                              vertex_mask=cast(stacked.vertex_mask),
+                              friction=None if stacked.friction is None else cast(stacked.friction))
+    if plane is not None:
+        normal = np.asarray(d.geom_xmat[plane], float).reshape(3, 3)[:, 2]
+        groundp = Ground(normal=cast(normal), height=cast(normal @ d.geom_xpos[plane]))
+    else:
+        groundp = Ground(normal=cast([0.0, 0.0, 1.0]), height=cast(0.0))
+    law = CoulombLCP.init_params(mu=ground_mu if not same else mus[0], restitution=0.0)
+    law = law.replace(mu=cast(law.mu), restitution=cast(law.restitution))
+    if joints is None:
+        params = Params(body=stacked, ground=groundp, law=law)
+    else:
+        params = JointedParams(body=stacked, ground=groundp, law=law, joints=joint_params)
+
+    # the state at the centre of mass: world linear velocity, body angular velocity
+    pos, quat, vel, omega = [], [], [], []
+    v6 = np.zeros(6)
+    for b in range(1, model.nbody):
+        M.mj_objectVelocity(model, d, M.mjtObj.mjOBJ_BODY, b, v6, 0)  # (ω, v) at xipos, world axes
+        R = np.asarray(d.xmat[b], float).reshape(3, 3)
+        pos.append(np.asarray(d.xipos[b], float))
+        quat.append(np.asarray(d.xquat[b], float))
+        vel.append(v6[3:].copy())
+        omega.append(R.T @ v6[:3])
+    state = State(pos=cast(np.stack(pos)), quat=cast(np.stack(quat)), vel=cast(np.stack(vel)), omega=cast(np.stack(omega)))
+
+    from .scenes import model as world_model
+
+    g = 0.0 if model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY else -float(model.opt.gravity[2])
+    return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g)
+
+
+def _warn_friction(mus, ground_mu, pairs):
+    worst, where = 0.0, None
+    cases = [(mus[a], mus[b], f"bodies {a} and {b}") for a, b in pairs]
+    if ground_mu is not None:
+        cases += [(m, ground_mu, f"body {i} and the ground") for i, m in enumerate(mus)]
+    for ma, mb, what in cases:
+        diff = max(ma, mb) - float(np.sqrt(ma * mb))
+        if diff > worst:
+            worst, where = diff, (what, float(np.sqrt(ma * mb)), max(ma, mb))
+    if where is not None:
+        warnings.warn(f"the geoms' friction differs: jaxcontact gives a pair sqrt(mu_a mu_b), MuJoCo max(mu_a, mu_b); "
+                      f"the largest difference is {where[0]}: {where[1]:.4g} here, {where[2]:.4g} in MuJoCo",
+                      FrictionRuleWarning, stacklevel=3)
+
+
+def from_mjcf(source, keyframe=None, approximate: bool = False, dtype=None, **scene_kw):
+    """``from_mujoco`` of an MJCF or URDF file (a path) or an XML string (text starting with ``<``),
+    compiled by MuJoCo (includes and meshes are found relative to the file). A missing file is a
+    ``FileNotFoundError``, a file MuJoCo cannot compile a ``ValueError`` with MuJoCo's message, both
+    one line."""
+    mujoco = require_mujoco("from_mjcf")
+    text = str(source) if not isinstance(source, os.PathLike) else None
+    try:
+        if text is not None and text.lstrip().startswith("<"):
+            model = mujoco.MjModel.from_xml_string(text)
+        else:
+            path = os.fspath(source)
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"MJCF/URDF file not found: {path}")
+            model = mujoco.MjModel.from_xml_path(path)
+    except ValueError as err:  # MuJoCo's compiler: "XML Error: ..." over several lines
+        raise ValueError(f"MuJoCo could not load {'the XML' if text and text.lstrip().startswith('<') else source}: "
+                         f"{_one_line(err)}") from None
+    return from_mujoco(model, keyframe=keyframe, approximate=approximate, dtype=dtype, **scene_kw)
+
+
+# ------------------------------------------------------------------------------------ writing
+
+def _f(x) -> str:
+    """Numbers as the shortest text that reads back to the same float64 (``repr``)."""
+    return " ".join(repr(float(v)) for v in np.ravel(x))
+
+
+def _qmul(a, b):
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def _box_size(verts):
+    """Half sizes of an axis-aligned box centred at the origin with exactly these 8 vertices, or None."""
+    if len(verts) != 8:
+        return None
+    h = np.max(np.abs(verts), axis=0)
+    tol = 1e-9 * max(float(np.max(h)), 1e-12)
+    if np.any(h <= tol) or np.max(np.abs(np.abs(verts) - h)) > tol:
+        return None
+    if len({tuple(np.sign(v).astype(int)) for v in verts}) != 8:
+        return None
+    return h
+
+
+def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = None, geom: dict | None = None,
+            name: str = "jaxcontact") -> str:
+    """The world as MJCF text (also written to ``path`` if given) that MuJoCo loads with the same
+    bodies (a box as a box geom, any other hull as a mesh), masses and inertias (``<inertial>`` at
+    the body's origin, its centre of mass), friction (each body's μ, or the law's; the ground plane
+    the law's), poses (the bodies' ``pos``/``quat``: MuJoCo's ``qpos0`` is ``state``) and joints
+    (a world's revolute joints as hinges, the child body nested in its parent; every other body
+    on a free joint). Velocities go to a keyframe named ``"initial"`` (MuJoCo starts worlds at rest:
+    ``from_mjcf(..., keyframe="initial")``, or the viewer's key 0). The pairs the scene leaves out
+    become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
+    ``option``/``geom``: extra MuJoCo attributes for ``<option>`` and every geom (the plane too)
+    (``{"cone": "elliptic"}``, ``{"condim": 1}``), which have no jaxcontact counterpart.
+
+    Refused (``ValueError``): anisotropic μ (MuJoCo's geom friction is isotropic), a body that is
+    the child of two joints (MuJoCo's joints form a tree). Restitution has no MuJoCo counterpart
+    and is left out with a warning."""
+    from .scenes import model as world_model
+
+    model = world_model() if model is None else model
+    body = params.body
+    N = scene.num_bodies
+    verts_all = np.asarray(body.vertices, float)
+    mask = np.asarray(body.vertex_mask) > 0
+    pos, quat = np.asarray(state.pos, float), np.asarray(state.quat, float)
+    quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
+    vel, omega = np.asarray(state.vel, float), np.asarray(state.omega, float)
+    if pos.shape != (N, 3):
+        raise ValueError(f"to_mjcf: state.pos must be ({N}, 3) for the scene's {N} bodies (one world), got {pos.shape}")
+    mu_law = np.broadcast_to(np.asarray(params.law.mu, float), (2,))
+    if mu_law[0] != mu_law[1]:
+        raise ValueError(f"to_mjcf: the law's mu {tuple(mu_law)} is anisotropic; MuJoCo's geom friction is isotropic")
+    if np.any(np.asarray(getattr(params.law, "restitution", 0.0)) != 0):
+        warnings.warn("to_mjcf: restitution has no MuJoCo counterpart; the MJCF has none", UserWarning, stacklevel=2)
+    friction = None if body.friction is None else np.broadcast_to(np.asarray(body.friction, float), (N,))
+    extra_geom = "".join(f' {k}="{v}"' for k, v in (geom or {}).items())
+    extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
+
+    # the joint tree
+    parent_of, hinge_of = {}, {}
+    if scene.joints is not None:
+        jp = params.joints
+        for j, (p, c) in enumerate(zip(scene.joints.parent, scene.joints.child)):
+            if c in parent_of:
+                raise ValueError(f"to_mjcf: body {c} is the child of two joints; MuJoCo's joints form a tree")
+            parent_of[c] = p
+            hinge_of[c] = j
+        anchor_child = np.asarray(jp.anchor_child, float)
+        axis_child = np.asarray(jp.axis_child, float)
+    children = {i: [c for c in range(N) if parent_of.get(c, -2) == i] for i in range(-1, N)}
+    roots = [i for i in range(N) if parent_of.get(i, -1) == -1]
+
+    assets, order, qpos, qvel = [], [], [], []
+    R = [np.asarray(quat_to_mat(q)) for q in quat]
+
+    def body_xml(i, parent, depth):
+        order.append(i)
+        if parent is None or parent < 0:
+            rel_pos, rel_quat = pos[i], quat[i]
+        else:
+            rel_pos = R[parent].T @ (pos[i] - pos[parent])
+            qp = quat[parent] * np.array([1, -1, -1, -1])
+            rel_quat = _qmul(qp, quat[i])
+        v = verts_all[i][mask[i]]
+        h = _box_size(v)
+        mu = mu_law[0] if friction is None else friction[i]
+        fr = f'friction="{_f(mu)} 0.005 0.0001"'
+        if h is not None:
+            g = f'<geom name="geom{i}" type="box" size="{_f(h)}" {fr}{extra_geom}/>'
+        else:
+            assets.append(f'    <mesh name="hull{i}" vertex="{_f(v)}"/>\n')
+            g = f'<geom name="geom{i}" type="mesh" mesh="hull{i}" {fr}{extra_geom}/>'
+        I = np.asarray(body.inertia[i], float)
+        inertial = (f'<inertial pos="0 0 0" mass="{_f(body.mass[i])}" '
+                    f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
+        if i in hinge_of:
+            j = hinge_of[i]
+            joint = f'<joint name="hinge{i}" type="hinge" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"/>'
+            axis_w = R[i] @ axis_child[j]
+            w_p = np.zeros(3) if parent is None or parent < 0 else R[parent] @ omega[parent]
+            qpos.append([0.0])
+            qvel.append([float((R[i] @ omega[i] - w_p) @ axis_w / np.linalg.norm(axis_w))])
+        else:
+            joint = f'<freejoint name="free{i}"/>'
+            qpos.append(np.r_[pos[i], quat[i]])
+            qvel.append(np.r_[vel[i], omega[i]])
+        inner = "".join(body_xml(c, i, depth + 1) for c in children[i])
+        pad = "  " * (depth + 2)
+        return (f'{pad}<body name="body{i}" pos="{_f(rel_pos)}" quat="{_f(rel_quat)}">\n{pad}  {joint}\n'
+                f'{pad}  {inertial}\n{pad}  {g}\n{inner}{pad}</body>\n')
+
+    bodies = "".join(body_xml(i, -1, 0) for i in roots)
+    if len(order) != N:
+        raise ValueError("to_mjcf: the joints do not form a tree over the bodies")
+    plane = ""
+    if scene.ground:
+        n = np.asarray(params.ground.normal, float)
+        n = n / np.linalg.norm(n)
+        plane = (f'    <geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
+                 f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"{extra_geom}/>\n')
+    jointed = set() if scene.joints is None else scene.joints.body_pairs()
+    keep = set(scene.pairs) | jointed
+    excludes = "".join(f'    <exclude body1="body{a}" body2="body{b}"/>\n' for a in range(N) for b in range(a + 1, N)
+                       if (a, b) not in keep)
+    key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
+           f'         qvel="{_f(np.concatenate(qvel))}"/>\n  </keyframe>\n')
+    xml = (f'<mujoco model="{name}">\n'
+           f'  <!-- written by jaxcontact.worlds.to_mjcf: body i is jaxcontact body i, its origin at its centre of '
+           f'mass; the velocities are in the keyframe "initial" -->\n'
+           f'  <option timestep="{_f(model.dt)}" gravity="0 0 {_f(-float(model.gravity))}"{extra_option}/>\n'
+           + (f'  <asset>\n{"".join(assets)}  </asset>\n' if assets else "")
+           + f'  <worldbody>\n{plane}{bodies}  </worldbody>\n'
+           + (f'  <contact>\n{excludes}  </contact>\n' if excludes else "")
+           + key + '</mujoco>\n')
+    if path is not None:
+        with open(path, "w") as f:
+            f.write(xml)
+    return xml
+
+
+__all__ = ["FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "from_mjcf", "from_mujoco",
+           "require_mujoco", "round_points", "to_mjcf"]

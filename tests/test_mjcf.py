@@ -1,0 +1,366 @@
+"""Worlds from MuJoCo files and back (``jaxcontact.worlds.mjcf``): the loader's frames, masses,
+joints, friction and pair table against MuJoCo's own compiled model and its simulation, the
+round trip through ``to_mjcf``, refusals by name, and ``simulate --mjcf``."""
+
+import sys
+import types
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco", reason="the MJCF loader needs mujoco (pip install -e '.[mjcf]')")
+
+from jaxcontact import shapes, worlds  # noqa: E402
+from jaxcontact.rotations import quat_to_mat  # noqa: E402
+from jaxcontact.worlds import mjcf, scenes  # noqa: E402
+from jaxcontact.worlds.joints import JointedParams, JointParams, Joints  # noqa: E402
+from jaxcontact.worlds.scene import make_scene  # noqa: E402
+from jaxcontact.types import Ground, State  # noqa: E402
+from jaxcontact.laws import CoulombLCP  # noqa: E402
+
+STEPS = 150  # 0.3 s at 2 ms
+
+# Three bodies that never touch each other (excluded pairs): a box hinged to the world at 1 m,
+# starting horizontal; a tumbling box 2 m up whose frame is not at its centre of mass (geom offset),
+# turned and spinning; a box sliding at 1 m/s on a ground of another friction (0.8 against 0.3).
+WORLD = """
+<mujoco>
+  <option timestep="0.002"/>
+  <default><geom friction="0.3 0.005 0.0001"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 0.05" friction="0.8 0.005 0.0001"/>
+    <body name="pendulum" pos="0.1 0 1.0">
+      <joint name="pivot" type="hinge" pos="-0.1 0 0" axis="0 1 0"/>
+      <geom type="box" size="0.1 0.025 0.025" mass="0.185"/>
+    </body>
+    <body name="tumbler" pos="1 0 2" quat="0.9 0.3 0.2 0.1">
+      <freejoint/>
+      <geom type="box" size="0.08 0.05 0.03" pos="0.02 -0.01 0.03" quat="0.8 0 0.6 0" mass="0.5"/>
+    </body>
+    <body name="slider" pos="-1 0 0.05">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="0.37"/>
+    </body>
+  </worldbody>
+  <contact>
+    <exclude body1="pendulum" body2="tumbler"/><exclude body1="pendulum" body2="slider"/>
+    <exclude body1="tumbler" body2="slider"/>
+  </contact>
+  <keyframe>
+    <key name="moving" qpos="0  1 0 2 0.9 0.3 0.2 0.1  -1 0 0.05 1 0 0 0"
+         qvel="0.5  0.3 0.1 2.0 4.0 -3.0 2.0  1.0 0 0 0 0 0"/>
+  </keyframe>
+</mujoco>
+"""
+
+
+def _load_world():
+    with pytest.warns(mjcf.FrictionRuleWarning, match="max"):
+        return mjcf.from_mjcf(WORLD, keyframe="moving", dtype=jnp.float64)
+
+
+def _mj(xml, key=None):
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    if key is not None:
+        mujoco.mj_resetDataKeyframe(m, d, key)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def test_loaded_bodies_are_mujocos_in_the_world_frame():
+    """Each body's vertices, placed by the loaded state (pos, quat), are MuJoCo's geom corners in the
+    world; its world-frame inertia is MuJoCo's; the state's velocity is the centre of mass's
+    (MuJoCo's free joint moves the body's origin: v_com = v_o + ω × (x_com − x_o))."""
+    scene, params, state, model = _load_world()
+    m, d = _mj(WORLD, 0)
+    assert model.dt == 0.002 and model.gravity == pytest.approx(9.81)
+    assert scene.pairs == () and scene.ground and scene.joints == Joints(parent=(-1,), child=(0,))
+    for i in range(3):
+        b, g = i + 1, i + 1  # geom 0 is the floor
+        R = np.asarray(quat_to_mat(state.quat[i]))
+        mine = np.asarray(state.pos[i]) + np.asarray(params.body.vertices[i]) @ R.T
+        corners = mjcf.BOX_SIGNS * m.geom_size[g]
+        theirs = d.geom_xpos[g] + corners @ d.geom_xmat[g].reshape(3, 3).T
+        np.testing.assert_allclose(np.sort(mine, axis=0), np.sort(theirs, axis=0), atol=1e-12)
+        assert float(params.body.mass[i]) == pytest.approx(m.body_mass[b], rel=1e-12)
+        Rm = d.ximat[b].reshape(3, 3)
+        np.testing.assert_allclose(R @ np.asarray(params.body.inertia[i]) @ R.T,
+                                   Rm @ np.diag(m.body_inertia[b]) @ Rm.T, atol=1e-15)
+    # the tumbler's centre-of-mass velocity by a finite difference of MuJoCo's xipos
+    d2 = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d2, 0)
+    mujoco.mj_integratePos(m, d2.qpos, d2.qvel, 1e-6)
+    mujoco.mj_kinematics(m, d2)
+    np.testing.assert_allclose(np.asarray(state.vel[1]), (d2.xipos[2] - d.xipos[2]) / 1e-6, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(state.omega[1]), [4.0, -3.0, 2.0], atol=1e-12)
+
+
+def test_loaded_world_moves_as_mujoco_and_slides_with_the_geometric_mean():
+    """The hinged pendulum and the tumbler (no contact) follow MuJoCo C's trajectories over 0.3 s;
+    the slider stops where μ = √(0.3 · 0.8) says (v²/(2μg)), not where MuJoCo's max rule (0.8) does."""
+    scene, params, state, model = _load_world()
+    traj, info = worlds.rollout(model, scene, params, state, STEPS)
+    m, d = _mj(WORLD, 0)
+    for _ in range(STEPS):
+        mujoco.mj_step(m, d)
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), d.xipos[1], atol=3e-3)  # pendulum swung down
+    assert float(traj.pos[-1, 0, 2]) < 0.99
+    # free flight: the centre of mass on jaxcontact's (semi-implicit Euler) parabola exactly; MuJoCo
+    # integrates the body's origin, off the centre of mass, so its centre of mass is 2.1 mm off that
+    n, h = STEPS, model.dt
+    fall = state.pos[1] + state.vel[1] * n * h - np.array([0, 0, 9.81 * h * h * n * (n + 1) / 2])
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 1]), fall, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 1]), d.xipos[2], atol=3e-3)
+    mu = np.sqrt(0.3 * 0.8)
+    slid = float(traj.pos[-1, 2, 0] - traj.pos[0, 2, 0])
+    assert slid == pytest.approx(1.0 / (2 * mu * 9.81), abs=3e-3)
+    assert abs(float(traj.vel[-1, 2, 0])) < 1e-3
+
+
+def _mixed_world():
+    """A box, a pentagonal prism (a mesh) and a link hinged to the world, per-body μ, moving."""
+    box, prism, link = shapes.box((0.1, 0.08, 0.06), 0.4), shapes.regular_prism(5, 0.06, 0.1, 0.3), shapes.box((0.2, 0.05, 0.05), 0.185)
+    bodies = [b.replace(friction=jnp.asarray(mu)) for b, mu in zip((box, prism, link), (0.4, 0.6, 0.5))]
+    joints = Joints(parent=(-1,), child=(2,))
+    scene, body = make_scene(bodies, pairs=[(0, 1), (1, 2)], joints=joints)
+    q = np.array([0.8, 0.2, -0.4, 0.4])
+    state = State(pos=jnp.array([[0.0, 0.0, 0.3], [0.3, 0.1, 0.2], [1.1, 0.0, 0.5]]),
+                  quat=jnp.array([q / np.linalg.norm(q), [1.0, 0, 0, 0], [1.0, 0, 0, 0]]),
+                  vel=jnp.array([[0.5, 0.0, -0.2], [0.0, 0.3, 0.0], [0.0, 0.0, -0.07]]),  # the link: ω × r
+                  omega=jnp.array([[1.0, 2.0, 3.0], [0.0, 0.0, 1.0], [0.0, 0.7, 0.0]]))
+    jp = JointParams(anchor_parent=jnp.array([[1.0, 0.0, 0.5]]), anchor_child=jnp.array([[-0.1, 0.0, 0.0]]),
+                     axis_parent=jnp.array([[0.0, 1.0, 0.0]]), axis_child=jnp.array([[0.0, 1.0, 0.0]]))
+    params = JointedParams(body=body, ground=Ground(normal=jnp.array([0.0, 0.0, 1.0]), height=jnp.array(0.0)),
+                           law=CoulombLCP.init_params(mu=0.7), joints=jp)
+    return scene, params, state
+
+
+def test_to_mjcf_round_trip_gives_the_world_back():
+    """from_mjcf(to_mjcf(x)) is x: bodies (a box geom, a mesh hull), masses, inertias, per-body μ and
+    the ground's, poses and (keyframe "initial") velocities, the pair table and the hinge; MuJoCo's
+    own compiled model has the same masses and world inertias."""
+    scene, params, state = _mixed_world()
+    xml = mjcf.to_mjcf(scene, params, state)
+    assert 'type="box"' in xml and 'type="mesh"' in xml and "<exclude" in xml
+    with pytest.warns(mjcf.FrictionRuleWarning):
+        s2, p2, st2, model = mjcf.from_mjcf(xml, keyframe="initial")
+    assert s2.pairs == scene.pairs and s2.joints == scene.joints and s2.ground
+    np.testing.assert_allclose(p2.body.mass, params.body.mass, rtol=1e-12)
+    np.testing.assert_allclose(p2.body.inertia, params.body.inertia, atol=1e-12)
+    np.testing.assert_allclose(p2.body.friction, params.body.friction)
+    np.testing.assert_allclose(p2.law.mu, params.law.mu)
+    for i in range(3):  # the mesh's vertices come back in MuJoCo's order
+        a = np.asarray(params.body.vertices[i])[np.asarray(params.body.vertex_mask[i]) > 0]
+        b = np.asarray(p2.body.vertices[i])[np.asarray(p2.body.vertex_mask[i]) > 0]
+        np.testing.assert_allclose(np.sort(b, axis=0), np.sort(a, axis=0), atol=1e-12)
+    for f in ("pos", "quat", "vel"):
+        np.testing.assert_allclose(getattr(st2, f), getattr(state, f), atol=1e-12)
+    np.testing.assert_allclose(st2.omega, state.omega, atol=1e-12)
+    for leaf_a, leaf_b in zip(jax.tree_util.tree_leaves(p2.joints), jax.tree_util.tree_leaves(params.joints)):
+        np.testing.assert_allclose(leaf_a, leaf_b, atol=1e-12)
+    m, d = _mj(xml)
+    np.testing.assert_allclose(m.body_mass[1:], params.body.mass, rtol=1e-12)
+    # without a keyframe: MuJoCo's reset state, the same poses at rest
+    with pytest.warns(mjcf.FrictionRuleWarning):
+        _, _, rest, _ = mjcf.from_mjcf(xml)
+    np.testing.assert_allclose(rest.pos, state.pos, atol=1e-12)
+    assert float(jnp.max(jnp.abs(rest.vel))) == 0.0
+
+
+def test_the_repositorys_scene_files_are_the_builders_worlds():
+    """jaxcontact/data/scenes: the stack and the pyramid load as ``scenes.stack(10)`` and
+    ``scenes.pyramid(4)`` (same pair tables, bodies and poses); the hinged links as two links jointed
+    to the world and each other, and a box."""
+    from importlib.resources import files
+
+    root = files("jaxcontact") / "data" / "scenes"
+    for name, (scene, params, state) in (("stack10.xml", scenes.stack(10)), ("pyramid4.xml", scenes.pyramid(4))):
+        s2, p2, st2, model = mjcf.from_mjcf(str(root / name))
+        assert s2.pairs == scene.pairs and p2.body.friction is None
+        np.testing.assert_allclose(p2.body.vertices, params.body.vertices, atol=1e-12)
+        np.testing.assert_allclose(st2.pos, state.pos, atol=1e-12)
+        np.testing.assert_allclose(p2.law.mu, params.law.mu)
+    s, p, st, model = mjcf.from_mjcf(str(root / "hinged_links.xml"))
+    assert s.joints == Joints(parent=(-1, 0), child=(0, 1)) and s.pairs == ((0, 2), (1, 2))
+
+
+def test_pair_table_follows_contype_conaffinity_and_exclude():
+    xml = """<mujoco><worldbody><geom type="plane" size="1 1 1" contype="1" conaffinity="1"/>
+      <body name="a"><freejoint/><geom type="box" size=".05 .05 .05" contype="1" conaffinity="1"/></body>
+      <body name="b" pos="1 0 0"><freejoint/><geom type="box" size=".05 .05 .05" contype="2" conaffinity="1"/></body>
+      <body name="c" pos="2 0 0"><freejoint/><geom type="box" size=".05 .05 .05" contype="1" conaffinity="2"/></body>
+      <body name="d" pos="3 0 0"><freejoint/><geom type="box" size=".05 .05 .05"/></body>
+      </worldbody><contact><exclude body1="a" body2="d"/></contact></mujoco>"""
+    scene, *_ = mjcf.from_mjcf(xml)
+    # b-a: b's type 2 & a's affinity 1 no, a's type 1 & b's affinity 1 yes; b-c: 2&2 yes; a-d excluded
+    assert scene.pairs == ((0, 1), (0, 2), (1, 2), (1, 3), (2, 3))
+    assert scene.ground
+
+
+@pytest.mark.parametrize("snippet, words", [
+    ('<body><freejoint/><geom type="sphere" size=".05"/></body>', "(sphere)"),
+    ('<body><freejoint/><geom type="capsule" size=".05 .1"/></body>', "(capsule)"),
+    ('<body><joint type="slide"/><geom type="box" size=".05 .05 .05"/></body>', "slide joint"),
+    ('<body><joint type="ball"/><geom type="box" size=".05 .05 .05"/></body>', "ball joint"),
+    ('<body><joint type="hinge" range="-1 1" limited="true"/><geom type="box" size=".05 .05 .05"/></body>', "range limit"),
+    ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><geom type="box" size=".05 .05 .05" pos=".1 0 0"/></body>',
+     "2 colliding geoms"),
+    ('<body><geom type="box" size=".05 .05 .05"/></body>', "no joint, welded"),
+    ('<geom type="box" size=".05 .05 .05"/><body><freejoint/><geom type="box" size=".05 .05 .05"/></body>',
+     "static geometry on the world body"),
+])
+def test_unsupported_elements_are_refused_by_name(snippet, words):
+    with pytest.raises(ValueError, match="unsupported in a jaxcontact world") as e:
+        mjcf.from_mjcf(f"<mujoco><worldbody>{snippet}</worldbody></mujoco>")
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_tendons_actuators_and_equalities_are_refused_before_any_work():
+    xml = """<mujoco><worldbody><body name="a"><joint name="h" type="hinge"/><geom type="box" size=".05 .05 .05"/>
+      </body><body name="b" pos="1 0 0"><joint name="h2" type="hinge"/><geom type="box" size=".05 .05 .05"/></body>
+      </worldbody><tendon><fixed name="t"><joint joint="h" coef="1"/></fixed></tendon>
+      <equality><joint joint1="h" joint2="h2"/></equality><actuator><motor joint="h"/></actuator></mujoco>"""
+    with pytest.raises(ValueError, match="1 tendons.*1 equality constraints.*1 actuators"):
+        mjcf.from_mjcf(xml)
+
+
+def test_approximate_replaces_round_shapes_and_merges_geoms_by_their_hull():
+    """approximate=True: a sphere becomes the hull of points on it (inside it, within 7 % of its
+    radius: 0.935 r); two boxes of one body their common hull, with MuJoCo's mass of both."""
+    r = 0.05
+    xml = f"""<mujoco><worldbody><body><freejoint/><geom type="sphere" size="{r}" mass="1"/></body>
+      <body pos="1 0 0"><freejoint/><geom type="box" size=".05 .05 .05" mass="1"/>
+      <geom type="box" size=".05 .05 .05" pos=".1 0 0" mass="1"/></body></worldbody></mujoco>"""
+    scene, params, state, _ = mjcf.from_mjcf(xml, approximate=True)
+    v = np.asarray(params.body.vertices[0])[np.asarray(params.body.vertex_mask[0]) > 0]
+    d = np.linalg.norm(v, axis=1)
+    assert np.allclose(d, r) and len(v) == len(mjcf.round_points("sphere", [r]))
+    from scipy.spatial import ConvexHull
+
+    h = ConvexHull(v)
+    assert -np.max(h.equations[:, 3]) > 0.93 * r  # the hull's faces are all within 7 % of the sphere
+    merged = np.asarray(params.body.vertices[1])[np.asarray(params.body.vertex_mask[1]) > 0]
+    assert len(merged) == 8 and np.ptp(merged[:, 0]) == pytest.approx(0.2)
+    assert float(params.body.mass[1]) == pytest.approx(2.0)
+
+
+def test_friction_condim_one_is_frictionless_and_one_mu_is_exact():
+    box = '<body><freejoint/><geom type="box" size=".05 .05 .05" condim="{c}" friction="{m} 0.005 0.0001"/></body>'
+    plane = '<geom type="plane" size="1 1 1" condim="{c}" friction="{m} 0.005 0.0001"/>'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, p, _, _ = mjcf.from_mjcf(f"<mujoco><worldbody>{plane.format(c=1, m=0.9)}{box.format(c=1, m=0.4)}"
+                                    "</worldbody></mujoco>")
+        assert p.body.friction is None and np.all(np.asarray(p.law.mu) == 0)
+        _, p, _, _ = mjcf.from_mjcf(f"<mujoco><worldbody>{plane.format(c=3, m=0.4)}{box.format(c=3, m=0.4)}"
+                                    "</worldbody></mujoco>")
+        assert p.body.friction is None and np.allclose(p.law.mu, 0.4)
+    with pytest.raises(ValueError, match="condim 1"):
+        mjcf.from_mjcf(f"<mujoco><worldbody>{plane.format(c=3, m=0.4)}{box.format(c=1, m=0.4)}</worldbody></mujoco>")
+
+
+def test_bad_files_are_one_line_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found"):
+        mjcf.from_mjcf(tmp_path / "none.xml")
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<mujoco><worldbody><body></worldbody>")
+    with pytest.raises(ValueError, match="MuJoCo could not load") as e:
+        mjcf.from_mjcf(bad)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="no such keyframe"):
+        mjcf.from_mjcf(str(tmp_path / "x.xml") if False else WORLD, keyframe="nope")
+
+
+def test_a_missing_or_old_mujoco_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)
+    with pytest.raises(mjcf.MujocoUnavailable, match=r'pip install "jaxcontact\[mjcf\]"'):
+        mjcf.from_mjcf(WORLD)
+    monkeypatch.setitem(sys.modules, "mujoco", types.SimpleNamespace(__version__="3.1.6"))
+    with pytest.raises(mjcf.MujocoUnavailable, match=r"mujoco >= 4.0, found 3.1.6"):
+        mjcf.require_mujoco()
+    monkeypatch.setitem(sys.modules, "mujoco", mujoco)
+    assert mjcf._version(mujoco.__version__) >= mjcf.MUJOCO_MIN_VERSION  # the one installed passes
+
+
+def test_pyproject_states_the_lower_bound_the_loader_checks():
+    import tomllib
+    from pathlib import Path
+
+    py = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    need = ".".join(map(str, mjcf.MUJOCO_MIN_VERSION))
+    assert py["project"]["optional-dependencies"]["mjcf"] == [f"mujoco>={need}"]
+
+
+def test_simulate_mjcf_command_refuses_bad_input_in_one_line(tmp_path, capsys):
+    from jaxcontact.cli import main
+
+    out = str(tmp_path / "o.npz")
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<mujoco><worldbody><body>")
+    sphere = tmp_path / "sphere.xml"
+    sphere.write_text('<mujoco><worldbody><body><freejoint/><geom type="sphere" size=".1"/></body></worldbody></mujoco>')
+    for argv, words in ((["--mjcf", str(tmp_path / "none.xml")], "no such file"),
+                        (["--mjcf", str(bad)], "MuJoCo could not load"),
+                        (["--mjcf", str(sphere)], "(sphere)"),
+                        (["--mjcf", str(sphere), "--mu", "0.3"], "--mu: a --mjcf world"),
+                        (["--worlds", "2"], "--worlds: batches of worlds are for --mjcf"),
+                        (["--animate", str(tmp_path / "a.gif")], "--animate: watches a world")):
+        assert main(["simulate", *argv, "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o.npz").exists()
+
+
+def test_simulate_mjcf_command_runs_batched_worlds_and_animates(tmp_path, capsys):
+    """A box dropped 0.2 m onto the ground, two worlds: world 0 falls straight as the file says (its
+    centre lands at rest 0.05 m up), world 1 with a perturbed velocity; the animation is written."""
+    from PIL import Image
+
+    from jaxcontact.cli import main
+
+    xml = tmp_path / "drop.xml"
+    xml.write_text('<mujoco><worldbody><geom type="plane" size="1 1 .1"/><body pos="0 0 0.25"><freejoint/>'
+                   '<geom type="box" size=".05 .05 .05" mass=".37"/></body></worldbody></mujoco>')
+    out, gif = tmp_path / "drop.npz", tmp_path / "drop.gif"
+    assert main(["simulate", "--mjcf", str(xml), "--steps", "150", "--worlds", "2", "--out", str(out),
+                 "--animate", str(gif), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "2 worlds of 1 bodies x 151 states" in text and f"wrote {gif}" in text
+    d = np.load(out)
+    assert d["states"].shape == (2, 151, 1, 13) and d["flags"].shape == (2, 150)
+    np.testing.assert_allclose(d["states"][0, -1, 0, :3], [0.0, 0.0, 0.05], atol=1e-3)
+    assert np.abs(d["states"][1, -1, 0, :2]).max() > 1e-4  # the perturbed world moved sideways
+    with Image.open(gif) as im:
+        assert im.n_frames == 9  # states 0, 20, ..., 140 (25 frames/s of 2 ms steps) and the last, 150
+
+
+def test_benchmark_scenes_written_by_to_mjcf_are_the_hand_written_ones():
+    """benchmarks.worlds.mujoco_boxes_xml, now written by to_mjcf, compiles to the MuJoCo model its
+    hand-written XML did (the heap timings keep their scene): masses, inertias, box sizes, friction,
+    condim, solref, cone, options and timestep."""
+    from benchmarks.worlds import MASS, SIZE, mujoco_boxes_xml
+
+    def hand(n, mu, cone, condim, solref, option):  # the XML as it was written by hand before
+        sr = f' solref="{solref[0]} {solref[1]}"' if solref is not None else ""
+        fr = f'friction="{mu} 0.005 0.0001" condim="{condim}"{sr}'
+        h = SIZE / 2
+        bodies = "".join(f'<body pos="0 0 {1 + i}"><freejoint/><geom type="box" size="{h} {h} {h}" mass="{MASS}" {fr}/>'
+                         "</body>" for i in range(n))
+        return (f'<mujoco><option timestep="0.002" cone="{cone}" {option}/><worldbody>'
+                f'<geom type="plane" size="5 5 0.1" {fr}/>{bodies}</worldbody></mujoco>')
+
+    for n, mu, cone, condim, solref, option in ((16, 0.5, "pyramidal", 3, None, ""),
+                                                (2, 0.0, "pyramidal", 1, (0.02, 4.0), ""),
+                                                (3, 0.5, "elliptic", 3, None, 'impratio="10"')):
+        a = mujoco.MjModel.from_xml_string(hand(n, mu, cone, condim, solref, option))
+        b = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, mu, cone, condim, solref, option=option))
+        np.testing.assert_allclose(b.body_mass, a.body_mass, rtol=1e-15)
+        np.testing.assert_allclose(b.body_inertia, a.body_inertia, rtol=1e-14)
+        np.testing.assert_array_equal(b.geom_size[1:], a.geom_size[1:])  # the boxes (the plane's is drawing only)
+        for f in ("geom_friction", "geom_condim", "geom_solref", "geom_solimp", "geom_type", "qpos0"):
+            np.testing.assert_array_equal(getattr(b, f), getattr(a, f), err_msg=f)
+        assert (b.opt.cone, b.opt.impratio, b.opt.timestep) == (a.opt.cone, a.opt.impratio, a.opt.timestep)
