@@ -43,17 +43,26 @@ def _prepare(rows, index, Minv, soft, reg, valid):
     # (17–25 ms a call on 64 heaps, against one fused loop here)
     Mi = with_ground(Minv)[index]
     WJ = sum(Mi[:, :, None, :, j] * rows[:, :, :, j, None] for j in range(6))
-    D = jnp.sum(rows * WJ, axis=(1, 3))
+    D = _rows_times(rows, WJ)
     Ds = D + soft * D  # the caller's softness (contact.soften's relative diagonal)
     scale = jnp.maximum(jnp.max(jnp.abs(Ds)), jnp.finfo(Ds.dtype).tiny)
     Dr = jnp.where(valid[:, None], Ds + reg * Ds + 1e-12 * scale + diagonal_floor(Ds, scale), 1.0)  # lcp.regularized, row by row
     return WJ, Dr, Dr - D
 
 
+def _rows_times(rows, x):
+    """(C, d) Σ over both sides s and the 6 velocity components j of rows[c, s, i, j] · x[c, s, i, j]
+    (x (C, 2, d, 6)) or, for x (C, 2, 6) per side, of rows[c, s, i, j] · x[c, s, j]. Written as twelve
+    products added in turn, like M⁻¹Jᵀ in ``_prepare``: XLA's CPU backend runs the einsum's batched
+    tiny dots one by one, and a reduction over the short axes as slowly."""
+    per_row = x.ndim == rows.ndim
+    return sum(rows[:, s, :, j] * (x[:, s, :, j] if per_row else x[:, s, None, j]) for s in range(2) for j in range(6))
+
+
 def _velocities(WJ, index, v_free, z):
     """(N + 1, 6) every body's velocity v_free + M⁻¹Jᵀz (the last row: the ground, 0)."""
     N = v_free.shape[0]
-    dv = jnp.einsum("cskj,ck->csj", WJ, z)
+    dv = sum(WJ[:, :, k, :] * z[:, None, k, None] for k in range(WJ.shape[2]))  # (C, 2, 6), as _rows_times
     return with_ground(v_free).at[index.reshape(-1)].add(dv.reshape(-1, 6)).at[N].set(0.0)
 
 
@@ -79,14 +88,20 @@ def _fixed_point_map(reg):
         z = z.reshape(bias.shape)
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
-        v = _velocities(WJ, index, v_free, z)
-        w = jnp.einsum("cskj,csj->ck", rows, v[index]) + bias + extra * z
-        y = z - w / Dr
-        bound = coupling * z[:, :1]
-        y = jnp.concatenate([jnp.maximum(y[:, :1], 0.0), jnp.clip(y[:, 1:], -bound[:, 1:], bound[:, 1:])], axis=1)
-        return jnp.where(valid_f[:, None] > 0, y, 0.0).reshape(-1)
+        return _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0).reshape(-1)
 
     return T
+
+
+def _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid):
+    """One projected-Jacobi step from z (C, d), ``_prepare``'s arrays given: the map whose fixed
+    point is the solution (``_fixed_point_map``; the solve's residual)."""
+    v = _velocities(WJ, index, v_free, z)
+    w = _rows_times(rows, v[index]) + bias + extra * z
+    y = z - w / Dr
+    bound = coupling * z[:, :1]
+    y = jnp.concatenate([jnp.maximum(y[:, :1], 0.0), jnp.clip(y[:, 1:], -bound[:, 1:], bound[:, 1:])], axis=1)
+    return jnp.where(valid[:, None], y, 0.0)
 
 
 def _contact_blocks(rows, WJ, extra):
@@ -94,7 +109,8 @@ def _contact_blocks(rows, WJ, extra):
     diagonal ``extra``: what a visit keeps its rows' velocities current with (a padded contact,
     rows zero and extra 1, gets the identity)."""
     d = rows.shape[2]
-    return jnp.einsum("csij,cskj->cik", rows, WJ) + jnp.eye(d, dtype=WJ.dtype) * extra[:, None, :]
+    G = sum(rows[:, s, :, None, j] * WJ[:, s, None, :, j] for s in range(2) for j in range(rows.shape[3]))  # as _rows_times
+    return G + jnp.eye(d, dtype=WJ.dtype) * extra[:, None, :]
 
 
 def _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid):
@@ -436,16 +452,15 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
         # the stopping tolerance of lcp._tolerance: never below round-off at the scale of |J v_free + bias|
-        b = jnp.einsum("cskj,csj->ck", rows, with_ground(v_free)[index]) + bias
+        b = _rows_times(rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
         sweeps = _choose_sweeps(settings, group)
         z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
                           coupling, valid_f > 0, tol)
-        z = z.reshape(-1)
-        res = jnp.max(jnp.abs(Dr.reshape(-1) * (T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f) - z)),
-                      initial=0.0)
-        return z, (res, it)
+        step = _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0)  # T(z), set-up reused
+        res = jnp.max(jnp.abs(Dr * (step - z)), initial=0.0)
+        return z.reshape(-1), (res, it)
 
     z, (res, it) = _solve(z0.reshape(-1), rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f)
     return LCPSolution(z=z.reshape(C, d), residual=res, iterations=it)
