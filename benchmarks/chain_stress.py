@@ -76,7 +76,7 @@ def main(argv=None):
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
-    from .provenance import stamp
+    from experiments.provenance import stamp
 
     path = RESULTS_DIR / "chain_stress.json"
     res = json.loads(path.read_text()) if path.exists() else {"runs": []}

@@ -11,7 +11,6 @@ per axis, vertical U(−1, 1) m/s, body-frame angular velocity U(−5, 5) rad/s)
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import re
@@ -20,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from .provenance import stamp
+from experiments.provenance import json_default, stamp, write_json  # noqa: F401  (the shared writer, re-exported)
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-stamp()  # the code's commit as this run starts (benchmarks.provenance)
+stamp()  # the code's commit as this run starts (experiments.provenance)
 
 BOX_SIZE = 0.1
 BOX_MASS = 0.37
@@ -143,28 +142,6 @@ def machine_info(module: str, argv=None) -> dict:
     except Exception:  # noqa: BLE001
         info["git_commit"] = None
     return info
-
-
-def write_json(path: Path, obj) -> None:
-    """``obj`` as JSON at ``path``; a dict gets ``provenance`` (commit, uncommitted changes, the
-    command: ``benchmarks.provenance.stamp``) unless it has one, for ``python -m benchmarks.provenance``."""
-    path = Path(path)
-    if isinstance(obj, dict) and "provenance" not in obj:
-        obj = {**obj, "provenance": stamp()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, default=json_default) + "\n")
-
-
-def json_default(x):
-    import numpy as np
-
-    if isinstance(x, (np.floating, np.integer)):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, tuple):
-        return list(x)
-    raise TypeError(f"not JSON serialisable: {type(x)}")
 
 
 def md_table(headers, rows) -> str:

@@ -648,7 +648,7 @@ def main(argv=None) -> int:
            "errors": {},
            "phase_wall_s": {}}
     if a.commit:  # a device copy's .git may be older than its files: the commit given wins
-        from .provenance import stamp
+        from experiments.provenance import stamp
 
         res["provenance"] = {**stamp(), "commit": a.commit, "dirty": False,
                              "note": "commit from --commit: the code was committed there before the run"}

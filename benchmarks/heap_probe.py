@@ -417,7 +417,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=["creep", "softness", "speculative", "mjhard", "swap", "reach", "manifold"], required=True)
     args = ap.parse_args(argv)
-    from .provenance import stamp
+    from experiments.provenance import stamp
 
     path = RESULTS_DIR / "heap_probe.json"
     res = json.loads(path.read_text()) if path.exists() else {}

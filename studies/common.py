@@ -8,11 +8,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmarks.provenance import stamp
+from experiments.provenance import stamp
 
 REPO = Path(__file__).resolve().parents[1]
 
-stamp()  # the code's commit as this run starts (benchmarks.provenance)
+stamp()  # the code's commit as this run starts (experiments.provenance)
 
 
 def default_work(family: str) -> str:
@@ -41,7 +41,7 @@ def write_results(prefix, doc: dict, render) -> None:
     """Write a study's results: ``doc`` as ``prefix.json`` and ``render(doc)`` as ``prefix.md``
     (the folder made if needed); studies call it after every run, so a cut-off run keeps its rows.
     ``doc`` gets ``provenance`` (commit, uncommitted changes, the command:
-    ``benchmarks.provenance.stamp``) unless it has one, for ``python -m benchmarks.provenance``."""
+    ``experiments.provenance.stamp``) unless it has one, for ``python -m experiments.provenance``."""
     if "provenance" not in doc:
         doc["provenance"] = stamp()
     prefix = Path(prefix)

@@ -4,7 +4,7 @@
 import ast
 from pathlib import Path
 
-from benchmarks.provenance import import_statements, module_name
+from experiments.provenance import import_statements, module_name
 
 PKG = Path(__file__).resolve().parents[1] / "jaxcontact"
 
@@ -101,7 +101,7 @@ def test_results_record_their_commit_and_the_check_follows_imports(tmp_path):
     import json
     import subprocess
 
-    from benchmarks import common, provenance
+    from experiments import provenance
 
     deps = provenance.dependencies(["studies.impacts"])
     assert "jaxcontact/impacts/models.py" in deps and "studies/impacts/__main__.py" in deps
@@ -109,7 +109,7 @@ def test_results_record_their_commit_and_the_check_follows_imports(tmp_path):
     assert "jaxcontact/solvers/lcp.py" in provenance.dependencies(["benchmarks.stress"])
     assert provenance.producer(PKG.parent / "benchmarks/results/validation/sysid_random_starts_val1.json") == \
         ["benchmarks.sysid_random_starts"]
-    common.write_json(tmp_path / "r.json", {"x": 1})
+    provenance.write_json(tmp_path / "r.json", {"x": 1})
     prov = json.loads((tmp_path / "r.json").read_text())["provenance"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PKG.parent, capture_output=True, text=True).stdout.strip()
     assert prov["commit"] == (head or None) and prov["command"].startswith("python")

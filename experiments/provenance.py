@@ -1,14 +1,18 @@
 """Results that stay true: which results files were made by code that has changed since.
 
+The one module that ``benchmarks/`` and ``studies/`` share (they do not import each other): the
+provenance stamp, the JSON results writer, the import reader, and the staleness check.
+
 Every results file (``benchmarks/results/**.json``, ``studies/*/results/**.json``; a ``.md`` beside
 one is rendered from it) records the commit and the command that made it: the writers
-(``benchmarks.common.write_json``, ``studies.common.write_results``) add ``provenance`` =
-``stamp()`` — the full commit, whether the work tree had uncommitted changes, the command. This
-check compares, for every results file, the code it depends on at its recorded commit with HEAD:
+(``write_json`` here, which ``benchmarks.common`` re-exports, and ``studies.common.write_results``)
+add ``provenance`` = ``stamp()`` — the full commit, whether the work tree had uncommitted changes,
+the command. This check compares, for every results file, the code it depends on at its recorded
+commit with HEAD:
 
-    python -m benchmarks.provenance            # the stale results and the ones with no recorded commit
-    python -m benchmarks.provenance --all      # every results file, with its verdict
-    python -m benchmarks.provenance --json     # the same as JSON
+    python -m experiments.provenance            # the stale results and the ones with no recorded commit
+    python -m experiments.provenance --all      # every results file, with its verdict
+    python -m experiments.provenance --json     # the same as JSON
 
 The code a result depends on: the module that made it (``benchmarks/<name>.py`` for
 ``benchmarks/results/<name>*.json``; the package ``studies/<family>/`` for
@@ -33,10 +37,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("jaxcontact", "benchmarks", "studies")
+PACKAGES = ("jaxcontact", "benchmarks", "studies", "experiments")
 RESULT_GLOBS = ("benchmarks/results/**/*.json", "studies/*/results/**/*.json")
-# files that write results without changing them (this module: the stamp the writers add)
-NOT_MEASURED = ("benchmarks/provenance.py",)
+# files that write results without changing their numbers (this module: the stamp and the writer)
+NOT_MEASURED = ("experiments/provenance.py",)
 
 
 def _git(*args, cwd=REPO) -> str:
@@ -71,6 +75,29 @@ def stamp(command: str | None = None) -> dict:
     not recorded as its code), and the command (default: this process's)."""
     commit, dirty = _code_at_start()
     return {"commit": commit, "dirty": dirty, "command": command or command_line()}
+
+
+def write_json(path: Path, obj) -> None:
+    """``obj`` as JSON at ``path`` (the folder made if needed); a dict gets ``provenance`` (``stamp()``)
+    unless it has one, for ``python -m experiments.provenance``."""
+    path = Path(path)
+    if isinstance(obj, dict) and "provenance" not in obj:
+        obj = {**obj, "provenance": stamp()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, default=json_default) + "\n")
+
+
+def json_default(x):
+    """JSON for NumPy scalars and arrays and tuples (``json.dumps(..., default=json_default)``)."""
+    import numpy as np
+
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, tuple):
+        return list(x)
+    raise TypeError(f"not JSON serialisable: {type(x)}")
 
 
 # ----------------------------------------------------------------------------------- the check

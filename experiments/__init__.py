@@ -1,0 +1,1 @@
+"""Tooling shared by ``benchmarks/`` and ``studies/`` (which do not import each other): ``provenance``."""
