@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from studies.common import cube_tosses_path
-
 from . import common
 
 
 def main(argv=None):
+    from jaxcontact.files import cube_tosses_path
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mu", type=float, default=0.18)
     p.add_argument("--angles", type=int, default=19, help="directions from 0 to 90 degrees")

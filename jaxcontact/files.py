@@ -1,9 +1,26 @@
-"""Data files: content identity (what checkpoints and reports record instead of paths) and the
-one reader of ``.npz`` archives with one-line errors for unreadable files."""
+"""Data files: content identity (what checkpoints and reports record instead of paths), the
+one reader of ``.npz`` archives with one-line errors for unreadable files, and where the shared
+data that are never shipped with the package lie (``shared_dir``)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+from pathlib import Path
+
+
+def shared_dir() -> Path:
+    """The shared data directory: ``$JAXCONTACT_SHARED``, else ``shared/`` beside the repository
+    (``<repo>/../shared``). The real cube tosses (``cube_tosses_path``) and the planar impacts
+    (``impacts.data.default_data_path``) lie under its ``data/``."""
+    root = os.environ.get("JAXCONTACT_SHARED")
+    return Path(root) if root else Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def cube_tosses_path() -> Path:
+    """The real cube tosses in the shared data, used by the ContactNets and sysid studies; never
+    shipped with the package (its subset is: ``contactnets.data.bundled_path``)."""
+    return shared_dir() / "data" / "cube_tosses" / "tosses.npz"
 
 
 def file_sha256(path) -> str:

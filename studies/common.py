@@ -1,9 +1,11 @@
-"""Helpers shared by the study entry points: work directories, shared data, recorded commands."""
+"""Helpers shared by the study entry points: work directories, recorded commands, results files, sub-commands.
+
+The shared data's paths are the package's (``jaxcontact.files.shared_dir``); the provenance stamp is
+``experiments.provenance``'s, the one module the studies share with the benchmarks."""
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -20,15 +22,12 @@ def default_work(family: str) -> str:
     return str(Path("work") / family)
 
 
-def shared_dir() -> Path:
-    """The shared data directory: ``$JAXCONTACT_SHARED`` or ``shared/`` beside the repository."""
-    root = os.environ.get("JAXCONTACT_SHARED")
-    return Path(root) if root else REPO.parent / "shared"
-
-
 def cube_tosses_path() -> Path:
-    """The real cube tosses of the ContactNets and sysid studies."""
-    return shared_dir() / "data" / "cube_tosses" / "tosses.npz"
+    """The real cube tosses, the studies' default ``--data``: the package's ``files.cube_tosses_path``
+    (imported when asked: this module stays light)."""
+    from jaxcontact.files import cube_tosses_path as path
+
+    return path()
 
 
 def command_line(prog: str, argv=None) -> str:

@@ -7,11 +7,12 @@ The data are never shipped with the package: pass a path, or use :func:`default_
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ..files import shared_dir
 
 PER_IMPACT_KEYS = {
     "states_pre": (6,),
@@ -31,9 +32,8 @@ OPTIONAL_SCALARS = ("gravity", "semi_major", "semi_minor", "radius_of_gyration",
 
 
 def default_data_path() -> Path:
-    root = os.environ.get("JAXCONTACT_SHARED")
-    base = Path(root) if root else Path(__file__).resolve().parents[2].parent / "shared"
-    return base / "data" / "planar_impacts" / "impacts.npz"
+    """The planar impacts in the shared data (``files.shared_dir``)."""
+    return shared_dir() / "data" / "planar_impacts" / "impacts.npz"
 
 
 @dataclass(frozen=True)
