@@ -67,6 +67,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxcontact.worlds.checks import SETTLED_PENETRATION
+
 from . import common
 from .common import log
 
@@ -304,37 +306,12 @@ def run(args):
     return out
 
 
-SETTLED_PENETRATION = 1e-3  # m, the issue's bound once a heap has settled
-
-
 def heap_checks(model, scene, params, traj, infos):
-    """Per world (leading axis W of ``traj``/``infos`` from ``worlds.batch_rollout``, trajectory
-    output) the heap checks, reduced on the device: finite, the largest energy above the start's,
-    the correction bound, the deepest penetration (all steps and the last quarter: settled), the
-    OR of the flags, sweeps. ``failed``: a check broken; ``unflagged``: broken without a flag."""
-    import jax
-    import jax.numpy as jnp
+    """The heap checks: ``jaxcontact.worlds.rollout_checks`` (settled penetration at most
+    ``worlds.checks.SETTLED_PENETRATION``, 1 mm)."""
+    from jaxcontact.worlds import rollout_checks
 
-    from jaxcontact import Flags, worlds
-
-    N = scene.num_bodies
-    energy = jax.vmap(jax.vmap(lambda s: worlds.energy(model, params, s)))(traj)  # (W, T+1)
-    gain = jnp.max(energy - energy[:, :1], axis=1)
-    bound = N * 0.5 * jnp.max(params.body.mass) * model.max_correction_speed ** 2
-    ground = -jnp.min(infos.phi_ground, axis=(2, 3)) if scene.ground else jnp.zeros(infos.pair_phi.shape[:2])
-    touching = (infos.pair_kind != 0)[..., None]
-    pairs = -jnp.min(jnp.where(touching, infos.pair_phi, jnp.inf), axis=(2, 3), initial=jnp.inf)
-    pen = jnp.maximum(jnp.maximum(ground, pairs), 0.0)  # (W, T)
-    T = pen.shape[1]
-    settled = jnp.max(pen[:, T - max(T // 4, 1):], axis=1)
-    finite = jnp.all(jnp.isfinite(traj.pos), axis=(1, 2, 3)) & jnp.all(jnp.isfinite(traj.vel), axis=(1, 2, 3))
-    flags = jax.lax.reduce(infos.flags, jnp.int32(0), jax.lax.bitwise_or, (1,))
-    failed = ~finite | (gain > bound) | (settled > SETTLED_PENETRATION)
-    solver_steps = jnp.sum((infos.flags & int(Flags.SOLVER)) != 0, axis=1)
-    return {"finite": finite, "energy_gain_J": gain, "bound_J": jnp.broadcast_to(bound, gain.shape),
-            "max_penetration_m": jnp.max(pen, axis=1), "settled_penetration_m": settled, "flags": flags,
-            "failed": failed, "unflagged": failed & (flags == 0), "mean_sweeps": jnp.mean(infos.iterations, axis=1),
-            "solver_steps": solver_steps, "final_com_height_m": jnp.mean(traj.pos[:, -1, :, 2], axis=1)}
+    return rollout_checks(model, scene, params, traj, infos)
 
 
 def _code_version():

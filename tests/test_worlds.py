@@ -173,17 +173,15 @@ def test_simulate_scene_command_writes_the_world(tmp_path, capsys):
 @pytest.mark.slow
 def test_a_heap_settles_without_nan_energy_gain_or_penetration():
     """A random drop of 12 boxes into a heap (two layers, 9 + 3), float32 as users batch it, with
-    ``benchmarks.stress --heaps``'s checks: no NaN, energy never above the start's plus the
-    correction bound, penetration ≤ 1 mm once settled, no failure unflagged, the broad phase never
-    over capacity. (The issue's 16-box drops run in ``benchmarks.stress``: a 16-box heap costs
+    ``worlds.rollout_checks`` (the checks of ``benchmarks.stress --heaps``): no NaN, energy never
+    above the start's plus the correction bound, penetration ≤ 1 mm once settled, no failure
+    unflagged, the broad phase never over capacity. (The issue's 16-box drops run in ``benchmarks.stress``: a 16-box heap costs
     minutes on this CPU, docs/worlds.md.)"""
-    from benchmarks.stress import heap_checks
-
     scene, params, s = scenes.heap(12, jax.random.PRNGKey(7))
     cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype("float32") if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
     params, s = cast(params), cast(s)
     traj, infos = worlds.batch_rollout(MODEL, scene, params, jax.tree_util.tree_map(lambda x: x[None], s), 400)
-    r = jax.device_get(heap_checks(MODEL, scene, params, traj, infos))
+    r = jax.device_get(worlds.rollout_checks(MODEL, scene, params, traj, infos))
     assert np.all(r["finite"])
     assert np.all(r["energy_gain_J"] <= r["bound_J"]), r["energy_gain_J"]
     assert np.all(r["settled_penetration_m"] <= 1e-3), r["settled_penetration_m"]

@@ -4,7 +4,8 @@
 ``sharding``: batches of worlds sharded over devices; ``materials``: per-body friction;
 ``joints``: revolute joints between bodies, eliminated before the contact problem — a chain is a
 world with joints, ``chains.as_world``; ``mjcf``: worlds from MuJoCo's MJCF/URDF files and back,
-``from_mjcf``/``from_mujoco``/``to_mjcf``, mujoco imported on use; ``animate``: worlds as GIFs)."""
+``from_mjcf``/``from_mujoco``/``to_mjcf``, mujoco imported on use; ``animate``: worlds as GIFs;
+``checks``: physics checks of a batch of rollouts, ``rollout_checks``)."""
 
 from . import billiards, joints, materials, scenes
 from .mjcf import from_mjcf, from_mujoco, to_mjcf
@@ -13,7 +14,8 @@ from .scenes import DEFAULT_LAW, model
 from .scene import Scene, make_scene, stack_bodies
 from .sharding import sharded_batch_rollout
 from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
+from .checks import rollout_checks
 
 __all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "billiards", "joints", "materials", "model", "scenes",
            "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
-           "from_mjcf", "from_mujoco", "to_mjcf", "rollout", "sharded_batch_rollout", "stack_bodies", "step", "step_with_info", "validate"]
+           "from_mjcf", "from_mujoco", "to_mjcf", "rollout", "rollout_checks", "sharded_batch_rollout", "stack_bodies", "step", "step_with_info", "validate"]
