@@ -88,7 +88,8 @@ def mujoco_boxes_xml(n: int, mu: float, cone: str = "pyramidal", condim: int = 3
     1e-8, Euler, solimp 0.9 0.95 0.001, solref 0.02 1 unless ``solref`` is given, on every geom).
     The plane gets the boxes' friction (MuJoCo takes the maximum of the two geoms'). ``option``
     adds attributes to ``<option>`` (``'impratio="10"'``, say). The same MuJoCo model as the
-    hand-written XML this replaced (``tests/test_mjcf.py`` compares them field by field)."""
+    hand-written XML this replaced (``tests/test_mjcf.py`` makes this same ``to_mjcf`` call, keep
+    them alike, and compares it with that XML field by field)."""
     import re
 
     from jaxcontact import shapes

@@ -338,11 +338,26 @@ def test_simulate_mjcf_command_runs_batched_worlds_and_animates(tmp_path, capsys
         assert im.n_frames == 9  # states 0, 20, ..., 140 (25 frames/s of 2 ms steps) and the last, 150
 
 
-def test_benchmark_scenes_written_by_to_mjcf_are_the_hand_written_ones():
-    """benchmarks.worlds.mujoco_boxes_xml, now written by to_mjcf, compiles to the MuJoCo model its
-    hand-written XML did (the heap timings keep their scene): masses, inertias, box sizes, friction,
-    condim, solref, cone, options and timestep."""
-    from benchmarks.worlds import MASS, SIZE, mujoco_boxes_xml
+def test_boxes_written_by_to_mjcf_are_the_hand_written_ones():
+    """n free boxes over a plane written by to_mjcf (as ``benchmarks.worlds.mujoco_boxes_xml``
+    writes its MuJoCo scenes: the same call) compile to the MuJoCo model of the hand-written XML the
+    benchmark used before (the heap timings keep their scene): masses, inertias, box sizes,
+    friction, condim, solref, cone, options and timestep."""
+    import re
+
+    from jaxcontact.types import Params
+    from jaxcontact.worlds import model as world_model, to_mjcf
+
+    SIZE, MASS = scenes.SIZE, scenes.MASS
+
+    def mujoco_boxes_xml(n, mu, cone, condim, solref, option=""):
+        scene, body = make_scene([shapes.box((SIZE,) * 3, MASS)] * n, pairs="all", ground=True)
+        params = Params(body=body, ground=Ground.flat(), law=CoulombLCP.init_params(mu=mu))
+        pos = np.array([[0.0, 0.0, 1.0 + i] for i in range(n)])
+        state = State(pos=pos, quat=np.tile([1.0, 0.0, 0.0, 0.0], (n, 1)), vel=np.zeros((n, 3)), omega=np.zeros((n, 3)))
+        geom = {"condim": condim, **({"solref": f"{solref[0]} {solref[1]}"} if solref is not None else {})}
+        return to_mjcf(scene, params, state, world_model(dt=0.002),
+                       option={"cone": cone, **dict(re.findall(r'(\w+)="([^"]*)"', option))}, geom=geom)
 
     def hand(n, mu, cone, condim, solref, option):  # the XML as it was written by hand before
         sr = f' solref="{solref[0]} {solref[1]}"' if solref is not None else ""
