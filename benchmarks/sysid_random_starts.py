@@ -45,6 +45,7 @@ recipe ``reflect+geometry+exact+trim+polish+retrim`` as the library ships it.
     python -m benchmarks.sysid_random_starts --merge OTHER.json   # add another run's modes to --out
     python -m benchmarks.sysid_random_starts --modes MODE --start-list 5,7,0 --out PART.json   # exactly these starts, in order
     python -m benchmarks.sysid_random_starts --modes P+smooth=1e-3/1e-3/1e-3:4 --continue-from RUN.json   # only the new cycle
+    python -m benchmarks.sysid_random_starts --check-grammar   # the mode grammar on known cases (seconds)
 """
 
 from __future__ import annotations
@@ -381,6 +382,72 @@ def diagnose(a, k):
     return out
 
 
+def check_grammar() -> int:
+    """Check the mode grammar (``parse_mode``, ``start_order``, ``base_mode``: pure Python, no
+    compilation) on known cases; ``--check-grammar`` runs it (tests/test_benchmark_modes.py).
+    Returns the number of checks; an AssertionError names the first one that fails."""
+    import re
+
+    n = 0
+
+    def check(ok, what):
+        nonlocal n
+        assert ok, what
+        n += 1
+
+    def refused(fn, arg, match, *rest):
+        try:
+            fn(arg, *rest)
+        except SystemExit as err:
+            check(re.search(match, str(err)) is not None, f"{arg!r}: {err}")
+        else:
+            raise AssertionError(f"{arg!r} was accepted")
+
+    # recipes parse into their stages
+    m = parse_mode("geometry+exact+trim+polish+smooth=1e-3:4")
+    check((m["kind"], m["geometry"], m["trim"], m["polish"]["kind"]) == ("exact", True, 0.1, "exact"), m)
+    check(m["smooth"] == {"sigma": 1e-3, "pairs": 4}, m)
+    c = parse_mode("geometry+exact+trim+polish+smooth=3e-3/1e-3:8")
+    check(c["smooth"] == {"sigma": (3e-3, 1e-3), "pairs": 8}, c)
+    check(parse_mode("randomized:1e-3:16") == {"name": "randomized:1e-3:16", "kind": "randomized",
+                                               "length": 1e-3, "pairs": 16}, "randomized")
+    r = parse_mode("reflect+geometry+exact+trim+polish+smooth=1e-3:4+retrim")  # ε reflected in every stage
+    check(r["reflect"] and r["geometry"] and r["retrim"] == 1 and r["smooth"] == {"sigma": 1e-3, "pairs": 4}, r)
+    check("reflect" not in m, m)
+    check(parse_mode("schedule:random_start") == {"name": "schedule:random_start", "kind": "schedule",
+                                                  "schedule": "RANDOM_START_SCHEDULE"}, "schedule")
+    for bad in ("exact+smooth=1e-3", "exact+smooth=a/b:4", "relaxed", "exact+polishX", "reflect+", "schedule:nope"):
+        refused(parse_mode, bad, "bad mode")
+    # a start list runs exactly the given starts, in order
+    check(start_order("5,7,0", 1, 0, [50]) == [[5, 7, 0]], "start list")
+    check(start_order(None, 2, 25, [2, 3]) == [[25, 26], [25, 26, 27]], "first start")
+    for bad in ("", "3,3", "-1,2"):
+        refused(start_order, bad, "start-list", 1, 0, [50])
+    refused(start_order, "1,2", "one mode", 2, 0, [50, 50])
+    # --continue-from finds the mode a longer continuation extends
+    names = {"g+exact+trim+polish", "g+exact+trim+polish+smooth=1e-3:4", "g+exact+trim+polish+smooth=1e-3/1e-3:4"}
+    cases = [("g+exact+trim+polish+smooth=1e-3/1e-3/1e-3:4", names, ("g+exact+trim+polish+smooth=1e-3/1e-3:4", 2, 0)),
+             ("g+exact+trim+polish+smooth=1e-3/3e-3:4", names, ("g+exact+trim+polish+smooth=1e-3:4", 1, 0)),
+             ("g+exact+trim+polish+smooth=3e-3:4", names, ("g+exact+trim+polish", 0, 0)),
+             # other pairs, another head, or no smoothing: nothing to continue
+             ("g+exact+trim+polish+smooth=1e-3/1e-3:8", names - {"g+exact+trim+polish"}, None),
+             ("h+exact+smooth=1e-3:4", names, None),
+             ("g+exact+trim+polish", names, None),
+             # +retrim rounds (last): from the mode with fewer rounds, else from a shorter one
+             ("g+exact+trim+polish+smooth=1e-3/1e-3:4+retrim", names, ("g+exact+trim+polish+smooth=1e-3/1e-3:4", 2, 0)),
+             ("g+exact+trim+polish+retrim", names, ("g+exact+trim+polish", 0, 0)),
+             ("g+exact+trim+polish+smooth=1e-3/3e-3:4+retrim", names, ("g+exact+trim+polish+smooth=1e-3:4", 1, 0)),
+             ("g+exact+trim+polish+retrim+retrim+retrim", names | {"g+exact+trim+polish+retrim"},
+              ("g+exact+trim+polish+retrim", 0, 1))]
+    for spec, have, want in cases:
+        got = base_mode(spec, have)
+        check(got == want, f"base_mode({spec!r}) = {got}, not {want}")
+    m = parse_mode("geometry+exact+trim+polish+smooth=1e-3/1e-3:4+retrim+retrim")
+    check(m["retrim"] == 2 and m["smooth"] == {"sigma": (1e-3, 1e-3), "pairs": 4} and m["trim"] == 0.1, m)
+    check("retrim" not in parse_mode("geometry+exact+trim+polish"), "no retrim")
+    return n
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modes", default="exact,relaxed:1e-4", help="comma-separated modes (module doc)")
@@ -407,7 +474,12 @@ def main(argv=None):
                     help="only diagnose start K with the exact mode (diagnose()); writes --out")
     ap.add_argument("--merge", default=None, metavar="FILE",
                     help="add the runs of another results file (same data and seeds) to --out, keeping its command")
+    ap.add_argument("--check-grammar", action="store_true",
+                    help="check the mode grammar on known cases (check_grammar; no compilation) and exit")
     a = ap.parse_args(argv)
+    if a.check_grammar:
+        print(f"mode grammar: {check_grammar()} checks passed")
+        return 0
     a.argv = list(argv) if argv is not None else __import__("sys").argv[1:]
 
     import jax
