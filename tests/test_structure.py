@@ -1,5 +1,7 @@
-"""The package's shape: no import cycles (lazy imports included), jaxopt only under
-``jaxcontact/solvers``, no private names imported across modules."""
+"""The repository's shape: no import cycles in the package (lazy imports included), jaxopt only
+under ``jaxcontact/solvers``, no private names imported across modules, the layers' rule
+(``studies/`` and ``benchmarks/`` do not import each other, tests import neither, the package imports
+none of them; docs/ARCHITECTURE.md), and the map itself short enough to read."""
 
 import ast
 from pathlib import Path
@@ -7,6 +9,16 @@ from pathlib import Path
 from experiments.provenance import import_statements, module_name
 
 PKG = Path(__file__).resolve().parents[1] / "jaxcontact"
+REPO = PKG.parent
+# what each top-level folder may not import (the layers, docs/ARCHITECTURE.md): experiments are
+# built on the package; benchmarks and studies share only the package and ``experiments/``
+FORBIDDEN = {
+    "jaxcontact": {"benchmarks", "studies", "experiments", "tests"},
+    "experiments": {"benchmarks", "studies", "tests"},
+    "benchmarks": {"studies", "tests"},
+    "studies": {"benchmarks", "tests"},
+    "tests": {"benchmarks", "studies"},
+}
 
 
 def _module_name(path: Path) -> str:
@@ -115,3 +127,42 @@ def test_results_record_their_commit_and_the_check_follows_imports(tmp_path):
     assert prov["commit"] == (head or None) and prov["command"].startswith("python")
     assert provenance.command_line([str(PKG.parent / "benchmarks/stress.py"), "--quick"]) == \
         "python -m benchmarks.stress --quick"
+
+
+def layer_offenders(root: Path = REPO) -> list[str]:
+    """``file:line imported`` for every import (``import``, ``from … import``, relative ones
+    resolved, lazy ones included, ``importlib.import_module("…")`` with a literal name) that crosses
+    the layers' rule in ``FORBIDDEN``."""
+    out = []
+    for top, banned in FORBIDDEN.items():
+        for p in sorted((root / top).rglob("*.py")):
+            mod = module_name(p, root)
+            tree = ast.parse(p.read_text())
+            found = [(t, line) for t, _, line in import_statements(tree, mod, p.name == "__init__.py")]
+            found += [(n.args[0].value, n.lineno) for n in ast.walk(tree)
+                      if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) == "import_module"
+                      and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)
+                      and not n.args[0].value.startswith(".")]
+            out += [f"{p.relative_to(root)}:{line} imports {t}" for t, line in found if t.split(".")[0] in banned]
+    return out
+
+
+def test_studies_benchmarks_and_tests_keep_to_their_layers():
+    """studies/ and benchmarks/ do not import each other (what they share lives in the package or in
+    experiments/), tests import neither (a test may run one as a command), the package imports none."""
+    offenders = layer_offenders()
+    assert not offenders, "imports across the layers (docs/ARCHITECTURE.md): " + "; ".join(offenders)
+
+
+def test_the_layer_rule_catches_a_crossing_import(tmp_path):
+    """The rule above can fail: a copy of the layout with one bad import of each kind."""
+    for top in FORBIDDEN:
+        (tmp_path / top).mkdir()
+        (tmp_path / top / "__init__.py").write_text("")
+    (tmp_path / "studies" / "a.py").write_text("def f():\n    from benchmarks.common import log\n")
+    (tmp_path / "benchmarks" / "b.py").write_text("import studies.common\n")
+    (tmp_path / "tests" / "test_c.py").write_text("import importlib\nimportlib.import_module('benchmarks.stress')\n")
+    (tmp_path / "benchmarks" / "ok.py").write_text("from . import common\nfrom experiments.provenance import stamp\n")
+    assert sorted(layer_offenders(tmp_path)) == ["benchmarks/b.py:1 imports studies.common",
+                                                 "studies/a.py:2 imports benchmarks.common",
+                                                 "tests/test_c.py:2 imports benchmarks.stress"]
