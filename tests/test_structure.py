@@ -166,3 +166,12 @@ def test_the_layer_rule_catches_a_crossing_import(tmp_path):
     assert sorted(layer_offenders(tmp_path)) == ["benchmarks/b.py:1 imports studies.common",
                                                  "studies/a.py:2 imports benchmarks.common",
                                                  "tests/test_c.py:2 imports benchmarks.stress"]
+
+
+def test_the_architecture_map_stays_readable():
+    """docs/ARCHITECTURE.md, the page a newcomer reads first: lines of at most 120 characters, about
+    200 lines at most (the family pages hold the detail)."""
+    lines = (REPO / "docs" / "ARCHITECTURE.md").read_text().splitlines()
+    long = [f"line {i}: {len(l)} characters" for i, l in enumerate(lines, 1) if len(l) > 120]
+    assert not long, long
+    assert len(lines) <= 200, len(lines)
