@@ -3,8 +3,7 @@
 | module | solver | used by |
 | --- | --- | --- |
 | ``lcp`` | ``solve_lcp``: box-friction LCP, projected Gauss–Seidel | every LCP-based law and chains, through ``jaxcontact.contact`` |
-| ``body_lcp`` | ``solve_body_lcp``: the same LCP between free bodies, PGS in velocity form (A never formed); its sweeps in the fused CPU kernel, graph-coloured (vectorised) or sequential (``LCPSettings.sweeps``) | worlds, through ``contact.solve_bodies`` |
-| ``native`` | the fused CPU kernel of ``body_lcp``'s sweeps (C++ behind ``jax.ffi``, built on first use; ``available()``) | ``body_lcp`` |
+| ``body_lcp`` | ``solve_body_lcp``: the same LCP between free bodies, PGS in velocity form (A never formed); its sweeps in the fused CPU kernel (``jaxcontact.native``'s ``pgs.cc``, C++ behind ``jax.ffi``), graph-coloured (vectorised) or sequential (``LCPSettings.sweeps``) | worlds, through ``contact.solve_bodies`` |
 | ``relaxed_lcp`` | ``solve_relaxed_lcp``: relaxed-complementarity LCP, Newton with κ continuation | ``RelaxedCoulomb`` |
 | ``nonneg`` | ``minimize_nonneg`` / ``minimize_nonneg_qp``: FISTA (or jaxopt ``ProjectedGradient``) over x ≥ 0 | ContactNets' inner program |
 | ``qp`` | ``solve_qp``: small dense QPs, jaxopt ``BoxOSQP`` | ContactNets' reference inner QP |
