@@ -42,6 +42,7 @@ WMAT = "tests/test_worlds_materials.py"
 WPHYS = "tests/test_worlds_physics.py"
 SWEEPS = "tests/test_world_sweeps.py"
 NARROW = "tests/test_collision_kernel.py"
+ADJOINT = "tests/test_world_adjoint.py"
 MJCF = "tests/test_mjcf.py"
 
 
@@ -246,6 +247,20 @@ MUTATIONS = (
     Mutation("pgs-kernel-second-body-pushed-back", "worlds", "jaxcontact/native/pgs.cc",
              "vb[j] += dz[0] * wb[j]", "vb[j] -= dz[0] * wb[j]",
              (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
+    # worlds: the reverse pass's adjoint kernel (its λ alone; the Krylov polish would repair a wrong one)
+    Mutation("adjoint-kernel-sliding-sign", "worlds", "jaxcontact/native/adjoint.cc",
+             "ct == 2 ? double(coupling[c * 3 + t]) : (ct == 3 ? -double(coupling[c * 3 + t]) : 0.0)",
+             "ct == 2 ? -double(coupling[c * 3 + t]) : (ct == 3 ? double(coupling[c * 3 + t]) : 0.0)",
+             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
+    Mutation("adjoint-kernel-lambda-without-d", "worlds", "jaxcontact/native/adjoint.cc",
+             "lam[i] = double(dr[r]) * w[pos[r]];", "lam[i] = w[pos[r]];",
+             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
+    Mutation("adjoint-kernel-no-extra-diagonal", "worlds", "jaxcontact/native/adjoint.cc",
+             "if (pos[r] >= 0) out[pos[r]] += f * double(extra[r]);", "",
+             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
+    Mutation("adjoint-codes-lower-bound-tie", "worlds", "jaxcontact/solvers/body_lcp.py",
+             "jnp.where(t < -b, jnp.where(b > 0, 3, 0), 1)", "jnp.where(t < -b, 3, 1)",
+             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
     # worlds: the graph-coloured sweeps
     Mutation("colour-friction-bound", "worlds", "jaxcontact/solvers/body_lcp.py",
              "bound = mu[:, :, j, q] * zc[..., 0]", "bound = 0.5 * mu[:, :, j, q] * zc[..., 0]",

@@ -3,6 +3,9 @@
 - ``pgs.cc``: the projected Gauss–Seidel sweeps of a world's contacts (``solvers.body_lcp``'s
   velocity form) as one loop: the same iterates as the pure-JAX sweeps, at the speed of a compiled
   loop, with the batch of worlds split over threads.
+- ``adjoint.cc``: the adjoint of that solve (the linear system of its implicit derivative) by
+  block Gauss–Seidel on the active rows, in double precision: what ``solvers.body_lcp`` hands its
+  reverse pass on a CPU instead of GMRES on the fixed-point map's products.
 - ``narrow.cc``: the narrow phase of body–body contact (``collision.hull_hull``) as one loop over
   pairs: the same choices and values as the pure-JAX reference; ``collision`` recomputes the values
   from the kernel's choices in JAX for their derivatives.
@@ -27,12 +30,15 @@ import threading
 import warnings
 from pathlib import Path
 
-SOURCES = (Path(__file__).with_name("pgs.cc"), Path(__file__).with_name("narrow.cc"))
+SOURCES = tuple(Path(__file__).with_name(f) for f in ("pgs.cc", "narrow.cc", "adjoint.cc"))
 TARGETS = {"float32": ("jaxcontact_pgs_f32", "JaxcontactPgsF32"), "float64": ("jaxcontact_pgs_f64", "JaxcontactPgsF64")}
 """The sweeps' FFI targets (registered name, library symbol) per dtype."""
 NARROW_TARGETS = {"float32": ("jaxcontact_narrow_f32", "JaxcontactNarrowF32"),
                   "float64": ("jaxcontact_narrow_f64", "JaxcontactNarrowF64")}
 """The narrow phase's FFI targets per dtype."""
+ADJOINT_TARGETS = {"float32": ("jaxcontact_adjoint_f32", "JaxcontactAdjointF32"),
+                   "float64": ("jaxcontact_adjoint_f64", "JaxcontactAdjointF64")}
+"""The velocity-form solve's adjoint FFI targets per dtype."""
 _lock = threading.Lock()
 _state: dict = {}
 
@@ -88,7 +94,7 @@ def available() -> bool:
             import jax.ffi
 
             lib = ctypes.cdll.LoadLibrary(str(_build()))
-            for target, symbol in (*TARGETS.values(), *NARROW_TARGETS.values()):
+            for target, symbol in (*TARGETS.values(), *NARROW_TARGETS.values(), *ADJOINT_TARGETS.values()):
                 jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
             _state.update(ok=True, lib=lib)
         except Exception as err:  # noqa: BLE001 - any failure: the pure-JAX path, said once
@@ -106,4 +112,4 @@ def threads() -> int:
         return 0
 
 
-__all__ = ["NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]
+__all__ = ["ADJOINT_TARGETS", "NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]

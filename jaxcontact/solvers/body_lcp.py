@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .implicit import implicit_fixed_point
+from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve
 from .lcp import LCPSettings, LCPSolution, diagonal_floor
 
 
@@ -273,6 +273,85 @@ def _native_sweeps(settings: LCPSettings):
     return sweeps
 
 
+ADJOINT_DENSE_ROWS = 1024
+"""The most active rows whose adjoint system the kernel factorises densely (``_native_adjoint``);
+a larger one goes to GMRES on T's products."""
+
+
+def _projection_codes(u, bound, valid):
+    """(C, d) int32: how ``_jacobi``'s projection passes each row's derivative at u (the rows before
+    projection) — 1 through (an active normal, a friction row inside its bound), 2 / 3 at the
+    upper / lower bound (a sliding row: its derivative goes to the normal impulse), 0 none."""
+    normal = (u[:, :1] > 0).astype(jnp.int32)
+    t, b = u[:, 1:], bound[:, 1:]
+    # below a zero bound (z_n = 0) clip(t, −b, b) = min(max(t, −b), b) meets a tie, −b = b, whose
+    # derivative JAX splits evenly: nothing reaches z_n (above a zero bound, all of it does)
+    friction = jnp.where(t > b, 2, jnp.where(t < -b, jnp.where(b > 0, 3, 0), 1)).astype(jnp.int32)
+    return jnp.where(valid[:, None], jnp.concatenate([normal, friction], axis=1), 0)
+
+
+def adjoint_kernel(sol, args, g, reg: float):
+    """The fused adjoint kernel (``jaxcontact.native``'s ``adjoint.cc``) at the solution ``sol``
+    (C·d,) of the map ``_fixed_point_map(reg)`` with arguments ``args``: (λ (C·d,) solving
+    (I − ∂T/∂z)ᵀ λ = g on its own, the relative residual of its dense solve (∞ where it did not
+    solve: more than ``ADJOINT_DENSE_ROWS`` rows or a singular system), the number of rows the
+    projection passes through)."""
+    from .. import native
+
+    rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f = (jax.lax.stop_gradient(a) for a in args)
+    C, d = bias.shape
+    N = Minv.shape[0]
+    z, gz = jax.lax.stop_gradient(sol).reshape(C, d), g.reshape(C, d)
+    index = _index(bodies_f, N)
+    valid = valid_f > 0
+    WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid)
+    u = z - (_rows_times(rows, _velocities(WJ, index, v_free, z)[index]) + bias + extra * z) / Dr
+    codes = _projection_codes(u, coupling * z[:, :1], valid)
+    dtype = z.dtype
+    out = (jax.ShapeDtypeStruct((C, d), dtype), jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((), jnp.int32))
+    call = jax.ffi.ffi_call(native.ADJOINT_TARGETS[dtype.name][0], out, vmap_method="broadcast_all")
+    lam, residual, size = call(rows, index.astype(jnp.int32), WJ, extra, Dr, codes, coupling, gz,
+                               jnp.zeros((N + 1, 6), dtype), max_rows=np.int64(ADJOINT_DENSE_ROWS),
+                               threads=np.int64(native.threads()))
+    return lam.reshape(-1), residual, size
+
+
+def _native_adjoint(settings: LCPSettings, T):
+    """``implicit_fixed_point``'s ``adjoint`` on a CPU: λ of (I − ∂T/∂z)ᵀ λ = g at the solution by
+    the fused kernel (``adjoint_kernel``: the system on the rows the projection passes through,
+    factorised densely in double precision), then restarted GMRES on T's products from that λ,
+    which returns at once where the kernel solved it (and does the job where it did not)."""
+    reg = settings.regularization
+
+    def adjoint(sol, args, g):
+        lam, _, _ = adjoint_kernel(sol, args, g, reg)
+        # (no ridge: the kernel's λ solves the system itself, which may be ill-conditioned where two
+        # friction rows of a contact slide, and a ridge would move it)
+        return krylov_guarded_solve(fixed_point_adjoint_matvec(T, sol, args), g, ridge=0.0, x0=lam,
+                                    tol=1e-8 if lam.dtype == jnp.float64 else 1e-4)
+
+    return adjoint
+
+
+def _choose_adjoint(settings: LCPSettings, T):
+    """The reverse pass's adjoint solve: the fused kernel's (``_native_adjoint``) where the sweeps
+    run in the fused kernel (``"auto"`` or ``"native"`` on a CPU that builds it), else None
+    (``implicit_fixed_point``'s GMRES on T's products, the reference)."""
+    from .. import native
+
+    if settings.sweeps not in ("auto", "native") or jax.default_backend() != "cpu" or not native.available():
+        return None
+    on_cpu = _native_adjoint(settings, T)
+
+    def adjoint(sol, args, g):
+        def krylov(sol, args, g):
+            return krylov_guarded_solve(fixed_point_adjoint_matvec(T, sol, args), g)
+
+        return jax.lax.platform_dependent(sol, args, g, cpu=on_cpu, default=krylov)
+
+    return adjoint
+
+
 def _choose_sweeps(settings: LCPSettings, group):
     """The sweeps a solve runs (``LCPSettings.sweeps``): ``"sequential"``; ``"colour"`` (needs
     ``group``, the contacts' manifold size; else sequential); ``"native"`` and ``"auto"``: the fused
@@ -446,7 +525,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     reg = settings.regularization
     T = _fixed_point_map(reg)
 
-    @implicit_fixed_point(T, has_aux=True, matrix_free=True)
+    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T))
     def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
         rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
         index = _index(bodies_f, N)

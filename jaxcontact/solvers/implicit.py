@@ -35,7 +35,8 @@ KRYLOV_RESTARTS = 10
 """Restarts of ``krylov_guarded_solve`` at most (KRYLOV_RESTART · KRYLOV_RESTARTS products)."""
 
 
-def krylov_guarded_solve(matvec: Callable, rhs, ridge: float = 1e-10):
+def krylov_guarded_solve(matvec: Callable, rhs, ridge: float = 1e-10, x0=None, tol: float | None = None,
+                         restarts: int = KRYLOV_RESTARTS):
     """Matrix-free solve of the implicit-differentiation system: restarted GMRES (Givens form,
     stable in float32 where the batched Gram–Schmidt form broke down to NaN on heap adjoints),
     ``KRYLOV_RESTART`` vectors, at most ``KRYLOV_RESTARTS`` restarts, to a relative residual of
@@ -45,9 +46,9 @@ def krylov_guarded_solve(matvec: Callable, rhs, ridge: float = 1e-10):
     matrix formed. On the velocity form's heap adjoints (768 rows) it gives the dense solve's
     gradients to about 1e-7 in float64 (``benchmarks.adjoint``, docs/worlds.md)."""
     n = rhs.shape[0]
-    tol = max(1e-10, 100 * float(jnp.finfo(rhs.dtype).eps))
-    x, _ = jax.scipy.sparse.linalg.gmres(lambda u: matvec(u) + ridge * u, rhs, tol=tol,
-                                         restart=min(KRYLOV_RESTART, n), maxiter=KRYLOV_RESTARTS,
+    tol = max(1e-10, 100 * float(jnp.finfo(rhs.dtype).eps)) if tol is None else tol
+    x, _ = jax.scipy.sparse.linalg.gmres(lambda u: matvec(u) + ridge * u, rhs, x0=x0, tol=tol,
+                                         restart=min(KRYLOV_RESTART, n), maxiter=restarts,
                                          solve_method="incremental")
     return jnp.where(jnp.all(jnp.isfinite(x)), x, jnp.zeros_like(x))
 
@@ -60,9 +61,44 @@ def implicit_root(optimality_fun: Callable, has_aux: bool = False, ridge: float 
                                         solve=functools.partial(dense_guarded_solve, ridge=ridge))
 
 
-def implicit_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, matrix_free: bool = False):
+def implicit_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, matrix_free: bool = False,
+                         adjoint: Callable | None = None):
     """Decorator (jaxopt ``custom_fixed_point``): differentiate ``solver(x0, θ)`` implicitly through
     x = T(x, θ) at the returned fixed point, with the dense guarded adjoint solve, or with
-    ``matrix_free`` the Krylov one (``krylov_guarded_solve``)."""
-    solve = krylov_guarded_solve if matrix_free else dense_guarded_solve
-    return _jaxopt_implicit.custom_fixed_point(fixed_point_fun, has_aux=has_aux, solve=solve)
+    ``matrix_free`` the Krylov one (``krylov_guarded_solve``).
+
+    ``adjoint(x, θ, g)``, when given, is the solver's own solution λ of (I − ∂T/∂x)ᵀ λ = g at the
+    fixed point (a solver that knows its map's structure can solve it much faster than Krylov on
+    products); the cotangent of θ is then (∂T/∂θ)ᵀ λ, one product, and x0 gets none. A solver's
+    adjoint may fall back on ``krylov_guarded_solve`` (``fixed_point_adjoint_matvec`` gives it
+    the products)."""
+    if adjoint is None:
+        solve = krylov_guarded_solve if matrix_free else dense_guarded_solve
+        return _jaxopt_implicit.custom_fixed_point(fixed_point_fun, has_aux=has_aux, solve=solve)
+
+    def wrap(solver):
+        @jax.custom_vjp
+        def run(x0, *args):
+            return solver(x0, *args)
+
+        def fwd(x0, *args):
+            out = solver(x0, *args)
+            return out, (out[0] if has_aux else out, x0, args)
+
+        def bwd(res, g):
+            sol, x0, args = res
+            lam = adjoint(sol, args, g[0] if has_aux else g)
+            _, vjp = jax.vjp(lambda *a: fixed_point_fun(sol, *a), *args)
+            return (jnp.zeros_like(x0), *vjp(lam))
+
+        run.defvjp(fwd, bwd)
+        return run
+
+    return wrap
+
+
+def fixed_point_adjoint_matvec(fixed_point_fun: Callable, sol, args) -> Callable:
+    """u ↦ (I − ∂T/∂x)ᵀ u at the fixed point ``sol`` of ``fixed_point_fun(x, *args)``: the products
+    an ``adjoint`` may hand ``krylov_guarded_solve``."""
+    _, vjp = jax.vjp(lambda x: fixed_point_fun(x, *args), sol)
+    return lambda u: u - vjp(u)[0]
