@@ -319,16 +319,20 @@ def adjoint_kernel(sol, args, g, reg: float):
 def _native_adjoint(settings: LCPSettings, T):
     """``implicit_fixed_point``'s ``adjoint`` on a CPU: λ of (I − ∂T/∂z)ᵀ λ = g at the solution by
     the fused kernel (``adjoint_kernel``: the system on the rows the projection passes through,
-    factorised densely in double precision), then restarted GMRES on T's products from that λ,
-    which returns at once where the kernel solved it (and does the job where it did not)."""
+    factorised densely in double precision); restarted GMRES on T's products where it did not
+    solve it (more than ``ADJOINT_DENSE_ROWS`` rows, a singular system)."""
     reg = settings.regularization
 
     def adjoint(sol, args, g):
-        lam, _, _ = adjoint_kernel(sol, args, g, reg)
-        # (no ridge: the kernel's λ solves the system itself, which may be ill-conditioned where two
-        # friction rows of a contact slide, and a ridge would move it)
-        return krylov_guarded_solve(fixed_point_adjoint_matvec(T, sol, args), g, ridge=0.0, x0=lam,
-                                    tol=1e-8 if lam.dtype == jnp.float64 else 1e-4)
+        lam, residual, _ = adjoint_kernel(sol, args, g, reg)
+        matvec = fixed_point_adjoint_matvec(T, sol, args)
+        # GMRES only where the kernel did not solve: elsewhere its right-hand side is the product of
+        # the kernel's λ (GMRES then stops before its first step, also under vmap, where a cond would
+        # run both branches). In float32 Krylov could not improve the kernel's λ anyway: the system
+        # can be ill-conditioned (two sliding rows at a contact) and GMRES stalls at round-off.
+        solved = jnp.isfinite(residual)
+        rhs = jnp.where(solved, matvec(lam), g)
+        return krylov_guarded_solve(matvec, rhs, x0=jnp.where(solved, lam, 0.0))
 
     return adjoint
 
