@@ -379,3 +379,41 @@ def test_boxes_written_by_to_mjcf_are_the_hand_written_ones():
         for f in ("geom_friction", "geom_condim", "geom_solref", "geom_solimp", "geom_type", "qpos0"):
             np.testing.assert_array_equal(getattr(b, f), getattr(a, f), err_msg=f)
         assert (b.opt.cone, b.opt.impratio, b.opt.timestep) == (a.opt.cone, a.opt.impratio, a.opt.timestep)
+
+
+URDF_FLOATING = """<robot name="float">
+  <link name="world"/>
+  <link name="box">
+    <inertial><origin xyz="0.01 0 0"/><mass value="0.37"/>
+      <inertia ixx="0.000617" iyy="0.000617" izz="0.000617" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.1 0.2 0.1"/></geometry></collision>
+  </link>
+  <joint name="free" type="floating"><parent link="world"/><child link="box"/><origin xyz="0.1 0 0.3"/></joint>
+</robot>"""
+
+URDF_LIMITED_ARM = """<robot name="arm">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/>
+    </inertial><collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
+  <link name="arm"><inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/>
+    </inertial><collision><geometry><box size="0.2 0.04 0.04"/></geometry></collision></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.3"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_urdf_through_mujocos_compiler(tmp_path):
+    """A URDF file is read by MuJoCo's compiler like MJCF: a floating link is a free body with the
+    file's mass, its box hull and its pose (the frame at the centre of mass, 0.01 m along x from the
+    link's origin); a limited revolute joint on a link fixed to the world is refused by name."""
+    path = tmp_path / "float.urdf"
+    path.write_text(URDF_FLOATING)
+    scene, params, state, _ = worlds.from_mjcf(str(path))
+    assert scene.num_bodies == 1
+    np.testing.assert_allclose(params.body.mass, [0.37], rtol=1e-6)
+    np.testing.assert_allclose(state.pos[0], [0.11, 0.0, 0.3], atol=1e-9)
+    verts = np.asarray(params.body.vertices[0])[np.asarray(params.body.vertex_mask[0]) > 0]
+    np.testing.assert_allclose(verts.max(axis=0) - verts.min(axis=0), [0.1, 0.2, 0.1], atol=1e-9)
+    arm = tmp_path / "arm.urdf"
+    arm.write_text(URDF_LIMITED_ARM)
+    with pytest.raises(ValueError, match="hinge with a range limit"):
+        worlds.from_mjcf(str(arm))
