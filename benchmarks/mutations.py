@@ -157,7 +157,7 @@ MUTATIONS = (
              "gmres(lambda u: matvec(u) + ridge * u,", "gmres(lambda u: -matvec(u) + ridge * u,",
              (f"{GRAD}::test_matrix_free_adjoint_solve_matches_the_dense_one_without_forming_a_matrix",)),
     Mutation("krylov-adjoint-truncated", "gradient", "jaxcontact/solvers/implicit.py",
-             "restart=min(KRYLOV_RESTART, n), maxiter=KRYLOV_RESTARTS,", "restart=2, maxiter=1,",
+             "restart=min(KRYLOV_RESTART, n), maxiter=restarts,", "restart=2, maxiter=1,",
              (f"{GRAD}::test_matrix_free_adjoint_solve_matches_the_dense_one_without_forming_a_matrix",)),
     # the planar path
     Mutation("planar-torque-times-inertia", "planar", "jaxcontact/dynamics.py",

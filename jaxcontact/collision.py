@@ -733,26 +733,33 @@ def _evaluate(spec, choice, valid, verts_a, pos_a, quat_a, verts_b, pos_b, quat_
     face_phi = (y - c) @ n
     face_pt = y - 0.5 * face_phi[:, None] * n[None, :]
     face_normal = jnp.where(use_b, -n, n)
-    # the edge axis (as _hull_hull)
-    p1, q1 = wa[s["ea"][ka, 0]], wa[s["ea"][ka, 1]]
-    p2, q2 = wb[s["eb"][kb, 0]], wb[s["eb"][kb, 1]]
-    d1, d2 = q1 - p1, q2 - p2
-    axis = _unit(jnp.cross(d1, d2))
-    centre_a = jnp.mean(jax.lax.stop_gradient(wa)[s["va"]], axis=0)
-    axis = jnp.where(jnp.dot(jax.lax.stop_gradient(axis), jax.lax.stop_gradient(p1) - centre_a) < 0, -axis, axis)
-    edge_phi = jnp.dot(axis, p2 - p1)
-    rr = p1 - p2
-    aa, ee, bb = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d1, d2)
-    cc, ff = jnp.dot(d1, rr), jnp.dot(d2, rr)
-    dn = aa * ee - bb * bb
-    dn = jnp.where(dn > 1e-30, dn, 1.0)
-    s1 = jnp.clip((bb * ff - cc * ee) / dn, 0.0, 1.0)
-    t2 = jnp.clip((bb * s1 + ff) / jnp.where(ee > 0, ee, 1.0), 0.0, 1.0)
-    edge_pt = 0.5 * (p1 + s1 * d1 + p2 + t2 * d2)
+    axis, edge_phi, edge_pt = _edge_contact(wa, wb, s, ka, kb)
     slot0 = jnp.arange(num) == 0
     phi = jnp.where(use_edge, jnp.where(slot0, edge_phi, FAR), face_phi)
     point = jnp.where(use_edge, jnp.broadcast_to(edge_pt, face_pt.shape), face_pt)
     return point, jnp.where(use_edge, axis, face_normal), jnp.where(valid, phi, FAR)
+
+
+def _edge_contact(wa, wb, s, ka, kb):
+    """The edge axis's contact between a's edge ka and b's edge kb (world vertices wa, wb): the unit
+    axis, oriented away from a's centre (a choice, without gradient), the distance along it and the
+    point midway between the edges' closest points."""
+    sg = jax.lax.stop_gradient
+    p1, q1 = wa[s["ea"][ka, 0]], wa[s["ea"][ka, 1]]
+    p2, q2 = wb[s["eb"][kb, 0]], wb[s["eb"][kb, 1]]
+    d1, d2 = q1 - p1, q2 - p2
+    axis = _unit(jnp.cross(d1, d2))
+    centre_a = jnp.mean(sg(wa)[s["va"]], axis=0)
+    axis = jnp.where(jnp.dot(sg(axis), sg(p1) - centre_a) < 0, -axis, axis)
+    edge_phi = jnp.dot(axis, p2 - p1)
+    r = p1 - p2
+    aa, ee, bb = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d1, d2)
+    cc, ff = jnp.dot(d1, r), jnp.dot(d2, r)
+    den = aa * ee - bb * bb
+    den = jnp.where(den > 1e-30, den, 1.0)
+    s1 = jnp.clip((bb * ff - cc * ee) / den, 0.0, 1.0)
+    t2 = jnp.clip((bb * s1 + ff) / jnp.where(ee > 0, ee, 1.0), 0.0, 1.0)
+    return axis, edge_phi, 0.5 * (p1 + s1 * d1 + p2 + t2 * d2)
 
 
 def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, num, margin):
@@ -761,7 +768,6 @@ def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, n
     sg = jax.lax.stop_gradient
     wa = _world(verts_a.astype(dt), pos_a.astype(dt), quat_a.astype(dt))
     wb = _world(verts_b.astype(dt), pos_b.astype(dt), quat_b.astype(dt))
-    wa_s, wb_s = sg(wa), sg(wb)
 
     # --- discrete choices, no gradient ---
     size = jnp.minimum(jnp.max(jnp.linalg.norm(sg(verts_a)[s["va"]].astype(dt), axis=-1)),
@@ -793,21 +799,7 @@ def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, n
     face_normal = jnp.where(use_b, -n, n)
 
     # --- edge axis: closest points of the two edges ---
-    p1, q1 = wa[s["ea"][ka, 0]], wa[s["ea"][ka, 1]]
-    p2, q2 = wb[s["eb"][kb, 0]], wb[s["eb"][kb, 1]]
-    d1, d2 = q1 - p1, q2 - p2
-    axis = _unit(jnp.cross(d1, d2))
-    centre_a = jnp.mean(wa_s[s["va"]], axis=0)
-    axis = jnp.where(jnp.dot(sg(axis), sg(p1) - centre_a) < 0, -axis, axis)
-    edge_phi = jnp.dot(axis, p2 - p1)
-    r = p1 - p2
-    aa, ee, bb = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d1, d2)
-    cc, ff = jnp.dot(d1, r), jnp.dot(d2, r)
-    den = aa * ee - bb * bb
-    den = jnp.where(den > 1e-30, den, 1.0)
-    s1 = jnp.clip((bb * ff - cc * ee) / den, 0.0, 1.0)
-    t2 = jnp.clip((bb * s1 + ff) / jnp.where(ee > 0, ee, 1.0), 0.0, 1.0)
-    edge_pt = 0.5 * (p1 + s1 * d1 + p2 + t2 * d2)
+    axis, edge_phi, edge_pt = _edge_contact(wa, wb, s, ka, kb)
     edge_ok = sg(edge_phi) <= margin
 
     # --- combine ---

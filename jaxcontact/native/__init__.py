@@ -31,6 +31,7 @@ import warnings
 from pathlib import Path
 
 SOURCES = tuple(Path(__file__).with_name(f) for f in ("pgs.cc", "narrow.cc", "adjoint.cc"))
+HEADERS = (Path(__file__).with_name("parallel.h"),)  # included by the sources (part of the cache key)
 TARGETS = {"float32": ("jaxcontact_pgs_f32", "JaxcontactPgsF32"), "float64": ("jaxcontact_pgs_f64", "JaxcontactPgsF64")}
 """The sweeps' FFI targets (registered name, library symbol) per dtype."""
 NARROW_TARGETS = {"float32": ("jaxcontact_narrow_f32", "JaxcontactNarrowF32"),
@@ -66,7 +67,7 @@ def _build() -> Path:
     if cxx is None:
         raise RuntimeError("no C++ compiler found (set CXX, or install g++ or clang++)")
     flags = ["-O3", "-std=c++17", "-shared", "-fPIC", "-w", "-pthread"]
-    key = hashlib.sha256(b"\0".join([*(src.read_bytes() for src in SOURCES), jaxlib.__version__.encode(),
+    key = hashlib.sha256(b"\0".join([*(src.read_bytes() for src in SOURCES + HEADERS), jaxlib.__version__.encode(),
                                      cxx.encode(), " ".join(flags).encode()])).hexdigest()[:16]
     out = cache_dir() / f"kernels-{key}.so"
     if out.exists():

@@ -22,13 +22,12 @@
 // Results: lambda (C, 3), residual () (max |(K A w − ĝ)_S| / max |ĝ_S|; ∞ if not solved), size () int32 (|S|).
 
 #include <algorithm>
-#include <atomic>
 #include <utility>
 #include <cmath>
 #include <cstdint>
-#include <thread>
 #include <vector>
 
+#include "parallel.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -70,8 +69,9 @@ void AdjointOne(int64_t C, int64_t N1, const T* rows, const int32_t* index, cons
       if (b != ground) on_body[b].push_back({q, side});
     }
   }
-  // A's row r (any row) against the pass-through columns, added (times f) into out (n)
-  auto add_row = [&](int64_t r, double f, double* out) {
+  // visit(q, A_rq) for every pass-through column q that A's row r (any row) meets through a shared
+  // body (J M⁻¹ Jᵀ only: the added diagonal is the caller's)
+  auto for_each_column = [&](int64_t r, auto&& visit) {
     const int64_t c = r / 3;
     const int i = static_cast<int>(r % 3);
     for (int side = 0; side < 2; ++side) {
@@ -84,9 +84,13 @@ void AdjointOne(int64_t C, int64_t N1, const T* rows, const int32_t* index, cons
         const T* ww = &wj[((c2 * 2 + s2) * 3 + j) * 6];
         double x = 0;
         for (int k = 0; k < 6; ++k) x += double(rr[k]) * double(ww[k]);
-        out[q] += f * x;
+        visit(q, x);
       }
     }
+  };
+  // A's row r against the pass-through columns, added (times f) into out (n)
+  auto add_row = [&](int64_t r, double f, double* out) {
+    for_each_column(r, [&](int64_t q, double x) { out[q] += f * x; });
     if (pos[r] >= 0) out[pos[r]] += f * double(extra[r]);
   };
   // H = (K A)[S, S], ĝ = (K g)[S]
@@ -149,7 +153,6 @@ void AdjointOne(int64_t C, int64_t N1, const T* rows, const int32_t* index, cons
   }
   *residual_out = T(res / std::max(gmax, 1e-300));
   // λ: D w on the pass-through rows; g − A w elsewhere (a normal's sliding rows first: their ±coupling λ)
-  std::vector<double> aw(3);
   for (int64_t c = 0; c < C; ++c) {
     double lam[3];
     for (int i = 2; i >= 0; --i) {
@@ -158,20 +161,8 @@ void AdjointOne(int64_t C, int64_t N1, const T* rows, const int32_t* index, cons
         lam[i] = double(dr[r]) * w[pos[r]];
         continue;
       }
-      double a = 0;  // (A w)_r
-      for (int side = 0; side < 2; ++side) {
-        const int64_t b = index[c * 2 + side];
-        if (b == ground) continue;
-        const T* rr = &rows[((c * 2 + side) * 3 + i) * 6];
-        for (auto [q, s2] : on_body[b]) {
-          const int64_t c2 = srow[q] / 3;
-          const int j = static_cast<int>(srow[q] % 3);
-          const T* ww = &wj[((c2 * 2 + s2) * 3 + j) * 6];
-          double x = 0;
-          for (int k = 0; k < 6; ++k) x += double(rr[k]) * double(ww[k]);
-          a += x * w[q];
-        }
-      }
+      double a = 0;  // (A w)_r: w is zero off the pass-through rows, so r's added diagonal adds nothing
+      for_each_column(r, [&](int64_t q, double x) { a += x * w[q]; });
       lam[i] = double(g[r]) - a;
       if (i == 0)
         for (int t = 1; t < 3; ++t) lam[0] += kc[c * 3 + t] * lam[t];
@@ -202,20 +193,7 @@ ffi::Error Adjoint(ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> index, ffi::Buffe
                     coupling.typed_data() + b * C * 3, g.typed_data() + b * C * 3, max_rows,
                     lambda->typed_data() + b * C * 3, residual->typed_data() + b, size->typed_data() + b);
   };
-  int64_t nt = threads > 0 ? threads : static_cast<int64_t>(std::thread::hardware_concurrency());
-  nt = std::max<int64_t>(1, std::min<int64_t>(nt, B));
-  if (nt == 1) {
-    work(0, B);
-  } else {
-    std::vector<std::thread> pool;
-    std::atomic<int64_t> next{0};
-    const int64_t block = std::max<int64_t>(1, B / (nt * 8));
-    for (int64_t t = 0; t < nt; ++t)
-      pool.emplace_back([&] {
-        for (int64_t lo; (lo = next.fetch_add(block)) < B;) work(lo, std::min(B, lo + block));
-      });
-    for (auto& th : pool) th.join();
-  }
+  jaxcontact::ForBatch(B, threads, 1, work);
   return ffi::Error::Success();
 }
 

@@ -14,13 +14,12 @@
 // their derivatives).
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <thread>
 #include <vector>
 
+#include "parallel.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -518,20 +517,7 @@ ffi::Error Narrow(ffi::Buffer<DT> va, ffi::Buffer<DT> pos_a, ffi::Buffer<DT> qua
               phi->typed_data() + b * num, valid->typed_data() + b * num, kind->typed_data() + b,
               choice->typed_data() + b * (6 + num));
   };
-  int64_t nt = threads > 0 ? threads : static_cast<int64_t>(std::thread::hardware_concurrency());
-  nt = std::max<int64_t>(1, std::min<int64_t>(nt, B / 64));  // a thread is worth it from about 64 pairs
-  if (nt == 1) {
-    work(0, B);
-  } else {
-    std::vector<std::thread> pool;
-    std::atomic<int64_t> next{0};
-    const int64_t block = std::max<int64_t>(1, B / (nt * 8));
-    for (int64_t i = 0; i < nt; ++i)
-      pool.emplace_back([&] {
-        for (int64_t lo; (lo = next.fetch_add(block)) < B;) work(lo, std::min(B, lo + block));
-      });
-    for (auto& th : pool) th.join();
-  }
+  jaxcontact::ForBatch(B, threads, 64, work);  // a thread is worth it from about 64 pairs
   return ffi::Error::Success();
 }
 

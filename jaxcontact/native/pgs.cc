@@ -13,13 +13,12 @@
 // Results: z (C, 3), change () (the last sweep's largest |A_ii Δz_i|), sweeps () int32.
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <thread>
 #include <vector>
 
+#include "parallel.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -124,21 +123,7 @@ ffi::Error Pgs(ffi::Buffer<DT> z0, ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> i
                   valid.typed_data() + b * C, tol.typed_data()[b], max_iter, fixed != 0,
                   z->typed_data() + b * C * 3, change->typed_data() + b, sweeps->typed_data() + b);
   };
-  int64_t nt = threads > 0 ? threads : static_cast<int64_t>(std::thread::hardware_concurrency());
-  nt = std::max<int64_t>(1, std::min<int64_t>(nt, B));
-  if (nt == 1) {
-    work(0, B);
-  } else {
-    // worlds dealt out in small blocks, taken in turn: a slow world (a landing) does not hold a thread's share
-    std::vector<std::thread> pool;
-    std::atomic<int64_t> next{0};
-    const int64_t block = std::max<int64_t>(1, B / (nt * 8));
-    for (int64_t t = 0; t < nt; ++t)
-      pool.emplace_back([&] {
-        for (int64_t lo; (lo = next.fetch_add(block)) < B;) work(lo, std::min(B, lo + block));
-      });
-    for (auto& th : pool) th.join();
-  }
+  jaxcontact::ForBatch(B, threads, 1, work);
   return ffi::Error::Success();
 }
 
