@@ -108,9 +108,12 @@ def test_random_problems_have_sliding_sticking_and_separating_rows():
     assert np.all(counts > 0), counts
 
 
+@pytest.mark.slow
 def test_heap_rollout_gradient_with_the_adjoint_kernel_is_the_references():
     """Three landing 16-box heaps, 40 steps, float64: d(mean final height)/d(μ, initial
-    velocities) through the kernel's adjoint equals GMRES's (the sequential sweeps' path)."""
+    velocities) through the kernel's adjoint equals GMRES's (the sequential sweeps' path). Slow
+    tier (about 45 s: two gradient programs of a 16-box world); the default tier checks the kernel
+    directly and on random problems."""
     keys = [jax.random.PRNGKey(i) for i in range(3)]
     scene, params, _ = scenes.heap(16, keys[0])
     states = jax.vmap(lambda k: scenes.heap(16, k)[2])(jnp.stack(keys))

@@ -20,6 +20,7 @@ threads (default: every core)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -59,6 +60,35 @@ def _compiler() -> str | None:
     return None
 
 
+def _run(cmds: list[list[str]]) -> None:
+    """Run the commands at once (one compiler per source); the first failure raised with its stderr."""
+    procs = [(cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) for cmd in cmds]
+    failed = None
+    for cmd, proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0 and failed is None:
+            failed = f"{' '.join(cmd)} failed: {err.strip()[-600:]}"
+    if failed:
+        raise RuntimeError(failed)
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """One builder at a time per library (the others wait, then load its result): a file lock where
+    the platform has ``fcntl``; elsewhere builders may overlap, each renaming its own result."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _build() -> Path:
     import jax.ffi
     import jaxlib
@@ -66,20 +96,24 @@ def _build() -> Path:
     cxx = _compiler()
     if cxx is None:
         raise RuntimeError("no C++ compiler found (set CXX, or install g++ or clang++)")
-    flags = ["-O3", "-std=c++17", "-shared", "-fPIC", "-w", "-pthread"]
+    flags = ["-O3", "-std=c++17", "-fPIC", "-w", "-pthread"]
     key = hashlib.sha256(b"\0".join([*(src.read_bytes() for src in SOURCES + HEADERS), jaxlib.__version__.encode(),
                                      cxx.encode(), " ".join(flags).encode()])).hexdigest()[:16]
     out = cache_dir() / f"kernels-{key}.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:  # several processes may build at once: rename is atomic
-        lib = Path(tmp) / out.name
-        cmd = [cxx, *flags, f"-I{jax.ffi.include_dir()}", *map(str, SOURCES), "-o", str(lib)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed: {r.stderr.strip()[-600:]}")
-        os.replace(lib, out)
+    # processes that start together (test workers) wait for one build instead of each compiling
+    with _exclusive(out.parent / f"{out.name}.lock"):
+        if out.exists():
+            return out
+        with tempfile.TemporaryDirectory(dir=out.parent) as tmp:  # the rename into the cache is atomic
+            objs = [Path(tmp) / f"{src.stem}.o" for src in SOURCES]
+            _run([[cxx, *flags, f"-I{jax.ffi.include_dir()}", "-c", str(src), "-o", str(obj)]
+                  for src, obj in zip(SOURCES, objs)])
+            lib = Path(tmp) / out.name
+            _run([[cxx, *flags, "-shared", *map(str, objs), "-o", str(lib)]])
+            os.replace(lib, out)
     return out
 
 
