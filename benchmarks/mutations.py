@@ -68,26 +68,26 @@ class Mutation:
 
 MUTATIONS = (
     # integration
-    Mutation("explicit-euler-position", "integration", "jaxcontact/dynamics.py",
+    Mutation("explicit-euler-position", "integration", "jaxcontact/stages.py",
              "pos=state.pos + h * vel,", "pos=state.pos + h * state.vel,",
              (f"{PHYS}::test_free_fall_is_exact",)),
-    Mutation("quaternion-world-frame", "integration", "jaxcontact/dynamics.py",
+    Mutation("quaternion-world-frame", "integration", "jaxcontact/stages.py",
              "quat_mul(state.quat, quat_exp(h * omega))", "quat_mul(quat_exp(h * omega), state.quat)",
              (f"{INV}::test_box_tumbling_near_its_intermediate_axis_keeps_world_angular_momentum_and_energy",)),
-    Mutation("force-times-mass", "integration", "jaxcontact/dynamics.py",
+    Mutation("force-times-mass", "integration", "jaxcontact/stages.py",
              "v = state.vel + h * (g + f[:3] / body.mass)", "v = state.vel + h * (g + f[:3] * body.mass)",
              (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
-    Mutation("torque-without-inertia", "integration", "jaxcontact/dynamics.py",
+    Mutation("torque-without-inertia", "integration", "jaxcontact/stages.py",
              "w0 = state.omega + h * solve3(I, f[3:])", "w0 = state.omega + h * f[3:]",
              (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
     # gyroscopic term
-    Mutation("gyro-sign", "gyroscopic", "jaxcontact/dynamics.py",
+    Mutation("gyro-sign", "gyroscopic", "jaxcontact/stages.py",
              "res = h * jnp.cross(w0, Iw)", "res = -h * jnp.cross(w0, Iw)",
              (f"{INV}::test_box_tumbling_near_its_intermediate_axis_keeps_world_angular_momentum_and_energy",)),
-    Mutation("gyro-order", "gyroscopic", "jaxcontact/dynamics.py",
+    Mutation("gyro-order", "gyroscopic", "jaxcontact/stages.py",
              "res = h * jnp.cross(w0, Iw)", "res = h * jnp.cross(Iw, w0)",
              (f"{INV}::test_dzhanibekov_flip_matches_eulers_equations",)),
-    Mutation("gyro-jacobian", "gyroscopic", "jaxcontact/dynamics.py",
+    Mutation("gyro-jacobian", "gyroscopic", "jaxcontact/stages.py",
              "jac = I + h * (skew(w0) @ I - skew(Iw))", "jac = I + h * (skew(w0) @ I + skew(Iw))",
              (f"{INV}::test_box_tumbling_near_its_intermediate_axis_keeps_world_angular_momentum_and_energy",
               f"{INV}::test_dzhanibekov_flip_matches_eulers_equations")),
@@ -160,10 +160,10 @@ MUTATIONS = (
              "restart=min(KRYLOV_RESTART, n), maxiter=restarts,", "restart=2, maxiter=1,",
              (f"{GRAD}::test_matrix_free_adjoint_solve_matches_the_dense_one_without_forming_a_matrix",)),
     # the planar path
-    Mutation("planar-torque-times-inertia", "planar", "jaxcontact/dynamics.py",
+    Mutation("planar-torque-times-inertia", "planar", "jaxcontact/stages.py",
              "w = state.omega + h * f[2] / body.inertia", "w = state.omega + h * f[2] * body.inertia",
              (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
-    Mutation("planar-angle-explicit", "planar", "jaxcontact/dynamics.py",
+    Mutation("planar-angle-explicit", "planar", "jaxcontact/stages.py",
              "angle=state.angle + h * v_new[2],", "angle=state.angle + h * state.omega,",
              (f"{INV}::test_force_and_torque_controls_give_constant_accelerations",)),
     Mutation("planar-jacobian-sign", "planar", "jaxcontact/geometry.py",
@@ -171,7 +171,7 @@ MUTATIONS = (
              (f"{PHYS}::test_inelastic_throws_never_gain_energy_and_barely_penetrate[box2d]",
               f"{PHYS}::test_resting_body_stays_at_rest[box2d]")),
     # energy, the yardstick of the energy tests
-    Mutation("energy-rotational-term", "energy", "jaxcontact/dynamics.py",
+    Mutation("energy-rotational-term", "energy", "jaxcontact/stages.py",
              "0.5 * state.omega @ body.inertia @ state.omega", "0.5 * state.omega @ state.omega",
              (f"{INV}::test_energy_by_hand",)),
     # worlds: the narrow phase (a feature pair's normal and depth, the speculative margin). On a CPU
@@ -224,7 +224,7 @@ MUTATIONS = (
              "capacity = capacity | (neg[K] >= 0)", "capacity = capacity | (neg[K - 1] >= 0)",
              (f"{WPHYS}::test_broad_phase_keeps_the_closest_pair_and_flags_only_a_second_one_within_reach",)),
     # worlds: the pair friction rule
-    Mutation("pair-friction-arithmetic-mean", "worlds", "jaxcontact/worlds/materials.py",
+    Mutation("pair-friction-arithmetic-mean", "worlds", "jaxcontact/laws/coulomb.py",
              "return jnp.where(pos, jnp.sqrt(jnp.where(pos, prod, 1.0)), 0.0)", "return 0.5 * (mu_a + mu_b)",
              (f"{WMAT}::test_mix_rule_and_default_path",)),
     Mutation("pair-friction-own-mu-twice", "worlds", "jaxcontact/worlds/materials.py",
@@ -288,7 +288,7 @@ MUTATIONS = (
              (f"{WPHYS}::test_joint_drift_decays_by_one_minus_beta_per_step",)),
     # checks and warnings (issue 50): the solver-accuracy criterion, the inertia's triangle
     # inequality, the traced centre-of-mass bound, the pair-overlap warning
-    Mutation("solver-accuracy-ignored", "checks", "jaxcontact/dynamics.py",
+    Mutation("solver-accuracy-ignored", "checks", "jaxcontact/stages.py",
              "failed = failed | ((info.iterations >= s.max_iter) & (info.residual > max(s.tol, SOLVER_ACCURACY)))",
              "failed = failed | ((info.iterations >= s.max_iter) & (info.residual > s.tol))",
              ("tests/test_warnings.py::test_capped_solve_below_the_accuracy_is_not_flagged",)),

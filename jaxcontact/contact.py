@@ -206,6 +206,34 @@ def solve_bodies(problem: BodyProblem, mu, settings: LCPSettings = LCPSettings()
                            iterations=sol.iterations)
 
 
+def soften(problem: ContactProblem, soft) -> ContactProblem:
+    """The dense problem with ``soft`` ((C,) per contact) added to A's diagonal, relative to it
+    (what ``solve_bodies`` does row by row): constraint-force mixing (``worlds.pipeline.soft_rows``)."""
+    row_soft = jnp.repeat(soft, problem.rows_per_contact).astype(problem.A.dtype)
+    return problem.replace(A=problem.A + jnp.diag(row_soft * jnp.diagonal(problem.A)))
+
+
+DENSE_ROWS = 64
+"""A world's contact problems of at most this many rows (C·d) are solved densely (``solve``: A
+formed, the sweep unrolled, its own batching rule); larger ones in velocity form
+(``solve_bodies``: A never formed, each sweep over the valid contacts only). Both give the same
+impulses up to round-off (tests/test_worlds.py). The dense form also serves the ``"relaxed"``
+gradient mode, which the velocity form does not implement, and a jointed world's full mobility."""
+
+
+def solve_world(problem: BodyProblem, mu, settings: LCPSettings, target, z0=None, soft=None,
+                gradient: RelaxedGradient | None = None, group: int | None = None) -> ContactSolution:
+    """A world's contact solution: ``solve(dense(problem), ...)`` up to ``DENSE_ROWS`` rows, with the
+    relaxed gradient or with a jointed world's full mobility; ``solve_bodies`` above."""
+    if problem.num_contacts * problem.rows_per_contact <= DENSE_ROWS or gradient is not None \
+            or problem.mobility.ndim == 2:
+        prob = dense(problem)
+        if soft is not None:
+            prob = soften(prob, soft)
+        return solve(prob, mu, settings, target, z0=z0, gradient=gradient)
+    return solve_bodies(problem, mu, settings, target, z0=z0, soft=soft, group=group)
+
+
 def rigid_body(model, params, state, v_free, friction: bool = True):
     """(problem, candidates) for ``params.body``'s ``model.num_contacts`` closest vertices against
     ``params.ground``; ``friction=False`` keeps only the normal rows."""
@@ -330,6 +358,9 @@ __all__ = [
     "info",
     "rigid_body",
     "rigid_body_info",
+    "DENSE_ROWS",
+    "soften",
     "solve",
     "solve_relaxed",
+    "solve_world",
 ]

@@ -45,22 +45,20 @@ def _per_body(x):
         first = np.where(any_, raised.argmax(1), -1)
         first_inv = inv[np.arange(len(inv)), np.argmax(inv != 0, axis=1)]  # rules at the first invalid step
         return np.bitwise_or.reduce(f, axis=1), first, first_inv
-    raise TypeError(f"expected a ContactInfo, a worlds.WorldInfo, a chains.ChainInfo or a Summary, got {type(x).__name__}")
-
-
-_SYSTEMS = {"WorldInfo": "worlds", "ChainInfo": "chains"}
+    raise TypeError(f"expected a ContactInfo, a worlds.WorldInfo (a world's or a chain's) or a Summary, got "
+                    f"{type(x).__name__}")
 
 
 def _is_system_info(x) -> bool:
-    """A ``worlds.WorldInfo`` or ``chains.ChainInfo`` (flags per step, one row per world or chain;
-    not imported: they depend on this package's core, not the other way)."""
-    return type(x).__name__ in _SYSTEMS and hasattr(x, "flags") and hasattr(x, "invalid")
+    """A ``worlds.WorldInfo`` (flags per step, one row per world or chain; not imported: the step
+    depends on this package's core, not the other way)."""
+    return type(x).__name__ == "WorldInfo" and hasattr(x, "flags") and hasattr(x, "invalid")
 
 
 def _unit(x) -> str:
-    if isinstance(x, Summary):
+    if isinstance(x, Summary) or _is_system_info(x):
         return x.unit
-    return _SYSTEMS.get(type(x).__name__, "bodies") if _is_system_info(x) else "bodies"
+    return "bodies"
 
 
 _SINGULAR = {"bodies": "body", "worlds": "world", "chains": "chain"}
@@ -70,7 +68,7 @@ def _bodies_per(x) -> int:
     """Bodies per world (0: not a world, or not recorded)."""
     if isinstance(x, Summary):
         return int(x.bodies) if x.unit == "worlds" else 0
-    if type(x).__name__ == "WorldInfo":
+    if _is_system_info(x) and x.unit == "worlds":
         return int(np.shape(x.impulse)[np.ndim(x.flags)]) if np.ndim(x.impulse) > np.ndim(x.flags) else 0
     return 0
 

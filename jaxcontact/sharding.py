@@ -19,7 +19,9 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from .dynamics import CPU_CHUNK, batch_rollout, pad_batch, warn_penetration
+from .eager import warn_penetration
+from .stages import pad_batch
+from .worlds import pipeline
 from .validation import check_steps, is_concrete, validate_inputs
 
 BATCH_AXIS = "batch"
@@ -63,19 +65,25 @@ def sharded_batch_rollout(
         params = shard_batch(pad_batch(params, n_pad), mesh)
     else:
         params = jax.device_put(params, NamedSharding(mesh, P()))
-    chunk = CPU_CHUNK if mesh.devices.reshape(-1)[0].platform == "cpu" else None
-    run = _per_device_rollout(model, n_steps, params_batched, output, with_info, chunk, mesh)
-    out = run(params, states)
+    chunk = pipeline.CPU_CHUNK if mesh.devices.reshape(-1)[0].platform == "cpu" else None
+    run = per_device_rollout(model, pipeline.body_scene(params), n_steps, params_batched, output, with_info, chunk,
+                             pipeline.AsBody(output, with_info, False), False, mesh)
+    out = run(params, states, None)
     return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
 
 
 @functools.lru_cache(maxsize=64)
-def _per_device_rollout(model, n_steps, params_batched, output, with_info, chunk, mesh):
-    """A jitted ``shard_map`` of ``batch_rollout`` over ``mesh``'s batch axis (cached per setting)."""
+def per_device_rollout(model, scene, n_steps, params_batched, output, with_info, chunk, lift, with_controls, mesh):
+    """The sharded program of bodies and worlds alike: a jitted ``shard_map`` over ``mesh``'s batch
+    axis of ``worlds.pipeline.batch_jit`` (each device its own batch, its own solver loops; its own
+    chunks of ``chunk`` systems), cached per setting; called as ``(params, states, controls)``."""
 
-    def local(params, states):
-        return batch_rollout(model, params, states, n_steps, params_batched=params_batched, output=output,
-                             with_info=with_info, chunk_size=chunk, validate=False)
+    def local(params, states, controls):  # traced: no validation again
+        return pipeline.batch_jit(model, scene, params, states, controls, n_steps, params_batched, output, with_info,
+                                  chunk, False, lift is pipeline.as_is, lift)  # a world's materials, not a body's
 
-    specs = (P(BATCH_AXIS) if params_batched else P(), P(BATCH_AXIS))
+    specs = (P(BATCH_AXIS) if params_batched else P(), P(BATCH_AXIS), P(BATCH_AXIS) if with_controls else P())
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False))
+
+
+__all__ = ["BATCH_AXIS", "batch_mesh", "per_device_rollout", "shard_batch", "sharded_batch_rollout"]

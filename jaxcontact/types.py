@@ -267,6 +267,12 @@ def _unhashable_setting(obj, name: str):
     return None
 
 
+# The members of a contact law the step reads (``laws.base.ContactLaw``; ``laws.base.LawDefaults``
+# declares every optional one with its default).
+LAW_MEMBERS = ("body_geometry", "solver", "warm_start", "coupling_refusal", "init_warm", "solve_warm", "solve_coupled",
+               "with_friction")
+
+
 @dataclasses.dataclass(frozen=True)
 class Model:
     """Static simulation configuration (hashable; a ``jit`` static argument).
@@ -316,6 +322,11 @@ class Model:
             raise ValueError(f"Model.max_correction_speed must be a finite positive speed (m/s) or None, got {v!r}")
         if not callable(self.law):
             raise ValueError(f"Model.law must be a contact law (callable), got {type(self.law).__name__}")
+        missing = [m for m in LAW_MEMBERS if not hasattr(self.law, m)]
+        if missing:
+            raise ValueError(f"Model.law: {type(self.law).__name__} lacks the contact-law protocol's members "
+                             f"{', '.join(missing)}; subclass jaxcontact.laws.LawDefaults, which declares them with "
+                             "their defaults (jaxcontact/laws/base.py)")
         try:
             hash(self.law)  # a law must be hashable to be a static argument
         except TypeError:

@@ -41,7 +41,7 @@ def test_pendulum_chain_without_contact_conserves_energy_and_joints():
     traj, info = C.rollout(MODEL, params, s0, N)
     E = _series(lambda s: C.energy(MODEL, params, s), traj)
     sep = _series(lambda s: C.joint_separation(params, s), traj)
-    assert np.all(np.asarray(info.contact_impulse) == 0)
+    assert np.all(np.asarray(info.impulse) == 0)
     # semi-implicit Euler + velocity-level joints: energy drifts by well under 1 % in 0.6 s
     assert np.max(np.abs(E - E[0])) / abs(E[0]) < 0.01, (E.min(), E.max(), E[0])
     assert sep.max() < 1e-3  # m (0.5 % of a link); Baumgarte keeps the anchors together
@@ -69,7 +69,7 @@ def test_single_link_small_oscillation_period():
 def test_swinging_chain_lands_without_penetration_and_joints_hold(swing):
     params, _, traj, info = swing
     low = _series(lambda s: C.lowest_point(params, s), traj)  # (N+1, n)
-    imp = np.linalg.norm(np.asarray(info.contact_impulse[:, :, :3]), axis=-1)
+    imp = np.linalg.norm(np.asarray(info.impulse[:, :, :3]), axis=-1)
     first = int(np.argmax(imp[:, 2] > 0))
     assert 100 < first < 200, first  # the distal link reaches the ground ...
     assert np.all(imp[:, :2] == 0)  # ... and only the distal link (the split's assumption)
@@ -90,8 +90,8 @@ def test_algorithm2_with_exact_contact_reproduces_ground_truth(swing):
     assert np.abs(ang - ang_gt).max() < 0.01  # rad, through the impact
     assert np.linalg.norm(np.asarray(traj.pos[:, 2] - gt.pos[:, 2]), axis=-1).max() < 2e-3  # m
     # the first contact impulse matches the monolithic LCP's
-    k = int(np.argmax(np.linalg.norm(np.asarray(gi.contact_impulse[:, 2, :3]), axis=-1) > 0))
-    p_gt = np.asarray(gi.contact_impulse[k, 2, :3])
+    k = int(np.argmax(np.linalg.norm(np.asarray(gi.impulse[:, 2, :3]), axis=-1) > 0))
+    p_gt = np.asarray(gi.impulse[k, 2, :3])
     p = np.asarray(info.contact_impulse[k, :3])
     assert np.linalg.norm(p - p_gt) < 0.02 * np.linalg.norm(p_gt), (p, p_gt)
     # before any contact the split is exact: the joint force is found in ≤ 2 evaluations
@@ -114,7 +114,7 @@ def test_powell_hybrid_solves_a_nonlinear_system_and_reports_failure():
 def test_gradient_through_the_root_matches_finite_differences(swing):
     """d(distal pose after an Algorithm-2 step)/d(initial joint rate, friction) in sliding contact."""
     params, _, gt, gi = swing
-    imp = np.linalg.norm(np.asarray(gi.contact_impulse[:, 2, :3]), axis=-1)
+    imp = np.linalg.norm(np.asarray(gi.impulse[:, 2, :3]), axis=-1)
     k = int(np.argmax(imp > 0)) + 8  # a few steps into the contact
     s0 = jax.tree_util.tree_map(lambda x: x[k], gt)
     model = dataclasses.replace(MODEL, law=CoulombLCP(LCPSettings(tol=1e-11, max_iter=2000)))
@@ -201,7 +201,7 @@ def test_chain_flags_and_summary_match_rollouts():
     res = np.asarray(info.residual)
     capped = (np.asarray(info.iterations) >= 1) & (res > max(cm.solver.tol, jc.dynamics.SOLVER_ACCURACY))
     np.testing.assert_array_equal((flags & int(jc.Flags.SOLVER)) != 0, capped | (res > jc.dynamics.SOLVER_RESIDUAL_LIMIT))
-    assert capped.any() and float(np.abs(np.asarray(info.contact_impulse)).max()) > 0
+    assert capped.any() and float(np.abs(np.asarray(info.impulse)).max()) > 0
     assert int(summary.flags) == int(np.bitwise_or.reduce(flags)) == int(jc.Flags.SOLVER)
     first = [int(np.argmax(flags & int(f))) if np.any(flags & int(f)) else -1 for f in jc.Flags]
     np.testing.assert_array_equal(np.asarray(summary.first_step), first)
@@ -285,7 +285,7 @@ def test_float32_chain_step_where_the_jointed_contact_problem_is_degenerate(case
     # the last link touches the ground (φ ~ 1e-8 m); the step's impulses stay at the scale of a
     # 0.185 kg link moving at ~1 m/s, and the chain gains no energy beyond what closing the joints'
     # 11 µm drift may add (the links' weight over that: 0.555 kg · g · 11 µm = 6e-5 J)
-    assert float(jnp.max(jnp.abs(info.contact_impulse))) < 0.1
+    assert float(jnp.max(jnp.abs(info.impulse))) < 0.1
     assert float(jnp.max(jnp.abs(info.joint_impulse))) < 0.1
     assert float(C.energy(MODEL, params, new)) <= float(C.energy(MODEL, params, s)) + 1e-4
 

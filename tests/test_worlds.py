@@ -223,7 +223,7 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     Minv = jax.vmap(lambda b, x: jc.geometry.mass_matrix_inverse(b, x))(params.body, s)
     v1 = jax.vmap(lambda x: x.generalized_velocity())(s)
     bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, MODEL.dt)
-    assert bp.num_contacts * 3 > worlds.pipeline.DENSE_ROWS and 0 < int(jnp.sum(con.valid)) < bp.num_contacts
+    assert bp.num_contacts * 3 > jc.contact.DENSE_ROWS and 0 < int(jnp.sum(con.valid)) < bp.num_contacts
     soft = worlds.pipeline.soft_rows(scene.softness, jnp.zeros(bp.num_contacts, bool))
     settings = MODEL.law.solver
     w = jax.random.normal(jax.random.PRNGKey(0), (bp.num_contacts, 3))
@@ -234,7 +234,7 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
         if velocity_form:
             sol = jc.contact.solve_bodies(p, mus, settings, soft=soft)
         else:
-            sol = jc.contact.solve(worlds.pipeline.soften(jc.contact.dense(p), soft), mus, settings)
+            sol = jc.contact.solve(jc.contact.soften(jc.contact.dense(p), soft), mus, settings)
         return jnp.sum(w * sol.z), sol
 
     fns = {f: jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True), static_argnums=3) for f in (False, True)}

@@ -27,7 +27,7 @@ def test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go():
     gap is within reach) but may only push, so it flies freely, v_z = 1 − g T h."""
     T, mu, v0 = 25, 0.5, 0.5
     scene, params, s = scenes.cradle(4, gap=0.05, speed=0.0, restitution=0.0)
-    assert (4 * scene.ground_contacts + scene.num_pairs * scene.pair_contacts) * 3 > worlds.pipeline.DENSE_ROWS
+    assert (4 * scene.ground_contacts + scene.num_pairs * scene.pair_contacts) * 3 > jc.contact.DENSE_ROWS
     params = params.replace(law=jc.CoulombLCP.init_params(mu=mu, restitution=0.0))
     s = s.replace(vel=jnp.array([[v0, 0.0, 0.0]] * 3 + [[0.0, 0.0, 1.0]]))
     traj, info = worlds.rollout(MODEL, scene, params, s, T)

@@ -6,7 +6,7 @@ worlds' one multi-body step (``step``, ``rollout``).
 dacm's Algorithm 2 on these chains lives in ``jaxcontact.dacm.chain``.
 """
 
-from .dynamics import ChainInfo, as_world, batch_rollout, rollout, step, step_with_info
+from .dynamics import as_world, batch_rollout, rollout, step, step_with_info
 from .model import (
     ChainModel,
     ChainParams,
@@ -21,7 +21,7 @@ from .model import (
 )
 
 __all__ = [
-    "ChainInfo", "ChainModel", "ChainParams", "as_world", "batch_rollout", "energy", "horizontal_state",
+    "ChainModel", "ChainParams", "as_world", "batch_rollout", "energy", "horizontal_state",
     "joint_angles", "joint_separation", "lowest_point", "make_chain", "planar_state", "rollout",
     "step", "step_with_info", "validate_chain",
 ]

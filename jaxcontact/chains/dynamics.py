@@ -22,7 +22,7 @@ A chain has no restitution (ε of ``ChainParams.law`` is not applied: the world'
 infinite restitution threshold), no penetration projection and no softness (``Scene.softness``
 0), and its contact LCP starts cold every step.
 
-Every step reports ``Flags`` like a single body's (``ChainInfo.flags``/``.invalid``): the input
+Every step reports ``Flags`` like a single body's (``worlds.WorldInfo.flags``/``.invalid``): the input
 breaking a ``validation`` rule on any link (INVALID_INPUT), a non-finite state or impulse
 (NONFINITE), the contact LCP not converged (SOLVER; ``dynamics.solver_failed``).
 ``rollout(..., output="final")`` returns ``(final, Summary)`` as ``jaxcontact.rollout`` does, for
@@ -39,33 +39,15 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
-from ..dynamics import accumulate, empty_summary, full_precision, warn_failed_solves, warn_nonfinite
+from ..eager import warn_failed_solves, warn_nonfinite
+from ..stages import full_precision
 from ..types import State
 from ..validation import check_steps, is_concrete
 from ..worlds import pipeline as world
 from ..worlds.joints import JointedParams
 from ..worlds.scene import Scene
 from .model import ChainModel, ChainParams, validate_chain, world_joints
-
-
-@struct.dataclass
-class ChainInfo:
-    """Per step: contact impulse of every link (n, 6) (generalised, world force / body torque),
-    joint impulses (5n,), deepest penetration per link (n,), contact LCP residual / iterations,
-    largest joint anchor separation before the step (m). flags: () int32 ``Flags`` bit set of the
-    step; invalid: () int32 bit set of the ``validation.RULES`` broken by the step's input (on
-    any link), as ``ContactInfo``'s."""
-
-    contact_impulse: jnp.ndarray
-    joint_impulse: jnp.ndarray
-    phi_min: jnp.ndarray
-    residual: jnp.ndarray
-    iterations: jnp.ndarray
-    joint_error: jnp.ndarray
-    flags: jnp.ndarray = 0
-    invalid: jnp.ndarray = 0
 
 
 def as_world(model: ChainModel, params: ChainParams):
@@ -86,19 +68,17 @@ def as_world(model: ChainModel, params: ChainParams):
 @full_precision
 def _step(model: ChainModel, params: ChainParams, state: State):
     wmodel, scene, wparams = as_world(model, params)
-    new, w = world.step_with_info(wmodel, scene, wparams, state)
-    info = ChainInfo(
-        contact_impulse=w.impulse, joint_impulse=w.joint_impulse, phi_min=jnp.min(w.phi_ground, axis=1),
-        residual=w.residual, iterations=w.iterations, joint_error=w.joint_error, flags=w.flags, invalid=w.invalid,
-    )
-    return new, info
+    new, info = world.step_with_info(wmodel, scene, wparams, state)
+    return new, info.replace(unit="chains")
 
 
 _step_jit = jax.jit(_step, static_argnames=("model",))
 
 
 def step_with_info(model: ChainModel, params: ChainParams, state: State):
-    """One ground-truth step of a chain: ``(state⁺, ChainInfo)``. Validates concrete inputs."""
+    """One ground-truth step of a chain: ``(state⁺, worlds.WorldInfo)`` (its ``impulse`` (n, 6) the
+    links' contact impulses, ``joint_impulse``, ``phi_ground`` (n, C), ``joint_error``). Validates
+    concrete inputs."""
     if is_concrete((params, state)):
         validate_chain(params, state)
         return _step_jit(model, params, state)
@@ -110,23 +90,12 @@ def step(model: ChainModel, params: ChainParams, state: State) -> State:
 
 
 @partial(jax.jit, static_argnames=("model", "n_steps", "output"))
+@full_precision
 def _rollout(model, params, state, n_steps, output="trajectory"):
-    if output == "final":
-        def g(carry, k):
-            s, summary = carry
-            s1, info = _step(model, params, s)
-            return (s1, accumulate(summary, info, k)), None
-
-        (final, summary), _ = jax.lax.scan(g, (state, empty_summary()), jnp.arange(n_steps, dtype=jnp.int32))
-        return final, summary.replace(unit="chains")
-
-    def f(s, _):
-        s1, info = _step(model, params, s)
-        return s1, (s1, info)
-
-    _, (traj, infos) = jax.lax.scan(f, state, None, length=n_steps)
-    traj = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b], 0), state, traj)
-    return traj, infos
+    """The world rollout of the chain's world (``worlds.pipeline.run``)."""
+    wmodel, scene, wparams = as_world(model, params)
+    out = world.run(wmodel, scene, wparams, state, None, n_steps, output)
+    return world.world_out(out, output, scene, unit="chains")
 
 
 def _check_output(output: str) -> None:

@@ -30,7 +30,7 @@ from flax import struct
 
 from .. import geometry, shapes
 from ..contact import block_diag
-from ..dynamics import free_velocity
+from ..stages import free_velocity
 from ..laws.coulomb import CoulombLCP, CoulombParams
 from ..rotations import quat_to_mat
 from ..solvers import LCPSettings

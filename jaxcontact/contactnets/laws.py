@@ -17,13 +17,14 @@ from flax import struct
 
 from .. import contact, geometry
 from ..rotations import quat_to_mat
+from ..laws.base import LawDefaults
 from ..solvers import LCPSettings
 from ..types import Ground, Params
 from .functions import ContactFunctions, PolytopeParams, init_deep, init_polytope
 
 
 @dataclasses.dataclass(frozen=True)
-class ContactNetsLaw:
+class ContactNetsLaw(LawDefaults):
     fns: ContactFunctions = ContactFunctions()
     solver: LCPSettings = LCPSettings(tol=1e-7, max_iter=100)
     body_geometry = False  # contact geometry is the learned φ, not params.body's vertices
@@ -90,7 +91,7 @@ def e2e_apply(hidden: tuple, theta: E2EParams, x_row):
 
 
 @dataclasses.dataclass(frozen=True)
-class E2ELaw:
+class E2ELaw(LawDefaults):
     """The end-to-end baseline: ``ImpulseMLP`` maps the normalised state to the generalised impulse."""
 
     body_geometry = False  # the impulse is learned end to end; no geometric φ

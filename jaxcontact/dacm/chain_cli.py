@@ -71,14 +71,14 @@ def trajectory_errors(params, gt, gi, traj, infos, steps):
     ea = np.abs(_wrap(am - ag))  # (B, T+1, n)
     ep = np.linalg.norm(np.asarray(traj.pos[:, :, -1] - gt.pos[:, :, -1]), axis=-1)  # (B, T+1)
     eo = np.asarray(quat_angle_between(traj.quat[:, :, -1], gt.quat[:, :, -1]))
-    fc_gt = _first_contact(np.asarray(gi.contact_impulse[:, :, -1]))
+    fc_gt = _first_contact(np.asarray(gi.impulse[:, :, -1]))
     fc_m = _first_contact(np.asarray(infos.contact_impulse))
     B = ag.shape[0]
     h = np.minimum(fc_gt + HORIZON, steps)
     imp_err, imp_dt = [], []
     for b in range(B):
         if fc_gt[b] < steps and fc_m[b] < steps:
-            pg = np.asarray(gi.contact_impulse[b, fc_gt[b], -1, :3])
+            pg = np.asarray(gi.impulse[b, fc_gt[b], -1, :3])
             pm = np.asarray(infos.contact_impulse[b, fc_m[b], :3])
             imp_err.append(float(np.linalg.norm(pm - pg)))
             imp_dt.append(int(fc_m[b] - fc_gt[b]))
@@ -162,10 +162,10 @@ def evaluate_chain(checkpoint, steps: int = 500, swings: int = 8, seed: int = 0,
         "ground_truth": {
             "upstream_min_clearance": float(low[:, :, :-1].min()),
             "swings_with_upstream_contact": int((low[:, :, :-1].min(axis=(1, 2)) <= cmodel.patch_tol).sum()),
-            "distal_contact_steps_fraction": float(np.mean(np.linalg.norm(np.asarray(gi.contact_impulse[:, :, -1, :3]), axis=-1) > 0)),
-            "first_contact_step": _first_contact(np.asarray(gi.contact_impulse[:, :, -1])).tolist(),
-            "first_contact_impulse_mean": float(np.mean([np.linalg.norm(np.asarray(gi.contact_impulse[b, k, -1, :3]))
-                                                         for b, k in enumerate(_first_contact(np.asarray(gi.contact_impulse[:, :, -1])))
+            "distal_contact_steps_fraction": float(np.mean(np.linalg.norm(np.asarray(gi.impulse[:, :, -1, :3]), axis=-1) > 0)),
+            "first_contact_step": _first_contact(np.asarray(gi.impulse[:, :, -1])).tolist(),
+            "first_contact_impulse_mean": float(np.mean([np.linalg.norm(np.asarray(gi.impulse[b, k, -1, :3]))
+                                                         for b, k in enumerate(_first_contact(np.asarray(gi.impulse[:, :, -1])))
                                                          if k < steps] or [np.nan])),
             "max_joint_separation": float(np.max(np.asarray(jax.vmap(jax.vmap(lambda s: C.joint_separation(params, s)))(gt)))),
             "seconds": round(t_gt, 1),

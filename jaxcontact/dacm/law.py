@@ -58,6 +58,7 @@ import numpy as np
 
 from .. import contact, geometry
 from ..rotations import quat_mul
+from ..laws.base import LawDefaults
 from ..solvers import LCPSettings
 from ..types import PatchType
 from . import features as F
@@ -95,7 +96,7 @@ def _info(model, con_phi, z, patch, dim, mode, solution):
 
 
 @dataclasses.dataclass(frozen=True)
-class DACMLaw:
+class DACMLaw(LawDefaults):
     """Algorithm 1. dim: 3 or 2. clf_hidden / reg_hidden: layer widths (static: they shape the
     Flax modules). solver: settings of the frictionless LCP."""
 
@@ -246,7 +247,7 @@ class DACMLaw:
 
 
 @dataclasses.dataclass(frozen=True)
-class PDDLaw:
+class PDDLaw(LawDefaults):
     """Purely data-driven baseline: p = T · regressor(inputs) on any non-empty patch."""
 
     dim: int = 3

@@ -41,6 +41,7 @@ from .. import contact
 from ..solvers import LCPSettings, RelaxedGradient, check_gradient_mode
 from ..types import AnyState, Params
 from ..validation import check_dtype
+from .base import LawDefaults
 
 
 @struct.dataclass
@@ -71,7 +72,7 @@ class CoulombParams:
 
 
 @dataclasses.dataclass(frozen=True)
-class CoulombLCP:
+class CoulombLCP(LawDefaults):
     """Hard contact with Coulomb friction solved as an LCP.
 
     solver: projected Gauss–Seidel settings (tolerance, cap, regularisation).
@@ -131,6 +132,34 @@ class CoulombLCP:
         return impulse, info
 
     @property
+    def coupling_refusal(self) -> str | None:
+        """None: the law solves a world's coupled contacts (``solve_coupled``), in the velocity form."""
+        if self.restitution_target != "velocity":
+            return ("in a world with body–body pairs or joints supports restitution_target='velocity' only (the "
+                    "position form applies ε twice on late landings: a known bug of the single-body law)")
+        return None
+
+    def solve_coupled(self, model, params: Params, problem: contact.BodyProblem, mu, vn_pre, phi_switch, soften,
+                      z0, group):
+        """Every contact of a world at once (``base.ContactLaw``): the normal target raised for
+        restitution from the *relative* pre-step normal velocity ``vn_pre`` at the distances
+        ``phi_switch`` (``normal_target_at``), the rows softened outside the islands of this step's
+        impacts (``soften``: approaching faster than ``restitution_threshold``), solved by
+        ``contact.solve_world``."""
+        if self.coupling_refusal is not None:
+            raise ValueError(f"{type(self).__name__} {self.coupling_refusal}")
+        target = normal_target_at(self, model, params.law.restitution, vn_pre, phi_switch, problem.target)
+        impact = problem.valid & (vn_pre < -self.restitution_threshold)
+        return contact.solve_world(problem, mu, self.solver, target, z0, soften(impact), self.relaxed_gradient(model),
+                                   group)
+
+    @staticmethod
+    def with_friction(law_params: CoulombParams, mu) -> CoulombParams:
+        """One body's parameters against the ground when its material has friction ``mu``:
+        (μ₁, μ₂) each mixed with it (``mix_friction``), as a world's body–ground contacts."""
+        return law_params.replace(mu=mix_friction(mu, law_params.mu))
+
+    @property
     def warm_start(self) -> bool:
         return self.solver.warm_start and not self.solver.fixed_iterations
 
@@ -148,6 +177,15 @@ class CoulombLCP:
                             gradient=self.relaxed_gradient(model))
         new = None if warm is None else jnp.zeros_like(warm).at[con.index].set(jax.lax.stop_gradient(sol.z))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol), new
+
+
+def mix_friction(mu_a, mu_b):
+    """The friction coefficient of a contact between materials ``mu_a`` and ``mu_b`` (broadcast):
+    the geometric mean √(μ_a μ_b), with a zero gradient where the product is 0 (Box2D's rule;
+    ``worlds.materials`` says why)."""
+    prod = mu_a * mu_b
+    pos = prod > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, prod, 1.0)), 0.0)
 
 
 def relaxed_velocity_scale(length: float, model) -> float:

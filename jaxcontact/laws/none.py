@@ -7,10 +7,11 @@ import dataclasses
 import jax.numpy as jnp
 
 from .. import contact
+from .base import LawDefaults
 
 
 @dataclasses.dataclass(frozen=True)
-class NoContact:
+class NoContact(LawDefaults):
     """H ≡ 0: the impulse is zero and ``ContactInfo`` reports no contact."""
 
     body_geometry = False  # no ground: the step never projects a body out of it
@@ -22,3 +23,13 @@ class NoContact:
     def __call__(self, model, params, state, v_free):
         info = contact.empty_info(model.num_contacts(params.body), state.dim, v_free.dtype)
         return jnp.zeros_like(v_free), info
+
+    coupling_refusal = None
+
+    def solve_coupled(self, model, params, problem, mu, vn_pre, phi_switch, soften, z0, group):
+        """No impulse on any contact of a world (``base.ContactLaw``)."""
+        dtype = problem.v_free.dtype
+        zero = jnp.zeros((), dtype)
+        return contact.ContactSolution(z=jnp.zeros((problem.num_contacts, problem.rows_per_contact), dtype),
+                                       impulse=jnp.zeros(problem.v_free.size, dtype), residual=zero,
+                                       iterations=jnp.zeros((), jnp.int32))

@@ -21,11 +21,12 @@ import jax.numpy as jnp
 
 from .. import contact
 from ..types import AnyState, Params
+from .base import LawDefaults
 from .coulomb import CoulombLCP, CoulombParams, restitution_switch
 
 
 @dataclasses.dataclass(frozen=True)
-class RelaxedCoulomb:
+class RelaxedCoulomb(LawDefaults):
     """Relaxed-complementarity Coulomb contact (see module docstring).
 
     kappa: relaxation (m/s)²; the hard law is the limit kappa → 0. newton_iters: Newton steps.
@@ -46,6 +47,8 @@ class RelaxedCoulomb:
     @staticmethod
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
         return CoulombLCP.init_params(mu=mu, restitution=restitution, mu2=mu2)
+
+    with_friction = staticmethod(CoulombLCP.with_friction)
 
     def __call__(self, model, params: Params, state: AnyState, v_free):
         prob, con = contact.rigid_body(model, params, state, v_free)

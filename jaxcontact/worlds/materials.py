@@ -21,13 +21,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-
-def mix_friction(mu_a, mu_b):
-    """The friction coefficient of a contact between materials ``mu_a`` and ``mu_b`` (broadcast):
-    the geometric mean √(μ_a μ_b), with a zero gradient where the product is 0."""
-    prod = mu_a * mu_b
-    pos = prod > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, prod, 1.0)), 0.0)
+from ..laws.coulomb import mix_friction
 
 
 def contact_friction(params, con, dtype):

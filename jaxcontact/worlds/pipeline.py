@@ -1,33 +1,38 @@
-"""The step of a world of many bodies: every contact (body–ground and body–body) in one LCP.
+"""The one step, of every system: a single body, a world of many bodies, a chain.
 
-A recipe of pure stages over the stacked bodies (leading body axis N):
+A single body is a world of one body without pairs (``body_scene``; ``jaxcontact.dynamics``
+lifts its inputs), a chain a world with joints (``chains.as_world``). ``step_stages`` is a recipe
+of pure stages over the stacked bodies (leading body axis N):
 
-0. ``depenetrate`` each body out of the ground (as a single body's step; position only);
-1. free velocities v¹ of every body (``dynamics.free_velocity``, vmapped); with ``Scene.joints``,
-   the joints eliminated (``joints.motion``: the velocity v_c that satisfies them and the jointed
-   mobility W, dense over the 6N velocities);
-2. ``collide``: the body–ground candidates of every body (``geometry.contact_candidates``) and
-   the manifold of every body–body pair of the scene (``collision.hull_hull``), as rows on the
-   contact's two bodies;
-3. the one contact problem (``contact.body_problem``: each contact's rows on its two bodies, W
-   block-diagonal, or the jointed W), its normal target raised for restitution from the
-   *relative* normal velocity (``laws.coulomb.normal_target_at``), solved by ``solve_contacts``
-   (projected Gauss–Seidel, implicit gradients: dense up to ``DENSE_ROWS`` rows or with joints,
-   in velocity form above);
-4. v⁺ = v¹ + M⁻¹ p per body (v_c + W p with joints, and the joint impulse), every body
-   integrated (``dynamics.integrate``), and the step's ``Flags`` (invalid input on any body,
-   non-finite output, penetration projected, solver).
+0. checks in: ``validation.broken_rules`` per body;
+1. ``stages.depenetrate`` each body out of the ground (position only);
+2. free velocities v¹ (``stages.free_velocity``) and M⁻¹ of every body;
+3. contact, by the law (``laws.base.ContactLaw``): where bodies cannot touch each other (no
+   body–body pairs, no joints: ``coupled`` false) each body's ``law(model, params, state, v¹)``
+   (or ``law.solve_warm``) against the ground, exactly a single body's call; otherwise the joints
+   eliminated (``joints.motion``: v_c and the jointed mobility W), ``collide`` (body–ground
+   candidates and every pair's manifold, ``collision.hull_hull``), one contact problem
+   (``contact.body_problem``) with the friction of every contact (``materials.contact_friction``),
+   the distances the restitution switch reads (``patch_phi``) and the softness outside the islands
+   of impacts (``soft_rows``, ``stiff_rows``), solved by ``law.solve_coupled`` (``CoulombLCP``:
+   ``contact.solve_world``, dense up to ``contact.DENSE_ROWS`` rows or in velocity form);
+4. v⁺ = v¹ + M⁻¹ p per body (v_c + W p with joints, and the joint impulse), ``stages.integrate``;
+5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase) in a ``WorldInfo``.
 
-A one-body world without pairs takes the single body's step (``dynamics``) to round-off. The law must be ``CoulombLCP`` (or
-``NoContact``) once the scene has body–body pairs: the learned laws (dacm, PDD, ContactNets,
-E2E) describe a body against the ground only and are refused before compiling.
+``run`` scans it (the one rollout; the law's warm start in the carry) and ``batch_jit`` vmaps
+``run`` over systems in chunks; the entry points of bodies (``dynamics``), worlds (here:
+``step``, ``rollout``, ``batch_rollout``) and chains (``chains.dynamics``) validate, call them
+and warn. A law without a coupled solve (dacm, PDD, ContactNets, E2E) runs in worlds without pairs
+or joints and is refused by name in the others (``check_law``).
 
 Friction (``materials.contact_friction``): by default one material per world: body–ground
 contacts use the law's (μ₁, μ₂) along the ground tangents, exactly as a single body; body–body
 contacts use μ₁ isotropically (anisotropy is defined against the ground's tangents only). With a
 per-body ``params.body.friction`` (N,) a contact's μ is the geometric mean of its two sides'
-(Box2D's rule, ``materials.mix_friction``), the ground's being the law's (μ₁, μ₂). Restitution: the law's ε on every contact, applied
-to the relative normal velocity of the contact's two bodies.
+(Box2D's rule, ``laws.coulomb.mix_friction``), the ground's being the law's (μ₁, μ₂); on the
+per-body route the law's parameters take it (``ContactLaw.with_friction``). Restitution: the
+law's ε on every contact, applied to the relative normal velocity of the contact's two bodies.
+Softness (``Scene.softness``) and the reach filter act on coupled worlds only.
 """
 
 from __future__ import annotations
@@ -36,15 +41,14 @@ import dataclasses
 import functools
 import math
 import warnings
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from .. import collision, contact, dynamics, geometry
-from ..laws import CoulombLCP, NoContact
-from ..laws.coulomb import normal_target_at
+from .. import collision, contact, eager, geometry, stages
 from ..rotations import quat_to_mat
 from ..types import Flags, Params, State
 from ..validation import (
@@ -80,6 +84,8 @@ class WorldInfo:
     joint_error: jnp.ndarray
     flags: jnp.ndarray = 0
     invalid: jnp.ndarray = 0
+    contacts: Any = None
+    unit: str = struct.field(pytree_node=False, default="worlds")
 
 
 @struct.dataclass
@@ -109,8 +115,14 @@ def _body(params: Params, i):
 
 
 def _per_body(fn, params: Params, *batched):
-    """``fn(Params of one body, *one body's args)`` vmapped over the bodies."""
-    return jax.vmap(lambda b, *a: fn(Params(body=b, ground=params.ground, law=params.law), *a))(params.body, *batched)
+    """``fn(Params of one body, *one body's args)`` vmapped over the bodies; a world of one body
+    calls ``fn`` on it directly (the single body's program: a vmap of one is slower, same values)."""
+    one = lambda b: Params(body=b, ground=params.ground, law=params.law)
+    if params.body.mass.shape[0] == 1:
+        first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
+        out = fn(one(first(params.body)), *map(first, batched))
+        return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], out)
+    return jax.vmap(lambda b, *a: fn(one(b), *a))(params.body, *batched)
 
 
 def bounding_radii(params: Params):
@@ -273,32 +285,6 @@ def soft_rows(softness: float, stiff):
     return jnp.where(stiff, 0.0, softness)
 
 
-def soften(prob: contact.ContactProblem, soft):
-    """The dense problem with ``soft`` ((C,): ``soft_rows``) added to A's diagonal, relative to it
-    (what ``contact.solve_bodies`` does row by row)."""
-    row_soft = jnp.repeat(soft, prob.rows_per_contact).astype(prob.A.dtype)
-    return prob.replace(A=prob.A + jnp.diag(row_soft * jnp.diagonal(prob.A)))
-
-
-DENSE_ROWS = 64
-"""Contact problems of at most this many rows (C·3) are solved densely (``contact.solve``: A
-formed, the sweep unrolled, its own batching rule); larger ones in velocity form
-(``contact.solve_bodies``: A never formed, each sweep over the valid contacts only). Both give
-the same impulses up to round-off (tests/test_worlds.py). The dense form also serves the
-``"relaxed"`` gradient mode, which the velocity form does not implement."""
-
-
-def solve_contacts(bp: contact.BodyProblem, mu, settings, target, z0, soft, gradient, group=None):
-    """The world's contact solution (``DENSE_ROWS``: dense or velocity form; a jointed world's
-    full mobility, densely)."""
-    if bp.num_contacts * bp.rows_per_contact <= DENSE_ROWS or gradient is not None or bp.mobility.ndim == 2:
-        prob = contact.dense(bp)
-        if soft is not None:
-            prob = soften(prob, soft)
-        return contact.solve(prob, mu, settings, target, z0=z0, gradient=gradient)
-    return contact.solve_bodies(bp, mu, settings, target, z0=z0, soft=soft, group=group)
-
-
 def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
     """(C,) the distances the restitution switch reads: body–ground contacts their own (as a
     single body); every contact of a body–body pair the pair's earliest closing, so that φ + h v⁻
@@ -314,72 +300,140 @@ def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
     return jnp.concatenate([con.phi[:G], pair.reshape(-1)])
 
 
+def coupled(scene: Scene) -> bool:
+    """Whether the world's bodies share one contact problem (static): body–body pairs or joints.
+    Otherwise each body's contact with the ground is its own (the per-body route of ``step``)."""
+    return bool(scene.pairs) or scene.joints is not None
+
+
 def check_law(model, scene: Scene) -> None:
-    """Refuse, before compiling, a law that cannot resolve body–body contact in a scene with pairs."""
-    if scene.pairs and not isinstance(model.law, (CoulombLCP, NoContact)):
+    """Refuse, before compiling and by name, a law that cannot solve the coupled contact problem
+    of a world with body–body pairs or joints (``ContactLaw.coupling_refusal``)."""
+    why = model.law.coupling_refusal
+    if coupled(scene) and why is not None:
         raise ValueError(
-            f"{type(model.law).__name__} describes a body against the ground only (its contact model, learned or "
-            "not, has no body–body contact); a world with body–body pairs needs CoulombLCP (or NoContact). "
-            "Use make_scene(..., pairs=[]) for independent bodies on the ground")
-    if isinstance(model.law, CoulombLCP) and model.law.restitution_target != "velocity":
-        raise ValueError("worlds support CoulombLCP(restitution_target='velocity') only (the position form "
-                         "applies ε twice on late landings: a known bug of the single-body law)")
+            f"{type(model.law).__name__} {why}; a world with body–body pairs or joints needs a law with a coupled "
+            "solve (CoulombLCP, NoContact). Use make_scene(..., pairs=[]) for independent bodies on the ground")
 
 
 def _or(bits):
     return jax.lax.reduce(bits, jnp.int32(0), jax.lax.bitwise_or, (0,))
 
 
-@dynamics.full_precision
-def _coupled_step(model, scene: Scene, params: Params, state: State, control, warm):
+def _ground_model(model, scene: Scene, params: Params):
+    """The model each body's law sees on the per-body route: ``model`` itself unless the scene's
+    ``ground_contacts`` keeps fewer candidates than ``Model.max_contacts``."""
+    if scene.ground_contacts >= model.num_contacts(_body(params, 0)):
+        return model
+    return dataclasses.replace(model, max_contacts=scene.ground_contacts)
+
+
+def _law_params(model, p: Params) -> Params:
+    """One body's parameters for its law: with a per-body material (``body.friction``), the law's
+    friction mixed with it (``ContactLaw.with_friction``)."""
+    if p.body.friction is None:
+        return p
+    return p.replace(law=model.law.with_friction(p.law, p.body.friction))
+
+
+def _contacts_per_body(model, scene: Scene, params: Params, state, v1, Minv, warm):
+    """The contact stage of a world whose bodies cannot touch each other: each body's law against
+    the ground (``law(model, params, state, v¹)``, or ``law.solve_warm`` with a warm start), as a
+    single body's step calls it. (velocities after contact (N, nv), impulses, the laws' infos
+    (N, …), warm⁺, each body's solve failed (N,))."""
+    lmodel = _ground_model(model, scene, params)
+
+    def one(p, s, v, M, w):
+        if not scene.ground:  # no ground and no pairs: nothing to touch
+            p_imp = jnp.zeros_like(v)
+            info = contact.empty_info(lmodel.num_contacts(p.body), s.dim, v.dtype)
+        elif w is None:
+            p_imp, info = model.law(lmodel, _law_params(model, p), s, v)
+        else:
+            p_imp, info, w = model.law.solve_warm(lmodel, _law_params(model, p), s, v, w)
+        info = info.replace(flags=jnp.zeros((), jnp.int32), invalid=jnp.zeros((), jnp.int32))
+        return v + M @ p_imp, p_imp, info, w, stages.solver_failed(model, info)
+
+    return _per_body(one, params, state, v1, Minv, warm)
+
+
+def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm):
+    """The contact stage of a world with pairs or joints: the joints eliminated
+    (``joints.motion``), ``collide``, one ``contact.body_problem`` of every contact, solved by the
+    law at once (``law.solve_coupled``). (velocities after contact, impulses, ``WorldInfo`` without
+    flags, warm⁺, the contacts)."""
     N = scene.num_bodies
-    invalid = _or(_per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control))
-    if scene.ground:
-        state, projected = _per_body(lambda p, s: dynamics.depenetrate(model, p, s), params, state)
-        projected = jnp.any(projected)
-    else:
-        projected = jnp.zeros((), bool)
-    v1 = _per_body(lambda p, s, u: dynamics.free_velocity(model, p, s, u), params, state, control)
-    Minv = _per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
+    law = model.law
     motion = world_joints.motion(model, scene, params, state, v1, Minv)  # v¹ and M⁻¹, or v_c and W of the joints
     con = collide(model, scene, params, state)
-    if isinstance(model.law, NoContact):
-        v_new, p_body = motion.velocity, jnp.zeros_like(v1)
-        residual, iterations = jnp.zeros((), v1.dtype), jnp.zeros((), jnp.int32)
-    else:
-        law = model.law
-        prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, motion.mobility, motion.velocity,
-                                    model.dt)
-        if model.max_correction_speed is not None:
-            prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
-        v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
-        vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
-        target = normal_target_at(law, model, params.law.restitution, vn_pre, patch_phi(scene, con, vn_pre, model.dt),
-                                  prob.target)
-        mu = contact_friction(params, con, v1.dtype)
-        impact = con.valid & (vn_pre < -law.restitution_threshold)
-        soft = soft_rows(scene.softness, stiff_rows(con, impact, N)) if scene.softness else None
-        sol = solve_contacts(prob, mu, law.solver, target, None if warm is None else warm_slots(scene, con, warm),
-                             soft, law.relaxed_gradient(model), manifold_size(model, scene, params))
-        p_body = sol.impulse.reshape(N, 6)
-        v_new = motion.after(p_body)
-        residual, iterations = sol.residual, sol.iterations
-        if warm is not None:
-            warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
-    new = jax.vmap(lambda s, v: dynamics.integrate(model, s, v))(state, v_new)
+    prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, motion.mobility, motion.velocity, model.dt)
+    if model.max_correction_speed is not None:
+        prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
+    v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
+    vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
+    mu = contact_friction(params, con, v1.dtype)
+    soften = (lambda impact: soft_rows(scene.softness, stiff_rows(con, impact, N))) if scene.softness else (lambda _: None)
+    sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
+                            None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
+    p_body = sol.impulse.reshape(N, 6)
+    if warm is not None:
+        warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
     Cg = con.num_ground // N if scene.ground else 0
     info = WorldInfo(
         impulse=p_body, phi_ground=con.phi[:con.num_ground].reshape(N, Cg),
-        pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=residual, iterations=iterations,
+        pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=sol.residual, iterations=sol.iterations,
         joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
-    failed = dynamics.solver_failed(model, info)
+    return motion.after(p_body), p_body, info, warm, con
+
+
+@stages.full_precision
+def step_stages(model, scene: Scene, params: Params, state, control, warm):
+    """The step, of every system: ``(state⁺, WorldInfo, warm⁺)``. A recipe of pure stages over
+    the stacked bodies (N, …; a single body is a world of one, a chain a world with joints):
+
+    0. checks in: ``validation.broken_rules`` per body;
+    1. depenetrate: ``stages.depenetrate`` per body (the ground's; position only);
+    2. free motion: ``stages.free_velocity`` and M⁻¹ per body;
+    3. contact, by the law: bodies that cannot touch each other (``coupled`` false) each call
+       ``law(model, params, state, v¹)`` against the ground (``_contacts_per_body``); a world with
+       pairs or joints collides and builds one problem that ``law.solve_coupled`` solves
+       (``_contacts_coupled``);
+    4. integrate: ``stages.integrate`` per body;
+    5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
+    ``warm``: the law's warm start (None: cold), returned updated."""
+    invalid_b = _per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control)
+    if scene.ground:
+        state, projected_b = _per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
+    else:
+        projected_b = jnp.zeros((scene.num_bodies,), bool)
+    v1 = _per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
+    Minv = _per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
+    if not coupled(scene):
+        v_new, p_body, laws_info, warm, failed_b = _contacts_per_body(model, scene, params, state, v1, Minv, warm)
+        new = _per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
+        flags_b = _per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
+                            params, invalid_b, p_body, new, projected_b, failed_b)
+        one = scene.num_bodies == 1
+        pick = (lambda x: x[0]) if one else (lambda x: _or(x))
+        most = (lambda x: x[0]) if one else (lambda x: jnp.max(x))
+        info = WorldInfo(
+            impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), v1.dtype),
+            pair_kind=jnp.zeros((0,), jnp.int32), residual=most(laws_info.residual),
+            iterations=most(laws_info.iterations), joint_impulse=jnp.zeros((0,), v1.dtype),
+            joint_error=jnp.zeros((), v1.dtype), flags=pick(flags_b), invalid=pick(invalid_b),
+            contacts=laws_info.replace(flags=flags_b, invalid=invalid_b))
+        return new, info, warm
+    invalid, projected = _or(invalid_b), jnp.any(projected_b)
+    v_new, p_body, info, warm, con = _contacts_coupled(model, scene, params, state, v1, Minv, warm)
+    new = jax.vmap(lambda s, v: stages.integrate(model, s, v))(state, v_new)
+    failed = stages.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
     # capped target separates them without launching them (as the ground does); flagged
     if scene.pairs:
         pair_phi = con.phi[con.num_ground:]
         projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
-    flags = dynamics.step_flags(invalid, dynamics.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
-                                con.capacity)
+    flags = stages.step_flags(invalid, stages.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
+                              con.capacity)
     return new, info.replace(flags=flags, invalid=invalid), warm
 
 
@@ -411,19 +465,23 @@ def warm_table(scene: Scene, con: WorldContacts, z):
     return jnp.concatenate([z[:G], pairs.reshape(-1, 3)])
 
 
-def initial_warm(model, scene: Scene, params: Params, state: State):
-    """The warm start of a rollout's first step (zero impulses per contact slot), or None when the
-    law does not warm-start (``LCPSettings.warm_start``)."""
-    if not dynamics.warm_starts(model) or isinstance(model.law, NoContact):
+def initial_warm(model, scene: Scene, params: Params, state):
+    """The warm start of a rollout's first step, or None when the law does not warm-start
+    (``ContactLaw.warm_start``): each body's ``law.init_warm`` on the per-body route; zero
+    impulses per contact slot of a coupled world."""
+    if not stages.warm_starts(model):
         return None
+    if not coupled(scene):
+        lmodel = _ground_model(model, scene, params)
+        return _per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
     C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
     return jnp.zeros((C, 3), state.pos.dtype)
 
 
-def _controls(scene: Scene, state: State, control):
-    N = scene.num_bodies
-    if control is None:
-        return jnp.zeros((N, 6), state.pos.dtype)
+def _controls(scene: Scene, state, control):
+    """A coupled world's controls, zero when None; the per-body route keeps None (as one body's step)."""
+    if control is None and coupled(scene):
+        return jnp.zeros((scene.num_bodies, 6), state.pos.dtype)
     return control
 
 
@@ -440,13 +498,13 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     return _step(model, scene, params, state, control)
 
 
-def _step(model, scene, params, state, control):
-    state, control = dynamics.as_input_dtype(params, state, _controls(scene, state, control), materials=True)
-    new, info, _ = _coupled_step(model, scene, params, state, control, None)
+def _step(model, scene, params, state, control, materials: bool = True):
+    state, control = stages.as_input_dtype(params, state, control, materials=materials)
+    new, info, _ = step_stages(model, scene, params, state, _controls(scene, state, control), None)
     return new, info
 
 
-_step_jit = jax.jit(_step, static_argnames=("model", "scene"))
+_step_jit = jax.jit(_step, static_argnames=("model", "scene", "materials"))
 
 
 def step(model, scene: Scene, params: Params, state: State, control=None) -> State:
@@ -454,32 +512,141 @@ def step(model, scene: Scene, params: Params, state: State, control=None) -> Sta
     return step_with_info(model, scene, params, state, control)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("model", "scene", "n_steps", "output"))
-def _rollout(model, scene, params, state, controls, n_steps, output):
-    N = scene.num_bodies
-    if controls is None:
-        controls = jnp.zeros((n_steps, N, 6), state.pos.dtype)
-    state, controls = dynamics.as_input_dtype(params, state, controls, materials=True)
+def body_scene(params: Params) -> Scene:
+    """The scene of a single body as a world: one body, no pairs, the ground, every candidate the
+    model keeps (``Model.max_contacts``), no softness (static: from the body's vertex count)."""
+    return Scene(topologies=(None,), ground=True, ground_contacts=params.body.num_vertices, softness=0.0)
+
+
+def lift_body(params: Params, state, control, steps: bool):
+    """One body's inputs as a world of one (``body_scene``): a leading body axis (controls (T, 1, ·) over steps)."""
+    up = lambda t: jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], t)
+    if control is not None:
+        control = control[:, None] if steps else control[None]
+    return params.replace(body=up(params.body)), up(state), control
+
+
+def first(tree, axis: int = 0):
+    """Every leaf's first element along ``axis`` (a world of one body's outputs, as the body's)."""
+    return jax.tree_util.tree_map(lambda x: x[(slice(None),) * axis + (0,)], tree)
+
+
+@dataclasses.dataclass(frozen=True)
+class AsBody:
+    """A world rollout of one body (``pipeline.run``) called on one body's inputs and returning
+    its outputs: the body's states and its law's ``ContactInfo`` (``WorldInfo.contacts``)."""
+
+    output: str
+    with_info: bool
+    watch: bool
+
+    def __call__(self, fn, params, state, controls):
+        out = fn(*lift_body(params, state, controls, steps=True))
+        failed = None
+        if self.watch:
+            out, failed = out
+        if self.output == "final":
+            out = (first(out[0]), out[1]) if self.with_info else first(out)
+        elif self.with_info:
+            out = (first(out[0], 1), first(out[1].contacts, 1))
+        else:
+            out = first(out, 1)
+        return (out, failed) if self.watch else out
+
+
+def _watch(model, info, k, failed):
+    """(first step whose contact solve failed, largest such residual) updated with step ``k``:
+    the solver bit alone (``stages.solver_failed`` of the laws' infos on the per-body route), so the
+    other flags stay dead code in an eager rollout that returns no info."""
+    first, worst = failed
+    src = info.contacts if info.contacts is not None else info
+    bad = stages.solver_failed(model, src)
+    res = jnp.where(jnp.isfinite(src.residual), src.residual, jnp.inf).astype(worst.dtype)
+    worst = jnp.max(jnp.where(bad, jnp.maximum(worst, res), worst))
+    bad = jnp.any(bad)
+    return jnp.where((first < 0) & bad, k, first), worst
+
+
+def run(model, scene: Scene, params: Params, state, controls, n_steps: int, output: str, with_info: bool = True,
+        watch: bool = False, materials: bool = True):
+    """The one rollout: ``step_stages`` scanned ``n_steps`` times (``lax.scan``), the law's warm
+    start in the carry. output="trajectory": ``(trajectory (n_steps + 1, N, …), infos)`` (the
+    infos only ``with_info``); "final": ``final`` or ``(final, Summary)``. ``watch`` also returns
+    the first step whose contact solve failed and the largest such residual (eager warnings).
+    Not jitted: ``rollout_jit`` is; the entry points of bodies, worlds and chains call them."""
+    state, controls = stages.as_input_dtype(params, state, controls, materials=materials)
+    if controls is None and coupled(scene):
+        controls = jnp.zeros((n_steps, scene.num_bodies, 6), state.pos.dtype)
+    summarize = output == "final" and with_info
     warm0 = initial_warm(model, scene, params, state)
-    steps = jnp.arange(n_steps, dtype=jnp.int32)
+
+    def f(carry, xs):
+        s, summary, warm, failed = carry
+        u, k = xs
+        s1, info, warm = step_stages(model, scene, params, s, u, warm)
+        if summarize:
+            summary = stages.accumulate(summary, info, k)
+        if watch:
+            failed = _watch(model, info, k, failed)
+        out = None if output == "final" else (s1, info if with_info else None)
+        return (s1, summary, warm, failed), out
+
+    ks = jnp.arange(n_steps, dtype=jnp.int32)
+    failed0 = (jnp.full((), -1, jnp.int32), jnp.zeros((), state.pos.dtype)) if watch else None
+    (final, summary, _, failed), ys = jax.lax.scan(f, (state, stages.empty_summary(), warm0, failed0), (controls, ks),
+                                                   length=n_steps)
     if output == "final":
-        def g(carry, xs):
-            s, summary, warm = carry
-            u, k = xs
-            s1, info, warm = _coupled_step(model, scene, params, s, u, warm)
-            return (s1, dynamics.accumulate(summary, info, k), warm), None
+        out = (final, summary) if with_info else final
+    else:
+        traj, infos = ys
+        traj = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b], 0), state, traj)
+        out = (traj, infos) if with_info else traj
+    return (out, failed) if watch else out
 
-        (final, summary, _), _ = jax.lax.scan(g, (state, dynamics.empty_summary(), warm0), (controls, steps))
-        return final, summary.replace(unit="worlds", bodies=N)
 
-    def f(carry, u):
-        s, warm = carry
-        s1, info, warm = _coupled_step(model, scene, params, s, u, warm)
-        return (s1, warm), (s1, info)
+rollout_jit = jax.jit(run, static_argnames=("model", "scene", "n_steps", "output", "with_info", "watch", "materials"))
 
-    _, (traj, infos) = jax.lax.scan(f, (state, warm0), controls)
-    traj = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b], 0), state, traj)
-    return traj, infos
+
+# Systems per sequential chunk of a batched rollout on a CPU (chosen by the chunk-size sweep of the
+# throughput benchmark; its results file has the measurement).
+CPU_CHUNK = 256
+
+
+def _batch(model, scene, params, states, controls, n_steps, params_batched, output, with_info, chunk_size, watch,
+           materials, lift):
+    """``run`` vmapped over the leading axis of ``states`` (and ``controls``, ``params`` if
+    batched), in sequential chunks of ``chunk_size`` (``lax.map`` over vmapped chunks; None: all
+    at once). ``lift``: each element's inputs and outputs through it (a single body's)."""
+    def f(p, s, u):
+        return lift(lambda p, s, u: run(model, scene, p, s, u, n_steps, output, with_info, watch, materials), p, s, u)
+
+    n = jax.tree_util.tree_leaves(states)[0].shape[0]
+    if n == 1:  # one system: the unbatched program (a vmap of one costs ~1.6x here), same result
+        first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
+        out = f(first(params) if params_batched else params, first(states), None if controls is None else first(controls))
+        return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], out)
+    vf = jax.vmap(f, in_axes=(0 if params_batched else None, 0, None if controls is None else 0))
+    if chunk_size is None or n <= chunk_size:
+        return vf(params, states, controls)
+    n_chunks = -(-n // chunk_size)
+    pad = n_chunks * chunk_size - n
+
+    def split(tree):  # (n, ...) -> (n_chunks, chunk_size, ...), padded with copies of the first
+        return jax.tree_util.tree_map(lambda x: x.reshape(n_chunks, chunk_size, *x.shape[1:]),
+                                      stages.pad_batch(tree, pad))
+
+    xs = (split(params) if params_batched else None, split(states), None if controls is None else split(controls))
+    out = jax.lax.map(lambda a: vf(params if a[0] is None else a[0], a[1], a[2]), xs)
+    return jax.tree_util.tree_map(lambda x: x.reshape(n_chunks * chunk_size, *x.shape[2:])[:n], out)
+
+
+def as_is(fn, p, s, u):
+    """The lift of ``batch_jit`` for worlds: their own inputs and outputs."""
+    return fn(p, s, u)
+
+
+batch_jit = jax.jit(_batch, static_argnames=("model", "scene", "n_steps", "params_batched", "output", "with_info",
+                                             "chunk_size", "watch", "materials", "lift"))
 
 
 def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, controls=None, *,
@@ -501,13 +668,22 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     check_law(model, scene)
     check_shapes(scene, params, state, controls, n_steps=n_steps, concrete=is_concrete(params.body))
     if not is_concrete((params, state, controls)):
-        return _rollout(model, scene, params, state, controls, n_steps, output)
+        return world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
     validate(scene, params, state, controls, control_steps=True)
-    out = _rollout(model, scene, params, state, controls, n_steps, output)
+    out = world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
     if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
         warn_overlaps(model, scene, params, state, batched=False)
     _warn(out, output, batched=False)
     return out
+
+
+def world_out(out, output: str, scene: Scene, unit: str = "worlds"):
+    """A world's rollout output: its infos (output="trajectory") or ``Summary`` (output="final")
+    count ``unit`` ("worlds" of N bodies, or "chains")."""
+    if output != "final":
+        return out[0], out[1].replace(unit=unit)
+    final, summary = out
+    return final, summary.replace(unit=unit, bodies=scene.num_bodies)
 
 
 _HINT = "jaxcontact.diagnostics.report of the rollout's infos (or of its Summary with output='final') names the steps"
@@ -544,20 +720,20 @@ def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: b
         f"{model.penetration_tol:.3g} m, the deepest bodies ({a}, {b}){where} by {d:.3g} m; pairs are pushed apart at "
         f"no more than max_correction_speed = {v:.3g} m/s (not projected out as the ground is), so separating takes "
         f"about {d / v:.3g} s ({round(d / (v * model.dt))} steps)",
-        dynamics.PenetrationWarning, stacklevel=stacklevel)
+        eager.PenetrationWarning, stacklevel=stacklevel)
 
 
 def _penetrated_at_start(out, output: str) -> bool:
     """Any world flagged PENETRATION on its first step (the ground or a pair)."""
-    return bool(np.any(dynamics.first_flag_step(out, output, Flags.PENETRATION) == 0))
+    return bool(np.any(eager.first_flag_step(out, output, Flags.PENETRATION) == 0))
 
 
 def _warn(out, output: str, batched: bool) -> None:
     """An eager rollout's warnings: non-finite final states, steps whose contact solve failed."""
     final = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[..., -1, :, :], out[0])
     final = final if batched else jax.tree_util.tree_map(lambda x: x[None], final)
-    dynamics.warn_nonfinite(final, batched=True, stacklevel=4)
-    dynamics.warn_failed_solves(out, output, "world", batched, _HINT)
+    eager.warn_nonfinite(final, batched=True, stacklevel=4)
+    eager.warn_failed_solves(out, output, "world", batched, _HINT)
 
 
 def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: int, controls=None, *,
@@ -573,10 +749,8 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     check = is_concrete((params, states, controls))
     if check:
         validate_batch(scene, params, states, controls)
-    if controls is None:
-        out = jax.vmap(lambda s: _rollout(model, scene, params, s, None, n_steps, output))(states)
-    else:
-        out = jax.vmap(lambda s, u: _rollout(model, scene, params, s, u, n_steps, output))(states, controls)
+    out = batch_jit(model, scene, params, states, controls, n_steps, False, output, True, None, False, True, as_is)
+    out = world_out(out, output, scene)
     if check:
         if _penetrated_at_start(out, output):
             warn_overlaps(model, scene, params, states, batched=True)
@@ -655,7 +829,7 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
 
 def energy(model, params: Params, state: State) -> jnp.ndarray:
     """Kinetic plus gravitational potential energy of the world (J): the bodies' sum."""
-    return jnp.sum(_per_body(lambda p, s: dynamics.energy(model, p, s), params, state))
+    return jnp.sum(_per_body(lambda p, s: stages.energy(model, p, s), params, state))
 
 
 __all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy",

@@ -15,11 +15,12 @@ import functools
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from ..dynamics import pad_batch
-from ..sharding import BATCH_AXIS, batch_mesh, shard_batch
+from ..sharding import batch_mesh, per_device_rollout, shard_batch
+from ..stages import pad_batch
 from ..types import Params, State
 from ..validation import check_steps, is_concrete
-from .pipeline import batch_rollout, check_law, validate_batch
+from . import pipeline
+from .pipeline import check_law, validate_batch
 from .scene import Scene
 
 
@@ -41,19 +42,9 @@ def sharded_batch_rollout(model, scene: Scene, params: Params, states: State, n_
     if controls is not None:
         controls = shard_batch(pad_batch(controls, n_pad), mesh)
     params = jax.device_put(params, NamedSharding(mesh, P()))
-    out = _per_device_rollout(model, scene, n_steps, output, controls is not None, mesh)(params, states, controls)
+    run = per_device_rollout(model, scene, n_steps, False, output, True, None, pipeline.as_is, controls is not None, mesh)
+    out = pipeline.world_out(run(params, states, controls), output, scene)
     return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
-
-
-@functools.lru_cache(maxsize=64)
-def _per_device_rollout(model, scene, n_steps, output, with_controls, mesh):
-    """A jitted ``shard_map`` of ``worlds.batch_rollout`` over ``mesh``'s batch axis (cached per setting)."""
-
-    def local(params, states, controls):  # traced: batch_rollout does not validate again
-        return batch_rollout(model, scene, params, states, n_steps, controls, output=output)
-
-    specs = (P(), P(BATCH_AXIS), P(BATCH_AXIS) if with_controls else P())
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False))
 
 
 __all__ = ["sharded_batch_rollout"]

@@ -1,0 +1,111 @@
+"""Same physics before and after a refactor: the finals of fixed workloads, saved and compared.
+
+Runs, in float64 on this machine's CPU:
+
+* ``throws``: 1,000 random box throws (``states.random_throws``, seed 0), 800 steps, the default
+  ``CoulombLCP`` (μ = 0.18) through ``batch_rollout``; the same with ε = 0.3 and a warm start;
+  and 256 planar throws;
+* ``worlds``: a 16-box heap (200 steps), the touching 5-box cradle (100 steps), a 5-box stack
+  (200 steps) through ``worlds.rollout``;
+* ``chains``: the 3-link chain swinging onto the ground (300 steps, ``chains.rollout``).
+
+``--out FILE.npz`` saves every final state; ``--compare OLD.npz`` also prints, per workload, the
+largest difference of the positions and orientations (m, and quaternion units) from the old file.
+Only public entry points are called, so the same file runs against an older checkout
+(``PYTHONPATH=<old tree> python benchmarks/same_physics.py --out old.npz``)::
+
+    python -m benchmarks.same_physics --out /tmp/new.npz --compare /tmp/old.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxcontact as jc  # noqa: E402
+from jaxcontact import chains, shapes, worlds  # noqa: E402
+from jaxcontact.states import random_throws  # noqa: E402
+from jaxcontact.worlds import scenes  # noqa: E402
+
+
+def _final_dict(prefix, state) -> dict:
+    return {f"{prefix}.{k}": np.asarray(getattr(state, k)) for k in state.__dataclass_fields__}
+
+
+def throws(n: int = 1000, steps: int = 800) -> dict:
+    out = {}
+    box = shapes.box((0.1, 0.1, 0.1), 0.37)
+    ground = jc.Ground(normal=jnp.array([0.0, 0.0, 1.0]), height=jnp.array(0.0))
+    states = random_throws(jax.random.PRNGKey(0), n)
+    for name, law, lp in (
+        ("default", jc.CoulombLCP(), dict(mu=0.18)),
+        ("bounce_warm", jc.CoulombLCP(solver=jc.LCPSettings(warm_start=True)), dict(mu=0.3, restitution=0.3)),
+    ):
+        model = jc.Model(law=law)
+        params = jc.Params(body=box, ground=ground, law=law.init_params(**lp))
+        out.update(_final_dict(f"throws.{name}", jc.batch_rollout(model, params, states, steps)))
+    law = jc.CoulombLCP()
+    planar = random_throws(jax.random.PRNGKey(1), 256, planar=True)
+    params = jc.Params(body=shapes.box2d((0.1, 0.1), 0.37),
+                       ground=jc.Ground(normal=jnp.array([0.0, 1.0]), height=jnp.array(0.0)), law=law.init_params(mu=0.18))
+    out.update(_final_dict("throws.planar", jc.batch_rollout(jc.Model(law=law), params, planar, steps)))
+    return out
+
+
+def world_finals() -> dict:
+    out = {}
+    model = worlds.model()
+    for name, (scene, params, s), steps in (
+        ("heap", scenes.heap(16, key=jax.random.PRNGKey(3)), 200),
+        ("cradle", scenes.cradle(5, gap=0.0, speed=1.0, restitution=1.0), 100),
+        ("stack", scenes.stack(5), 200),
+    ):
+        traj, _ = worlds.rollout(model, scene, params, s, steps)
+        out.update(_final_dict(f"worlds.{name}", jax.tree_util.tree_map(lambda x: x[-1], traj)))
+    cm = chains.ChainModel()
+    params = chains.make_chain(pin=(0.0, 0.0, 0.45))
+    s0 = chains.planar_state(params, jnp.array([0.3, -0.4, 0.5]), jnp.array([1.0, 0.0, -2.0]))
+    traj, _ = chains.rollout(cm, params, s0, 300)
+    out.update(_final_dict("chains.swing", jax.tree_util.tree_map(lambda x: x[-1], traj)))
+    return out
+
+
+def compare(new: dict, old_path: str) -> bool:
+    old = dict(np.load(old_path))
+    ok = True
+    groups = sorted({k.rsplit(".", 1)[0] for k in new})
+    for g in groups:
+        diffs = {}
+        for field in ("pos", "quat", "angle", "vel", "omega"):
+            k = f"{g}.{field}"
+            if k in new and k in old:
+                diffs[field] = float(np.max(np.abs(new[k] - old[k])))
+        worst = max(diffs.get("pos", 0.0), diffs.get("angle", 0.0))
+        flag = "bitwise" if all(v == 0 for v in diffs.values()) else f"max |Δpos| {worst:.3g} m"
+        print(f"{g:28s} {flag:28s} " + " ".join(f"{f}={v:.2g}" for f, v in diffs.items()))
+        ok &= worst <= 1e-12 or not g.startswith("throws")
+    return ok
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="npz of the finals")
+    p.add_argument("--compare", default=None, help="an earlier --out file")
+    p.add_argument("--throws", type=int, default=1000)
+    args = p.parse_args(argv)
+    finals = {**throws(args.throws), **world_finals()}
+    np.savez(args.out, **finals)
+    if args.compare:
+        return 0 if compare(finals, args.compare) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
