@@ -44,6 +44,7 @@ SWEEPS = "tests/test_world_sweeps.py"
 NARROW = "tests/test_collision_kernel.py"
 ADJOINT = "tests/test_world_adjoint.py"
 MJCF = "tests/test_mjcf.py"
+STEP = "tests/test_one_step.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,6 +287,28 @@ MUTATIONS = (
              "err = jnp.concatenate([xc - xp, U @ jnp.cross(ap, ac)])",
              "err = jnp.concatenate([xc - xp, U @ jnp.cross(ac, ap)])",
              (f"{WPHYS}::test_joint_drift_decays_by_one_minus_beta_per_step",)),
+    # the one step (issue 52): the per-body route's materials, candidates, flags and warm start; the
+    # route chosen by coupling; the refusal of a ground law where a world couples bodies
+    Mutation("per-body-friction-ignored", "step", "jaxcontact/worlds/pipeline.py",
+             "return p.replace(law=model.law.with_friction(p.law, p.body.friction))", "return p",
+             (f"{STEP}::test_per_body_route_takes_the_materials_and_the_scene_candidates",)),
+    Mutation("per-body-candidates-ignored", "step", "jaxcontact/worlds/pipeline.py",
+             "if scene.ground_contacts >= model.num_contacts(_body(params, 0)):", "if True:",
+             (f"{STEP}::test_per_body_route_takes_the_materials_and_the_scene_candidates",)),
+    Mutation("per-body-flags-of-the-first-body", "step", "jaxcontact/worlds/pipeline.py",
+             "pick = (lambda x: x[0]) if one else (lambda x: _or(x))", "pick = lambda x: x[0]",
+             (f"{STEP}::test_per_body_route_flags_every_body_under_jit",)),
+    Mutation("per-body-warm-start-dropped", "step", "jaxcontact/worlds/pipeline.py",
+             "return _per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)", "return None",
+             (f"{PHYS}::test_python_loop_of_step_equals_rollout",)),
+    Mutation("every-world-coupled", "step", "jaxcontact/worlds/pipeline.py",
+             "return bool(scene.pairs) or scene.joints is not None", "return True",
+             (f"{STEP}::test_a_single_body_is_a_world_of_one_body",
+              f"{STEP}::test_learned_law_runs_in_a_world_without_pairs")),
+    Mutation("coupling-refusal-skipped", "step", "jaxcontact/worlds/pipeline.py",
+             "if coupled(scene) and why is not None:", "if False and why is not None:",
+             (f"{STEP}::test_learned_law_refused_by_name_where_a_world_couples_bodies",
+              f"{STEP}::test_jointed_world_with_a_ground_law_is_refused_by_name")),
     # checks and warnings (issue 50): the solver-accuracy criterion, the inertia's triangle
     # inequality, the traced centre-of-mass bound, the pair-overlap warning
     Mutation("solver-accuracy-ignored", "checks", "jaxcontact/stages.py",
