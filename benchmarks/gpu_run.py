@@ -316,7 +316,7 @@ def phase_split(a, clock, reserve_s):
                 ("fixed 40 sweeps", {"max_iter": 40, "fixed_iterations": True}),
                 ("no contact (NoContact law: integration only)", None)]
     import jax
-    from jaxcontact import dynamics
+    from jaxcontact.worlds import pipeline
 
     variants.insert(1, ("default, products at JAX's default precision (TF32 on GPUs; before full_precision)", "tf32"))
     rows = []
@@ -334,11 +334,11 @@ def phase_split(a, clock, reserve_s):
         log(f"[split] {name}")
         if kw == "tf32":  # the step without its full_precision wrapper, traced afresh
             jax.clear_caches()
-            dynamics._step_warm, full = dynamics._step_warm.__wrapped__, dynamics._step_warm
+            pipeline.step_stages, full = pipeline.step_stages.__wrapped__, pipeline.step_stages
             try:
                 r, msgs = _rollout_timed(model, params, states, steps, 2)
             finally:
-                dynamics._step_warm = full
+                pipeline.step_stages = full
                 jax.clear_caches()
         else:
             r, msgs = _rollout_timed(model, params, states, steps, 2)

@@ -45,6 +45,7 @@ NARROW = "tests/test_collision_kernel.py"
 ADJOINT = "tests/test_world_adjoint.py"
 MJCF = "tests/test_mjcf.py"
 STEP = "tests/test_one_step.py"
+ENTRY = "tests/test_solver_entry.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +118,7 @@ MUTATIONS = (
     Mutation("big-stops-after-one-sweep", "friction", "jaxcontact/solvers/lcp.py",
              "jnp.maximum(change, jnp.abs(d[i] * (zi - z[i])))", "jnp.maximum(change, 0.0 * (zi - z[i]))",
              (f"{INV}::test_both_sweep_paths_solve_the_same_lcp",)),
-    Mutation("anisotropic-mu-swapped", "friction", "jaxcontact/contact.py",
+    Mutation("anisotropic-mu-swapped", "friction", "jaxcontact/solvers/entry.py",
              "return jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1).reshape(-1)",
              "return jnp.concatenate([jnp.zeros((C, 1), dtype), mu[..., ::-1]], axis=1).reshape(-1)",
              (f"{PHYS}::test_anisotropic_friction_distance_ratio",)),
@@ -309,6 +310,20 @@ MUTATIONS = (
              "if coupled(scene) and why is not None:", "if False and why is not None:",
              (f"{STEP}::test_learned_law_refused_by_name_where_a_world_couples_bodies",
               f"{STEP}::test_jointed_world_with_a_ground_law_is_refused_by_name")),
+    # the one solver entry (issue 52): the table's thresholds and fallbacks, the one batching rule
+    Mutation("table-small-rows-strict", "solvers", "jaxcontact/solvers/problem.py",
+             'sweep = "unrolled" if rows <= SMALL_ROWS else "looped"', 'sweep = "unrolled" if rows < SMALL_ROWS else "looped"',
+             (f"{ENTRY}::test_the_table",)),
+    Mutation("table-jointed-world-in-velocity-form", "solvers", "jaxcontact/solvers/problem.py",
+             "or full_mobility))", "))", (f"{ENTRY}::test_the_table",)),
+    Mutation("table-colour-without-manifolds", "solvers", "jaxcontact/solvers/problem.py",
+             "if group is None:  # no manifold size: no colouring", "if False:",
+             (f"{ENTRY}::test_the_table",)),
+    Mutation("batching-converged-not-frozen", "solvers", "jaxcontact/solvers/batching.py",
+             "carry = jax.tree_util.tree_map(lambda n, o: jnp.where(mask(active, n), n, o), new, carry)",
+             "carry = new",
+             (f"{PHYS}::test_batched_solver_equals_single_body",
+              f"{SWEEPS}::test_a_batch_is_each_world_on_its_own")),
     # checks and warnings (issue 50): the solver-accuracy criterion, the inertia's triangle
     # inequality, the traced centre-of-mass bound, the pair-overlap warning
     Mutation("solver-accuracy-ignored", "checks", "jaxcontact/stages.py",

@@ -4,9 +4,10 @@ Runs, in float64 on this machine's CPU:
 
 * ``throws``: 1,000 random box throws (``states.random_throws``, seed 0), 800 steps, the default
   ``CoulombLCP`` (μ = 0.18) through ``batch_rollout``; the same with ε = 0.3 and a warm start;
-  and 256 planar throws;
+  64 of them under ``RelaxedCoulomb`` (200 steps); and 256 planar throws;
 * ``worlds``: a 16-box heap (200 steps), the touching 5-box cradle (100 steps), a 5-box stack
-  (200 steps) through ``worlds.rollout``;
+  (200 steps) through ``worlds.rollout``; a batch of 4 heaps (100 steps) through
+  ``worlds.batch_rollout`` with the sequential and the coloured sweeps (their batching rule);
 * ``chains``: the 3-link chain swinging onto the ground (300 steps, ``chains.rollout``).
 
 ``--out FILE.npz`` saves every final state; ``--compare OLD.npz`` also prints, per workload, the
@@ -51,6 +52,10 @@ def throws(n: int = 1000, steps: int = 800) -> dict:
         model = jc.Model(law=law)
         params = jc.Params(body=box, ground=ground, law=law.init_params(**lp))
         out.update(_final_dict(f"throws.{name}", jc.batch_rollout(model, params, states, steps)))
+    law = jc.RelaxedCoulomb()
+    params = jc.Params(body=box, ground=ground, law=law.init_params(mu=0.3, restitution=0.2))
+    first64 = jax.tree_util.tree_map(lambda x: x[:64], states)
+    out.update(_final_dict("throws.relaxed", jc.batch_rollout(jc.Model(law=law), params, first64, 200)))
     law = jc.CoulombLCP()
     planar = random_throws(jax.random.PRNGKey(1), 256, planar=True)
     params = jc.Params(body=shapes.box2d((0.1, 0.1), 0.37),
@@ -69,6 +74,12 @@ def world_finals() -> dict:
     ):
         traj, _ = worlds.rollout(model, scene, params, s, steps)
         out.update(_final_dict(f"worlds.{name}", jax.tree_util.tree_map(lambda x: x[-1], traj)))
+    for sweeps in ("sequential", "colour"):  # a batch of worlds: the sweeps' own batching rule
+        scene, params, s = scenes.heap(16, key=jax.random.PRNGKey(5))
+        batch = jax.tree_util.tree_map(lambda x: jnp.stack([x + 0.01 * k * (x.ndim > 1) for k in range(4)]), s)
+        batch = batch.replace(quat=jnp.stack([s.quat] * 4))
+        final, _ = worlds.batch_rollout(scenes.model(sweeps=sweeps), scene, params, batch, 100, output="final")
+        out.update(_final_dict(f"worlds.heap_batch_{sweeps}", final))
     cm = chains.ChainModel()
     params = chains.make_chain(pin=(0.0, 0.0, 0.45))
     s0 = chains.planar_state(params, jnp.array([0.3, -0.4, 0.5]), jnp.array([1.0, 0.0, -2.0]))

@@ -621,12 +621,12 @@ def stage_times(model, scene, params, state, repeats: int = 5):
     """Seconds per call of each stage of a world's step at ``state`` (1 world, float32, jitted,
     best of ``repeats``): collision (``worlds.collide``), problem assembly
     (``contact.body_problem`` with the pipeline's target and softening), the solve
-    (``pipeline.solve_contacts``, as the step calls it) cold and warm-started from the previous
+    (``solvers.solve_contact``, as the law calls it) cold and warm-started from the previous
     step's impulses."""
     import jax
     import jax.numpy as jnp
 
-    from jaxcontact import contact, dynamics, geometry, worlds
+    from jaxcontact import contact, dynamics, geometry, solvers, worlds
     from jaxcontact.types import Params
     from jaxcontact.worlds import pipeline
 
@@ -660,7 +660,7 @@ def stage_times(model, scene, params, state, repeats: int = 5):
 
     @jax.jit
     def solve(prob, target, soft, z0):
-        sol = pipeline.solve_contacts(prob, mu, law.solver, target, z0, soft, None)
+        sol = solvers.solve_contact(prob, mu, law.solver, target, z0=z0, soft=soft)
         return sol.z, sol.iterations, sol.residual
 
     t_col, con = best(collide, params, state)
@@ -960,7 +960,7 @@ def render_speed(sp, mjx, mjs=None):
                  ["free velocities and inverse masses", f"{1e3 * s['free_velocity_and_mass_s']:.2f}"],
                  [f"problem assembly (`contact.body_problem`: {s['rows']} rows on their bodies, A not formed; target, softening)",
                   f"{1e3 * s['assembly_s']:.1f}"],
-                 [f"solve, warm-started (`pipeline.solve_contacts`: {s['sweeps_warm']} sweeps)", f"{1e3 * s['solve_warm_s']:.1f}"],
+                 [f"solve, warm-started (`solvers.solve_contact`: {s['sweeps_warm']} sweeps)", f"{1e3 * s['solve_warm_s']:.1f}"],
                  [f"solve, cold ({s['sweeps_cold']} sweeps)", f"{1e3 * s['solve_cold_s']:.1f}"],
                  ["sum of the stages (warm solve)", f"{1e3 * tot:.1f}"],
                  ["one step of a 10-step `worlds.rollout` from this state", f"{1e3 * s['rollout_step_s']:.1f}"]]

@@ -211,7 +211,7 @@ def test_broad_phase_keeps_the_pairs_within_reach_and_flags_capacity():
 
 @pytest.mark.slow
 def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
-    """``contact.solve_bodies`` (projected Gauss–Seidel in velocity form, A never formed, the
+    """``solvers.solve_contact``'s velocity form (projected Gauss–Seidel, A never formed, the
     valid contacts only) gives the dense solver's impulses on a world's problem — a 3-2-1 pyramid
     knocked sideways, every contact softened as at rest — and the same implicit gradient of a
     function of the impulses with respect to the free velocities and μ. A problem with no contact
@@ -223,7 +223,7 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     Minv = jax.vmap(lambda b, x: jc.geometry.mass_matrix_inverse(b, x))(params.body, s)
     v1 = jax.vmap(lambda x: x.generalized_velocity())(s)
     bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, MODEL.dt)
-    assert bp.num_contacts * 3 > jc.contact.DENSE_ROWS and 0 < int(jnp.sum(con.valid)) < bp.num_contacts
+    assert bp.num_contacts * 3 > jc.solvers.SMALL_ROWS and 0 < int(jnp.sum(con.valid)) < bp.num_contacts
     soft = worlds.pipeline.soft_rows(scene.softness, jnp.zeros(bp.num_contacts, bool))
     settings = MODEL.law.solver
     w = jax.random.normal(jax.random.PRNGKey(0), (bp.num_contacts, 3))
@@ -231,10 +231,7 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     def loss(v_free, mu, valid, velocity_form):
         p = bp.replace(v_free=v_free, valid=valid)
         mus = jnp.full((bp.num_contacts, 2), mu)
-        if velocity_form:
-            sol = jc.contact.solve_bodies(p, mus, settings, soft=soft)
-        else:
-            sol = jc.contact.solve(jc.contact.soften(jc.contact.dense(p), soft), mus, settings)
+        sol = jc.solvers.solve_contact(p, mus, settings, soft=soft, form="velocity" if velocity_form else "dense")
         return jnp.sum(w * sol.z), sol
 
     fns = {f: jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True), static_argnums=3) for f in (False, True)}

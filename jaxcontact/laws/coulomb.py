@@ -38,7 +38,7 @@ import numpy as np
 from flax import struct
 
 from .. import contact
-from ..solvers import LCPSettings, RelaxedGradient, check_gradient_mode
+from ..solvers import LCPSettings, RelaxedGradient, check_gradient_mode, solve_contact
 from ..types import AnyState, Params
 from ..validation import check_dtype
 from .base import LawDefaults
@@ -145,13 +145,13 @@ class CoulombLCP(LawDefaults):
         restitution from the *relative* pre-step normal velocity ``vn_pre`` at the distances
         ``phi_switch`` (``normal_target_at``), the rows softened outside the islands of this step's
         impacts (``soften``: approaching faster than ``restitution_threshold``), solved by
-        ``contact.solve_world``."""
+        ``solvers.solve_contact``."""
         if self.coupling_refusal is not None:
             raise ValueError(f"{type(self).__name__} {self.coupling_refusal}")
         target = normal_target_at(self, model, params.law.restitution, vn_pre, phi_switch, problem.target)
         impact = problem.valid & (vn_pre < -self.restitution_threshold)
-        return contact.solve_world(problem, mu, self.solver, target, z0, soften(impact), self.relaxed_gradient(model),
-                                   group)
+        return solve_contact(problem, mu, self.solver, target, z0=z0, soft=soften(impact),
+                             gradient=self.relaxed_gradient(model), group=group)
 
     @staticmethod
     def with_friction(law_params: CoulombParams, mu) -> CoulombParams:
@@ -173,7 +173,7 @@ class CoulombLCP(LawDefaults):
         prob, con = contact.rigid_body(model, params, state, v_free)
         target = normal_target(self, model, params, state, prob, con)
         z0 = None if warm is None else warm[con.index]
-        sol = contact.solve(prob, params.law.mu[: prob.num_tangents], self.solver, target, z0=z0,
+        sol = solve_contact(prob, params.law.mu[: prob.num_tangents], self.solver, target, z0=z0,
                             gradient=self.relaxed_gradient(model))
         new = None if warm is None else jnp.zeros_like(warm).at[con.index].set(jax.lax.stop_gradient(sol.z))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol), new

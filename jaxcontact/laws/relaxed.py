@@ -20,6 +20,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from .. import contact
+from ..solvers import solve_contact
 from ..types import AnyState, Params
 from .base import LawDefaults
 from .coulomb import CoulombLCP, CoulombParams, restitution_switch
@@ -58,6 +59,6 @@ class RelaxedCoulomb(LawDefaults):
         sk = jnp.sqrt(self.kappa)
         _, target = restitution_switch(model, params, state, prob, con, self.restitution_threshold,
                                        blend=(sk, model.dt * sk))
-        sol = contact.solve_relaxed(prob, params.law.mu[: prob.num_tangents], self.kappa, self.newton_iters,
-                                    self.regularization, target)
+        sol = solve_contact(prob, params.law.mu[: prob.num_tangents], target=target,
+                            relaxed=(self.kappa, self.newton_iters, self.regularization))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol)

@@ -2,13 +2,16 @@
 
 | module | solver | used by |
 | --- | --- | --- |
-| ``lcp`` | ``solve_lcp``: box-friction LCP, projected Gauss–Seidel | every LCP-based law and chains, through ``jaxcontact.contact`` |
-| ``body_lcp`` | ``solve_body_lcp``: the same LCP between free bodies, PGS in velocity form (A never formed); its sweeps in the fused CPU kernel (``jaxcontact.native``'s ``pgs.cc``, C++ behind ``jax.ffi``), graph-coloured (vectorised) or sequential (``LCPSettings.sweeps``) | worlds, through ``contact.solve_bodies`` |
-| ``relaxed_lcp`` | ``solve_relaxed_lcp``: relaxed-complementarity LCP, Newton with κ continuation | ``RelaxedCoulomb`` |
+| ``entry`` | ``solve_contact``: the one entry of the contact problem; the method from ``problem.choose``'s table | every law, through its problem |
+| ``problem`` | ``ContactProblem``, ``BodyProblem``, ``ContactSolution``; ``choose`` (the table); ``SMALL_ROWS`` | ``entry``, ``jaxcontact.contact`` |
+| ``batching`` | ``tail_sweeps``, ``with_batching_rule``: the one batching rule (a batch does not wait for its slowest problem) | ``lcp``, ``body_lcp`` |
+| ``lcp`` | ``solve_lcp``: box-friction LCP, projected Gauss–Seidel | ``entry`` (dense form) |
+| ``body_lcp`` | ``solve_body_lcp``: the same LCP between free bodies, PGS in velocity form (A never formed); its sweeps in the fused CPU kernel (``jaxcontact.native``'s ``pgs.cc``, C++ behind ``jax.ffi``), graph-coloured (vectorised) or sequential (``LCPSettings.sweeps``) | ``entry`` (velocity form) |
+| ``relaxed_lcp`` | ``solve_relaxed_lcp``: relaxed-complementarity LCP, Newton with κ continuation | ``entry`` (``RelaxedCoulomb``) |
 | ``nonneg`` | ``minimize_nonneg`` / ``minimize_nonneg_qp``: FISTA (or jaxopt ``ProjectedGradient``) over x ≥ 0 | ContactNets' inner program |
 | ``qp`` | ``solve_qp``: small dense QPs, jaxopt ``BoxOSQP`` | ContactNets' reference inner QP |
 | ``root`` | ``powell_hybrid`` / ``find_root``: Powell's hybrid root finder | dacm Algorithm 2 (chains) |
-| ``relaxed`` | ``relaxed_gradient``: the hard solution's value with the relaxed problem's implicit derivative (gradient mode ``"relaxed"``) | ``CoulombLCP(gradient="relaxed")``, through ``contact.solve`` |
+| ``relaxed`` | ``relaxed_gradient``: the hard solution's value with the relaxed problem's implicit derivative (gradient mode ``"relaxed"``) | ``entry`` (``CoulombLCP(gradient="relaxed")``) |
 | ``implicit`` | ``implicit_root`` / ``implicit_fixed_point``: jaxopt ``custom_root`` / ``custom_fixed_point``, the adjoint solved densely or matrix-free (GMRES) | all of the above (``body_lcp``: matrix-free) |
 
 Implicit differentiation is declared once, in ``implicit``; the solvers call it and stay unaware
@@ -16,9 +19,12 @@ of how their derivative is formed (the relaxed solver's is one Newton step at th
 which also gives forward mode). Swapping jaxopt for another library touches this package only.
 """
 
+from .batching import tail_sweeps, with_batching_rule
 from .body_lcp import ground_index, solve_body_lcp, with_ground
+from .entry import solve_contact
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root, krylov_guarded_solve
 from .lcp import LCPSettings, LCPSolution, RowStructure, regularized, solve_lcp
+from .problem import SMALL_ROWS, BodyProblem, ContactProblem, ContactSolution, Method, choose
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
 from .qp import QPSettings, QPSolution, solve_qp
 from .root import HybridSettings, RootResult, find_root, powell_hybrid
@@ -26,6 +32,15 @@ from .relaxed import GRADIENT_MODES, RelaxedGradient, check_gradient_mode, relax
 from .relaxed_lcp import relaxed_residual, solve_relaxed_lcp
 
 __all__ = [
+    "SMALL_ROWS",
+    "BodyProblem",
+    "ContactProblem",
+    "ContactSolution",
+    "Method",
+    "choose",
+    "solve_contact",
+    "tail_sweeps",
+    "with_batching_rule",
     "GRADIENT_MODES",
     "RelaxedGradient",
     "check_gradient_mode",

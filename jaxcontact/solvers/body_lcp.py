@@ -30,7 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve
+from .batching import MIN_TAIL_BODIES, tail_sweeps, with_batching_rule
 from .lcp import LCPSettings, LCPSolution, diagonal_floor
+from .problem import Method, choose
 
 
 def _prepare(rows, index, Minv, soft, reg, valid):
@@ -44,7 +46,7 @@ def _prepare(rows, index, Minv, soft, reg, valid):
     Mi = with_ground(Minv)[index]
     WJ = sum(Mi[:, :, None, :, j] * rows[:, :, :, j, None] for j in range(6))
     D = _rows_times(rows, WJ)
-    Ds = D + soft * D  # the caller's softness (contact.soften's relative diagonal)
+    Ds = D + soft * D  # the caller's softness (problem.soften's relative diagonal)
     scale = jnp.maximum(jnp.max(jnp.abs(Ds)), jnp.finfo(Ds.dtype).tiny)
     Dr = jnp.where(valid[:, None], Ds + reg * Ds + 1e-12 * scale + diagonal_floor(Ds, scale), 1.0)  # lcp.regularized, row by row
     return WJ, Dr, Dr - D
@@ -177,52 +179,17 @@ def _sweeps_single(settings: LCPSettings, z, rows, index, WJ, extra, v_free, bia
     return jnp.zeros_like(z).at[data["order"]].set(zo), change, it
 
 
-# A batch of worlds sweeps whole while more than 1/_TAIL of it is unconverged; the rest (the slow
-# tail: landings, impacts) is gathered into sub-batches of that size (as ``lcp``'s batching rule).
-_TAIL = 8
-_MIN_TAIL = 4
+def _tail(settings: LCPSettings, sweep, data, carry, tol):
+    """``batching.tail_sweeps`` of a batch of worlds (leading axis B), to each one's ``tol`` or the cap."""
+    return tail_sweeps(sweep, lambda c, t: _unfinished(settings, c, t), data, carry, tol, MIN_TAIL_BODIES)
 
 
-def _tail_batched(settings: LCPSettings, sweep, data, carry, tol):
-    """Sweeps of a batch (leading axis B on ``data`` and ``carry``), each problem getting exactly its
-    own sweeps (frozen once converged), without the batch waiting for its slowest problem: swept
-    whole while more than B/8 problems are unconverged, then the unconverged tail in sub-batches of
-    B/8 (on a 16-box heap the slowest of 16 worlds needs 4.1× the mean sweeps).
-    ``sweep(data, carry)`` sweeps a batch once."""
-    B = tol.shape[0]
-
-    def masked(data, carry, active, tol):
-        new = sweep(data, carry)
-        carry = jax.tree_util.tree_map(lambda n, o: jnp.where(active.reshape((-1,) + (1,) * (n.ndim - 1)), n, o),
-                                       new, carry)
-        return carry, active & _unfinished(settings, carry, tol)
-
-    active = _unfinished(settings, carry, tol)
-    K = max(_MIN_TAIL, B // _TAIL)
-    state = (carry, active)
-    if B <= K:
-        state = jax.lax.while_loop(lambda s: jnp.any(s[1]), lambda s: masked(data, *s, tol), state)
-    else:
-        state = jax.lax.while_loop(lambda s: jnp.sum(s[1]) > K, lambda s: masked(data, *s, tol), state)
-
-        def tail(state):  # the (up to) K unconverged problems with the lowest indices, to convergence
-            carry, active = state
-            _, idx = jax.lax.top_k(active.astype(jnp.int32), K)
-            pick = lambda t: jax.tree_util.tree_map(lambda x: x[idx], t)
-            sub_data, sub_tol = pick(data), tol[idx]
-            sub = jax.lax.while_loop(lambda s: jnp.any(s[1]), lambda s: masked(sub_data, *s, sub_tol),
-                                     (pick(carry), active[idx]))
-            put = lambda a, b: a.at[idx].set(b)
-            return jax.tree_util.tree_map(put, carry, sub[0]), active.at[idx].set(sub[1])
-
-        state = jax.lax.while_loop(lambda s: jnp.any(s[1]), tail, state)
-    return state[0]
-
-
-def _sweeps_batched(settings: LCPSettings, tol, *args):
-    """``_sweeps_single`` of a batch (leading axis B on every argument), through ``_tail_batched``."""
+def _sweeps_batched(settings: LCPSettings, *args):
+    """``_sweeps_single`` of a batch (leading axis B on every argument, ``tol`` last), through the
+    one batching rule (``batching.tail_sweeps``)."""
+    *args, tol = args
     data, carry = jax.vmap(_setup)(*args)
-    zo, _, change, it = _tail_batched(settings, jax.vmap(_sweep), data, carry, tol)
+    zo, _, change, it = _tail(settings, jax.vmap(_sweep), data, carry, tol)
     z = jax.vmap(lambda z0, o, x: jnp.zeros_like(z0).at[o].set(x))(args[0], data["order"], zo)
     return z, change, it
 
@@ -234,22 +201,7 @@ def _sweeps(settings: LCPSettings):
     single = functools.partial(_sweeps_single, settings)
     if settings.fixed_iterations:
         return single
-    return _with_batching_rule(single, functools.partial(_sweeps_batched, settings))
-
-
-def _with_batching_rule(single, batched):
-    """``single(*args)`` whose ``vmap`` calls ``batched(tol, *args)`` with every argument batched
-    (the sweeps' own batching rules)."""
-    @jax.custom_batching.custom_vmap
-    def sweeps(*args):
-        return single(*args)
-
-    @sweeps.def_vmap
-    def _(axis_size, in_batched, *args):
-        args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, bat in zip(args, in_batched)]
-        return batched(args[-1], *args[:-1]), (True, True, True)
-
-    return sweeps
+    return with_batching_rule(single, functools.partial(_sweeps_batched, settings))
 
 
 def _native_sweeps(settings: LCPSettings):
@@ -337,13 +289,11 @@ def _native_adjoint(settings: LCPSettings, T):
     return adjoint
 
 
-def _choose_adjoint(settings: LCPSettings, T):
+def _choose_adjoint(settings: LCPSettings, T, method: Method):
     """The reverse pass's adjoint solve: the fused kernel's (``_native_adjoint``) where the sweeps
-    run in the fused kernel (``"auto"`` or ``"native"`` on a CPU that builds it), else None
-    (``implicit_fixed_point``'s GMRES on T's products, the reference)."""
-    from .. import native
-
-    if settings.sweeps not in ("auto", "native") or jax.default_backend() != "cpu" or not native.available():
+    run in the fused kernel on a CPU (``method.sweep``), else None (``implicit_fixed_point``'s
+    GMRES on T's products, the reference)."""
+    if method.sweep != "native" or jax.default_backend() != "cpu":
         return None
     on_cpu = _native_adjoint(settings, T)
 
@@ -356,22 +306,20 @@ def _choose_adjoint(settings: LCPSettings, T):
     return adjoint
 
 
-def _choose_sweeps(settings: LCPSettings, group):
-    """The sweeps a solve runs (``LCPSettings.sweeps``): ``"sequential"``; ``"colour"`` (needs
-    ``group``, the contacts' manifold size; else sequential); ``"native"`` and ``"auto"``: the fused
-    kernel on a CPU where it builds (else the sequential sweeps there) and, off a CPU, the coloured
-    sweeps (``platform_dependent``). ``"auto"`` on an accelerator does not try to build the kernel."""
-    from .. import native
-
-    coloured = _coloured_sweeps(settings, group) if group is not None else None
-    if settings.sweeps == "sequential" or (settings.sweeps == "colour" and coloured is None):
+def _choose_sweeps(settings: LCPSettings, group, method: Method):
+    """The sweeps ``method`` names (``problem.choose``): ``method.sweep`` on a CPU and
+    ``method.sweep_elsewhere`` off it ("native": the fused kernel; "colour": by colour, with the
+    manifold size ``group``; "sequential": pure JAX), one ``platform_dependent`` where they differ."""
+    def make(name):
+        if name == "native":
+            return _native_sweeps(settings)
+        if name == "colour":
+            return _coloured_sweeps(settings, group)
         return _sweeps(settings)
-    if settings.sweeps == "colour":
-        return coloured
-    elsewhere = coloured or _sweeps(settings)
-    if settings.sweeps == "auto" and jax.default_backend() != "cpu":
-        return elsewhere
-    on_cpu = _native_sweeps(settings) if native.available() else _sweeps(settings)
+
+    if method.sweep == method.sweep_elsewhere:
+        return make(method.sweep)
+    on_cpu, elsewhere = make(method.sweep), make(method.sweep_elsewhere)
     return lambda *a: jax.lax.platform_dependent(*a, cpu=on_cpu, default=elsewhere)
 
 
@@ -476,16 +424,17 @@ def _coloured_sweep(data, carry, colours):
     return zm, v, change, it + 1
 
 
-def _coloured_sweeps_batched(settings: LCPSettings, group: int, tol, *args):
-    """The sweeps of a batch of problems (leading axis B on every argument) to each one's ``tol``
-    or ``settings.max_iter``: a world that has converged is frozen while the others go on."""
+def _coloured_sweeps_batched(settings: LCPSettings, group: int, *args):
+    """The sweeps of a batch of problems (leading axis B on every argument, ``tol`` last) to each
+    one's ``tol`` or ``settings.max_iter``: a world that has converged is frozen while the others go on."""
+    *args, tol = args
     data, carry = jax.vmap(functools.partial(_coloured_setup, group))(*args)
 
     sweep = lambda data, carry: _coloured_sweep(data, carry, jnp.max(data["colours"]))
     if settings.fixed_iterations:
         carry = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: sweep(data, c), carry)
     else:
-        carry = _tail_batched(settings, sweep, data, carry, tol)
+        carry = _tail(settings, sweep, data, carry, tol)
     zm, _, change, it = carry
     B, C, d = args[0].shape
     return zm[:, :-1].reshape(B, C, d), change, it
@@ -497,14 +446,15 @@ def _coloured_sweeps(settings: LCPSettings, group: int):
     batched = functools.partial(_coloured_sweeps_batched, settings, group)
 
     def single(*args):
-        z, change, it = batched(args[-1][None], *(x[None] for x in args[:-1]))
+        z, change, it = batched(*(x[None] for x in args))
         return z[0], change[0], it[0]
 
-    return _with_batching_rule(single, batched)
+    return with_batching_rule(single, batched)
 
 
 def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
-                   settings: LCPSettings = LCPSettings(), z0=None, group: int | None = None) -> LCPSolution:
+                   settings: LCPSettings = LCPSettings(), z0=None, group: int | None = None,
+                   method: Method | None = None) -> LCPSolution:
     """The box-friction LCP of contacts between free bodies, without forming A.
 
     rows: (C, 2, d, 6) each contact's rows [normal, tangents] on its two bodies (signed: their sum
@@ -514,7 +464,8 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     each tangent row (the normal's entry is ignored); valid: (C,) contacts in the problem (the
     others keep z = 0 and are never visited); soft: (C, d) relative diagonal added to A's rows
     (constraint-force mixing; default none), before ``settings.regularization``.
-    z0: (C, d) start of the sweeps (a warm start), not differentiated.
+    z0: (C, d) start of the sweeps (a warm start), not differentiated. method: the sweeps of
+    ``problem.choose`` (None: chosen here from ``settings`` and ``group``).
     Returns ``LCPSolution`` with z (C, d); differentiable in rows, Minv, v_free, bias, soft and
     coupling (implicitly, at the solution)."""
     C, _, d, _ = rows.shape
@@ -528,8 +479,9 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     z0 = jnp.zeros((C, d), dtype) if z0 is None else jnp.where(valid[:, None], z0, 0.0).astype(dtype)
     reg = settings.regularization
     T = _fixed_point_map(reg)
+    method = choose("bodies", C * d, settings, group=group, form="velocity") if method is None else method
 
-    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T))
+    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, method))
     def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
         rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
         index = _index(bodies_f, N)
@@ -538,7 +490,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         b = _rows_times(rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
-        sweeps = _choose_sweeps(settings, group)
+        sweeps = _choose_sweeps(settings, group, method)
         z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
                           coupling, valid_f > 0, tol)
         step = _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0)  # T(z), set-up reused

@@ -29,10 +29,8 @@ from flax import struct
 
 from .implicit import implicit_fixed_point
 
-# Rows up to this count get a fully unrolled Gauss–Seidel sweep; larger problems use fori_loop.
-_UNROLL_ROWS = 64
-
-SWEEP_METHODS = ("auto", "native", "colour", "sequential")
+from .batching import MIN_TAIL_DENSE, tail_sweeps, with_batching_rule
+from .problem import SMALL_ROWS, SWEEP_METHODS, Method, choose
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,13 +157,13 @@ def _residual(T, z, A, b, coupling):
     return jnp.max(jnp.abs(jnp.diagonal(A) * (T(z, A, b, coupling) - z)), initial=0.0)
 
 
-def _pgs_sweep(rows: RowStructure, z, A, b, coupling):
+def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool | None = None):
     """One projected Gauss–Seidel sweep; returns (z, max scaled change).
 
     z, b, coupling: (m, *batch); A: (m, m, *batch) — the batch, if any, is the *trailing* axis
     (``_pgs_batched``), so every row update is one contiguous vector operation."""
     m = z.shape[0]
-    if m <= _UNROLL_ROWS:
+    if unrolled if unrolled is not None else m <= SMALL_ROWS:
         # Unrolled on scalars: with a trailing batch axis every row update is an elementwise
         # vector operation, so XLA fuses the sweep into few kernels with no dynamic-update-slices.
         zs = [z[i] for i in range(m)]
@@ -203,19 +201,19 @@ def _tolerance(settings: LCPSettings, b):
     """The stopping tolerance of one problem (b: (m,)): ``settings.tol``, but never below what the
     dtype can resolve at the problem's velocity scale max |b| — in float32 a velocity change below
     ~1e-5 m/s is round-off. (Rows that must not push are decoupled by the caller with b = 0:
-    ``contact.solve``; they do not raise the scale.)"""
+    ``entry.solve_contact``; they do not raise the scale.)"""
     floor = 64 * jnp.finfo(b.dtype).eps * (1.0 + jnp.max(jnp.abs(b), axis=0))
     return jnp.maximum(jnp.asarray(settings.tol, b.dtype), floor)
 
 
-def _pgs_single(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
+def _pgs_single(rows: RowStructure, settings: LCPSettings, unrolled: bool, z, A, b, coupling):
     """Sweeps of one problem until no scaled change exceeds the tolerance (or the cap):
     (z, last change, sweeps)."""
     tol = _tolerance(settings, b)
 
     def body(carry):
         z, _, it = carry
-        z, change = _pgs_sweep(rows, z, A, b, coupling)
+        z, change = _pgs_sweep(rows, z, A, b, coupling, unrolled)
         return z, change, it + 1
 
     init = (z, jnp.asarray(jnp.inf, b.dtype), jnp.asarray(0, jnp.int32))
@@ -224,87 +222,57 @@ def _pgs_single(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     return jax.lax.while_loop(lambda c: (c[2] < settings.max_iter) & (c[1] > tol), body, init)
 
 
-# A batch keeps sweeping all of its problems while more than 1/_TAIL of them are unconverged; the
-# rest (the slow tail: impacts, mode changes) is gathered into sub-batches of that size.
-_TAIL = 8
-_MIN_TAIL = 8
-
-
 def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     """``_pgs_single`` of a batch (leading axis B on every argument), with the same result per
-    problem: each problem gets exactly its own sweeps and is frozen once converged.
-
-    Under a plain ``vmap`` the loop would run every problem until the slowest of the batch
-    converges (on the box-throw workload a body-step needs 7.2 sweeps on average, but its chunk of
-    256 bodies waited 16.7: ``benchmarks/results/breakdown.md``). Here the batch is laid out batch-last (each row update one
-    contiguous vector operation), swept whole while more than B/8 problems are unconverged, and
-    the unconverged tail is then gathered into sub-batches of B/8 that sweep on their own."""
+    problem: the batch laid out batch-last (each row update one contiguous vector operation) and
+    swept by the one batching rule (``batching.tail_sweeps``: each problem exactly its own sweeps,
+    the unconverged tail in sub-batches)."""
     B = z.shape[0]
     zt, bt, ct = z.T, b.T, coupling.T
     At = jnp.moveaxis(A, 0, -1)
     tol = _tolerance(settings, bt)
     cap = settings.max_iter
 
-    def sweep(state, At, bt, ct, tol):
-        zt, change, it, active = state
+    def sweep(data, carry):
+        At, bt, ct = data
+        zt, _, it = carry
         zn, ch = _pgs_sweep(rows, zt, At, bt, ct)
-        zt = jnp.where(active[None], zn, zt)
-        change = jnp.where(active, ch, change)
-        it = it + active.astype(jnp.int32)
-        return zt, change, it, active & (it < cap) & (change > tol)
+        return zn, ch, it + 1
 
-    state = (zt, jnp.full((B,), jnp.inf, b.dtype), jnp.zeros((B,), jnp.int32), jnp.ones((B,), bool))
-    K = max(_MIN_TAIL, B // _TAIL)
-    if B <= K:
-        state = jax.lax.while_loop(lambda s: jnp.any(s[3]), lambda s: sweep(s, At, bt, ct, tol), state)
-    else:
-        state = jax.lax.while_loop(lambda s: jnp.sum(s[3]) > K, lambda s: sweep(s, At, bt, ct, tol), state)
+    def unfinished(carry, tol):
+        _, change, it = carry
+        return (it < cap) & (change > tol)
 
-        def tail(state):  # the (up to) K unconverged problems with the lowest indices, to convergence
-            _, idx = jax.lax.top_k(state[3].astype(jnp.int32), K)
-            sub = tuple(x[..., idx] for x in state)
-            args = (At[..., idx], bt[..., idx], ct[..., idx], tol[idx])
-            sub = jax.lax.while_loop(lambda s: jnp.any(s[3]), lambda s: sweep(s, *args), sub)
-            return tuple(x.at[..., idx].set(y) for x, y in zip(state, sub))
-
-        state = jax.lax.while_loop(lambda s: jnp.any(s[3]), tail, state)
-    zt, change, it, _ = state
+    carry = (zt, jnp.full((B,), jnp.inf, b.dtype), jnp.zeros((B,), jnp.int32))
+    zt, change, it = tail_sweeps(sweep, unfinished, (At, bt, ct), carry, tol, MIN_TAIL_DENSE, axis=-1)
     return zt.T, change, it
 
 
-def _pgs(rows: RowStructure, settings: LCPSettings):
-    """The forward solve (z0, A, b, coupling) -> (z, change, sweeps), with its own batching rule."""
-    single = functools.partial(_pgs_single, rows, settings)
-    m = len(rows.lo0)
-    if settings.fixed_iterations or m > _UNROLL_ROWS:
+def _pgs(rows: RowStructure, settings: LCPSettings, method: Method):
+    """The forward solve (z0, A, b, coupling) -> (z, change, sweeps): with the one batching rule
+    where ``method.batching`` says so (``problem.choose``)."""
+    single = functools.partial(_pgs_single, rows, settings, method.sweep == "unrolled")
+    if method.batching != "tail":
         return single  # a uniform trip count, or rows in a fori_loop: plain vmap is right
-
-    @jax.custom_batching.custom_vmap
-    def pgs(z, A, b, coupling):
-        return single(z, A, b, coupling)
-
-    @pgs.def_vmap
-    def _(axis_size, in_batched, z, A, b, coupling):
-        args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape)
-                for x, bat in zip((z, A, b, coupling), in_batched)]
-        return _pgs_batched(rows, settings, *args), (True, True, True)
-
-    return pgs
+    return with_batching_rule(single, functools.partial(_pgs_batched, rows, settings))
 
 
-def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSettings(), z0=None):
+def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSettings(), z0=None,
+              method: Method | None = None):
     """Solve the box-friction LCP (see module docstring); differentiable in A, b and coupling.
 
     A: (m, m) Delassus matrix J M⁻¹ Jᵀ. b: (m,) free constraint velocity plus bias.
     coupling: (m,) friction coefficient of each friction row (ignored on other rows).
     z0: (m,) start of the sweeps (a warm start; default zero) — not differentiated.
+    method: the sweep and batching of ``problem.choose`` (None: chosen here from the row count).
     Returns ``LCPSolution(z, residual, iterations)``.
     """
     A = regularized(A, settings.regularization)
     T = _fixed_point_map(rows)
     if z0 is None:
         z0 = jnp.zeros_like(b)
-    pgs = _pgs(rows, settings)
+    method = choose("dense", len(rows.lo0), settings) if method is None else method
+    pgs = _pgs(rows, settings, method)
 
     @implicit_fixed_point(T, has_aux=True)
     def _solve(z_init, A, b, coupling):

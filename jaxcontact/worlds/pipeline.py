@@ -15,7 +15,7 @@ of pure stages over the stacked bodies (leading body axis N):
    (``contact.body_problem``) with the friction of every contact (``materials.contact_friction``),
    the distances the restitution switch reads (``patch_phi``) and the softness outside the islands
    of impacts (``soft_rows``, ``stiff_rows``), solved by ``law.solve_coupled`` (``CoulombLCP``:
-   ``contact.solve_world``, dense up to ``contact.DENSE_ROWS`` rows or in velocity form);
+   ``solvers.solve_contact``, dense up to ``solvers.SMALL_ROWS`` rows or in velocity form);
 4. v⁺ = v¹ + M⁻¹ p per body (v_c + W p with joints, and the joint impulse), ``stages.integrate``;
 5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase) in a ``WorldInfo``.
 
@@ -408,24 +408,19 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
         projected_b = jnp.zeros((scene.num_bodies,), bool)
     v1 = _per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
     Minv = _per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
-    if not coupled(scene):
+    if coupled(scene):
+        v_new, p_body, info, warm, con = _contacts_coupled(model, scene, params, state, v1, Minv, warm)
+    else:
         v_new, p_body, laws_info, warm, failed_b = _contacts_per_body(model, scene, params, state, v1, Minv, warm)
-        new = _per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
-        flags_b = _per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
-                            params, invalid_b, p_body, new, projected_b, failed_b)
-        one = scene.num_bodies == 1
-        pick = (lambda x: x[0]) if one else (lambda x: _or(x))
-        most = (lambda x: x[0]) if one else (lambda x: jnp.max(x))
-        info = WorldInfo(
-            impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), v1.dtype),
-            pair_kind=jnp.zeros((0,), jnp.int32), residual=most(laws_info.residual),
-            iterations=most(laws_info.iterations), joint_impulse=jnp.zeros((0,), v1.dtype),
-            joint_error=jnp.zeros((), v1.dtype), flags=pick(flags_b), invalid=pick(invalid_b),
-            contacts=laws_info.replace(flags=flags_b, invalid=invalid_b))
-        return new, info, warm
+    new = _per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
+    if coupled(scene):
+        return new, _checks_coupled(model, scene, con, info, invalid_b, projected_b, p_body, new), warm
+    return new, _checks_per_body(scene, params, laws_info, invalid_b, projected_b, failed_b, p_body, new), warm
+
+
+def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, invalid_b, projected_b, p_body, new):
+    """A coupled world's checks out: one ``Flags`` set from its one solve, its bodies and its pairs."""
     invalid, projected = _or(invalid_b), jnp.any(projected_b)
-    v_new, p_body, info, warm, con = _contacts_coupled(model, scene, params, state, v1, Minv, warm)
-    new = jax.vmap(lambda s, v: stages.integrate(model, s, v))(state, v_new)
     failed = stages.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
     # capped target separates them without launching them (as the ground does); flagged
@@ -434,7 +429,24 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
         projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
     flags = stages.step_flags(invalid, stages.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
                               con.capacity)
-    return new, info.replace(flags=flags, invalid=invalid), warm
+    return info.replace(flags=flags, invalid=invalid)
+
+
+def _checks_per_body(scene: Scene, params: Params, laws_info, invalid_b, projected_b, failed_b, p_body, new):
+    """The per-body route's checks out: each body's ``Flags`` (as a single body's step sets them, in
+    its ``ContactInfo``) and the world's, their OR, in a ``WorldInfo``."""
+    flags_b = _per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
+                        params, invalid_b, p_body, new, projected_b, failed_b)
+    one = scene.num_bodies == 1
+    pick = (lambda x: x[0]) if one else (lambda x: _or(x))
+    most = (lambda x: x[0]) if one else (lambda x: jnp.max(x))
+    dtype = p_body.dtype
+    return WorldInfo(
+        impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), dtype),
+        pair_kind=jnp.zeros((0,), jnp.int32), residual=most(laws_info.residual),
+        iterations=most(laws_info.iterations), joint_impulse=jnp.zeros((0,), dtype),
+        joint_error=jnp.zeros((), dtype), flags=pick(flags_b), invalid=pick(invalid_b),
+        contacts=laws_info.replace(flags=flags_b, invalid=invalid_b))
 
 
 def manifold_size(model, scene: Scene, params: Params) -> int:
@@ -832,7 +844,8 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
     return jnp.sum(_per_body(lambda p, s: stages.energy(model, p, s), params, state))
 
 
-__all__ = ["DENSE_ROWS", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy",
-           "check_shapes", "ground_contacts", "initial_warm", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "soft_rows",
-           "soften", "solve_contacts", "start_overlaps", "step", "step_with_info", "validate", "validate_batch",
-           "warn_overlaps"]
+__all__ = ["AsBody", "CPU_CHUNK", "WorldContacts", "WorldInfo", "as_is", "batch_jit", "batch_rollout", "body_scene",
+           "check_law", "check_shapes", "collide", "coupled", "energy", "first", "ground_contacts", "initial_warm",
+           "lift_body", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "rollout_jit", "run", "soft_rows",
+           "start_overlaps", "step", "step_stages", "step_with_info", "stiff_rows", "validate", "validate_batch",
+           "warn_overlaps", "world_out"]

@@ -1,0 +1,136 @@
+"""The one solver entry of the contact problem: ``solve_contact``.
+
+Every law hands its problem here (``CoulombLCP`` one body's ``ContactProblem`` or a world's
+``BodyProblem``, ContactNets' learned one, dacm's frictionless one, ``RelaxedCoulomb``'s relaxed
+one); ``problem.choose`` picks the method from the problem's static sizes and the law's settings
+(the table in ``problem``'s docstring) and this module runs it: the box-friction LCP by projected
+Gauss–Seidel dense (``lcp.solve_lcp``) or in velocity form (``body_lcp.solve_body_lcp``), or the
+relaxed LCP by Newton (``relaxed_lcp``), each with its implicit derivative.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .body_lcp import ground_index, solve_body_lcp
+from .lcp import LCPSettings, RowStructure, regularized, solve_lcp
+from .problem import BodyProblem, ContactProblem, ContactSolution, choose, dense, soften
+from .relaxed import RelaxedGradient, relaxed_gradient
+from .relaxed_lcp import solve_relaxed_lcp
+
+
+def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target=None, z0=None, soft=None,
+                  gradient: RelaxedGradient | None = None, group: int | None = None, relaxed=None,
+                  form: str | None = None) -> ContactSolution:
+    """The contact impulse of ``problem`` (a ``ContactProblem`` or a ``BodyProblem``).
+
+    mu: friction coefficient per tangent row, broadcast to (C, num_tangents) (a scalar, (nt,) per
+    direction, or (C, nt)); settings: the law's ``LCPSettings``; target: (C,) normal-row target,
+    default the problem's (−φ/h); z0: (C, d) start of the sweeps (a warm start; padded contacts
+    start at zero; not differentiated); soft: (C,) relative diagonal added to each contact's rows
+    (constraint-force mixing; a world's softness); gradient: a ``RelaxedGradient`` for the relaxed
+    derivative (same value; dense form); group: the contacts' manifold size (the coloured sweeps);
+    relaxed: ``(kappa, newton_iters, regularization)`` for the relaxed-complementarity solution
+    (``RelaxedCoulomb``; ``settings`` unused); form: force "dense" or "velocity" (``problem.choose``)."""
+    if isinstance(problem, BodyProblem):
+        rows = problem.num_contacts * problem.rows_per_contact
+        method = choose("bodies", rows, settings, gradient, problem.mobility.ndim == 2, group, relaxed is not None,
+                        form)
+        if method.form == "velocity":
+            return _velocity(problem, mu, settings, target, z0, soft, group, method)
+        problem = dense(problem)
+    elif not isinstance(problem, ContactProblem):
+        raise TypeError(f"solve_contact: expected a ContactProblem or a BodyProblem, got {type(problem).__name__}")
+    if soft is not None:
+        problem = soften(problem, soft)
+    C, d = problem.num_contacts, problem.rows_per_contact
+    method = choose("dense", C * d, settings, gradient, relaxed=relaxed is not None, form=form)
+    if method.form == "relaxed":
+        return _relaxed(problem, mu, *relaxed, target=target)
+    return _dense(problem, mu, settings, target, z0, gradient, method)
+
+
+def _rhs(problem: ContactProblem, target):
+    target = problem.target if target is None else target
+    return problem.free_velocity.at[:, 0].add(-target)
+
+
+def _without_padding(problem: ContactProblem, rhs):
+    """(A, b) of the LCP with the padded contacts' rows decoupled: their off-diagonal entries of A
+    and their b are zero, so PGS leaves their impulse at exactly 0 (z = max(0, −0/A_ii)) and they
+    neither push nor enter the solver's tolerance. Rows of real contacts are unchanged."""
+    valid = jnp.repeat(problem.valid, problem.rows_per_contact)
+    keep = (valid[:, None] & valid[None, :]) | np.eye(valid.shape[0], dtype=bool)
+    A = jnp.where(keep, problem.A, jnp.zeros_like(problem.A))
+    return A, jnp.where(valid, rhs.reshape(-1), jnp.zeros_like(rhs.reshape(-1)))
+
+
+def _coupling(problem: ContactProblem, mu):
+    C, nt = problem.num_contacts, problem.num_tangents
+    dtype = problem.A.dtype
+    mu = jnp.broadcast_to(jnp.asarray(mu, dtype), (C, nt))
+    return jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1).reshape(-1)
+
+
+def _dense(problem: ContactProblem, mu, settings, target, z0, gradient, method) -> ContactSolution:
+    """The box-friction LCP with A formed, by projected Gauss–Seidel with implicit gradients."""
+    C, d = problem.num_contacts, problem.rows_per_contact
+    A, b = _without_padding(problem, _rhs(problem, target))
+    rows = RowStructure.contacts(C, problem.num_tangents)
+    if z0 is not None:
+        z0 = jnp.where(problem.valid[:, None], jax.lax.stop_gradient(z0), 0.0).astype(b.dtype).reshape(-1)
+    coupling = _coupling(problem, mu)
+    sol = solve_lcp(A, b, coupling, rows, settings, z0=z0, method=method)
+    z = sol.z
+    if gradient is not None:
+        z = relaxed_gradient(z, regularized(A, settings.regularization), b, coupling, rows,
+                             jnp.repeat(problem.valid, d), gradient)
+    return ContactSolution(z=z.reshape(C, d), impulse=problem.J.T @ z, residual=sol.residual,
+                           iterations=sol.iterations)
+
+
+def body_impulse(problem: BodyProblem, z) -> jnp.ndarray:
+    """(N, 6) every body's generalised impulse Jᵀz from the contacts' impulses z (C, d)."""
+    N = problem.v_free.shape[0]
+    p = jnp.einsum("csdk,cd->csk", problem.rows, z)
+    idx = ground_index(problem.bodies, N)
+    return jnp.zeros((N + 1, 6), p.dtype).at[idx.reshape(-1)].add(p.reshape(-1, 6))[:N]
+
+
+def _velocity(problem: BodyProblem, mu, settings, target, z0, soft, group, method) -> ContactSolution:
+    """The same LCP in velocity form (``body_lcp.solve_body_lcp``): the solution of the dense
+    form (the same sweeps in exact arithmetic) in O(C) memory, each sweep visiting the valid
+    contacts only. ``impulse`` is (6N,), as the dense form's over the world's stacked velocities."""
+    C, d = problem.num_contacts, problem.rows_per_contact
+    dtype = problem.v_free.dtype
+    target = problem.target if target is None else target
+    bias = jnp.zeros((C, d), dtype).at[:, 0].set(-target)
+    coupling = jnp.concatenate([jnp.zeros((C, 1), dtype), jnp.broadcast_to(jnp.asarray(mu, dtype), (C, d - 1))], axis=1)
+    if soft is not None:
+        soft = jnp.asarray(soft, dtype)
+        soft = jnp.broadcast_to(soft[:, None] if soft.ndim == 1 else soft, (C, d))
+    if z0 is not None:
+        z0 = jax.lax.stop_gradient(z0)
+    sol = solve_body_lcp(problem.rows, problem.bodies, problem.mobility, problem.v_free, bias, coupling,
+                         problem.valid, soft, settings, z0, group, method=method)
+    return ContactSolution(z=sol.z, impulse=body_impulse(problem, sol.z).reshape(-1), residual=sol.residual,
+                           iterations=sol.iterations)
+
+
+def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
+             target=None) -> ContactSolution:
+    """The relaxed-complementarity impulse (``solve_relaxed_lcp``); A gets a relative diagonal
+    ``regularization``."""
+    C, d = problem.num_contacts, problem.rows_per_contact
+    A = problem.A + jnp.diag(regularization * jnp.diagonal(problem.A))
+    b = _rhs(problem, target).reshape(-1)
+    rows = RowStructure.contacts(C, problem.num_tangents)
+    valid = jnp.repeat(problem.valid, d)
+    sol = solve_relaxed_lcp(A, b, _coupling(problem, mu), rows, valid, kappa, newton_iters)
+    return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
+                           iterations=sol.iterations)
+
+
+__all__ = ["body_impulse", "solve_contact"]

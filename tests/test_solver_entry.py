@@ -1,0 +1,68 @@
+"""One solver entry (``solvers.solve_contact``) and its one table of methods (``solvers.choose``):
+the method each kind of problem gets from its static sizes and the law's settings, and the
+problems the entry refuses."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact import native
+from jaxcontact.solvers import SMALL_ROWS, LCPSettings, Method, choose, solve_contact
+
+DEFAULT = LCPSettings()
+
+
+def test_the_table():
+    """Every row of the table in ``solvers/problem.py``'s docstring."""
+    # a formed A: dense, unrolled up to SMALL_ROWS rows with its own batching rule, looped above under vmap
+    assert choose("dense", 24, DEFAULT) == Method("dense", "unrolled", "unrolled", "tail")
+    assert choose("dense", SMALL_ROWS, DEFAULT).sweep == "unrolled"
+    assert choose("dense", SMALL_ROWS + 3, DEFAULT) == Method("dense", "looped", "looped", "vmap")
+    assert choose("dense", 24, LCPSettings(fixed_iterations=True)).batching == "vmap"
+    # a world's rows: small ones, a relaxed gradient or a jointed world's mobility densely
+    assert choose("bodies", SMALL_ROWS, DEFAULT).form == "dense"
+    assert choose("bodies", 300, DEFAULT, gradient=object()).form == "dense"
+    assert choose("bodies", 300, DEFAULT, full_mobility=True) == Method("dense", "looped", "looped", "vmap")
+    # larger ones in velocity form: the sweeps of LCPSettings.sweeps, colour only with a manifold size
+    cpu = "native" if native.available() else "sequential"
+    assert choose("bodies", 300, DEFAULT, group=4) == Method("velocity", cpu, "colour", "tail")
+    assert choose("bodies", 300, DEFAULT) == Method("velocity", cpu, "sequential", "tail")
+    assert choose("bodies", 300, LCPSettings(sweeps="colour"), group=4) == Method("velocity", "colour", "colour", "tail")
+    assert choose("bodies", 300, LCPSettings(sweeps="colour")).sweep == "sequential"
+    assert choose("bodies", 300, LCPSettings(sweeps="sequential"), group=4).sweep_elsewhere == "sequential"
+    assert choose("bodies", 300, LCPSettings(fixed_iterations=True), group=4).batching == "vmap"
+    # forced forms (comparisons), and a relaxed law
+    assert choose("bodies", 300, DEFAULT, form="dense").form == "dense"
+    assert choose("bodies", 12, DEFAULT, form="velocity").form == "velocity"
+    assert choose("dense", 24, DEFAULT, relaxed=True).form == "relaxed"
+
+
+def test_the_entry_refuses_what_it_cannot_solve():
+    with pytest.raises(ValueError, match="velocity form needs a BodyProblem"):
+        choose("dense", 24, DEFAULT, form="velocity")
+    with pytest.raises(ValueError, match="velocity form needs a BodyProblem"):
+        choose("bodies", 300, DEFAULT, full_mobility=True, form="velocity")
+    with pytest.raises(ValueError, match="form must be"):
+        choose("bodies", 300, DEFAULT, form="sparse")
+    with pytest.raises(TypeError, match="expected a ContactProblem or a BodyProblem"):
+        solve_contact(jnp.eye(3))
+
+
+def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
+    """A world's problem below ``SMALL_ROWS`` goes dense: the same impulses as forcing either form
+    (two boxes resting on each other: 8 ground and 4 pair contacts, 36 rows)."""
+    scene, params, s = jc.worlds.scenes.stack(2)
+    model = jc.worlds.model()
+    con = jc.worlds.collide(model, scene, params, s)
+    Minv = jax.vmap(lambda b, x: jc.geometry.mass_matrix_inverse(b, x))(params.body, s)
+    v1 = jax.vmap(lambda x: x.generalized_velocity())(s) + jnp.array([0.0, 0.0, -0.02, 0.0, 0.0, 0.0])
+    bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
+    assert bp.num_contacts * 3 <= SMALL_ROWS
+    auto = solve_contact(bp, 0.5, model.law.solver)
+    dense = solve_contact(bp, 0.5, model.law.solver, form="dense")
+    velocity = solve_contact(bp, 0.5, model.law.solver, form="velocity")
+    np.testing.assert_array_equal(np.asarray(auto.z), np.asarray(dense.z))
+    np.testing.assert_allclose(np.asarray(velocity.z), np.asarray(dense.z), atol=1e-10)
+    assert float(jnp.sum(dense.z[:, 0])) > 0
