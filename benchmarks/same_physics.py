@@ -59,7 +59,8 @@ def throws(n: int = 1000, steps: int = 800) -> dict:
     law = jc.CoulombLCP()
     planar = random_throws(jax.random.PRNGKey(1), 256, planar=True)
     params = jc.Params(body=shapes.box2d((0.1, 0.1), 0.37),
-                       ground=jc.Ground(normal=jnp.array([0.0, 1.0]), height=jnp.array(0.0)), law=law.init_params(mu=0.18))
+                       ground=jc.Ground(normal=jnp.array([0.0, 1.0]), height=jnp.array(0.0)),
+                       law=law.init_params(mu=0.18))
     out.update(_final_dict("throws.planar", jc.batch_rollout(jc.Model(law=law), params, planar, steps)))
     return out
 

@@ -82,7 +82,8 @@ from .worlds.pipeline import CPU_CHUNK
 
 def _step(model: Model, params: Params, state: AnyState, control=None):
     state, control = as_input_dtype(params, state, control)
-    new, info, _ = pipeline.step_stages(model, pipeline.body_scene(params), *pipeline.lift_body(params, state, control, steps=False), None)
+    world = pipeline.lift_body(params, state, control, steps=False)
+    new, info, _ = pipeline.step_stages(model, pipeline.body_scene(params), *world, None)
     return pipeline.first(new), pipeline.first(info.contacts)
 
 
@@ -207,7 +208,8 @@ def batch_rollout(
         validate_inputs(params, states, batched=True, params_batched=params_batched)
         if not params_batched:
             warn_penetration(model, params, states, batched=True)
-    out = pipeline.batch_jit(model, pipeline.body_scene(params), params, states, None, n_steps, params_batched, output, with_info,
+    out = pipeline.batch_jit(model, pipeline.body_scene(params), params, states, None, n_steps, params_batched, output,
+                             with_info,
                              chunk_size, check, False, pipeline.AsBody(output, with_info, check))
     if check:
         out, failed = out

@@ -92,7 +92,8 @@ def test_learned_law_refused_by_name_where_a_world_couples_bodies(name):
     with pytest.raises(ValueError, match=type(law).__name__):
         worlds.step(model, scene, params, states)
     with pytest.raises(ValueError, match=type(law).__name__):
-        jax.jit(lambda s: worlds.batch_rollout(model, scene, params, s, 3))(jax.tree_util.tree_map(lambda x: x[None], states))
+        batch = jax.tree_util.tree_map(lambda x: x[None], states)
+        jax.jit(lambda s: worlds.batch_rollout(model, scene, params, s, 3))(batch)
 
 
 def test_jointed_world_with_a_ground_law_is_refused_by_name():

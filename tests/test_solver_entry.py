@@ -29,7 +29,8 @@ def test_the_table():
     cpu = "native" if native.available() else "sequential"
     assert choose("bodies", 300, DEFAULT, group=4) == Method("velocity", cpu, "colour", "tail")
     assert choose("bodies", 300, DEFAULT) == Method("velocity", cpu, "sequential", "tail")
-    assert choose("bodies", 300, LCPSettings(sweeps="colour"), group=4) == Method("velocity", "colour", "colour", "tail")
+    colour = LCPSettings(sweeps="colour")
+    assert choose("bodies", 300, colour, group=4) == Method("velocity", "colour", "colour", "tail")
     assert choose("bodies", 300, LCPSettings(sweeps="colour")).sweep == "sequential"
     assert choose("bodies", 300, LCPSettings(sweeps="sequential"), group=4).sweep_elsewhere == "sequential"
     assert choose("bodies", 300, LCPSettings(fixed_iterations=True), group=4).batching == "vmap"

@@ -36,7 +36,7 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
     (``RelaxedCoulomb``; ``settings`` unused); form: force "dense" or "velocity" (``problem.choose``)."""
     if isinstance(problem, BodyProblem):
         rows = problem.num_contacts * problem.rows_per_contact
-        method = choose("bodies", rows, settings, gradient, problem.mobility.ndim == 2, group, relaxed is not None,
+        method = choose("bodies", rows, settings, gradient, problem.full_mobility, group, relaxed is not None,
                         form)
         if method.form == "velocity":
             return _velocity(problem, mu, settings, target, z0, soft, group, method)

@@ -141,6 +141,11 @@ class BodyProblem:
     def rows_per_contact(self) -> int:
         return self.rows.shape[2]
 
+    @property
+    def full_mobility(self) -> bool:
+        """Whether ``mobility`` is a full (6N, 6N) W (a jointed world's), not every body's own M⁻¹."""
+        return self.mobility.ndim == 2
+
 
 def body_problem(rows, bodies, phi, valid, mobility, v_free, dt: float) -> BodyProblem:
     """The ``BodyProblem`` of a world's contacts (arguments as ``from_body_rows``)."""

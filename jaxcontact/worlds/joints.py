@@ -198,7 +198,7 @@ class Motion:
 
     def after(self, p):
         """(N, 6) velocity after the contact impulse p (N, 6): v + W p."""
-        if self.mobility.ndim == 3:
+        if self.factor is None:  # free bodies: every body's own M⁻¹
             return self.velocity + jnp.einsum("nij,nj->ni", self.mobility, p)
         return (self.velocity.reshape(-1) + self.mobility @ p.reshape(-1)).reshape(p.shape)
 

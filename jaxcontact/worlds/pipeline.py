@@ -372,7 +372,9 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
     vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
     mu = contact_friction(params, con, v1.dtype)
-    soften = (lambda impact: soft_rows(scene.softness, stiff_rows(con, impact, N))) if scene.softness else (lambda _: None)
+    def soften(impact):  # the rows' softness outside the islands of this step's impacts
+        return soft_rows(scene.softness, stiff_rows(con, impact, N)) if scene.softness else None
+
     sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
                             None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
     p_body = sol.impulse.reshape(N, 6)
@@ -635,7 +637,8 @@ def _batch(model, scene, params, states, controls, n_steps, params_batched, outp
     n = jax.tree_util.tree_leaves(states)[0].shape[0]
     if n == 1:  # one system: the unbatched program (a vmap of one costs ~1.6x here), same result
         first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
-        out = f(first(params) if params_batched else params, first(states), None if controls is None else first(controls))
+        out = f(first(params) if params_batched else params, first(states),
+                None if controls is None else first(controls))
         return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], out)
     vf = jax.vmap(f, in_axes=(0 if params_batched else None, 0, None if controls is None else 0))
     if chunk_size is None or n <= chunk_size:
@@ -846,6 +849,7 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 __all__ = ["AsBody", "CPU_CHUNK", "WorldContacts", "WorldInfo", "as_is", "batch_jit", "batch_rollout", "body_scene",
            "check_law", "check_shapes", "collide", "coupled", "energy", "first", "ground_contacts", "initial_warm",
-           "lift_body", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "rollout_jit", "run", "soft_rows",
+           "lift_body", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "rollout_jit", "run",
+           "soft_rows",
            "start_overlaps", "step", "step_stages", "step_with_info", "stiff_rows", "validate", "validate_batch",
            "warn_overlaps", "world_out"]
