@@ -20,10 +20,7 @@ import sys
 
 from .cliargs import error_line
 from .plotting import PlottingUnavailable, require_matplotlib
-
-
-class MissingExtra(ImportError):
-    """An optional extra a command needs is missing (``worlds.mjcf.MujocoUnavailable``); one line."""
+from .validation import MissingExtra
 from .version import __version__
 
 # Modules that expose ``register(subparsers: argparse._SubParsersAction) -> None``.

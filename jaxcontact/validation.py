@@ -423,6 +423,11 @@ def com_outside_traced(body: Body) -> jnp.ndarray:
     return jax.lax.stop_gradient(jnp.maximum(-jnp.min(support), 0.0) / jnp.maximum(size, 1e-30))
 
 
+class MissingExtra(ImportError):
+    """An optional extra a command needs is missing (``worlds.mjcf.MujocoUnavailable``); the CLI
+    prints it as one line."""
+
+
 class CheckError(ValueError):
     """Raised by ``diagnostics.check`` when a run's flags report a problem; the message names the
     field, how many bodies and the first step."""

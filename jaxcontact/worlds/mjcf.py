@@ -46,10 +46,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import collision, shapes
-from ..cli import MissingExtra
 from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
 from ..types import Body, Ground, Params, State
+from ..validation import MissingExtra
 from .joints import JointedParams, JointParams, Joints
 from .scene import make_scene
 
