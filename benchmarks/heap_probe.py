@@ -21,7 +21,7 @@ the heaps stand or in how they land? Each engine's settled heaps (2 s) are conti
 the other engine: a taller heap that the other engine also holds is a state both call static, so
 the difference arose in the landing. ``reach``: do speculative contacts catch boxes that would
 have passed each other ("ghost" collisions: the closest features now are not the ones that meet)?
-``worlds.pipeline.reach`` is patched in this process to give half the scene's margin only, not the
+``worlds.contacts.reach`` is patched in this process to give half the scene's margin only, not the
 distance a body can move this step, for margins of 2 mm and 0.2 mm. ``manifold``: at each of
 jaxcontact's settled heaps (2 s, at rest), the contacts each engine's collision reports (touching:
 φ ≤ 0.1 mm), and the smallest μ for which a static solution exists with those contacts: contact
@@ -140,18 +140,18 @@ def reach_probe():
     import jax.numpy as jnp
 
     from jaxcontact import worlds
-    from jaxcontact.worlds import pipeline
+    from jaxcontact.worlds import contacts
 
     from .worlds import heap_states
 
     scene, params, states = heap_states(list(range(SEEDS)))
-    original = pipeline.reach
+    original = contacts.reach
 
     def margin_only(model, scene, params, state):
         return jnp.full(state.pos.shape[:-1], 0.5 * scene.margin, state.pos.dtype)
 
     out = {}
-    pipeline.reach = margin_only
+    contacts.reach = margin_only
     try:
         for margin in (0.002, 0.0002):
             t = time.perf_counter()
@@ -162,7 +162,7 @@ def reach_probe():
                                          "on_ground": [int(x) for x in (z < 100).sum(1)], "wall_s": time.perf_counter() - t}
             print(margin, out[f"margin_{margin:g}"], flush=True)
     finally:
-        pipeline.reach = original
+        contacts.reach = original
     return out
 
 

@@ -628,7 +628,7 @@ def stage_times(model, scene, params, state, repeats: int = 5):
 
     from jaxcontact import contact, dynamics, geometry, solvers, worlds
     from jaxcontact.types import Params
-    from jaxcontact.worlds import pipeline
+    from jaxcontact.worlds import contacts
 
     law = model.law
     N = scene.num_bodies
@@ -653,7 +653,7 @@ def stage_times(model, scene, params, state, repeats: int = 5):
         prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
         target = jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype))
         # a settled heap has no impacts: every contact is softened, as the pipeline does then
-        return prob, target, pipeline.soft_rows(scene.softness, jnp.zeros(prob.num_contacts, bool))
+        return prob, target, contacts.soft_rows(scene.softness, jnp.zeros(prob.num_contacts, bool))
 
     assemble = jax.jit(assemble)
     mu = params.law.mu[0]

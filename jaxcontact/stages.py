@@ -191,6 +191,18 @@ def accumulate(summary: Summary, info, k) -> Summary:
     return Summary(flags=summary.flags | info.flags, first_step=first, invalid=invalid)
 
 
+def per_body(fn, params: Params, *batched):
+    """``fn(Params of one body, *one body's args)`` over the stacked bodies of ``params`` (leading
+    axis N): vmapped; a world of one body calls ``fn`` on it directly (the single body's program:
+    a vmap of one is slower, same values)."""
+    one = lambda b: Params(body=b, ground=params.ground, law=params.law)
+    if params.body.mass.shape[0] == 1:
+        first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
+        out = fn(one(first(params.body)), *map(first, batched))
+        return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], out)
+    return jax.vmap(lambda b, *a: fn(one(b), *a))(params.body, *batched)
+
+
 def pad_batch(tree, n_pad: int):
     """Every leaf with ``n_pad`` copies of its first row appended along the leading axis (a batch
     made to divide into chunks or devices; the caller drops the padding from the result)."""
@@ -218,5 +230,5 @@ def penetration(params: Params, state: AnyState) -> jnp.ndarray:
 
 __all__ = ["SOLVER_ACCURACY", "SOLVER_RESIDUAL_LIMIT", "VELOCITY_ERROR_PER_RESIDUAL", "accumulate", "any_nonfinite",
            "as_input_dtype", "bounds_penetration", "depenetrate", "empty_summary", "energy", "free_velocity",
-           "full_precision", "gravity_vector", "integrate", "pad_batch", "penetration", "solver_failed", "step_flags",
+           "full_precision", "gravity_vector", "integrate", "pad_batch", "penetration", "per_body", "solver_failed", "step_flags",
            "warm_starts"]

@@ -224,7 +224,7 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     v1 = jax.vmap(lambda x: x.generalized_velocity())(s)
     bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, MODEL.dt)
     assert bp.num_contacts * 3 > jc.solvers.SMALL_ROWS and 0 < int(jnp.sum(con.valid)) < bp.num_contacts
-    soft = worlds.pipeline.soft_rows(scene.softness, jnp.zeros(bp.num_contacts, bool))
+    soft = worlds.contacts.soft_rows(scene.softness, jnp.zeros(bp.num_contacts, bool))
     settings = MODEL.law.solver
     w = jax.random.normal(jax.random.PRNGKey(0), (bp.num_contacts, 3))
 

@@ -219,7 +219,7 @@ def test_overlapping_start_warns_with_pair_depth_and_time():
         worlds.batch_rollout(MODEL, scene, params, states, STEPS, output="final")
     # the overlap is real and the pair is not projected out: still about 4.8 mm deep after the
     # 5 steps of 2 ms (pushed apart at 0.02 m/s)
-    overlaps = worlds.pipeline.start_overlaps
+    overlaps = worlds.contacts.start_overlaps
     assert float(overlaps(MODEL, scene, params, s)[0]) == pytest.approx(0.005, rel=1e-6)
     end = jax.tree_util.tree_map(lambda x: x[-1], traj)
     assert 0.0045 < float(overlaps(MODEL, scene, params, end)[0]) < 0.005

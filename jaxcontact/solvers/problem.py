@@ -162,7 +162,7 @@ def dense(problem: BodyProblem) -> ContactProblem:
 
 def soften(problem: ContactProblem, soft) -> ContactProblem:
     """The dense problem with ``soft`` ((C,) per contact) added to A's diagonal, relative to it
-    (what ``solve_bodies`` does row by row): constraint-force mixing (``worlds.pipeline.soft_rows``)."""
+    (what ``solve_bodies`` does row by row): constraint-force mixing (``worlds.contacts.soft_rows``)."""
     row_soft = jnp.repeat(soft, problem.rows_per_contact).astype(problem.A.dtype)
     return problem.replace(A=problem.A + jnp.diag(row_soft * jnp.diagonal(problem.A)))
 

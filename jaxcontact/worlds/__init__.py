@@ -7,15 +7,16 @@ world with joints, ``chains.as_world``; ``mjcf``: worlds from MuJoCo's MJCF/URDF
 ``from_mjcf``/``from_mujoco``/``to_mjcf``, mujoco imported on use; ``animate``: worlds as GIFs;
 ``checks``: physics checks of a batch of rollouts, ``rollout_checks``)."""
 
-from . import billiards, joints, materials, scenes
+from . import billiards, contacts, joints, materials, scenes
 from .mjcf import from_mjcf, from_mujoco, to_mjcf
 from .joints import JointedParams, JointParams, Joints
 from .scenes import DEFAULT_LAW, model
 from .scene import Scene, make_scene, stack_bodies
 from .sharding import sharded_batch_rollout
-from .pipeline import WorldContacts, WorldInfo, batch_rollout, check_law, collide, energy, rollout, step, step_with_info, validate
+from .contacts import WorldContacts, collide
+from .pipeline import WorldInfo, batch_rollout, check_law, energy, rollout, step, step_with_info, validate
 from .checks import rollout_checks
 
-__all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "billiards", "joints", "materials", "model", "scenes",
+__all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "billiards", "contacts", "joints", "materials", "model", "scenes",
            "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
            "from_mjcf", "from_mujoco", "to_mjcf", "rollout", "rollout_checks", "sharded_batch_rollout", "stack_bodies", "step", "step_with_info", "validate"]

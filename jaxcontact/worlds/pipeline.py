@@ -10,7 +10,7 @@ of pure stages over the stacked bodies (leading body axis N):
 3. contact, by the law (``laws.base.ContactLaw``): where bodies cannot touch each other (no
    body–body pairs, no joints: ``coupled`` false) each body's ``law(model, params, state, v¹)``
    (or ``law.solve_warm``) against the ground, exactly a single body's call; otherwise the joints
-   eliminated (``joints.motion``: v_c and the jointed mobility W), ``collide`` (body–ground
+   eliminated (``joints.motion``: v_c and the jointed mobility W), ``contacts.collide`` (body–ground
    candidates and every pair's manifold, ``collision.hull_hull``), one contact problem
    (``contact.body_problem``) with the friction of every contact (``materials.contact_friction``),
    the distances the restitution switch reads (``patch_phi``) and the softness outside the islands
@@ -38,8 +38,6 @@ Softness (``Scene.softness``) and the reach filter act on coupled worlds only.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import warnings
 from typing import Any
 
@@ -48,8 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from .. import collision, contact, eager, geometry, stages
-from ..rotations import quat_to_mat
+from .. import contact, eager, geometry, stages
+from ..stages import per_body
 from ..types import Flags, Params, State
 from ..validation import (
     broken_rules,
@@ -59,6 +57,18 @@ from ..validation import (
     validate_ground,
     validate_law_params,
     validate_state,
+)
+from .contacts import (
+    WorldContacts,
+    collide,
+    manifold_size,
+    num_ground_contacts,
+    patch_phi,
+    soft_rows,
+    start_overlaps,
+    stiff_rows,
+    warm_slots,
+    warm_table,
 )
 from .materials import contact_friction
 from . import joints as world_joints
@@ -88,218 +98,6 @@ class WorldInfo:
     unit: str = struct.field(pytree_node=False, default="worlds")
 
 
-@struct.dataclass
-class WorldContacts:
-    """Every contact of a world at one state: ``rows`` (C, 2, 3, 6) on the two bodies of each
-    contact (signed: their sum is the relative velocity, normal first), ``phi`` (C,), ``valid``
-    (C,), ``bodies`` (C, 2) the two body indices (−1: the ground). The first ``num_ground`` are
-    body–ground (Cg per body, body-major); the rest are the pair slots' (``n`` per slot):
-    ``slot_pair`` (S,) the scene pair each slot holds this step (every pair, in order, without a
-    broad phase). ``pair_phi`` (P, n) and ``pair_kind`` (P,) of every pair of the scene (a pair
-    the broad phase skipped: φ its bounding spheres' gap, a lower bound, and no patch);
-    ``capacity``: a pair within reach was left out (``Flags.CAPACITY``)."""
-
-    rows: jnp.ndarray
-    phi: jnp.ndarray
-    valid: jnp.ndarray
-    bodies: jnp.ndarray
-    slot_pair: jnp.ndarray
-    pair_phi: jnp.ndarray
-    pair_kind: jnp.ndarray
-    capacity: jnp.ndarray
-    num_ground: int = struct.field(pytree_node=False)
-
-
-def _body(params: Params, i):
-    return jax.tree_util.tree_map(lambda x: x[i], params.body)
-
-
-def _per_body(fn, params: Params, *batched):
-    """``fn(Params of one body, *one body's args)`` vmapped over the bodies; a world of one body
-    calls ``fn`` on it directly (the single body's program: a vmap of one is slower, same values)."""
-    one = lambda b: Params(body=b, ground=params.ground, law=params.law)
-    if params.body.mass.shape[0] == 1:
-        first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
-        out = fn(one(first(params.body)), *map(first, batched))
-        return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], out)
-    return jax.vmap(lambda b, *a: fn(one(b), *a))(params.body, *batched)
-
-
-def bounding_radii(params: Params):
-    """(N,) each body's farthest vertex from its centre of mass (m)."""
-    body = params.body
-    return jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1), 0.0), axis=-1)
-
-
-def reach(model, scene: Scene, params: Params, state: State):
-    """(N,) how far (m) any point of each body can move this step, plus half the scene's margin:
-    h·(|v| + |ω| r + g h) + margin/2, without gradient. A body–ground candidate enters the contact
-    problem when its φ is within its body's reach, a pair when its gap is within the sum of its two
-    bodies' reaches (speculative contacts: a pair closing at 3 m/s is in the problem before it
-    meets, so a 2 ms step never carries it through the surface; the constraint only acts if the
-    gap would close this step, because its target is −φ/h)."""
-    r = bounding_radii(params)
-    speed = jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r
-    return jax.lax.stop_gradient(model.dt * (speed + abs(model.gravity) * model.dt) + 0.5 * scene.margin)
-
-
-def ground_contacts(model, scene: Scene, params: Params, state: State):
-    """Every body's ``scene.ground_contacts`` closest vertices against the ground (at most
-    ``model.max_contacts``), those within the body's ``reach`` in the problem:
-    (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
-    N = scene.num_bodies
-    Cg = num_ground_contacts(model, scene, params)
-    con = _per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg), params, state)
-    rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
-    bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
-    valid = con.valid
-    if N > 1:  # candidates beyond reach stay out of the problem (a single body keeps all, as dynamics does;
-        # so does a jointed body: its joints can move it faster than its own velocity says)
-        valid = valid & ((con.phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
-    return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
-
-
-def _pair_rows(state_a, state_b, pc: collision.PairContacts):
-    """Rows (n, 2, 3, 6) of a pair's contacts: −(rows on a), rows on b, along [normal, tangents]."""
-    dirs = jnp.concatenate([pc.normal[None], geometry.tangent_basis(pc.normal)], axis=0)
-
-    def on(s, p):
-        r = (p - s.pos) @ quat_to_mat(s.quat)  # body frame: Rᵀ(p − x)
-        return geometry.point_jacobian(s, r, dirs)
-
-    ra = jax.vmap(lambda p: on(state_a, p))(pc.point)
-    rb = jax.vmap(lambda p: on(state_b, p))(pc.point)
-    return jnp.stack([-ra, rb], axis=1)
-
-
-def pair_gaps(scene: Scene, params: Params, state: State):
-    """(P,) a lower bound of every pair's distance (the broad phase): the distance of the two
-    centres of mass minus both bodies' bounding radii (their farthest vertex)."""
-    radius = bounding_radii(params)
-    a, b = np.asarray(scene.pairs, dtype=int).reshape(-1, 2).T
-    return jnp.linalg.norm(state.pos[a] - state.pos[b], axis=-1) - radius[a] - radius[b]
-
-
-def pair_contacts(model, scene: Scene, params: Params, state: State):
-    """The manifolds (``collision.hull_hull``, within the pair's ``reach``) of the pairs the broad
-    phase keeps (every pair without ``Scene.max_pairs``: there, the pairs with the least gap less
-    reach), one vmap per topology pair: (rows (S·n, 2, 3, 6), phi, valid, bodies (S·n, 2),
-    slot_pair (S,), pair_phi (P, n), pair_kind (P,), capacity)."""
-    n, P = scene.pair_contacts, scene.num_pairs
-    pairs = np.asarray(scene.pairs, dtype=int).reshape(P, 2)
-    dtype = state.pos.dtype
-    broad = scene.max_pairs is not None
-    body_reach = reach(model, scene, params, state)
-    pair_reach = body_reach[pairs[:, 0]] + body_reach[pairs[:, 1]]
-    gaps = jax.lax.stop_gradient(pair_gaps(scene, params, state)) if broad else None
-    capacity = jnp.zeros((), bool)
-    out = []
-    for ta, tb, ks in scene.pair_groups():
-        ks = np.asarray(ks)
-        K = scene.pair_slots(len(ks))
-        if K < len(ks):  # the K pairs of this group with the smallest gaps; one more within reach is flagged
-            neg, sel = jax.lax.top_k(pair_reach[ks] - gaps[ks], K + 1)
-            capacity = capacity | (neg[K] >= 0)
-            idx = jnp.asarray(ks)[sel[:K]]
-            ia, ib = jnp.asarray(pairs[:, 0])[idx], jnp.asarray(pairs[:, 1])[idx]
-        else:
-            idx, ia, ib = ks, pairs[ks, 0], pairs[ks, 1]
-        sa = jax.tree_util.tree_map(lambda x: x[ia], state)
-        sb = jax.tree_util.tree_map(lambda x: x[ib], state)
-        va, vb = params.body.vertices[ia], params.body.vertices[ib]
-
-        def one(va, sa, vb, sb, margin):
-            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin,
-                                     method=scene.narrow_phase)
-            return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
-
-        r, f, v, k = jax.vmap(one)(va, sa, vb, sb, pair_reach[idx])
-        out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
-    cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
-    if not broad:  # every pair, in the scene's order
-        order = np.argsort(np.concatenate([o[0] for o in out]), kind="stable")
-        cols = [c[order] for c in cols]
-    slot_pair, slot_bodies, rows, phi, valid, kind = cols
-    S = slot_pair.shape[0]
-    if broad:
-        pair_phi = jnp.broadcast_to(gaps[:, None], (P, n)).astype(dtype).at[slot_pair].set(phi)
-        pair_kind = jnp.zeros((P,), jnp.int32).at[slot_pair].set(kind)
-    else:
-        pair_phi, pair_kind = phi, kind
-    bodies = jnp.repeat(slot_bodies, n, axis=0)
-    return (rows.reshape(S * n, 2, 3, 6), phi.reshape(-1), valid.reshape(-1), bodies, slot_pair, pair_phi,
-            pair_kind, capacity)
-
-
-def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
-    """The world's contacts at ``state``: body–ground (if the scene has the ground) then body–body."""
-    parts = []
-    if scene.ground:
-        parts.append(ground_contacts(model, scene, params, state))
-    dtype = state.pos.dtype
-    slot_pair, pair_phi = jnp.zeros((0,), jnp.int32), jnp.zeros((0, scene.pair_contacts), dtype)
-    pair_kind, capacity = jnp.zeros((0,), jnp.int32), jnp.zeros((), bool)
-    if scene.pairs:
-        *pair, slot_pair, pair_phi, pair_kind, capacity = pair_contacts(model, scene, params, state)
-        parts.append(tuple(pair))
-    rows = jnp.concatenate([p[0] for p in parts])
-    phi = jnp.concatenate([p[1] for p in parts])
-    valid = jnp.concatenate([p[2] for p in parts])
-    bodies = jnp.concatenate([jnp.asarray(p[3], jnp.int32) for p in parts])
-    num_ground = parts[0][0].shape[0] if scene.ground else 0
-    return WorldContacts(rows=rows, phi=phi, valid=valid, bodies=bodies, slot_pair=jnp.asarray(slot_pair, jnp.int32),
-                         pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground)
-
-
-def stiff_rows(con: WorldContacts, impact, num_bodies: int):
-    """(C,) the contacts of the islands hit by an impact this step: ``impact`` (C,) marks the
-    contacts approaching faster than the restitution threshold; their bodies, and every body
-    linked to them through touching contacts (φ within the margin: the valid ones), are in the
-    island (label propagation, at most N − 1 hops, static). Ground contacts never link bodies."""
-    a, b = con.bodies[:, 0], con.bodies[:, 1]
-    link = con.valid & (a >= 0) & (b >= 0)
-    ia, ib = jnp.maximum(a, 0), jnp.maximum(b, 0)
-    hit = jnp.zeros(num_bodies, bool).at[ib].max(impact).at[ia].max(impact & (a >= 0))
-    if num_bodies > 1:
-        # bodies within N − 1 hops of a hit body: the reflexive adjacency squared ⌈log₂(N − 1)⌉ times
-        # (a few small matrix products, where a hop at a time was N − 1 dependent scatters)
-        adj = jnp.eye(num_bodies, dtype=jnp.float32).at[ia, ib].max(link.astype(jnp.float32))
-        adj = jnp.maximum(adj, adj.T)
-        squarings = int(np.ceil(np.log2(num_bodies - 1)))  # paths of up to 2^squarings >= N - 1 hops
-        for _ in range(squarings):
-            adj = (jnp.matmul(adj, adj, precision="highest") > 0).astype(jnp.float32)
-        hit = jnp.matmul(adj, hit.astype(jnp.float32), precision="highest") > 0
-    return impact | (con.valid & (hit[ib] | ((a >= 0) & hit[ia])))
-
-
-def soft_rows(softness: float, stiff):
-    """(C,) the relative diagonal added to every contact's rows (constraint-force mixing):
-    ``softness`` on every contact except the ``stiff`` ones ((C,): ``stiff_rows``, the islands of
-    this step's impacts), which get none. The rows of a resting stack are redundant (four normals
-    per face for three constrained directions, eight friction rows for three), which slows
-    projected Gauss–Seidel to hundreds of sweeps at the solver's own 1e-6; a softness of 1e-2
-    brings a 10-box stack at rest to ~30 (docs/worlds.md) at the price of a steady compression of
-    softness·h·|A_ii z| per contact (40 µm over a 10-box stack at 2 ms). An island hit by an impact
-    is solved stiff, so restitution, inelastic impacts and simultaneous impacts (a touching
-    Newton's cradle) keep the exact answer of the velocity-level LCP."""
-    return jnp.where(stiff, 0.0, softness)
-
-
-def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
-    """(C,) the distances the restitution switch reads: body–ground contacts their own (as a
-    single body); every contact of a body–body pair the pair's earliest closing, so that φ + h v⁻
-    is the least over the pair's valid points for all of them. A face patch then bounces as one:
-    its four points' distances differ by round-off, and a switch read point by point could bounce
-    two of them and not the others (a spurious torque, measured on the cradle at a 3 mm gap)."""
-    G, n = con.num_ground, scene.pair_contacts
-    if not scene.pairs:
-        return con.phi
-    phi, vn, valid = con.phi[G:].reshape(-1, n), vn_pre[G:].reshape(-1, n), con.valid[G:].reshape(-1, n)
-    first = jnp.min(jnp.where(valid, phi + dt * vn, jnp.inf), axis=1, keepdims=True)
-    pair = jnp.where(valid, first - dt * vn, phi)
-    return jnp.concatenate([con.phi[:G], pair.reshape(-1)])
-
-
 def coupled(scene: Scene) -> bool:
     """Whether the world's bodies share one contact problem (static): body–body pairs or joints.
     Otherwise each body's contact with the ground is its own (the per-body route of ``step``)."""
@@ -323,7 +121,7 @@ def _or(bits):
 def _ground_model(model, scene: Scene, params: Params):
     """The model each body's law sees on the per-body route: ``model`` itself unless the scene's
     ``ground_contacts`` keeps fewer candidates than ``Model.max_contacts``."""
-    if scene.ground_contacts >= model.num_contacts(_body(params, 0)):
+    if scene.ground_contacts >= model.num_contacts(params.body):
         return model
     return dataclasses.replace(model, max_contacts=scene.ground_contacts)
 
@@ -336,7 +134,7 @@ def _law_params(model, p: Params) -> Params:
     return p.replace(law=model.law.with_friction(p.law, p.body.friction))
 
 
-def _contacts_per_body(model, scene: Scene, params: Params, state, v1, Minv, warm):
+def _contactsper_body(model, scene: Scene, params: Params, state, v1, Minv, warm):
     """The contact stage of a world whose bodies cannot touch each other: each body's law against
     the ground (``law(model, params, state, v¹)``, or ``law.solve_warm`` with a warm start), as a
     single body's step calls it. (velocities after contact (N, nv), impulses, the laws' infos
@@ -354,7 +152,7 @@ def _contacts_per_body(model, scene: Scene, params: Params, state, v1, Minv, war
         info = info.replace(flags=jnp.zeros((), jnp.int32), invalid=jnp.zeros((), jnp.int32))
         return v + M @ p_imp, p_imp, info, w, stages.solver_failed(model, info)
 
-    return _per_body(one, params, state, v1, Minv, warm)
+    return per_body(one, params, state, v1, Minv, warm)
 
 
 def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm):
@@ -403,21 +201,21 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     4. integrate: ``stages.integrate`` per body;
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
     ``warm``: the law's warm start (None: cold), returned updated."""
-    invalid_b = _per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control)
+    invalid_b = per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control)
     if scene.ground:
-        state, projected_b = _per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
+        state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
     else:
         projected_b = jnp.zeros((scene.num_bodies,), bool)
-    v1 = _per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
-    Minv = _per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
+    v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
+    Minv = per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
     if coupled(scene):
         v_new, p_body, info, warm, con = _contacts_coupled(model, scene, params, state, v1, Minv, warm)
     else:
-        v_new, p_body, laws_info, warm, failed_b = _contacts_per_body(model, scene, params, state, v1, Minv, warm)
-    new = _per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
+        v_new, p_body, laws_info, warm, failed_b = _contactsper_body(model, scene, params, state, v1, Minv, warm)
+    new = per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
     if coupled(scene):
         return new, _checks_coupled(model, scene, con, info, invalid_b, projected_b, p_body, new), warm
-    return new, _checks_per_body(scene, params, laws_info, invalid_b, projected_b, failed_b, p_body, new), warm
+    return new, _checksper_body(scene, params, laws_info, invalid_b, projected_b, failed_b, p_body, new), warm
 
 
 def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, invalid_b, projected_b, p_body, new):
@@ -434,10 +232,10 @@ def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, in
     return info.replace(flags=flags, invalid=invalid)
 
 
-def _checks_per_body(scene: Scene, params: Params, laws_info, invalid_b, projected_b, failed_b, p_body, new):
+def _checksper_body(scene: Scene, params: Params, laws_info, invalid_b, projected_b, failed_b, p_body, new):
     """The per-body route's checks out: each body's ``Flags`` (as a single body's step sets them, in
     its ``ContactInfo``) and the world's, their OR, in a ``WorldInfo``."""
-    flags_b = _per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
+    flags_b = per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
                         params, invalid_b, p_body, new, projected_b, failed_b)
     one = scene.num_bodies == 1
     pick = (lambda x: x[0]) if one else (lambda x: _or(x))
@@ -451,34 +249,6 @@ def _checks_per_body(scene: Scene, params: Params, laws_info, invalid_b, project
         contacts=laws_info.replace(flags=flags_b, invalid=invalid_b))
 
 
-def manifold_size(model, scene: Scene, params: Params) -> int:
-    """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
-    candidates (split in equal parts) and a pair slot's points alike."""
-    sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
-    return math.gcd(*sizes) if sizes else 1
-
-
-def num_ground_contacts(model, scene: Scene, params: Params) -> int:
-    """Body–ground candidates per body (static)."""
-    return min(model.num_contacts(_body(params, 0)), scene.ground_contacts) if scene.ground else 0
-
-
-def warm_slots(scene: Scene, con: WorldContacts, table):
-    """The warm start of this step's contacts (C, 3) from ``table`` (the impulses of the previous
-    step per body–ground contact and per pair of the scene, ``initial_warm``'s layout): a pair the
-    broad phase brings in takes its own last impulses (zero if it was out)."""
-    G, n = con.num_ground, scene.pair_contacts
-    pairs = table[G:].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
-    return jnp.concatenate([table[:G], pairs])
-
-
-def warm_table(scene: Scene, con: WorldContacts, z):
-    """``warm_slots`` inverted: this step's impulses z (C, 3) into the table (pairs out: zero)."""
-    G, n = con.num_ground, scene.pair_contacts
-    pairs = jnp.zeros((scene.num_pairs, n, 3), z.dtype).at[con.slot_pair].set(z[G:].reshape(-1, n, 3))
-    return jnp.concatenate([z[:G], pairs.reshape(-1, 3)])
-
-
 def initial_warm(model, scene: Scene, params: Params, state):
     """The warm start of a rollout's first step, or None when the law does not warm-start
     (``ContactLaw.warm_start``): each body's ``law.init_warm`` on the per-body route; zero
@@ -487,7 +257,7 @@ def initial_warm(model, scene: Scene, params: Params, state):
         return None
     if not coupled(scene):
         lmodel = _ground_model(model, scene, params)
-        return _per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
+        return per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
     C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
     return jnp.zeros((C, 3), state.pos.dtype)
 
@@ -704,15 +474,6 @@ def world_out(out, output: str, scene: Scene, unit: str = "worlds"):
 _HINT = "jaxcontact.diagnostics.report of the rollout's infos (or of its Summary with output='final') names the steps"
 
 
-@functools.partial(jax.jit, static_argnames=("model", "scene"))
-def start_overlaps(model, scene: Scene, params: Params, state: State):
-    """(P,) how deep (m, 0 if apart) the two bodies of every pair of the scene overlap at ``state``
-    (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
-    every = dataclasses.replace(scene, max_pairs=None)
-    _, phi, valid, *_ = pair_contacts(model, every, params, state)
-    return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
-
-
 def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: bool, stacklevel: int = 4) -> None:
     """Warn (``PenetrationWarning``) when concrete start states put a pair of bodies inside each
     other deeper than one step of ``Model.max_correction_speed`` corrects (``penetration_tol``):
@@ -844,12 +605,9 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
 
 def energy(model, params: Params, state: State) -> jnp.ndarray:
     """Kinetic plus gravitational potential energy of the world (J): the bodies' sum."""
-    return jnp.sum(_per_body(lambda p, s: stages.energy(model, p, s), params, state))
+    return jnp.sum(per_body(lambda p, s: stages.energy(model, p, s), params, state))
 
 
-__all__ = ["AsBody", "CPU_CHUNK", "WorldContacts", "WorldInfo", "as_is", "batch_jit", "batch_rollout", "body_scene",
-           "check_law", "check_shapes", "collide", "coupled", "energy", "first", "ground_contacts", "initial_warm",
-           "lift_body", "pair_contacts", "pair_gaps", "patch_phi", "reach", "rollout", "rollout_jit", "run",
-           "soft_rows",
-           "start_overlaps", "step", "step_stages", "step_with_info", "stiff_rows", "validate", "validate_batch",
-           "warn_overlaps", "world_out"]
+__all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "as_is", "batch_jit", "batch_rollout", "body_scene", "check_law",
+           "check_shapes", "coupled", "energy", "first", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
+           "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]

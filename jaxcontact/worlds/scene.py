@@ -38,7 +38,7 @@ class Scene:
     margin: speculative distance (m): pairs closer than this report contacts with their true signed
     distance (φ > 0), so a contact is in the problem one step before the surfaces meet, and its
     φ has a gradient.
-    softness: relative diagonal added to the rows of resting contacts (``pipeline.soften``).
+    softness: relative diagonal added to the rows of resting contacts (``contacts.soft_rows``, ``solvers.problem.soften``).
     max_pairs: the broad phase. None: the narrow phase runs on every pair of the table each step.
     An int K: each step it runs on the K pairs (per pair of topologies) whose bounding spheres are
     closest (a static number, so the problem keeps fixed shapes); pairs further apart than the

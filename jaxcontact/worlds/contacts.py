@@ -1,0 +1,269 @@
+"""A coupled world's contacts: the collision stage of the step and the contact slots' bookkeeping.
+
+``collide`` gathers every contact of a world at one state (``WorldContacts``): each body's
+closest vertices against the ground (``ground_contacts``) and the manifold of every body–body pair
+the broad phase keeps (``pair_contacts``: bounding spheres, ``pair_gaps``, under
+``Scene.max_pairs``; ``collision.hull_hull`` per kept pair, one vmap per topology pair), as rows on
+each contact's two bodies. A contact is in the problem when it is within ``reach`` (speculative
+contacts). Around the solve: ``patch_phi`` (the distances the restitution switch reads),
+``stiff_rows``/``soft_rows`` (the softness outside the islands of this step's impacts),
+``warm_slots``/``warm_table`` (the warm start per contact slot), ``manifold_size`` (the coloured
+sweeps' group). ``start_overlaps``: how deep pairs start inside each other (the eager warning).
+The step that calls these is ``pipeline.step_stages``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from .. import collision, geometry
+from ..rotations import quat_to_mat
+from ..stages import per_body
+from ..types import Params, State
+from .scene import Scene
+
+
+@struct.dataclass
+class WorldContacts:
+    """Every contact of a world at one state: ``rows`` (C, 2, 3, 6) on the two bodies of each
+    contact (signed: their sum is the relative velocity, normal first), ``phi`` (C,), ``valid``
+    (C,), ``bodies`` (C, 2) the two body indices (−1: the ground). The first ``num_ground`` are
+    body–ground (Cg per body, body-major); the rest are the pair slots' (``n`` per slot):
+    ``slot_pair`` (S,) the scene pair each slot holds this step (every pair, in order, without a
+    broad phase). ``pair_phi`` (P, n) and ``pair_kind`` (P,) of every pair of the scene (a pair
+    the broad phase skipped: φ its bounding spheres' gap, a lower bound, and no patch);
+    ``capacity``: a pair within reach was left out (``Flags.CAPACITY``)."""
+
+    rows: jnp.ndarray
+    phi: jnp.ndarray
+    valid: jnp.ndarray
+    bodies: jnp.ndarray
+    slot_pair: jnp.ndarray
+    pair_phi: jnp.ndarray
+    pair_kind: jnp.ndarray
+    capacity: jnp.ndarray
+    num_ground: int = struct.field(pytree_node=False)
+
+
+def bounding_radii(params: Params):
+    """(N,) each body's farthest vertex from its centre of mass (m)."""
+    body = params.body
+    return jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1), 0.0), axis=-1)
+
+
+def reach(model, scene: Scene, params: Params, state: State):
+    """(N,) how far (m) any point of each body can move this step, plus half the scene's margin:
+    h·(|v| + |ω| r + g h) + margin/2, without gradient. A body–ground candidate enters the contact
+    problem when its φ is within its body's reach, a pair when its gap is within the sum of its two
+    bodies' reaches (speculative contacts: a pair closing at 3 m/s is in the problem before it
+    meets, so a 2 ms step never carries it through the surface; the constraint only acts if the
+    gap would close this step, because its target is −φ/h)."""
+    r = bounding_radii(params)
+    speed = jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r
+    return jax.lax.stop_gradient(model.dt * (speed + abs(model.gravity) * model.dt) + 0.5 * scene.margin)
+
+
+def ground_contacts(model, scene: Scene, params: Params, state: State):
+    """Every body's ``scene.ground_contacts`` closest vertices against the ground (at most
+    ``model.max_contacts``), those within the body's ``reach`` in the problem:
+    (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
+    N = scene.num_bodies
+    Cg = num_ground_contacts(model, scene, params)
+    con = per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg), params, state)
+    rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
+    bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
+    valid = con.valid
+    if N > 1:  # candidates beyond reach stay out of the problem (a single body keeps all, as dynamics does;
+        # so does a jointed body: its joints can move it faster than its own velocity says)
+        valid = valid & ((con.phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
+    return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
+
+
+def _pair_rows(state_a, state_b, pc: collision.PairContacts):
+    """Rows (n, 2, 3, 6) of a pair's contacts: −(rows on a), rows on b, along [normal, tangents]."""
+    dirs = jnp.concatenate([pc.normal[None], geometry.tangent_basis(pc.normal)], axis=0)
+
+    def on(s, p):
+        r = (p - s.pos) @ quat_to_mat(s.quat)  # body frame: Rᵀ(p − x)
+        return geometry.point_jacobian(s, r, dirs)
+
+    ra = jax.vmap(lambda p: on(state_a, p))(pc.point)
+    rb = jax.vmap(lambda p: on(state_b, p))(pc.point)
+    return jnp.stack([-ra, rb], axis=1)
+
+
+def pair_gaps(scene: Scene, params: Params, state: State):
+    """(P,) a lower bound of every pair's distance (the broad phase): the distance of the two
+    centres of mass minus both bodies' bounding radii (their farthest vertex)."""
+    radius = bounding_radii(params)
+    a, b = np.asarray(scene.pairs, dtype=int).reshape(-1, 2).T
+    return jnp.linalg.norm(state.pos[a] - state.pos[b], axis=-1) - radius[a] - radius[b]
+
+
+def pair_contacts(model, scene: Scene, params: Params, state: State):
+    """The manifolds (``collision.hull_hull``, within the pair's ``reach``) of the pairs the broad
+    phase keeps (every pair without ``Scene.max_pairs``: there, the pairs with the least gap less
+    reach), one vmap per topology pair: (rows (S·n, 2, 3, 6), phi, valid, bodies (S·n, 2),
+    slot_pair (S,), pair_phi (P, n), pair_kind (P,), capacity)."""
+    n, P = scene.pair_contacts, scene.num_pairs
+    pairs = np.asarray(scene.pairs, dtype=int).reshape(P, 2)
+    dtype = state.pos.dtype
+    broad = scene.max_pairs is not None
+    body_reach = reach(model, scene, params, state)
+    pair_reach = body_reach[pairs[:, 0]] + body_reach[pairs[:, 1]]
+    gaps = jax.lax.stop_gradient(pair_gaps(scene, params, state)) if broad else None
+    capacity = jnp.zeros((), bool)
+    out = []
+    for ta, tb, ks in scene.pair_groups():
+        ks = np.asarray(ks)
+        K = scene.pair_slots(len(ks))
+        if K < len(ks):  # the K pairs of this group with the smallest gaps; one more within reach is flagged
+            neg, sel = jax.lax.top_k(pair_reach[ks] - gaps[ks], K + 1)
+            capacity = capacity | (neg[K] >= 0)
+            idx = jnp.asarray(ks)[sel[:K]]
+            ia, ib = jnp.asarray(pairs[:, 0])[idx], jnp.asarray(pairs[:, 1])[idx]
+        else:
+            idx, ia, ib = ks, pairs[ks, 0], pairs[ks, 1]
+        sa = jax.tree_util.tree_map(lambda x: x[ia], state)
+        sb = jax.tree_util.tree_map(lambda x: x[ib], state)
+        va, vb = params.body.vertices[ia], params.body.vertices[ib]
+
+        def one(va, sa, vb, sb, margin):
+            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin,
+                                     method=scene.narrow_phase)
+            return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
+
+        r, f, v, k = jax.vmap(one)(va, sa, vb, sb, pair_reach[idx])
+        out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
+    cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
+    if not broad:  # every pair, in the scene's order
+        order = np.argsort(np.concatenate([o[0] for o in out]), kind="stable")
+        cols = [c[order] for c in cols]
+    slot_pair, slot_bodies, rows, phi, valid, kind = cols
+    S = slot_pair.shape[0]
+    if broad:
+        pair_phi = jnp.broadcast_to(gaps[:, None], (P, n)).astype(dtype).at[slot_pair].set(phi)
+        pair_kind = jnp.zeros((P,), jnp.int32).at[slot_pair].set(kind)
+    else:
+        pair_phi, pair_kind = phi, kind
+    bodies = jnp.repeat(slot_bodies, n, axis=0)
+    return (rows.reshape(S * n, 2, 3, 6), phi.reshape(-1), valid.reshape(-1), bodies, slot_pair, pair_phi,
+            pair_kind, capacity)
+
+
+def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
+    """The world's contacts at ``state``: body–ground (if the scene has the ground) then body–body."""
+    parts = []
+    if scene.ground:
+        parts.append(ground_contacts(model, scene, params, state))
+    dtype = state.pos.dtype
+    slot_pair, pair_phi = jnp.zeros((0,), jnp.int32), jnp.zeros((0, scene.pair_contacts), dtype)
+    pair_kind, capacity = jnp.zeros((0,), jnp.int32), jnp.zeros((), bool)
+    if scene.pairs:
+        *pair, slot_pair, pair_phi, pair_kind, capacity = pair_contacts(model, scene, params, state)
+        parts.append(tuple(pair))
+    rows = jnp.concatenate([p[0] for p in parts])
+    phi = jnp.concatenate([p[1] for p in parts])
+    valid = jnp.concatenate([p[2] for p in parts])
+    bodies = jnp.concatenate([jnp.asarray(p[3], jnp.int32) for p in parts])
+    num_ground = parts[0][0].shape[0] if scene.ground else 0
+    return WorldContacts(rows=rows, phi=phi, valid=valid, bodies=bodies, slot_pair=jnp.asarray(slot_pair, jnp.int32),
+                         pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground)
+
+
+def stiff_rows(con: WorldContacts, impact, num_bodies: int):
+    """(C,) the contacts of the islands hit by an impact this step: ``impact`` (C,) marks the
+    contacts approaching faster than the restitution threshold; their bodies, and every body
+    linked to them through touching contacts (φ within the margin: the valid ones), are in the
+    island (label propagation, at most N − 1 hops, static). Ground contacts never link bodies."""
+    a, b = con.bodies[:, 0], con.bodies[:, 1]
+    link = con.valid & (a >= 0) & (b >= 0)
+    ia, ib = jnp.maximum(a, 0), jnp.maximum(b, 0)
+    hit = jnp.zeros(num_bodies, bool).at[ib].max(impact).at[ia].max(impact & (a >= 0))
+    if num_bodies > 1:
+        # bodies within N − 1 hops of a hit body: the reflexive adjacency squared ⌈log₂(N − 1)⌉ times
+        # (a few small matrix products, where a hop at a time was N − 1 dependent scatters)
+        adj = jnp.eye(num_bodies, dtype=jnp.float32).at[ia, ib].max(link.astype(jnp.float32))
+        adj = jnp.maximum(adj, adj.T)
+        squarings = int(np.ceil(np.log2(num_bodies - 1)))  # paths of up to 2^squarings >= N - 1 hops
+        for _ in range(squarings):
+            adj = (jnp.matmul(adj, adj, precision="highest") > 0).astype(jnp.float32)
+        hit = jnp.matmul(adj, hit.astype(jnp.float32), precision="highest") > 0
+    return impact | (con.valid & (hit[ib] | ((a >= 0) & hit[ia])))
+
+
+def soft_rows(softness: float, stiff):
+    """(C,) the relative diagonal added to every contact's rows (constraint-force mixing):
+    ``softness`` on every contact except the ``stiff`` ones ((C,): ``stiff_rows``, the islands of
+    this step's impacts), which get none. The rows of a resting stack are redundant (four normals
+    per face for three constrained directions, eight friction rows for three), which slows
+    projected Gauss–Seidel to hundreds of sweeps at the solver's own 1e-6; a softness of 1e-2
+    brings a 10-box stack at rest to ~30 (docs/worlds.md) at the price of a steady compression of
+    softness·h·|A_ii z| per contact (40 µm over a 10-box stack at 2 ms). An island hit by an impact
+    is solved stiff, so restitution, inelastic impacts and simultaneous impacts (a touching
+    Newton's cradle) keep the exact answer of the velocity-level LCP."""
+    return jnp.where(stiff, 0.0, softness)
+
+
+def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
+    """(C,) the distances the restitution switch reads: body–ground contacts their own (as a
+    single body); every contact of a body–body pair the pair's earliest closing, so that φ + h v⁻
+    is the least over the pair's valid points for all of them. A face patch then bounces as one:
+    its four points' distances differ by round-off, and a switch read point by point could bounce
+    two of them and not the others (a spurious torque, measured on the cradle at a 3 mm gap)."""
+    G, n = con.num_ground, scene.pair_contacts
+    if not scene.pairs:
+        return con.phi
+    phi, vn, valid = con.phi[G:].reshape(-1, n), vn_pre[G:].reshape(-1, n), con.valid[G:].reshape(-1, n)
+    first = jnp.min(jnp.where(valid, phi + dt * vn, jnp.inf), axis=1, keepdims=True)
+    pair = jnp.where(valid, first - dt * vn, phi)
+    return jnp.concatenate([con.phi[:G], pair.reshape(-1)])
+
+
+def manifold_size(model, scene: Scene, params: Params) -> int:
+    """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
+    candidates (split in equal parts) and a pair slot's points alike."""
+    sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
+    return math.gcd(*sizes) if sizes else 1
+
+
+def num_ground_contacts(model, scene: Scene, params: Params) -> int:
+    """Body–ground candidates per body (static)."""
+    return min(model.num_contacts(params.body), scene.ground_contacts) if scene.ground else 0
+
+
+def warm_slots(scene: Scene, con: WorldContacts, table):
+    """The warm start of this step's contacts (C, 3) from ``table`` (the impulses of the previous
+    step per body–ground contact and per pair of the scene, ``initial_warm``'s layout): a pair the
+    broad phase brings in takes its own last impulses (zero if it was out)."""
+    G, n = con.num_ground, scene.pair_contacts
+    pairs = table[G:].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
+    return jnp.concatenate([table[:G], pairs])
+
+
+def warm_table(scene: Scene, con: WorldContacts, z):
+    """``warm_slots`` inverted: this step's impulses z (C, 3) into the table (pairs out: zero)."""
+    G, n = con.num_ground, scene.pair_contacts
+    pairs = jnp.zeros((scene.num_pairs, n, 3), z.dtype).at[con.slot_pair].set(z[G:].reshape(-1, n, 3))
+    return jnp.concatenate([z[:G], pairs.reshape(-1, 3)])
+
+
+@functools.partial(jax.jit, static_argnames=("model", "scene"))
+def start_overlaps(model, scene: Scene, params: Params, state: State):
+    """(P,) how deep (m, 0 if apart) the two bodies of every pair of the scene overlap at ``state``
+    (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
+    every = dataclasses.replace(scene, max_pairs=None)
+    _, phi, valid, *_ = pair_contacts(model, every, params, state)
+    return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
+
+
+__all__ = ["WorldContacts", "bounding_radii", "collide", "ground_contacts", "manifold_size", "num_ground_contacts",
+           "pair_contacts", "pair_gaps", "patch_phi", "reach", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
+           "warm_table"]
