@@ -56,14 +56,17 @@ def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
     (two boxes resting on each other: 8 ground and 4 pair contacts, 36 rows)."""
     scene, params, s = jc.worlds.scenes.stack(2)
     model = jc.worlds.model()
-    con = jc.worlds.collide(model, scene, params, s)
-    Minv = jax.vmap(lambda b, x: jc.geometry.mass_matrix_inverse(b, x))(params.body, s)
-    v1 = jax.vmap(lambda x: x.generalized_velocity())(s) + jnp.array([0.0, 0.0, -0.02, 0.0, 0.0, 0.0])
-    bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
-    assert bp.num_contacts * 3 <= SMALL_ROWS
-    auto = solve_contact(bp, 0.5, model.law.solver)
-    dense = solve_contact(bp, 0.5, model.law.solver, form="dense")
-    velocity = solve_contact(bp, 0.5, model.law.solver, form="velocity")
+
+    @jax.jit
+    def solve(params, s):  # one compiled program (eagerly, every op would compile on its own)
+        con = jc.worlds.collide(model, scene, params, s)
+        Minv = jax.vmap(lambda b, x: jc.geometry.mass_matrix_inverse(b, x))(params.body, s)
+        v1 = jax.vmap(lambda x: x.generalized_velocity())(s) + jnp.array([0.0, 0.0, -0.02, 0.0, 0.0, 0.0])
+        bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
+        assert bp.num_contacts * 3 <= SMALL_ROWS  # static
+        return [solve_contact(bp, 0.5, model.law.solver, form=f) for f in (None, "dense", "velocity")]
+
+    auto, dense, velocity = solve(params, s)
     np.testing.assert_array_equal(np.asarray(auto.z), np.asarray(dense.z))
     np.testing.assert_allclose(np.asarray(velocity.z), np.asarray(dense.z), atol=1e-10)
     assert float(jnp.sum(dense.z[:, 0])) > 0
