@@ -26,10 +26,7 @@ they are re-exported here.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
-import numpy as np
-from flax import struct
 
 from . import geometry
 from .solvers import LCPSettings, ground_index, solve_contact, with_ground

@@ -43,36 +43,30 @@ import warnings
 import jax
 import jax.numpy as jnp
 
+# the names a single body's user has always had here (their homes: ``stages``, ``eager``)
 from .eager import (
     NonFiniteWarning,
     PenetrationWarning,
     SolverWarning,
-    first_flag_step,
     solver_message,
-    warn_failed_solves,
     warn_nonfinite,
     warn_penetration,
     warn_solver,
-    worst_solver_residual,
 )
 from .stages import (
     SOLVER_ACCURACY,
     SOLVER_RESIDUAL_LIMIT,
-    VELOCITY_ERROR_PER_RESIDUAL,
-    accumulate,
     any_nonfinite,
     as_input_dtype,
     depenetrate,
-    empty_summary,
     energy,
+    first,
     free_velocity,
     full_precision,
     integrate,
-    pad_batch,
     penetration,
     solver_failed,
     step_flags,
-    warm_starts,
 )
 from .types import AnyState, Flags, Model, Params
 from .validation import check_steps, is_concrete, validate_inputs
@@ -84,7 +78,7 @@ def _step(model: Model, params: Params, state: AnyState, control=None):
     state, control = as_input_dtype(params, state, control)
     world = pipeline.lift_body(params, state, control, steps=False)
     new, info, _ = pipeline.step_stages(model, pipeline.body_scene(params), *world, None)
-    return pipeline.first(new), pipeline.first(info.contacts)
+    return first(new), first(info.contacts)
 
 
 _step_jit = jax.jit(_step, static_argnames=("model",))
@@ -126,8 +120,7 @@ def step(model: Model, params: Params, state: AnyState, control=None) -> AnyStat
 def _rollout(model, params, state, controls, n_steps, output, with_info, watch=False):
     """The world rollout of one body (``pipeline.run``); ``watch`` (eager calls) also returns the
     first step whose contact solve failed (−1: none) and the largest such residual."""
-    run = lambda p, s, u: pipeline.run(model, pipeline.body_scene(params), p, s, u, n_steps, output, with_info, watch,
-                                       materials=False)
+    run = lambda p, s, u: pipeline.run(model, pipeline.body_scene(params), p, s, u, n_steps, output, with_info, watch)
     return pipeline.AsBody(output, with_info, watch)(run, params, state, controls)
 
 
@@ -209,8 +202,7 @@ def batch_rollout(
         if not params_batched:
             warn_penetration(model, params, states, batched=True)
     out = pipeline.batch_jit(model, pipeline.body_scene(params), params, states, None, n_steps, params_batched, output,
-                             with_info,
-                             chunk_size, check, False, pipeline.AsBody(output, with_info, check))
+                             with_info, chunk_size, check, pipeline.AsBody(output, with_info, check))
     if check:
         out, failed = out
         warn_nonfinite(_last_state(out, output, with_info, batched=True), batched=True)
@@ -243,6 +235,9 @@ __all__ = [
     "solver_message",
     "solver_failed",
     "SOLVER_ACCURACY",
+    "SOLVER_RESIDUAL_LIMIT",
+    "CPU_CHUNK",
+    "full_precision",
     "free_velocity",
     "integrate",
     "energy",

@@ -4,7 +4,7 @@
 ``NamedSharding`` that splits the leading axis and runs ``batch_rollout`` on each device's part
 with ``jax.shard_map``: every device runs its own program — its own solver loops, which exit when
 *its* bodies have converged (a partitioned vmap would make every sweep's exit test a reduction
-across devices), and on CPU devices its own chunks of ``dynamics.CPU_CHUNK`` bodies. Bodies are
+across devices), and on CPU devices its own chunks of ``worlds.pipeline.CPU_CHUNK`` bodies. Bodies are
 independent, so no communication is needed. The same call serves several GPUs, or several hosts
 once ``jax.distributed.initialize()`` has made every process's devices part of ``jax.devices()``.
 A batch that does not divide the device count is padded with copies of its first body and the
@@ -80,7 +80,7 @@ def per_device_rollout(model, scene, n_steps, params_batched, output, with_info,
 
     def local(params, states, controls):  # traced: no validation again
         return pipeline.batch_jit(model, scene, params, states, controls, n_steps, params_batched, output, with_info,
-                                  chunk, False, lift is pipeline.as_is, lift)  # a world's materials, not a body's
+                                  chunk, False, lift)
 
     specs = (P(BATCH_AXIS) if params_batched else P(), P(BATCH_AXIS), P(BATCH_AXIS) if with_controls else P())
     return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False))

@@ -197,10 +197,18 @@ def per_body(fn, params: Params, *batched):
     a vmap of one is slower, same values)."""
     one = lambda b: Params(body=b, ground=params.ground, law=params.law)
     if params.body.mass.shape[0] == 1:
-        first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
-        out = fn(one(first(params.body)), *map(first, batched))
-        return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], out)
+        return leading(fn(one(first(params.body)), *map(first, batched)))
     return jax.vmap(lambda b, *a: fn(one(b), *a))(params.body, *batched)
+
+
+def first(tree, axis: int = 0):
+    """Every leaf's first element along ``axis`` (a batch of one, or a world of one body, as the one)."""
+    return jax.tree_util.tree_map(lambda x: x[(slice(None),) * axis + (0,)], tree)
+
+
+def leading(tree):
+    """Every leaf with a leading axis of one (``first`` undone)."""
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], tree)
 
 
 def pad_batch(tree, n_pad: int):
@@ -230,5 +238,5 @@ def penetration(params: Params, state: AnyState) -> jnp.ndarray:
 
 __all__ = ["SOLVER_ACCURACY", "SOLVER_RESIDUAL_LIMIT", "VELOCITY_ERROR_PER_RESIDUAL", "accumulate", "any_nonfinite",
            "as_input_dtype", "bounds_penetration", "depenetrate", "empty_summary", "energy", "free_velocity",
-           "full_precision", "gravity_vector", "integrate", "pad_batch", "penetration", "per_body", "solver_failed", "step_flags",
+           "full_precision", "gravity_vector", "integrate", "pad_batch", "penetration", "per_body", "first", "leading", "solver_failed", "step_flags",
            "warm_starts"]

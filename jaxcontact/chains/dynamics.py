@@ -6,7 +6,7 @@ ground, no body–body pairs: links do not collide with each other), and ``step`
 step (``worlds.step_with_info``), the one multi-body step. Per step (semi-implicit Euler, like
 ``jaxcontact.dynamics``):
 
-1. free velocities v¹ of every link (gravity, implicit gyroscopic term; ``dynamics.free_velocity``);
+1. free velocities v¹ of every link (gravity, implicit gyroscopic term; ``stages.free_velocity``);
 2. the joint rows J_b (5 per revolute joint, target −(β/h)·error, Baumgarte) are eliminated
    exactly (Schur complement, ``worlds.joints.motion``): v_c = v¹ + M⁻¹J_bᵀλ(v¹) satisfies the
    joints and W = M⁻¹ − M⁻¹J_bᵀ(J_bM⁻¹J_bᵀ)⁻¹J_bM⁻¹ is the jointed system's mobility;
@@ -16,7 +16,7 @@ step (``worlds.step_with_info``), the one multi-body step. Per step (semi-implic
    boxed by μ z_n), built and solved by ``jaxcontact.contact`` with W as the mobility (projected
    Gauss–Seidel, implicit gradients). This is the same solution as the LCP with the joint rows as
    bilateral rows, but PGS never has to iterate on the stiff joint rows of a chain;
-4. v⁺ = v_c + W J_cᵀ z, the joint impulse λ, then every link is integrated (``dynamics.integrate``).
+4. v⁺ = v_c + W J_cᵀ z, the joint impulse λ, then every link is integrated (``stages.integrate``).
 
 A chain has no restitution (ε of ``ChainParams.law`` is not applied: the world's law gets an
 infinite restitution threshold), no penetration projection and no softness (``Scene.softness``
@@ -24,7 +24,7 @@ infinite restitution threshold), no penetration projection and no softness (``Sc
 
 Every step reports ``Flags`` like a single body's (``worlds.WorldInfo.flags``/``.invalid``): the input
 breaking a ``validation`` rule on any link (INVALID_INPUT), a non-finite state or impulse
-(NONFINITE), the contact LCP not converged (SOLVER; ``dynamics.solver_failed``).
+(NONFINITE), the contact LCP not converged (SOLVER; ``stages.solver_failed``).
 ``rollout(..., output="final")`` returns ``(final, Summary)`` as ``jaxcontact.rollout`` does, for
 ``diagnostics.report``/``check``; an eager rollout warns (``NonFiniteWarning``) when it ends
 non-finite.
@@ -38,7 +38,6 @@ import dataclasses
 from functools import partial
 
 import jax
-import jax.numpy as jnp
 
 from ..eager import warn_failed_solves, warn_nonfinite
 from ..stages import full_precision

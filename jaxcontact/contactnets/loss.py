@@ -3,7 +3,7 @@
 For one observed transition (x, x') with configuration q = (p, R):
 
 * F_c,data = M (v' − v_free), v_free = the engine's free velocity (gravity + implicit gyroscopic,
-  ``dynamics.free_velocity``), i.e. eq. 9 with F_s the engine's smooth impulse;
+  ``stages.free_velocity``), i.e. eq. 9 with F_s the engine's smooth impulse;
 * the inner convex program over the impulses λ_i = (λ_n,i, λ_t,i) of the contacts i is
 
       min_λ  w₁ ‖Jᵀλ − F‖²_{M⁻¹}                  (l₁, eq. 10 in the M⁻¹ metric: ‖v' − ṽ'‖²_M)
@@ -45,7 +45,8 @@ import jax
 import jax.numpy as jnp
 
 from .. import geometry
-from ..dynamics import CPU_CHUNK, free_velocity, full_precision
+from ..stages import free_velocity, full_precision
+from ..worlds.pipeline import CPU_CHUNK
 from ..rotations import quat_to_mat
 from ..solvers import NonnegSettings, QPSettings, minimize_nonneg, minimize_nonneg_qp, solve_qp
 from ..types import Body, Ground, Model, Params, State
@@ -315,7 +316,7 @@ def sharded_batch_loss(fns, theta, model, body, xs, xns, cfg: LossConfig, mesh=N
                          "differentiation do not run under shard_map")
     from jax.sharding import PartitionSpec as P
 
-    from ..dynamics import pad_batch
+    from ..stages import pad_batch
     from ..sharding import BATCH_AXIS, batch_mesh
 
     mesh = batch_mesh() if mesh is None else mesh

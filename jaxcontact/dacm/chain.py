@@ -55,7 +55,7 @@ from ..chains.model import (
     mass_matrix_inverse,
     validate_chain,
 )
-from ..dynamics import integrate
+from ..stages import integrate
 from ..solvers import HybridSettings, find_root
 from ..types import Params, State
 from ..validation import is_concrete

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import geometry
-from ..dynamics import batch_rollout, free_velocity
+from ..dynamics import batch_rollout
+from ..stages import free_velocity
 from ..laws import CoulombLCP
 from ..rotations import quat_mul, quat_to_mat
 from ..simulate import SHAPES, make_body

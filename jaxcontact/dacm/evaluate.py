@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import geometry
-from ..dynamics import free_velocity
+from ..stages import free_velocity
 from ..rotations import quat_angle_between, quat_mul
 from ..types import Model, Params, PlanarState, State
 from . import data as D

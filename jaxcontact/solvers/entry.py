@@ -35,18 +35,19 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
     relaxed: ``(kappa, newton_iters, regularization)`` for the relaxed-complementarity solution
     (``RelaxedCoulomb``; ``settings`` unused); form: force "dense" or "velocity" (``problem.choose``)."""
     if isinstance(problem, BodyProblem):
-        rows = problem.num_contacts * problem.rows_per_contact
-        method = choose("bodies", rows, settings, gradient, problem.full_mobility, group, relaxed is not None,
-                        form)
-        if method.form == "velocity":
-            return _velocity(problem, mu, settings, target, z0, soft, group, method)
-        problem = dense(problem)
-    elif not isinstance(problem, ContactProblem):
+        kind, full = "bodies", problem.full_mobility
+    elif isinstance(problem, ContactProblem):
+        kind, full = "dense", False
+    else:
         raise TypeError(f"solve_contact: expected a ContactProblem or a BodyProblem, got {type(problem).__name__}")
+    rows = problem.num_contacts * problem.rows_per_contact
+    method = choose(kind, rows, settings, gradient, full, group, relaxed is not None, form)
+    if method.form == "velocity":
+        return _velocity(problem, mu, settings, target, z0, soft, group, method)
+    if kind == "bodies":
+        problem = dense(problem)
     if soft is not None:
         problem = soften(problem, soft)
-    C, d = problem.num_contacts, problem.rows_per_contact
-    method = choose("dense", C * d, settings, gradient, relaxed=relaxed is not None, form=form)
     if method.form == "relaxed":
         return _relaxed(problem, mu, *relaxed, target=target)
     return _dense(problem, mu, settings, target, z0, gradient, method)

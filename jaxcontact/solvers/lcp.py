@@ -30,7 +30,7 @@ from flax import struct
 from .implicit import implicit_fixed_point
 
 from .batching import MIN_TAIL_DENSE, tail_sweeps, with_batching_rule
-from .problem import SMALL_ROWS, SWEEP_METHODS, Method, choose
+from .problem import SWEEP_METHODS, Method, choose
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,13 +157,13 @@ def _residual(T, z, A, b, coupling):
     return jnp.max(jnp.abs(jnp.diagonal(A) * (T(z, A, b, coupling) - z)), initial=0.0)
 
 
-def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool | None = None):
+def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool):
     """One projected Gauss–Seidel sweep; returns (z, max scaled change).
 
     z, b, coupling: (m, *batch); A: (m, m, *batch) — the batch, if any, is the *trailing* axis
     (``_pgs_batched``), so every row update is one contiguous vector operation."""
     m = z.shape[0]
-    if unrolled if unrolled is not None else m <= SMALL_ROWS:
+    if unrolled:  # the method's sweep (``problem.choose``: up to ``SMALL_ROWS`` rows)
         # Unrolled on scalars: with a trailing batch axis every row update is an elementwise
         # vector operation, so XLA fuses the sweep into few kernels with no dynamic-update-slices.
         zs = [z[i] for i in range(m)]
@@ -236,7 +236,7 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     def sweep(data, carry):
         At, bt, ct = data
         zt, _, it = carry
-        zn, ch = _pgs_sweep(rows, zt, At, bt, ct)
+        zn, ch = _pgs_sweep(rows, zt, At, bt, ct, True)  # the tail rule serves unrolled sweeps only
         return zn, ch, it + 1
 
     def unfinished(carry, tol):

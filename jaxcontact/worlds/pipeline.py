@@ -47,7 +47,7 @@ import numpy as np
 from flax import struct
 
 from .. import contact, eager, geometry, stages
-from ..stages import per_body
+from ..stages import first, leading, per_body
 from ..types import Flags, Params, State
 from ..validation import (
     broken_rules,
@@ -282,13 +282,13 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     return _step(model, scene, params, state, control)
 
 
-def _step(model, scene, params, state, control, materials: bool = True):
-    state, control = stages.as_input_dtype(params, state, control, materials=materials)
+def _step(model, scene, params, state, control):
+    state, control = stages.as_input_dtype(params, state, control, materials=True)
     new, info, _ = step_stages(model, scene, params, state, _controls(scene, state, control), None)
     return new, info
 
 
-_step_jit = jax.jit(_step, static_argnames=("model", "scene", "materials"))
+_step_jit = jax.jit(_step, static_argnames=("model", "scene"))
 
 
 def step(model, scene: Scene, params: Params, state: State, control=None) -> State:
@@ -304,15 +304,9 @@ def body_scene(params: Params) -> Scene:
 
 def lift_body(params: Params, state, control, steps: bool):
     """One body's inputs as a world of one (``body_scene``): a leading body axis (controls (T, 1, ·) over steps)."""
-    up = lambda t: jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], t)
     if control is not None:
         control = control[:, None] if steps else control[None]
-    return params.replace(body=up(params.body)), up(state), control
-
-
-def first(tree, axis: int = 0):
-    """Every leaf's first element along ``axis`` (a world of one body's outputs, as the body's)."""
-    return jax.tree_util.tree_map(lambda x: x[(slice(None),) * axis + (0,)], tree)
+    return params.replace(body=leading(params.body)), leading(state), control
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,6 +319,7 @@ class AsBody:
     watch: bool
 
     def __call__(self, fn, params, state, controls):
+        state, controls = stages.as_input_dtype(params, state, controls)  # a single body's: no materials
         out = fn(*lift_body(params, state, controls, steps=True))
         failed = None
         if self.watch:
@@ -352,13 +347,15 @@ def _watch(model, info, k, failed):
 
 
 def run(model, scene: Scene, params: Params, state, controls, n_steps: int, output: str, with_info: bool = True,
-        watch: bool = False, materials: bool = True):
+        watch: bool = False):
     """The one rollout: ``step_stages`` scanned ``n_steps`` times (``lax.scan``), the law's warm
     start in the carry. output="trajectory": ``(trajectory (n_steps + 1, N, …), infos)`` (the
     infos only ``with_info``); "final": ``final`` or ``(final, Summary)``. ``watch`` also returns
     the first step whose contact solve failed and the largest such residual (eager warnings).
-    Not jitted: ``rollout_jit`` is; the entry points of bodies, worlds and chains call them."""
-    state, controls = stages.as_input_dtype(params, state, controls, materials=materials)
+    Not jitted: ``rollout_jit`` is; the entry points of bodies, worlds and chains call them. The
+    state and controls are cast to the inputs' dtype with a world's materials (``AsBody`` casts a
+    single body's first, which refuses a per-body friction)."""
+    state, controls = stages.as_input_dtype(params, state, controls, materials=True)
     if controls is None and coupled(scene):
         controls = jnp.zeros((n_steps, scene.num_bodies, 6), state.pos.dtype)
     summarize = output == "final" and with_info
@@ -388,7 +385,7 @@ def run(model, scene: Scene, params: Params, state, controls, n_steps: int, outp
     return (out, failed) if watch else out
 
 
-rollout_jit = jax.jit(run, static_argnames=("model", "scene", "n_steps", "output", "with_info", "watch", "materials"))
+rollout_jit = jax.jit(run, static_argnames=("model", "scene", "n_steps", "output", "with_info", "watch"))
 
 
 # Systems per sequential chunk of a batched rollout on a CPU (chosen by the chunk-size sweep of the
@@ -397,19 +394,17 @@ CPU_CHUNK = 256
 
 
 def _batch(model, scene, params, states, controls, n_steps, params_batched, output, with_info, chunk_size, watch,
-           materials, lift):
+           lift):
     """``run`` vmapped over the leading axis of ``states`` (and ``controls``, ``params`` if
     batched), in sequential chunks of ``chunk_size`` (``lax.map`` over vmapped chunks; None: all
     at once). ``lift``: each element's inputs and outputs through it (a single body's)."""
     def f(p, s, u):
-        return lift(lambda p, s, u: run(model, scene, p, s, u, n_steps, output, with_info, watch, materials), p, s, u)
+        return lift(lambda p, s, u: run(model, scene, p, s, u, n_steps, output, with_info, watch), p, s, u)
 
     n = jax.tree_util.tree_leaves(states)[0].shape[0]
     if n == 1:  # one system: the unbatched program (a vmap of one costs ~1.6x here), same result
-        first = lambda t: jax.tree_util.tree_map(lambda x: x[0], t)
-        out = f(first(params) if params_batched else params, first(states),
-                None if controls is None else first(controls))
-        return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], out)
+        return leading(f(first(params) if params_batched else params, first(states),
+                         None if controls is None else first(controls)))
     vf = jax.vmap(f, in_axes=(0 if params_batched else None, 0, None if controls is None else 0))
     if chunk_size is None or n <= chunk_size:
         return vf(params, states, controls)
@@ -431,7 +426,7 @@ def as_is(fn, p, s, u):
 
 
 batch_jit = jax.jit(_batch, static_argnames=("model", "scene", "n_steps", "params_batched", "output", "with_info",
-                                             "chunk_size", "watch", "materials", "lift"))
+                                             "chunk_size", "watch", "lift"))
 
 
 def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, controls=None, *,
@@ -525,7 +520,7 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     check = is_concrete((params, states, controls))
     if check:
         validate_batch(scene, params, states, controls)
-    out = batch_jit(model, scene, params, states, controls, n_steps, False, output, True, None, False, True, as_is)
+    out = batch_jit(model, scene, params, states, controls, n_steps, False, output, True, None, False, as_is)
     out = world_out(out, output, scene)
     if check:
         if _penetrated_at_start(out, output):
@@ -609,5 +604,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "as_is", "batch_jit", "batch_rollout", "body_scene", "check_law",
-           "check_shapes", "coupled", "energy", "first", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
+           "check_shapes", "coupled", "energy", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
            "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]

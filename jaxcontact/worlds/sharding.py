@@ -3,14 +3,12 @@
 ``sharded_batch_rollout`` is ``jaxcontact.sharding.sharded_batch_rollout`` for worlds: the batch
 of world states (W, N, …) is placed on the same 1-D ``"batch"`` mesh (``sharding.batch_mesh``,
 ``sharding.shard_batch``), padded to the device count with copies of the first world
-(``dynamics.pad_batch``; the padding is dropped from the result), and every device runs
+(``stages.pad_batch``; the padding is dropped from the result), and every device runs
 ``worlds.batch_rollout`` on its worlds with ``jax.shard_map``: its own program, so its contact
 solves exit when *its* worlds have converged. Worlds are independent: no communication. The
 parameters and the scene are shared by every world (replicated)."""
 
 from __future__ import annotations
-
-import functools
 
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
