@@ -258,9 +258,15 @@ def validate_state(state, dim: int, batched: bool = False) -> None:
         qn = np.linalg.norm(_arr(state.quat, "state.quat"), axis=-1)
         if np.any(np.abs(qn - 1.0) > QUAT_TOL):
             raise ValueError(
-                f"state.quat: not a unit quaternion (|q| = {qn.min():.6g}..{qn.max():.6g}, "
+                f"state.quat: not a unit quaternion (|q| = {_span(qn)}, "
                 f"tolerance {QUAT_TOL})"
             )
+
+
+def _span(x) -> str:
+    """The range of ``x`` in a message: ``2`` when every value is 2, ``0.5..2`` otherwise."""
+    lo, hi = float(np.min(x)), float(np.max(x))
+    return f"{lo:.6g}" if f"{lo:.6g}" == f"{hi:.6g}" else f"{lo:.6g}..{hi:.6g}"
 
 
 def validate_law_params(law_params, batch_ndim: int = 0) -> None:
