@@ -744,4 +744,4 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
 
 
 __all__ = ["FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "from_mjcf", "from_mujoco",
-           "require_mujoco", "round_points", "to_mjcf"]
+           "key_quaternions", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
