@@ -324,7 +324,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     geoms on one body and hulls above the vertex limit by stated convex stand-ins (module
     docstring) instead of refusing them. dtype: of the arrays (default: JAX's default float).
     scene_kw: ``make_scene`` settings (``max_pairs``, ``margin``, ...). Anything the world cannot
-    hold raises one ``ValueError`` naming every such element and why, before any other work."""
+    hold raises one ``ValueError`` naming every such element and why, before any other work; so
+    does a start (the keyframe, ``data``) with a NaN or infinite entry (its joint and body named),
+    and a body whose centre of mass lies outside its hull. Explicit ``<contact><pair>``s are pairs
+    of the world; the bodies keep the file's names (``Scene.names``)."""
     mujoco = require_mujoco("from_mujoco")
     M = mujoco
     if not isinstance(model, M.MjModel):
