@@ -378,9 +378,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 verts = collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
         out = com_outside(verts)
         if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):
-            raise ValueError(f"unsupported in a jaxcontact world: the centre of mass of {name} (MuJoCo's body_ipos, from "
-                             f"its <inertial> or its geoms) lies {out:.3g} m outside the convex hull of its colliding geoms "
-                             "(a jaxcontact body's centre of mass is inside its hull); move the <inertial> pos inside")
+            raise ValueError(f"unsupported in a jaxcontact world: the centre of mass of {name} (MuJoCo's "
+                             f"body_ipos, from its <inertial> or its geoms) lies {out:.3g} m outside the convex hull "
+                             "of its colliding geoms (a jaxcontact body's centre of mass is inside its hull); move "
+                             "the <inertial> pos inside")
         R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
         inertia = R @ np.diag(model.body_inertia[b]) @ R.T
         body = shapes._as_body(np.asarray(verts, float), float(model.body_mass[b]), inertia, None)
@@ -614,19 +615,19 @@ def _pairs(scene, friction, ground_mu, geom: dict) -> str:
     ``PAIR_ATTRIBUTES``) repeated on each, since a pair does not take them from its geoms."""
     extra = "".join(f' {k}="{v}"' for k, v in geom.items() if k in PAIR_ATTRIBUTES)
     name = lambda i: "ground" if i < 0 else f"geom{i}"
-    return "".join(f'    <pair geom1="{name(a)}" geom2="{name(b)}" friction="{_f([mu, mu])} 0.005 0.0001 0.0001"{extra}/>\n'
-                   for (a, b), mu in pair_friction(scene, friction, ground_mu).items())
+    return "".join(f'    <pair geom1="{name(a)}" geom2="{name(b)}" friction="{_f([mu, mu])} 0.005 0.0001 0.0001"'
+                   f'{extra}/>\n' for (a, b), mu in pair_friction(scene, friction, ground_mu).items())
 
 
 def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = None, geom: dict | None = None,
             name: str = "jaxcontact") -> str:
     """The world as MJCF text (also written to ``path`` if given) that MuJoCo loads with the same
     bodies (a box as a box geom, any other hull as a mesh), masses and inertias (``<inertial>`` at
-    the body's origin, its centre of mass), friction, poses (the bodies' ``pos``/``quat``: MuJoCo's ``qpos0`` is ``state``) and joints
-    (a world's revolute joints as hinges, the child body nested in its parent; every other body
-    on a free joint). Velocities go to a keyframe named ``"initial"`` (MuJoCo starts worlds at rest:
-    ``from_mjcf(..., keyframe="initial")``, or the viewer's key 0). The pairs the scene leaves out
-    become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
+    the body's origin, its centre of mass), friction (below), poses (the bodies' ``pos``/``quat``:
+    MuJoCo's ``qpos0`` is ``state``) and joints (a world's revolute joints as hinges, the child body
+    nested in its parent; every other body on a free joint). Velocities go to a keyframe named
+    ``"initial"`` (MuJoCo starts worlds at rest: ``from_mjcf(..., keyframe="initial")``, or the
+    viewer's key 0). The pairs the scene leaves out become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
     ``option``/``geom``: extra MuJoCo attributes for ``<option>`` and every geom (the plane too)
     (``{"cone": "elliptic"}``, ``{"condim": 1}``), which have no jaxcontact counterpart.
 
