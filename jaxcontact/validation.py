@@ -196,7 +196,8 @@ def validate_body(body: Body, batched: bool = False) -> None:
     vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
     # each distinct (vertices, mask) once: a batch of one shape costs one hull
     _, first = np.unique(np.concatenate([vs.reshape(len(vs), -1), ms], axis=1), axis=0, return_index=True)
-    for vb, mb in zip(vs[np.sort(first)], ms[np.sort(first)]):
+    for k in np.sort(first):
+        vb, mb = vs[k], ms[k]
         pts = vb[mb > 0]
         if len(pts) < d + 1 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < d:
             raise ValueError(
@@ -204,7 +205,8 @@ def validate_body(body: Body, batched: bool = False) -> None:
             )
         out = com_outside(pts)
         if out > COM_TOL * np.max(np.linalg.norm(pts, axis=1)):
-            raise ValueError(f"body.vertices: the centre of mass (the body's origin, 0) lies {out:.3g} m outside the "
+            which = f" of body {int(k)}" if len(vs) > 1 else ""
+            raise ValueError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside the "
                              "hull of the vertices; give vertices relative to the centre of mass "
                              "(shapes.convex_hull does)")
 

@@ -490,7 +490,7 @@ def test_messages_use_plain_numbers_and_the_files_names():
     by the file's names: a scene from a file keeps them (``Scene.names``) and names its bodies so
     in the start-overlap warning and the body check; the loader's own messages too."""
     from jaxcontact.eager import PenetrationWarning
-    from jaxcontact.validation import validate_state
+    from jaxcontact.validation import validate_body, validate_state
     from jaxcontact.worlds.pipeline import warn_overlaps
     from jaxcontact.worlds.scene import check_body
 
@@ -511,6 +511,9 @@ def test_messages_use_plain_numbers_and_the_files_names():
         check_body(scene, params.body.replace(vertices=params.body.vertices.at[1, 0].multiply(0.5)))
     with pytest.raises(ValueError, match=r"\|q\| = 2, tolerance") as e:
         validate_state(state.replace(quat=2 * state.quat), 3, batched=True)
+    shifted = params.body.replace(vertices=params.body.vertices.at[1].add(jnp.array([0.2, 0.0, 0.0])))
+    with pytest.raises(ValueError, match=r"the centre of mass of body 1 \(the body's origin, 0\) lies 0.15 m outside"):
+        validate_body(shifted, batched=True)  # a world built in Python, without names, still says which body
     with pytest.raises(ValueError, match=r"the law's mu \(0.3, 0.5\) is anisotropic"):
         mjcf.to_mjcf(scene, params.replace(law=params.law.replace(mu=jnp.array([0.3, 0.5]))), state)
 
