@@ -196,7 +196,8 @@ def validate_body(body: Body, batched: bool = False) -> None:
     vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
     # each distinct (vertices, mask) once: a batch of one shape costs one hull
     _, first = np.unique(np.concatenate([vs.reshape(len(vs), -1), ms], axis=1), axis=0, return_index=True)
-    for vb, mb in zip(vs[np.sort(first)], ms[np.sort(first)]):
+    for k in np.sort(first):
+        vb, mb = vs[k], ms[k]
         pts = vb[mb > 0]
         if len(pts) < d + 1 or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < d:
             raise ValueError(
@@ -204,7 +205,8 @@ def validate_body(body: Body, batched: bool = False) -> None:
             )
         out = com_outside(pts)
         if out > COM_TOL * np.max(np.linalg.norm(pts, axis=1)):
-            raise ValueError(f"body.vertices: the centre of mass (the body's origin, 0) lies {out:.3g} m outside the "
+            which = f" of body {int(k)}" if len(vs) > 1 else ""
+            raise ValueError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside the "
                              "hull of the vertices; give vertices relative to the centre of mass "
                              "(shapes.convex_hull does)")
 
@@ -258,9 +260,15 @@ def validate_state(state, dim: int, batched: bool = False) -> None:
         qn = np.linalg.norm(_arr(state.quat, "state.quat"), axis=-1)
         if np.any(np.abs(qn - 1.0) > QUAT_TOL):
             raise ValueError(
-                f"state.quat: not a unit quaternion (|q| = {qn.min():.6g}..{qn.max():.6g}, "
+                f"state.quat: not a unit quaternion (|q| = {_span(qn)}, "
                 f"tolerance {QUAT_TOL})"
             )
+
+
+def _span(x) -> str:
+    """The range of ``x`` in a message: ``2`` when every value is 2, ``0.5..2`` otherwise."""
+    lo, hi = float(np.min(x)), float(np.max(x))
+    return f"{lo:.6g}" if f"{lo:.6g}" == f"{hi:.6g}" else f"{lo:.6g}..{hi:.6g}"
 
 
 def validate_law_params(law_params, batch_ndim: int = 0) -> None:

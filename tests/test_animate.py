@@ -73,3 +73,28 @@ def test_animation_file_is_a_gif_with_every_frame(tmp_path):
         assert im.n_frames == 3
     with pytest.raises(ValueError, match="write a .gif"):
         animate.check_animation_path(tmp_path / "x.avi")
+
+
+def test_the_floor_stays_put_while_the_bodies_move(tmp_path, monkeypatch):
+    """The grey floor of an animation is one square for every frame (``floor_square`` of the whole
+    trajectory), under every body of every frame: two boxes sliding 1 m along x do not drag it
+    along (a floor sized from each frame's bodies moves 1 m with them)."""
+    scene, params, s = scenes.heap(2)
+    st = np.concatenate([np.asarray(s.pos), np.asarray(s.quat), np.zeros((2, 6))], -1)
+    states = np.stack([st + np.r_[0.025 * k, 0, 0, np.zeros(10)] for k in range(41)])  # 2.5 cm a step along x
+    drawn = []
+    render = animate.render_frame
+    monkeypatch.setattr(animate, "render_frame",
+                        lambda *a, **kw: (drawn.append(np.array(kw["floor"])), render(*a, **kw))[1])
+    n = animate.animate(scene, params, states, 0.002, tmp_path / "slide.gif", fps=25, progress=False, size=(2, 1.5),
+                        dpi=40)
+    assert n == 3 and len(drawn) >= n  # matplotlib draws the first frame once more to start
+    for floor in drawn[1:]:
+        np.testing.assert_array_equal(floor, drawn[0])
+    # the square holds every frame's vertices, seen from above (the ground is z = 0 here)
+    verts = animate.world_vertices(params.body, states).reshape(-1, 3)
+    lo, hi = drawn[0].min(axis=0), drawn[0].max(axis=0)
+    assert np.all(verts[:, :2] >= lo[:2]) and np.all(verts[:, :2] <= hi[:2])
+    ground = (np.asarray(params.ground.normal), float(params.ground.height))
+    per_frame = [animate.floor_square(ground, animate.world_vertices(params.body, states[k])) for k in (0, 40)]
+    assert np.ptp([f.mean(axis=0)[0] for f in per_frame]) == pytest.approx(1.0)  # what the old floor did

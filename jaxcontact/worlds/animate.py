@@ -3,7 +3,8 @@ matplotlib finds ffmpeg).
 
 The renderer is matplotlib's 2D patches under a fixed orthographic camera (``Camera``: azimuth and
 elevation, framing every body of every frame), each body's outward faces drawn far to near
-(painter's order) and shaded by a fixed light; the ground is a grey square under the bodies; the
+(painter's order) and shaded by a fixed light; the ground is a grey square under the bodies (one
+square for a whole animation, ``floor_square`` of every frame's bodies, so it does not move); the
 time is in the top left corner. ``render_frame`` draws one state into an ``Axes``,
 ``animate`` writes a whole trajectory with a progress bar. ``Camera.pixel`` says where a world point
 lands in a rendered figure, which is how the test checks that each box appears where its position
@@ -102,25 +103,35 @@ def setup_axes(ax, cam: Camera):
     ax.set_axis_off()
 
 
-def render_frame(ax, cam: Camera, faces, verts, t=None, ground=None, colours=None, shade: bool = True):
+def floor_square(ground, points) -> np.ndarray:
+    """(4, 3) world corners of the grey floor drawn under ``points`` (..., 3): a square in the
+    ground plane (``ground`` (normal, height)) centred under the points' bounding box, its half
+    side 0.6 × the box's diagonal + 5 cm. ``animate`` computes it once from every frame's points,
+    so the floor stays put while the bodies move."""
+    n, h = np.asarray(ground[0], float), float(ground[1])
+    n = n / np.linalg.norm(n)
+    t1 = np.cross(n, [1.0, 0, 0] if abs(n[0]) < 0.9 else [0, 1.0, 0])
+    t1 /= np.linalg.norm(t1)
+    t2 = np.cross(n, t1)
+    c = n * h
+    p = np.asarray(points, float).reshape(-1, 3)
+    lo, hi = np.min(p, 0), np.max(p, 0)
+    r = 0.6 * float(np.linalg.norm(hi - lo)) + 0.05
+    centre = c + (0.5 * (lo + hi) - c) - n * (n @ (0.5 * (lo + hi) - c))
+    return np.array([centre + r * (a * t1 + b * t2) for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+
+
+def render_frame(ax, cam: Camera, faces, verts, t=None, ground=None, colours=None, shade: bool = True, floor=None):
     """Draw one state: ``verts`` (N, K, 3) world vertices, ``faces`` of ``hull_faces``; ``ground``
-    (normal, height) or None; ``t`` (s) in the corner. Flat colours with ``shade=False``."""
+    (normal, height) or None; ``t`` (s) in the corner. Flat colours with ``shade=False``.
+    ``floor``: the ground's square (``floor_square``; default: the one under this frame's bodies)."""
     from matplotlib.collections import PolyCollection
 
     ax.cla()
     setup_axes(ax, cam)
     colours = body_colours(len(faces)) if colours is None else colours
     if ground is not None:
-        n, h = np.asarray(ground[0], float), float(ground[1])
-        n = n / np.linalg.norm(n)
-        t1 = np.cross(n, [1.0, 0, 0] if abs(n[0]) < 0.9 else [0, 1.0, 0])
-        t1 /= np.linalg.norm(t1)
-        t2 = np.cross(n, t1)
-        c = n * h
-        lo, hi = np.min(verts.reshape(-1, 3), 0), np.max(verts.reshape(-1, 3), 0)
-        r = 0.6 * float(np.linalg.norm(hi - lo)) + 0.05
-        centre = c + (0.5 * (lo + hi) - c) - n * (n @ (0.5 * (lo + hi) - c))
-        square = np.array([centre + r * (a * t1 + b * t2) for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+        square = floor_square(ground, verts) if floor is None else np.asarray(floor, float)
         uv, _ = cam.project(square)
         ax.add_collection(PolyCollection([uv], facecolors=[(0.85, 0.85, 0.85)], edgecolors=[(0.7, 0.7, 0.7)]))
     light = np.array([0.3, -0.5, 0.8])
@@ -199,6 +210,7 @@ def animate(scene, params, states, dt: float, path, fps: int = 25, max_frames: i
         n = ground[0] / np.linalg.norm(ground[0])
         lowest = np.concatenate([shown, shown - np.outer(shown @ n - ground[1], n)])
     cam = Camera.framing(lowest, elevation, azimuth)
+    floor = None if ground is None else floor_square(ground, shown)  # one floor for the whole animation
     colours = body_colours(len(faces))
     fig, ax = plt.subplots(figsize=size, dpi=dpi)
     fig.subplots_adjust(0, 0, 1, 1)
@@ -206,7 +218,7 @@ def animate(scene, params, states, dt: float, path, fps: int = 25, max_frames: i
         fig.suptitle(title, fontsize=9, y=0.995)
 
     def draw(k):
-        render_frame(ax, cam, faces, verts[k], t=idx[k] * dt, ground=ground, colours=colours)
+        render_frame(ax, cam, faces, verts[k], t=idx[k] * dt, ground=ground, colours=colours, floor=floor)
         return []
 
     anim = animation.FuncAnimation(fig, draw, frames=len(idx), blit=False)
@@ -233,5 +245,5 @@ def still(scene, params, state, path, t=None, elevation: float = 30.0, azimuth: 
     plt.close(fig)
 
 
-__all__ = ["ANIMATION_SUFFIXES", "Camera", "animate", "still", "check_animation_path", "frame_indices", "hull_faces",
-           "render_frame", "world_vertices"]
+__all__ = ["ANIMATION_SUFFIXES", "Camera", "animate", "still", "check_animation_path", "floor_square", "frame_indices",
+           "hull_faces", "render_frame", "world_vertices"]

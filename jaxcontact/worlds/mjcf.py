@@ -18,8 +18,10 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
 * Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
   parent body, or the world). Slide and ball joints, joint limits, springs, damping, armature and
-  friction loss, tendons, equality constraints, actuators, heightfields, explicit contact pairs,
-  flexes and plugins are refused by name before any work.
+  friction loss, tendons, equality constraints, actuators, heightfields, flexes and plugins
+  are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
+  entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
+  compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
 * ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
   and cylinders by the hulls of points on their surfaces (``round_points``), several colliding
   geoms of one body by the convex hull of them all, a mesh hull above the vertex limit by
@@ -29,8 +31,10 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   plane (refused when only some do).
 * Friction: the geoms' sliding μ (torsional and rolling friction, which jaxcontact does not model,
   are dropped). One μ for every geom: the law's μ, exact. Several: per-body μ
-  (``worlds.materials``: √(μ_a μ_b)), where MuJoCo takes max(μ_a, μ_b); ``FrictionRuleWarning``
-  says by how much the pairs differ. condim 1 on every geom: frictionless.
+  (``worlds.materials``: √(μ_a μ_b)), where MuJoCo takes max(μ_a, μ_b) or an explicit
+  ``<contact><pair>``'s friction (its geoms' bodies become a pair of the world, whatever the filter
+  says); ``FrictionRuleWarning`` names the pair that differs most and by how much (none for
+  ``to_mjcf``'s files, whose pairs carry √(μ_a μ_b)). condim 1 on every geom and pair: frictionless.
 * ``opt.timestep`` and ``opt.gravity`` (along −z only) give the ``Model``; a keyframe (or ``data``)
   gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest).
 
@@ -49,7 +53,7 @@ from .. import collision, shapes
 from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
 from ..types import Body, Ground, Params, State
-from ..validation import MissingExtra
+from ..validation import COM_TOL, MissingExtra, com_outside
 from .joints import JointedParams, JointParams, Joints
 from .scene import make_scene
 
@@ -87,6 +91,11 @@ def _version(text: str) -> tuple:
 
 def _one_line(text) -> str:
     return " ".join(str(text).split())
+
+
+def _numbers(x) -> str:
+    """Numbers as a reader writes them: ``(0, 0, 3)``, plain floats (no ``np.float64(...)``)."""
+    return "(" + ", ".join(f"{float(v):g}" for v in np.ravel(x)) + ")"
 
 
 # ------------------------------------------------------------------------------------ shapes
@@ -161,7 +170,7 @@ def _check(mujoco, model, approximate: bool):
     M = mujoco
     problems = []
     counts = [("ntendon", "tendons"), ("neq", "equality constraints"), ("nu", "actuators"),
-              ("npair", "explicit contact pairs (<contact><pair>)"), ("nflex", "flexes"), ("nplugin", "plugins")]
+              ("nflex", "flexes"), ("nplugin", "plugins")]
     for field, what in counts:
         k = int(getattr(model, field, 0))
         if k:
@@ -215,13 +224,22 @@ def _check(mujoco, model, approximate: bool):
             problems.append(f"{name}: no jaxcontact counterpart")
         if model.geom_priority[g] != 0:
             problems.append(f"{name}: a geom priority (MuJoCo's friction choice by priority)")
+    for p in range(int(getattr(model, "npair", 0))):
+        name = f"contact pair {_name(M, model, M.mjtObj.mjOBJ_PAIR, p)}"
+        for g in (model.pair_geom1[p], model.pair_geom2[p]):
+            if not _colliding(model, g):
+                problems.append(f"{name}: geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} collides only through "
+                                "explicit pairs (contype = conaffinity = 0; jaxcontact reads such geoms as visual)")
+        mu = np.asarray(model.pair_friction[p], float)
+        if model.pair_dim[p] > 1 and mu[0] != mu[1]:
+            problems.append(f"{name}: anisotropic friction {_numbers(mu[:2])} (jaxcontact's pairs are isotropic)")
     planes = [g for g in range(model.ngeom) if model.geom_type[g] == M.mjtGeom.mjGEOM_PLANE and model.geom_bodyid[g] == 0
               and (model.geom_contype[g] or model.geom_conaffinity[g])]
     if len(planes) > 1:
         problems.append(f"{len(planes)} planes on the world body (a world has one ground plane)")
     gravity = np.asarray(model.opt.gravity, float)
     if not model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY and np.any(gravity[:2] != 0):
-        problems.append(f"gravity {tuple(gravity)} is not along -z")
+        problems.append(f"gravity {_numbers(gravity)} is not along -z")
     for field, what in (("wind", "wind"), ("density", "medium density"), ("viscosity", "medium viscosity")):
         if np.any(np.asarray(getattr(model.opt, field)) != 0):
             problems.append(f"option {field} (the {what}'s drag has no jaxcontact counterpart)")
@@ -236,6 +254,67 @@ def _compatible(model, g1, g2) -> bool:
     return bool((model.geom_contype[g1] & model.geom_conaffinity[g2]) or (model.geom_contype[g2] & model.geom_conaffinity[g1]))
 
 
+def _keyframe_index(M, model, keyframe) -> int:
+    """The index of ``keyframe`` (a name or an index) in ``model``, or a one-line ``ValueError``."""
+    if isinstance(keyframe, str):
+        k = M.mj_name2id(model, M.mjtObj.mjOBJ_KEY, keyframe)
+        if k < 0:
+            names = [M.mj_id2name(model, M.mjtObj.mjOBJ_KEY, i) for i in range(model.nkey)]
+            raise ValueError(f"keyframe {keyframe!r}: no such keyframe (the model has {names or 'none'})")
+        return k
+    k = int(keyframe)
+    if not 0 <= k < model.nkey:
+        raise ValueError(f"keyframe {keyframe}: the model has {model.nkey} keyframes")
+    return k
+
+
+FREE_QPOS = ("position x", "position y", "position z", "quaternion w", "quaternion x", "quaternion y", "quaternion z")
+FREE_QVEL = ("velocity x", "velocity y", "velocity z", "angular velocity x", "angular velocity y", "angular velocity z")
+
+
+def _coordinate(M, model, index: int, field: str) -> str:
+    """What ``qpos[index]`` (``field`` "qpos") or ``qvel[index]`` ("qvel") of ``model`` is, in the
+    file's names: ``free joint 'lid' of body 'box': position z``."""
+    adr = model.jnt_qposadr if field == "qpos" else model.jnt_dofadr
+    j = int(np.searchsorted(np.asarray(adr), index, side="right")) - 1
+    free = model.jnt_type[j] == M.mjtJoint.mjJNT_FREE
+    kind = "free joint" if free else "joint"
+    part = (FREE_QPOS if field == "qpos" else FREE_QVEL)[index - adr[j]] if free else (
+        "angle" if field == "qpos" else "angular velocity")
+    return (f"{kind} {_name(M, model, M.mjtObj.mjOBJ_JOINT, j)} of body "
+            f"{_name(M, model, M.mjtObj.mjOBJ_BODY, model.jnt_bodyid[j])}: {part}")
+
+
+def _check_start(M, model, qpos, qvel, what: str) -> None:
+    """A world's start refused in one line: a NaN or infinite ``qpos``/``qvel`` entry of ``what``
+    (a keyframe, ``data``), named by its joint and body."""
+    for field, values in (("qpos", qpos), ("qvel", qvel)):
+        bad = np.flatnonzero(~np.isfinite(np.asarray(values, float)))
+        if len(bad):
+            i = int(bad[0])
+            more = f" (and {len(bad) - 1} more entries)" if len(bad) > 1 else ""
+            raise ValueError(f"{what}: {field}[{i}] is {float(values[i])} ({_coordinate(M, model, i, field)}){more}; "
+                             "a world starts from finite positions and velocities")
+
+
+def key_quaternions(mujoco, spec, model, keyframe) -> None:
+    """Refuse (one ``ValueError``) a keyframe of ``spec`` (a ``mujoco.MjSpec``, before MuJoCo's
+    compiler turns a zero quaternion into the identity) whose free-joint quaternion has zero norm,
+    naming the keyframe and the body; ``model`` is ``spec`` compiled."""
+    M = mujoco
+    k = _keyframe_index(M, model, keyframe)
+    raw = np.asarray(list(spec.keys[k].qpos), float)
+    for j in range(model.njnt):
+        if model.jnt_type[j] != M.mjtJoint.mjJNT_FREE:
+            continue
+        a = int(model.jnt_qposadr[j]) + 3
+        if len(raw) >= a + 4 and np.all(np.isfinite(raw[a:a + 4])) and np.linalg.norm(raw[a:a + 4]) == 0:
+            raise ValueError(f"keyframe {_name(M, model, M.mjtObj.mjOBJ_KEY, k)}: qpos[{a}:{a + 4}] is the quaternion "
+                             f"0 0 0 0 of body {_name(M, model, M.mjtObj.mjOBJ_BODY, model.jnt_bodyid[j])} (free joint "
+                             f"{_name(M, model, M.mjtObj.mjOBJ_JOINT, j)}), which is no rotation; MuJoCo would read it as "
+                             "the identity (1 0 0 0): write that if it is meant")
+
+
 def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtype=None, **scene_kw):
     """``(scene, params, state, jc_model)`` of the world a compiled ``mujoco.MjModel`` describes.
 
@@ -245,7 +324,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     geoms on one body and hulls above the vertex limit by stated convex stand-ins (module
     docstring) instead of refusing them. dtype: of the arrays (default: JAX's default float).
     scene_kw: ``make_scene`` settings (``max_pairs``, ``margin``, ...). Anything the world cannot
-    hold raises one ``ValueError`` naming every such element and why, before any other work."""
+    hold raises one ``ValueError`` naming every such element and why, before any other work; so
+    does a start (the keyframe, ``data``) with a NaN or infinite entry (its joint and body named),
+    and a body whose centre of mass lies outside its hull. Explicit ``<contact><pair>``s are pairs
+    of the world; the bodies keep the file's names (``Scene.names``)."""
     mujoco = require_mujoco("from_mujoco")
     M = mujoco
     if not isinstance(model, M.MjModel):
@@ -259,17 +341,12 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     d = M.MjData(model)
     if data is not None:
+        _check_start(M, model, data.qpos, data.qvel, "data")
         d.qpos[:], d.qvel[:] = data.qpos, data.qvel
     elif keyframe is not None:
-        if isinstance(keyframe, str):
-            k = M.mj_name2id(model, M.mjtObj.mjOBJ_KEY, keyframe)
-            if k < 0:
-                names = [M.mj_id2name(model, M.mjtObj.mjOBJ_KEY, i) for i in range(model.nkey)]
-                raise ValueError(f"keyframe {keyframe!r}: no such keyframe (the model has {names or 'none'})")
-        else:
-            k = int(keyframe)
-            if not 0 <= k < model.nkey:
-                raise ValueError(f"keyframe {keyframe}: the model has {model.nkey} keyframes")
+        k = _keyframe_index(M, model, keyframe)
+        _check_start(M, model, model.key_qpos[k], model.key_qvel[k],
+                     f"keyframe {_name(M, model, M.mjtObj.mjOBJ_KEY, k)}")
         M.mj_resetDataKeyframe(model, d, k)
     M.mj_forward(model, d)
 
@@ -299,6 +376,12 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                                      f"above the engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or --approximate: "
                                      "collision.reduce_hull keeps its extreme vertices)")
                 verts = collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+        out = com_outside(verts)
+        if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):
+            raise ValueError(f"unsupported in a jaxcontact world: the centre of mass of {name} (MuJoCo's "
+                             f"body_ipos, from its <inertial> or its geoms) lies {out:.3g} m outside the convex hull "
+                             "of its colliding geoms (a jaxcontact body's centre of mass is inside its hull); move "
+                             "the <inertial> pos inside")
         R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
         inertia = R @ np.diag(model.body_inertia[b]) @ R.T
         body = shapes._as_body(np.asarray(verts, float), float(model.body_mass[b]), inertia, None)
@@ -306,6 +389,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
         condims.append({int(model.geom_condim[g]) for g in gs})
         geoms.append(gs)
+
+    # explicit <contact><pair>s: body pairs (-1: the ground plane) MuJoCo collides whatever its filter
+    # says, with the pair's own friction in place of max(mu_a, mu_b)
+    explicit = {}
+    for p in range(int(getattr(model, "npair", 0))):
+        b1, b2 = (int(model.geom_bodyid[g]) - 1 for g in (model.pair_geom1[p], model.pair_geom2[p]))
+        explicit[tuple(sorted((b1, b2)))] = float(model.pair_friction[p, 0])
+        condims.append({int(model.pair_dim[p])})
 
     # friction: one μ (exact) or per body (the geometric mean against MuJoCo's max rule)
     all_condims = set().union(*condims) | ({int(model.geom_condim[plane])} if plane is not None else set())
@@ -334,13 +425,16 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 continue
             if any(_compatible(model, g1, g2) for g1 in geoms[a] for g2 in geoms[c]):
                 pairs.append((a, c))
+    pairs = sorted(set(pairs) | {k for k in explicit if k[0] >= 0})
+    names = tuple(M.mj_id2name(model, M.mjtObj.mjOBJ_BODY, b) or None for b in range(1, model.nbody))
     ground = False
     if plane is not None:
-        touch = [any(_compatible(model, plane, g) and (0, b + 1) not in excluded for g in geoms[b]) for b in range(n)]
+        touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, b + 1) not in excluded
+                                             for g in geoms[b]) for b in range(n)]
         if all(touch):
             ground = True
         elif any(touch):
-            odd = [i for i, t in enumerate(touch) if not t]
+            odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, i + 1) for i, t in enumerate(touch) if not t)
             raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
                              "while others do (a world's ground touches every body)")
     if ground_mu is None:
@@ -374,7 +468,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     same = len({*mus, ground_mu} if ground else set(mus)) == 1
     if not same:
         bodies = [bd.replace(friction=jnp.asarray(mu)) for bd, mu in zip(bodies, mus)]
-        _warn_friction(mus, ground_mu if ground else None, pairs)
+    if all_condims != {1}:
+        body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
+        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names)
+    scene_kw.setdefault("names", names)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
@@ -410,40 +507,66 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g)
 
 
-def _warn_friction(mus, ground_mu, pairs):
+FRICTION_RTOL = 1e-9  # a pair's μ in MuJoCo and here agree within this (relative): to_mjcf's pairs are exact
+
+
+def _warn_friction(mus, ground_mu, pairs, explicit, names):
+    """``FrictionRuleWarning`` when a pair's μ here (√(μ_a μ_b)) is not MuJoCo's (its explicit
+    ``<pair>``'s, else max(μ_a, μ_b)), naming the pair of the largest difference."""
     worst, where = 0.0, None
-    cases = [(mus[a], mus[b], f"bodies {a} and {b}") for a, b in pairs]
+    cases = [(mus[a], mus[b], explicit.get((a, b)), f"bodies {names[a]} and {names[b]}") for a, b in pairs]
     if ground_mu is not None:
-        cases += [(m, ground_mu, f"body {i} and the ground") for i, m in enumerate(mus)]
-    for ma, mb, what in cases:
-        diff = max(ma, mb) - float(np.sqrt(ma * mb))
-        if diff > worst:
-            worst, where = diff, (what, float(np.sqrt(ma * mb)), max(ma, mb))
+        cases += [(m, ground_mu, explicit.get((-1, i)), f"body {names[i]} and the ground") for i, m in enumerate(mus)]
+    for ma, mb, given, what in cases:
+        mine = float(np.sqrt(ma * mb))
+        theirs = max(ma, mb) if given is None else given
+        diff = abs(theirs - mine)
+        if diff > FRICTION_RTOL * max(theirs, mine) and diff > worst:
+            rule = "max(mu_a, mu_b)" if given is None else "its <contact><pair>'s friction"
+            worst, where = diff, (what, mine, theirs, rule)
     if where is not None:
-        warnings.warn(f"the geoms' friction differs: jaxcontact gives a pair sqrt(mu_a mu_b), MuJoCo max(mu_a, mu_b); "
-                      f"the largest difference is {where[0]}: {where[1]:.4g} here, {where[2]:.4g} in MuJoCo",
-                      FrictionRuleWarning, stacklevel=3)
+        warnings.warn(f"the geoms' friction differs: jaxcontact gives a pair sqrt(mu_a mu_b), MuJoCo max(mu_a, mu_b) "
+                      f"or an explicit <contact><pair>'s friction; the largest difference is {where[0]}: {where[1]:.4g} "
+                      f"here, {where[2]:.4g} in MuJoCo ({where[3]})", FrictionRuleWarning, stacklevel=3)
 
 
 def from_mjcf(source, keyframe=None, approximate: bool = False, dtype=None, **scene_kw):
-    """``from_mujoco`` of an MJCF or URDF file (a path) or an XML string (text starting with ``<``),
-    compiled by MuJoCo (includes and meshes are found relative to the file). A missing file is a
-    ``FileNotFoundError``, a file MuJoCo cannot compile a ``ValueError`` with MuJoCo's message, both
-    one line."""
+    """``from_mujoco`` of an MJCF or URDF file (a path: ``str`` or ``os.PathLike``) or of MJCF text
+    (a ``str`` starting with ``<``), compiled by MuJoCo (includes and meshes are found relative to
+    the file). ``bytes`` are refused (decode them to ``str``, or compile them yourself with
+    ``mujoco.MjModel.from_xml_string`` and call ``from_mujoco``). Errors are one line: a missing
+    file is a ``FileNotFoundError``, a directory an ``IsADirectoryError``, anything else a
+    ``ValueError`` that names the file (MuJoCo's compiler message, an element the world cannot
+    hold, a keyframe with a NaN or infinite entry or a zero quaternion, a centre of mass outside
+    its body's hull), all before any simulation."""
     mujoco = require_mujoco("from_mjcf")
-    text = str(source) if not isinstance(source, os.PathLike) else None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raise ValueError(f"from_mjcf: got {type(source).__name__} ({len(source)} bytes); pass a file path, or the "
+                         "MJCF text as a str (data.decode()), or compile it with mujoco.MjModel.from_xml_string "
+                         "and call from_mujoco")
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"from_mjcf: expected a file path (str or os.PathLike) or MJCF text (a str starting with "
+                         f"'<'), got {'None' if source is None else type(source).__name__}")
+    text = source if isinstance(source, str) and source.lstrip().startswith("<") else None
+    if text is None:
+        path = os.fspath(source)
+        shown = path if len(path) <= 200 and "\n" not in path else f"{path[:60]!r}... ({len(path)} characters)"
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"MJCF/URDF file {shown}: not a file (a directory)")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"MJCF/URDF file not found: {shown}")
+    where = "the MJCF text" if text is not None else shown
     try:
-        if text is not None and text.lstrip().startswith("<"):
-            model = mujoco.MjModel.from_xml_string(text)
-        else:
-            path = os.fspath(source)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"MJCF/URDF file not found: {path}")
-            model = mujoco.MjModel.from_xml_path(path)
-    except ValueError as err:  # MuJoCo's compiler: "XML Error: ..." over several lines
-        raise ValueError(f"MuJoCo could not load {'the XML' if text and text.lstrip().startswith('<') else source}: "
-                         f"{_one_line(err)}") from None
-    return from_mujoco(model, keyframe=keyframe, approximate=approximate, dtype=dtype, **scene_kw)
+        spec = mujoco.MjSpec.from_string(text) if text is not None else mujoco.MjSpec.from_file(path)
+        model = spec.compile()
+    except ValueError as err:  # MuJoCo's parser and compiler: "XML Error: ..." over several lines
+        raise ValueError(f"MuJoCo could not load {where}: {_one_line(err)}") from None
+    try:
+        if keyframe is not None:
+            key_quaternions(mujoco, spec, model, keyframe)
+        return from_mujoco(model, keyframe=keyframe, approximate=approximate, dtype=dtype, **scene_kw)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
 
 
 # ------------------------------------------------------------------------------------ writing
@@ -473,18 +596,49 @@ def _box_size(verts):
     return h
 
 
+PAIR_ATTRIBUTES = ("condim", "solref", "solreffriction", "solimp", "margin", "gap")  # a <pair>'s, as a geom's
+
+
+def pair_friction(scene, friction, ground_mu) -> dict:
+    """Per-body μ as MuJoCo ``<pair>``s: ``{(a, b): μ}`` of every pair of bodies that can touch (the
+    scene's pairs; ``(-1, i)``: body i and the ground, when the world has one), μ jaxcontact's own
+    combined friction of the pair (``worlds.materials``: √(μ_a μ_b), the ground's μ the law's)."""
+    mix = lambda a, b: float(np.sqrt(a * b)) if a * b > 0 else 0.0
+    out = {(a, b): mix(friction[a], friction[b]) for a, b in scene.pairs}
+    if scene.ground:
+        out.update({(-1, i): mix(friction[i], ground_mu) for i in range(scene.num_bodies)})
+    return out
+
+
+def _pairs(scene, friction, ground_mu, geom: dict) -> str:
+    """The ``<pair>`` elements of ``pair_friction``; the geoms' extra contact attributes (``geom``'s
+    ``PAIR_ATTRIBUTES``) repeated on each, since a pair does not take them from its geoms."""
+    extra = "".join(f' {k}="{v}"' for k, v in geom.items() if k in PAIR_ATTRIBUTES)
+    name = lambda i: "ground" if i < 0 else f"geom{i}"
+    return "".join(f'    <pair geom1="{name(a)}" geom2="{name(b)}" friction="{_f([mu, mu])} 0.005 0.0001 0.0001"'
+                   f'{extra}/>\n' for (a, b), mu in pair_friction(scene, friction, ground_mu).items())
+
+
 def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = None, geom: dict | None = None,
             name: str = "jaxcontact") -> str:
     """The world as MJCF text (also written to ``path`` if given) that MuJoCo loads with the same
     bodies (a box as a box geom, any other hull as a mesh), masses and inertias (``<inertial>`` at
-    the body's origin, its centre of mass), friction (each body's μ, or the law's; the ground plane
-    the law's), poses (the bodies' ``pos``/``quat``: MuJoCo's ``qpos0`` is ``state``) and joints
-    (a world's revolute joints as hinges, the child body nested in its parent; every other body
-    on a free joint). Velocities go to a keyframe named ``"initial"`` (MuJoCo starts worlds at rest:
-    ``from_mjcf(..., keyframe="initial")``, or the viewer's key 0). The pairs the scene leaves out
-    become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
+    the body's origin, its centre of mass), friction (below), poses (the bodies' ``pos``/``quat``:
+    MuJoCo's ``qpos0`` is ``state``) and joints (a world's revolute joints as hinges, the child body
+    nested in its parent; every other body on a free joint). Velocities go to a keyframe named
+    ``"initial"`` (MuJoCo starts worlds at rest: ``from_mjcf(..., keyframe="initial")``, or the
+    viewer's key 0). The pairs the scene leaves out become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
     ``option``/``geom``: extra MuJoCo attributes for ``<option>`` and every geom (the plane too)
     (``{"cone": "elliptic"}``, ``{"condim": 1}``), which have no jaxcontact counterpart.
+
+    Friction: one μ (the law's, no per-body ``body.friction``) is every geom's, and MuJoCo's pairs
+    get it too. Per-body μ: each geom carries its body's μ (the plane the law's), but MuJoCo would
+    give a pair max(μ_a, μ_b) where jaxcontact gives √(μ_a μ_b) (``worlds.materials``), so every
+    pair of bodies that can touch, and every body with the ground, is also written as a
+    ``<contact><pair>`` carrying jaxcontact's own μ for it (``pair_friction``; MuJoCo uses an explicit
+    pair in place of its own rule, and ``from_mjcf`` reads it back without a ``FrictionRuleWarning``).
+    The torsional and rolling friction written (0.005, 0.0001) are MuJoCo's defaults; jaxcontact has
+    none.
 
     Refused (``ValueError``): anisotropic μ (MuJoCo's geom friction is isotropic), a body that is
     the child of two joints (MuJoCo's joints form a tree). Restitution has no MuJoCo counterpart
@@ -503,7 +657,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         raise ValueError(f"to_mjcf: state.pos must be ({N}, 3) for the scene's {N} bodies (one world), got {pos.shape}")
     mu_law = np.broadcast_to(np.asarray(params.law.mu, float), (2,))
     if mu_law[0] != mu_law[1]:
-        raise ValueError(f"to_mjcf: the law's mu {tuple(mu_law)} is anisotropic; MuJoCo's geom friction is isotropic")
+        raise ValueError(f"to_mjcf: the law's mu {_numbers(mu_law)} is anisotropic; MuJoCo's geom friction is isotropic")
     if np.any(np.asarray(getattr(params.law, "restitution", 0.0)) != 0):
         warnings.warn("to_mjcf: restitution has no MuJoCo counterpart; the MJCF has none", UserWarning, stacklevel=2)
     friction = None if body.friction is None else np.broadcast_to(np.asarray(body.friction, float), (N,))
@@ -516,7 +670,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         jp = params.joints
         for j, (p, c) in enumerate(zip(scene.joints.parent, scene.joints.child)):
             if c in parent_of:
-                raise ValueError(f"to_mjcf: body {c} is the child of two joints; MuJoCo's joints form a tree")
+                raise ValueError(f"to_mjcf: {scene.body_name(c)} is the child of two joints; MuJoCo's joints form a tree")
             parent_of[c] = p
             hinge_of[c] = j
         anchor_child = np.asarray(jp.anchor_child, float)
@@ -576,6 +730,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     keep = set(scene.pairs) | jointed
     excludes = "".join(f'    <exclude body1="body{a}" body2="body{b}"/>\n' for a in range(N) for b in range(a + 1, N)
                        if (a, b) not in keep)
+    pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
            f'         qvel="{_f(np.concatenate(qvel))}"/>\n  </keyframe>\n')
     xml = (f'<mujoco model="{name}">\n'
@@ -584,7 +739,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
            f'  <option timestep="{_f(model.dt)}" gravity="0 0 {_f(-float(model.gravity))}"{extra_option}/>\n'
            + (f'  <asset>\n{"".join(assets)}  </asset>\n' if assets else "")
            + f'  <worldbody>\n{plane}{bodies}  </worldbody>\n'
-           + (f'  <contact>\n{excludes}  </contact>\n' if excludes else "")
+           + (f'  <contact>\n{excludes}{pair_xml}  </contact>\n' if excludes or pair_xml else "")
            + key + '</mujoco>\n')
     if path is not None:
         with open(path, "w") as f:
@@ -593,4 +748,4 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
 
 
 __all__ = ["FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "from_mjcf", "from_mujoco",
-           "require_mujoco", "round_points", "to_mjcf"]
+           "key_quaternions", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]

@@ -486,9 +486,10 @@ def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: b
     d, v = float(depth[w, k]), model.max_correction_speed
     who = (f"{int(deep.any(axis=1).sum())} of {depth.shape[0]} worlds start" if batched else "the world starts")
     where = f" (world {w})" if batched else ""
+    pair = f"bodies ({a}, {b})" if scene.names is None else f"{scene.body_name(a)} and {scene.body_name(b)}"
     warnings.warn(
         f"{who} with bodies inside each other: {int(deep.sum())} pair(s) deeper than Model.max_correction_speed·dt = "
-        f"{model.penetration_tol:.3g} m, the deepest bodies ({a}, {b}){where} by {d:.3g} m; pairs are pushed apart at "
+        f"{model.penetration_tol:.3g} m, the deepest {pair}{where} by {d:.3g} m; pairs are pushed apart at "
         f"no more than max_correction_speed = {v:.3g} m/s (not projected out as the ground is), so separating takes "
         f"about {d / v:.3g} s ({round(d / (v * model.dt))} steps)",
         eager.PenetrationWarning, stacklevel=stacklevel)

@@ -53,6 +53,8 @@ class Scene:
     narrow_phase: how the pairs' manifolds are computed (``collision.hull_hull``'s ``method``):
     ``"auto"`` (the fused kernel on a CPU, the pure-JAX reference elsewhere), ``"native"`` or
     ``"jax"`` (the reference). They give the same contacts to round-off.
+    names: None, or each body's name where the world came from a file (``worlds.from_mjcf``: the
+    file's body names, None for an unnamed body); messages name bodies by it (``body_name``).
     """
 
     topologies: tuple
@@ -66,6 +68,7 @@ class Scene:
     joints: Joints | None = None
     vertex_counts: tuple | None = None
     narrow_phase: str = "auto"
+    names: tuple | None = None
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -95,12 +98,19 @@ class Scene:
             if self.topologies[a] is None or self.topologies[b] is None:
                 raise ValueError(f"Scene.topologies: body {a if self.topologies[a] is None else b} is in pair ({a}, {b}) "
                                  "and needs its hull topology (None only for bodies in no pair)")
+        if self.names is not None and len(self.names) != n:
+            raise ValueError(f"Scene.names: expected one name per body ({n}), got {len(self.names)}")
         if self.joints is not None:
             if not isinstance(self.joints, Joints):
                 raise ValueError(f"Scene.joints must be None or a worlds.joints.Joints, got {type(self.joints).__name__}")
             far = max(max(self.joints.parent), max(self.joints.child))
             if far >= n:
                 raise ValueError(f"Scene.joints: a joint names body {far} of a world of {n} bodies")
+
+    def body_name(self, i: int) -> str:
+        """Body ``i`` as messages name it: ``body 2`` or, from a file, ``body 'lid' (2)``."""
+        name = None if self.names is None else self.names[i]
+        return f"body {name!r} ({i})" if name else f"body {i}"
 
     @property
     def num_bodies(self) -> int:
@@ -159,21 +169,24 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2,
-               max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto"):
+               max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
+               names: Sequence | None = None):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
     of a joint meet there, so their pair is excluded too). Each body's hull topology is computed here from
     its concrete vertices (``collision.topology``, which refuses degenerate hulls by name).
-    max_pairs: the broad phase; narrow_phase: its method (``Scene``)."""
+    max_pairs: the broad phase; narrow_phase: its method; names: the bodies' names (``Scene``)."""
     stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
     n = np.shape(stacked.vertices)[0]
     topologies = []
+    names = None if names is None else tuple(None if m is None else str(m) for m in names)
     for i in range(n):
         try:
             topologies.append(collision.topology(np.asarray(stacked.vertices[i]), np.asarray(stacked.vertex_mask[i]) > 0))
         except ValueError as e:
-            raise ValueError(f"body {i}: {e}") from None
+            label = f"body {names[i]!r} ({i})" if names is not None and i < len(names) and names[i] else f"body {i}"
+            raise ValueError(f"{label}: {e}") from None
     if isinstance(pairs, str):
         if pairs != "all":
             raise ValueError(f"pairs must be 'all' or a list of (a, b), got {pairs!r}")
@@ -183,7 +196,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     counts = tuple(int(c) for c in np.sum(np.asarray(stacked.vertex_mask) > 0, axis=-1))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
-                 max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase), stacked
+                 max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
+                 names=names), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
@@ -206,7 +220,7 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
     K = shape[1]
     for i, topo in enumerate(scene.topologies):
         if topo is not None and topo.num_vertices != K:
-            raise ValueError(f"params.body.vertices: body {i}'s hull was built from {topo.num_vertices} (padded) "
+            raise ValueError(f"params.body.vertices: {scene.body_name(i)}'s hull was built from {topo.num_vertices} (padded) "
                              f"vertices, got {K}; use the bodies the scene was made from (make_scene)")
     if not concrete:
         return
@@ -215,13 +229,13 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
     verts = np.asarray(body.vertices, dtype=np.float64)
     for i in range(N):
         if scene.vertex_counts is not None and counts[i] != scene.vertex_counts[i]:
-            raise ValueError(f"params.body.vertices: body {i} has {counts[i]} vertices, but the scene was built for "
+            raise ValueError(f"params.body.vertices: {scene.body_name(i)} has {counts[i]} vertices, but the scene was built for "
                              f"a body of {scene.vertex_counts[i]}; use the bodies the scene was made from (make_scene)")
         topo = scene.topologies[i]
         if topo is None:
             continue
         if tuple(np.flatnonzero(mask[i])) != tuple(topo.vertices):
-            raise ValueError(f"params.body.vertices: body {i}'s valid vertices (vertex_mask) are not those its hull "
+            raise ValueError(f"params.body.vertices: {scene.body_name(i)}'s valid vertices (vertex_mask) are not those its hull "
                              "topology in the scene was built from; use the bodies the scene was made from (make_scene)")
         pts = verts[i][mask[i]]
         tol = 1e-4 * max(float(np.max(np.linalg.norm(pts - pts.mean(0), axis=1))), 1e-12)
@@ -231,7 +245,7 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
             n = n / max(np.linalg.norm(n), 1e-300)
             off = max(float(np.max(pts @ n - f.mean(0) @ n)), float(np.max(np.abs(f @ n - f.mean(0) @ n))))
             if off > tol:
-                raise ValueError(f"params.body.vertices: body {i} is not the hull the scene was built from (its face "
+                raise ValueError(f"params.body.vertices: {scene.body_name(i)} is not the hull the scene was built from (its face "
                                  f"{tuple(face)} is not a face of these vertices, off by {off:.3g} m); "
                                  "use the bodies the scene was made from (make_scene), or make_scene of these")
 
