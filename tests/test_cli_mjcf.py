@@ -191,10 +191,11 @@ def _files(tmp_path):
     ["--mjcf", "{d}"],  # a directory
 ], ids=["missing", "malformed", "nan-keyframe", "unknown-keyframe", "keyframe-index", "plane-alone", "mesh-5000",
         "directory"])
-def test_simulate_mjcf_bad_files_are_one_line_and_exit_2(case, tmp_path, capsys):
+def test_simulate_mjcf_bad_files_are_one_line_and_exit_2(case, tmp_path, capsys, monkeypatch):
     """Each bad file ends the command with one line on stderr (no traceback) and exit status 2,
     before any rollout (no output file). The wording is the loader's (``worlds.mjcf``), not
-    asserted here beyond naming the problem's subject."""
+    asserted here."""
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its warnings (the NaN) to MUJOCO_LOG.TXT here
     d = _files(tmp_path)
     out = tmp_path / "o.npz"
     rc, err = _one_line_exit(["simulate", *[a.format(d=d) for a in case], "--steps", "5", "--out", str(out),
