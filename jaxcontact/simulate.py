@@ -238,10 +238,11 @@ def run_world(model, scene, params, state, steps: int, chunk: int = 100, progres
     return np.concatenate(out, axis=axis), np.concatenate(flags, axis=axis)
 
 
-def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int) -> str | None:
+def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int, unit: str = "throws") -> str | None:
     """The CLI's one-line warning when steps of a rollout raised ``Flags.SOLVER`` (None: none did):
     how many of all its steps, the first (0-based, over the whole rollout), the largest residual,
-    and the option to change. flags, residuals: per step (steps,) or per throw and step."""
+    and the option to change. flags, residuals: per step (steps,) or per throw (``unit``: "worlds"
+    for --mjcf's) and step."""
     from .dynamics import solver_message
     from .types import Flags
 
@@ -253,7 +254,7 @@ def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int) -> str | 
     res = np.asarray(residuals, float)
     worst = float(np.max(np.where(bad, np.where(np.isfinite(res), res, np.inf), 0.0)))
     if bad.ndim > 1:
-        who = f"{int(bad.any(axis=-1).sum())} of {bad.shape[0]} throws, at {int(bad.sum())} steps in all"
+        who = f"{int(bad.any(axis=-1).sum())} of {bad.shape[0]} {unit}, at {int(bad.sum())} steps in all"
     else:
         who = f"{int(bad.sum())} of {steps} steps"
     hint = f"rerun with a larger --max-sweeps (now {cap}); the file's flags say which steps"
@@ -386,7 +387,7 @@ def run_mjcf(args: argparse.Namespace) -> int:
     if W == 1:
         states, flags = states[None], flags[None]
         residuals = [r[None] for r in residuals]
-    warning = solver_warning(flags, np.concatenate(residuals, axis=1), model.law.solver.max_iter)
+    warning = solver_warning(flags, np.concatenate(residuals, axis=1), model.law.solver.max_iter, "worlds")
     out = Path(args.out)
     np.savez_compressed(out, states=states,
                         layout=np.array("worlds x steps x bodies x (pos3,quat_wxyz4,vel3_world,omega3_body); body i "

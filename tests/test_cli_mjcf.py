@@ -202,3 +202,16 @@ def test_simulate_mjcf_bad_files_are_one_line_and_exit_2(case, tmp_path, capsys,
                               "--no-progress"], capsys)
     assert rc == 2 and len(err) == 1 and "Traceback" not in err[0], (rc, err)
     assert not out.exists()
+
+
+def test_the_solver_warning_of_batched_worlds_counts_worlds():
+    """``--mjcf --worlds``'s warning counts worlds (it said "throws")."""
+    from jaxcontact.simulate import solver_warning
+    from jaxcontact.types import Flags
+
+    flags = np.zeros((2, 5), np.int32)
+    flags[1, 3] = int(Flags.SOLVER)
+    res = np.full((2, 5), 0.2)
+    line = solver_warning(flags, res, 10, "worlds")
+    assert "for 1 of 2 worlds, at 1 steps in all (first at step 3; largest residual 0.2 m/s" in line, line
+    assert "of 2 throws" in solver_warning(flags, res, 10)
