@@ -275,6 +275,8 @@ def consistency_error(j: int, d: float, ang: float, start: str, baumgarte: float
     stabilisation's drift (``drift_tolerance``, ``axis_drift_tolerance`` at ``dt``) for "continued".
     ``anchors``/``axes``: the fields the message names; ``who``: the joint's bodies, in words."""
     joint = f"joint {j}" + (f" ({who})" if who else "")
+    if start == "continued" and dt is None:
+        raise ValueError("start='continued': the joints' drift tolerance needs the model's time step (dt)")
     if start == "continued":
         tol, atol = drift_tolerance(baumgarte, dt), axis_drift_tolerance(baumgarte, dt)
         if d > tol:
