@@ -46,6 +46,7 @@ ADJOINT = "tests/test_world_adjoint.py"
 MJCF = "tests/test_mjcf.py"
 STEP = "tests/test_one_step.py"
 ENTRY = "tests/test_solver_entry.py"
+CLI_MJCF = "tests/test_cli_mjcf.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,6 +390,24 @@ MUTATIONS = (
     Mutation("animate-floor-per-frame", "mjcf", "jaxcontact/worlds/animate.py",
              "colours=colours, floor=floor)", "colours=colours, floor=floor_square(ground, verts[k]))",
              ("tests/test_animate.py::test_the_floor_stays_put_while_the_bodies_move",)),
+    # issue 60 parts 1 and 7 (/work/wt/cli): chunked rollouts of jointed worlds continue from the
+    # state a chunk reached, compile once, and the joints' drift stays within the stabilisation's bound
+    Mutation("chunk-start-not-continued", "worlds", "jaxcontact/simulate.py",
+             'start = "initial" if done == 0 else "continued"', 'start = "initial"',
+             (f"{CLI_MJCF}::test_a_jointed_world_runs_to_the_end_in_chunks_that_compile_once",)),
+    Mutation("last-chunk-own-length", "worlds", "jaxcontact/simulate.py",
+             "traj, info = worlds.rollout(model, scene, params, state, length, start=start)",
+             "traj, info = worlds.rollout(model, scene, params, state, k, start=start)",
+             (f"{CLI_MJCF}::test_a_jointed_world_runs_to_the_end_in_chunks_that_compile_once",)),
+    Mutation("drift-tolerance-times-beta", "worlds", "jaxcontact/worlds/joints.py",
+             'float(dt) * CONTINUED_SPEED / float(baumgarte)', 'float(dt) * CONTINUED_SPEED * float(baumgarte)',
+             (f"{CLI_MJCF}::test_a_jointed_world_runs_to_the_end_in_chunks_that_compile_once",)),
+    Mutation("continued-start-unchecked", "worlds", "jaxcontact/worlds/joints.py",
+             "        if d > tol:\n", "        if d > 10 * tol:\n",
+             (f"{CLI_MJCF}::test_a_jointed_world_runs_to_the_end_in_chunks_that_compile_once",)),
+    Mutation("joint-correction-halved", "worlds", "jaxcontact/worlds/joints.py",
+             "target = -(joints.baumgarte / model.dt) * err", "target = -(0.5 * joints.baumgarte / model.dt) * err",
+             (f"{CLI_MJCF}::test_a_jointed_world_runs_to_the_end_in_chunks_that_compile_once",)),
 )
 
 

@@ -22,6 +22,53 @@ LINK_SIZE = (0.2, 0.05, 0.05)
 LINK_MASS = 0.185
 
 
+class CompileClock:
+    """Wall seconds of a block and the part of them JAX spent compiling (tracing, lowering, XLA's
+    compile, reading the persistent cache: its ``jax.monitoring`` duration events): ``compile``,
+    ``run`` (the rest), ``programs`` (programs traced). ``with CompileClock() as clock: ...``."""
+
+    EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+              "/jax/core/compile/backend_compile_duration", "/jax/compilation_cache/cache_retrieval_time_sec")
+
+    def __init__(self):
+        self.compile, self.wall, self.programs = 0.0, 0.0, 0
+
+    def _on(self, event, duration, **kwargs):
+        if event in self.EVENTS:
+            self.compile += duration
+            self.programs += event == self.EVENTS[0]
+
+    def __enter__(self):
+        import jax
+
+        self._listener = self._on
+        jax.monitoring.register_event_duration_secs_listener(self._listener)
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        import jax
+
+        self.wall = time.perf_counter() - self._t0
+        jax.monitoring.unregister_event_duration_listener(self._listener)
+        return False
+
+    @property
+    def run(self) -> float:
+        return max(self.wall - self.compile, 0.0)
+
+    def summary(self) -> str:
+        """"compile 11.9 s, run 0.4 s" for the command's summary line."""
+        return f"compile {self.compile:.1f} s, run {self.run:.1f} s"
+
+
+def chunk_length(steps: int, chunk: int) -> int:
+    """The steps every chunk of a chunked rollout runs: ``chunk``, or ``steps`` when fewer. One
+    length, so the rollout compiles once: the last chunk runs the whole length too and its extra
+    steps are dropped (a shorter last chunk would compile a second program, as long as the first)."""
+    return min(int(chunk), int(steps))
+
+
 def make_body(shape: str):
     from . import shapes
 
@@ -71,16 +118,16 @@ def simulate_throws(shape: str, throws: int, steps: int, seed: int, mu: float = 
 
         return jax.vmap(one)(state)
 
-    done = 0
+    done, length = 0, chunk_length(steps, chunk)
     with tqdm(total=steps, desc=f"simulate {shape} x{throws}", unit="step", disable=not progress) as bar:
         while done < steps:
-            n = min(chunk, steps - done)
-            traj, flags, residual = run_chunk(state, n)
+            n = min(length, steps - done)  # every chunk runs `length` steps (one program); the last keeps n
+            traj, flags, residual = run_chunk(state, length)
             if solver is not None:
-                solver.append((np.asarray(flags), np.asarray(residual)))
-            arr = np.asarray(traj.to_array())  # (N, n+1, D)
-            out.append(arr[:, 1:].transpose(1, 0, 2))
-            state = jax.tree_util.tree_map(lambda x: x[:, -1], traj)
+                solver.append((np.asarray(flags)[:, :n], np.asarray(residual)[:, :n]))
+            arr = np.asarray(traj.to_array())  # (N, length+1, D)
+            out.append(arr[:, 1:n + 1].transpose(1, 0, 2))
+            state = jax.tree_util.tree_map(lambda x: x[:, n], traj)
             done += n
             bar.update(n)
     states = np.concatenate([out[0][None], *out[1:]], axis=0).transpose(1, 0, 2)
@@ -151,43 +198,51 @@ def run_world(model, scene, params, state, steps: int, chunk: int = 100, progres
     """``steps`` steps of a world (``state`` (N, …)) or a batch of worlds (``state`` (W, N, …):
     ``worlds.batch_rollout``) in chunks of ``chunk`` steps for the progress bar; returns the states
     ((steps + 1, N, 13), or (W, steps + 1, N, 13)) and the flags per step ((steps,) or (W, steps)).
-    ``residuals`` receives the solver's residual per step; ``SolverWarning``s are left to the caller."""
+    Every chunk runs ``chunk_length`` steps (one compiled program; the last chunk's extra steps are
+    dropped) and starts from the last state of the one before as a continued start
+    (``start="continued"``: a jointed world's drift is the rollout's own, not a user's mistake).
+    ``residuals`` receives the solver's residual per step; ``SolverWarning``s and
+    ``NonFiniteWarning``s are left to the caller (who counts them over the whole rollout)."""
     import warnings
 
     import jax
     from tqdm.auto import tqdm
 
     from . import worlds
-    from .dynamics import SolverWarning
+    from .dynamics import NonFiniteWarning, SolverWarning
 
     batched = np.ndim(state.pos) == 3
     axis = 1 if batched else 0
     out, flags = [np.expand_dims(np.asarray(state.to_array()), axis)], []
-    done = 0
+    done, length = 0, chunk_length(steps, chunk)
     with tqdm(total=steps, desc=desc, unit="step", disable=not progress) as bar:
         while done < steps:
-            k = min(chunk, steps - done)
+            k = min(length, steps - done)  # the steps kept of this chunk's `length`
+            start = "initial" if done == 0 else "continued"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SolverWarning)  # counted over the whole rollout by the caller
+                warnings.simplefilter("ignore", NonFiniteWarning)  # the caller counts NaN (and the last
+                # chunk's dropped steps must not warn)
                 if batched:
-                    traj, info = worlds.batch_rollout(model, scene, params, state, k)
+                    traj, info = worlds.batch_rollout(model, scene, params, state, length, start=start)
                 else:
-                    traj, info = worlds.rollout(model, scene, params, state, k)
+                    traj, info = worlds.rollout(model, scene, params, state, length, start=start)
             arr = np.asarray(traj.to_array())
-            out.append(arr[:, 1:] if batched else arr[1:])
-            flags.append(np.asarray(info.flags))
+            out.append(arr[:, 1:k + 1] if batched else arr[1:k + 1])
+            flags.append(np.asarray(info.flags)[..., :k])
             if residuals is not None:
-                residuals.append(np.asarray(info.residual))
-            state = jax.tree_util.tree_map(lambda x: x[:, -1] if batched else x[-1], traj)
+                residuals.append(np.asarray(info.residual)[..., :k])
+            state = jax.tree_util.tree_map(lambda x: x[:, k] if batched else x[k], traj)
             done += k
             bar.update(k)
     return np.concatenate(out, axis=axis), np.concatenate(flags, axis=axis)
 
 
-def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int) -> str | None:
+def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int, unit: str = "throws") -> str | None:
     """The CLI's one-line warning when steps of a rollout raised ``Flags.SOLVER`` (None: none did):
     how many of all its steps, the first (0-based, over the whole rollout), the largest residual,
-    and the option to change. flags, residuals: per step (steps,) or per throw and step."""
+    and the option to change. flags, residuals: per step (steps,) or per throw (``unit``: "worlds"
+    for --mjcf's) and step."""
     from .dynamics import solver_message
     from .types import Flags
 
@@ -199,7 +254,7 @@ def solver_warning(flags: np.ndarray, residuals: np.ndarray, cap: int) -> str | 
     res = np.asarray(residuals, float)
     worst = float(np.max(np.where(bad, np.where(np.isfinite(res), res, np.inf), 0.0)))
     if bad.ndim > 1:
-        who = f"{int(bad.any(axis=-1).sum())} of {bad.shape[0]} throws, at {int(bad.sum())} steps in all"
+        who = f"{int(bad.any(axis=-1).sum())} of {bad.shape[0]} {unit}, at {int(bad.sum())} steps in all"
     else:
         who = f"{int(bad.sum())} of {steps} steps"
     hint = f"rerun with a larger --max-sweeps (now {cap}); the file's flags say which steps"
@@ -243,12 +298,12 @@ def run_scene(args: argparse.Namespace) -> int:
     itemsize = 8 if jax.config.jax_enable_x64 else 4
     check_memory(2 * (args.steps + 1) * bodies * 13 * itemsize,
                  f"simulate --scene {name}:{n} --steps {args.steps}", "use fewer --steps")
-    t0 = time.perf_counter()
     residuals = []
-    scene, model, params, states, flags = simulate_scene(name, n, args.steps, args.seed, progress=not args.no_progress,
-                                                         mu=args.mu, restitution=args.restitution, dt=args.dt,
-                                                         max_sweeps=args.max_sweeps, residuals=residuals)
-    elapsed = time.perf_counter() - t0
+    with CompileClock() as clock:
+        scene, model, params, states, flags = simulate_scene(name, n, args.steps, args.seed,
+                                                             progress=not args.no_progress, mu=args.mu,
+                                                             restitution=args.restitution, dt=args.dt,
+                                                             max_sweeps=args.max_sweeps, residuals=residuals)
     warning = solver_warning(flags, np.concatenate(residuals), model.law.solver.max_iter)
     out = Path(args.out)
     np.savez_compressed(out, states=states, layout=np.array("steps x bodies x (pos3,quat_wxyz4,vel3_world,omega3_body)"),
@@ -258,7 +313,7 @@ def run_scene(args: argparse.Namespace) -> int:
                         seed=np.array(args.seed))
     bad = {f.name: int(np.sum((flags & int(f)) != 0)) for f in Flags if np.any(flags & int(f))}
     nan = int(np.isnan(states).sum())
-    print(f"wrote {out}: {name}:{n}, {bodies} boxes x {states.shape[0]} states ({elapsed:.1f} s, NaN: {nan}"
+    print(f"wrote {out}: {name}:{n}, {bodies} boxes x {states.shape[0]} states ({clock.summary()}, NaN: {nan}"
           + (f"; flagged steps: {bad}" if bad else "; no step flagged") + ")")
     if warning:
         print(warning, file=sys.stderr)
@@ -324,16 +379,15 @@ def run_mjcf(args: argparse.Namespace) -> int:
         kick = PERTURB_SPEED * jax.random.normal(jax.random.PRNGKey(args.seed), (W, N, 3), state.vel.dtype)
         kick = kick.at[0].set(0.0) * jnp.asarray(free, state.vel.dtype)[None, :, None]
         states0 = states0.replace(vel=states0.vel + kick)
-    t0 = time.perf_counter()
     residuals = []
     name = Path(args.mjcf).name
-    states, flags = run_world(model, scene, params, states0 if W > 1 else state, args.steps,
-                              progress=not args.no_progress, desc=f"simulate {name}", residuals=residuals)
+    with CompileClock() as clock:
+        states, flags = run_world(model, scene, params, states0 if W > 1 else state, args.steps,
+                                  progress=not args.no_progress, desc=f"simulate {name}", residuals=residuals)
     if W == 1:
         states, flags = states[None], flags[None]
         residuals = [r[None] for r in residuals]
-    elapsed = time.perf_counter() - t0
-    warning = solver_warning(flags, np.concatenate(residuals, axis=1), model.law.solver.max_iter)
+    warning = solver_warning(flags, np.concatenate(residuals, axis=1), model.law.solver.max_iter, "worlds")
     out = Path(args.out)
     np.savez_compressed(out, states=states,
                         layout=np.array("worlds x steps x bodies x (pos3,quat_wxyz4,vel3_world,omega3_body); body i "
@@ -345,7 +399,7 @@ def run_mjcf(args: argparse.Namespace) -> int:
     bad = {f.name: int(np.sum((flags & int(f)) != 0)) for f in Flags if np.any(flags & int(f))}
     nan = int(np.isnan(states).sum())
     print(f"wrote {out}: {name}, {W} world{'s' if W > 1 else ''} of {N} bodies x {states.shape[1]} states "
-          f"({elapsed:.1f} s, NaN: {nan}" + (f"; flagged steps: {bad}" if bad else "; no step flagged") + ")")
+          f"({clock.summary()}, NaN: {nan}" + (f"; flagged steps: {bad}" if bad else "; no step flagged") + ")")
     if warning:
         print(warning, file=sys.stderr)
 
@@ -426,13 +480,12 @@ def run(args: argparse.Namespace) -> int:
 
     # everything cheap first: the output paths were checked while parsing, the memory now
     check_memory_for(args.throws, args.steps, args.shape, 8 if jax.config.jax_enable_x64 else 4)
-    t0 = time.perf_counter()
     solver = []
-    model, params, states = simulate_throws(
-        args.shape, args.throws, args.steps, args.seed, mu=args.mu, restitution=args.restitution,
-        dt=args.dt, progress=not args.no_progress, max_sweeps=args.max_sweeps, solver=solver,
-    )
-    elapsed = time.perf_counter() - t0
+    with CompileClock() as clock:
+        model, params, states = simulate_throws(
+            args.shape, args.throws, args.steps, args.seed, mu=args.mu, restitution=args.restitution,
+            dt=args.dt, progress=not args.no_progress, max_sweeps=args.max_sweeps, solver=solver,
+        )
     warning = solver_warning(np.concatenate([f for f, _ in solver], axis=1),
                              np.concatenate([r for _, r in solver], axis=1), model.law.solver.max_iter)
     planar = args.shape == "box2d"
@@ -454,7 +507,7 @@ def run(args: argparse.Namespace) -> int:
         seed=np.array(args.seed),
     )
     nan = int(np.isnan(states).sum())
-    print(f"wrote {out}: {states.shape[0]} throws x {states.shape[1]} states ({elapsed:.1f} s, NaN: {nan})")
+    print(f"wrote {out}: {states.shape[0]} throws x {states.shape[1]} states ({clock.summary()}, NaN: {nan})")
     if warning:
         print(warning, file=sys.stderr)
 

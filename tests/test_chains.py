@@ -340,3 +340,24 @@ def test_chain_and_world_batch_rollouts_warn_when_a_contact_solve_fails():
     worlds_ = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), w0)
     with pytest.warns(jc.SolverWarning, match=r"did not converge for 2 of 2 worlds \(first at step 0"):
         worlds.batch_rollout(wm, scene, wparams, worlds_, 20)
+
+
+def test_a_chain_continues_from_a_state_its_rollout_reached(swing):
+    """A rollout's state carries the joints' drift (above the initial-state tolerance): the default
+    start refuses it, naming ``start='continued'``; continued from step 100 the chain repeats the
+    swing's steps 100–300 (through its impact) to round-off; a joint broken by 3 cm is still refused."""
+    from jaxcontact.worlds.joints import ANCHOR_TOL
+
+    params, _, traj, info = swing
+    k = 100
+    mid = jax.tree_util.tree_map(lambda x: x[k], traj)
+    assert float(info.joint_error[k]) > ANCHOR_TOL
+    with pytest.raises(ValueError, match=r"joint \d \(.*\) is inconsistent.*start='continued'"):
+        C.rollout(MODEL, params, mid, N)
+    cont, _ = C.rollout(MODEL, params, mid, N, start="continued")
+    np.testing.assert_allclose(np.asarray(cont.to_array()[:N - k + 1]), np.asarray(traj.to_array()[k:]), rtol=0,
+                               atol=1e-12)
+    with pytest.raises(ValueError, match=r"anchor_parent/anchor_child\[1\]: joint 1 .* is broken"):
+        C.rollout(MODEL, params, mid.replace(pos=mid.pos.at[1, 0].add(0.03)), N, start="continued")
+    with pytest.raises(ValueError, match="start must be"):
+        C.rollout(MODEL, params, mid, N, start="again")

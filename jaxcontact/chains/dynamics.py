@@ -44,7 +44,7 @@ from ..stages import full_precision
 from ..types import State
 from ..validation import check_steps, is_concrete
 from ..worlds import pipeline as world
-from ..worlds.joints import JointedParams
+from ..worlds.joints import JointedParams, check_start
 from ..worlds.scene import Scene
 from .model import ChainModel, ChainParams, validate_chain, world_joints
 
@@ -74,18 +74,19 @@ def _step(model: ChainModel, params: ChainParams, state: State):
 _step_jit = jax.jit(_step, static_argnames=("model",))
 
 
-def step_with_info(model: ChainModel, params: ChainParams, state: State):
+def step_with_info(model: ChainModel, params: ChainParams, state: State, *, start: str = "initial"):
     """One ground-truth step of a chain: ``(state⁺, worlds.WorldInfo)`` (its ``impulse`` (n, 6) the
     links' contact impulses, ``joint_impulse``, ``phi_ground`` (n, C), ``joint_error``). Validates
-    concrete inputs."""
+    concrete inputs (``start``: as ``rollout``'s)."""
+    check_start(start)
     if is_concrete((params, state)):
-        validate_chain(params, state)
+        validate_chain(params, state, start, model)
         return _step_jit(model, params, state)
     return _step(model, params, state)
 
 
-def step(model: ChainModel, params: ChainParams, state: State) -> State:
-    return step_with_info(model, params, state)[0]
+def step(model: ChainModel, params: ChainParams, state: State, *, start: str = "initial") -> State:
+    return step_with_info(model, params, state, start=start)[0]
 
 
 @partial(jax.jit, static_argnames=("model", "n_steps", "output"))
@@ -102,17 +103,21 @@ def _check_output(output: str) -> None:
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
 
 
-def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, *, output: str = "trajectory"):
+def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, *, output: str = "trajectory",
+            start: str = "initial"):
     """``n_steps`` ground-truth steps (``lax.scan``): ``(trajectory (n_steps + 1, n, …), infos)``,
     or with ``output="final"`` ``(final state, Summary)`` — the steps' flags accumulated, as
     ``jaxcontact.rollout(..., output="final", with_info=True)``. ``n_steps``: a Python int >= 0
     (``validation.check_steps``). Concrete inputs are validated, and a ``NonFiniteWarning`` says
-    when the chain ends non-finite, a ``SolverWarning`` when a step's contact solve failed."""
+    when the chain ends non-finite, a ``SolverWarning`` when a step's contact solve failed.
+    ``start``: "initial" (a state you wrote) or "continued" (a state a rollout reached), as
+    ``worlds.rollout``'s."""
     n_steps = check_steps(n_steps)
     _check_output(output)
+    check_start(start)
     if not is_concrete((params, state)):
         return _rollout(model, params, state, n_steps, output)
-    validate_chain(params, state)
+    validate_chain(params, state, start, model)
     out = _rollout(model, params, state, n_steps, output)
     warn_nonfinite(out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[-1], out[0]))
     warn_failed_solves(out, output, "chain", False, _HINT, stacklevel=3)
@@ -122,14 +127,16 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, 
 _HINT = "the rollout's infos (or its Summary with output='final') name the steps"
 
 
-def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int, *, output: str = "trajectory"):
+def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int, *, output: str = "trajectory",
+                  start: str = "initial"):
     """``rollout`` vmapped over a leading batch axis of ``states`` (same chain parameters)."""
     n_steps = check_steps(n_steps)
     _check_output(output)
+    check_start(start)
     check = is_concrete((params, states))
     if check:
         for b in range(states.pos.shape[0]):
-            validate_chain(params, jax.tree_util.tree_map(lambda x: x[b], states))
+            validate_chain(params, jax.tree_util.tree_map(lambda x: x[b], states), start, model)
     out = jax.vmap(lambda s: _rollout(model, params, s, n_steps, output))(states)
     if check:
         last = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[:, -1], out[0])

@@ -36,7 +36,7 @@ from ..rotations import quat_to_mat
 from ..solvers import LCPSettings
 from ..types import Body, Ground, Model, Params, State
 from ..worlds import joints
-from ..worlds.joints import ANCHOR_TOL, AXIS_TOL, check_joint_arrays
+from ..worlds.joints import check_joint_arrays
 
 
 
@@ -294,8 +294,10 @@ def constrained_free_motion(model: ChainModel, Minv, Jb, err, v1):
 # ---------------------------------------------------------------------------------- validation
 
 
-def validate_chain(params: ChainParams, state: State) -> None:
-    """Checks on concrete inputs; ``ValueError`` naming the field. Skipped for tracers."""
+def validate_chain(params: ChainParams, state: State, start: str = "initial", model: ChainModel | None = None) -> None:
+    """Checks on concrete inputs; ``ValueError`` naming the field. Skipped for tracers. The joints:
+    ``worlds.joints.consistency_error`` (``start`` "initial" or "continued", the latter at
+    ``model``'s dt and β)."""
     from ..validation import validate_body, validate_ground, validate_law_params
 
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((params, state))):
@@ -327,15 +329,10 @@ def validate_chain(params: ChainParams, state: State) -> None:
     for i in range(n):
         xp, xc, ap, ac = (np.asarray(a) for a in joint_frames(params, state, i))
         d = float(np.linalg.norm(xc - xp))
-        if d > ANCHOR_TOL:
-            who = "the world pin" if i == 0 else f"link {i - 1}"
-            raise ValueError(
-                f"params.anchor_parent/anchor_child[{i}]: joint {i} ({who} – link {i}) is inconsistent: "
-                f"its anchors are {d:.3g} m apart in the world at the initial state (tolerance {ANCHOR_TOL} m)"
-            )
         ang = float(np.arccos(np.clip(abs(np.dot(ap, ac)), -1, 1)))
-        if ang > AXIS_TOL:
-            raise ValueError(
-                f"params.axis_parent/axis_child[{i}]: joint {i} axes differ by {ang:.3g} rad in the world "
-                f"at the initial state (tolerance {AXIS_TOL} rad)"
-            )
+        why = joints.consistency_error(i, d, ang, start, 0.2 if model is None else model.baumgarte,
+                                       None if model is None else model.dt, "params.anchor_parent/anchor_child",
+                                       "params.axis_parent/axis_child",
+                                       ("the world pin" if i == 0 else f"link {i - 1}") + f" – link {i}")
+        if why:
+            raise ValueError(why)

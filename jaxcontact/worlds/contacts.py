@@ -169,6 +169,9 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     if scene.pairs:
         *pair, slot_pair, pair_phi, pair_kind, capacity = pair_contacts(model, scene, params, state)
         parts.append(tuple(pair))
+    if not parts:  # joints alone (no ground, no pairs): nothing to touch
+        parts.append((jnp.zeros((0, 2, 3, 6), dtype), jnp.zeros((0,), dtype), jnp.zeros((0,), bool),
+                      jnp.zeros((0, 2), jnp.int32)))
     rows = jnp.concatenate([p[0] for p in parts])
     phi = jnp.concatenate([p[1] for p in parts])
     valid = jnp.concatenate([p[2] for p in parts])

@@ -35,6 +35,11 @@ from ..types import Params, State
 ROWS_PER_JOINT = 5
 ANCHOR_TOL = 1e-5  # m: joint anchors of an initial state must coincide to this distance
 AXIS_TOL = 1e-4  # rad: joint axes of an initial state must be aligned to this angle
+# A continued start (a state a rollout reached: ``start="continued"``) may carry the drift the
+# Baumgarte correction leaves, up to the error it closes at these speeds (``drift_tolerance``)
+CONTINUED_SPEED = 2.0  # m/s: anchors
+CONTINUED_TURN = 5.0  # rad/s: axes
+STARTS = ("initial", "continued")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +240,65 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
                   target=target, factor=fac)
 
 
+def check_start(start) -> str:
+    """``start`` of a rollout or step: "initial" (a state a user wrote: every joint's anchors within
+    ``ANCHOR_TOL``, axes within ``AXIS_TOL``) or "continued" (a state a rollout reached: within the
+    stabilisation's drift, ``drift_tolerance``); refused by name otherwise."""
+    if not isinstance(start, str) or start not in STARTS:
+        raise ValueError(f"start must be 'initial' (a state you wrote: joints consistent to {ANCHOR_TOL} m) or "
+                         f"'continued' (a state a rollout reached, e.g. the last of a chunk), got {start!r}")
+    return start
+
+
+def drift_tolerance(baumgarte: float, dt: float) -> float:
+    """The anchor separation (m) a continued start may carry: the error the Baumgarte correction
+    (target velocity −(β/h)·error) closes at ``CONTINUED_SPEED``, h·2 m/s/β (2 cm at 2 ms, β 0.2;
+    ``inf`` for β = 0, which corrects nothing). A rollout's own drift stays below it: each step the
+    velocity-level rows miss the anchors' second-order motion, (h²/2)·c with c the difference of the
+    two anchors' centripetal accelerations, and the correction removes β of the error, so
+    e ≤ h²·max c/(2β), under h·2 m/s/β while c < 2·(2 m/s)/h (2000 m/s² at 2 ms: a 0.1 m lever at
+    140 rad/s). Measured on swinging chains in docs/chains.md (``benchmarks.joint_drift``: a 7-link
+    chain whipping at c = 500 m/s² drifts 3.6 mm)."""
+    return float("inf") if baumgarte <= 0 else float(dt) * CONTINUED_SPEED / float(baumgarte)
+
+
+def axis_drift_tolerance(baumgarte: float, dt: float) -> float:
+    """The axis misalignment (rad) a continued start may carry: h·``CONTINUED_TURN``/β (0.05 rad at
+    2 ms, β 0.2; ``inf`` for β = 0); a rollout's own is at most h²·max|ω_p × ω_c|/(2β)."""
+    return float("inf") if baumgarte <= 0 else float(dt) * CONTINUED_TURN / float(baumgarte)
+
+
+def consistency_error(j: int, d: float, ang: float, start: str, baumgarte: float, dt: float | None,
+                      anchors: str, axes: str, who: str = "") -> str | None:
+    """The refusal of joint ``j`` whose anchors are ``d`` m apart and axes ``ang`` rad apart at a
+    start (None: consistent): within ``ANCHOR_TOL``/``AXIS_TOL`` for start="initial", within the
+    stabilisation's drift (``drift_tolerance``, ``axis_drift_tolerance`` at ``dt``) for "continued".
+    ``anchors``/``axes``: the fields the message names; ``who``: the joint's bodies, in words."""
+    joint = f"joint {j}" + (f" ({who})" if who else "")
+    if start == "continued" and dt is None:
+        raise ValueError("start='continued': the joints' drift tolerance needs the model's time step (dt)")
+    if start == "continued":
+        tol, atol = drift_tolerance(baumgarte, dt), axis_drift_tolerance(baumgarte, dt)
+        if d > tol:
+            return (f"{anchors}[{j}]: {joint} is broken: its anchors are {d:.3g} m apart at the start of a continued "
+                    f"rollout, more than a rollout drifts (dt·{CONTINUED_SPEED} m/s/β = {tol:.3g} m: the Baumgarte "
+                    f"correction would pull them together faster than {CONTINUED_SPEED} m/s)")
+        if ang > atol:
+            return (f"{axes}[{j}]: {joint} is broken: its axes differ by {ang:.3g} rad at the start of a continued "
+                    f"rollout, more than a rollout drifts (dt·{CONTINUED_TURN} rad/s/β = {atol:.3g} rad)")
+        return None
+    hint = ""
+    if dt is not None and d <= drift_tolerance(baumgarte, dt) and ang <= axis_drift_tolerance(baumgarte, dt):
+        hint = "; if a rollout reached this state, continue from it with start='continued'"
+    if d > ANCHOR_TOL:
+        return (f"{anchors}[{j}]: {joint} is inconsistent: its anchors are {d:.3g} m apart in the world at the "
+                f"initial state (tolerance {ANCHOR_TOL} m){hint}")
+    if ang > AXIS_TOL:
+        return (f"{axes}[{j}]: {joint} axes differ by {ang:.3g} rad in the world at the initial state (tolerance "
+                f"{AXIS_TOL} rad){hint}")
+    return None
+
+
 def check_joint_arrays(owner, count: int, prefix: str) -> None:
     """Eager checks of ``owner``'s joint arrays (``anchor_parent``, ``anchor_child``,
     ``axis_parent``, ``axis_child``): shape (count, 3), finite, non-zero axes; errors name
@@ -249,10 +313,12 @@ def check_joint_arrays(owner, count: int, prefix: str) -> None:
             raise ValueError(f"{prefix}.{name}: joint axes must be non-zero vectors")
 
 
-def validate(joints: Joints, params, state: State) -> None:
+def validate(joints: Joints, params, state: State, start: str = "initial", dt: float | None = None) -> None:
     """Eager checks of a jointed world's concrete inputs, naming the field: ``params`` a
     ``JointedParams`` whose joint arrays are (J, 3), finite, with non-zero axes, and every joint's
-    anchors (axes) coincident (aligned) at ``state`` within ``ANCHOR_TOL`` (``AXIS_TOL``)."""
+    anchors (axes) coincident (aligned) at ``state``: within ``ANCHOR_TOL`` (``AXIS_TOL``) for
+    start="initial", within the stabilisation's drift at the step ``dt`` for start="continued"
+    (``consistency_error``)."""
     J = joints.num_joints
     jp = getattr(params, "joints", None)
     if not isinstance(jp, JointParams):
@@ -267,15 +333,14 @@ def validate(joints: Joints, params, state: State) -> None:
         xp, xc, ap, ac = (np.asarray(a) for a in frames(jp.anchor_parent[j], jp.anchor_child[j], jp.axis_parent[j],
                                                         jp.axis_child[j], body(c), None if p < 0 else body(p)))
         d = float(np.linalg.norm(xc - xp))
-        if d > ANCHOR_TOL:
-            raise ValueError(f"params.joints.anchor_parent/anchor_child[{j}]: joint {j} is inconsistent: its anchors "
-                             f"are {d:.3g} m apart in the world at the initial state (tolerance {ANCHOR_TOL} m)")
         ang = float(np.arccos(np.clip(abs(np.dot(ap, ac)), -1, 1)))
-        if ang > AXIS_TOL:
-            raise ValueError(f"params.joints.axis_parent/axis_child[{j}]: joint {j} axes differ by {ang:.3g} rad in "
-                             f"the world at the initial state (tolerance {AXIS_TOL} rad)")
+        why = consistency_error(j, d, ang, start, joints.baumgarte, dt, "params.joints.anchor_parent/anchor_child",
+                                "params.joints.axis_parent/axis_child")
+        if why:
+            raise ValueError(why)
 
 
-__all__ = ["ANCHOR_TOL", "AXIS_TOL", "JointParams", "JointedParams", "Joints", "Motion", "ROWS_PER_JOINT", "check_joint_arrays",
+__all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "Motion", "ROWS_PER_JOINT", "STARTS", "axis_drift_tolerance",
+           "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames",
            "motion", "rows", "system", "validate"]

@@ -164,6 +164,13 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     law = model.law
     motion = world_joints.motion(model, scene, params, state, v1, Minv)  # v¹ and M⁻¹, or v_c and W of the joints
     con = collide(model, scene, params, state)
+    if con.rows.shape[0] == 0:  # joints alone, nothing to touch: no contact problem
+        p_body = jnp.zeros_like(v1)
+        info = WorldInfo(
+            impulse=p_body, phi_ground=jnp.zeros((N, 0), v1.dtype), pair_phi=con.pair_phi, pair_kind=con.pair_kind,
+            residual=jnp.zeros((), v1.dtype), iterations=jnp.zeros((), jnp.int32),
+            joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
+        return motion.after(p_body), p_body, info, warm, con
     prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, motion.mobility, motion.velocity, model.dt)
     if model.max_correction_speed is not None:
         prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
@@ -269,15 +276,17 @@ def _controls(scene: Scene, state, control):
     return control
 
 
-def step_with_info(model, scene: Scene, params: Params, state: State, control=None):
+def step_with_info(model, scene: Scene, params: Params, state: State, control=None, *, start: str = "initial"):
     """One step of a world: ``(state⁺, WorldInfo)``. state: ``State`` with a leading body axis
     (N, …); control: (N, 6) force (world) and torque (body) per body, or None. Concrete inputs are
-    validated (``validate``) and the law checked; inside a user's ``jit``/``vmap``/``grad`` it
-    traces straight through and reports through ``WorldInfo.flags``."""
+    validated (``validate``; ``start`` as ``rollout``'s: "continued" for a state a step reached)
+    and the law checked; inside a user's ``jit``/``vmap``/``grad`` it traces straight through and
+    reports through ``WorldInfo.flags``."""
+    world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, state, control, concrete=is_concrete(params.body))
     if is_concrete((params, state, control)):
-        validate(scene, params, state, control)
+        validate(scene, params, state, control, start=start, dt=model.dt)
         return _step_jit(model, scene, params, state, control)
     return _step(model, scene, params, state, control)
 
@@ -291,9 +300,9 @@ def _step(model, scene, params, state, control):
 _step_jit = jax.jit(_step, static_argnames=("model", "scene"))
 
 
-def step(model, scene: Scene, params: Params, state: State, control=None) -> State:
+def step(model, scene: Scene, params: Params, state: State, control=None, *, start: str = "initial") -> State:
     """``step_with_info`` without the info."""
-    return step_with_info(model, scene, params, state, control)[0]
+    return step_with_info(model, scene, params, state, control, start=start)[0]
 
 
 def body_scene(params: Params) -> Scene:
@@ -430,7 +439,7 @@ batch_jit = jax.jit(_batch, static_argnames=("model", "scene", "n_steps", "param
 
 
 def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, controls=None, *,
-            output: str = "trajectory"):
+            output: str = "trajectory", start: str = "initial"):
     """``n_steps`` steps of a world (``lax.scan``): ``(trajectory (n_steps + 1, N, …), infos)``,
     or with ``output="final"`` ``(final state, Summary)`` (the steps' flags, as a single body's
     ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None. Concrete
@@ -441,15 +450,23 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
 
     Static checks (``check_shapes``), eagerly and inside ``jit``/``vmap``/``grad``: the scene's
     bodies (count, padded vertex count; their hulls too when concrete: ``scene.check_body``), the
-    state's N, controls of shape (n_steps, N, 6)."""
+    state's N, controls of shape (n_steps, N, 6).
+
+    ``start``: what the state is, for a jointed world's check of its joints. "initial" (the
+    default): a state you wrote, every joint's anchors within ``joints.ANCHOR_TOL`` (1e-5 m) and
+    axes within ``joints.AXIS_TOL``. "continued": a state a rollout reached (the last of a chunk,
+    when a long rollout runs in pieces), which carries the joints' drift under the Baumgarte
+    correction: accepted within ``joints.drift_tolerance`` (h·2 m/s/β, 2 cm at 2 ms), a state
+    further off still refused. Chunks continued this way give the unchunked trajectory."""
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
+    world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, state, controls, n_steps=n_steps, concrete=is_concrete(params.body))
     if not is_concrete((params, state, controls)):
         return world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
-    validate(scene, params, state, controls, control_steps=True)
+    validate(scene, params, state, controls, control_steps=True, start=start, dt=model.dt)
     out = world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
     if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
         warn_overlaps(model, scene, params, state, batched=False)
@@ -509,18 +526,19 @@ def _warn(out, output: str, batched: bool) -> None:
 
 
 def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: int, controls=None, *,
-                  output: str = "trajectory"):
+                  output: str = "trajectory", start: str = "initial"):
     """``rollout`` of a batch of worlds: ``states`` with leading axes (W, N, …), the same
-    parameters; controls (W, n_steps, N, 6) or None. Eagerly it warns as ``rollout`` does, with
-    how many worlds (``NonFiniteWarning`` counts bodies)."""
+    parameters; controls (W, n_steps, N, 6) or None; ``start`` as ``rollout``'s. Eagerly it warns
+    as ``rollout`` does, with how many worlds (``NonFiniteWarning`` counts bodies)."""
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
+    world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, states, controls, n_steps=n_steps, batched=True, concrete=is_concrete(params.body))
     check = is_concrete((params, states, controls))
     if check:
-        validate_batch(scene, params, states, controls)
+        validate_batch(scene, params, states, controls, start=start, dt=model.dt)
     out = batch_jit(model, scene, params, states, controls, n_steps, False, output, True, None, False, as_is)
     out = world_out(out, output, scene)
     if check:
@@ -563,16 +581,19 @@ def check_shapes(scene: Scene, params: Params, state: State, control=None, n_ste
                             and len(shape) == len(want) and shape[len(lead) + 1:] == (N, 6) else ""))
 
 
-def validate_batch(scene: Scene, params: Params, states: State, controls=None) -> None:
+def validate_batch(scene: Scene, params: Params, states: State, controls=None, start: str = "initial",
+                   dt: float | None = None) -> None:
     """``validate`` of every world of a batch (``states`` (W, N, …), controls (W, T, N, 6) or None)."""
     for w in range(states.pos.shape[0]):
         validate(scene, params, jax.tree_util.tree_map(lambda x: x[w], states),
-                 None if controls is None else controls[w], control_steps=True)
+                 None if controls is None else controls[w], control_steps=True, start=start, dt=dt)
 
 
-def validate(scene: Scene, params: Params, state: State, control=None, control_steps: bool = False) -> None:
+def validate(scene: Scene, params: Params, state: State, control=None, control_steps: bool = False,
+             start: str = "initial", dt: float | None = None) -> None:
     """Eager checks of a world's concrete inputs, naming the field (and body): bodies stacked on
-    the scene's N, the ground, the law parameters, the state (N, …), the controls."""
+    the scene's N, the ground, the law parameters, the state (N, …) and its joints (``start``: an
+    "initial" or a "continued" state, ``joints.validate``; ``dt`` the model's step), the controls."""
     N = scene.num_bodies
     if not isinstance(params, Params):
         raise ValueError(f"params: expected a jaxcontact Params, got {type(params).__name__}")
@@ -589,7 +610,7 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
     if np.shape(state.pos) != (N, 3):
         raise ValueError(f"state.pos: expected shape ({N}, 3) (one row per body), got {np.shape(state.pos)}")
     if scene.joints is not None:
-        world_joints.validate(scene.joints, params, state)
+        world_joints.validate(scene.joints, params, state, start=start, dt=dt)
     if control is not None:
         want = ("T", N, 6) if control_steps else (N, 6)
         c = np.asarray(control)
