@@ -42,7 +42,7 @@ import jax
 from ..eager import warn_failed_solves, warn_nonfinite
 from ..stages import full_precision
 from ..types import State
-from ..validation import check_steps, is_concrete
+from ..validation import OUTPUT, STEPS, check_arguments, check_steps, is_concrete
 from ..worlds import pipeline as world
 from ..worlds.joints import JointedParams
 from ..worlds.scene import Scene
@@ -78,6 +78,7 @@ def step_with_info(model: ChainModel, params: ChainParams, state: State):
     """One ground-truth step of a chain: ``(state⁺, worlds.WorldInfo)`` (its ``impulse`` (n, 6) the
     links' contact impulses, ``joint_impulse``, ``phi_ground`` (n, C), ``joint_error``). Validates
     concrete inputs."""
+    check_arguments("chains.step_with_info", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
     if is_concrete((params, state)):
         validate_chain(params, state)
         return _step_jit(model, params, state)
@@ -85,6 +86,7 @@ def step_with_info(model: ChainModel, params: ChainParams, state: State):
 
 
 def step(model: ChainModel, params: ChainParams, state: State) -> State:
+    check_arguments("chains.step", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
     return step_with_info(model, params, state)[0]
 
 
@@ -108,6 +110,7 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, 
     ``jaxcontact.rollout(..., output="final", with_info=True)``. ``n_steps``: a Python int >= 0
     (``validation.check_steps``). Concrete inputs are validated, and a ``NonFiniteWarning`` says
     when the chain ends non-finite, a ``SolverWarning`` when a step's contact solve failed."""
+    check_arguments("chains.rollout", model=(model, ChainModel), params=(params, ChainParams), state=(state, State), n_steps=(n_steps, STEPS), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     _check_output(output)
     if not is_concrete((params, state)):
@@ -124,6 +127,8 @@ _HINT = "the rollout's infos (or its Summary with output='final') name the steps
 
 def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int, *, output: str = "trajectory"):
     """``rollout`` vmapped over a leading batch axis of ``states`` (same chain parameters)."""
+    check_arguments("chains.batch_rollout", model=(model, ChainModel), params=(params, ChainParams), states=(states, State), n_steps=(n_steps, STEPS),
+                    output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     _check_output(output)
     check = is_concrete((params, states))

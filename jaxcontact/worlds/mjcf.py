@@ -48,10 +48,10 @@ import numpy as np
 from .. import collision, shapes
 from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
-from ..types import Body, Ground, Params, State
-from ..validation import MissingExtra
+from ..types import Body, Ground, Model, Params, State
+from ..validation import BOOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra, check_arguments
 from .joints import JointedParams, JointParams, Joints
-from .scene import make_scene
+from .scene import Scene, make_scene
 
 MUJOCO_MIN_VERSION = (4, 0)  # the oldest mujoco these loaders were run and tested with
 INSTALL_HINT = 'pip install "jaxcontact[mjcf]"'
@@ -246,6 +246,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     docstring) instead of refusing them. dtype: of the arrays (default: JAX's default float).
     scene_kw: ``make_scene`` settings (``max_pairs``, ``margin``, ...). Anything the world cannot
     hold raises one ``ValueError`` naming every such element and why, before any other work."""
+    check_arguments("worlds.from_mujoco", model=(model, MJ_MODEL), keyframe=(keyframe, KEYFRAME), data=(data, MJ_DATA),
+                    approximate=(approximate, BOOL), dtype=(dtype, DTYPE))
     mujoco = require_mujoco("from_mujoco")
     M = mujoco
     if not isinstance(model, M.MjModel):
@@ -430,6 +432,8 @@ def from_mjcf(source, keyframe=None, approximate: bool = False, dtype=None, **sc
     compiled by MuJoCo (includes and meshes are found relative to the file). A missing file is a
     ``FileNotFoundError``, a file MuJoCo cannot compile a ``ValueError`` with MuJoCo's message, both
     one line."""
+    check_arguments("worlds.from_mjcf", source=(source, SOURCE), keyframe=(keyframe, KEYFRAME),
+                    approximate=(approximate, BOOL), dtype=(dtype, DTYPE))
     mujoco = require_mujoco("from_mjcf")
     text = str(source) if not isinstance(source, os.PathLike) else None
     try:
@@ -489,6 +493,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     Refused (``ValueError``): anisotropic μ (MuJoCo's geom friction is isotropic), a body that is
     the child of two joints (MuJoCo's joints form a tree). Restitution has no MuJoCo counterpart
     and is left out with a warning."""
+    check_arguments("worlds.to_mjcf", scene=(scene, Scene), params=(params, Params), state=(state, State),
+                    model=(model, (Model, None)), path=(path, OPTIONAL_PATH), option=(option, (dict, None)),
+                    geom=(geom, (dict, None)), name=(name, str))
     from .scenes import model as world_model
 
     model = world_model() if model is None else model

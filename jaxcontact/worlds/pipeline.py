@@ -48,9 +48,13 @@ from flax import struct
 
 from .. import contact, eager, geometry, stages
 from ..stages import first, leading, per_body
-from ..types import Flags, Params, State
+from ..types import Flags, Model, Params, State
 from ..validation import (
+    OPTIONAL_ARRAY,
+    OUTPUT,
+    STEPS,
     broken_rules,
+    check_arguments,
     check_steps,
     is_concrete,
     validate_body,
@@ -274,6 +278,7 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     (N, …); control: (N, 6) force (world) and torque (body) per body, or None. Concrete inputs are
     validated (``validate``) and the law checked; inside a user's ``jit``/``vmap``/``grad`` it
     traces straight through and reports through ``WorldInfo.flags``."""
+    check_arguments("worlds.step_with_info", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
     check_law(model, scene)
     check_shapes(scene, params, state, control, concrete=is_concrete(params.body))
     if is_concrete((params, state, control)):
@@ -293,6 +298,7 @@ _step_jit = jax.jit(_step, static_argnames=("model", "scene"))
 
 def step(model, scene: Scene, params: Params, state: State, control=None) -> State:
     """``step_with_info`` without the info."""
+    check_arguments("worlds.step", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
     return step_with_info(model, scene, params, state, control)[0]
 
 
@@ -442,6 +448,8 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     Static checks (``check_shapes``), eagerly and inside ``jit``/``vmap``/``grad``: the scene's
     bodies (count, padded vertex count; their hulls too when concrete: ``scene.check_body``), the
     state's N, controls of shape (n_steps, N, 6)."""
+    check_arguments("worlds.rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), n_steps=(n_steps, STEPS),
+                    controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
@@ -512,6 +520,8 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     """``rollout`` of a batch of worlds: ``states`` with leading axes (W, N, …), the same
     parameters; controls (W, n_steps, N, 6) or None. Eagerly it warns as ``rollout`` does, with
     how many worlds (``NonFiniteWarning`` counts bodies)."""
+    check_arguments("worlds.batch_rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), states=(states, State), n_steps=(n_steps, STEPS),
+                    controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
