@@ -461,7 +461,7 @@ def describe(x) -> str:
     a = "an " if name[:1].lower() in "aeiou" else "a "
     if isinstance(x, (numbers.Number, str)):
         text = repr(x) if len(repr(x)) <= 40 else repr(x)[:37] + "..."
-        return f"{a}{name} ({text})"
+        return f"{a}{name} {text}" if text.startswith("(") else f"{a}{name} ({text})"
     if isinstance(x, (np.ndarray, jax.Array)):
         return f"an array of shape {tuple(x.shape)} ({x.dtype})"
     if isinstance(x, (tuple, list)):
