@@ -18,6 +18,9 @@ removes the rest at no more than ``Model.max_correction_speed``.
 
 What is checked where:
 
+* every call, first (static, so in any tracing context): the arguments' types
+  (``validation.check_arguments``: ``ArgumentError``, one line naming the argument, the type it got
+  and the type it needs);
 * eager calls (concrete inputs): ``validation.validate_inputs`` raises ``ValueError`` naming the
   field before anything is compiled; a start state deeper in the ground than
   ``Model.penetration_tol`` gives a ``PenetrationWarning``, a non-finite end state a
