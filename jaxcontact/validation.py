@@ -355,8 +355,8 @@ def _is_number(x) -> bool:
 
 
 def _is_steps(x) -> bool:
-    if isinstance(x, (bool, np.bool_)) or isinstance(x, jax.core.Tracer):
-        return False
+    if isinstance(x, (bool, np.bool_)):
+        return False  # a tracer is neither an Integral nor an ndarray: refused below
     return isinstance(x, numbers.Integral) or isinstance(x, np.ndarray) and x.shape == () and \
         np.issubdtype(x.dtype, np.integer)
 
