@@ -188,6 +188,12 @@ def test_the_messages_name_the_needed_type_and_the_known_mistakes():
         assert msg.startswith(f"{door}: argument 'mu' is a list of 3 (float, float, float), expected a friction "
                               "coefficient"), msg
     assert "(jax.random.PRNGKey(seed))" in _refused("DACMLaw.init_params", {"key": 0})
+    # NoContact.init_params takes no argument and a keyword a door does not have is Python's own
+    # one-line TypeError, naming the door and the argument
+    with pytest.raises(TypeError, match=r"NoContact.init_params\(\) takes 0 positional arguments but 1 was given"):
+        jc.NoContact.init_params(0.3)
+    with pytest.raises(TypeError, match=r"rollout\(\) got an unexpected keyword argument 'with_info'"):
+        worlds.rollout(WMODEL, SCENE, WPARAMS, WSTATE, 3, with_info=True)
     # what stays accepted: the pair (μ₁, μ₂) as a list, NumPy scalars, a NumPy integer step count
     np.testing.assert_array_equal(jc.CoulombLCP.init_params(mu=[0.3, 0.2], restitution=np.float32(0.5)).mu, [0.3, 0.2])
 
