@@ -5,6 +5,10 @@
 * Traced (``broken_rules``): the value rules (``RULES``) as ``jnp`` predicates, usable on
   tracers: every step reports the broken ones in ``ContactInfo.invalid`` and sets
   ``Flags.INVALID_INPUT``, inside ``jit``/``vmap``/``grad`` (``diagnostics`` names them).
+* Types first (``check_arguments``): every public entry point (a door) checks its arguments'
+  types before any other work, eagerly and at trace time alike, and refuses a wrong one with an
+  ``ArgumentError`` (a ``TypeError`` and a ``ValueError``), one line naming the door, the argument,
+  the type it got, the type it needs, and how to mend a known mistake (``MISTAKES``).
 * Static (``check_steps``, ``check_dtype``, ``input_dtype``): step counts must be Python ints >= 0;
   every array input must be float32 or float64 (integer, bool, float16/bfloat16 and complex arrays,
   lists and strings are refused by name; Python numbers are fine), and a law's parameters pass its
@@ -373,7 +377,6 @@ def _is_dtype(x) -> bool:
     return True
 
 
-ARRAY = Expect("an array (jax or NumPy)", is_array)
 OPTIONAL_ARRAY = Expect("an array (jax or NumPy) or None", lambda x: x is None or is_array(x))
 BOOL = Expect("a bool", lambda x: isinstance(x, (bool, np.bool_)))
 NUMBER = Expect("a number (a Python float or a scalar array)", _is_number)
