@@ -47,6 +47,7 @@ MJCF = "tests/test_mjcf.py"
 STEP = "tests/test_one_step.py"
 ENTRY = "tests/test_solver_entry.py"
 CLI_MJCF = "tests/test_cli_mjcf.py"
+DOORS = "tests/test_doors.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -408,6 +409,29 @@ MUTATIONS = (
     Mutation("joint-correction-halved", "worlds", "jaxcontact/worlds/joints.py",
              "target = -(joints.baumgarte / model.dt) * err", "target = -(0.5 * joints.baumgarte / model.dt) * err",
              (f"{CLI_MJCF}::test_a_jointed_world_runs_to_the_end_in_chunks_that_compile_once",)),
+    # every door refuses a wrong argument by name (issue 60, part 2): a door's check dropped (bodies,
+    # worlds, chains, the sharded rollout, to_mjcf, a law's init_params), the hints, μ's pair
+    Mutation("types-body-step-unchecked", "validation", "jaxcontact/dynamics.py",
+             'check_arguments("step", ', '(lambda *a, **k: None)("step", ', (DOORS,)),
+    Mutation("types-sharded-unchecked", "validation", "jaxcontact/sharding.py",
+             'check_arguments("sharding.sharded_batch_rollout", ', '(lambda *a, **k: None)("", ', (DOORS,)),
+    Mutation("types-worlds-rollout-unchecked", "validation", "jaxcontact/worlds/pipeline.py",
+             'check_arguments("worlds.rollout", ', '(lambda *a, **k: None)("worlds.rollout", ', (DOORS,)),
+    Mutation("types-chains-batch-unchecked", "validation", "jaxcontact/chains/dynamics.py",
+             'check_arguments("chains.batch_rollout", ', '(lambda *a, **k: None)("", ', (DOORS,)),
+    Mutation("types-to-mjcf-unchecked", "validation", "jaxcontact/worlds/mjcf.py",
+             'check_arguments("worlds.to_mjcf", ', '(lambda *a, **k: None)("", ', (DOORS,)),
+    Mutation("types-init-params-unchecked", "validation", "jaxcontact/laws/coulomb.py",
+             'check_arguments("CoulombLCP.init_params", ', '(lambda *a, **k: None)("", ', (DOORS,)),
+    Mutation("types-known-mistakes-dropped", "validation", "jaxcontact/validation.py",
+             "hint = MISTAKES.get((family, name, got)) or MISTAKES.get((\"*\", name, got))", "hint = None",
+             (f"{DOORS}::test_the_messages_name_the_needed_type_and_the_known_mistakes",)),
+    Mutation("types-swap-hint-dropped", "validation", "jaxcontact/validation.py",
+             "            if swapped:\n", "            if False:\n",
+             (f"{DOORS}::test_the_messages_name_the_needed_type_and_the_known_mistakes",)),
+    Mutation("types-friction-any-length", "validation", "jaxcontact/validation.py",
+             "isinstance(x, (list, tuple)) and len(x) == 2", "isinstance(x, (list, tuple)) and len(x) >= 2",
+             (f"{DOORS}::test_the_messages_name_the_needed_type_and_the_known_mistakes",)),
 )
 
 

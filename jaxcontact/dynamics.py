@@ -18,6 +18,9 @@ removes the rest at no more than ``Model.max_correction_speed``.
 
 What is checked where:
 
+* every call, first (static, so in any tracing context): the arguments' types
+  (``validation.check_arguments``: ``ArgumentError``, one line naming the argument, the type it got
+  and the type it needs);
 * eager calls (concrete inputs): ``validation.validate_inputs`` raises ``ValueError`` naming the
   field before anything is compiled; a start state deeper in the ground than
   ``Model.penetration_tol`` gives a ``PenetrationWarning``, a non-finite end state a
@@ -68,8 +71,9 @@ from .stages import (
     solver_failed,
     step_flags,
 )
-from .types import AnyState, Flags, Model, Params
-from .validation import check_steps, is_concrete, validate_inputs
+from .types import AnyState, Flags, Model, Params, PlanarState, State
+from .validation import BOOL, OPTIONAL_ARRAY, OPTIONAL_STEPS, OUTPUT, STEPS, check_arguments, check_steps, is_concrete, \
+    validate_inputs
 from .worlds import pipeline
 from .worlds.pipeline import CPU_CHUNK
 
@@ -92,6 +96,8 @@ def step_with_info(model: Model, params: Params, state: AnyState, control=None):
     ``jit``/``vmap``/``grad`` it traces straight through. ``state⁺`` is in
     ``validation.input_dtype`` of the inputs.
     """
+    check_arguments("step_with_info", model=(model, Model), params=(params, Params), state=(state, (State, PlanarState)),
+                    control=(control, OPTIONAL_ARRAY))
     return _step_with_info(model, params, state, control, stacklevel=3)
 
 
@@ -113,6 +119,8 @@ def _step_with_info(model, params, state, control, stacklevel):
 
 def step(model: Model, params: Params, state: AnyState, control=None) -> AnyState:
     """One step of a single body: ``state⁺`` (``step_with_info`` without the info)."""
+    check_arguments("step", model=(model, Model), params=(params, Params), state=(state, (State, PlanarState)),
+                    control=(control, OPTIONAL_ARRAY))
     return _step_with_info(model, params, state, control, stacklevel=3)[0]
 
 
@@ -142,6 +150,9 @@ def rollout(
     ``(final, Summary)``, the steps' flags accumulated). Jitted; ``vmap`` it (or use
     ``batch_rollout``) for many bodies.
     """
+    check_arguments("rollout", model=(model, Model), params=(params, Params), state=(state, (State, PlanarState)),
+                    n_steps=(n_steps, OPTIONAL_STEPS), controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT),
+                    with_info=(with_info, BOOL))
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     if controls is not None:
@@ -189,6 +200,9 @@ def batch_rollout(
     (or the ``Summary`` of ``output="final", with_info=True``) report, and ``diagnostics.check``
     raises on them.
     """
+    check_arguments("batch_rollout", model=(model, Model), params=(params, Params), states=(states, (State, PlanarState)),
+                    n_steps=(n_steps, STEPS), params_batched=(params_batched, BOOL), output=(output, OUTPUT),
+                    with_info=(with_info, BOOL), validate=(validate, BOOL))
     n_steps = check_steps(n_steps)
     if chunk_size == "auto":
         chunk_size = CPU_CHUNK if jax.default_backend() == "cpu" else None

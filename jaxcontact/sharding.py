@@ -22,7 +22,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from .eager import warn_penetration
 from .stages import pad_batch
 from .worlds import pipeline
-from .validation import check_steps, is_concrete, validate_inputs
+from .types import Model, Params, PlanarState, State
+from .validation import BOOL, OUTPUT, STEPS, check_arguments, check_steps, is_concrete, validate_inputs
 
 BATCH_AXIS = "batch"
 
@@ -51,6 +52,9 @@ def sharded_batch_rollout(
     with_info: bool = False,
 ):
     """``batch_rollout`` with the batch axis sharded over ``mesh`` (default: all devices)."""
+    check_arguments("sharding.sharded_batch_rollout", model=(model, Model), params=(params, Params),
+                    states=(states, (State, PlanarState)), n_steps=(n_steps, STEPS), mesh=(mesh, (Mesh, None)),
+                    params_batched=(params_batched, BOOL), output=(output, OUTPUT), with_info=(with_info, BOOL))
     n_steps = check_steps(n_steps)
     if is_concrete((params, states)):
         validate_inputs(params, states, batched=True, params_batched=params_batched)

@@ -5,6 +5,10 @@
 * Traced (``broken_rules``): the value rules (``RULES``) as ``jnp`` predicates, usable on
   tracers: every step reports the broken ones in ``ContactInfo.invalid`` and sets
   ``Flags.INVALID_INPUT``, inside ``jit``/``vmap``/``grad`` (``diagnostics`` names them).
+* Types first (``check_arguments``): every public entry point (a door) checks its arguments'
+  types before any other work, eagerly and at trace time alike, and refuses a wrong one with an
+  ``ArgumentError`` (a ``TypeError`` and a ``ValueError``), one line naming the door, the argument,
+  the type it got, the type it needs, and how to mend a known mistake (``MISTAKES``).
 * Static (``check_steps``, ``check_dtype``, ``input_dtype``): step counts must be Python ints >= 0;
   every array input must be float32 or float64 (integer, bool, float16/bfloat16 and complex arrays,
   lists and strings are refused by name; Python numbers are fine), and a law's parameters pass its
@@ -16,7 +20,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
+import os
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -326,6 +333,179 @@ def check_steps(n_steps, name: str = "n_steps") -> int:
     if n_steps < 0:
         raise ValueError(f"{name} must be >= 0, got {n_steps}")
     return int(n_steps)
+
+
+# --- the types of a public entry point's arguments: static, checked first, eagerly and traced ---
+
+
+class ArgumentError(TypeError, ValueError):
+    """A public entry point (a door: ``step``, ``rollout``, ``worlds.rollout``, a law's
+    ``init_params``, ...) was given an argument of the wrong type; the message is one line naming
+    the door, the argument, the type it got and the type it needs (``check_arguments``). A
+    ``TypeError``, and a ``ValueError`` as every other input error of jaxcontact."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Expect:
+    """What an argument must be when a class (or a tuple of classes, None among them) cannot say
+    it: ``what`` (how the message writes it) and ``accepts`` (a static test: under ``jit`` an
+    array arrives as a tracer, which is an array)."""
+
+    what: str
+    accepts: Callable[[Any], bool]
+
+
+def is_array(x) -> bool:
+    """A JAX or NumPy array, or a tracer of one (NumPy scalars included)."""
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.core.Tracer))
+
+
+def _is_number(x) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    return isinstance(x, numbers.Real) or is_array(x) and np.shape(x) == ()
+
+
+def _is_steps(x) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False  # a tracer is neither an Integral nor an ndarray: refused below
+    return isinstance(x, numbers.Integral) or isinstance(x, np.ndarray) and x.shape == () and \
+        np.issubdtype(x.dtype, np.integer)
+
+
+def _is_dtype(x) -> bool:
+    if x is None:
+        return True
+    if not isinstance(x, (type, np.dtype, str)) and not hasattr(x, "dtype"):
+        return False
+    try:
+        np.dtype(x)
+    except TypeError:
+        return False
+    return True
+
+
+OPTIONAL_ARRAY = Expect("an array (jax or NumPy) or None", lambda x: x is None or is_array(x))
+BOOL = Expect("a bool", lambda x: isinstance(x, (bool, np.bool_)))
+NUMBER = Expect("a number (a Python float or a scalar array)", _is_number)
+OPTIONAL_NUMBER = Expect("a number (a Python float or a scalar array) or None", lambda x: x is None or _is_number(x))
+STEPS = Expect("a static Python int >= 0", _is_steps)
+OPTIONAL_STEPS = Expect("a static Python int >= 0 or None",
+                        lambda x: x is None or _is_steps(x))
+OPTIONAL_INT = Expect("an int or None", lambda x: x is None or isinstance(x, numbers.Integral) and not isinstance(x, bool))
+OUTPUT = Expect("'trajectory' or 'final'", lambda x: isinstance(x, str) and x in ("trajectory", "final"))
+KEY = Expect("a PRNG key (jax.random.PRNGKey(seed)) or None", lambda x: x is None or is_array(x))
+DTYPE = Expect("a dtype (jnp.float32, jnp.float64, 'float64') or None", _is_dtype)
+OPTIONAL_POINTS = Expect("an array of points or None", lambda x: x is None or is_array(x) or isinstance(x, (list, tuple)))
+SOURCE = Expect("a path (str or os.PathLike) or MJCF/URDF text (str)",
+                lambda x: isinstance(x, (str, os.PathLike, bytes)) or x is None)  # bytes, None: from_mjcf's own
+OPTIONAL_PATH = Expect("a path (str or os.PathLike) or None", lambda x: x is None or isinstance(x, (str, os.PathLike)))
+KEYFRAME = Expect("a keyframe's index (int) or name (str) or None",
+                  lambda x: x is None or isinstance(x, str) or isinstance(x, numbers.Integral) and not isinstance(x, bool))
+MJ_MODEL = Expect("a mujoco.MjModel", lambda x: type(x).__name__ == "MjModel")
+MJ_DATA = Expect("a mujoco.MjData or None", lambda x: x is None or type(x).__name__ == "MjData")
+FRICTION = Expect("a friction coefficient μ (a number or a scalar array) or the pair (μ₁, μ₂)",
+                  lambda x: _is_number(x) or is_array(x) and np.shape(x) == (2,)
+                  or isinstance(x, (list, tuple)) and len(x) == 2 and all(map(_is_number, x)))
+
+
+# The known mistakes: (the door's family, the argument, the type given) -> how to mend it. The
+# family is the door's prefix ("worlds", "chains"; "*" any door); a swap of two of a door's
+# arguments is found without this table (``check_arguments``).
+_BUILD = "build Params(body={0}, ground=Ground.flat(), law={1}.init_params(...))"
+MISTAKES: dict[tuple[str, str, str], str] = {
+    ("worlds", "params", "Body"): "make_scene returns (scene, stacked_body): " + _BUILD.format("stacked_body", "law"),
+    ("worlds", "params", "tuple"): "make_scene returns (scene, stacked_body): unpack it and "
+                                   + _BUILD.format("stacked_body", "law"),
+    ("worlds", "scene", "tuple"): "make_scene returns (scene, stacked_body): scene, body = make_scene(...)",
+    ("worlds", "params", "ChainParams"): "a chain is a world with joints: model, scene, params = "
+                                         "chains.as_world(chain_model, chain_params)",
+    ("worlds", "state", "PlanarState"): "worlds are 3D: a State with a leading body axis (N, ...)",
+    ("worlds", "states", "PlanarState"): "worlds are 3D: a State with leading axes (W, N, ...)",
+    ("worlds", "params", "CoulombParams"): "that is the law's part: " + _BUILD.format("stacked_body", "law"),
+    ("*", "params", "Body"): _BUILD.format("body", "model.law"),
+    ("*", "params", "CoulombParams"): "that is the law's part: " + _BUILD.format("body", "model.law"),
+    ("*", "model", "CoulombLCP"): "that is a law: build Model(law=law, dt=...)",
+    ("*", "model", "RelaxedCoulomb"): "that is a law: build Model(law=law, dt=...)",
+    ("*", "model", "NoContact"): "that is a law: build Model(law=law, dt=...)",
+    ("*", "state", "tuple"): "a rollout returns (states, infos) or (final, summary): pass a State",
+    ("*", "states", "tuple"): "a rollout returns (states, infos) or (final, summary): pass a State",
+    ("*", "states", "list"): "stack the states on a leading batch axis: "
+                             "jax.tree_util.tree_map(lambda *x: jnp.stack(x), *states)",
+    ("chains", "params", "Params"): "a chain takes ChainParams (chains.make_chain); a chain as a world: "
+                                    "chains.as_world(model, params)",
+    ("chains", "params", "JointedParams"): "a chain takes ChainParams (chains.make_chain); the world's "
+                                           "JointedParams go to worlds.rollout",
+    ("chains", "model", "Model"): "a chain takes a ChainModel (chains.ChainModel(dt=...))",
+    ("*", "key", "int"): "jax.random.PRNGKey(seed)",
+    ("*", "source", "MjModel"): "a compiled MjModel goes to worlds.from_mujoco",
+}
+
+
+def _what(expected) -> str:
+    if isinstance(expected, Expect):
+        return expected.what
+    types = expected if isinstance(expected, tuple) else (expected,)
+    names = [
+        "None" if t is None else t.__name__ if t.__module__.startswith("jaxcontact") else f"{t.__module__.split('.')[0]}.{t.__name__}"
+        for t in types
+    ]
+    return " or ".join(names)
+
+
+def _accepts(expected, x) -> bool:
+    if isinstance(expected, Expect):
+        return expected.accepts(x)
+    types = expected if isinstance(expected, tuple) else (expected,)
+    return (x is None and None in types) or isinstance(x, tuple(t for t in types if t is not None))
+
+
+def describe(x) -> str:
+    """How a refusal writes the value it got: its type, and its value or shape where short."""
+    if x is None:
+        return "None"
+    if isinstance(x, jax.core.Tracer):
+        return f"a traced value of shape {tuple(x.shape)}"
+    if isinstance(x, (bool, np.bool_)):
+        return f"a bool ({bool(x)})"
+    name = type(x).__name__
+    a = "an " if name[:1].lower() in "aeiou" else "a "
+    if isinstance(x, (numbers.Number, str)):
+        text = repr(x) if len(repr(x)) <= 40 else repr(x)[:37] + "..."
+        return f"{a}{name} {text}" if text.startswith("(") else f"{a}{name} ({text})"
+    if isinstance(x, (np.ndarray, jax.Array)):
+        return f"an array of shape {tuple(x.shape)} ({x.dtype})"
+    if isinstance(x, (tuple, list)):
+        inner = ", ".join(type(v).__name__ for v in x[:3]) + (", ..." if len(x) > 3 else "")
+        return f"{a}{name} of {len(x)} ({inner})"
+    return a + name
+
+
+def check_arguments(door: str, **arguments) -> None:
+    """Refuse an argument of a public entry point of the wrong type, before any other work.
+
+    ``door``: the entry point as a user calls it (``"worlds.rollout"``); ``arguments``: each
+    argument as ``name=(value, expected)``, in the door's order, ``expected`` a class, a tuple of
+    classes (``None`` among them for an optional one) or an ``Expect``. Types are static, so this
+    works eagerly and inside ``jit``/``vmap``/``grad`` alike (an array arrives there as a tracer,
+    which is an array). Raises ``ArgumentError``, one line: ``worlds.rollout: argument 'params' is
+    a Body, expected Params (make_scene returns ...)``; the hint names the argument it was
+    swapped with (another argument of the door accepts the value) or a known mistake
+    (``MISTAKES``)."""
+    for name, (value, expected) in arguments.items():
+        if _accepts(expected, value):
+            continue
+        got = type(value).__name__
+        family = door.split(".")[0] if "." in door else "*"
+        hint = MISTAKES.get((family, name, got)) or MISTAKES.get(("*", name, got))
+        if hint is None and isinstance(value, jax.core.Tracer) and expected in (STEPS, OPTIONAL_STEPS):
+            hint = "it sets the scan length: mark it static in your jit (static_argnames) or close over it"
+        if hint is None and value is not None:
+            swapped = [other for other, (_, exp) in arguments.items() if other != name and _accepts(exp, value)]
+            if swapped:
+                hint = (f"swapped with '{swapped[0]}'? the order is {door}(" + ", ".join(arguments) + ")")
+        raise ArgumentError(f"{door}: argument '{name}' is {describe(value)}, expected {_what(expected)}"
+                            + (f" ({hint})" if hint else ""))
 
 
 # --- traced value rules -------------------------------------------------------------------------

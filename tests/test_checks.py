@@ -61,12 +61,12 @@ def test_step_counts_rejected_everywhere():
              lambda n: jc.batch_rollout(MODEL, p, batch, n, validate=False),
              lambda n: sharded_batch_rollout(MODEL, p, batch, n)]
     for call in calls:
-        for bad, match in ((-5, r"n_steps must be >= 0"), (2.7, r"n_steps must be an int"),
-                           (True, r"n_steps must be an int"), ("3", r"n_steps must be an int")):
+        for bad, match in ((-5, r"n_steps must be >= 0"), (2.7, r"'n_steps' is a float \(2.7\), expected a static Python int"),
+                           (True, r"'n_steps' is a bool"), ("3", r"'n_steps' is a str \('3'\), expected a static Python int")):
             with pytest.raises(ValueError, match=match):
                 call(bad)
     assert jc.rollout(MODEL, p, s, np.int64(3)).pos.shape == (4, 3)
-    with pytest.raises(ValueError, match=r"n_steps must be a static Python int"):
+    with pytest.raises(ValueError, match=r"'n_steps' is a traced value of shape \(\), expected a static Python int"):
         jax.jit(lambda n: jc.rollout(MODEL, p, s, n))(3)
 
 

@@ -69,7 +69,8 @@ def test_param_ground_model_control_errors(good):
     check(r"control: expected shape \(T, 6\)", jc.rollout, model, params, s, None, jnp.zeros((5, 3)))
     check(r"Model\.dt must be a finite positive", jc.Model, law=jc.CoulombLCP(), dt=0.0)
     check(r"LCPSettings\.tol must be positive", jc.LCPSettings, tol=-1.0)
-    check(r"output must be", jc.rollout, model, params, s, 5, output="everything")
+    check(r"rollout: argument 'output' is a str \('everything'\), expected 'trajectory' or 'final'", jc.rollout, model,
+          params, s, 5, output="everything")
 
 
 def test_valid_inputs_pass_and_controls_act(good):
@@ -157,6 +158,9 @@ def test_init_params_pair_and_bad_shapes():
     np.testing.assert_array_equal(jc.CoulombLCP.init_params(mu=[0.3, 0.2]).mu, [0.3, 0.2])
     np.testing.assert_array_equal(jc.CoulombLCP.init_params(mu=0.3, mu2=0.2).mu, [0.3, 0.2])
     np.testing.assert_array_equal(jc.CoulombLCP.init_params(mu=0.3).mu, [0.3, 0.3])
-    check(r"mu: expected a scalar .* or a pair", jc.CoulombLCP.init_params, mu=np.ones((2, 2)))
-    check(r"mu2: expected a scalar", jc.CoulombLCP.init_params, mu=0.3, mu2=[0.1, 0.2])
-    check(r"mu: complex values", jc.CoulombLCP.init_params, mu=0.3 + 1j)
+    check(r"CoulombLCP.init_params: argument 'mu' is an array of shape \(2, 2\) \(float64\), expected a friction "
+          r"coefficient .* or the pair", jc.CoulombLCP.init_params, mu=np.ones((2, 2)))
+    check(r"CoulombLCP.init_params: argument 'mu2' is a list of 2 \(float, float\), expected a number",
+          jc.CoulombLCP.init_params, mu=0.3, mu2=[0.1, 0.2])
+    check(r"CoulombLCP.init_params: argument 'mu' is a complex \(0.3\+1j\)", jc.CoulombLCP.init_params, mu=0.3 + 1j)
+    check(r"mu: complex values", jc.CoulombLCP.init_params, mu=jnp.asarray(0.3 + 1j))

@@ -42,7 +42,7 @@ import jax
 from ..eager import warn_failed_solves, warn_nonfinite
 from ..stages import full_precision
 from ..types import State
-from ..validation import check_steps, is_concrete
+from ..validation import OUTPUT, STEPS, check_arguments, check_steps, is_concrete
 from ..worlds import pipeline as world
 from ..worlds.joints import JointedParams, check_start
 from ..worlds.scene import Scene
@@ -78,6 +78,7 @@ def step_with_info(model: ChainModel, params: ChainParams, state: State, *, star
     """One ground-truth step of a chain: ``(state⁺, worlds.WorldInfo)`` (its ``impulse`` (n, 6) the
     links' contact impulses, ``joint_impulse``, ``phi_ground`` (n, C), ``joint_error``). Validates
     concrete inputs (``start``: as ``rollout``'s)."""
+    check_arguments("chains.step_with_info", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
     check_start(start)
     if is_concrete((params, state)):
         validate_chain(params, state, start, model)
@@ -85,6 +86,7 @@ def step_with_info(model: ChainModel, params: ChainParams, state: State, *, star
     return _step(model, params, state)
 
 
+    check_arguments("chains.step", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
 def step(model: ChainModel, params: ChainParams, state: State, *, start: str = "initial") -> State:
     return step_with_info(model, params, state, start=start)[0]
 
@@ -112,6 +114,7 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, 
     when the chain ends non-finite, a ``SolverWarning`` when a step's contact solve failed.
     ``start``: "initial" (a state you wrote) or "continued" (a state a rollout reached), as
     ``worlds.rollout``'s."""
+    check_arguments("chains.rollout", model=(model, ChainModel), params=(params, ChainParams), state=(state, State), n_steps=(n_steps, STEPS), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     _check_output(output)
     check_start(start)
@@ -130,6 +133,8 @@ _HINT = "the rollout's infos (or its Summary with output='final') name the steps
 def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int, *, output: str = "trajectory",
                   start: str = "initial"):
     """``rollout`` vmapped over a leading batch axis of ``states`` (same chain parameters)."""
+    check_arguments("chains.batch_rollout", model=(model, ChainModel), params=(params, ChainParams), states=(states, State), n_steps=(n_steps, STEPS),
+                    output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     _check_output(output)
     check_start(start)

@@ -20,6 +20,7 @@ from ..rotations import quat_to_mat
 from ..laws.base import LawDefaults
 from ..solvers import LCPSettings, solve_contact
 from ..types import Ground, Params
+from ..validation import DTYPE, KEY, NUMBER, OPTIONAL_POINTS, check_arguments
 from .functions import ContactFunctions, PolytopeParams, init_deep, init_polytope
 
 
@@ -33,6 +34,8 @@ class ContactNetsLaw(LawDefaults):
         """Contact-function parameters: the polytope of ``vertices`` (body frame; default the
         0.1 m cube's 8 corners) with friction ``mu``, perturbed by ``noise`` (relative; 0 = exact,
         the paper's initialisation uses 0.4), plus a zero-output network for the deep variant."""
+        check_arguments(f"{type(self).__name__}.init_params", key=(key, KEY), vertices=(vertices, OPTIONAL_POINTS),
+                        mu=(mu, NUMBER), noise=(noise, NUMBER), dtype=(dtype, DTYPE))
         import jax
         import numpy as np
 
@@ -101,6 +104,8 @@ class E2ELaw(LawDefaults):
     def init_params(self, key=None, out_scale: float = 1e-3, dtype=None) -> E2EParams:
         """Untrained parameters: a randomly initialised network, unit input normalisation and an
         impulse scale of ``out_scale`` N·s (training replaces all of them)."""
+        check_arguments(f"{type(self).__name__}.init_params", key=(key, KEY), out_scale=(out_scale, NUMBER),
+                        dtype=(dtype, DTYPE))
         import jax
 
         key = jax.random.PRNGKey(0) if key is None else key

@@ -61,6 +61,7 @@ from ..rotations import quat_mul
 from ..laws.base import LawDefaults
 from ..solvers import LCPSettings
 from ..types import PatchType
+from ..validation import KEY, OPTIONAL_INT, check_arguments
 from . import features as F
 from .networks import apply
 
@@ -130,6 +131,7 @@ class DACMLaw(LawDefaults):
     def init_params(self, key=None, x_dim=None):
         """Untrained parameters (random networks, unit normalisation) — for shapes and speed
         measurements; ``train.train`` returns trained ones."""
+        check_arguments(f"{type(self).__name__}.init_params", key=(key, KEY), x_dim=(x_dim, OPTIONAL_INT))
         from .networks import MLP
 
         key = jax.random.PRNGKey(0) if key is None else key
@@ -258,6 +260,7 @@ class PDDLaw(LawDefaults):
         return F.patch_types(self.dim)
 
     def init_params(self, key=None):
+        check_arguments(f"{type(self).__name__}.init_params", key=(key, KEY))
         from .networks import MLP
 
         key = jax.random.PRNGKey(0) if key is None else key

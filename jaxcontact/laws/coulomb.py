@@ -40,7 +40,7 @@ from flax import struct
 from .. import contact
 from ..solvers import LCPSettings, RelaxedGradient, check_gradient_mode, solve_contact
 from ..types import AnyState, Params
-from ..validation import check_dtype
+from ..validation import FRICTION, NUMBER, OPTIONAL_NUMBER, check_arguments, check_dtype
 from .base import LawDefaults
 
 
@@ -112,6 +112,8 @@ class CoulombLCP(LawDefaults):
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
         """``CoulombParams``: μ = (mu, mu2), isotropic (mu, mu) without ``mu2``; ``mu`` may also be
         the pair (μ₁, μ₂) itself."""
+        check_arguments("CoulombLCP.init_params", mu=(mu, FRICTION), restitution=(restitution, NUMBER),
+                        mu2=(mu2, OPTIONAL_NUMBER))
         dtype = jnp.result_type(float)
         for name, x in (("mu", mu), ("mu2", mu2), ("restitution", restitution)):
             if x is not None and not isinstance(x, (list, tuple)):

@@ -23,6 +23,7 @@ from .. import contact
 from ..solvers import solve_contact
 from ..types import AnyState, Params
 from .base import LawDefaults
+from ..validation import FRICTION, NUMBER, OPTIONAL_NUMBER, check_arguments
 from .coulomb import CoulombLCP, CoulombParams, restitution_switch
 
 
@@ -47,6 +48,8 @@ class RelaxedCoulomb(LawDefaults):
 
     @staticmethod
     def init_params(mu=0.18, restitution=0.0, mu2=None) -> CoulombParams:
+        check_arguments("RelaxedCoulomb.init_params", mu=(mu, FRICTION), restitution=(restitution, NUMBER),
+                        mu2=(mu2, OPTIONAL_NUMBER))
         return CoulombLCP.init_params(mu=mu, restitution=restitution, mu2=mu2)
 
     with_friction = staticmethod(CoulombLCP.with_friction)

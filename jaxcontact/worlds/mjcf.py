@@ -52,10 +52,11 @@ import numpy as np
 from .. import collision, shapes
 from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
-from ..types import Body, Ground, Params, State
-from ..validation import COM_TOL, MissingExtra, com_outside
+from ..types import Body, Ground, Model, Params, State
+from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra,
+                          check_arguments, com_outside)
 from .joints import JointedParams, JointParams, Joints
-from .scene import make_scene
+from .scene import Scene, make_scene
 
 MUJOCO_MIN_VERSION = (4, 0)  # the oldest mujoco these loaders were run and tested with
 INSTALL_HINT = 'pip install "jaxcontact[mjcf]"'
@@ -328,6 +329,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     does a start (the keyframe, ``data``) with a NaN or infinite entry (its joint and body named),
     and a body whose centre of mass lies outside its hull. Explicit ``<contact><pair>``s are pairs
     of the world; the bodies keep the file's names (``Scene.names``)."""
+    check_arguments("worlds.from_mujoco", model=(model, MJ_MODEL), keyframe=(keyframe, KEYFRAME), data=(data, MJ_DATA),
+                    approximate=(approximate, BOOL), dtype=(dtype, DTYPE))
     mujoco = require_mujoco("from_mujoco")
     M = mujoco
     if not isinstance(model, M.MjModel):
@@ -539,6 +542,8 @@ def from_mjcf(source, keyframe=None, approximate: bool = False, dtype=None, **sc
     ``ValueError`` that names the file (MuJoCo's compiler message, an element the world cannot
     hold, a keyframe with a NaN or infinite entry or a zero quaternion, a centre of mass outside
     its body's hull), all before any simulation."""
+    check_arguments("worlds.from_mjcf", source=(source, SOURCE), keyframe=(keyframe, KEYFRAME),
+                    approximate=(approximate, BOOL), dtype=(dtype, DTYPE))
     mujoco = require_mujoco("from_mjcf")
     if isinstance(source, (bytes, bytearray, memoryview)):
         raise ValueError(f"from_mjcf: got {type(source).__name__} ({len(source)} bytes); pass a file path, or the "
@@ -643,6 +648,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     Refused (``ValueError``): anisotropic μ (MuJoCo's geom friction is isotropic), a body that is
     the child of two joints (MuJoCo's joints form a tree). Restitution has no MuJoCo counterpart
     and is left out with a warning."""
+    check_arguments("worlds.to_mjcf", scene=(scene, Scene), params=(params, Params), state=(state, State),
+                    model=(model, (Model, None)), path=(path, OPTIONAL_PATH), option=(option, (dict, None)),
+                    geom=(geom, (dict, None)), name=(name, str))
     from .scenes import model as world_model
 
     model = world_model() if model is None else model

@@ -48,9 +48,13 @@ from flax import struct
 
 from .. import contact, eager, geometry, stages
 from ..stages import first, leading, per_body
-from ..types import Flags, Params, State
+from ..types import Flags, Model, Params, State
 from ..validation import (
+    OPTIONAL_ARRAY,
+    OUTPUT,
+    STEPS,
     broken_rules,
+    check_arguments,
     check_steps,
     is_concrete,
     validate_body,
@@ -282,6 +286,7 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     validated (``validate``; ``start`` as ``rollout``'s: "continued" for a state a step reached)
     and the law checked; inside a user's ``jit``/``vmap``/``grad`` it traces straight through and
     reports through ``WorldInfo.flags``."""
+    check_arguments("worlds.step_with_info", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
     world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, state, control, concrete=is_concrete(params.body))
@@ -302,6 +307,7 @@ _step_jit = jax.jit(_step, static_argnames=("model", "scene"))
 
 def step(model, scene: Scene, params: Params, state: State, control=None, *, start: str = "initial") -> State:
     """``step_with_info`` without the info."""
+    check_arguments("worlds.step", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
     return step_with_info(model, scene, params, state, control, start=start)[0]
 
 
@@ -458,6 +464,8 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     when a long rollout runs in pieces), which carries the joints' drift under the Baumgarte
     correction: accepted within ``joints.drift_tolerance`` (h·2 m/s/β, 2 cm at 2 ms), a state
     further off still refused. Chunks continued this way give the unchunked trajectory."""
+    check_arguments("worlds.rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), n_steps=(n_steps, STEPS),
+                    controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
@@ -530,6 +538,8 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     """``rollout`` of a batch of worlds: ``states`` with leading axes (W, N, …), the same
     parameters; controls (W, n_steps, N, 6) or None; ``start`` as ``rollout``'s. Eagerly it warns
     as ``rollout`` does, with how many worlds (``NonFiniteWarning`` counts bodies)."""
+    check_arguments("worlds.batch_rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), states=(states, State), n_steps=(n_steps, STEPS),
+                    controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")

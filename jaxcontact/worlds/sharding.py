@@ -15,8 +15,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ..sharding import batch_mesh, per_device_rollout, shard_batch
 from ..stages import pad_batch
-from ..types import Params, State
-from ..validation import check_steps, is_concrete
+from ..types import Model, Params, State
+from ..validation import OPTIONAL_ARRAY, OUTPUT, STEPS, check_arguments, check_steps, is_concrete
 from . import pipeline
 from .pipeline import check_law, validate_batch
 from .scene import Scene
@@ -27,6 +27,8 @@ def sharded_batch_rollout(model, scene: Scene, params: Params, states: State, n_
     """``worlds.batch_rollout`` with the world axis of ``states`` (W, N, …) (and of ``controls``
     (W, n_steps, N, 6), if given) sharded over ``mesh`` (default: all devices). Concrete inputs
     are validated first, as ``batch_rollout`` does; the same results (to round-off)."""
+    check_arguments("worlds.sharded_batch_rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), states=(states, State), n_steps=(n_steps, STEPS),
+                    controls=(controls, OPTIONAL_ARRAY), mesh=(mesh, (Mesh, None)), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
     if output not in ("trajectory", "final"):
         raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
