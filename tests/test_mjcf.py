@@ -424,7 +424,7 @@ def test_what_is_not_a_file_is_refused_in_one_line(tmp_path):
     what to pass instead; MJCF text as a str still loads."""
     xml = '<mujoco><worldbody><body><freejoint/><geom type="box" size=".05 .05 .05"/></body></worldbody></mujoco>'
     for source, error, words in ((xml.encode(), ValueError, "pass a file path, or the MJCF text as a str"),
-                                 (None, ValueError, "got None"), (3, ValueError, "got int"),
+                                 (None, ValueError, "got None"), (3, ValueError, "is an int (3)"),
                                  (tmp_path, IsADirectoryError, "not a file"), (str(tmp_path), IsADirectoryError, "not a file")):
         with pytest.raises(error) as e:
             mjcf.from_mjcf(source)

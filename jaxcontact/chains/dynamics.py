@@ -86,8 +86,8 @@ def step_with_info(model: ChainModel, params: ChainParams, state: State, *, star
     return _step(model, params, state)
 
 
-    check_arguments("chains.step", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
 def step(model: ChainModel, params: ChainParams, state: State, *, start: str = "initial") -> State:
+    check_arguments("chains.step", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
     return step_with_info(model, params, state, start=start)[0]
 
 
