@@ -93,18 +93,58 @@ class Contacts:
     all_phi: jnp.ndarray
 
 
-def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int) -> Contacts:
-    """Signed distances of all vertices, the ``num`` closest, their frames and Jacobians."""
+def face_points(points, phi, valid, tangents, num: int, tol: float) -> jnp.ndarray:
+    """(num,) indices of the vertices to keep against the ground: the ``num`` closest (``lax.top_k``),
+    unless more than ``num`` valid vertices lie within ``tol`` of the deepest (a face on the ground,
+    the *touching set*). Then ``num`` of the touching set are kept so that their support polygon is
+    as wide as the face's, as Bullet and MJX reduce a manifold: the deepest vertex first, then the
+    touching vertex farthest from it (in the ground plane), then (3D) the two farthest from that
+    line on either side, then each next the touching vertex farthest from all those kept. The
+    closest ``num`` of a face with more vertices are an arbitrary subset of equal distances (the
+    lowest indices: half an octagon), whose polygon may not hold the body's centre of mass (issue
+    61: a resting prism chattered). Chosen without gradient (indices only)."""
+    phi = jax.lax.stop_gradient(jnp.where(valid, phi, FAR))
+    _, closest = jax.lax.top_k(-phi, num)
+    if tol is None:
+        return closest
+    u = jax.lax.stop_gradient(points) @ jax.lax.stop_gradient(tangents).T  # (K, d−1) in the ground plane
+    touching = valid & (phi <= jnp.min(phi) + tol)
+    first = jnp.argmin(phi)
+    chosen = jnp.zeros(phi.shape, bool).at[first].set(True)
+    idx = [first]
+    spread = jnp.sum((u - u[first]) ** 2, axis=-1)  # squared distance to the nearest kept vertex
+
+    def pick(score):
+        return jnp.argmax(jnp.where(touching & ~chosen, score, -jnp.inf))
+
+    side = None
+    for k in range(1, num):
+        if k == 2 and u.shape[-1] == 2:  # the farthest from the line of the first two, either side
+            e = u[idx[1]] - u[idx[0]]
+            side = e[0] * (u[:, 1] - u[idx[0], 1]) - e[1] * (u[:, 0] - u[idx[0], 0])
+            i = pick(jnp.abs(side))
+        elif k == 3 and side is not None:  # the farthest on the other side
+            i = pick(-jnp.sign(side[idx[2]]) * side)
+        else:
+            i = pick(spread)
+        chosen = chosen.at[i].set(True)
+        spread = jnp.minimum(spread, jnp.sum((u - u[i]) ** 2, axis=-1))
+        idx.append(i)
+    return jnp.where(jnp.sum(touching) > num, jnp.stack(idx), closest)
+
+
+def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int, tol: float | None = None) -> Contacts:
+    """Signed distances of all vertices, the ``num`` kept (``face_points``: the closest, or with
+    ``tol`` a face's widest spread), their frames and Jacobians."""
     pts_all = world_points(state, body.vertices)
     phi_all = signed_distance(ground, pts_all)
     valid_all = body.vertex_mask > 0
-    phi_sel = jnp.where(valid_all, phi_all, FAR)
-    if num < body.num_vertices:
-        _, idx = jax.lax.top_k(-jax.lax.stop_gradient(phi_sel), num)
-    else:
-        idx = jnp.arange(body.num_vertices)
     n = unit_normal(ground)
     tang = tangent_basis(n)
+    if num < body.num_vertices:
+        idx = face_points(pts_all, phi_all, valid_all, tang, num, tol)
+    else:
+        idx = jnp.arange(body.num_vertices)
     dirs = jnp.concatenate([n[None, :], tang], axis=0)
     r = body.vertices[idx]
     jac = jax.vmap(lambda rb: point_jacobian(state, rb, dirs))(r)

@@ -60,6 +60,7 @@ from ..validation import (
 )
 from .contacts import (
     WorldContacts,
+    check_ground_contacts,
     collide,
     manifold_size,
     num_ground_contacts,
@@ -119,11 +120,10 @@ def _or(bits):
 
 
 def _ground_model(model, scene: Scene, params: Params):
-    """The model each body's law sees on the per-body route: ``model`` itself unless the scene's
-    ``ground_contacts`` keeps fewer candidates than ``Model.max_contacts``."""
-    if scene.ground_contacts >= model.num_contacts(params.body):
-        return model
-    return dataclasses.replace(model, max_contacts=scene.ground_contacts)
+    """The model each body's law sees on the per-body route: ``model`` itself (its ``max_contacts``
+    is the one count of ground contacts; a deprecated ``Scene.ground_contacts`` must agree)."""
+    check_ground_contacts(model, scene, params)
+    return model
 
 
 def _law_params(model, p: Params) -> Params:
@@ -297,9 +297,9 @@ def step(model, scene: Scene, params: Params, state: State, control=None) -> Sta
 
 
 def body_scene(params: Params) -> Scene:
-    """The scene of a single body as a world: one body, no pairs, the ground, every candidate the
-    model keeps (``Model.max_contacts``), no softness (static: from the body's vertex count)."""
-    return Scene(topologies=(None,), ground=True, ground_contacts=params.body.num_vertices, softness=0.0)
+    """The scene of a single body as a world: one body, no pairs, the ground, no softness (the
+    model's ``max_contacts`` keeps its ground contacts, as in every world)."""
+    return Scene(topologies=(None,), ground=True, softness=0.0)
 
 
 def lift_body(params: Params, state, control, steps: bool):
