@@ -435,9 +435,10 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     or with ``output="final"`` ``(final state, Summary)`` (the steps' flags, as a single body's
     ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None. Concrete
     inputs are validated and an eager rollout warns when it ends non-finite or its contact solve
-    failed (``NonFiniteWarning``, ``SolverWarning``), and when it starts with two bodies inside each
-    other deeper than ``Model.penetration_tol`` (``PenetrationWarning``: the pair, the depth, the
-    time to separate at ``max_correction_speed``; ``warn_overlaps``).
+    failed (``NonFiniteWarning``, ``SolverWarning``), and when it starts with a body in the ground
+    (``eager.warn_world_penetration``, as a single body's rollout) or two bodies inside each other
+    deeper than ``Model.penetration_tol`` (``PenetrationWarning``: the pair, the depth, the time to
+    separate at ``max_correction_speed``; ``warn_overlaps``).
 
     Static checks (``check_shapes``), eagerly and inside ``jit``/``vmap``/``grad``: the scene's
     bodies (count, padded vertex count; their hulls too when concrete: ``scene.check_body``), the
@@ -452,6 +453,8 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     validate(scene, params, state, controls, control_steps=True)
     out = world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
     if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
+        if scene.ground:
+            eager.warn_world_penetration(model, params, state, batched=False)
         warn_overlaps(model, scene, params, state, batched=False)
     _warn(out, output, batched=False)
     return out
@@ -524,6 +527,8 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     out = world_out(out, output, scene)
     if check:
         if _penetrated_at_start(out, output):
+            if scene.ground:
+                eager.warn_world_penetration(model, params, states, batched=True)
             warn_overlaps(model, scene, params, states, batched=True)
         _warn(out, output, batched=True)
     return out
