@@ -118,33 +118,37 @@ def test_kept_points_span_the_face(num):
     a = np.sort(rng.uniform(0.0, 2 * np.pi, 40))
     faces.append(np.c_[np.cos(a), np.sin(a)] * 0.06)
     tang = geometry.tangent_basis(jnp.array([0.0, 0.0, 1.0]))
-    for face in faces:
+    P = 48  # every face and the body's top padded to one size: one program
+    pts, phis, valid, deep = np.zeros((5, P, 3)), np.zeros((5, P)), np.zeros((5, P), bool), []
+    for f, face in enumerate(faces):
         m = len(face)
-        deep = int(rng.integers(m))
-        phi = np.zeros(m + 4)
-        phi[deep] = -1e-7  # the deepest, by round-off
-        phi[m:] = 0.05  # the top of the body, never kept here
-        pts = np.c_[np.r_[face, face[:4] * 0.5], phi]
-        valid = np.ones(m + 4, bool)
-        idx = np.asarray(geometry.face_points(jnp.asarray(pts), jnp.asarray(phi), jnp.asarray(valid), tang, num, 1e-3))
-        assert idx[0] == deep and len(set(idx.tolist())) == num and np.all(idx < m)
-        area = ConvexHull(face[idx]).volume
-        assert area >= (0.6 if num == 4 else 0.8) * ConvexHull(face).volume, (m, idx)
-        if m == 24:  # what a face kept before: the closest by index, a quarter of the rim or less
-            flat = jnp.asarray(np.where(phi < 0, 0.0, phi))
-            closest = np.asarray(geometry.face_points(jnp.asarray(pts), flat, jnp.asarray(valid), tang, num, None))
-            assert ConvexHull(face[closest]).volume < 0.3 * ConvexHull(face).volume
+        deep.append(int(rng.integers(m)))
+        pts[f, :m, :2], pts[f, m:m + 4, :2] = face, face[:4] * 0.5
+        phis[f, deep[-1]] = -1e-7  # the deepest, by round-off
+        phis[f, m:] = 0.05  # the top of the body, never kept here
+        valid[f, :m + 4] = True
+    pts[4, :24, :2], valid[4, :24] = faces[2], True  # the 24-gon all at one height: kept before by index
+    pts[..., 2] = phis
+    keep = jax.jit(jax.vmap(lambda p, f, v, tol: geometry.face_points(p, f, v, tang, num, tol), (0, 0, 0, None)),
+                   static_argnums=3)
+    idx = np.asarray(keep(jnp.asarray(pts), jnp.asarray(phis), jnp.asarray(valid), 1e-3))
+    for f, face in enumerate(faces):
+        assert idx[f, 0] == deep[f] and len(set(idx[f].tolist())) == num and np.all(idx[f] < len(face))
+        area = ConvexHull(face[idx[f]]).volume
+        assert area >= (0.6 if num == 4 else 0.8) * ConvexHull(face).volume, (len(face), idx[f])
+    closest = np.asarray(keep(jnp.asarray(pts), jnp.asarray(phis), jnp.asarray(valid), None))[4]
+    assert ConvexHull(faces[2][closest]).volume < 0.3 * ConvexHull(faces[2]).volume  # the closest: a quarter rim
     # a box's face (4 touching vertices) keeps the closest num, exactly as top_k
     box = shapes.box(0.1, 0.37)
     q = np.array([0.999, 0.02, 0.03, 0.0])
     s = jc.make_state(pos=[0.0, 0.0, 0.05], quat=q / np.linalg.norm(q))
-    con = geometry.contact_candidates(box, jc.Ground.flat(), s, 4, 1e-3)
+    con = jax.jit(lambda s: geometry.contact_candidates(box, jc.Ground.flat(), s, 4, 1e-3))(s)
     np.testing.assert_array_equal(np.asarray(con.index), np.asarray(jax.lax.top_k(-con.all_phi, 4)[1]))
     # differentiable: each kept point moves with the body (features chosen without gradient)
     prism = shapes.regular_prism(24, 0.06, 0.1, 0.37)
     state = jc.make_state(pos=[0.0, 0.0, 0.05])
-    jac = jax.jacobian(lambda p: geometry.contact_candidates(prism, jc.Ground.flat(), state.replace(pos=p), num,
-                                                             1e-3).points)(state.pos)
+    jac = jax.jit(jax.jacobian(lambda p: geometry.contact_candidates(prism, jc.Ground.flat(), state.replace(pos=p), num,
+                                                             1e-3).points))(state.pos)
     np.testing.assert_allclose(np.asarray(jac), np.broadcast_to(np.eye(3), (num, 3, 3)), atol=1e-12)
 
 
@@ -166,8 +170,8 @@ def test_one_setting_decides_the_ground_contacts():
             worlds.step(jc.Model(law=law), scene, params, state)
         with pytest.raises(ValueError, match="disagrees with Model.max_contacts"):
             jax.jit(lambda s: worlds.step(jc.Model(law=law), scene, params, s))(state)
-    _, info = worlds.step_with_info(jc.Model(law=law, max_contacts=4), coupled4, params, state)
-    assert info.phi_ground.shape == (2, 4)
+    _, info = worlds.step_with_info(jc.Model(law=law, max_contacts=4), scene4, params, state)
+    assert info.contacts.phi.shape == (2, 4)
 
 
 SPIN = dict(pos=[0.0, 0.0, 0.3], vel=[1.0, 0.0, 0.0], omega=[1.0, 2.0, 3.0])
@@ -217,11 +221,11 @@ def test_start_in_the_ground_warns_from_every_door():
     one = jc.Params(body=box, ground=params.ground, law=params.law)
     mine, body = worlds.make_scene([box])
     doors = {
-        "jc.rollout": lambda s: jc.rollout(model, one, jax.tree_util.tree_map(lambda x: x[0], s), 2),
-        "worlds.rollout": lambda s: worlds.rollout(model, mine, params.replace(body=body), s, 2),
-        "from_mjcf": lambda s: worlds.rollout(model, scene, params, s, 2),
+        "jc.rollout": lambda s: jc.rollout(model, one, jax.tree_util.tree_map(lambda x: x[0], s), 1),
+        "worlds.rollout": lambda s: worlds.rollout(model, mine, params.replace(body=body), s, 1),
+        "from_mjcf": lambda s: worlds.rollout(model, scene, params, s, 1),
         "batch_rollout": lambda s: worlds.batch_rollout(model, scene, params, jax.tree_util.tree_map(
-            lambda x: x[None], s), 2),
+            lambda x: x[None], s), 1),
     }
     for name, door in doors.items():
         with pytest.warns(PenetrationWarning, match="ground by up to 0.03 m") as record:
