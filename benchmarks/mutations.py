@@ -46,6 +46,7 @@ ADJOINT = "tests/test_world_adjoint.py"
 MJCF = "tests/test_mjcf.py"
 STEP = "tests/test_one_step.py"
 ENTRY = "tests/test_solver_entry.py"
+FACES = "tests/test_faces.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -353,6 +354,40 @@ MUTATIONS = (
     Mutation("mjcf-friction-first-geoms-mu", "mjcf", "jaxcontact/worlds/mjcf.py",
              "same = len({*mus, ground_mu} if ground else set(mus)) == 1", "same = True",
              (f"{MJCF}::test_loaded_world_moves_as_mujoco_and_slides_with_the_geometric_mean",)),
+    # faces rest and two doors (issues 61 and 60, part 3): a face's kept points (geometry.face_points),
+    # Model.max_contacts the one count of ground contacts, a world's warning of a body in the ground
+    Mutation("face-points-closest-only", "faces", "jaxcontact/geometry.py",
+             "return jnp.where(jnp.sum(touching) > num, jnp.stack(idx), closest)", "return closest",
+             (f"{FACES}::test_faces_rest_as_single_bodies", f"{FACES}::test_kept_points_span_the_face")),
+    Mutation("face-points-same-side", "faces", "jaxcontact/geometry.py",
+             "i = pick(-jnp.sign(side[idx[2]]) * side)", "i = pick(jnp.sign(side[idx[2]]) * side)",
+             (f"{FACES}::test_kept_points_span_the_face",)),
+    Mutation("face-points-nearest-next", "faces", "jaxcontact/geometry.py",
+             "            i = pick(spread)", "            i = pick(-spread)",
+             (f"{FACES}::test_faces_rest_as_single_bodies", f"{FACES}::test_kept_points_span_the_face")),
+    Mutation("face-points-every-vertex-touches", "faces", "jaxcontact/geometry.py",
+             "touching = valid & (phi <= jnp.min(phi) + tol)", "touching = valid",
+             (f"{FACES}::test_faces_rest_as_single_bodies", f"{FACES}::test_kept_points_span_the_face")),
+    Mutation("face-points-single-body-closest", "faces", "jaxcontact/contact.py",
+             "model.num_contacts(body), model.patch_tol)", "model.num_contacts(body))",
+             (f"{FACES}::test_faces_rest_as_single_bodies",)),
+    Mutation("face-points-world-closest", "faces", "jaxcontact/worlds/contacts.py",
+             "geometry.contact_candidates(p.body, p.ground, s, Cg, model.patch_tol)",
+             "geometry.contact_candidates(p.body, p.ground, s, Cg)",
+             (f"{FACES}::test_faces_rest_in_a_world",)),
+    Mutation("ground-count-capped-per-body", "faces", "jaxcontact/worlds/pipeline.py",
+             "    check_ground_contacts(model, scene, params)\n    return model",
+             "    return dataclasses.replace(model, max_contacts=4)",
+             (f"{FACES}::test_two_doors_one_answer",)),
+    Mutation("ground-count-capped-coupled", "faces", "jaxcontact/worlds/contacts.py",
+             "return model.num_contacts(params.body)", "return min(model.num_contacts(params.body), 4)",
+             (f"{FACES}::test_faces_rest_in_a_world",)),
+    Mutation("ground-count-disagreement-silent", "faces", "jaxcontact/worlds/contacts.py",
+             "if given is not None and min(given, params.body.num_vertices) != want:", "if False:",
+             (f"{FACES}::test_one_setting_decides_the_ground_contacts",)),
+    Mutation("world-ground-penetration-unwarned", "faces", "jaxcontact/worlds/pipeline.py",
+             "            eager.warn_world_penetration(model, params, state, batched=False)", "            pass",
+             (f"{FACES}::test_start_in_the_ground_warns_from_every_door",)),
 )
 
 

@@ -38,8 +38,8 @@ def _hull_near_the_limit():
 def _shapes():
     """A box, the octagonal, 12- and 24-gon prisms and the random hull, each with its bottom face
     exactly on the ground (the prisms' axes vertical), at rest."""
-    bodies = ([shapes.box(0.1, 0.37, pad_to=K)] + [shapes.regular_prism(n, 0.06, 0.1, 0.37, pad_to=K) for n in (8, 12, 24)]
-              + [_hull_near_the_limit()])
+    prisms = [shapes.regular_prism(n, 0.06, 0.1, 0.37, pad_to=K) for n in (8, 12, 24)]
+    bodies = [shapes.box(0.1, 0.37, pad_to=K)] + prisms + [_hull_near_the_limit()]
     heights = [-float(np.min(np.asarray(b.vertices)[np.asarray(b.vertex_mask) > 0, 2])) for b in bodies]
     return bodies, heights
 
@@ -123,9 +123,9 @@ def test_kept_points_span_the_face(num):
     for f, face in enumerate(faces):
         m = len(face)
         deep.append(int(rng.integers(m)))
-        pts[f, :m, :2], pts[f, m:m + 4, :2] = face, face[:4] * 0.5
+        pts[f, :m, :2], pts[f, m:m + 4, :2] = face, face[:4] * 1.5  # a top wider than the face (a frustum)
         phis[f, deep[-1]] = -1e-7  # the deepest, by round-off
-        phis[f, m:] = 0.05  # the top of the body, never kept here
+        phis[f, m:] = 0.05  # the top of the body, 5 cm up: never kept here
         valid[f, :m + 4] = True
     pts[4, :24, :2], valid[4, :24] = faces[2], True  # the 24-gon all at one height: kept before by index
     pts[..., 2] = phis
@@ -163,8 +163,8 @@ def test_one_setting_decides_the_ground_contacts():
     with pytest.warns(DeprecationWarning):
         coupled4, _ = worlds.make_scene([box, box], ground_contacts=4)
     params = jc.Params(body=body, ground=jc.Ground.flat(), law=law.init_params(mu=0.5))
-    state = jc.State(pos=jnp.array([[0.0, 0.0, 0.06], [0.5, 0.0, 0.06]]), quat=jnp.tile(jnp.array([1.0, 0, 0, 0]), (2, 1)),
-                     vel=jnp.zeros((2, 3)), omega=jnp.zeros((2, 3)))
+    state = jc.State(pos=jnp.array([[0.0, 0.0, 0.06], [0.5, 0.0, 0.06]]),
+                     quat=jnp.tile(jnp.array([1.0, 0, 0, 0]), (2, 1)), vel=jnp.zeros((2, 3)), omega=jnp.zeros((2, 3)))
     for scene in (scene4, coupled4):
         with pytest.raises(ValueError, match="Scene.ground_contacts = 4 disagrees with Model.max_contacts = 8"):
             worlds.step(jc.Model(law=law), scene, params, state)
