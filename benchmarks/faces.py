@@ -11,8 +11,9 @@
 - ``doors``: a box thrown from 0.3 m at 1 m/s with spin ω = (1, 2, 3) rad/s and the README's throw
   (no spin, μ 0.18), 500 steps in float64: the largest |Δpos| between ``jc.rollout`` and the
   one-body world of ``worlds.make_scene([box])``, with the same ``jc.Model`` and with ``worlds.model()``.
-- ``heap``: 64 heaps of 16 boxes (``scenes.heap``), 300 steps, ``worlds.model()``, float32,
-  ``worlds.batch_rollout``: box-steps/s, best of 3 after a warm-up.
+- ``heap``: 64 heaps of 16 boxes (``scenes.heap``), 300 steps, ``worlds.model()`` (its
+  ``max_contacts`` by ``--heap-max-contacts``), float32, ``worlds.batch_rollout``: box-steps/s,
+  best of 3 after a warm-up.
 
 Prints one line per measurement and writes ``--out`` (.json). Runs on older checkouts too (the
 "before" of benchmarks/results/faces.md).
@@ -114,7 +115,7 @@ def doors(res):
     res["doors"] = out
 
 
-def heap(res, repeats=3):
+def heap(res, repeats=3, max_contacts=None):
     import jax
     import jax.numpy as jnp
 
@@ -125,7 +126,7 @@ def heap(res, repeats=3):
     params = jax.tree_util.tree_map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x,
                                     params)
     state = jax.tree_util.tree_map(lambda x: x.astype(jnp.float32), state)
-    model = worlds.model()
+    model = worlds.model() if max_contacts is None else worlds.model(max_contacts=max_contacts)
     keys = jax.random.split(jax.random.PRNGKey(1), W)
     states = jax.tree_util.tree_map(lambda x: jnp.stack([x] * W), state)
     states = states.replace(vel=states.vel + 0.05 * jax.vmap(lambda k: jax.random.normal(k, (N, 3), jnp.float32))(keys))
@@ -136,7 +137,7 @@ def heap(res, repeats=3):
         t0 = time.perf_counter()
         run()
         best = min(best, time.perf_counter() - t0)
-    res["heap"] = {"worlds": W, "boxes": N, "steps": T, "seconds": best, "box_steps_per_s": W * N * T / best,
+    res["heap"] = {"max_contacts": model.max_contacts, "worlds": W, "boxes": N, "steps": T, "seconds": best, "box_steps_per_s": W * N * T / best,
                    "final_mean_z_m": float(final.pos[..., 2].mean())}
     print(f"heap: {res['heap']}", flush=True)
 
@@ -147,11 +148,16 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default="rest,doors,heap")
+    ap.add_argument("--heap-max-contacts", type=int, default=None, help="the heap's Model.max_contacts "
+                    "(default: worlds.model()'s, 8)")
     ap.add_argument("--out", default=str(RESULTS_DIR / "faces.json"))
     args = ap.parse_args(argv)
     res = {"machine": machine_info("benchmarks.faces", argv)}
     for part in args.only.split(","):
-        {"rest": rest, "doors": doors, "heap": heap}[part](res)
+        if part == "heap":
+            heap(res, max_contacts=args.heap_max_contacts)
+        else:
+            {"rest": rest, "doors": doors}[part](res)
     write_json(args.out, res)
 
 

@@ -378,7 +378,7 @@ MUTATIONS = (
     Mutation("ground-count-capped-per-body", "faces", "jaxcontact/worlds/pipeline.py",
              "    check_ground_contacts(model, scene, params)\n    return model",
              "    return dataclasses.replace(model, max_contacts=4)",
-             (f"{FACES}::test_two_doors_one_answer",)),
+             (f"{FACES}::test_one_setting_decides_the_ground_contacts",)),
     Mutation("ground-count-capped-coupled", "faces", "jaxcontact/worlds/contacts.py",
              "return model.num_contacts(params.body)", "return min(model.num_contacts(params.body), 4)",
              (f"{FACES}::test_faces_rest_in_a_world",)),
