@@ -63,7 +63,8 @@ def _at_rest(vel, omega):
 def test_faces_rest_as_single_bodies(dtype):
     """Each shape alone (one batched program of the five), on its face: still after 0.5 s. Before
     the face reduction the 24-gon and the hull kept 8 of their 24 and 40 touching vertices by index,
-    a support polygon beside the centre of mass: they rocked at 0.1–0.3 rad/s."""
+    a support polygon beside the centre of mass: they rocked at 0.1–0.35 rad/s
+    (benchmarks/results/faces.md)."""
     bodies, z = _shapes()
     n = len(bodies)
     law = jc.CoulombLCP()
