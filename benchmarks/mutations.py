@@ -48,6 +48,7 @@ STEP = "tests/test_one_step.py"
 ENTRY = "tests/test_solver_entry.py"
 CLI_MJCF = "tests/test_cli_mjcf.py"
 DOORS = "tests/test_doors.py"
+FACES = "tests/test_faces.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,9 +296,6 @@ MUTATIONS = (
     Mutation("per-body-friction-ignored", "step", "jaxcontact/worlds/pipeline.py",
              "return p.replace(law=model.law.with_friction(p.law, p.body.friction))", "return p",
              (f"{STEP}::test_per_body_route_takes_the_materials_and_the_scene_candidates",)),
-    Mutation("per-body-candidates-ignored", "step", "jaxcontact/worlds/pipeline.py",
-             "if scene.ground_contacts >= model.num_contacts(params.body):", "if True:",
-             (f"{STEP}::test_per_body_route_takes_the_materials_and_the_scene_candidates",)),
     Mutation("per-body-flags-of-the-first-body", "step", "jaxcontact/worlds/pipeline.py",
              "pick = (lambda x: x[0]) if one else (lambda x: _or(x))", "pick = lambda x: x[0]",
              (f"{STEP}::test_per_body_route_flags_every_body_under_jit",)),
@@ -432,6 +430,44 @@ MUTATIONS = (
     Mutation("types-friction-any-length", "validation", "jaxcontact/validation.py",
              "isinstance(x, (list, tuple)) and len(x) == 2", "isinstance(x, (list, tuple)) and len(x) >= 2",
              (f"{DOORS}::test_the_messages_name_the_needed_type_and_the_known_mistakes",)),
+    # faces rest and two doors (issues 61 and 60, part 3): a face's kept points (geometry.face_points),
+    # Model.max_contacts the one count of ground contacts, a world's warning of a body in the ground
+    Mutation("face-points-closest-only", "faces", "jaxcontact/geometry.py",
+             "return jnp.where(jnp.sum(touching) > num, jnp.stack(idx), closest)", "return closest",
+             (f"{FACES}::test_faces_rest_as_single_bodies", f"{FACES}::test_kept_points_span_the_face")),
+    Mutation("face-points-same-side", "faces", "jaxcontact/geometry.py",
+             "i = pick(-jnp.sign(jnp.sum(jnp.where(iota == idx[2], side, 0.0))) * side)",
+             "i = pick(jnp.sign(jnp.sum(jnp.where(iota == idx[2], side, 0.0))) * side)",
+             (f"{FACES}::test_kept_points_span_the_face",)),
+    Mutation("face-points-nearest-next", "faces", "jaxcontact/geometry.py",
+             "            i = pick(spread)", "            i = pick(-spread)",
+             (f"{FACES}::test_faces_rest_as_single_bodies", f"{FACES}::test_kept_points_span_the_face")),
+    Mutation("face-points-every-vertex-touches", "faces", "jaxcontact/geometry.py",
+             "touching = valid & (phi <= low + tol)", "touching = valid",
+             (f"{FACES}::test_faces_rest_as_single_bodies", f"{FACES}::test_kept_points_span_the_face")),
+    Mutation("face-points-rest-one-direction", "faces", "jaxcontact/geometry.py",
+             "a = np.pi * (2 * j + 1) / (num - 4)", "a = np.pi / 4",
+             (f"{FACES}::test_kept_points_span_the_face",)),
+    Mutation("face-points-single-body-closest", "faces", "jaxcontact/contact.py",
+             "model.num_contacts(body), model.patch_tol)", "model.num_contacts(body))",
+             (f"{FACES}::test_faces_rest_as_single_bodies",)),
+    Mutation("face-points-world-closest", "faces", "jaxcontact/worlds/contacts.py",
+             "geometry.contact_candidates(p.body, p.ground, s, Cg, model.patch_tol)",
+             "geometry.contact_candidates(p.body, p.ground, s, Cg)",
+             (f"{FACES}::test_faces_rest_in_a_world",)),
+    Mutation("ground-count-capped-per-body", "faces", "jaxcontact/worlds/pipeline.py",
+             "    check_ground_contacts(model, scene, params)\n    return model",
+             "    return dataclasses.replace(model, max_contacts=4)",
+             (f"{FACES}::test_one_setting_decides_the_ground_contacts",)),
+    Mutation("ground-count-capped-coupled", "faces", "jaxcontact/worlds/contacts.py",
+             "return model.num_contacts(params.body)", "return min(model.num_contacts(params.body), 4)",
+             (f"{FACES}::test_faces_rest_in_a_world",)),
+    Mutation("ground-count-disagreement-silent", "faces", "jaxcontact/worlds/contacts.py",
+             "if given is not None and min(given, params.body.num_vertices) != want:", "if False:",
+             (f"{FACES}::test_one_setting_decides_the_ground_contacts",)),
+    Mutation("world-ground-penetration-unwarned", "faces", "jaxcontact/worlds/pipeline.py",
+             "            eager.warn_world_penetration(model, params, state, batched=False)", "            pass",
+             (f"{FACES}::test_start_in_the_ground_warns_from_every_door",)),
 )
 
 

@@ -53,9 +53,10 @@ def relative_velocity(problem: BodyProblem, v) -> jnp.ndarray:
 
 def rigid_body(model, params, state, v_free, friction: bool = True):
     """(problem, candidates) for ``params.body``'s ``model.num_contacts`` closest vertices against
-    ``params.ground``; ``friction=False`` keeps only the normal rows."""
+    ``params.ground`` (a face's widest spread of them when more touch: ``geometry.face_points``,
+    within ``model.patch_tol``); ``friction=False`` keeps only the normal rows."""
     body = params.body
-    con = geometry.contact_candidates(body, params.ground, state, model.num_contacts(body))
+    con = geometry.contact_candidates(body, params.ground, state, model.num_contacts(body), model.patch_tol)
     jac = con.jac if friction else con.jac[:, :1, :]
     prob = from_jacobians(jac, con.phi, con.valid, geometry.mass_matrix_inverse(body, state), v_free, model.dt)
     if model.max_correction_speed is not None:

@@ -15,7 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .stages import SOLVER_ACCURACY, SOLVER_RESIDUAL_LIMIT, VELOCITY_ERROR_PER_RESIDUAL, bounds_penetration, penetration
+from .stages import (
+    SOLVER_ACCURACY,
+    SOLVER_RESIDUAL_LIMIT,
+    VELOCITY_ERROR_PER_RESIDUAL,
+    bounds_penetration,
+    penetration,
+    per_body,
+)
 from .types import Flags, Model, Params
 
 
@@ -135,5 +142,32 @@ def warn_penetration(model: Model, params: Params, states, batched: bool = False
             PenetrationWarning, stacklevel=stacklevel)
 
 
+@functools.partial(jax.jit, static_argnames=("batched",))
+def _body_penetrations(params: Params, states, batched: bool):
+    one = lambda s: per_body(penetration, params, s)
+    return jax.vmap(one)(states) if batched else one(states)
+
+
+def warn_world_penetration(model: Model, params: Params, states, batched: bool = False, stacklevel: int = 3) -> None:
+    """``warn_penetration`` for a world's concrete start states (bodies stacked on a leading axis N,
+    a batch of worlds (W, N, …) when ``batched``): a ``PenetrationWarning`` when a body starts
+    deeper in the ground than ``model.penetration_tol``, as a single body's rollout warns."""
+    if not bounds_penetration(model):
+        return
+    pen = np.asarray(jax.device_get(_body_penetrations(params, states, batched)))
+    pen = pen if batched else pen[None]
+    deep = pen > model.penetration_tol
+    if not np.any(deep):
+        return
+    w, b = np.unravel_index(np.argmax(pen), pen.shape)
+    who = (f"{int(deep.any(axis=1).sum())} of {pen.shape[0]} worlds start" if batched else "the world starts")
+    where = f" (world {w})" if batched else ""
+    warnings.warn(
+        f"{who} with {int(deep.sum())} body(ies) in the ground by up to {pen.max():.3g} m, the deepest body {b}{where} "
+        f"(more than Model.penetration_tol = {model.penetration_tol:.3g} m); projected out along the ground normal "
+        "without added momentum", PenetrationWarning, stacklevel=stacklevel)
+
+
 __all__ = ["NonFiniteWarning", "PenetrationWarning", "SolverWarning", "first_flag_step", "solver_message",
-           "warn_failed_solves", "warn_nonfinite", "warn_penetration", "warn_solver", "worst_solver_residual"]
+           "warn_failed_solves", "warn_nonfinite", "warn_penetration", "warn_solver", "warn_world_penetration",
+           "worst_solver_residual"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from .rotations import inv3, perp2d, quat_to_mat, rot2d
@@ -93,18 +94,81 @@ class Contacts:
     all_phi: jnp.ndarray
 
 
-def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int) -> Contacts:
-    """Signed distances of all vertices, the ``num`` closest, their frames and Jacobians."""
+def face_points(points, phi, valid, tangents, num: int, tol: float | None) -> jnp.ndarray:
+    """(num,) indices of the vertices to keep against the ground: the ``num`` closest (``lax.top_k``),
+    unless more than ``num`` valid vertices lie within ``tol`` of the deepest (a face on the ground,
+    the *touching set*). Then ``num`` of the touching set are kept so that their support polygon is
+    as wide as the face's, as Bullet and MJX reduce a manifold: the deepest vertex first, then the
+    touching vertex farthest from it (in the ground plane), then (3D) the two farthest from that
+    line on either side, then the rest at once: the extremes along directions evenly between those
+    four (at 45°, 135°, … from the first line for 8; planar: each next the vertex farthest from all
+    those kept). The closest ``num`` of a face with more vertices are an arbitrary subset of equal distances (the
+    lowest indices: half an octagon), whose polygon may not hold the body's centre of mass (issue
+    61: a resting prism chattered). ``tol`` None: the closest only. Chosen without gradient (indices
+    only)."""
+    phi = jax.lax.stop_gradient(jnp.where(valid, phi, FAR))
+    _, closest = jax.lax.top_k(-phi, num)
+    if tol is None:
+        return closest
+    # the ground-plane coordinates as columns, elementwise masks and plain reductions: no gathers,
+    # scatters or argmax (a variadic reduce), each several times slower under vmap on a CPU
+    p, t = jax.lax.stop_gradient(points), jax.lax.stop_gradient(tangents)
+    cols = [sum(p[:, a] * t[j, a] for a in range(p.shape[-1])) for j in range(t.shape[0])]
+    K = phi.shape[0]
+    iota = jnp.arange(K)
+    low = jnp.min(phi)
+    touching = valid & (phi <= low + tol)
+    at = lambda i: [jnp.sum(jnp.where(iota == i, c, 0.0)) for c in cols]
+
+    def first_of(score):  # argmax as two plain reductions (the lowest index of the maximum)
+        return jnp.min(jnp.where(score == jnp.max(score), iota, K))
+
+    first = first_of(-phi)  # the deepest
+    chosen = iota == first
+    idx, pos = [first], [at(first)]
+    spread = sum((c - a) ** 2 for c, a in zip(cols, pos[0]))  # squared distance to the nearest kept vertex
+
+    def pick(score):
+        return first_of(jnp.where(touching & ~chosen, score, -jnp.inf))
+
+    side = None
+    for k in range(1, min(num, 4) if len(cols) == 2 else num):
+        if k == 2 and len(cols) == 2:  # the farthest from the line of the first two, either side
+            (x0, y0), (x1, y1) = pos[0], pos[1]
+            side = (x1 - x0) * (cols[1] - y0) - (y1 - y0) * (cols[0] - x0)
+            i = pick(jnp.abs(side))
+        elif k == 3 and side is not None:  # the farthest on the other side
+            i = pick(-jnp.sign(jnp.sum(jnp.where(iota == idx[2], side, 0.0))) * side)
+        else:
+            i = pick(spread)
+        chosen = chosen | (iota == i)
+        pos.append(at(i))
+        spread = jnp.minimum(spread, sum((c - a) ** 2 for c, a in zip(cols, pos[-1])))
+        idx.append(i)
+    if len(cols) == 2 and num > 4:  # 3D: the rest at once, the extremes along directions evenly
+        # between those of the first four (relative to the line of the first two), not yet kept
+        (x0, y0), (x1, y1) = pos[0], pos[1]
+        n = jnp.maximum(jnp.hypot(x1 - x0, y1 - y0), 1e-30)
+        ex, ey = (x1 - x0) / n, (y1 - y0) / n
+        for j in range(num - 4):
+            a = np.pi * (2 * j + 1) / (num - 4)
+            ca, sa = np.cos(a), np.sin(a)
+            idx.append(pick((ca * ex - sa * ey) * cols[0] + (sa * ex + ca * ey) * cols[1]))
+    return jnp.where(jnp.sum(touching) > num, jnp.stack(idx), closest)
+
+
+def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int, tol: float | None = None) -> Contacts:
+    """Signed distances of all vertices, the ``num`` kept (``face_points``: the closest, or with
+    ``tol`` a face's widest spread), their frames and Jacobians."""
     pts_all = world_points(state, body.vertices)
     phi_all = signed_distance(ground, pts_all)
     valid_all = body.vertex_mask > 0
-    phi_sel = jnp.where(valid_all, phi_all, FAR)
-    if num < body.num_vertices:
-        _, idx = jax.lax.top_k(-jax.lax.stop_gradient(phi_sel), num)
-    else:
-        idx = jnp.arange(body.num_vertices)
     n = unit_normal(ground)
     tang = tangent_basis(n)
+    if num < body.num_vertices:
+        idx = face_points(pts_all, phi_all, valid_all, tang, num, tol)
+    else:
+        idx = jnp.arange(body.num_vertices)
     dirs = jnp.concatenate([n[None, :], tang], axis=0)
     r = body.vertices[idx]
     jac = jax.vmap(lambda rb: point_jacobian(state, rb, dirs))(r)

@@ -48,7 +48,7 @@ def test_a_single_body_is_a_world_of_one_body():
     trajectory, bit for bit, and its ``ContactInfo`` is the world info's ``contacts``."""
     law = jc.CoulombLCP()
     model = jc.Model(law=law)
-    scene, params, box = _world(law, law.init_params(mu=0.3, restitution=0.2), 1, ground_contacts=8)
+    scene, params, box = _world(law, law.init_params(mu=0.3, restitution=0.2), 1)
     s = jc.make_state(pos=(0.0, 0.0, 0.2), vel=(1.0, 0.0, -0.5), omega=(1.0, 2.0, 0.3))
     traj, winfo = worlds.rollout(model, scene, params, jax.tree_util.tree_map(lambda x: x[None], s), 150)
     ref, info = jc.rollout(model, params.replace(body=box), s, 150, with_info=True)
@@ -68,7 +68,7 @@ def test_learned_law_runs_in_a_world_without_pairs(name):
     lp = law.init_params(**kw)
     if name == "pdd":  # an untrained PDD predicts O(1) N·s wrenches: scale them to the box's weight
         lp = jax.tree_util.tree_map_with_path(lambda p, x: x * 1e-3 if "y_std" in jax.tree_util.keystr(p) else x, lp)
-    scene, params, box = _world(law, lp, 3, pairs=[], ground_contacts=8)
+    scene, params, box = _world(law, lp, 3, pairs=[])
     states = _throws(3)
     traj, winfo = worlds.rollout(model, scene, params, states, STEPS)
     ref = jc.batch_rollout(model, params.replace(body=box), states, STEPS, output="trajectory")
@@ -107,17 +107,17 @@ def test_jointed_world_with_a_ground_law_is_refused_by_name():
 
 def test_per_body_route_takes_the_materials_and_the_scene_candidates():
     """Without pairs, each body's law gets its own material (``body.friction`` mixed with the law's
-    μ, ``ContactLaw.with_friction``) and the scene's ``ground_contacts``: a world of two boxes of
-    μ 0.1 and 0.9 on 4 candidates each moves as two single boxes with those μ and
-    ``max_contacts=4``."""
+    μ, ``ContactLaw.with_friction``) and the model's ``max_contacts`` (the one count of ground
+    contacts): a world of two boxes of μ 0.1 and 0.9 on 4 candidates each moves as two single boxes
+    with those μ and ``max_contacts=4``."""
     law = jc.CoulombLCP()
     lp = law.init_params(mu=0.5)
     box = shapes.box()
-    scene, body = worlds.make_scene([box, box], pairs=[], ground_contacts=4)
+    scene, body = worlds.make_scene([box, box], pairs=[])
     friction = jnp.array([0.1, 0.9])
     params = jc.Params(body=body.replace(friction=friction), ground=jc.Ground.flat(), law=lp)
     states = _throws(2)
-    traj, _ = worlds.rollout(jc.Model(law=law), scene, params, states, 60)
+    traj, _ = worlds.rollout(jc.Model(law=law, max_contacts=4), scene, params, states, 60)
     for i in range(2):
         one = jc.Params(body=box, ground=jc.Ground.flat(), law=lp.replace(mu=mix_friction(friction[i], lp.mu)))
         ref = jc.rollout(jc.Model(law=law, max_contacts=4), one, jax.tree_util.tree_map(lambda x: x[i], states), 60)

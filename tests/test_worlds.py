@@ -18,13 +18,13 @@ CRADLE_STEPS = 100
 
 
 def test_one_body_world_is_the_single_body_rollout():
-    """A world of one body without pairs, without softness and with the single body's 8 ground
-    candidates takes the single body's step: a tumbling throw with friction and restitution
-    matches ``jaxcontact.rollout`` to round-off."""
+    """A world of one body without pairs and without softness (the ground candidates are the
+    model's ``max_contacts`` in both) takes the single body's step: a tumbling throw with friction
+    and restitution matches ``jaxcontact.rollout`` to round-off."""
     law = jc.CoulombLCP()
     model = jc.Model(law=law)
     box = shapes.box()
-    scene, body = worlds.make_scene([box], softness=0.0, ground_contacts=8)
+    scene, body = worlds.make_scene([box], softness=0.0)
     ground = jc.Ground(normal=jnp.array([0.0, 0.0, 1.0]), height=jnp.array(0.0))
     params = jc.Params(body=body, ground=ground, law=law.init_params(mu=0.3, restitution=0.2))
     s = jc.make_state(pos=(0.0, 0.0, 0.2), vel=(1.0, 0.0, -0.5), omega=(1.0, 2.0, 0.3))

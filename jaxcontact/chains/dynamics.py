@@ -57,8 +57,7 @@ def as_world(model: ChainModel, params: ChainParams):
     Add bodies to it (a box landing on the chain) with ``worlds.make_scene(..., joints=scene.joints)``."""
     n = params.num_links
     joints, joint_params = world_joints(params, range(n), range(n), model.baumgarte)
-    scene = Scene(topologies=(None,) * n, pairs=(), ground=True, ground_contacts=model.max_contacts, softness=0.0,
-                  joints=joints)
+    scene = Scene(topologies=(None,) * n, pairs=(), ground=True, softness=0.0, joints=joints)
     law = dataclasses.replace(model.law, restitution_threshold=float("inf"), restitution_target="velocity")
     wparams = JointedParams(body=params.links, ground=params.ground, law=params.law, joints=joint_params)
     return dataclasses.replace(model, law=law), scene, wparams

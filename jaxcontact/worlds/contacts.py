@@ -71,12 +71,12 @@ def reach(model, scene: Scene, params: Params, state: State):
 
 
 def ground_contacts(model, scene: Scene, params: Params, state: State):
-    """Every body's ``scene.ground_contacts`` closest vertices against the ground (at most
-    ``model.max_contacts``), those within the body's ``reach`` in the problem:
-    (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
+    """Every body's ``model.max_contacts`` closest vertices against the ground (a face's widest
+    spread of them when more touch, as a single body's: ``geometry.face_points``), those within the
+    body's ``reach`` in the problem: (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
     N = scene.num_bodies
     Cg = num_ground_contacts(model, scene, params)
-    con = per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg), params, state)
+    con = per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg, model.patch_tol), params, state)
     rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
     bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
     valid = con.valid
@@ -238,8 +238,25 @@ def manifold_size(model, scene: Scene, params: Params) -> int:
 
 
 def num_ground_contacts(model, scene: Scene, params: Params) -> int:
-    """Body–ground candidates per body (static)."""
-    return min(model.num_contacts(params.body), scene.ground_contacts) if scene.ground else 0
+    """Body–ground candidates per body (static): ``Model.max_contacts``, the one setting of bodies and
+    worlds (``Scene.ground_contacts``, deprecated, must agree with it: ``check_ground_contacts``)."""
+    if not scene.ground:
+        return 0
+    check_ground_contacts(model, scene, params)
+    return model.num_contacts(params.body)
+
+
+def check_ground_contacts(model, scene: Scene, params: Params) -> None:
+    """Refuse (static, also under ``jit``) a scene whose deprecated ``ground_contacts`` disagrees
+    with ``Model.max_contacts``: one setting decides how many ground contacts a body keeps; the two
+    used to cap each other silently (min of both)."""
+    given = scene.ground_contacts
+    want = model.num_contacts(params.body)
+    if given is not None and min(given, params.body.num_vertices) != want:
+        raise ValueError(f"Scene.ground_contacts = {given} disagrees with Model.max_contacts = {model.max_contacts} "
+                         f"({want} ground contacts per body of {params.body.num_vertices} vertices): Model.max_contacts "
+                         "alone decides how many ground contacts a body keeps, in bodies and worlds alike; drop "
+                         "ground_contacts from make_scene/Scene (deprecated) and set Model(max_contacts=...)")
 
 
 def warm_slots(scene: Scene, con: WorldContacts, table):
@@ -267,6 +284,6 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["WorldContacts", "bounding_radii", "collide", "ground_contacts", "manifold_size", "num_ground_contacts",
+__all__ = ["WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "ground_contacts", "manifold_size", "num_ground_contacts",
            "pair_contacts", "pair_gaps", "patch_phi", "reach", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
            "warm_table"]

@@ -64,6 +64,7 @@ from ..validation import (
 )
 from .contacts import (
     WorldContacts,
+    check_ground_contacts,
     collide,
     manifold_size,
     num_ground_contacts,
@@ -123,11 +124,10 @@ def _or(bits):
 
 
 def _ground_model(model, scene: Scene, params: Params):
-    """The model each body's law sees on the per-body route: ``model`` itself unless the scene's
-    ``ground_contacts`` keeps fewer candidates than ``Model.max_contacts``."""
-    if scene.ground_contacts >= model.num_contacts(params.body):
-        return model
-    return dataclasses.replace(model, max_contacts=scene.ground_contacts)
+    """The model each body's law sees on the per-body route: ``model`` itself (its ``max_contacts``
+    is the one count of ground contacts; a deprecated ``Scene.ground_contacts`` must agree)."""
+    check_ground_contacts(model, scene, params)
+    return model
 
 
 def _law_params(model, p: Params) -> Params:
@@ -312,9 +312,9 @@ def step(model, scene: Scene, params: Params, state: State, control=None, *, sta
 
 
 def body_scene(params: Params) -> Scene:
-    """The scene of a single body as a world: one body, no pairs, the ground, every candidate the
-    model keeps (``Model.max_contacts``), no softness (static: from the body's vertex count)."""
-    return Scene(topologies=(None,), ground=True, ground_contacts=params.body.num_vertices, softness=0.0)
+    """The scene of a single body as a world: one body, no pairs, the ground, no softness (the
+    model's ``max_contacts`` keeps its ground contacts, as in every world)."""
+    return Scene(topologies=(None,), ground=True, softness=0.0)
 
 
 def lift_body(params: Params, state, control, steps: bool):
@@ -450,9 +450,10 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     or with ``output="final"`` ``(final state, Summary)`` (the steps' flags, as a single body's
     ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None. Concrete
     inputs are validated and an eager rollout warns when it ends non-finite or its contact solve
-    failed (``NonFiniteWarning``, ``SolverWarning``), and when it starts with two bodies inside each
-    other deeper than ``Model.penetration_tol`` (``PenetrationWarning``: the pair, the depth, the
-    time to separate at ``max_correction_speed``; ``warn_overlaps``).
+    failed (``NonFiniteWarning``, ``SolverWarning``), and when it starts with a body in the ground
+    (``eager.warn_world_penetration``, as a single body's rollout) or two bodies inside each other
+    deeper than ``Model.penetration_tol`` (``PenetrationWarning``: the pair, the depth, the time to
+    separate at ``max_correction_speed``; ``warn_overlaps``).
 
     Static checks (``check_shapes``), eagerly and inside ``jit``/``vmap``/``grad``: the scene's
     bodies (count, padded vertex count; their hulls too when concrete: ``scene.check_body``), the
@@ -477,6 +478,8 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     validate(scene, params, state, controls, control_steps=True, start=start, dt=model.dt)
     out = world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
     if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
+        if scene.ground:
+            eager.warn_world_penetration(model, params, state, batched=False)
         warn_overlaps(model, scene, params, state, batched=False)
     _warn(out, output, batched=False)
     return out
@@ -553,6 +556,8 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     out = world_out(out, output, scene)
     if check:
         if _penetrated_at_start(out, output):
+            if scene.ground:
+                eager.warn_world_penetration(model, params, states, batched=True)
             warn_overlaps(model, scene, params, states, batched=True)
         _warn(out, output, batched=True)
     return out

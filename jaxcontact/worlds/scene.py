@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import numbers
+import warnings
 from typing import Sequence
 
 import jax
@@ -33,8 +34,10 @@ class Scene:
     body in no pair, whose hull the narrow phase never needs).
     pairs: the body–body pairs (a, b), a < b, whose contacts are resolved (all pairs minus the
     excluded ones by default). ground: whether the ground plane is part of the world.
-    ground_contacts: each body's closest vertices against the ground (at most ``Model.max_contacts``;
-    4 hold a face at rest). pair_contacts: contacts kept per body–body pair (the manifold is reduced to this many points).
+    ground_contacts: deprecated, None. ``Model.max_contacts`` alone decides how many ground
+    contacts a body keeps, in bodies and worlds alike (a face's widest spread when more touch:
+    ``geometry.face_points``); an int given here warns (``DeprecationWarning``) and must agree with
+    it, or the step refuses it (``contacts.check_ground_contacts``). pair_contacts: contacts kept per body–body pair (the manifold is reduced to this many points).
     margin: speculative distance (m): pairs closer than this report contacts with their true signed
     distance (φ > 0), so a contact is in the problem one step before the surfaces meet, and its
     φ has a gradient.
@@ -62,7 +65,7 @@ class Scene:
     ground: bool = True
     pair_contacts: int = 4
     margin: float = 0.002
-    ground_contacts: int = 4
+    ground_contacts: int | None = None
     softness: float = 1e-2
     max_pairs: int | None = None
     joints: Joints | None = None
@@ -83,8 +86,15 @@ class Scene:
             raise ValueError("Scene.pairs: a pair is listed twice")
         for name in ("pair_contacts", "ground_contacts"):
             pc = getattr(self, name)
+            if name == "ground_contacts" and pc is None:
+                continue
             if not isinstance(pc, numbers.Integral) or isinstance(pc, bool) or pc < 1:
                 raise ValueError(f"Scene.{name} must be an int >= 1, got {pc!r}")
+        if self.ground_contacts is not None:
+            warnings.warn(f"Scene.ground_contacts (= {self.ground_contacts}) is deprecated: Model.max_contacts alone "
+                          "decides how many ground contacts a body keeps (a step refuses a scene whose count "
+                          "disagrees with it); drop ground_contacts and set Model(max_contacts=...)",
+                          DeprecationWarning, stacklevel=3)
         if not (isinstance(self.softness, numbers.Real) and 0 <= self.softness < 1):
             raise ValueError(f"Scene.softness must be a number in [0, 1), got {self.softness!r}")
         if self.max_pairs is not None and (not isinstance(self.max_pairs, numbers.Integral)
@@ -168,7 +178,7 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
-               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int = 4, softness: float = 1e-2,
+               pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
                names: Sequence | None = None):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
@@ -176,7 +186,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
     of a joint meet there, so their pair is excluded too). Each body's hull topology is computed here from
     its concrete vertices (``collision.topology``, which refuses degenerate hulls by name).
-    max_pairs: the broad phase; narrow_phase: its method; names: the bodies' names (``Scene``)."""
+    max_pairs: the broad phase; narrow_phase: its method; names: the bodies' names (``Scene``).
+    ground_contacts: deprecated (``Model.max_contacts`` decides; ``Scene``)."""
     stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
     n = np.shape(stacked.vertices)[0]
     topologies = []
