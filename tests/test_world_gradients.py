@@ -1,0 +1,99 @@
+"""Gradients through worlds against central differences (issue 60, part 4; docs/gradients.md,
+"Through worlds at the defaults"; ``python -m benchmarks.world_gradients``).
+
+Box A slides into box B 5 mm ahead (``scenes.cradle(2, gap=0.005, ε=0)``, the law's μ on the ground
+and between the boxes), 300 steps of 2 ms, float64; the loss is box B's final x and θ = (A's speed,
+μ). Each test compiles one gradient program and one batched forward program."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact import worlds
+from jaxcontact.solvers import LCPSettings
+from jaxcontact.worlds import scenes
+
+STEPS = 300
+EPS = 1e-5
+POLISH = dict(  # the polish measured in benchmarks.world_gradients
+    gradient_newton=8, gradient_tol=1e-10, gradient_max_iter=5000)
+
+
+def _push(law):
+    model = worlds.model(law=law, dt=0.002)
+    scene, params, s0 = scenes.cradle(2, gap=0.005, speed=1.0, restitution=0.0)
+
+    def loss(theta):
+        s = s0.replace(vel=s0.vel.at[0, 0].set(theta[0]))
+        p = params.replace(law=jc.CoulombLCP.init_params(mu=theta[1]))
+        final, _ = worlds.rollout(model, scene, p, s, STEPS, output="final")
+        return final.pos[1, 0]
+
+    return loss
+
+
+def _with(**changes):
+    law = scenes.DEFAULT_LAW
+    return dataclasses.replace(law, solver=dataclasses.replace(law.solver, **changes))
+
+
+def _central(loss, thetas, eps):
+    """Central differences (n, k) of ``loss`` at each of ``thetas`` (n, k) along each axis, the 2nk
+    rollouts in one batch."""
+    n, k = thetas.shape
+    steps = eps * np.eye(k)
+    points = np.concatenate([(thetas[:, None] + sign * steps).reshape(-1, k) for sign in (1, -1)])
+    values = np.asarray(jax.jit(jax.vmap(loss))(jnp.asarray(points)))
+    return ((values[: n * k] - values[n * k:]) / (2 * eps)).reshape(n, k)
+
+
+def test_push_gradients_match_central_differences_of_the_converged_rollout():
+    """d(B's final x)/d(A's speed, μ) against central differences (eps 1e-5) of the same rollout
+    solved to 1e-10 m/s (where they are stable to 1e-7), within 1e-3:
+    - the default world law (tolerance 1e-5 m/s, warm start) at 1.5 m/s, μ 0.3 (measured 5e-6);
+    - at 1.0 m/s, μ 0.5 the default law's derivative, taken at the solve's inexact solutions, is
+      5e-3 off; polished first (``LCPSettings.gradient_newton``, ``gradient_tol``) it is within 1e-4.
+    One program for both gradients, one for the 8 rollouts of the differences."""
+    at_default, at_polish = np.array([1.5, 0.3]), np.array([1.0, 0.5])
+    default, polished = _push(scenes.DEFAULT_LAW), _push(_with(**POLISH))
+    grads = jax.jit(lambda a, b: (jax.grad(default)(a), jax.grad(polished)(b)))(jnp.asarray(at_default),
+                                                                                 jnp.asarray(at_polish))
+    fd = _central(_push(_with(tol=1e-10)), np.stack([at_default, at_polish]), EPS)
+    np.testing.assert_allclose(np.asarray(grads[0]), fd[0], rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(grads[1]), fd[1], rtol=1e-3)
+    assert grads[0][0] > 0 and grads[0][1] < 0  # faster pusher: further; more friction: shorter
+
+
+def test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point():
+    """One dense LCP whose projected Gauss–Seidel iterate at a loose tolerance is far from its
+    solution (two nearly parallel rows): under ``jax.value_and_grad`` the polished solve returns
+    the unpolished value bit for bit, and its derivative is that of the solution solved to 1e-14
+    (the unpolished one is not)."""
+    from jaxcontact.solvers import RowStructure, solve_lcp
+
+    A = jnp.array([[1.0, 0.999], [0.999, 1.0]])
+    rows = RowStructure.contacts(2, 0)
+    loose = LCPSettings(tol=1e-3, regularization=0.0)
+
+    def solve(settings):
+        return lambda b: jnp.sum(solve_lcp(A, b, jnp.zeros(2), rows, settings).z * jnp.array([1.0, 2.0]))
+
+    b = jnp.array([-0.998, -1.0])  # the solution (0, 1); the sweeps creep towards it from (0.998, 0.003)
+    v0, g0 = jax.value_and_grad(solve(loose))(b)
+    v1, g1 = jax.value_and_grad(solve(dataclasses.replace(loose, **POLISH)))(b)
+    _, g_exact = jax.value_and_grad(solve(LCPSettings(tol=1e-14, max_iter=100000, regularization=0.0)))(b)
+    assert float(v1) == float(v0)
+    np.testing.assert_allclose(np.asarray(g1), np.asarray(g_exact), rtol=1e-6)
+    assert not np.allclose(np.asarray(g0), np.asarray(g_exact), rtol=1e-3)
+
+
+def test_gradient_settings_are_checked():
+    for kw, msg in [(dict(gradient_tol=0.0), "gradient_tol must be positive or None"),
+                    (dict(gradient_newton=-1), "gradient_newton must be >= 0"),
+                    (dict(gradient_max_iter=0), "gradient_max_iter must be >= 1")]:
+        with pytest.raises(ValueError, match=msg):
+            LCPSettings(**kw)
