@@ -356,6 +356,18 @@ MUTATIONS = (
     Mutation("mjcf-friction-first-geoms-mu", "mjcf", "jaxcontact/worlds/mjcf.py",
              "same = len({*mus, ground_mu} if ground else set(mus)) == 1", "same = True",
              (f"{MJCF}::test_loaded_world_moves_as_mujoco_and_slides_with_the_geometric_mean",)),
+    # gradients through worlds (issue 60, part 4): the polish of the solution under differentiation
+    Mutation("polish-dropped", "gradients", "jaxcontact/solvers/implicit.py",
+             "sol = jax.lax.stop_gradient(polish(jax.lax.stop_gradient(sol), *args))",
+             "sol = jax.lax.stop_gradient(sol)",
+             ("tests/test_world_gradients.py::test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point",)),
+    Mutation("polish-sweeps-dropped", "gradients", "jaxcontact/solvers/lcp.py",
+             "z = z if fine is None else fine(start, A, b, coupling)[0]", "z = z",
+             ("tests/test_world_gradients.py::test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point",)),
+    Mutation("polish-value-returned", "gradients", "jaxcontact/solvers/implicit.py",
+             "            return out, (sol, x0, args)\n",
+             "            return ((sol, out[1]) if has_aux else sol), (sol, x0, args)\n",
+             ("tests/test_world_gradients.py::test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point",)),
 )
 
 

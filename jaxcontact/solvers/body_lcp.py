@@ -502,7 +502,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     if fine is not None or newton is not None:
         def polish(z, *args):
             z = z if newton is None else newton(z, *args)
-            z = z if fine is None else fine(z, *args)[0]
+            z = z if fine is None else fine(jnp.zeros_like(z) if settings.gradient_restart else z, *args)[0]
             return z if newton is None or fine is None else newton(z, *args)
 
     @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, method),

@@ -74,6 +74,7 @@ class LCPSettings:
     gradient_tol: float | None = None
     gradient_max_iter: int = 1000
     gradient_newton: int = 0
+    gradient_restart: bool = False
 
     def __post_init__(self):
         if self.sweeps not in SWEEP_METHODS:
@@ -300,7 +301,8 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
         def polish(z, A, b, coupling):
             A, b, coupling = (jax.lax.stop_gradient(x) for x in (A, b, coupling))
             z = z if newton is None else newton(z, A, b, coupling)
-            z = z if fine is None else fine(z, A, b, coupling)[0]
+            start = jnp.zeros_like(z) if settings.gradient_restart else z
+            z = z if fine is None else fine(start, A, b, coupling)[0]
             return z if newton is None or fine is None else newton(z, A, b, coupling)
 
     @implicit_fixed_point(T, has_aux=True, polish=polish)
