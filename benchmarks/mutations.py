@@ -368,6 +368,9 @@ MUTATIONS = (
              "            return out, (sol, x0, args)\n",
              "            return ((sol, out[1]) if has_aux else sol), (sol, x0, args)\n",
              ("tests/test_world_gradients.py::test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point",)),
+    Mutation("polish-velocity-form-dropped", "gradients", "jaxcontact/solvers/body_lcp.py",
+             "                          polish=polish)", "                          polish=None)",
+             ("tests/test_world_gradients.py::test_polish_in_velocity_form_gives_the_converged_derivative",)),
 )
 
 

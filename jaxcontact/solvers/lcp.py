@@ -63,6 +63,13 @@ class LCPSettings:
     JAX, one contact after another: the reference) to force one. The sequential sweeps and the
     kernel give the same iterates; the coloured ones visit the contacts in another order (colour by
     colour) and reach the same solution to the tolerance. Dense solves ignore it.
+    gradient_newton, gradient_tol, gradient_max_iter, gradient_restart: the *polish* of a solution
+    before its implicit derivative is taken, in reverse mode only (the value is the forward's, bit
+    for bit): ``gradient_newton`` semismooth Newton steps on the fixed-point map
+    (``implicit.newton_polish``; 0: none), then sweeps to ``gradient_tol`` (m/s; None: none) capped
+    at ``gradient_max_iter`` (from zero with ``gradient_restart``), then Newton again. Off by default:
+    on worlds it moves some derivatives onto the converged solution's and others away from the
+    default forward's differences (docs/gradients.md, "Through worlds at the defaults").
     """
 
     tol: float = 1e-6
