@@ -68,7 +68,7 @@ def test_polished_push_gradient_is_the_converged_one():
     """At 1.0 m/s, μ 0.5 the default law's derivative, taken at the warm-started solve's inexact
     solutions, is 5.4e-3 off the converged rollout's; polished first (``LCPSettings.gradient_newton``,
     ``gradient_tol``) it is within 1e-3 of the 1e-10 rollout's central differences (measured 8e-5).
-    About 2 minutes on the shared 2 cores (two gradient programs)."""
+    56 s on the shared 2 cores (two gradient programs)."""
     theta = np.array([1.0, 0.5])
     grad = np.asarray(jax.jit(jax.grad(_push(_with(**POLISH))))(jnp.asarray(theta)))
     fd = _central(_push(_with(tol=1e-10)), theta[None], EPS)[0]

@@ -78,7 +78,7 @@ def implicit_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, matri
     own output, bit for bit the undifferentiated one, and keeps the polished point for the
     backward pass). The derivative of x = T(x, θ) at an inexact x is that of another active set
     or of the wrong point on a slowly converging direction; the polish moves it to the fixed
-    point (docs/gradients.md, "At the defaults")."""
+    point (docs/gradients.md, "Through worlds at the defaults")."""
     if adjoint is None and polish is None:
         solve = krylov_guarded_solve if matrix_free else dense_guarded_solve
         return _jaxopt_implicit.custom_fixed_point(fixed_point_fun, has_aux=has_aux, solve=solve)
@@ -112,7 +112,7 @@ def implicit_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, matri
     return wrap
 
 
-NEWTON_STEP_LENGTHS = jnp.asarray([1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125])
+NEWTON_STEP_LENGTHS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
 """The lengths of a Newton step ``newton_polish`` tries (the best is kept if it lowers the residual)."""
 
 
@@ -137,7 +137,7 @@ def newton_polish(fixed_point_fun: Callable, steps: int, matrix_free: bool = Fal
             else:
                 dx = dense_guarded_solve(lambda u: u - jax.jvp(T, (x,), (u,))[1], T(x) - x, ridge=ridge)
             # the full step, or the best of its halvings (a step across a kink of T overshoots)
-            ys = x[None] + NEWTON_STEP_LENGTHS.astype(x.dtype)[:, None] * dx[None]
+            ys = x[None] + jnp.asarray(NEWTON_STEP_LENGTHS, x.dtype)[:, None] * dx[None]
             rs = jax.vmap(residual)(ys)
             rs = jnp.where(jnp.isfinite(rs), rs, jnp.inf)
             best = jnp.argmin(rs)
