@@ -10,7 +10,7 @@ Every case is a world of the 0.1 m, 0.37 kg boxes of ``worlds.scenes`` at h = 2 
 rolled out by ``worlds.rollout(worlds.model(law), ..., output="final")`` with the world's default law
 (``worlds.DEFAULT_LAW``: warm start, tolerance 1e-5 m/s, 1,000 sweeps) changed only by ``--solver``
 (``LCPSettings`` fields by name). Each loss is differentiated by ``jax.grad`` and by central
-differences of the same compiled forward rollout at eps 1e-3, 1e-4 and 1e-5 (relative to the
+differences of the same compiled forward rollout at eps 1e-3, 1e-4, 1e-5 and 1e-6 (relative to the
 parameter's size); the reference is the central difference at 1e-4 and the spread of the three
 says whether it is stable there.
 
@@ -180,7 +180,7 @@ def render(result) -> str:
              f"`{result['machine']['command']}`, {result['machine']['date']}; solver "
              f"`{result['solver']}` (the world's default law `worlds.DEFAULT_LAW` with `{result['changes']}`).", "",
              "Reference: central differences of the same forward rollout at eps 1e-4 (× max(|θ|, 1)); "
-             "spread: the largest relative distance of the eps 1e-3 and 1e-5 differences from it.", "",
+             "spread: the largest relative distance of the eps 1e-3, 1e-5 and 1e-6 differences from it.", "",
              "| case | setting | d/d | jax.grad | central diff. 1e-4 | rel. error | central diff. 1e-5 | rel. error | fd spread |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in result["rows"]:
