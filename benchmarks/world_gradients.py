@@ -11,7 +11,7 @@ rolled out by ``worlds.rollout(worlds.model(law), ..., output="final")`` with th
 (``worlds.DEFAULT_LAW``: warm start, tolerance 1e-5 m/s, 1,000 sweeps) changed only by ``--solver``
 (``LCPSettings`` fields by name). Each loss is differentiated by ``jax.grad`` and by central
 differences of the same compiled forward rollout at eps 1e-3, 1e-4, 1e-5 and 1e-6 (relative to the
-parameter's size); the reference is the central difference at 1e-4 and the spread of the three
+parameter's size); the reference is the central difference at 1e-4 and the spread of the others
 says whether it is stable there.
 
 * ``push``: box A slides along x into box B 5 mm ahead (``scenes.cradle(2, gap=0.005, ε=0)``, the
