@@ -468,6 +468,21 @@ MUTATIONS = (
     Mutation("world-ground-penetration-unwarned", "faces", "jaxcontact/worlds/pipeline.py",
              "            eager.warn_world_penetration(model, params, state, batched=False)", "            pass",
              (f"{FACES}::test_start_in_the_ground_warns_from_every_door",)),
+    # gradients through worlds (issue 60, part 4): the polish of the solution under differentiation
+    Mutation("polish-dropped", "gradients", "jaxcontact/solvers/implicit.py",
+             "sol = jax.lax.stop_gradient(polish(jax.lax.stop_gradient(sol), *args))",
+             "sol = jax.lax.stop_gradient(sol)",
+             ("tests/test_world_gradients.py::test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point",)),
+    Mutation("polish-sweeps-dropped", "gradients", "jaxcontact/solvers/lcp.py",
+             "z = z if fine is None else fine(start, A, b, coupling)[0]", "z = z",
+             ("tests/test_world_gradients.py::test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point",)),
+    Mutation("polish-value-returned", "gradients", "jaxcontact/solvers/implicit.py",
+             "            return out, (sol, x0, args)\n",
+             "            return ((sol, out[1]) if has_aux else sol), (sol, x0, args)\n",
+             ("tests/test_world_gradients.py::test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point",)),
+    Mutation("polish-velocity-form-dropped", "gradients", "jaxcontact/solvers/body_lcp.py",
+             "                          polish=polish)", "                          polish=None)",
+             ("tests/test_world_gradients.py::test_polish_in_velocity_form_gives_the_converged_derivative",)),
 )
 
 

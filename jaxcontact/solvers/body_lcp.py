@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve
+from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve, newton_polish
 from .batching import MIN_TAIL_BODIES, tail_sweeps, with_batching_rule
 from .lcp import LCPSettings, LCPSolution, diagonal_floor
 from .problem import Method, choose
@@ -481,8 +481,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     T = _fixed_point_map(reg)
     method = choose("bodies", C * d, settings, group=group, form="velocity") if method is None else method
 
-    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, method))
-    def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
+    def run(settings, sweeps, z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
         rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
@@ -490,12 +489,27 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         b = _rows_times(rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
-        sweeps = _choose_sweeps(settings, group, method)
         z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
                           coupling, valid_f > 0, tol)
         step = _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0)  # T(z), set-up reused
         res = jnp.max(jnp.abs(Dr * (step - z)), initial=0.0)
         return z.reshape(-1), (res, it)
+
+    fine = settings.polish_settings()
+    fine = None if fine is None else functools.partial(run, fine, _choose_sweeps(fine, group, method))
+    newton = newton_polish(T, settings.gradient_newton, matrix_free=True) if settings.gradient_newton else None
+    polish = None
+    if fine is not None or newton is not None:
+        def polish(z, *args):
+            z = z if newton is None else newton(z, *args)
+            z = z if fine is None else fine(jnp.zeros_like(z) if settings.gradient_restart else z, *args)[0]
+            return z if newton is None or fine is None else newton(z, *args)
+
+    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, method),
+                          polish=polish)
+    def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
+        return run(settings, _choose_sweeps(settings, group, method), z_init, rows, bodies_f, Minv, v_free, bias,
+                   soft, coupling, valid_f)
 
     z, (res, it) = _solve(z0.reshape(-1), rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f)
     return LCPSolution(z=z.reshape(C, d), residual=res, iterations=it)

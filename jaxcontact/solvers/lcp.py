@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from .implicit import implicit_fixed_point
+from .implicit import implicit_fixed_point, newton_polish
 
 from .batching import MIN_TAIL_DENSE, tail_sweeps, with_batching_rule
 from .problem import SWEEP_METHODS, Method, choose
@@ -63,6 +63,13 @@ class LCPSettings:
     JAX, one contact after another: the reference) to force one. The sequential sweeps and the
     kernel give the same iterates; the coloured ones visit the contacts in another order (colour by
     colour) and reach the same solution to the tolerance. Dense solves ignore it.
+    gradient_newton, gradient_tol, gradient_max_iter, gradient_restart: the *polish* of a solution
+    before its implicit derivative is taken, in reverse mode only (the value is the forward's, bit
+    for bit): ``gradient_newton`` semismooth Newton steps on the fixed-point map
+    (``implicit.newton_polish``; 0: none), then sweeps to ``gradient_tol`` (m/s; None: none) capped
+    at ``gradient_max_iter`` (from zero with ``gradient_restart``), then Newton again. Off by default:
+    on worlds it moves some derivatives onto the converged solution's and others away from the
+    default forward's differences (docs/gradients.md, "Through worlds at the defaults").
     """
 
     tol: float = 1e-6
@@ -71,6 +78,10 @@ class LCPSettings:
     fixed_iterations: bool = False
     warm_start: bool = False
     sweeps: str = "auto"
+    gradient_tol: float | None = None
+    gradient_max_iter: int = 1000
+    gradient_newton: int = 0
+    gradient_restart: bool = False
 
     def __post_init__(self):
         if self.sweeps not in SWEEP_METHODS:
@@ -81,6 +92,21 @@ class LCPSettings:
             raise ValueError(f"LCPSettings.max_iter must be >= 1, got {self.max_iter}")
         if self.regularization < 0:
             raise ValueError(f"LCPSettings.regularization must be >= 0, got {self.regularization}")
+        if self.gradient_tol is not None and not self.gradient_tol > 0:
+            raise ValueError(f"LCPSettings.gradient_tol must be positive or None, got {self.gradient_tol}")
+        if self.gradient_newton < 0:
+            raise ValueError(f"LCPSettings.gradient_newton must be >= 0, got {self.gradient_newton}")
+        if self.gradient_max_iter < 1:
+            raise ValueError(f"LCPSettings.gradient_max_iter must be >= 1, got {self.gradient_max_iter}")
+
+    def polish_settings(self) -> "LCPSettings | None":
+        """The settings of the sweeps that refine a solution before its implicit derivative is
+        taken (``gradient_tol``, ``gradient_max_iter``, to the tolerance: no fixed trip count), or
+        None where the derivative is taken at the forward's own solution."""
+        if self.gradient_tol is None:
+            return None
+        return dataclasses.replace(self, tol=self.gradient_tol, max_iter=self.gradient_max_iter,
+                                   fixed_iterations=False, gradient_tol=None)
 
 
 @struct.dataclass
@@ -273,8 +299,20 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
         z0 = jnp.zeros_like(b)
     method = choose("dense", len(rows.lo0), settings) if method is None else method
     pgs = _pgs(rows, settings, method)
+    polish = None
+    if settings.polish_settings() is not None or settings.gradient_newton:
+        fine = settings.polish_settings()
+        fine = None if fine is None else _pgs(rows, fine, choose("dense", len(rows.lo0), fine))
+        newton = newton_polish(T, settings.gradient_newton) if settings.gradient_newton else None
 
-    @implicit_fixed_point(T, has_aux=True)
+        def polish(z, A, b, coupling):
+            A, b, coupling = (jax.lax.stop_gradient(x) for x in (A, b, coupling))
+            z = z if newton is None else newton(z, A, b, coupling)
+            start = jnp.zeros_like(z) if settings.gradient_restart else z
+            z = z if fine is None else fine(start, A, b, coupling)[0]
+            return z if newton is None or fine is None else newton(z, A, b, coupling)
+
+    @implicit_fixed_point(T, has_aux=True, polish=polish)
     def _solve(z_init, A, b, coupling):
         A, b, coupling = (jax.lax.stop_gradient(x) for x in (A, b, coupling))
         z, _, it = pgs(jax.lax.stop_gradient(z_init), A, b, coupling)

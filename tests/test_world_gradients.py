@@ -1,0 +1,142 @@
+"""Gradients through worlds against central differences (issue 60, part 4; docs/gradients.md,
+"Through worlds at the defaults"; ``python -m benchmarks.world_gradients``).
+
+Box A slides into box B 5 mm ahead (``scenes.cradle(2, gap=0.005, ε=0)``, the law's μ on the ground
+and between the boxes), 300 steps of 2 ms, float64; the loss is box B's final x and θ = (A's speed,
+μ). The rollout tests compile one gradient program and one batched forward program each."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact import worlds
+from jaxcontact.solvers import LCPSettings
+from jaxcontact.worlds import scenes
+
+STEPS = 300
+EPS = 1e-5
+POLISH = dict(  # the polish measured in benchmarks.world_gradients
+    gradient_newton=8, gradient_tol=1e-10, gradient_max_iter=5000)
+
+
+def _push(law):
+    model = worlds.model(law=law, dt=0.002)
+    scene, params, s0 = scenes.cradle(2, gap=0.005, speed=1.0, restitution=0.0)
+
+    def loss(theta):
+        s = s0.replace(vel=s0.vel.at[0, 0].set(theta[0]))
+        p = params.replace(law=jc.CoulombLCP.init_params(mu=theta[1]))
+        final, _ = worlds.rollout(model, scene, p, s, STEPS, output="final")
+        return final.pos[1, 0]
+
+    return loss
+
+
+def _with(**changes):
+    law = scenes.DEFAULT_LAW
+    return dataclasses.replace(law, solver=dataclasses.replace(law.solver, **changes))
+
+
+def _central(loss, thetas, eps):
+    """Central differences (n, k) of ``loss`` at each of ``thetas`` (n, k) along each axis, the 2nk
+    rollouts in one batch."""
+    n, k = thetas.shape
+    steps = eps * np.eye(k)
+    points = np.concatenate([(thetas[:, None] + sign * steps).reshape(-1, k) for sign in (1, -1)])
+    values = np.asarray(jax.jit(jax.vmap(loss))(jnp.asarray(points)))
+    return ((values[: n * k] - values[n * k:]) / (2 * eps)).reshape(n, k)
+
+
+def test_push_gradient_at_the_defaults_matches_central_differences_of_the_converged_rollout():
+    """The default world law (tolerance 1e-5 m/s, warm start): d(B's final x)/d(A's speed, μ) at
+    1.5 m/s, μ 0.3 within 1e-3 of central differences (eps 1e-5) of the same rollout solved to
+    1e-10 m/s, where they are stable to 1e-7 (measured 2e-7; the default forward's own differences
+    are jagged at 7e-4). One program for the gradient, one for the 4 rollouts of the differences."""
+    theta = np.array([1.5, 0.3])
+    grad = np.asarray(jax.jit(jax.grad(_push(scenes.DEFAULT_LAW)))(jnp.asarray(theta)))
+    fd = _central(_push(_with(tol=1e-10)), theta[None], EPS)[0]
+    np.testing.assert_allclose(grad, fd, rtol=1e-3)
+    assert grad[0] > 0 and grad[1] < 0  # faster pusher: further; more friction: shorter
+
+
+@pytest.mark.slow
+def test_polished_push_gradient_is_the_converged_one():
+    """At 1.0 m/s, μ 0.5 the default law's derivative, taken at the warm-started solve's inexact
+    solutions, is 5.4e-3 off the converged rollout's; polished first (``LCPSettings.gradient_newton``,
+    ``gradient_tol``) it is within 1e-3 of the 1e-10 rollout's central differences (measured 8e-5).
+    56 s on the shared 2 cores (two gradient programs)."""
+    theta = np.array([1.0, 0.5])
+    grad = np.asarray(jax.jit(jax.grad(_push(_with(**POLISH))))(jnp.asarray(theta)))
+    fd = _central(_push(_with(tol=1e-10)), theta[None], EPS)[0]
+    np.testing.assert_allclose(grad, fd, rtol=1e-3)
+    plain = np.asarray(jax.jit(jax.grad(_push(scenes.DEFAULT_LAW)))(jnp.asarray(theta)))
+    assert abs(plain[0] - fd[0]) > 2e-3 * abs(fd[0])  # what the polish repairs
+
+
+def test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point():
+    """One dense LCP whose projected Gauss–Seidel iterate at a loose tolerance is far from its
+    solution (two nearly parallel rows): under ``jax.value_and_grad`` the polished solve returns
+    the unpolished value bit for bit, and its derivative is that of the solution solved to 1e-14
+    (the unpolished one is not)."""
+    from jaxcontact.solvers import RowStructure, solve_lcp
+
+    A = jnp.array([[1.0, 0.999], [0.999, 1.0]])
+    rows = RowStructure.contacts(2, 0)
+    loose = LCPSettings(tol=1e-3, regularization=0.0)
+
+    def solve(settings):
+        return lambda b: jnp.sum(solve_lcp(A, b, jnp.zeros(2), rows, settings).z * jnp.array([1.0, 2.0]))
+
+    b = jnp.array([-0.998, -1.0])  # the solution (0, 1); the sweeps creep towards it from (0.998, 0.003)
+    v0, g0 = jax.value_and_grad(solve(loose))(b)
+    v1, g1 = jax.value_and_grad(solve(dataclasses.replace(loose, **POLISH)))(b)
+    _, g_exact = jax.value_and_grad(solve(LCPSettings(tol=1e-14, max_iter=100000, regularization=0.0)))(b)
+    assert float(v1) == float(v0)
+    np.testing.assert_allclose(np.asarray(g1), np.asarray(g_exact), rtol=1e-6)
+    assert not np.allclose(np.asarray(g0), np.asarray(g_exact), rtol=1e-3)
+
+
+def test_gradient_settings_are_checked():
+    for kw, msg in [(dict(gradient_tol=0.0), "gradient_tol must be positive or None"),
+                    (dict(gradient_newton=-1), "gradient_newton must be >= 0"),
+                    (dict(gradient_max_iter=0), "gradient_max_iter must be >= 1")]:
+        with pytest.raises(ValueError, match=msg):
+            LCPSettings(**kw)
+
+
+def test_polish_in_velocity_form_gives_the_converged_derivative():
+    """The velocity-form solve (``solve_body_lcp``, a world's problem above 64 rows) with its sweeps
+    stopped early (3 sweeps) and polished: the value is the 3 sweeps' bit for bit, the derivative
+    with respect to the free velocities that of the solve to 1e-12 (1e-6); unpolished it is not."""
+    from jaxcontact.solvers import solve_body_lcp
+
+    rng = np.random.default_rng(0)
+    N, C = 4, 12
+    bodies = np.stack([rng.integers(-1, N, C), rng.integers(0, N, C)], axis=1)
+    bodies[:, 0] = np.where(bodies[:, 0] == bodies[:, 1], -1, bodies[:, 0])
+    rows = rng.normal(size=(C, 2, 3, 6)) * (bodies[:, 0] >= 0)[:, None, None, None].repeat(2, 1)
+    rows[:, 1] = rng.normal(size=(C, 3, 6))
+    L = rng.normal(size=(N, 6, 6)) * 0.3 + 2 * np.eye(6)
+    Minv = jnp.asarray(np.einsum("nij,nkj->nik", L, L) / 6)
+    bias = np.zeros((C, 3))
+    bias[:, 0] = rng.normal(size=C) * 0.3 - 0.2
+    coupling = jnp.asarray(np.broadcast_to(rng.uniform(0.2, 0.9, size=(C, 1)), (C, 3)).copy())
+    v_free = jnp.asarray(rng.normal(size=(N, 6)) * 0.5)
+    g = jnp.asarray(rng.normal(size=(C, 3)))
+    valid = jnp.ones(C, bool)
+
+    def solve(settings):
+        return lambda v: jnp.sum(g * solve_body_lcp(jnp.asarray(rows), jnp.asarray(bodies), Minv, v, jnp.asarray(bias),
+                                                    coupling, valid, settings=settings).z)
+
+    loose = LCPSettings(tol=1e-3, max_iter=3)
+    v0, g0 = jax.value_and_grad(solve(loose))(v_free)
+    v1, g1 = jax.value_and_grad(solve(dataclasses.replace(loose, **POLISH)))(v_free)
+    _, g_exact = jax.value_and_grad(solve(LCPSettings(tol=1e-12, max_iter=5000)))(v_free)
+    assert float(v1) == float(v0)
+    np.testing.assert_allclose(np.asarray(g1), np.asarray(g_exact), rtol=1e-6, atol=1e-9)
+    assert not np.allclose(np.asarray(g0), np.asarray(g_exact), rtol=1e-3, atol=1e-6)
