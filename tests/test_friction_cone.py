@@ -62,30 +62,51 @@ def slide_ends(pos, theta):
 
 # float32: the sweeps stop at a tolerance floored at round-off (1e-5 m/s at these speeds), so each
 # step's deceleration carries a relative error of ~1e-5/(μ g h) ≈ 1e-3 that does not cancel exactly
+def friction_angles(vel):
+    """(degrees between each step's friction impulse, the horizontal change of velocity (gravity is
+    vertical), and the reverse of the sliding velocity before it; whether it was sliding (> 5 cm/s))."""
+    v = np.asarray(vel[..., :2], np.float64)
+    dv = v[..., 1:, :] - v[..., :-1, :]
+    cos = -np.sum(dv * v[..., :-1, :], -1) / (np.linalg.norm(dv, axis=-1) * np.linalg.norm(v[..., :-1, :], axis=-1) + 1e-300)
+    return np.degrees(np.arccos(np.clip(cos, -1, 1))), np.linalg.norm(v[..., 1:, :], axis=-1) > 0.05
+
+
 @pytest.mark.parametrize("dtype,rtol", [(jnp.float64, 2e-4), (jnp.float32, 2e-3)])
 def test_a_box_slides_the_same_distance_straight_at_every_heading(dtype, rtol):
     """A 0.1 m box launched flat at 1.58 m/s, μ 0.5, at headings 0°…90° in 5° steps (one vmapped
     program): the distance of the integrator's exact slide at every heading, the path straight
-    (heading change < 0.1°). Under the box preset the 45° slide is the square's 0.1784 m (30 % short)."""
+    (heading change < 0.1°), and every step's friction opposite to the slip (< 0.1°) and of size
+    μ g h while sliding."""
     model = jc.Model(law=law())
-    fin = jc.batch_rollout(model, body_params(model.law, dtype), launched(HEADINGS, dtype), 170)
-    d, turn = slide_ends(fin.pos, HEADINGS)
-    exact = discrete_slide()
-    np.testing.assert_allclose(d, exact, rtol=rtol)
+    params = body_params(model.law, dtype)
+    traj = jax.jit(jax.vmap(lambda s: jc.rollout(model, params, s, 170)))(launched(HEADINGS, dtype))
+    d, turn = slide_ends(traj.pos[:, -1], HEADINGS)
+    np.testing.assert_allclose(d, discrete_slide(), rtol=rtol)
     assert np.max(np.abs(turn)) < 0.1, turn
     assert np.max(np.abs(d / (V0**2 / (2 * MU * G)) - 1)) < 0.0065  # Coulomb's, less the integrator's v₀h/2
-    assert float(jnp.max(jnp.abs(fin.vel))) < (1e-6 if dtype == jnp.float64 else 1e-4)  # stopped
+    assert float(jnp.max(jnp.abs(traj.vel[:, -1]))) < (1e-6 if dtype == jnp.float64 else 1e-4)  # stopped
+    angle, sliding = friction_angles(traj.vel)
+    assert sliding.sum() > 19 * 100
+    assert np.max(angle[sliding]) < (0.1 if dtype == jnp.float64 else 0.5), np.max(angle[sliding])
+    dv = np.linalg.norm(np.diff(np.asarray(traj.vel[..., :2], np.float64), axis=1), axis=-1)
+    # to the solver's tolerance (1e-6 m/s of a 9.8 mm/s change per step in float64, round-off in float32)
+    np.testing.assert_allclose(dv[sliding], MU * G * H, rtol=2e-4 if dtype == jnp.float64 else 5e-3)
 
 
 def test_box_preset_keeps_the_square():
     """``cone="box"``: each tangent clipped on its own, as before the disc existed: at 45° the
-    friction is √2 μ m g along the slide (0.1784 m, 30 % short), at 0° the same as the disc."""
+    friction is √2 μ m g along the slide (0.1784 m, 30 % short), at 0° the same as the disc; at 30°
+    the first steps' friction is 15° off the slip (the square's corner pulls the path toward 45°)."""
     model = jc.Model(law=law("box"))
-    theta = np.radians([0.0, 45.0])
-    fin = jc.batch_rollout(model, body_params(model.law, jnp.float64), launched(theta, jnp.float64), 170)
-    d, turn = slide_ends(fin.pos, theta)
-    np.testing.assert_allclose(d, [discrete_slide(), 0.1784], atol=1e-4)
+    theta = np.radians([0.0, 45.0, 30.0])
+    params = body_params(model.law, jnp.float64)
+    traj = jax.jit(jax.vmap(lambda s: jc.rollout(model, params, s, 170)))(launched(theta, jnp.float64))
+    d, turn = slide_ends(traj.pos[:, -1], theta)
+    np.testing.assert_allclose(d[:2], [discrete_slide(), 0.1784], atol=1e-4)
     assert abs(d[1] - discrete_slide(mu=MU * np.sqrt(2))) < 2e-4  # the 45° slide meets √2 μ
+    angle, _ = friction_angles(traj.vel[2])
+    np.testing.assert_allclose(angle[0], 15.0, atol=0.01)
+    assert abs(turn[2]) > 5
 
 
 @pytest.mark.parametrize("dtype,rtol", [(jnp.float64, 2e-4), (jnp.float32, 2e-3)])
@@ -102,31 +123,10 @@ def test_a_one_body_world_slides_the_same_distance_straight_at_every_heading(dty
     assert np.max(np.abs(turn)) < 0.1, turn
 
 
-def test_friction_opposes_the_slip_while_sliding():
-    """At 30° (not a tangent's axis) every step's friction impulse (the horizontal change of
-    velocity: gravity is vertical) is opposite to the sliding velocity within 0.1°, and of size
-    μ g h; under the box preset it is not (the square's corner pulls it toward 45°)."""
-    theta = np.radians([30.0])
-    for cone, opposed in (("elliptic", True), ("box", False)):
-        model = jc.Model(law=law(cone))
-        traj = jc.rollout(model, body_params(model.law, jnp.float64), jax.tree_util.tree_map(lambda x: x[0], launched(theta, jnp.float64)), 100)
-        v = np.asarray(traj.vel[:, :2])
-        dv = v[1:] - v[:-1]
-        sliding = np.linalg.norm(v[1:], axis=1) > 0.05
-        assert sliding.sum() > 50
-        cos = -np.sum(dv * v[:-1], axis=1) / (np.linalg.norm(dv, axis=1) * np.linalg.norm(v[:-1], axis=1))
-        angle = np.degrees(np.arccos(np.clip(cos[sliding], -1, 1)))
-        if opposed:
-            assert np.max(angle) < 0.1, np.max(angle)
-            np.testing.assert_allclose(np.linalg.norm(dv[sliding], axis=1), MU * G * H, rtol=1e-6)
-        else:
-            assert np.min(angle) > 5.0
-
-
 def test_stick_and_slip_at_the_same_push_in_every_direction():
     """A resting box pushed sideways by a constant horizontal force F at headings 0°, 20°, 45°, 70°:
     at F = 0.95 μ m g it sticks (moves < 1 µm in 0.2 s), at 1.05 μ m g it slides with acceleration
-    (F − μ m g)/m along the push. The box preset would hold a 45° push up to √2 μ m g."""
+    (F − μ m g)/m along the push (the box preset would hold a 45° push up to √2 μ m g)."""
     theta = np.radians([0.0, 20.0, 45.0, 70.0])
     model = jc.Model(law=law())
     params = body_params(model.law, jnp.float64)
@@ -141,7 +141,7 @@ def test_stick_and_slip_at_the_same_push_in_every_direction():
 
     th = jnp.asarray(np.repeat(theta, 2))
     k = jnp.asarray(np.tile([0.95, 1.05], len(theta)))
-    fin = jax.jit(jax.vmap(lambda a, b: run(a, b, "elliptic")))(th, k)
+    fin = jax.jit(jax.vmap(lambda a, b: run(a, b, "elliptic")))(th, k)  # one program
     moved = np.asarray(fin.pos[:, :2] - rest.pos[:2])
     stick, slip = moved[0::2], moved[1::2]
     assert np.max(np.abs(stick)) < 1e-6, stick
@@ -150,8 +150,6 @@ def test_stick_and_slip_at_the_same_push_in_every_direction():
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), expect, rtol=1e-3)
     u = np.stack([np.cos(theta), np.sin(theta)], -1)
     np.testing.assert_allclose(np.sum(v * u, axis=1), expect, rtol=1e-3)
-    box = jax.jit(lambda a, b: run(a, b, "box"))(jnp.asarray(np.radians(45.0)), jnp.asarray(1.2))
-    assert float(jnp.max(jnp.abs(box.pos[:2] - rest.pos[:2]))) < 1e-6  # the square's corner holds 1.2 μ m g
 
 
 def test_a_sliding_spinning_box_stops_both_when_a_ten_times_finer_step_does():
@@ -251,7 +249,7 @@ def test_every_sweep_path_solves_the_disc_and_its_complementarity_holds(seed, an
     active = z[:, 0] > 1e-8
     slides = active & (scaled > z[:, 0] * (1 - 1e-7))
     sticks = active & ~slides
-    assert slides.sum() >= 2 and sticks.sum() >= 1 and (~active).sum() >= 1, (slides.sum(), sticks.sum())
+    assert slides.sum() >= 2 and (~active).sum() >= 1 and (sticks.sum() >= 1 or anisotropic), (slides.sum(), sticks.sum())
     assert np.all(np.abs(w[sticks, 1:]) < 1e-7)
     m2 = np.asarray(mu) ** 2
     push = -m2[slides] * w[slides, 1:]  # the direction maximal dissipation on the ellipse picks
@@ -259,31 +257,34 @@ def test_every_sweep_path_solves_the_disc_and_its_complementarity_holds(seed, an
     assert np.max(np.degrees(np.arccos(np.clip(cos, -1, 1)))) < 0.1
 
 
-@pytest.mark.parametrize("heading", [0.0, 30.0, 45.0])
-def test_slide_gradients_match_central_differences(heading):
-    """d(distance slid in 0.2 s)/d(μ, v₀) through 100 steps of a sliding box at the defaults (the
-    disc, float64), against central differences (step 1e-6): within 1e-3 relative."""
+def test_slide_gradients_match_central_differences():
+    """d(distance slid in 0.2 s)/d(μ, v₀) through 100 steps of a sliding box at headings 0°, 30°,
+    45° (one vmapped program), at the defaults (the disc, float64), against central differences
+    (step 1e-6): within 1e-3 relative, and the integrator's analytic slopes."""
     model = jc.Model(law=law())
-    th = np.radians(heading)
-    u = jnp.asarray([np.cos(th), np.sin(th), 0.0])
 
-    def dist(mu, v0):
+    def dist(mu, v0, th):
+        u = jnp.stack([jnp.cos(th), jnp.sin(th), 0.0])
         params = jc.Params(body=jc.shapes.box(SIZE, MASS), ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
         s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=v0 * u, omega=jnp.zeros(3))
         fin = jc.rollout(model, params, s, 100, output="final")
         return jnp.dot(fin.pos, u)
 
-    x = (jnp.asarray(MU), jnp.asarray(V0))
-    grad = jax.jit(jax.grad(dist, argnums=(0, 1)))(*x)
-    f = jax.jit(dist)
+    th = jnp.radians(jnp.asarray([0.0, 30.0, 45.0]))
+    mu, v0 = jnp.full(3, MU), jnp.full(3, V0)
+    grad = jax.jit(jax.vmap(jax.grad(dist, argnums=(0, 1))))(mu, v0, th)
     eps = 1e-6
-    fd = [(f(x[0] + eps, x[1]) - f(x[0] - eps, x[1])) / (2 * eps), (f(x[0], x[1] + eps) - f(x[0], x[1] - eps)) / (2 * eps)]
+    f = jax.jit(jax.vmap(dist))
+    x = jnp.stack([mu + eps, mu - eps, mu, mu]), jnp.stack([v0, v0, v0 + eps, v0 - eps])
+    vals = f(x[0].ravel(), x[1].ravel(), jnp.tile(th, 4)).reshape(4, 3)
+    fd = [(vals[0] - vals[1]) / (2 * eps), (vals[2] - vals[3]) / (2 * eps)]
     for g, d in zip(grad, fd):
-        assert abs(float(d)) > 1e-3
-        assert abs(float(g) - float(d)) < 1e-3 * abs(float(d)), (float(g), float(d))
-    # the analytic slope: x(T) = v₀ T − μ g (T² + hT)/2 (semi-implicit Euler), so ∂x/∂μ = −g(T² + hT)/2, ∂x/∂v₀ = T
+        assert np.all(np.abs(np.asarray(d)) > 1e-3)
+        np.testing.assert_allclose(g, d, rtol=1e-3)
+    # the analytic slopes: x(T) = v₀ T − μ g (T² + hT)/2 (semi-implicit Euler), ∂x/∂μ = −g(T² + hT)/2, ∂x/∂v₀ = T
     T = 100 * H
-    np.testing.assert_allclose([float(grad[0]), float(grad[1])], [-G * (T * T + H * T) / 2, T], rtol=1e-3)
+    np.testing.assert_allclose(grad[0], -G * (T * T + H * T) / 2, rtol=1e-3)
+    np.testing.assert_allclose(grad[1], T, rtol=1e-3)
 
 
 def test_cone_setting_is_checked():
