@@ -216,16 +216,10 @@ def random_body_problem(seed, C=16, N=5, anisotropic=False):
     return bp, jnp.asarray(mu)
 
 
-@pytest.mark.parametrize("seed,anisotropic", [(0, False), (1, True)])
-def test_every_sweep_path_solves_the_disc_and_its_complementarity_holds(seed, anisotropic):
-    """The same random problem (16 contacts, 5 bodies; seed 1: μ₁ ≠ μ₂, an ellipse) by the dense
-    sweeps (unrolled and in a fori_loop), the velocity form's sequential sweeps, the fused kernel and
-    the coloured sweeps: one solution, and it is Coulomb's by hand: Σ(z_tk/μ_k)² ≤ z_n², a sliding
-    contact's friction opposite its slip in the scaled metric (z_t ∥ −M² w_t, M = diag μ; for μ₁ = μ₂
-    exactly opposite), a sticking one's slip zero, the normal complementary."""
-    bp, mu = random_body_problem(seed, anisotropic=anisotropic)
+def solve_paths(bp, mu, s):
+    """The solution of one ``BodyProblem`` by every sweep path: the velocity form's sequential sweeps,
+    the fused kernel and the coloured ones, the dense sweeps unrolled and in a fori_loop; and (A, b)."""
     C = bp.num_contacts
-    s = LCPSettings(tol=1e-13, max_iter=20000)
     coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], axis=1)
     bias = jnp.zeros((C, 3)).at[:, 0].set(-bp.target)
     zs = {how: solve_body_lcp(bp.rows, bp.bodies, bp.mobility, bp.v_free, bias, coupling, bp.valid,
@@ -237,6 +231,20 @@ def test_every_sweep_path_solves_the_disc_and_its_complementarity_holds(seed, an
     for sweep in ("unrolled", "looped"):
         method = P.Method("dense", sweep, sweep, "vmap")
         zs[sweep] = solve_lcp(A, b, coupling.reshape(-1), rows, s, method=method).z.reshape(C, 3)
+    return zs, A, b
+
+
+@pytest.mark.parametrize("seed,anisotropic", [(0, False), (1, True)])
+def test_every_sweep_path_solves_the_disc_and_its_complementarity_holds(seed, anisotropic):
+    """The same random problem (16 contacts, 5 bodies; seed 1: μ₁ ≠ μ₂, an ellipse) by the dense
+    sweeps (unrolled and in a fori_loop), the velocity form's sequential sweeps, the fused kernel and
+    the coloured sweeps: one solution, and it is Coulomb's by hand: Σ(z_tk/μ_k)² ≤ z_n², a sliding
+    contact's friction opposite its slip in the scaled metric (z_t ∥ −M² w_t, M = diag μ; for μ₁ = μ₂
+    exactly opposite), a sticking one's slip zero, the normal complementary."""
+    bp, mu = random_body_problem(seed, anisotropic=anisotropic)
+    C = bp.num_contacts
+    s = LCPSettings(tol=1e-13, max_iter=20000)
+    zs, A, b = solve_paths(bp, mu, s)
     ref = zs["sequential"]
     for how, z in zs.items():
         np.testing.assert_allclose(z, ref, atol=1e-8, err_msg=how)
@@ -255,6 +263,73 @@ def test_every_sweep_path_solves_the_disc_and_its_complementarity_holds(seed, an
     push = -m2[slides] * w[slides, 1:]  # the direction maximal dissipation on the ellipse picks
     cos = np.sum(push * z[slides, 1:], axis=1) / (np.linalg.norm(push, axis=1) * np.linalg.norm(z[slides, 1:], axis=1))
     assert np.max(np.degrees(np.arccos(np.clip(cos, -1, 1)))) < 0.1
+
+
+def test_every_sweep_path_keeps_the_box_preset():
+    """``cone="box"`` through every path: one solution, each tangent within its own bound, a row
+    strictly inside it without slip, a row at its bound slipping against it (the square's complementarity)."""
+    bp, mu = random_body_problem(2, anisotropic=True)
+    C = bp.num_contacts
+    s = LCPSettings(tol=1e-13, max_iter=20000, cone="box")
+    zs, A, b = solve_paths(bp, mu, s)
+    ref = zs["sequential"]
+    for how, z in zs.items():
+        np.testing.assert_allclose(z, ref, atol=1e-8, err_msg=how)
+    z = np.asarray(ref)
+    w = np.asarray((regularized(A, s.regularization) @ ref.reshape(-1) + b).reshape(C, 3))
+    bound = np.asarray(mu) * z[:, :1]
+    t, wt = z[:, 1:], w[:, 1:]
+    assert np.all(np.abs(t) <= bound + 1e-12)
+    inside = np.abs(t) < bound - 1e-7
+    at = (np.abs(t) > bound - 1e-9) & (bound > 1e-8)
+    assert inside.sum() >= 1 and np.any(at.all(axis=1))  # a contact at the square's corner: outside the ellipse
+    assert np.all(np.abs(wt[inside]) < 1e-7)
+    assert np.all(t[at] * wt[at] <= 1e-12)
+
+
+@pytest.mark.parametrize("sweeps", ["native", "sequential"])
+def test_velocity_form_derivatives_of_the_disc_match_finite_differences(sweeps):
+    """The implicit derivative of the disc in velocity form: the fused adjoint kernel's ("native")
+    and GMRES on the matrix-free map's products ("sequential"): g · dz along a random direction of
+    (bias, μ) against central differences of the solves (step 1e-6, tolerance 1e-13), on a random
+    problem with sliding, sticking and separated contacts, μ₁ ≠ μ₂."""
+    bp, mu = random_body_problem(1, anisotropic=True)
+    C = bp.num_contacts
+    s = LCPSettings(tol=1e-13, max_iter=20000, sweeps=sweeps)
+    rng = np.random.default_rng(5)
+    g, db, dm = (jnp.asarray(rng.normal(size=sh)) for sh in ((C, 3), (C, 3), (C, 2)))
+    bias0 = jnp.zeros((C, 3)).at[:, 0].set(-bp.target)
+
+    def f(bias, mu):
+        coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], axis=1)
+        z = solve_body_lcp(bp.rows, bp.bodies, bp.mobility, bp.v_free, bias, coupling, bp.valid, settings=s).z
+        return jnp.sum(g * z)
+
+    gb, gm = jax.jit(jax.grad(f, argnums=(0, 1)))(bias0, mu)
+    ff = jax.jit(f)
+    eps = 1e-6
+    fd = (ff(bias0 + eps * db, mu + eps * dm) - ff(bias0 - eps * db, mu - eps * dm)) / (2 * eps)
+    exact = float(jnp.sum(gb * db) + jnp.sum(gm * dm))
+    assert abs(float(fd)) > 1e-2
+    assert abs(exact - float(fd)) < 1e-5 * max(1.0, abs(float(fd))), (exact, float(fd))
+
+
+def test_relaxed_law_slides_on_the_smoothed_disc():
+    """``RelaxedCoulomb`` (κ = 1e-6 (m/s)²): its friction is the smoothed disc, so a slide at 45°
+    goes as far as one at 0° (to 1e-4) and straight, within 0.5 % of the hard law's; its box
+    preset's 45° slide meets the square (√2 μ: 25 % shorter)."""
+    theta = np.radians([0.0, 45.0])
+    out = {}
+    for cone in ("elliptic", "box"):
+        lw = jc.RelaxedCoulomb(kappa=1e-6, cone=cone)
+        model = jc.Model(law=lw, max_contacts=4)
+        fin = jc.batch_rollout(model, body_params(lw, jnp.float64), launched(theta, jnp.float64, v0=1.0), 60)
+        out[cone] = slide_ends(fin.pos, theta)
+    (d, turn), (db, _) = out["elliptic"], out["box"]
+    assert abs(d[1] / d[0] - 1) < 1e-4 and np.max(np.abs(turn)) < 0.1
+    hard = 60 * H * 1.0 - MU * G * H * H * 60 * 61 / 2  # semi-implicit Euler, still sliding at the end
+    np.testing.assert_allclose(d, hard, rtol=5e-3)
+    assert abs(db[0] / d[0] - 1) < 1e-4 and db[1] < d[1] * 0.97
 
 
 def test_slide_gradients_match_central_differences():
