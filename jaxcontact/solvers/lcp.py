@@ -292,9 +292,8 @@ def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first
                 zs[i], zs[j] = zi, zj
                 continue
             zi = zs[i] - velocity(i) / A[i, i]
-            if rows.is_friction[i]:
-                bound = coupling[i] * zs[int(rows.parent[i])]
-                zi = jnp.clip(zi, -bound, bound)
+            if rows.is_friction[i]:  # a contact's only tangent: its interval
+                zi = jnp.clip(zi, -coupling[i] * zs[int(rows.parent[i])], coupling[i] * zs[int(rows.parent[i])])
             elif rows.lo0[i] == 0.0:
                 zi = jnp.maximum(zi, 0.0)
             change = jnp.maximum(change, jnp.abs(A[i, i] * (zi - zs[i])))
