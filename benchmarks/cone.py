@@ -13,7 +13,11 @@ friction set before issue 61), and MuJoCo C's elliptic and pyramidal cones, in o
   MuJoCo C on one thread in the same run (``throughput.bench_mujoco_c``, ``worlds.mujoco_heap_speed``:
   pyramidal, MuJoCo's setting that the earlier rounds compared with).
 
+* ``sweeps``: the sweeps a step takes, box and disc, on the same two workloads (256 of the throws,
+  800 steps; 8 of the heaps, 300 steps): a count, not a timing.
+
     python -m benchmarks.cone [--only slides,rate]     # writes benchmarks/results/cone.{json,md}
+    python -m benchmarks.cone --only sweeps --name cone_sweeps
 """
 
 from __future__ import annotations
@@ -134,6 +138,36 @@ def rate(repeats: int = 3, rounds: int = 2, batch: int = 1024, steps: int = 800,
     return out
 
 
+def sweeps(throws: int = 256, steps: int = 800, heaps: int = 8, heap_steps: int = 300):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jaxcontact as jc
+    from jaxcontact import worlds
+
+    from .worlds import heap_states
+
+    out = {}
+    states = common.throws(throws, 0)
+    scene, params, drops = heap_states(range(heaps))
+    p32, d32 = common.cast_floats(params, "float32"), common.cast_floats(drops, "float32")
+    for cone in ("box", "elliptic"):
+        model, bp = common.box_workload()
+        model = dataclasses.replace(model, law=dataclasses.replace(model.law, solver=dataclasses.replace(model.law.solver, cone=cone)))
+        _, info = jax.jit(jax.vmap(lambda s, m=model: jc.rollout(m, bp, s, steps, with_info=True)))(states)
+        it = np.asarray(info.iterations)
+        law = worlds.DEFAULT_LAW
+        wm = worlds.model(law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, cone=cone)))
+        traj, winfo = jax.jit(jax.vmap(lambda s, m=wm: worlds.rollout(m, scene, p32, s, heap_steps)))(d32)
+        wit = np.asarray(winfo.iterations)
+        out[cone] = {"one_body": {"throws": throws, "steps": steps, "mean": float(it.mean()), "p90": float(np.percentile(it, 90)),
+                                  "max": int(it.max())},
+                     "heap": {"worlds": heaps, "steps": heap_steps, "mean": float(wit.mean()), "p90": float(np.percentile(wit, 90)),
+                              "max": int(wit.max()), "final_com_height_mean_m": float(np.asarray(traj.pos[:, -1, :, 2]).mean())}}
+        common.log(f"sweeps {cone}: {out[cone]}")
+    return out
+
+
 def markdown(out) -> str:
     md = ["# Coulomb's disc against the square (issue 61)", "", f"From `{out['machine']['command']}`.", ""]
     if "slides" in out:
@@ -172,6 +206,14 @@ def markdown(out) -> str:
                f"Heap mean centre-of-mass height after 300 steps: box {hp['box'][-1]['final_com_height_mean_m']:.4f} m, "
                f"disc {hp['elliptic'][-1]['final_com_height_mean_m']:.4f} m, MuJoCo C (pyramidal) "
                f"{hp['mujoco_c_1_thread']['final_com_height_mean_m']:.4f} m.", ""]
+    if "sweeps" in out:
+        sw = out["sweeps"]
+        md += ["## Sweeps a step (a count: the same on any machine)", "",
+               common.md_table(["workload", "cone", "mean", "p90", "max"],
+                               [[w, c, f"{sw[c][k]['mean']:.2f}", f"{sw[c][k]['p90']:.0f}", str(sw[c][k]["max"])]
+                                for k, w in (("one_body", f"one body, {sw['box']['one_body']['throws']} throws × {sw['box']['one_body']['steps']} steps, float64"),
+                                             ("heap", f"{sw['box']['heap']['worlds']} heaps of 16 boxes × {sw['box']['heap']['steps']} steps, float32"))
+                                for c in ("box", "elliptic")]), ""]
     md.append(common.md_machine(out["machine"]))
     return "\n".join(md)
 
@@ -182,6 +224,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
+    p.add_argument("--name", default="cone", help="results file name (without suffix)")
     args = p.parse_args(argv)
     parts = args.only.split(",")
     out = {"machine": common.machine_info("benchmarks.cone", argv)}
@@ -189,9 +232,11 @@ def main(argv=None):
         out["slides"] = slides()
     if "rate" in parts:
         out["rate"] = rate(args.repeats, args.rounds)
+    if "sweeps" in parts:
+        out["sweeps"] = sweeps()
     out_dir = Path(args.out_dir)
-    common.write_json(out_dir / "cone.json", out)
-    (out_dir / "cone.md").write_text(markdown(out))
+    common.write_json(out_dir / f"{args.name}.json", out)
+    (out_dir / f"{args.name}.md").write_text(markdown(out))
     print(markdown(out))
 
 
