@@ -7,12 +7,15 @@ find z with, for each row i and w = A z + b,
 
 where lo_i = lo0_i − c_i z[parent_i] and hi_i = hi0_i + c_i z[parent_i]. Normal rows have
 (lo0, hi0, c) = (0, ∞, 0); friction rows (0, 0, μ) with parent their normal row, i.e. the
-polyhedral (pyramidal) Coulomb cone |z_t| <= μ z_n per tangent direction; bilateral rows (−∞, ∞, 0).
+square |z_t| <= μ z_n per tangent direction (``LCPSettings.cone = "box"``); bilateral rows (−∞, ∞, 0).
+With the default ``cone = "elliptic"`` a contact's two friction rows are one block on Coulomb's disc
+Σ_k (z_tk/μ_k)² <= z_n², projected together with a common step (``disc_step``, ``project_disc``), and
+its complementarity is maximal dissipation: a sliding contact's z_t ∥ −diag(μ²) w_t.
 
 The forward solve is projected Gauss–Seidel to a stated tolerance with an iteration cap
 (``lax.while_loop``); the derivative is *implicit*, taken at the solution through jaxopt's
 ``custom_fixed_point`` on the projected-Jacobi map T(z) = clip(z − (A z + b)/diag A, lo, hi),
-whose fixed points are exactly the LCP solutions. Reverse mode never enters the loop, so
+whose fixed points are exactly the LCP solutions (with the disc: its pairs projected as the sweeps do). Reverse mode never enters the loop, so
 gradients exist for any iteration count, and the adjoint linear system is solved densely with
 a guard that keeps gradients finite where the contact problem is degenerate.
 """
