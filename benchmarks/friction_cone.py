@@ -1,7 +1,8 @@
 """How much friction the pyramidal cone applies against a sliding direction (part of why fitted μ
 comes out below a circular-cone μ).
 
-jaxcontact's Coulomb law clips each of the two ground-tangent impulses to ±μ z_n (a pyramid). A
+The box preset (``LCPSettings(cone="box")``; the default since issue 61 is Coulomb's disc, whose
+μ_eff is μ at every θ: ``benchmarks/cone.py``) clips each of the two ground-tangent impulses to ±μ z_n (a pyramid). A
 box sliding flat in direction θ (from the first tangent, world x) is then decelerated along its
 velocity by μ_eff(θ) g with μ_eff ∈ [μ, √2 μ]; a circular (isotropic) cone gives μ g for every θ.
 This measures μ_eff(θ) from the engine: a 0.1 m box, flat on the ground, sliding at 1 m/s in
@@ -41,7 +42,7 @@ def main(argv=None):
     import jax.numpy as jnp
     import jaxcontact as jc
 
-    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-10, max_iter=500))
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-10, max_iter=500, cone="box"))  # the square (the default is the disc)
     model = jc.Model(law=law, dt=common.DT, max_contacts=4)
     body = jc.shapes.box(common.BOX_SIZE, common.BOX_MASS)
     params = jc.Params(body=body, ground=jc.Ground.flat(), law=law.init_params(mu=args.mu))

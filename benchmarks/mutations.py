@@ -49,6 +49,7 @@ ENTRY = "tests/test_solver_entry.py"
 CLI_MJCF = "tests/test_cli_mjcf.py"
 DOORS = "tests/test_doors.py"
 FACES = "tests/test_faces.py"
+CONE = "tests/test_friction_cone.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,13 +108,14 @@ MUTATIONS = (
              "bot = jnp.concatenate([z, inv3(body.inertia)], axis=1)", "bot = jnp.concatenate([z, body.inertia], axis=1)",
              (f"{PHYS}::test_tipped_box_falls_onto_a_face_and_rests",)),
     # friction bounds, both sweep paths
+    # (the box preset's sweeps since issue 61 made the disc the default: caught by its tests)
     Mutation("unrolled-friction-bound", "friction", "jaxcontact/solvers/lcp.py",
              "bound = coupling[i] * zs[int(rows.parent[i])]", "bound = 0.5 * coupling[i] * zs[int(rows.parent[i])]",
-             (f"{PHYS}::test_sliding_box_decelerates_at_mu_g_and_stops_where_predicted",)),
+             (f"{CONE}::test_box_preset_keeps_the_square",)),
     Mutation("big-friction-bound", "friction", "jaxcontact/solvers/lcp.py",
              "zi = jnp.clip(zi, lo0[i] - coupling[i] * zp, hi0[i] + coupling[i] * zp)",
              "zi = jnp.clip(zi, lo0[i] - 0.5 * coupling[i] * zp, hi0[i] + 0.5 * coupling[i] * zp)",
-             (f"{INV}::test_many_vertex_prism_slides_at_mu_g_through_the_large_solver_path",)),
+             (f"{CONE}::test_every_sweep_path_keeps_the_box_preset",)),
     Mutation("big-friction-bound-lcp", "friction", "jaxcontact/solvers/lcp.py",
              "zi = jnp.clip(zi, lo0[i] - coupling[i] * zp, hi0[i] + coupling[i] * zp)",
              "zi = jnp.clip(zi, lo0[i] - 0.5 * coupling[i] * zp, hi0[i] + 0.5 * coupling[i] * zp)",
@@ -150,11 +152,11 @@ MUTATIONS = (
              (f"{INV}::test_relaxed_law_bounces_at_eps_times_approach_speed",)),
     # implicit gradients
     Mutation("fixed-point-map-sign", "gradient", "jaxcontact/solvers/lcp.py",
-             "y = z - (A @ z + b) / d", "y = z - (A @ z - b) / d",
+             "        w = A @ z + b\n", "        w = A @ z - b\n",
              (f"{GRAD}::test_grad_wrt_friction_matches_finite_differences",)),
     Mutation("fixed-point-friction-bound", "gradient", "jaxcontact/solvers/lcp.py",
              "    zp = z[rows.parent]\n", "    zp = 0.5 * z[rows.parent]\n",
-             (f"{GRAD}::test_grad_wrt_friction_matches_finite_differences",)),
+             (f"{CONE}::test_slide_gradients_match_central_differences[box]",)),
     Mutation("adjoint-not-solved", "gradient", "jaxcontact/solvers/implicit.py",
              "x = jnp.linalg.solve(M + (ridge * scale) * jnp.eye(n, dtype=rhs.dtype), rhs)", "x = rhs",
              (f"{GRAD}::test_grad_wrt_friction_matches_finite_differences",)),
@@ -238,14 +240,14 @@ MUTATIONS = (
     # worlds: the velocity-form sweep
     Mutation("body-lcp-friction-bound", "worlds", "jaxcontact/solvers/body_lcp.py",
              "bound = mu[k] * zc[0]", "bound = 0.5 * mu[k] * zc[0]",
-             (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
+             (f"{CONE}::test_every_sweep_path_keeps_the_box_preset",)),
     Mutation("body-lcp-normal-unprojected", "worlds", "jaxcontact/solvers/body_lcp.py",
              "zk = jnp.maximum(zk, 0.0)", "zk = zk",
              (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
     # worlds: the fused CPU kernel (rebuilt from the mutated source: its cache is keyed by the source)
     Mutation("pgs-kernel-friction-bound", "worlds", "jaxcontact/native/pgs.cc",
              "const T bound = coupling[c * 3 + k] * zc[0];", "const T bound = T(0.5) * coupling[c * 3 + k] * zc[0];",
-             (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
+             (f"{CONE}::test_every_sweep_path_keeps_the_box_preset",)),
     Mutation("pgs-kernel-normal-unprojected", "worlds", "jaxcontact/native/pgs.cc",
              "zk = std::max(zk, T(0));", "zk = zk;",
              (f"{SWEEPS}::test_kernel_gives_the_sequential_sweeps_iterates",)),
@@ -253,23 +255,21 @@ MUTATIONS = (
              "vb[j] += dz[0] * wb[j]", "vb[j] -= dz[0] * wb[j]",
              (f"{WPHYS}::test_velocity_form_sweep_slides_at_mu_g_and_lets_a_lifted_box_go",)),
     # worlds: the reverse pass's adjoint kernel (its λ alone; the Krylov polish would repair a wrong one)
+    # (issue 61 made the kernel take each contact's projection Jacobian (P, N): the same three bugs
+    # in its new form; the codes' tie rule is gone, JAX's own derivative of the projection is passed)
     Mutation("adjoint-kernel-sliding-sign", "worlds", "jaxcontact/native/adjoint.cc",
-             "ct == 2 ? double(coupling[c * 3 + t]) : (ct == 3 ? -double(coupling[c * 3 + t]) : 0.0)",
-             "ct == 2 ? -double(coupling[c * 3 + t]) : (ct == 3 ? double(coupling[c * 3 + t]) : 0.0)",
+             "H[(3 * a) * n + r] -= double(jn[c * 3 + i]);", "H[(3 * a) * n + r] += double(jn[c * 3 + i]);",
              (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
     Mutation("adjoint-kernel-lambda-without-d", "worlds", "jaxcontact/native/adjoint.cc",
-             "lam[i] = double(dr[r]) * w[pos[r]];", "lam[i] = w[pos[r]];",
+             "m[3 * a + j] = double(step[c * 3 + j]) * x;", "m[3 * a + j] = x;",
              (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
     Mutation("adjoint-kernel-no-extra-diagonal", "worlds", "jaxcontact/native/adjoint.cc",
-             "if (pos[r] >= 0) out[pos[r]] += f * double(extra[r]);", "",
-             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
-    Mutation("adjoint-codes-lower-bound-tie", "worlds", "jaxcontact/solvers/body_lcp.py",
-             "jnp.where(t < -b, jnp.where(b > 0, 3, 0), 1)", "jnp.where(t < -b, 3, 1)",
+             "Arr[r * n + r] += double(extra[act[a] * 3 + i]);", "",
              (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
     # worlds: the graph-coloured sweeps
     Mutation("colour-friction-bound", "worlds", "jaxcontact/solvers/body_lcp.py",
              "bound = mu[:, :, j, q] * zc[..., 0]", "bound = 0.5 * mu[:, :, j, q] * zc[..., 0]",
-             (f"{SWEEPS}::test_coloured_sweeps_reach_the_same_solution",)),
+             (f"{CONE}::test_every_sweep_path_keeps_the_box_preset",)),
     Mutation("colouring-ignores-second-body", "worlds", "jaxcontact/solvers/body_lcp.py",
              "used = taken[a] | taken[b]", "used = taken[a]",
              (f"{SWEEPS}::test_colouring_never_puts_two_manifolds_on_one_body_in_a_colour",)),
@@ -483,6 +483,56 @@ MUTATIONS = (
     Mutation("polish-velocity-form-dropped", "gradients", "jaxcontact/solvers/body_lcp.py",
              "                          polish=polish)", "                          polish=None)",
              ("tests/test_world_gradients.py::test_polish_in_velocity_form_gives_the_converged_derivative",)),
+    # issue 61, Coulomb's cone (the disc, the default): its projection and the common step of the
+    # tangent pair in each path, the relaxed law's smoothed disc, and the implicit derivative's map
+    # (dense, matrix-free) and adjoint kernel
+    Mutation("disc-projection-radius", "cone", "jaxcontact/solvers/lcp.py",
+             "    f = jnp.where(slides, zn / s, 1.0)\n", "    f = jnp.where(slides, 0.5 * zn / s, 1.0)\n",
+             (f"{CONE}::test_a_box_slides_the_same_distance_straight_at_every_heading",)),
+    Mutation("disc-dense-unrolled-normal", "cone", "jaxcontact/solvers/lcp.py",
+             "coupling[i], coupling[j],\n                                      zs[int(rows.parent[i])])",
+             "coupling[i], coupling[j],\n                                      0.5 * zs[int(rows.parent[i])])",
+             (f"{CONE}::test_a_box_slides_the_same_distance_straight_at_every_heading",)),
+    Mutation("disc-dense-unrolled-per-row-steps", "cone", "jaxcontact/solvers/lcp.py",
+             "si, sj = disc_step(coupling[i], coupling[j], A[i, i], A[j, j])", "si, sj = 1.0 / A[i, i], 1.0 / A[j, j]",
+             (f"{CONE}::test_every_sweep_path_solves_the_disc_and_its_complementarity_holds",)),
+    Mutation("disc-dense-looped-normal", "cone", "jaxcontact/solvers/lcp.py",
+             "coupling[i], coupling[j], zp)", "coupling[i], coupling[j], 0.5 * zp)",
+             (f"{CONE}::test_every_sweep_path_solves_the_disc_and_its_complementarity_holds",)),
+    Mutation("disc-velocity-sequential-normal", "cone", "jaxcontact/solvers/body_lcp.py",
+             "mu[1], mu[2], zc[0])", "mu[1], mu[2], 0.5 * zc[0])",
+             (f"{CONE}::test_every_sweep_path_solves_the_disc_and_its_complementarity_holds",)),
+    Mutation("disc-coloured-normal", "cone", "jaxcontact/solvers/body_lcp.py",
+             "m1, m2, zc[..., 0])", "m1, m2, 0.5 * zc[..., 0])",
+             (f"{CONE}::test_every_sweep_path_solves_the_disc_and_its_complementarity_holds",)),
+    Mutation("disc-kernel-radius", "cone", "jaxcontact/native/pgs.cc",
+             "? zc[0] / std::sqrt(ss) : T(1);", "? T(0.5) * zc[0] / std::sqrt(ss) : T(1);",
+             (f"{CONE}::test_every_sweep_path_solves_the_disc_and_its_complementarity_holds",)),
+    Mutation("disc-kernel-first-tangents-step", "cone", "jaxcontact/native/pgs.cc",
+             "const T top = std::max(m1 * m1 * g[4], m2 * m2 * g[8]);", "const T top = m1 * m1 * g[4];",
+             (f"{CONE}::test_every_sweep_path_solves_the_disc_and_its_complementarity_holds",)),
+    Mutation("disc-relaxed-radius", "cone", "jaxcontact/solvers/relaxed_lcp.py",
+             "f = zp / (zp + _sr(", "f = 0.5 * zp / (zp + _sr(",
+             (f"{CONE}::test_relaxed_law_slides_on_the_smoothed_disc",)),
+    Mutation("disc-fixed-point-dense-normal", "cone", "jaxcontact/solvers/lcp.py",
+             "c1, c2,\n                                  z[rows.parent[first]])", "c1, c2,\n                                  0.5 * z[rows.parent[first]])",
+             (f"{CONE}::test_slide_gradients_match_central_differences",)),
+    Mutation("disc-fixed-point-velocity-step", "cone", "jaxcontact/solvers/body_lcp.py",
+             "y = jnp.stack([y[:, 0], z[:, 1] - s1 * w[:, 1], z[:, 2] - s2 * w[:, 2]], axis=1)",
+             "y = jnp.stack([y[:, 0], z[:, 1] - s1 * w[:, 1], z[:, 2] - s1 * w[:, 2]], axis=1)",
+             (f"{CONE}::test_velocity_form_derivatives_of_the_disc_match_finite_differences",)),
+    Mutation("disc-fixed-point-velocity-normal", "cone", "jaxcontact/solvers/body_lcp.py",
+             "coupling[:, 1], coupling[:, 2], zn)", "coupling[:, 1], coupling[:, 2], 0.5 * zn)",
+             (f"{CONE}::test_velocity_form_derivatives_of_the_disc_match_finite_differences",)),
+    Mutation("disc-adjoint-steps", "cone", "jaxcontact/solvers/body_lcp.py",
+             "step = jnp.stack([step[:, 0], s1, s2], axis=1)", "step = jnp.stack([step[:, 0], s1, s1], axis=1)",
+             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
+    Mutation("disc-adjoint-without-normal-column", "cone", "jaxcontact/solvers/body_lcp.py",
+             "jnp.where(valid[:, None], N, 0.0)", "jnp.where(valid[:, None], 0.0 * N, 0.0)",
+             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
+    Mutation("disc-adjoint-kernel-separated-normal", "cone", "jaxcontact/native/adjoint.cc",
+             "for (int t = 1; t < 3; ++t) out[0] += double(jn[c * 3 + t]) * out[t];", "",
+             (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
 )
 
 

@@ -38,8 +38,9 @@ def _body():
 
 @pytest.fixture(scope="module")
 def sim():
-    """Noise-free tosses from the core engine (Coulomb LCP, μ = 0.3, no restitution)."""
-    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-12, max_iter=500, regularization=1e-10))
+    """Noise-free tosses from the core engine (Coulomb LCP, μ = 0.3, no restitution), with the square
+    (``cone="box"``) that the family's pyramidal loss describes (``contactnets.laws.LCP_SETTINGS``)."""
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-12, max_iter=500, regularization=1e-10, cone="box"))
     model = jc.Model(law=law, dt=DT, gravity=G, max_contacts=8)
     params = jc.Params(body=_body(), ground=jc.Ground.flat(), law=law.init_params(mu=MU))
     q = jc.rotations.quat_normalize(jnp.array([1.0, 0.3, 0.2, 0.1]))

@@ -619,7 +619,8 @@ def test_dynamic_branch_with_ground_truth_friction_reproduces_the_coulomb_impuls
     from jaxcontact.laws import CoulombLCP
 
     model, params = setup("box", None)
-    gt_law = CoulombLCP()
+    gt_law = D.GROUND_TRUTH_LAW  # the family's ground truth: the square (DART's), as the features model it
+    assert isinstance(gt_law, CoulombLCP) and gt_law.solver.cone == "box"
     gt_params = params.replace(law=gt_law.init_params(mu=D.ISO_MU))
     axis = np.array([0.8, 0.5, 0.3]) / np.linalg.norm([0.8, 0.5, 0.3])
     q = np.r_[np.cos(0.35), np.sin(0.35) * axis]  # tilted: one corner lowest
@@ -654,7 +655,8 @@ def test_residual_head_is_the_coulomb_friction_of_a_sliding_point_impact():
     from jaxcontact.laws import CoulombLCP
 
     model, params = setup("box", None)
-    gt_law = CoulombLCP()
+    gt_law = D.GROUND_TRUTH_LAW  # the family's ground truth: the square (DART's), as the features model it
+    assert isinstance(gt_law, CoulombLCP) and gt_law.solver.cone == "box"
     gt_params = params.replace(law=gt_law.init_params(mu=D.ISO_MU))
     axis = np.array([0.8, 0.5, 0.3]) / np.linalg.norm([0.8, 0.5, 0.3])
     q = np.r_[np.cos(0.35), np.sin(0.35) * axis]

@@ -227,8 +227,9 @@ def test_both_sweep_paths_solve_the_same_lcp():
     # Three independent problems of 8 contacts (24 rows each: the unrolled sweep) and the same
     # three as one block-diagonal problem of 72 rows (> 64: the fori_loop sweep). Gauss–Seidel on
     # a block-diagonal matrix sweeps each block on its own, so both paths must give the same z,
-    # and every solution must satisfy the complementarity conditions, checked here by hand.
-    settings = jc.LCPSettings(tol=1e-13, max_iter=2000, regularization=0.0)
+    # and every solution must satisfy the complementarity conditions, checked here by hand. The box
+    # preset's (each tangent on its own); the disc's: tests/test_friction_cone.py.
+    settings = jc.LCPSettings(tol=1e-13, max_iter=2000, regularization=0.0, cone="box")
     blocks = [_random_box_lcp(seed, 8) for seed in (0, 1, 2)]
     small = [np.asarray(_lcp_solver(8, settings)(*map(jnp.asarray, blk)).z) for blk in blocks]
     A = np.zeros((72, 72))
@@ -247,7 +248,7 @@ def test_both_sweep_paths_solve_the_same_lcp():
     assert (zn < 1e-9).any() and (zn > 1e-3).any()
     assert (zt > 1e-3).any() and np.isclose(np.abs(z_big[1::3]), mu[1::3] * zn, atol=1e-9)[zn > 1e-3].any()
     # fixed_iterations: exactly max_iter sweeps (no data-dependent exit), the same solution
-    fixed = jc.LCPSettings(tol=1e-13, max_iter=400, regularization=0.0, fixed_iterations=True)
+    fixed = jc.LCPSettings(tol=1e-13, max_iter=400, regularization=0.0, fixed_iterations=True, cone="box")
     sol = _lcp_solver(24, fixed)(jnp.asarray(A), jnp.asarray(b), jnp.asarray(mu))
     assert int(sol.iterations) == 400
     np.testing.assert_allclose(np.asarray(sol.z), z_big, rtol=0, atol=1e-9)
@@ -255,8 +256,8 @@ def test_both_sweep_paths_solve_the_same_lcp():
 
 def test_many_vertex_prism_slides_at_mu_g_through_the_large_solver_path():
     # A 12-gon prism on its cap with max_contacts=None: 24 candidates, 72 rows (> 64), the
-    # fori_loop sweep. Sliding along a friction direction (the cone is a pyramid: |z_t,k| ≤ μ z_n
-    # per tangent) it decelerates at μg, in a straight line, and stops where semi-implicit Euler
+    # fori_loop sweep. Sliding along a friction direction (the disc, the default, and the box agree
+    # there) it decelerates at μg, in a straight line, and stops where semi-implicit Euler
     # says (v_k = v_0 − k μ g h).
     # (PGS stalls at the 1e-6 regularisation's floor on the 12 redundant normals: 30 sweeps a step
     # give the same trajectory as 300, to 1e-11 m)

@@ -12,16 +12,15 @@ import pytest
 
 from jaxcontact import native, worlds
 from jaxcontact.solvers import LCPSettings, solve_body_lcp
-from jaxcontact.solvers.body_lcp import _projection_codes
 from jaxcontact.worlds import scenes
 
 jax.config.update("jax_enable_x64", True)
 
 
-def random_problem(seed, N=5, C=16):
+def random_problem(seed, N=5, C=16, anisotropic=False):
     """C contacts between N free bodies and the ground (−1), random rows and masses; the free
     velocities push most contacts together, tangentially too, so that normals are active and
-    separating, friction rows stick and slide."""
+    separating, friction rows stick and slide (``anisotropic``: μ₁ ≠ μ₂ at each contact, an ellipse)."""
     rng = np.random.default_rng(seed)
     bodies = np.stack([rng.integers(-1, N, C), rng.integers(0, N, C)], axis=1)
     bodies[:, 0] = np.where(bodies[:, 0] == bodies[:, 1], -1, bodies[:, 0])
@@ -33,14 +32,16 @@ def random_problem(seed, N=5, C=16):
     bias = np.zeros((C, 3))
     bias[:, 0] = rng.normal(size=C) * 0.3 - 0.2
     coupling = np.broadcast_to(rng.uniform(0.2, 0.9, size=(C, 1)), (C, 3)).copy()
+    if anisotropic:
+        coupling[:, 2] = rng.uniform(0.1, 0.9, size=C)
     valid = rng.uniform(size=C) < 0.9
     return dict(rows=jnp.asarray(rows), bodies=jnp.asarray(bodies), Minv=jnp.asarray(Minv), v_free=jnp.asarray(v_free),
                 bias=jnp.asarray(bias), coupling=jnp.asarray(coupling), valid=jnp.asarray(valid))
 
 
-def vjps(prob, sweeps, seed):
+def vjps(prob, sweeps, seed, cone="elliptic"):
     g = jnp.asarray(np.random.default_rng(seed + 100).normal(size=prob["bias"].shape))
-    settings = LCPSettings(sweeps=sweeps, tol=1e-12, max_iter=5000)
+    settings = LCPSettings(sweeps=sweeps, tol=1e-12, max_iter=5000, cone=cone)
 
     def f(rows, Minv, v_free, bias, coupling):
         return solve_body_lcp(rows, prob["bodies"], Minv, v_free, bias, coupling, prob["valid"], settings=settings).z
@@ -49,12 +50,12 @@ def vjps(prob, sweeps, seed):
     return z, vjp(g)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_adjoint_kernel_gives_the_reference_derivatives(seed):
+@pytest.mark.parametrize("seed,cone", [(0, "elliptic"), (1, "elliptic"), (2, "box"), (3, "box")])
+def test_adjoint_kernel_gives_the_reference_derivatives(seed, cone):
     assert native.available()
-    prob = random_problem(seed)
-    zk, gk = vjps(prob, "native", seed)
-    zr, gr = vjps(prob, "sequential", seed)
+    prob = random_problem(seed, anisotropic=seed == 1)
+    zk, gk = vjps(prob, "native", seed, cone)
+    zr, gr = vjps(prob, "sequential", seed, cone)
     np.testing.assert_allclose(zk, zr, atol=1e-9)
     for a, b in zip(gk, gr):
         scale = float(jnp.max(jnp.abs(b)))
@@ -62,14 +63,14 @@ def test_adjoint_kernel_gives_the_reference_derivatives(seed):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * scale)  # GMRES stops at 1e-10 relative
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_adjoint_kernel_solves_the_adjoint_system(seed):
+@pytest.mark.parametrize("seed,cone", [(0, "elliptic"), (1, "elliptic"), (2, "elliptic"), (0, "box"), (1, "box")])
+def test_adjoint_kernel_solves_the_adjoint_system(seed, cone):
     """The kernel alone (no Krylov polish): its λ solves (I − ∂T/∂z)ᵀ λ = g, with ∂T/∂z the
-    fixed-point map's Jacobian formed by JAX at the solution."""
+    fixed-point map's Jacobian formed by JAX at the solution, for either cone (seed 1: an ellipse)."""
     from jaxcontact.solvers import body_lcp as B
 
-    prob = random_problem(seed)
-    settings = LCPSettings(tol=1e-12, max_iter=5000)
+    prob = random_problem(seed, anisotropic=seed == 1)
+    settings = LCPSettings(tol=1e-12, max_iter=5000, cone=cone)
     valid = prob["valid"]
     z = solve_body_lcp(prob["rows"], prob["bodies"], prob["Minv"], prob["v_free"], prob["bias"], prob["coupling"],
                        valid, settings=settings).z
@@ -77,24 +78,26 @@ def test_adjoint_kernel_solves_the_adjoint_system(seed):
     f = valid.astype(z.dtype)
     args = (prob["rows"] * f[:, None, None, None], prob["bodies"].astype(z.dtype), prob["Minv"], prob["v_free"],
             jnp.where(valid[:, None], prob["bias"], 0.0), jnp.zeros((C, d)), prob["coupling"], f)
-    T = B._fixed_point_map(settings.regularization)
+    T = B._fixed_point_map(settings.regularization, cone)
     g = jnp.asarray(np.random.default_rng(seed + 7).normal(size=C * d))
-    lam, residual, size = B.adjoint_kernel(z.reshape(-1), args, g, settings.regularization)
+    lam, residual, size = B.adjoint_kernel(z.reshape(-1), args, g, settings.regularization, cone)
     J = jax.jacobian(lambda x: T(x, *args))(z.reshape(-1))
     exact = jnp.linalg.solve((jnp.eye(C * d) - J).T, g)
     assert 0 < int(size) < C * d and float(residual) < 1e-10
     np.testing.assert_allclose(lam, exact, atol=1e-9 * float(jnp.max(jnp.abs(exact))))
 
 
-def test_random_problems_have_sliding_sticking_and_separating_rows():
-    """What the derivative test above covers: every projection code (none, through, sliding at
-    either bound) appears at the solutions, computed as the adjoint does."""
+@pytest.mark.parametrize("cone", ["elliptic", "box"])
+def test_random_problems_have_sliding_sticking_and_separating_rows(cone):
+    """What the derivative tests above cover: separating contacts (no derivative), sticking ones (the
+    tangents passed through) and sliding ones (the box: a row at its bound; the disc: the rank-one
+    tangent block (z_n/s)(I − ûûᵀ) with z_n/s < 1) at the solutions, computed as the adjoint does."""
     from jaxcontact.solvers import body_lcp as B
 
-    codes = []
+    kinds = []
     for seed in range(4):
         prob = random_problem(seed)
-        settings = LCPSettings(tol=1e-12, max_iter=5000)
+        settings = LCPSettings(tol=1e-12, max_iter=5000, cone=cone)
         z = solve_body_lcp(prob["rows"], prob["bodies"], prob["Minv"], prob["v_free"], prob["bias"], prob["coupling"],
                            prob["valid"], settings=settings).z
         valid = prob["valid"]
@@ -102,10 +105,19 @@ def test_random_problems_have_sliding_sticking_and_separating_rows():
         index = B.ground_index(prob["bodies"], prob["Minv"].shape[0])
         WJ, Dr, extra = B._prepare(rows, index, prob["Minv"], jnp.zeros_like(z), settings.regularization, valid)
         bias = jnp.where(valid[:, None], prob["bias"], 0.0)
-        u = z - (B._rows_times(rows, B._velocities(WJ, index, prob["v_free"], z)[index]) + bias + extra * z) / Dr
-        codes.append(np.asarray(_projection_codes(u, prob["coupling"] * z[:, :1], valid)).ravel())
-    counts = np.bincount(np.concatenate(codes), minlength=4)
-    assert np.all(counts > 0), counts
+        w = B._rows_times(rows, B._velocities(WJ, index, prob["v_free"], z)[index]) + bias + extra * z
+        y = B._pre_projection(z, w, Dr, prob["coupling"], cone)
+        P, N = B._projection_jacobians(y, z[:, 0], prob["coupling"], valid, cone)
+        P, N = np.asarray(P), np.asarray(N)
+        tangent = P[:, 1:, 1:]
+        separating = np.all(P == 0, axis=(1, 2)) & np.asarray(valid)  # (N: its tangents' z_n derivative)
+        sticking = (P[:, 0, 0] == 1) & np.all(np.isclose(tangent, np.eye(2)), axis=(1, 2))
+        sliding = (P[:, 0, 0] == 1) & np.any(N[:, 1:] != 0, axis=1)
+        if cone == "elliptic":  # the tangent block has rank one and trace z_n/s < 1
+            tr = np.trace(tangent, axis1=1, axis2=2)
+            assert np.all(np.abs(np.linalg.det(tangent[sliding])) < 1e-9) and np.all(tr[sliding] < 1)
+        kinds.append([separating.sum(), sticking.sum(), sliding.sum()])
+    assert np.all(np.sum(kinds, axis=0) > 0), kinds
 
 
 @pytest.mark.slow

@@ -24,10 +24,19 @@ from ..validation import DTYPE, KEY, NUMBER, OPTIONAL_POINTS, check_arguments
 from .functions import ContactFunctions, PolytopeParams, init_deep, init_polytope
 
 
+LCP_SETTINGS = LCPSettings(tol=1e-7, max_iter=100, cone="box")
+"""The solver of this family's rollouts (its learned laws and its ``lcp`` variant): the square
+(``LCPSettings.cone = "box"``), each learned tangent row clipped on its own. The paper states the disc
+(Pfrommer et al. 2020, §2 eq. 6–7 and the loss's constraint eq. 17, ‖λ_t‖₂ ≤ λ_n), but this family's
+loss is the pyramidal version (``contactnets.loss``: |λ_t,k| ≤ λ_n per tangent, solved in the
+pyramid's extreme rays), so the rollouts keep the set the geometry was trained under, and the seed
+reproductions (docs/contactnets.md) reproduce."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ContactNetsLaw(LawDefaults):
     fns: ContactFunctions = ContactFunctions()
-    solver: LCPSettings = LCPSettings(tol=1e-7, max_iter=100)
+    solver: LCPSettings = LCP_SETTINGS
     body_geometry = False  # contact geometry is the learned φ, not params.body's vertices
 
     def init_params(self, key=None, vertices=None, mu: float = 0.18, noise: float = 0.0, dtype=None):

@@ -77,11 +77,12 @@ class TrainConfig:
             raise ValueError("TrainConfig.max_steps and batch_size must be >= 1")
 
     def engine_law(self, law=None):
-        """``law`` (default ``CoulombLCP()``) with this config's gradient mode and smoothing length
+        """``law`` (default ``CoulombLCP`` with the family's ``laws.LCP_SETTINGS``) with this config's gradient mode and smoothing length
         (when set): the law the lcp variant's fit differentiates through."""
         from ..laws import CoulombLCP
+        from .laws import LCP_SETTINGS
 
-        law = CoulombLCP() if law is None else law
+        law = CoulombLCP(solver=LCP_SETTINGS) if law is None else law  # the family's square (laws.LCP_SETTINGS)
         ell = {} if self.smoothing_length is None else {"smoothing_length": self.smoothing_length}
         return dataclasses.replace(law, gradient=self.gradient, **ell)
 
@@ -133,9 +134,8 @@ def sim_model_params(meta, theta):
     import jax.numpy as jnp
 
     from ..laws import CoulombLCP
-    from ..solvers import LCPSettings
     from ..types import Ground, Model, Params
-    from .laws import ContactNetsLaw, E2ELaw
+    from .laws import LCP_SETTINGS, ContactNetsLaw, E2ELaw
 
     body = body_of(meta)
     v = meta["variant"]
@@ -147,7 +147,7 @@ def sim_model_params(meta, theta):
         return Model(law=E2ELaw(hidden=tuple(meta["hidden"])), dt=meta["dt"], gravity=meta["gravity"]), Params(
             body=body, ground=Ground.flat(3), law=theta)
     lv = meta["lcp"]
-    law = CoulombLCP(solver=LCPSettings(tol=1e-7, max_iter=100))
+    law = CoulombLCP(solver=LCP_SETTINGS)
     ground = Ground(normal=jnp.array([0.0, 0.0, 1.0]), height=jnp.asarray(float(lv["ground"])))
     lp = law.init_params(mu=float(lv["mu"]), restitution=float(lv["restitution"]))
     return Model(law=law, dt=meta["dt"], gravity=meta["gravity"], max_contacts=4), Params(body=body, ground=ground, law=lp)

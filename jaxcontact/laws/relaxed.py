@@ -20,7 +20,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from .. import contact
-from ..solvers import solve_contact
+from ..solvers import CONES, solve_contact
 from ..types import AnyState, Params
 from .base import LawDefaults
 from ..validation import FRICTION, NUMBER, OPTIONAL_NUMBER, check_arguments
@@ -33,14 +33,19 @@ class RelaxedCoulomb(LawDefaults):
 
     kappa: relaxation (m/s)²; the hard law is the limit kappa → 0. newton_iters: Newton steps.
     restitution_threshold: as ``CoulombLCP``. regularization: relative diagonal added to A.
+    cone: the friction set, as ``LCPSettings.cone``: ``"elliptic"`` (default, the smoothed disc of
+    ``solvers.relaxed_lcp``) or ``"box"`` (each tangent smoothed-clipped on its own, as before).
     """
 
     kappa: float = 1e-4
     newton_iters: int = 30
     restitution_threshold: float = 0.05
     regularization: float = 1e-6
+    cone: str = "elliptic"
 
     def __post_init__(self):
+        if self.cone not in CONES:
+            raise ValueError(f"RelaxedCoulomb.cone must be one of {CONES}, got {self.cone!r}")
         if not self.kappa > 0:
             raise ValueError(f"RelaxedCoulomb.kappa must be positive (use CoulombLCP for kappa = 0), got {self.kappa}")
         if self.newton_iters < 1:
@@ -63,5 +68,5 @@ class RelaxedCoulomb(LawDefaults):
         _, target = restitution_switch(model, params, state, prob, con, self.restitution_threshold,
                                        blend=(sk, model.dt * sk))
         sol = solve_contact(prob, params.law.mu[: prob.num_tangents], target=target,
-                            relaxed=(self.kappa, self.newton_iters, self.regularization))
+                            relaxed=(self.kappa, self.newton_iters, self.regularization, self.cone))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol)

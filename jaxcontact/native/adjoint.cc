@@ -1,25 +1,29 @@
 // The adjoint of the velocity-form contact solve, one fused CPU kernel (an XLA FFI custom call).
 //
-// solvers/body_lcp.py's solution z* is the fixed point of the projected-Jacobi map
-//   T(z) = P(u),  u = z − D⁻¹(A z + b),  A = J M⁻¹ Jᵀ + diag(extra),
-// and its reverse-mode derivative needs λ solving (I − ∂T/∂z)ᵀ λ = g at z*. Per row, ∂T is
-//   code 1 (S): the projection passes u through (an active normal, a sticking friction row);
-//   code 2 / 3: a sliding friction row at +/− its bound μ z_n (coupling · z_n: ∂T/∂z_n = ±coupling);
-//   code 0: no derivative (a normal at u ≤ 0, a padded contact).
-// With w = D⁻¹ S λ the system splits into (K A w)_S = ĝ_S on the pass-through rows S (K adds to an
-// active normal's row its sliding rows' ±coupling times theirs; ĝ likewise) and an explicit formula for
-// the other rows: λ_i = g_i − (A w)_i (+ a normal's sliding rows' ±coupling λ_t). (K A)_SS, which is
-// not symmetric where friction slides and can be ill-conditioned (two sliding rows at one contact),
-// is formed from the contacts that share a body and factorised densely (LU, partial pivoting), in
-// double precision whatever the inputs' type: |S| is the number of active rows (tens to a few
-// hundred in a heap), and a block Gauss–Seidel on it stalled on sliding contacts. Every leading
-// dimension is a batch of worlds, split over threads.
+// solvers/body_lcp.py's solution z* is the fixed point of the projected-Jacobi map, per contact c
+//   T_c(z) = Π_c(y_c, z_n,c),  y = z − S (A z + b),  A = J M⁻¹ Jᵀ + diag(extra),
+// S the rows' steps (1/D; the tangent pair's common step under the elliptic cone) and Π_c the
+// contact's projection (normal onto z ≥ 0, tangents onto the box or the disc of its z_n), and its
+// reverse-mode derivative needs λ solving (I − ∂T/∂z)ᵀ λ = g at z*. With P_c = ∂Π_c/∂y (3×3) and
+// N_c = ∂Π_c/∂z_n (3,) at z* (formed by JAX, body_lcp._projection_jacobians),
+//   ∂T/∂z = P (I − S A) + N e_nᵀ   (rows of contact c: P_c (E_c − S_c A_c·) + N_c e_{n(c)}ᵀ).
+// A contact whose P_c is zero (separating, padded) has rows of ∂T/∂z only in its own normal's column
+// (N_c: a separated contact's tangents at z_n = 0), which no other row reads: the system closes on
+// the rows R of the other ("active") contacts, (I − ∂T/∂z)_RRᵀ λ_R = g_R, formed from the contacts that
+// share a body and factorised densely (LU, partial pivoting; it is not symmetric where friction slides
+// and can be ill-conditioned), in double precision whatever the inputs' type: |R| is three times the
+// active contacts (tens to a few hundred in a heap), and a block Gauss–Seidel on it stalled on sliding
+// contacts. The other rows follow explicitly: λ_i = g_i − Σ_{k∈R} A_ik S_k (Pᵀλ)_k (+ N_cᵀλ_c at
+// such a contact's normal). A sliding disc
+// contact's P_c is its rank-one 2×2 tangent block (z_n/s)(I − ûûᵀ) in the scaled coordinates z_k/μ_k,
+// its N_c the direction û (scaled by μ); a sliding box row's P row is 0 and its N entry ±μ. Every
+// leading dimension is a batch of worlds, split over threads.
 //
 // Arguments (per world): rows (C, 2, 3, 6), index (C, 2) int32 (the ground: N), wj (C, 2, 3, 6),
-// extra (C, 3), dr (C, 3) (D), code (C, 3) int32, coupling (C, 3), g (C, 3), num_bodies (N + 1,
-// via a (N + 1) dummy's shape: v0 (N + 1, 6), unused values).
-// Attributes: max_rows (a larger S is left to the caller: λ = 0, residual ∞), threads.
-// Results: lambda (C, 3), residual () (max |(K A w − ĝ)_S| / max |ĝ_S|; ∞ if not solved), size () int32 (|S|).
+// extra (C, 3), step (C, 3) (S), jp (C, 3, 3) (P_c, row-major: output row, input row), jn (C, 3) (N_c),
+// g (C, 3), num_bodies (N + 1, via a (N + 1) dummy's shape: v0 (N + 1, 6), unused values).
+// Attributes: max_rows (a larger R is left to the caller: λ = 0, residual ∞), threads.
+// Results: lambda (C, 3), residual () (max |(Hλ − g)_R| / max |g_R|; ∞ if not solved), size () int32 (|R|).
 
 #include <algorithm>
 #include <utility>
@@ -36,80 +40,78 @@ namespace {
 
 template <typename T>
 void AdjointOne(int64_t C, int64_t N1, const T* rows, const int32_t* index, const T* wj, const T* extra,
-                const T* dr, const int32_t* code, const T* coupling, const T* g, int64_t max_rows,
+                const T* step, const T* jp, const T* jn, const T* g, int64_t max_rows,
                 T* lambda, T* residual_out, int32_t* rows_out) {
   const int64_t ground = N1 - 1;
-  std::vector<double> kc(C * 3, 0.0);
-  std::vector<int64_t> srow;  // the pass-through rows (c * 3 + i), in order
-  std::vector<int64_t> pos(C * 3, -1);
+  std::vector<int64_t> act;  // the active contacts, in order
   for (int64_t c = 0; c < C; ++c) {
-    for (int t = 1; t < 3; ++t) {  // a sliding row's ±coupling, added to its active normal's row
-      const int32_t ct = code[c * 3 + t];
-      kc[c * 3 + t] = ct == 2 ? double(coupling[c * 3 + t]) : (ct == 3 ? -double(coupling[c * 3 + t]) : 0.0);
-    }
-    for (int i = 0; i < 3; ++i)
-      if (code[c * 3 + i] == 1) {
-        pos[c * 3 + i] = static_cast<int64_t>(srow.size());
-        srow.push_back(c * 3 + i);
-      }
+    bool any = false;
+    for (int k = 0; k < 9; ++k) any = any || jp[c * 9 + k] != T(0);
+    if (any) act.push_back(c);
   }
-  const int64_t n = static_cast<int64_t>(srow.size());
+  const int64_t na = static_cast<int64_t>(act.size());
+  const int64_t n = 3 * na;
   *rows_out = static_cast<int32_t>(n);
   if (n > max_rows) {  // too large for a dense factorisation here: the caller's Krylov solve does it
     for (int64_t k = 0; k < C * 3; ++k) lambda[k] = T(0);
     *residual_out = T(INFINITY);
     return;
   }
-  // the pass-through rows of each body: (position in S, side of its contact)
+  // the active contacts on each body: (position in act, side of the contact)
   std::vector<std::vector<std::pair<int64_t, int>>> on_body(N1);
-  for (int64_t q = 0; q < n; ++q) {
-    const int64_t c = srow[q] / 3;
+  for (int64_t a = 0; a < na; ++a)
     for (int side = 0; side < 2; ++side) {
-      const int64_t b = index[c * 2 + side];
-      if (b != ground) on_body[b].push_back({q, side});
+      const int64_t b = index[act[a] * 2 + side];
+      if (b != ground) on_body[b].push_back({a, side});
     }
-  }
-  // visit(q, A_rq) for every pass-through column q that A's row r (any row) meets through a shared
+  // visit(q, A_rq) for every active row q that row i of contact c (any contact) meets through a shared
   // body (J M⁻¹ Jᵀ only: the added diagonal is the caller's)
-  auto for_each_column = [&](int64_t r, auto&& visit) {
-    const int64_t c = r / 3;
-    const int i = static_cast<int>(r % 3);
+  auto for_each_column = [&](int64_t c, int i, auto&& visit) {
     for (int side = 0; side < 2; ++side) {
       const int64_t b = index[c * 2 + side];
       if (b == ground) continue;
       const T* rr = &rows[((c * 2 + side) * 3 + i) * 6];
-      for (auto [q, s2] : on_body[b]) {
-        const int64_t c2 = srow[q] / 3;
-        const int j = static_cast<int>(srow[q] % 3);
-        const T* ww = &wj[((c2 * 2 + s2) * 3 + j) * 6];
-        double x = 0;
-        for (int k = 0; k < 6; ++k) x += double(rr[k]) * double(ww[k]);
-        visit(q, x);
+      for (auto [a2, s2] : on_body[b]) {
+        const int64_t c2 = act[a2];
+        for (int k = 0; k < 3; ++k) {
+          const T* ww = &wj[((c2 * 2 + s2) * 3 + k) * 6];
+          double x = 0;
+          for (int j = 0; j < 6; ++j) x += double(rr[j]) * double(ww[j]);
+          visit(3 * a2 + k, x);
+        }
       }
     }
   };
-  // A's row r against the pass-through columns, added (times f) into out (n)
-  auto add_row = [&](int64_t r, double f, double* out) {
-    for_each_column(r, [&](int64_t q, double x) { out[q] += f * x; });
-    if (pos[r] >= 0) out[pos[r]] += f * double(extra[r]);
-  };
-  // H = (K A)[S, S], ĝ = (K g)[S]
-  std::vector<double> H(n * n, 0.0), gh(n), w(n);
+  // A on the active rows (its added diagonal included)
+  std::vector<double> Arr(n * n, 0.0);
+  for (int64_t a = 0; a < na; ++a)
+    for (int i = 0; i < 3; ++i) {
+      const int64_t r = 3 * a + i;
+      for_each_column(act[a], i, [&](int64_t q, double x) { Arr[r * n + q] += x; });
+      Arr[r * n + r] += double(extra[act[a] * 3 + i]);
+    }
+  // H = I − (∂T/∂z)_RRᵀ: H[q, r] = δ_qr − J[r, q], J[r, q] = Σ_j P[i, j] (δ_{(a, j), q} − S_j A[(a, j), q]) + N[i] δ_{q = (a, 0)}
+  std::vector<double> H(n * n, 0.0), gh(n), lam(n);
   double gmax = 0;
-  for (int64_t p = 0; p < n; ++p) {
-    const int64_t r = srow[p];
-    double* row = &H[p * n];
-    add_row(r, 1.0, row);
-    gh[p] = double(g[r]);
-    if (r % 3 == 0)
-      for (int t = 1; t < 3; ++t)
-        if (kc[r + t] != 0.0) {
-          add_row(r + t, kc[r + t], row);
-          gh[p] += kc[r + t] * double(g[r + t]);
-        }
-    gmax = std::max(gmax, std::abs(gh[p]));
+  for (int64_t a = 0; a < na; ++a) {
+    const int64_t c = act[a];
+    for (int i = 0; i < 3; ++i) {
+      const int64_t r = 3 * a + i;
+      for (int j = 0; j < 3; ++j) {
+        const double p = double(jp[c * 9 + i * 3 + j]);
+        if (p == 0.0) continue;
+        const int64_t rj = 3 * a + j;
+        const double sj = double(step[c * 3 + j]);
+        for (int64_t q = 0; q < n; ++q) H[q * n + r] += p * sj * Arr[rj * n + q];
+        H[rj * n + r] -= p;
+      }
+      H[(3 * a) * n + r] -= double(jn[c * 3 + i]);
+      H[r * n + r] += 1.0;
+      gh[r] = double(g[c * 3 + i]);
+      gmax = std::max(gmax, std::abs(gh[r]));
+    }
   }
-  // LU with partial pivoting (H is not symmetric where friction slides)
+  // LU with partial pivoting
   std::vector<double> LU(H);
   std::vector<int64_t> piv(n);
   bool ok = true;
@@ -137,43 +139,53 @@ void AdjointOne(int64_t C, int64_t N1, const T* rows, const int32_t* index, cons
     *residual_out = T(INFINITY);
     return;
   }
-  for (int64_t k = 0; k < n; ++k) w[k] = gh[k];
-  for (int64_t k = 0; k < n; ++k) std::swap(w[k], w[piv[k]]);
+  for (int64_t k = 0; k < n; ++k) lam[k] = gh[k];
+  for (int64_t k = 0; k < n; ++k) std::swap(lam[k], lam[piv[k]]);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < i; ++j) w[i] -= LU[i * n + j] * w[j];
+    for (int64_t j = 0; j < i; ++j) lam[i] -= LU[i * n + j] * lam[j];
   for (int64_t i = n - 1; i >= 0; --i) {
-    for (int64_t j = i + 1; j < n; ++j) w[i] -= LU[i * n + j] * w[j];
-    w[i] /= LU[i * n + i];
+    for (int64_t j = i + 1; j < n; ++j) lam[i] -= LU[i * n + j] * lam[j];
+    lam[i] /= LU[i * n + i];
   }
   double res = 0;
   for (int64_t p = 0; p < n; ++p) {
     double x = -gh[p];
-    for (int64_t q = 0; q < n; ++q) x += H[p * n + q] * w[q];
+    for (int64_t q = 0; q < n; ++q) x += H[p * n + q] * lam[q];
     res = std::max(res, std::abs(x));
   }
   *residual_out = T(res / std::max(gmax, 1e-300));
-  // λ: D w on the pass-through rows; g − A w elsewhere (a normal's sliding rows first: their ±coupling λ)
-  for (int64_t c = 0; c < C; ++c) {
-    double lam[3];
-    for (int i = 2; i >= 0; --i) {
-      const int64_t r = c * 3 + i;
-      if (pos[r] >= 0) {
-        lam[i] = double(dr[r]) * w[pos[r]];
-        continue;
-      }
-      double a = 0;  // (A w)_r: w is zero off the pass-through rows, so r's added diagonal adds nothing
-      for_each_column(r, [&](int64_t q, double x) { a += x * w[q]; });
-      lam[i] = double(g[r]) - a;
-      if (i == 0)
-        for (int t = 1; t < 3; ++t) lam[0] += kc[c * 3 + t] * lam[t];
+  // m = S Pᵀ λ on the active rows; the other rows λ_i = g_i − (A m)_i
+  std::vector<double> m(n, 0.0);
+  for (int64_t a = 0; a < na; ++a) {
+    const int64_t c = act[a];
+    for (int j = 0; j < 3; ++j) {
+      double x = 0;
+      for (int i = 0; i < 3; ++i) x += double(jp[c * 9 + i * 3 + j]) * lam[3 * a + i];
+      m[3 * a + j] = double(step[c * 3 + j]) * x;
     }
-    for (int i = 0; i < 3; ++i) lambda[c * 3 + i] = T(lam[i]);
+  }
+  std::vector<int64_t> pos(C, -1);
+  for (int64_t a = 0; a < na; ++a) pos[act[a]] = a;
+  for (int64_t c = 0; c < C; ++c) {
+    if (pos[c] >= 0) {
+      for (int i = 0; i < 3; ++i) lambda[c * 3 + i] = T(lam[3 * pos[c] + i]);
+      continue;
+    }
+    double out[3];
+    for (int i = 2; i >= 0; --i) {  // the tangents first: their N_c λ goes to the normal
+      double x = 0;  // (A m)_i: row i is not active, so its added diagonal adds nothing
+      for_each_column(c, i, [&](int64_t q, double v) { x += v * m[q]; });
+      out[i] = double(g[c * 3 + i]) - x;
+      if (i == 0)
+        for (int t = 1; t < 3; ++t) out[0] += double(jn[c * 3 + t]) * out[t];
+    }
+    for (int i = 0; i < 3; ++i) lambda[c * 3 + i] = T(out[i]);
   }
 }
 
 template <ffi::DataType DT>
 ffi::Error Adjoint(ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> index, ffi::Buffer<DT> wj, ffi::Buffer<DT> extra,
-                   ffi::Buffer<DT> dr, ffi::Buffer<ffi::S32> code, ffi::Buffer<DT> coupling, ffi::Buffer<DT> g,
+                   ffi::Buffer<DT> step, ffi::Buffer<DT> jp, ffi::Buffer<DT> jn, ffi::Buffer<DT> g,
                    ffi::Buffer<DT> v0, int64_t max_rows, int64_t threads, ffi::ResultBuffer<DT> lambda,
                    ffi::ResultBuffer<DT> residual, ffi::ResultBuffer<ffi::S32> size) {
   using T = ffi::NativeType<DT>;
@@ -189,8 +201,8 @@ ffi::Error Adjoint(ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> index, ffi::Buffe
   auto work = [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b)
       AdjointOne<T>(C, N1, rows.typed_data() + b * C * 36, index.typed_data() + b * C * 2, wj.typed_data() + b * C * 36,
-                    extra.typed_data() + b * C * 3, dr.typed_data() + b * C * 3, code.typed_data() + b * C * 3,
-                    coupling.typed_data() + b * C * 3, g.typed_data() + b * C * 3, max_rows,
+                    extra.typed_data() + b * C * 3, step.typed_data() + b * C * 3, jp.typed_data() + b * C * 9,
+                    jn.typed_data() + b * C * 3, g.typed_data() + b * C * 3, max_rows,
                     lambda->typed_data() + b * C * 3, residual->typed_data() + b, size->typed_data() + b);
   };
   jaxcontact::ForBatch(B, threads, 1, work);
@@ -207,7 +219,7 @@ ffi::Error Adjoint(ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> index, ffi::Buffe
                                     .Arg<ffi::Buffer<DT>>()        \
                                     .Arg<ffi::Buffer<DT>>()        \
                                     .Arg<ffi::Buffer<DT>>()        \
-                                    .Arg<ffi::Buffer<ffi::S32>>()  \
+                                    .Arg<ffi::Buffer<DT>>()        \
                                     .Arg<ffi::Buffer<DT>>()        \
                                     .Arg<ffi::Buffer<DT>>()        \
                                     .Arg<ffi::Buffer<DT>>()        \

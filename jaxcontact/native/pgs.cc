@@ -9,7 +9,9 @@
 //   z0 (C, 3), rows (C, 2, 3, 6), index (C, 2) int32 (the ground: N), wj (C, 2, 3, 6) = M⁻¹Jᵀ,
 //   extra (C, 3) added diagonal, v0 (N + 1, 6) velocities at z0 (the last row the ground, 0),
 //   bias (C, 3), coupling (C, 3) (friction bound per tangent row), valid (C,) int32, tol ().
-// Attributes: max_iter, fixed (run exactly max_iter sweeps), threads (0: hardware).
+// Attributes: max_iter, fixed (run exactly max_iter sweeps), threads (0: hardware), cone (1: the elliptic
+// cone, the tangent pair one block after the normal with lcp.disc_step's common step and
+// lcp.project_disc's projection; 0: each tangent clipped on its own, the box).
 // Results: z (C, 3), change () (the last sweep's largest |A_ii Δz_i|), sweeps () int32.
 
 #include <algorithm>
@@ -28,7 +30,7 @@ namespace {
 template <typename T>
 void SolveOne(int64_t C, int64_t N1, const T* z0, const T* rows, const int32_t* index, const T* wj,
               const T* extra, const T* v0, const T* bias, const T* coupling, const int32_t* valid, T tol,
-              int64_t max_iter, bool fixed, T* z, T* change_out, int32_t* sweeps_out) {
+              int64_t max_iter, bool fixed, bool disc, T* z, T* change_out, int32_t* sweeps_out) {
   std::vector<T> v(v0, v0 + N1 * 6);
   std::copy(z0, z0 + C * 3, z);
   std::vector<int64_t> order;
@@ -66,7 +68,7 @@ void SolveOne(int64_t C, int64_t N1, const T* z0, const T* rows, const int32_t* 
       }
       T zc[3] = {z[c * 3], z[c * 3 + 1], z[c * 3 + 2]};
       const T zold[3] = {zc[0], zc[1], zc[2]};
-      for (int k = 0; k < 3; ++k) {
+      for (int k = 0; k < (disc ? 1 : 3); ++k) {
         T zk = zc[k] - w[k] / g[k * 3 + k];
         if (k == 0) {
           zk = std::max(zk, T(0));
@@ -77,6 +79,17 @@ void SolveOne(int64_t C, int64_t N1, const T* z0, const T* rows, const int32_t* 
         const T d = zk - zc[k];
         for (int i = 0; i < 3; ++i) w[i] += g[i * 3 + k] * d;
         zc[k] = zk;
+      }
+      if (disc) {  // the tangent pair: one common step, then scaled onto the ellipse (lcp.project_disc)
+        const T m1 = coupling[c * 3 + 1], m2 = coupling[c * 3 + 2];
+        const T top = std::max(m1 * m1 * g[4], m2 * m2 * g[8]);
+        const T alpha = top > 0 ? T(1) / top : T(0);
+        const T y1 = zc[1] - alpha * m1 * m1 * w[1], y2 = zc[2] - alpha * m2 * m2 * w[2];
+        const T l1 = m1 > 0 ? y1 / m1 : T(0), l2 = m2 > 0 ? y2 / m2 : T(0);
+        const T ss = l1 * l1 + l2 * l2;
+        const T f = ss > zc[0] * zc[0] ? zc[0] / std::sqrt(ss) : T(1);
+        zc[1] = m1 > 0 ? y1 * f : T(0);
+        zc[2] = m2 > 0 ? y2 * f : T(0);
       }
       T dz[3];
       for (int k = 0; k < 3; ++k) {
@@ -102,7 +115,7 @@ template <ffi::DataType DT>
 ffi::Error Pgs(ffi::Buffer<DT> z0, ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> index, ffi::Buffer<DT> wj,
                ffi::Buffer<DT> extra, ffi::Buffer<DT> v0, ffi::Buffer<DT> bias, ffi::Buffer<DT> coupling,
                ffi::Buffer<ffi::S32> valid, ffi::Buffer<DT> tol, int64_t max_iter, int64_t fixed,
-               int64_t threads, ffi::ResultBuffer<DT> z, ffi::ResultBuffer<DT> change,
+               int64_t threads, int64_t cone, ffi::ResultBuffer<DT> z, ffi::ResultBuffer<DT> change,
                ffi::ResultBuffer<ffi::S32> sweeps) {
   using T = ffi::NativeType<DT>;
   auto zd = z0.dimensions();
@@ -120,7 +133,7 @@ ffi::Error Pgs(ffi::Buffer<DT> z0, ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> i
       SolveOne<T>(C, N1, z0.typed_data() + b * C * 3, rows.typed_data() + b * C * 36,
                   index.typed_data() + b * C * 2, wj.typed_data() + b * C * 36, extra.typed_data() + b * C * 3,
                   v0.typed_data() + b * N1 * 6, bias.typed_data() + b * C * 3, coupling.typed_data() + b * C * 3,
-                  valid.typed_data() + b * C, tol.typed_data()[b], max_iter, fixed != 0,
+                  valid.typed_data() + b * C, tol.typed_data()[b], max_iter, fixed != 0, cone != 0,
                   z->typed_data() + b * C * 3, change->typed_data() + b, sweeps->typed_data() + b);
   };
   jaxcontact::ForBatch(B, threads, 1, work);
@@ -145,6 +158,7 @@ ffi::Error Pgs(ffi::Buffer<DT> z0, ffi::Buffer<DT> rows, ffi::Buffer<ffi::S32> i
                                     .Attr<int64_t>("max_iter")      \
                                     .Attr<int64_t>("fixed")         \
                                     .Attr<int64_t>("threads")       \
+                                    .Attr<int64_t>("cone")          \
                                     .Ret<ffi::Buffer<DT>>()         \
                                     .Ret<ffi::Buffer<DT>>()         \
                                     .Ret<ffi::Buffer<ffi::S32>>());

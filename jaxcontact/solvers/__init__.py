@@ -23,7 +23,7 @@ from .batching import tail_sweeps, with_batching_rule
 from .body_lcp import ground_index, solve_body_lcp, with_ground
 from .entry import solve_contact
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root, krylov_guarded_solve
-from .lcp import LCPSettings, LCPSolution, RowStructure, regularized, solve_lcp
+from .lcp import CONES, LCPSettings, LCPSolution, RowStructure, disc_step, project_disc, regularized, solve_lcp
 from .problem import SMALL_ROWS, BodyProblem, ContactProblem, ContactSolution, Method, choose
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
 from .qp import QPSettings, QPSolution, solve_qp
@@ -33,6 +33,9 @@ from .relaxed_lcp import relaxed_residual, solve_relaxed_lcp
 
 __all__ = [
     "SMALL_ROWS",
+    "CONES",
+    "disc_step",
+    "project_disc",
     "BodyProblem",
     "ContactProblem",
     "ContactSolution",

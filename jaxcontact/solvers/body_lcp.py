@@ -31,7 +31,7 @@ import numpy as np
 
 from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve, newton_polish
 from .batching import MIN_TAIL_BODIES, tail_sweeps, with_batching_rule
-from .lcp import LCPSettings, LCPSolution, diagonal_floor
+from .lcp import LCPSettings, LCPSolution, diagonal_floor, disc_step, project_disc
 from .problem import Method, choose
 
 
@@ -83,26 +83,60 @@ def _index(bodies_f, N):
     return ground_index(jax.lax.stop_gradient(bodies_f).astype(jnp.int32), N)
 
 
-def _fixed_point_map(reg):
+def _fixed_point_map(reg, cone: str = "box"):
     def T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
         """The projected-Jacobi map on the flat impulses z (C·d,) (the adjoint solve wants a vector)."""
         N = Minv.shape[0]
         z = z.reshape(bias.shape)
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
-        return _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0).reshape(-1)
+        return _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0, cone).reshape(-1)
 
     return T
 
 
-def _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid):
+def _disc(cone: str, d: int) -> bool:
+    """Whether contacts of ``d`` rows project their tangent pair onto the disc (``LCPSettings.cone``)."""
+    return cone == "elliptic" and d == 3
+
+
+def _steps(Dr, coupling, cone: str):
+    """(C, d) each row's projected step: 1/D (``_jacobi`` divides by D), the tangent pair's common
+    step with the elliptic cone (``lcp.disc_step``)."""
+    step = 1.0 / Dr
+    if _disc(cone, Dr.shape[1]):
+        s1, s2 = disc_step(coupling[:, 1], coupling[:, 2], Dr[:, 1], Dr[:, 2])
+        step = jnp.stack([step[:, 0], s1, s2], axis=1)
+    return step
+
+
+def _pre_projection(z, w, Dr, coupling, cone: str):
+    """(C, d) the rows before the projection: y = z − w / D, the tangent pair with its common step
+    under the elliptic cone."""
+    y = z - w / Dr
+    if _disc(cone, z.shape[1]):
+        s1, s2 = disc_step(coupling[:, 1], coupling[:, 2], Dr[:, 1], Dr[:, 2])
+        y = jnp.stack([y[:, 0], z[:, 1] - s1 * w[:, 1], z[:, 2] - s2 * w[:, 2]], axis=1)
+    return y
+
+
+def _project(y, zn, coupling, cone: str):
+    """(C, d) the projection of ``_jacobi``: the normal onto z ≥ 0, the tangents onto the friction
+    set of the normal impulse ``zn`` (C,): the disc (``lcp.project_disc``) or each row's interval."""
+    if _disc(cone, y.shape[1]):
+        t1, t2 = project_disc(y[:, 1], y[:, 2], coupling[:, 1], coupling[:, 2], zn)
+        return jnp.stack([jnp.maximum(y[:, 0], 0.0), t1, t2], axis=1)
+    bound = coupling * zn[:, None]
+    return jnp.concatenate([jnp.maximum(y[:, :1], 0.0), jnp.clip(y[:, 1:], -bound[:, 1:], bound[:, 1:])], axis=1)
+
+
+def _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid, cone: str = "box"):
     """One projected-Jacobi step from z (C, d), ``_prepare``'s arrays given: the map whose fixed
-    point is the solution (``_fixed_point_map``; the solve's residual)."""
+    point is the solution (``_fixed_point_map``; the solve's residual). With the elliptic cone the
+    tangent pair takes the common step (``lcp.disc_step``) and the disc's projection."""
     v = _velocities(WJ, index, v_free, z)
     w = _rows_times(rows, v[index]) + bias + extra * z
-    y = z - w / Dr
-    bound = coupling * z[:, :1]
-    y = jnp.concatenate([jnp.maximum(y[:, :1], 0.0), jnp.clip(y[:, 1:], -bound[:, 1:], bound[:, 1:])], axis=1)
+    y = _project(_pre_projection(z, w, Dr, coupling, cone), z[:, 0], coupling, cone)
     return jnp.where(valid[:, None], y, 0.0)
 
 
@@ -128,15 +162,17 @@ def _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid):
     return data, carry
 
 
-def _sweep(data, carry):
+def _sweep(data, carry, cone: str = "box"):
     """One projected Gauss–Seidel sweep in velocity form over a problem's valid contacts.
 
     Each visit reads the contact's constraint velocities from its two bodies at once
     (w = J v + b + extra z), then updates its rows in order (normal, tangents) keeping w current
     through the contact's own block G of A (so row k sees the new impulses of the rows before it,
-    exactly as row-by-row PGS does), and moves the two bodies once by M⁻¹Jᵀ Δz."""
+    exactly as row-by-row PGS does), and moves the two bodies once by M⁻¹Jᵀ Δz. With the elliptic
+    cone the two tangents are one block after the normal (``lcp._pgs_sweep``'s order)."""
     zo, v, _, it = carry
     d = zo.shape[1]
+    disc = _disc(cone, d)
 
     def contact(i, carry):
         zo, v, change = carry
@@ -146,7 +182,7 @@ def _sweep(data, carry):
         va, vb = v[ia], v[ib]
         w = r[0] @ va + r[1] @ vb + b + ex * zc
         z_old = zc
-        for k in range(d):
+        for k in range(1 if disc else d):
             zk = zc[k] - w[k] / g[k, k]
             if k == 0:
                 zk = jnp.maximum(zk, 0.0)
@@ -155,6 +191,10 @@ def _sweep(data, carry):
                 zk = jnp.clip(zk, -bound, bound)
             w = w + g[:, k] * (zk - zc[k])
             zc = zc.at[k].set(zk)
+        if disc:
+            s1, s2 = disc_step(mu[1], mu[2], g[1, 1], g[2, 2])
+            t1, t2 = project_disc(zc[1] - s1 * w[1], zc[2] - s2 * w[2], mu[1], mu[2], zc[0])
+            zc = zc.at[1].set(t1).at[2].set(t2)
         dz = zc - z_old
         change = jnp.maximum(change, jnp.max(jnp.abs(jnp.diagonal(g) * dz)))
         v = v.at[ia].set(va + dz @ wj[0]).at[ib].set(vb + dz @ wj[1])
@@ -171,10 +211,11 @@ def _unfinished(settings: LCPSettings, carry, tol):
 def _sweeps_single(settings: LCPSettings, z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
     """Sweeps of one problem to ``tol`` or ``settings.max_iter``: (z, last change, sweeps)."""
     data, carry = _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid)
+    sweep = functools.partial(_sweep, cone=settings.cone)
     if settings.fixed_iterations:
-        carry = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: _sweep(data, c), carry)
+        carry = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: sweep(data, c), carry)
     else:
-        carry = jax.lax.while_loop(lambda c: _unfinished(settings, c, tol), lambda c: _sweep(data, c), carry)
+        carry = jax.lax.while_loop(lambda c: _unfinished(settings, c, tol), lambda c: sweep(data, c), carry)
     zo, _, change, it = carry
     return jnp.zeros_like(z).at[data["order"]].set(zo), change, it
 
@@ -189,7 +230,7 @@ def _sweeps_batched(settings: LCPSettings, *args):
     one batching rule (``batching.tail_sweeps``)."""
     *args, tol = args
     data, carry = jax.vmap(_setup)(*args)
-    zo, _, change, it = _tail(settings, jax.vmap(_sweep), data, carry, tol)
+    zo, _, change, it = _tail(settings, jax.vmap(functools.partial(_sweep, cone=settings.cone)), data, carry, tol)
     z = jax.vmap(lambda z0, o, x: jnp.zeros_like(z0).at[o].set(x))(args[0], data["order"], zo)
     return z, change, it
 
@@ -220,7 +261,7 @@ def _native_sweeps(settings: LCPSettings):
         call = jax.ffi.ffi_call(native.TARGETS[dtype.name][0], out, vmap_method="broadcast_all")
         return call(z, rows, index.astype(jnp.int32), WJ, extra, v0, bias, coupling, valid.astype(jnp.int32), tol,
                     max_iter=np.int64(settings.max_iter), fixed=np.int64(bool(settings.fixed_iterations)),
-                    threads=np.int64(native.threads()))
+                    threads=np.int64(native.threads()), cone=np.int64(settings.cone == "elliptic"))
 
     return sweeps
 
@@ -230,24 +271,21 @@ ADJOINT_DENSE_ROWS = 1024
 a larger one goes to GMRES on T's products."""
 
 
-def _projection_codes(u, bound, valid):
-    """(C, d) int32: how ``_jacobi``'s projection passes each row's derivative at u (the rows before
-    projection) — 1 through (an active normal, a friction row inside its bound), 2 / 3 at the
-    upper / lower bound (a sliding row: its derivative goes to the normal impulse), 0 none."""
-    normal = (u[:, :1] > 0).astype(jnp.int32)
-    t, b = u[:, 1:], bound[:, 1:]
-    # below a zero bound (z_n = 0) clip(t, −b, b) = min(max(t, −b), b) meets a tie, −b = b, whose
-    # derivative JAX splits evenly: nothing reaches z_n (above a zero bound, all of it does)
-    friction = jnp.where(t > b, 2, jnp.where(t < -b, jnp.where(b > 0, 3, 0), 1)).astype(jnp.int32)
-    return jnp.where(valid[:, None], jnp.concatenate([normal, friction], axis=1), 0)
+def _projection_jacobians(y, zn, coupling, valid, cone: str):
+    """(∂Π/∂y (C, d, d), ∂Π/∂z_n (C, d)): the derivative of ``_project`` of each contact at its rows
+    before projection ``y`` and normal impulse ``zn``, formed by JAX (so its conventions at ties are
+    T's); zero for a padded contact. What the adjoint kernel passes through (``adjoint_kernel``)."""
+    one = lambda y, zn, c: _project(y[None], zn[None], c[None], cone)[0]
+    P, N = jax.vmap(jax.jacfwd(one, argnums=(0, 1)))(y, zn, coupling)
+    return jnp.where(valid[:, None, None], P, 0.0), jnp.where(valid[:, None], N, 0.0)
 
 
-def adjoint_kernel(sol, args, g, reg: float):
+def adjoint_kernel(sol, args, g, reg: float, cone: str = "box"):
     """The fused adjoint kernel (``jaxcontact.native``'s ``adjoint.cc``) at the solution ``sol``
-    (C·d,) of the map ``_fixed_point_map(reg)`` with arguments ``args``: (λ (C·d,) solving
+    (C·d,) of the map ``_fixed_point_map(reg, cone)`` with arguments ``args``: (λ (C·d,) solving
     (I − ∂T/∂z)ᵀ λ = g on its own, the relative residual of its dense solve (∞ where it did not
-    solve: more than ``ADJOINT_DENSE_ROWS`` rows or a singular system), the number of rows the
-    projection passes through)."""
+    solve: more than ``ADJOINT_DENSE_ROWS`` rows or a singular system), the number of rows of the
+    contacts whose projection passes a derivative)."""
     from .. import native
 
     rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f = (jax.lax.stop_gradient(a) for a in args)
@@ -257,12 +295,13 @@ def adjoint_kernel(sol, args, g, reg: float):
     index = _index(bodies_f, N)
     valid = valid_f > 0
     WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid)
-    u = z - (_rows_times(rows, _velocities(WJ, index, v_free, z)[index]) + bias + extra * z) / Dr
-    codes = _projection_codes(u, coupling * z[:, :1], valid)
+    w = _rows_times(rows, _velocities(WJ, index, v_free, z)[index]) + bias + extra * z
+    y = _pre_projection(z, w, Dr, coupling, cone)
+    P, dzn = _projection_jacobians(y, z[:, 0], coupling, valid, cone)
     dtype = z.dtype
     out = (jax.ShapeDtypeStruct((C, d), dtype), jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((), jnp.int32))
     call = jax.ffi.ffi_call(native.ADJOINT_TARGETS[dtype.name][0], out, vmap_method="broadcast_all")
-    lam, residual, size = call(rows, index.astype(jnp.int32), WJ, extra, Dr, codes, coupling, gz,
+    lam, residual, size = call(rows, index.astype(jnp.int32), WJ, extra, _steps(Dr, coupling, cone), P, dzn, gz,
                                jnp.zeros((N + 1, 6), dtype), max_rows=np.int64(ADJOINT_DENSE_ROWS),
                                threads=np.int64(native.threads()))
     return lam.reshape(-1), residual, size
@@ -276,7 +315,7 @@ def _native_adjoint(settings: LCPSettings, T):
     reg = settings.regularization
 
     def adjoint(sol, args, g):
-        lam, residual, _ = adjoint_kernel(sol, args, g, reg)
+        lam, residual, _ = adjoint_kernel(sol, args, g, reg, settings.cone)
         matvec = fixed_point_adjoint_matvec(T, sol, args)
         # GMRES only where the kernel did not solve: elsewhere its right-hand side is the product of
         # the kernel's λ (GMRES then stops before its first step, also under vmap, where a cond would
@@ -377,7 +416,7 @@ def _coloured_setup(group: int, z, rows, index, WJ, extra, v_free, bias, couplin
     return data, carry
 
 
-def _coloured_sweep(data, carry, colours):
+def _coloured_sweep(data, carry, colours, cone: str = "box"):
     """One sweep of a batch of worlds (leading axis B on every array): for each colour (``colours``,
     unbatched: the most any world needs), one vectorised visit of every manifold of that colour,
     each contact of a manifold in order (rows normal, tangents, as ``_sweep``)."""
@@ -386,6 +425,7 @@ def _coloured_sweep(data, carry, colours):
     k, d = zm.shape[2], zm.shape[3]
     N = v.shape[1] - 1
     bi = jnp.arange(B)[:, None]
+    disc = _disc(cone, d)
 
     def colour(c, state):
         zm, v, change = state
@@ -402,7 +442,7 @@ def _coloured_sweep(data, carry, colours):
             w = (jnp.sum(r[:, :, j, 0] * va[:, :, None, :], -1) + jnp.sum(r[:, :, j, 1] * vb[:, :, None, :], -1)
                  + b[:, :, j] + ex[:, :, j] * zc)
             z_old = zc
-            for q in range(d):
+            for q in range(1 if disc else d):
                 zq = zc[..., q] - w[..., q] / gj[..., q, q]
                 if q == 0:
                     zq = jnp.maximum(zq, 0.0)
@@ -411,6 +451,11 @@ def _coloured_sweep(data, carry, colours):
                     zq = jnp.clip(zq, -bound, bound)
                 w = w + gj[..., :, q] * (zq - zc[..., q])[..., None]
                 zc = zc.at[..., q].set(zq)
+            if disc:
+                m1, m2 = mu[:, :, j, 1], mu[:, :, j, 2]
+                s1, s2 = disc_step(m1, m2, gj[..., 1, 1], gj[..., 2, 2])
+                t1, t2 = project_disc(zc[..., 1] - s1 * w[..., 1], zc[..., 2] - s2 * w[..., 2], m1, m2, zc[..., 0])
+                zc = jnp.stack([zc[..., 0], t1, t2], axis=-1)
             dz = zc - z_old
             change = jnp.maximum(change, jnp.max(jnp.abs(jnp.diagonal(gj, axis1=-2, axis2=-1) * dz), axis=(1, 2)))
             va = va + jnp.sum(dz[..., :, None] * wj[:, :, j, 0], axis=-2)
@@ -430,7 +475,7 @@ def _coloured_sweeps_batched(settings: LCPSettings, group: int, *args):
     *args, tol = args
     data, carry = jax.vmap(functools.partial(_coloured_setup, group))(*args)
 
-    sweep = lambda data, carry: _coloured_sweep(data, carry, jnp.max(data["colours"]))
+    sweep = lambda data, carry: _coloured_sweep(data, carry, jnp.max(data["colours"]), settings.cone)
     if settings.fixed_iterations:
         carry = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: sweep(data, c), carry)
     else:
@@ -478,7 +523,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     bias = jnp.where(valid[:, None], bias, 0.0)
     z0 = jnp.zeros((C, d), dtype) if z0 is None else jnp.where(valid[:, None], z0, 0.0).astype(dtype)
     reg = settings.regularization
-    T = _fixed_point_map(reg)
+    T = _fixed_point_map(reg, settings.cone)
     method = choose("bodies", C * d, settings, group=group, form="velocity") if method is None else method
 
     def run(settings, sweeps, z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
@@ -491,7 +536,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
         z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
                           coupling, valid_f > 0, tol)
-        step = _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0)  # T(z), set-up reused
+        step = _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0, settings.cone)  # T(z), set-up reused
         res = jnp.max(jnp.abs(Dr * (step - z)), initial=0.0)
         return z.reshape(-1), (res, it)
 

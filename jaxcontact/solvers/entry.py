@@ -32,7 +32,7 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
     start at zero; not differentiated); soft: (C,) relative diagonal added to each contact's rows
     (constraint-force mixing; a world's softness); gradient: a ``RelaxedGradient`` for the relaxed
     derivative (same value; dense form); group: the contacts' manifold size (the coloured sweeps);
-    relaxed: ``(kappa, newton_iters, regularization)`` for the relaxed-complementarity solution
+    relaxed: ``(kappa, newton_iters, regularization[, cone])`` for the relaxed-complementarity solution
     (``RelaxedCoulomb``; ``settings`` unused); form: force "dense" or "velocity" (``problem.choose``)."""
     if isinstance(problem, BodyProblem):
         kind, full = "bodies", problem.full_mobility
@@ -87,7 +87,7 @@ def _dense(problem: ContactProblem, mu, settings, target, z0, gradient, method) 
     z = sol.z
     if gradient is not None:
         z = relaxed_gradient(z, regularized(A, settings.regularization), b, coupling, rows,
-                             jnp.repeat(problem.valid, d), gradient)
+                             jnp.repeat(problem.valid, d), gradient, settings.cone)
     return ContactSolution(z=z.reshape(C, d), impulse=problem.J.T @ z, residual=sol.residual,
                            iterations=sol.iterations)
 
@@ -121,15 +121,15 @@ def _velocity(problem: BodyProblem, mu, settings, target, z0, soft, group, metho
 
 
 def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
-             target=None) -> ContactSolution:
-    """The relaxed-complementarity impulse (``solve_relaxed_lcp``); A gets a relative diagonal
-    ``regularization``."""
+             cone: str = "box", target=None) -> ContactSolution:
+    """The relaxed-complementarity impulse (``solve_relaxed_lcp``) with the friction set ``cone``;
+    A gets a relative diagonal ``regularization``."""
     C, d = problem.num_contacts, problem.rows_per_contact
     A = problem.A + jnp.diag(regularization * jnp.diagonal(problem.A))
     b = _rhs(problem, target).reshape(-1)
     rows = RowStructure.contacts(C, problem.num_tangents)
     valid = jnp.repeat(problem.valid, d)
-    sol = solve_relaxed_lcp(A, b, _coupling(problem, mu), rows, valid, kappa, newton_iters)
+    sol = solve_relaxed_lcp(A, b, _coupling(problem, mu), rows, valid, kappa, newton_iters, cone)
     return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
                            iterations=sol.iterations)
 

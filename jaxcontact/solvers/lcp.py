@@ -7,12 +7,15 @@ find z with, for each row i and w = A z + b,
 
 where lo_i = lo0_i − c_i z[parent_i] and hi_i = hi0_i + c_i z[parent_i]. Normal rows have
 (lo0, hi0, c) = (0, ∞, 0); friction rows (0, 0, μ) with parent their normal row, i.e. the
-polyhedral (pyramidal) Coulomb cone |z_t| <= μ z_n per tangent direction; bilateral rows (−∞, ∞, 0).
+square |z_t| <= μ z_n per tangent direction (``LCPSettings.cone = "box"``); bilateral rows (−∞, ∞, 0).
+With the default ``cone = "elliptic"`` a contact's two friction rows are one block on Coulomb's disc
+Σ_k (z_tk/μ_k)² <= z_n², projected together with a common step (``disc_step``, ``project_disc``), and
+its complementarity is maximal dissipation: a sliding contact's z_t ∥ −diag(μ²) w_t.
 
 The forward solve is projected Gauss–Seidel to a stated tolerance with an iteration cap
 (``lax.while_loop``); the derivative is *implicit*, taken at the solution through jaxopt's
 ``custom_fixed_point`` on the projected-Jacobi map T(z) = clip(z − (A z + b)/diag A, lo, hi),
-whose fixed points are exactly the LCP solutions. Reverse mode never enters the loop, so
+whose fixed points are exactly the LCP solutions (with the disc: its pairs projected as the sweeps do). Reverse mode never enters the loop, so
 gradients exist for any iteration count, and the adjoint linear system is solved densely with
 a guard that keeps gradients finite where the contact problem is degenerate.
 """
@@ -78,12 +81,15 @@ class LCPSettings:
     fixed_iterations: bool = False
     warm_start: bool = False
     sweeps: str = "auto"
+    cone: str = "elliptic"
     gradient_tol: float | None = None
     gradient_max_iter: int = 1000
     gradient_newton: int = 0
     gradient_restart: bool = False
 
     def __post_init__(self):
+        if self.cone not in CONES:
+            raise ValueError(f"LCPSettings.cone must be one of {CONES}, got {self.cone!r}")
         if self.sweeps not in SWEEP_METHODS:
             raise ValueError(f"LCPSettings.sweeps must be one of {SWEEP_METHODS}, got {self.sweeps!r}")
         if not self.tol > 0:
@@ -107,6 +113,34 @@ class LCPSettings:
             return None
         return dataclasses.replace(self, tol=self.gradient_tol, max_iter=self.gradient_max_iter,
                                    fixed_iterations=False, gradient_tol=None)
+
+
+CONES = ("elliptic", "box")
+"""``LCPSettings.cone``: Coulomb's disc (elliptic) or each tangent on its own (box)."""
+
+
+def disc_step(mu1, mu2, d1, d2):
+    """The tangent pair's steps (α μ₁², α μ₂²) with one common α = 1 / max_k(μ_k² d_k) (d_k the two
+    rows' diagonals of A): the projected step y_k = z_k − α μ_k² w_k is a gradient step in the
+    scaled coordinates z_k/μ_k, so that ``project_disc`` is the Euclidean projection there and its
+    fixed points make the friction oppose the slip (per-row steps 1/d_k would not). 0 where μ = 0."""
+    m = jnp.maximum(mu1 * mu1 * d1, mu2 * mu2 * d2)
+    alpha = jnp.where(m > 0, 1.0 / jnp.where(m > 0, m, 1.0), 0.0)
+    return alpha * mu1 * mu1, alpha * mu2 * mu2
+
+
+def project_disc(y1, y2, mu1, mu2, zn):
+    """(y₁, y₂) scaled onto the ellipse Σ_k (z_k/μ_k)² ≤ z_n² if outside: y · min(1, z_n / s) with
+    s = √Σ_k (y_k/μ_k)² (a term with μ_k = 0 dropped, its z_k = 0). Differentiable everywhere JAX
+    evaluates it: s = 0 and z_n = 0 give finite derivatives (a safe norm)."""
+    on1, on2 = mu1 > 0, mu2 > 0
+    l1 = jnp.where(on1, y1 / jnp.where(on1, mu1, 1.0), 0.0)
+    l2 = jnp.where(on2, y2 / jnp.where(on2, mu2, 1.0), 0.0)
+    ss = l1 * l1 + l2 * l2
+    slides = ss > zn * zn
+    s = jnp.sqrt(jnp.where(slides & (ss > 0), ss, 1.0))
+    f = jnp.where(slides, zn / s, 1.0)
+    return jnp.where(on1, y1 * f, 0.0), jnp.where(on2, y2 * f, 0.0)
 
 
 @struct.dataclass
@@ -144,6 +178,18 @@ class RowStructure:
                 fric[i + t] = True
         return RowStructure(lo0=lo0, hi0=hi0, parent=parent, is_friction=fric)
 
+    def pairs(self):
+        """(first, second): the friction rows of the contacts with exactly two tangents (numpy index
+        arrays): the pairs that an elliptic cone projects together (``disc_step``, ``project_disc``)."""
+        fric = np.flatnonzero(self.is_friction)
+        first, second = [], []
+        for p in np.unique(self.parent[fric]):
+            kids = fric[self.parent[fric] == p]
+            if len(kids) == 2:
+                first.append(kids[0])
+                second.append(kids[1])
+        return np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
+
 
 def _bounds(rows: RowStructure, z, coupling):
     zp = z[rows.parent]
@@ -169,12 +215,22 @@ def diagonal_floor(d, scale):
     return jnp.maximum(64 * jnp.finfo(d.dtype).eps * scale - d, 0.0)
 
 
-def _fixed_point_map(rows: RowStructure):
+def _fixed_point_map(rows: RowStructure, cone: str = "box"):
+    first, second = rows.pairs() if cone == "elliptic" else ((), ())
+
     def T(z, A, b, coupling):
         d = jnp.diagonal(A)
-        y = z - (A @ z + b) / d
+        w = A @ z + b
+        y = z - w / d
         lo, hi = _bounds(rows, z, coupling)
-        return jnp.clip(y, lo, hi)
+        out = jnp.clip(y, lo, hi)
+        if len(first):  # the disc: each pair with its common step, projected together
+            c1, c2 = coupling[first], coupling[second]
+            s1, s2 = disc_step(c1, c2, d[first], d[second])
+            p1, p2 = project_disc(z[first] - s1 * w[first], z[second] - s2 * w[second], c1, c2,
+                                  z[rows.parent[first]])
+            out = out.at[first].set(p1).at[second].set(p2)
+        return out
 
     return T
 
@@ -183,12 +239,17 @@ def _residual(T, z, A, b, coupling):
     return jnp.max(jnp.abs(jnp.diagonal(A) * (T(z, A, b, coupling) - z)), initial=0.0)
 
 
-def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool):
+def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str = "box"):
     """One projected Gauss–Seidel sweep; returns (z, max scaled change).
 
     z, b, coupling: (m, *batch); A: (m, m, *batch) — the batch, if any, is the *trailing* axis
-    (``_pgs_batched``), so every row update is one contiguous vector operation."""
+    (``_pgs_batched``), so every row update is one contiguous vector operation. ``cone``
+    "elliptic": a contact's two tangent rows are one block (``disc_step``, ``project_disc``)."""
     m = z.shape[0]
+    if cone == "elliptic":
+        first, second = rows.pairs()
+        if len(first):
+            return _pgs_sweep_disc(rows, z, A, b, coupling, unrolled, first, second)
     if unrolled:  # the method's sweep (``problem.choose``: up to ``SMALL_ROWS`` rows)
         # Unrolled on scalars: with a trailing batch axis every row update is an elementwise
         # vector operation, so XLA fuses the sweep into few kernels with no dynamic-update-slices.
@@ -223,6 +284,73 @@ def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool):
     return jax.lax.fori_loop(0, m, row, (z, jnp.zeros((), z.dtype)))
 
 
+def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first, second):
+    """``_pgs_sweep`` with the elliptic cone: rows in order, each contact's tangent pair (``first``,
+    ``second``) updated at its first row as one block, from the constraint velocities after its
+    normal's update."""
+    m = z.shape[0]
+    partner = np.arange(m)
+    partner[first] = second
+    is_first = np.zeros(m, bool)
+    is_first[first] = True
+    is_second = np.zeros(m, bool)
+    is_second[second] = True
+    if unrolled:
+        zs = [z[i] for i in range(m)]
+        change = jnp.zeros_like(b[0])
+
+        def velocity(i):
+            acc = b[i]
+            for j in range(m):
+                acc = acc + A[i, j] * zs[j]
+            return acc
+
+        for i in range(m):
+            if is_second[i]:
+                continue
+            if is_first[i]:
+                j = int(partner[i])
+                # the pair's two sums as one reduction over the stacked impulses: as scalar chains, XLA's
+                # CPU fusion recomputed them in every later row (a program 7x the box's, 2-3x slower)
+                zv = jnp.stack(zs)
+                wi, wj = b[i] + jnp.sum(A[i] * zv, axis=0), b[j] + jnp.sum(A[j] * zv, axis=0)
+                si, sj = disc_step(coupling[i], coupling[j], A[i, i], A[j, j])
+                zi, zj = project_disc(zs[i] - si * wi, zs[j] - sj * wj, coupling[i], coupling[j],
+                                      zs[int(rows.parent[i])])
+                change = jnp.maximum(change, jnp.maximum(jnp.abs(A[i, i] * (zi - zs[i])), jnp.abs(A[j, j] * (zj - zs[j]))))
+                zs[i], zs[j] = zi, zj
+                continue
+            zi = zs[i] - velocity(i) / A[i, i]
+            if rows.is_friction[i]:  # a contact's only tangent: its interval
+                zi = jnp.clip(zi, -coupling[i] * zs[int(rows.parent[i])], coupling[i] * zs[int(rows.parent[i])])
+            elif rows.lo0[i] == 0.0:
+                zi = jnp.maximum(zi, 0.0)
+            change = jnp.maximum(change, jnp.abs(A[i, i] * (zi - zs[i])))
+            zs[i] = zi
+        return jnp.stack(zs), change
+
+    d = jnp.diagonal(A)
+    lo0 = jnp.asarray(rows.lo0, z.dtype)
+    hi0 = jnp.asarray(rows.hi0, z.dtype)
+    parent = jnp.asarray(rows.parent)
+    partner_j, first_j, second_j = jnp.asarray(partner), jnp.asarray(is_first), jnp.asarray(is_second)
+
+    def row(i, carry):
+        z, change = carry
+        j = partner_j[i]
+        wi, wj = jnp.dot(A[i], z) + b[i], jnp.dot(A[j], z) + b[j]
+        zp = z[parent[i]]
+        box = jnp.clip(z[i] - wi / d[i], lo0[i] - coupling[i] * zp, hi0[i] + coupling[i] * zp)
+        si, sj = disc_step(coupling[i], coupling[j], d[i], d[j])
+        pi, pj = project_disc(z[i] - si * wi, z[j] - sj * wj, coupling[i], coupling[j], zp)
+        zi = jnp.where(first_j[i], pi, jnp.where(second_j[i], z[i], box))
+        zj = jnp.where(first_j[i], pj, z[j])
+        change = jnp.maximum(change, jnp.maximum(jnp.abs(d[i] * (zi - z[i])), jnp.abs(d[j] * (zj - z[j]))))
+        return z.at[j].set(zj).at[i].set(zi), change
+
+    return jax.lax.fori_loop(0, m, row, (z, jnp.zeros((), z.dtype)))
+
+
 def _tolerance(settings: LCPSettings, b):
     """The stopping tolerance of one problem (b: (m,)): ``settings.tol``, but never below what the
     dtype can resolve at the problem's velocity scale max |b| — in float32 a velocity change below
@@ -239,7 +367,7 @@ def _pgs_single(rows: RowStructure, settings: LCPSettings, unrolled: bool, z, A,
 
     def body(carry):
         z, _, it = carry
-        z, change = _pgs_sweep(rows, z, A, b, coupling, unrolled)
+        z, change = _pgs_sweep(rows, z, A, b, coupling, unrolled, settings.cone)
         return z, change, it + 1
 
     init = (z, jnp.asarray(jnp.inf, b.dtype), jnp.asarray(0, jnp.int32))
@@ -262,7 +390,7 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     def sweep(data, carry):
         At, bt, ct = data
         zt, _, it = carry
-        zn, ch = _pgs_sweep(rows, zt, At, bt, ct, True)  # the tail rule serves unrolled sweeps only
+        zn, ch = _pgs_sweep(rows, zt, At, bt, ct, True, settings.cone)  # the tail rule serves unrolled sweeps only
         return zn, ch, it + 1
 
     def unfinished(carry, tol):
@@ -294,7 +422,7 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
     Returns ``LCPSolution(z, residual, iterations)``.
     """
     A = regularized(A, settings.regularization)
-    T = _fixed_point_map(rows)
+    T = _fixed_point_map(rows, settings.cone)
     if z0 is None:
         z0 = jnp.zeros_like(b)
     method = choose("dense", len(rows.lo0), settings) if method is None else method

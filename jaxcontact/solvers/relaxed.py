@@ -65,10 +65,11 @@ def check_gradient_mode(mode: str, owner: str = "gradient") -> str:
     return mode
 
 
-def relaxed_solution(z_hard, A, b, coupling, rows: RowStructure, valid, settings: RelaxedGradient):
+def relaxed_solution(z_hard, A, b, coupling, rows: RowStructure, valid, settings: RelaxedGradient,
+                     cone: str = "box"):
     """The relaxed solution z_κ near the hard one, differentiable implicitly in (A, b, coupling).
-    A must be the matrix the hard solve used (``lcp.regularized``)."""
-    F = relaxed_residual(rows)
+    A must be the matrix the hard solve used (``lcp.regularized``); ``cone`` its friction set."""
+    F = relaxed_residual(rows, cone)
     kap = float(settings.velocity_scale) ** 2
 
     def opt(z, A, b, coupling, valid):
@@ -90,10 +91,11 @@ def relaxed_solution(z_hard, A, b, coupling, rows: RowStructure, valid, settings
     return newton(jax.lax.stop_gradient(z_hard), A, b, coupling, valid)
 
 
-def relaxed_gradient(z_hard, A, b, coupling, rows: RowStructure, valid, settings: RelaxedGradient):
+def relaxed_gradient(z_hard, A, b, coupling, rows: RowStructure, valid, settings: RelaxedGradient,
+                     cone: str = "box"):
     """``z_hard`` as the value, the relaxed problem's implicit derivative as the derivative (module
-    docstring). z_hard: the hard solution (its own derivative is discarded)."""
-    z_soft = relaxed_solution(z_hard, A, b, coupling, rows, valid, settings)
+    docstring). z_hard: the hard solution (its own derivative is discarded); ``cone`` its friction set."""
+    z_soft = relaxed_solution(z_hard, A, b, coupling, rows, valid, settings, cone)
     delta = z_soft - jax.lax.stop_gradient(z_soft)  # exactly 0 in value where finite
     delta = jnp.where(jnp.isfinite(z_soft), delta, jnp.zeros_like(delta))
     return jax.lax.stop_gradient(z_hard) + delta

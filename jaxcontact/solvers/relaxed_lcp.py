@@ -8,6 +8,14 @@ sr(x) = (x + √(x² + 4κ'))/2 a smooth max(0, x):
     friction rows:  z = lo + sr(y − lo) − sr(y − hi)   (lo, hi = ∓ c z_parent)
 
 with d = diag(A), w = A z + b and κ' = κ / d², so √κ is the velocity scale of the smoothing.
+With the elliptic cone (``LCPSettings.cone``, the default) a contact's two tangent rows are one
+block, the disc of ``lcp.project_disc`` smoothed: with the common step (``lcp.disc_step``)
+y_k = z_k − α μ_k² w_k, the scaled norm s = √(Σ_k (y_k/μ_k)² + κ'_n) and the smooth
+max(z_n, s) = z_n + sr(s − z_n),
+
+    friction pair:  z_t = y · z_n / (z_n + sr(s − z_n))   (κ' = κ / d_n², the normal row's)
+
+which tends to y · min(1, z_n/|y/μ|) (the disc's projection) as κ → 0.
 
 ``solve_relaxed_lcp`` runs a fixed number of Newton steps (κ continued from the problem's own
 velocity scale down to the target over the first half of them), so it runs the same way under
@@ -24,19 +32,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .lcp import LCPSolution, RowStructure
+from .lcp import LCPSolution, RowStructure, disc_step
 
 
 def _sr(x, k):
     return 0.5 * (x + jnp.sqrt(x * x + 4.0 * k))
 
 
-def relaxed_residual(rows: RowStructure):
+def relaxed_residual(rows: RowStructure, cone: str = "box"):
     """F(z, A, b, coupling, κ, valid): the relaxed fixed-point equations z − g_κ(z) (module
-    docstring) of the rows ``rows``; rows where ``valid`` (m,) is False (or 0) read z = 0. κ in (m/s)²."""
+    docstring) of the rows ``rows`` with the friction set ``cone`` (``LCPSettings.cone``); rows
+    where ``valid`` (m,) is False (or 0) read z = 0. κ in (m/s)²."""
     # numpy constants: F may be closed over by a custom-derivative rule (no traced closures)
     is_fric = np.asarray(rows.is_friction)
     parent = np.asarray(rows.parent)
+    first, second = rows.pairs() if cone == "elliptic" else ((), ())
 
     def F(z, A, b, coupling, kap, valid):
         dd = jnp.diagonal(A)
@@ -46,17 +56,29 @@ def relaxed_residual(rows: RowStructure):
         zf = -c + _sr(y + c, k) - _sr(y - c, k)
         zn = _sr(y, k)
         g = jnp.where(is_fric, zf, zn)
+        if len(first):  # the smoothed disc (module docstring)
+            w = A @ z + b
+            c1, c2 = coupling[first], coupling[second]
+            s1, s2 = disc_step(c1, c2, dd[first], dd[second])
+            y1, y2 = z[first] - s1 * w[first], z[second] - s2 * w[second]
+            l1 = jnp.where(c1 > 0, y1 / jnp.where(c1 > 0, c1, 1.0), 0.0)
+            l2 = jnp.where(c2 > 0, y2 / jnp.where(c2 > 0, c2, 1.0), 0.0)
+            kn = k[parent[first]]
+            zp = z[parent[first]]
+            f = zp / (zp + _sr(jnp.sqrt(l1 * l1 + l2 * l2 + kn) - zp, kn))
+            g = g.at[first].set(jnp.where(c1 > 0, y1 * f, 0.0)).at[second].set(jnp.where(c2 > 0, y2 * f, 0.0))
         return jnp.where(valid > 0, z - g, z)  # padded rows: z = 0
 
     return F
 
 
-def solve_relaxed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, newton_iters: int) -> LCPSolution:
-    """Solve the relaxed box-friction LCP (module docstring). valid: (m,) rows that take part
-    (others return z = 0). Returns ``LCPSolution(z, residual, iterations)`` with the residual the
+def solve_relaxed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, newton_iters: int,
+                      cone: str = "box") -> LCPSolution:
+    """Solve the relaxed LCP (module docstring) with the friction set ``cone``
+    (``LCPSettings.cone``). valid: (m,) rows that take part (others return z = 0). Returns ``LCPSolution(z, residual, iterations)`` with the residual the
     largest scaled relaxed-equation error |diag(A)·F(z)| (m/s) before the implicit step."""
     is_fric = jnp.asarray(rows.is_friction)
-    F = partial(relaxed_residual(rows), valid=valid)
+    F = partial(relaxed_residual(rows, cone), valid=valid)
 
     # Newton with κ continuation from the problem's own velocity scale down to kappa.
     sg = jax.lax.stop_gradient

@@ -38,6 +38,7 @@ from jaxcontact.dacm import evaluate as E
 from jaxcontact.dacm import features as F
 from jaxcontact.dacm import train as T
 from jaxcontact.dacm.law import DACMLaw
+from jaxcontact.dacm.data import GROUND_TRUTH_LAW
 from jaxcontact.laws import CoulombLCP
 from jaxcontact.types import Params
 
@@ -53,7 +54,7 @@ class OracleDACM(DACMLaw):
 
     oracle_class: tuple[int, ...] = ()
     oracle_friction: tuple[int, ...] = ()
-    gt_law: CoulombLCP = CoulombLCP()
+    gt_law: CoulombLCP = GROUND_TRUTH_LAW
 
     def __call__(self, model, params, state, v_free):
         body, ground = params.body, params.ground

@@ -1,0 +1,373 @@
+"""Coulomb's cone (issue 61): the default friction set is the disc |z_t| ≤ μ z_n (``LCPSettings.cone =
+"elliptic"``), so a slide does not depend on how the scene is turned in the plane; ``"box"`` keeps the
+square of each tangent clipped on its own (today's iterates, the paper setups that used it).
+
+The slide checks compare with the exact answer of the engine's integrator: semi-implicit Euler with a
+constant deceleration μ g stops after N = ⌊v₀/(μ g h)⌋ steps having moved h Σ_{k=1..N} (v₀ − k μ g h)
+≈ v₀²/(2 μ g) − v₀ h/2 (at h = 2 ms and 1.58 m/s that is 0.62 % short of Coulomb's v₀²/(2μg), the
+integrator's error, not the cone's: MuJoCo C's elliptic cone slides 0.51 % short on the same box)."""
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact import worlds
+from jaxcontact.solvers import LCPSettings, RowStructure, solve_body_lcp, solve_lcp
+from jaxcontact.solvers import problem as P
+from jaxcontact.solvers.lcp import regularized
+
+jax.config.update("jax_enable_x64", True)
+
+MU, V0, SIZE, MASS, G, H = 0.5, 1.58, 0.1, 0.37, 9.81, 0.002
+HEADINGS = np.radians(np.arange(0.0, 90.1, 5.0))
+
+
+def discrete_slide(v0=V0, mu=MU, h=H):
+    """The distance semi-implicit Euler slides at a constant deceleration μ g (module docstring)."""
+    n = math.floor(v0 / (mu * G * h))
+    return h * sum(v0 - k * mu * G * h for k in range(1, n + 1))
+
+
+def law(cone="elliptic", **solver):
+    return jc.CoulombLCP(solver=LCPSettings(cone=cone, **solver))
+
+
+def launched(theta, dtype, v0=V0, omega_z=0.0):
+    """Flat boxes resting on the ground, launched at ``v0`` along each heading of ``theta``."""
+    n = len(theta)
+    f = lambda x: jnp.asarray(x, dtype)
+    return jc.State(pos=f(np.stack([0 * theta, 0 * theta, np.full(n, SIZE / 2)], -1)),
+                    quat=f(np.tile([1.0, 0, 0, 0], (n, 1))),
+                    vel=f(np.stack([v0 * np.cos(theta), v0 * np.sin(theta), 0 * theta], -1)),
+                    omega=f(np.stack([0 * theta, 0 * theta, np.full(n, omega_z)], -1)))
+
+
+def body_params(lw, dtype, mu=MU):
+    params = jc.Params(body=jc.shapes.box(SIZE, MASS), ground=jc.Ground.flat(), law=lw.init_params(mu=mu))
+    return jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, params)
+
+
+def slide_ends(pos, theta):
+    """(distance, heading change in degrees) of final positions (…, 3) started at the origin."""
+    p = np.asarray(pos, np.float64)
+    d = np.hypot(p[..., 0], p[..., 1])
+    turn = np.degrees(np.arctan2(p[..., 1], p[..., 0])) - np.degrees(theta)
+    return d, turn
+
+
+# float32: the sweeps stop at a tolerance floored at round-off (1e-5 m/s at these speeds), so each
+# step's deceleration carries a relative error of ~1e-5/(μ g h) ≈ 1e-3 that does not cancel exactly
+def friction_angles(vel):
+    """(degrees between each step's friction impulse, the horizontal change of velocity (gravity is
+    vertical), and the reverse of the sliding velocity before it; whether it was sliding (> 5 cm/s))."""
+    v = np.asarray(vel[..., :2], np.float64)
+    dv = v[..., 1:, :] - v[..., :-1, :]
+    cos = -np.sum(dv * v[..., :-1, :], -1) / (np.linalg.norm(dv, axis=-1) * np.linalg.norm(v[..., :-1, :], axis=-1) + 1e-300)
+    return np.degrees(np.arccos(np.clip(cos, -1, 1))), np.linalg.norm(v[..., 1:, :], axis=-1) > 0.05
+
+
+@pytest.mark.parametrize("dtype,rtol", [(jnp.float64, 2e-4), (jnp.float32, 2e-3)])
+def test_a_box_slides_the_same_distance_straight_at_every_heading(dtype, rtol):
+    """A 0.1 m box launched flat at 1.58 m/s, μ 0.5, at headings 0°…90° in 5° steps (one vmapped
+    program): the distance of the integrator's exact slide at every heading, the path straight
+    (heading change < 0.1°), and every step's friction opposite to the slip (< 0.1°) and of size
+    μ g h while sliding."""
+    model = jc.Model(law=law())
+    params = body_params(model.law, dtype)
+    traj = jax.jit(jax.vmap(lambda s: jc.rollout(model, params, s, 170)))(launched(HEADINGS, dtype))
+    d, turn = slide_ends(traj.pos[:, -1], HEADINGS)
+    np.testing.assert_allclose(d, discrete_slide(), rtol=rtol)
+    assert np.max(np.abs(turn)) < 0.1, turn
+    assert np.max(np.abs(d / (V0**2 / (2 * MU * G)) - 1)) < 0.0065  # Coulomb's, less the integrator's v₀h/2
+    assert float(jnp.max(jnp.abs(traj.vel[:, -1]))) < (1e-6 if dtype == jnp.float64 else 1e-4)  # stopped
+    angle, sliding = friction_angles(traj.vel)
+    assert sliding.sum() > 19 * 100
+    assert np.max(angle[sliding]) < (0.1 if dtype == jnp.float64 else 0.5), np.max(angle[sliding])
+    dv = np.linalg.norm(np.diff(np.asarray(traj.vel[..., :2], np.float64), axis=1), axis=-1)
+    # to the solver's tolerance (1e-6 m/s of a 9.8 mm/s change per step in float64, round-off in float32)
+    np.testing.assert_allclose(dv[sliding], MU * G * H, rtol=2e-4 if dtype == jnp.float64 else 5e-3)
+
+
+def test_box_preset_keeps_the_square():
+    """``cone="box"``: each tangent clipped on its own, as before the disc existed: at 45° the
+    friction is √2 μ m g along the slide (0.1784 m, 30 % short), at 0° the same as the disc; at 30°
+    the first steps' friction is 15° off the slip (the square's corner pulls the path toward 45°)."""
+    model = jc.Model(law=law("box"))
+    theta = np.radians([0.0, 45.0, 30.0])
+    params = body_params(model.law, jnp.float64)
+    traj = jax.jit(jax.vmap(lambda s: jc.rollout(model, params, s, 170)))(launched(theta, jnp.float64))
+    d, turn = slide_ends(traj.pos[:, -1], theta)
+    np.testing.assert_allclose(d[:2], [discrete_slide(), 0.1784], atol=1e-4)
+    assert abs(d[1] - discrete_slide(mu=MU * np.sqrt(2))) < 2e-4  # the 45° slide meets √2 μ
+    angle, _ = friction_angles(traj.vel[2])
+    np.testing.assert_allclose(angle[0], 15.0, atol=0.01)
+    assert abs(turn[2]) > 5
+
+
+@pytest.mark.parametrize("dtype,rtol", [(jnp.float64, 2e-4), (jnp.float32, 2e-3)])
+def test_a_one_body_world_slides_the_same_distance_straight_at_every_heading(dtype, rtol):
+    """The same slides in a world of one box (``worlds.make_scene``): the same answer."""
+    scene, body = worlds.make_scene([jc.shapes.box(SIZE, MASS)])
+    model = worlds.model(law=law())
+    params = body_params(model.law, dtype).replace(body=body)
+    params = jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, params)
+    states = jax.tree_util.tree_map(lambda x: x[:, None], launched(HEADINGS, dtype))
+    fin, _ = worlds.batch_rollout(model, scene, params, states, 170, output="final")
+    d, turn = slide_ends(fin.pos[:, 0], HEADINGS)
+    np.testing.assert_allclose(d, discrete_slide(), rtol=rtol)
+    assert np.max(np.abs(turn)) < 0.1, turn
+
+
+def test_stick_and_slip_at_the_same_push_in_every_direction():
+    """A resting box pushed sideways by a constant horizontal force F at headings 0°, 20°, 45°, 70°:
+    at F = 0.95 μ m g it sticks (moves < 1 µm in 0.2 s), at 1.05 μ m g it slides with acceleration
+    (F − μ m g)/m along the push (the box preset would hold a 45° push up to √2 μ m g)."""
+    theta = np.radians([0.0, 20.0, 45.0, 70.0])
+    model = jc.Model(law=law())
+    params = body_params(model.law, jnp.float64)
+    rest = jax.tree_util.tree_map(lambda x: x[0], launched(np.zeros(1), jnp.float64, v0=0.0))
+    T = 100
+
+    def run(th, k, cone):
+        m = jc.Model(law=law(cone))
+        f = k * MU * MASS * G * jnp.stack([jnp.cos(th), jnp.sin(th), 0.0])
+        controls = jnp.tile(jnp.concatenate([f, jnp.zeros(3)]), (T, 1))
+        return jc.rollout(m, params, rest, controls=controls, output="final")
+
+    th = jnp.asarray(np.repeat(theta, 2))
+    k = jnp.asarray(np.tile([0.95, 1.05], len(theta)))
+    fin = jax.jit(jax.vmap(lambda a, b: run(a, b, "elliptic")))(th, k)  # one program
+    moved = np.asarray(fin.pos[:, :2] - rest.pos[:2])
+    stick, slip = moved[0::2], moved[1::2]
+    assert np.max(np.abs(stick)) < 1e-6, stick
+    v = np.asarray(fin.vel[1::2, :2])
+    expect = 0.05 * MU * G * T * H
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), expect, rtol=1e-3)
+    u = np.stack([np.cos(theta), np.sin(theta)], -1)
+    np.testing.assert_allclose(np.sum(v * u, axis=1), expect, rtol=1e-3)
+
+
+def test_a_sliding_spinning_box_stops_both_when_a_ten_times_finer_step_does():
+    """A box launched at 1 m/s along 30° and spun at 10 rad/s about the vertical: friction couples
+    the two, and both stop at once. The stop times (|v| < 1 mm/s, |ω| < 0.01 rad/s) at h = 2 ms equal
+    those at h = 0.2 ms within 3 coarse steps (6 ms of a 0.15 s slide: the coarse step's own error
+    is of order h per phase of the motion; the box preset, whose friction bends toward the axes,
+    is not the check here)."""
+    theta = np.radians([30.0])
+    out = {}
+    for h, n in ((H, 150), (H / 10, 1500)):
+        model = jc.Model(law=law(), dt=h)
+        s = jax.tree_util.tree_map(lambda x: x[0], launched(theta, jnp.float64, v0=1.0, omega_z=10.0))
+        traj = jc.rollout(model, body_params(model.law, jnp.float64), s, n)
+        t = np.arange(n + 1) * h
+        v = np.linalg.norm(np.asarray(traj.vel[:, :2]), axis=1)
+        w = np.abs(np.asarray(traj.omega[:, 2]))
+        out[h] = (t[np.argmax(v < 1e-3)], t[np.argmax(w < 1e-2)], v, w)
+    (tv, tw, v, w), (fv, fw, _, _) = out[H], out[H / 10]
+    assert v[0] > 0.9 and w[0] > 9 and fv > 0.05 and fw > 0.05  # both moved, both stopped in the window
+    assert abs(tv - fv) <= 3 * H and abs(tw - fw) <= 3 * H, (tv, fv, tw, fw)
+    assert abs(fv - fw) <= 3 * H / 10 + 1e-12  # together
+
+
+def test_a_box_dragged_across_another_at_45_degrees():
+    """Body–body friction: a 0.1 m box launched at 1 m/s along 45° on top of a heavy 0.6 m box that
+    rests on the ground (whose friction holds it): the top box's friction, from the pair's contacts,
+    opposes its slip (path straight within 0.1°) and it slides the integrator's exact distance."""
+    top = jc.shapes.box(SIZE, MASS)
+    base = jc.shapes.box((0.6, 0.6, 0.1), 20.0)
+    scene, body = worlds.make_scene([base, top])
+    model = worlds.model(law=law())
+    params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=MU))
+    v0 = 1.0
+    c = np.cos(np.radians(45.0)) * v0
+    s = jc.State(pos=jnp.asarray([[0.0, 0.0, 0.05], [-0.15, -0.15, 0.15]]), quat=jnp.tile(jnp.asarray([1.0, 0, 0, 0]), (2, 1)),
+                 vel=jnp.asarray([[0.0, 0.0, 0.0], [c, c, 0.0]]), omega=jnp.zeros((2, 3)))
+    traj, info = worlds.rollout(model, scene, params, s, 150)
+    p = np.asarray(traj.pos[-1, 1, :2] - s.pos[1, :2])
+    d = np.hypot(*p)
+    assert abs(np.degrees(np.arctan2(p[1], p[0])) - 45.0) < 0.1
+    np.testing.assert_allclose(d, discrete_slide(v0), rtol=2e-3)
+    assert float(jnp.max(jnp.abs(traj.pos[:, 0, :2]))) < 1e-5  # the base held
+    assert not np.any(np.asarray(info.flags))
+
+
+def random_body_problem(seed, C=16, N=5, anisotropic=False):
+    """C contacts between N free bodies and the ground, random rows and masses, pushed together
+    and sideways (normals active and separating, friction sticking and sliding)."""
+    rng = np.random.default_rng(seed)
+    bodies = np.stack([rng.integers(-1, N, C), rng.integers(0, N, C)], axis=1)
+    bodies[:, 0] = np.where(bodies[:, 0] == bodies[:, 1], -1, bodies[:, 0])
+    rows = rng.normal(size=(C, 2, 3, 6))
+    rows[:, 0] *= (bodies[:, 0] >= 0)[:, None, None]
+    L = rng.normal(size=(N, 6, 6)) * 0.3 + 2 * np.eye(6)
+    Minv = np.einsum("nij,nkj->nik", L, L) / 6
+    mu = np.broadcast_to(rng.uniform(0.2, 0.9, size=(C, 1)), (C, 2)).copy()
+    if anisotropic:
+        mu[:, 1] = rng.uniform(0.1, 0.9, size=C)
+    target = rng.normal(size=C) * 0.3 + 0.2
+    bp = P.BodyProblem(rows=jnp.asarray(rows), bodies=jnp.asarray(bodies, jnp.int32), mobility=jnp.asarray(Minv),
+                       v_free=jnp.asarray(rng.normal(size=(N, 6)) * 0.5), phi=jnp.zeros(C), valid=jnp.ones(C, bool),
+                       target=jnp.asarray(target))
+    return bp, jnp.asarray(mu)
+
+
+def solve_paths(bp, mu, s):
+    """The solution of one ``BodyProblem`` by every sweep path: the velocity form's sequential sweeps,
+    the fused kernel and the coloured ones, the dense sweeps unrolled and in a fori_loop; and (A, b)."""
+    C = bp.num_contacts
+    coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], axis=1)
+    bias = jnp.zeros((C, 3)).at[:, 0].set(-bp.target)
+    zs = {how: solve_body_lcp(bp.rows, bp.bodies, bp.mobility, bp.v_free, bias, coupling, bp.valid,
+                              settings=dataclasses.replace(s, sweeps=how), group=1).z
+          for how in ("sequential", "native", "colour")}
+    dense = P.dense(bp)
+    A, b = dense.A, (dense.free_velocity.at[:, 0].add(-bp.target)).reshape(-1)
+    rows = RowStructure.contacts(C, 2)
+    for sweep in ("unrolled", "looped"):
+        method = P.Method("dense", sweep, sweep, "vmap")
+        zs[sweep] = solve_lcp(A, b, coupling.reshape(-1), rows, s, method=method).z.reshape(C, 3)
+    return zs, A, b
+
+
+@pytest.mark.parametrize("seed,anisotropic", [(0, False), (1, True)])
+def test_every_sweep_path_solves_the_disc_and_its_complementarity_holds(seed, anisotropic):
+    """The same random problem (16 contacts, 5 bodies; seed 1: μ₁ ≠ μ₂, an ellipse) by the dense
+    sweeps (unrolled and in a fori_loop), the velocity form's sequential sweeps, the fused kernel and
+    the coloured sweeps: one solution, and it is Coulomb's by hand: Σ(z_tk/μ_k)² ≤ z_n², a sliding
+    contact's friction opposite its slip in the scaled metric (z_t ∥ −M² w_t, M = diag μ; for μ₁ = μ₂
+    exactly opposite), a sticking one's slip zero, the normal complementary."""
+    bp, mu = random_body_problem(seed, anisotropic=anisotropic)
+    C = bp.num_contacts
+    s = LCPSettings(tol=1e-13, max_iter=20000)
+    zs, A, b = solve_paths(bp, mu, s)
+    ref = zs["sequential"]
+    for how, z in zs.items():
+        np.testing.assert_allclose(z, ref, atol=1e-8, err_msg=how)
+    w = (regularized(A, s.regularization) @ ref.reshape(-1) + b).reshape(C, 3)
+    z = np.asarray(ref)
+    w = np.asarray(w)
+    scaled = np.hypot(z[:, 1] / mu[:, 0], z[:, 2] / mu[:, 1])
+    assert np.all(z[:, 0] >= 0) and np.all(w[:, 0] > -1e-9) and np.all(np.abs(z[:, 0] * w[:, 0]) < 1e-9)
+    assert np.all(scaled <= z[:, 0] * (1 + 1e-9) + 1e-12)
+    active = z[:, 0] > 1e-8
+    slides = active & (scaled > z[:, 0] * (1 - 1e-7))
+    sticks = active & ~slides
+    assert slides.sum() >= 2 and (~active).sum() >= 1 and (sticks.sum() >= 1 or anisotropic), (slides.sum(), sticks.sum())
+    assert np.all(np.abs(w[sticks, 1:]) < 1e-7)
+    m2 = np.asarray(mu) ** 2
+    push = -m2[slides] * w[slides, 1:]  # the direction maximal dissipation on the ellipse picks
+    cos = np.sum(push * z[slides, 1:], axis=1) / (np.linalg.norm(push, axis=1) * np.linalg.norm(z[slides, 1:], axis=1))
+    assert np.max(np.degrees(np.arccos(np.clip(cos, -1, 1)))) < 0.1
+
+
+def test_every_sweep_path_keeps_the_box_preset():
+    """``cone="box"`` through every path: one solution, each tangent within its own bound, a row
+    strictly inside it without slip, a row at its bound slipping against it (the square's complementarity)."""
+    bp, mu = random_body_problem(2, anisotropic=True)
+    C = bp.num_contacts
+    s = LCPSettings(tol=1e-13, max_iter=20000, cone="box")
+    zs, A, b = solve_paths(bp, mu, s)
+    ref = zs["sequential"]
+    for how, z in zs.items():
+        np.testing.assert_allclose(z, ref, atol=1e-8, err_msg=how)
+    z = np.asarray(ref)
+    w = np.asarray((regularized(A, s.regularization) @ ref.reshape(-1) + b).reshape(C, 3))
+    bound = np.asarray(mu) * z[:, :1]
+    t, wt = z[:, 1:], w[:, 1:]
+    assert np.all(np.abs(t) <= bound + 1e-12)
+    inside = np.abs(t) < bound - 1e-7
+    at = (np.abs(t) > bound - 1e-9) & (bound > 1e-8)
+    assert inside.sum() >= 1 and np.any(at.all(axis=1))  # a contact at the square's corner: outside the ellipse
+    assert np.all(np.abs(wt[inside]) < 1e-7)
+    assert np.all(t[at] * wt[at] <= 1e-12)
+
+
+@pytest.mark.parametrize("sweeps", ["native", "sequential"])
+def test_velocity_form_derivatives_of_the_disc_match_finite_differences(sweeps):
+    """The implicit derivative of the disc in velocity form: the fused adjoint kernel's ("native")
+    and GMRES on the matrix-free map's products ("sequential"): g · dz along a random direction of
+    (bias, μ) against central differences of the solves (step 1e-6, tolerance 1e-13), on a random
+    problem with sliding, sticking and separated contacts, μ₁ ≠ μ₂."""
+    bp, mu = random_body_problem(1, anisotropic=True)
+    C = bp.num_contacts
+    s = LCPSettings(tol=1e-13, max_iter=20000, sweeps=sweeps)
+    rng = np.random.default_rng(5)
+    g, db, dm = (jnp.asarray(rng.normal(size=sh)) for sh in ((C, 3), (C, 3), (C, 2)))
+    bias0 = jnp.zeros((C, 3)).at[:, 0].set(-bp.target)
+
+    def f(bias, mu):
+        coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], axis=1)
+        z = solve_body_lcp(bp.rows, bp.bodies, bp.mobility, bp.v_free, bias, coupling, bp.valid, settings=s).z
+        return jnp.sum(g * z)
+
+    gb, gm = jax.jit(jax.grad(f, argnums=(0, 1)))(bias0, mu)
+    ff = jax.jit(f)
+    eps = 1e-6
+    fd = (ff(bias0 + eps * db, mu + eps * dm) - ff(bias0 - eps * db, mu - eps * dm)) / (2 * eps)
+    exact = float(jnp.sum(gb * db) + jnp.sum(gm * dm))
+    assert abs(float(fd)) > 1e-2
+    assert abs(exact - float(fd)) < 1e-5 * max(1.0, abs(float(fd))), (exact, float(fd))
+
+
+def test_relaxed_law_slides_on_the_smoothed_disc():
+    """``RelaxedCoulomb`` (κ = 1e-6 (m/s)²): its friction is the smoothed disc, so a slide at 45°
+    goes as far as one at 0° (to 1e-4) and straight, within 0.5 % of the hard law's; its box
+    preset's 45° slide meets the square (√2 μ: 25 % shorter)."""
+    theta = np.radians([0.0, 45.0])
+    out = {}
+    for cone in ("elliptic", "box"):
+        lw = jc.RelaxedCoulomb(kappa=1e-6, cone=cone)
+        model = jc.Model(law=lw, max_contacts=4)
+        fin = jc.batch_rollout(model, body_params(lw, jnp.float64), launched(theta, jnp.float64, v0=1.0), 60)
+        out[cone] = slide_ends(fin.pos, theta)
+    (d, turn), (db, _) = out["elliptic"], out["box"]
+    assert abs(d[1] / d[0] - 1) < 1e-4 and np.max(np.abs(turn)) < 0.1
+    hard = 60 * H * 1.0 - MU * G * H * H * 60 * 61 / 2  # semi-implicit Euler, still sliding at the end
+    np.testing.assert_allclose(d, hard, rtol=5e-3)
+    assert abs(db[0] / d[0] - 1) < 1e-4 and db[1] < d[1] * 0.97
+
+
+@pytest.mark.parametrize("cone", ["elliptic", "box"])
+def test_slide_gradients_match_central_differences(cone):
+    """d(distance slid in 0.2 s)/d(μ, v₀) through 100 steps of a sliding box at headings 0°, 30°,
+    45° (one vmapped program), at the defaults (the disc, float64; and the box preset), against
+    central differences (step 1e-6): within 1e-3 relative, and (the disc) the integrator's analytic slopes."""
+    model = jc.Model(law=law(cone))
+
+    def dist(mu, v0, th):
+        u = jnp.stack([jnp.cos(th), jnp.sin(th), 0.0])
+        params = jc.Params(body=jc.shapes.box(SIZE, MASS), ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
+        s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=v0 * u, omega=jnp.zeros(3))
+        fin = jc.rollout(model, params, s, 100, output="final")
+        return jnp.dot(fin.pos, u)
+
+    th = jnp.radians(jnp.asarray([0.0, 30.0, 45.0]))
+    mu, v0 = jnp.full(3, MU), jnp.full(3, V0)
+    grad = jax.jit(jax.vmap(jax.grad(dist, argnums=(0, 1))))(mu, v0, th)
+    eps = 1e-6
+    f = jax.jit(jax.vmap(dist))
+    x = jnp.stack([mu + eps, mu - eps, mu, mu]), jnp.stack([v0, v0, v0 + eps, v0 - eps])
+    vals = f(x[0].ravel(), x[1].ravel(), jnp.tile(th, 4)).reshape(4, 3)
+    fd = [(vals[0] - vals[1]) / (2 * eps), (vals[2] - vals[3]) / (2 * eps)]
+    for g, d in zip(grad, fd):
+        assert np.all(np.abs(np.asarray(d)) > 1e-3)
+        np.testing.assert_allclose(g, d, rtol=1e-3)
+    # the analytic slopes: x(T) = v₀ T − μ g (T² + hT)/2 (semi-implicit Euler), ∂x/∂μ = −g(T² + hT)/2, ∂x/∂v₀ = T
+    T = 100 * H
+    if cone == "box":  # along the x axis the square is the disc; at 45° it is √2 μ
+        np.testing.assert_allclose(np.asarray(grad[0])[[0, 2]], -G * (T * T + H * T) / 2 * np.asarray([1.0, np.sqrt(2)]), rtol=1e-3)
+        return
+    np.testing.assert_allclose(grad[0], -G * (T * T + H * T) / 2, rtol=1e-3)
+    np.testing.assert_allclose(grad[1], T, rtol=1e-3)
+
+
+def test_cone_setting_is_checked():
+    with pytest.raises(ValueError, match="cone"):
+        LCPSettings(cone="pyramid")
+    with pytest.raises(ValueError, match="cone"):
+        jc.RelaxedCoulomb(cone="disc")
