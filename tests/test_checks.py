@@ -142,8 +142,10 @@ def test_vmap_report_names_bodies_fields_and_steps():
 
 
 def test_solver_failure_flagged_and_warned_eagerly():
-    # a solver capped at one sweep on a sliding, spinning box on its face does not converge
-    capped = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12)), dt=DT)
+    # a solver capped at one sweep on a sliding, spinning box on its face does not converge with the
+    # square (with Coulomb's disc, the default, one sweep is within SOLVER_ACCURACY here: residual
+    # 3.5-4.4e-3 m/s, so the flag, rightly, stays off)
+    capped = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12, cone="box")), dt=DT)
     rest = jc.make_state(pos=[0, 0, 0.05], vel=[0.5, 0, 0], omega=[0, 0, 3.0])
     with pytest.warns(jc.SolverWarning, match=r"did not converge for the body \(first at step 0") as w:
         _, info = jc.rollout(capped, params(), rest, 5, with_info=True)
@@ -210,12 +212,24 @@ def test_with_mass_gradient_moves_the_inertia():
         jc.shapes.with_mass(BOX, -1.0)
 
 
-def test_throw_with_contact_is_mass_independent_when_inertia_follows():
+@pytest.mark.parametrize("cone", [
+    "box",
+    pytest.param("elliptic", marks=pytest.mark.xfail(strict=True, reason=(
+        "issue 61, open: with Coulomb's disc the forward is mass-scale invariant to 1e-16 but the implicit "
+        "derivative along with_mass is 4.2e-6 (4.4e-4 of d/dmass, the same at tol 1e-13), not 0"))),
+])
+def test_throw_with_contact_is_mass_independent_when_inertia_follows(cone):
     # scaling mass and inertia together scales every impulse with them: the trajectory, and so the
     # derivative along with_mass (dL/dm + Σ dL/dI · I/m), is zero; the mass alone (inertia held) is not
     tilt = quat_mul(quat_exp(jnp.array([0.0, 0.3, 0.0])), quat_exp(jnp.array([0.4, 0.0, 0.0])))
     s = jc.make_state(pos=[0, 0, 0.09], quat=tilt / jnp.linalg.norm(tilt), vel=[1.0, 0, -1.0], omega=[0, 2.0, 0])
-    g, summary = _jit_grad(*_f64((params(), s)))  # d sum(final pos) / d params after 40 steps, on a corner
+    model = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(cone=cone)), dt=DT)
+
+    def loss(p):
+        final, summary = _final_with_summary(model, p, s)
+        return jnp.sum(final.pos), summary
+
+    g, summary = jax.jit(jax.grad(loss, has_aux=True))(_f64(params()))  # d sum(final pos) / d params, 40 steps, a corner
     assert int(summary.flags) == 0
     along = float(g.body.mass + jnp.sum(g.body.inertia * BOX.inertia) / M)
     assert abs(float(g.body.mass)) > 1e-3 and abs(along) < 1e-6 * abs(float(g.body.mass))
