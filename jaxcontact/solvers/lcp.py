@@ -8,7 +8,7 @@ find z with, for each row i and w = A z + b,
 where lo_i = lo0_i − c_i z[parent_i] and hi_i = hi0_i + c_i z[parent_i]. Normal rows have
 (lo0, hi0, c) = (0, ∞, 0); friction rows (0, 0, μ) with parent their normal row, i.e. the
 square |z_t| <= μ z_n per tangent direction (``LCPSettings.cone = "box"``); bilateral rows (−∞, ∞, 0).
-With the default ``cone = "elliptic"`` a contact's two friction rows are one block on Coulomb's disc
+With ``cone = "elliptic"`` (opt-in: its implicit derivative is off, docs/worlds.md "Friction cone") a contact's two friction rows are one block on Coulomb's disc
 Σ_k (z_tk/μ_k)² <= z_n², projected together with a common step (``disc_step``, ``project_disc``), and
 its complementarity is maximal dissipation: a sliding contact's z_t ∥ −diag(μ²) w_t.
 
@@ -81,7 +81,7 @@ class LCPSettings:
     fixed_iterations: bool = False
     warm_start: bool = False
     sweeps: str = "auto"
-    cone: str = "elliptic"
+    cone: str = "box"
     gradient_tol: float | None = None
     gradient_max_iter: int = 1000
     gradient_newton: int = 0
