@@ -77,8 +77,8 @@ def test_polished_push_gradient_is_the_converged_one():
     grad = np.asarray(jax.jit(jax.grad(_push(_with(**POLISH))))(jnp.asarray(theta)))
     fd = _central(_push(_with(tol=1e-10)), theta[None], EPS)[0]
     np.testing.assert_allclose(grad, fd, rtol=1e-3)
-    plain = np.asarray(jax.jit(jax.grad(_push(scenes.DEFAULT_LAW)))(jnp.asarray(theta)))
-    assert abs(plain[0] - fd[0]) > 2e-3 * abs(fd[0])  # what the polish repairs
+    # the unpolished default was 5.4e-3 off here with 4 ground contacts a box; with 8 (issue 61 part 3) it is
+    # 5.7e-4 off at this push and 1.1e-2 at 1.5 m/s (the xfail above): the polish's target moves with the events
 
 
 def test_polish_leaves_the_value_and_moves_the_derivative_to_the_fixed_point():
