@@ -34,14 +34,14 @@ class CompileClock:
         self.compile, self.wall, self.programs = 0.0, 0.0, 0
 
     def _on(self, event, duration, **kwargs):
-        if event in self.EVENTS:
+        if self._active and event in self.EVENTS:
             self.compile += duration
             self.programs += event == self.EVENTS[0]
 
     def __enter__(self):
         import jax
 
-        self._listener = self._on
+        self._listener, self._active = self._on, True
         jax.monitoring.register_event_duration_secs_listener(self._listener)
         self._t0 = time.perf_counter()
         return self
@@ -50,7 +50,10 @@ class CompileClock:
         import jax
 
         self.wall = time.perf_counter() - self._t0
-        jax.monitoring.unregister_event_duration_listener(self._listener)
+        self._active = False  # an older jax (the minimum, 0.7) has no unregister: the listener stays, silent
+        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+        if unregister is not None:
+            unregister(self._listener)
         return False
 
     @property
