@@ -239,6 +239,21 @@ def _residual(T, z, A, b, coupling):
     return jnp.max(jnp.abs(jnp.diagonal(A) * (T(z, A, b, coupling) - z)), initial=0.0)
 
 
+def _unrolled_row(rows: RowStructure, i: int, zs, A, b, coupling):
+    """Row ``i`` of an unrolled sweep updated on its own (``zs``: the impulses as scalars, current):
+    its Gauss–Seidel step clipped to its own bounds (a friction row's interval, a normal's z >= 0)."""
+    acc = b[i]
+    for j in range(len(zs)):
+        acc = acc + A[i, j] * zs[j]
+    zi = zs[i] - acc / A[i, i]
+    if rows.is_friction[i]:
+        bound = coupling[i] * zs[int(rows.parent[i])]
+        zi = jnp.clip(zi, -bound, bound)
+    elif rows.lo0[i] == 0.0:
+        zi = jnp.maximum(zi, 0.0)
+    return zi
+
+
 def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str = "box"):
     """One projected Gauss–Seidel sweep; returns (z, max scaled change).
 
@@ -256,15 +271,7 @@ def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str 
         zs = [z[i] for i in range(m)]
         change = jnp.zeros_like(b[0])
         for i in range(m):
-            acc = b[i]
-            for j in range(m):
-                acc = acc + A[i, j] * zs[j]
-            zi = zs[i] - acc / A[i, i]
-            if rows.is_friction[i]:
-                bound = coupling[i] * zs[int(rows.parent[i])]
-                zi = jnp.clip(zi, -bound, bound)
-            elif rows.lo0[i] == 0.0:
-                zi = jnp.maximum(zi, 0.0)
+            zi = _unrolled_row(rows, i, zs, A, b, coupling)
             change = jnp.maximum(change, jnp.abs(A[i, i] * (zi - zs[i])))
             zs[i] = zi
         return jnp.stack(zs), change
@@ -298,13 +305,6 @@ def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first
     if unrolled:
         zs = [z[i] for i in range(m)]
         change = jnp.zeros_like(b[0])
-
-        def velocity(i):
-            acc = b[i]
-            for j in range(m):
-                acc = acc + A[i, j] * zs[j]
-            return acc
-
         for i in range(m):
             if is_second[i]:
                 continue
@@ -320,11 +320,7 @@ def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first
                 change = jnp.maximum(change, jnp.maximum(jnp.abs(A[i, i] * (zi - zs[i])), jnp.abs(A[j, j] * (zj - zs[j]))))
                 zs[i], zs[j] = zi, zj
                 continue
-            zi = zs[i] - velocity(i) / A[i, i]
-            if rows.is_friction[i]:  # a contact's only tangent: its interval
-                zi = jnp.clip(zi, -coupling[i] * zs[int(rows.parent[i])], coupling[i] * zs[int(rows.parent[i])])
-            elif rows.lo0[i] == 0.0:
-                zi = jnp.maximum(zi, 0.0)
+            zi = _unrolled_row(rows, i, zs, A, b, coupling)  # a normal, or a contact's only tangent
             change = jnp.maximum(change, jnp.abs(A[i, i] * (zi - zs[i])))
             zs[i] = zi
         return jnp.stack(zs), change
