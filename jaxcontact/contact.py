@@ -94,7 +94,7 @@ def empty_info(num_contacts: int, dim: int, dtype) -> ContactInfo:
 def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolution, mode=-1) -> ContactInfo:
     """``info`` for a body's candidates: the vertices' contact patch and the candidates within
     ``model.patch_tol``."""
-    patch = geometry.patch_from_points(con.all_points, con.all_phi, params.body.vertex_mask > 0, params.ground,
+    patch = geometry.patch_from_points(con.all_points, con.all_phi, con.all_valid, params.ground,
                                        model.patch_tol)
     active = con.valid & (con.phi <= model.patch_tol)
     return info(con.phi, active, solution.z, patch, solution, mode)

@@ -79,7 +79,7 @@ class Contacts:
     index: (C,) vertex index. r_body: (C, d). points: (C, d) world. phi: (C,) signed distance.
     valid: (C,) real (not padding). normal: (d,) ground unit normal. tangents: (d−1, d).
     jac: (C, d, nv) Jacobian rows [normal, tangents...] of each candidate.
-    all_points: (K, d) and all_phi: (K,) for every vertex (for the contact patch).
+    all_points: (M, d), all_phi: (M,) and all_valid: (M,) for every candidate (for the contact patch).
     """
 
     index: jnp.ndarray
@@ -92,6 +92,7 @@ class Contacts:
     jac: jnp.ndarray
     all_points: jnp.ndarray
     all_phi: jnp.ndarray
+    all_valid: jnp.ndarray
 
 
 def face_points(points, phi, valid, tangents, num: int, tol: float | None) -> jnp.ndarray:
@@ -157,20 +158,81 @@ def face_points(points, phi, valid, tangents, num: int, tol: float | None) -> jn
     return jnp.where(jnp.sum(touching) > num, jnp.stack(idx), closest)
 
 
+# The rim points of a cylinder's cap kept as ground candidates: the deepest and those at ±120° from it.
+RIM_ANGLES = (0.0, 2 * np.pi / 3, -2 * np.pi / 3)
+
+
+def cylinder_rim(cylinder, normal_body) -> jnp.ndarray:
+    """(6, 3) body-frame ground candidates of a solid cylinder (``Body.cylinder`` = (ρ, l), axis
+    body z) against a plane of body-frame unit normal ``normal_body``: on each cap (z = −l, then +l)
+    the rim's deepest point (the direction of −n projected on the cap plane; body x when the
+    cylinder stands exactly upright and every rim point is as deep) and the rim points at ±120°
+    from it: a triangle of support on an end, a line of two on the side (exact: it rolls without
+    a polygon's bumps). The rim angle is chosen without gradient (the deepest point's distance has
+    none in it); the points are the cylinder's, differentiable in ρ and l."""
+    rho, half = cylinder[..., 0], cylinder[..., 1]
+    u = jax.lax.stop_gradient(-normal_body[:2])
+    norm = jnp.sqrt(u @ u)
+    u = jnp.where(norm > 0, u / jnp.where(norm > 0, norm, 1.0), jnp.array([1.0, 0.0], u.dtype))
+    v = jnp.stack([-u[1], u[0]])
+    rim = [np.cos(a) * u + np.sin(a) * v for a in RIM_ANGLES]
+    return jnp.stack([jnp.concatenate([rho * d, (sign * half)[None]]) for sign in (-1.0, 1.0) for d in rim])
+
+
+def ellipsoid_support(semi_axes, normal_body) -> jnp.ndarray:
+    """(1, 3) the body-frame point of a solid ellipsoid (``Body.ellipsoid`` = (a, b, c)) deepest
+    along −``normal_body``: s = −A² n / |A n|, A = diag(a, b, c) (zeros: the centre, no NaN)."""
+    an = semi_axes * normal_body
+    k = jnp.sqrt(jnp.maximum(an @ an, jnp.finfo(an.dtype).tiny))
+    return (-(semi_axes * an) / k)[None]
+
+
+def candidate_points(body: Body, ground: Ground, state: AnyState):
+    """Every ground-contact candidate of ``body`` at ``state`` (M = ``body.num_candidates``):
+    (points (M, d) world, phi (M,) signed distances, valid (M,), r_body (M, d) body-frame lever
+    arms), the points on the body's surface. A hull's are its vertices; with ``radius`` r each
+    vertex p gives the point p − r n at φ = n·p − h − r (exact for spheres and capsules); then a
+    ``cylinder``'s six rim points (``cylinder_rim``) and an ``ellipsoid``'s support point
+    (``ellipsoid_support``), masked where the body has none (zeros)."""
+    pts = world_points(state, body.vertices)
+    phi = signed_distance(ground, pts)
+    valid = body.vertex_mask > 0
+    r = body.vertices
+    if not body.is_round:
+        return pts, phi, valid, r
+    n = unit_normal(ground)
+    R = rotation(state)
+    nb = n @ R  # Rᵀn: the ground normal in the body frame
+    if body.radius is not None:
+        rad = jnp.asarray(body.radius)
+        pts, phi, r = pts - rad * n, phi - rad, r - rad * nb
+    parts = [(r, valid)]
+    if body.cylinder is not None:
+        cyl = jnp.asarray(body.cylinder)
+        parts.append((cylinder_rim(cyl, nb), jnp.broadcast_to(jnp.all(cyl > 0), (6,))))
+    if body.ellipsoid is not None:
+        ell = jnp.asarray(body.ellipsoid)
+        parts.append((ellipsoid_support(ell, nb), jnp.all(ell > 0)[None]))
+    extra = jnp.concatenate([p[0] for p in parts[1:]]) if len(parts) > 1 else r[:0]
+    extra_pts = world_points(state, extra)
+    return (jnp.concatenate([pts, extra_pts]), jnp.concatenate([phi, signed_distance(ground, extra_pts)]),
+            jnp.concatenate([p[1] for p in parts]), jnp.concatenate([r, extra]))
+
+
 def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int, tol: float | None = None) -> Contacts:
-    """Signed distances of all vertices, the ``num`` kept (``face_points``: the closest, or with
-    ``tol`` a face's widest spread), their frames and Jacobians."""
-    pts_all = world_points(state, body.vertices)
-    phi_all = signed_distance(ground, pts_all)
-    valid_all = body.vertex_mask > 0
+    """Signed distances of all candidates (``candidate_points``: a hull's vertices, a round body's
+    surface points), the ``num`` kept (``face_points``: the closest, or with ``tol`` a face's
+    widest spread), their frames and Jacobians (at the surface points)."""
+    pts_all, phi_all, valid_all, r_all = candidate_points(body, ground, state)
     n = unit_normal(ground)
     tang = tangent_basis(n)
-    if num < body.num_vertices:
+    M = pts_all.shape[0]
+    if num < M:
         idx = face_points(pts_all, phi_all, valid_all, tang, num, tol)
     else:
-        idx = jnp.arange(body.num_vertices)
+        idx = jnp.arange(M)
     dirs = jnp.concatenate([n[None, :], tang], axis=0)
-    r = body.vertices[idx]
+    r = r_all[idx]
     jac = jax.vmap(lambda rb: point_jacobian(state, rb, dirs))(r)
     return Contacts(
         index=idx,
@@ -183,6 +245,7 @@ def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int, to
         jac=jac,
         all_points=pts_all,
         all_phi=phi_all,
+        all_valid=valid_all,
     )
 
 
@@ -202,8 +265,8 @@ def contact_patch(body: Body, ground: Ground, state: AnyState, tol: float) -> Pa
     With no touching vertex the type is NONE and the centre is the closest vertex's ground
     projection (a well-defined value, never NaN).
     """
-    pts = world_points(state, body.vertices)
-    return patch_from_points(pts, signed_distance(ground, pts), body.vertex_mask > 0, ground, tol)
+    pts, phi, valid, _ = candidate_points(body, ground, state)
+    return patch_from_points(pts, phi, valid, ground, tol)
 
 
 def patch_from_points(pts, phi, valid, ground: Ground, tol: float, touching=None) -> Patch:
@@ -242,8 +305,27 @@ def mass_matrix(body: Body, state: AnyState) -> jnp.ndarray:
 
 
 def body_size(body: Body) -> jnp.ndarray:
-    """Characteristic size: the largest distance between two candidate vertices."""
+    """Characteristic size: the largest distance between two candidate vertices (a round body:
+    its diameter, ``2 * radius`` added to its core's, a cylinder's 2√(ρ² + l²), an ellipsoid's
+    longest axis)."""
     v = body.vertices
     d = jnp.linalg.norm(v[:, None, :] - v[None, :, :], axis=-1)
     m = (body.vertex_mask[:, None] * body.vertex_mask[None, :]) > 0
-    return jnp.max(jnp.where(m, d, 0.0))
+    size = jnp.max(jnp.where(m, d, 0.0))
+    if not body.is_round:
+        return size
+    if body.radius is not None:
+        size = jnp.where(jnp.any(body.vertex_mask > 0), size + 2 * body.radius, 0.0)
+    return jnp.maximum(size, 2 * shape_reach(body))
+
+
+def shape_reach(body: Body) -> jnp.ndarray:
+    """(…) the farthest point of a body's ``cylinder`` or ``ellipsoid`` from its centre (0 for
+    none): √(ρ² + l²), max(a, b, c)."""
+    far = jnp.zeros(jnp.shape(body.mass), jnp.result_type(body.mass))
+    if body.cylinder is not None:
+        cyl = jnp.asarray(body.cylinder)
+        far = jnp.maximum(far, jnp.sqrt(jnp.maximum(jnp.sum(cyl * cyl, axis=-1), jnp.finfo(cyl.dtype).tiny)))
+    if body.ellipsoid is not None:
+        far = jnp.maximum(far, jnp.max(jnp.asarray(body.ellipsoid), axis=-1))
+    return far

@@ -1,7 +1,10 @@
-"""Bodies from geometry: boxes, regular prisms, convex hulls of points, planar polygons.
+"""Bodies from geometry: boxes, regular prisms, convex hulls of points, planar polygons, and the
+round shapes: spheres, capsules, cylinders and ellipsoids.
 
 Mass properties are those of a uniform solid of the given mass; vertices are re-centred on the
-centre of mass. Degenerate input raises ``ValueError`` before anything is compiled.
+centre of mass. Degenerate input raises ``ValueError`` before anything is compiled. A round body
+is a ``Body`` with ``radius`` (spheres, capsules: sphere-swept vertices), ``cylinder`` or
+``ellipsoid`` set (``types.Body``); ``shape_kind`` names one.
 """
 
 from __future__ import annotations
@@ -154,3 +157,85 @@ def box2d(size=(0.1, 0.1), mass: float = 0.37, pad_to: int | None = None) -> Bod
         raise ValueError(f"size: side lengths must be positive, got {s}")
     a, b = s / 2
     return polygon([[-a, -b], [a, -b], [a, b], [-a, b]], mass, pad_to)
+
+
+def _check_size(value, name: str) -> float:
+    v = float(np.asarray(value, dtype=np.float64))
+    if not np.isfinite(v) or v <= 0:
+        raise ValueError(f"{name}: must be positive and finite, got {value}")
+    return v
+
+
+def _round_body(vertices, mask, mass: float, inertia, **shape) -> Body:
+    return Body(mass=jnp.asarray(float(mass)), inertia=jnp.asarray(np.asarray(inertia, np.float64)),
+                vertices=jnp.asarray(np.asarray(vertices, np.float64)), vertex_mask=jnp.asarray(np.asarray(mask, np.float64)),
+                **{k: jnp.asarray(np.asarray(v, np.float64)) for k, v in shape.items()})
+
+
+def sphere(radius: float = 0.05, mass: float = 1.0) -> Body:
+    """Uniform solid sphere: one core vertex at its centre swept by ``radius`` (I = 2/5 m r²)."""
+    _check_mass(mass)
+    r = _check_size(radius, "radius")
+    return _round_body([[0.0, 0.0, 0.0]], [1.0], mass, 0.4 * mass * r * r * np.eye(3), radius=r)
+
+
+def capsule_inertia(radius: float, half_length: float, mass: float) -> np.ndarray:
+    """(3, 3) inertia of a uniform solid capsule (axis z): a cylinder of radius r and height 2l
+    and two hemispheres, each shifted from the centre by l + 3r/8 (its centre of mass)."""
+    r, l = radius, half_length
+    v_cyl, v_sph = np.pi * r * r * 2 * l, 4.0 / 3.0 * np.pi * r ** 3
+    m_cyl, m_sph = mass * v_cyl / (v_cyl + v_sph), mass * v_sph / (v_cyl + v_sph)
+    axial = m_cyl * r * r / 2 + m_sph * 2 * r * r / 5
+    # a hemisphere about a transverse axis through its flat face is half a sphere's 2/5 m r²; about
+    # its own centre of mass (3r/8 from the face) less m (3r/8)², then shifted to l + 3r/8
+    across = m_cyl * (r * r / 4 + l * l / 3) + m_sph * (2 * r * r / 5 + l * l + 3 * l * r / 4)
+    return np.diag([across, across, axial])
+
+
+def capsule(radius: float = 0.03, half_length: float = 0.05, mass: float = 1.0) -> Body:
+    """Uniform solid capsule along body z (MuJoCo's convention: ``half_length`` is the half-length
+    of its cylinder part, the segment between the hemispheres' centres): two core vertices
+    (0, 0, ±l) swept by ``radius``; exact mass properties (``capsule_inertia``)."""
+    _check_mass(mass)
+    r = _check_size(radius, "radius")
+    l = _check_size(half_length, "half_length")
+    return _round_body([[0.0, 0.0, -l], [0.0, 0.0, l]], [1.0, 1.0], mass, capsule_inertia(r, l, mass), radius=r)
+
+
+def cylinder(radius: float = 0.05, half_length: float = 0.05, mass: float = 1.0) -> Body:
+    """Uniform solid cylinder of ``radius`` ρ along body z from −l to l (``half_length``):
+    I = m diag(ρ²/4 + l²/3, ρ²/4 + l²/3, ρ²/2). Its ground candidates: ``geometry.cylinder_rim``."""
+    _check_mass(mass)
+    rho = _check_size(radius, "radius")
+    l = _check_size(half_length, "half_length")
+    across = mass * (rho * rho / 4 + l * l / 3)
+    return _round_body([[0.0, 0.0, 0.0]], [0.0], mass, np.diag([across, across, mass * rho * rho / 2]),
+                       cylinder=[rho, l])
+
+
+def ellipsoid(semi_axes=(0.05, 0.04, 0.03), mass: float = 1.0) -> Body:
+    """Uniform solid ellipsoid with ``semi_axes`` (a, b, c) along body x, y, z:
+    I = m/5 diag(b² + c², a² + c², a² + b²). Its ground candidate: ``geometry.ellipsoid_support``."""
+    _check_mass(mass)
+    e = np.asarray(semi_axes, dtype=np.float64)
+    if e.shape != (3,):
+        raise ValueError(f"semi_axes: expected 3 semi-axes (a, b, c), got shape {e.shape}")
+    a, b, c = (_check_size(x, f"semi_axes[{i}]") for i, x in enumerate(e))
+    inertia = mass / 5.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    return _round_body([[0.0, 0.0, 0.0]], [0.0], mass, inertia, ellipsoid=[a, b, c])
+
+
+def shape_kind(body: Body) -> str:
+    """The shape of one concrete (unstacked) body, for messages: "hull", "sphere", "capsule",
+    "sphere-swept hull", "cylinder" or "ellipsoid" (zeros in a round field: absent)."""
+    def present(x):
+        return x is not None and bool(np.all(np.asarray(x) > 0))
+
+    if present(body.cylinder):
+        return "cylinder"
+    if present(body.ellipsoid):
+        return "ellipsoid"
+    if present(body.radius):
+        k = int(np.sum(np.asarray(body.vertex_mask) > 0))
+        return {1: "sphere", 2: "capsule"}.get(k, "sphere-swept hull")
+    return "hull"

@@ -230,7 +230,10 @@ def energy(model: Model, params: Params, state: AnyState) -> jnp.ndarray:
 
 
 def penetration(params: Params, state: AnyState) -> jnp.ndarray:
-    """Deepest penetration (≥ 0) of any real vertex below the ground."""
+    """Deepest penetration (≥ 0) of any real vertex (a round body: surface point) below the ground."""
+    if params.body.is_round:
+        _, phi, valid, _ = geometry.candidate_points(params.body, params.ground, state)
+        return jnp.maximum(0.0, -jnp.min(jnp.where(valid, phi, jnp.inf)))
     pts = geometry.world_points(state, params.body.vertices)
     phi = geometry.signed_distance(params.ground, pts)
     return jnp.maximum(0.0, -jnp.min(jnp.where(params.body.vertex_mask > 0, phi, jnp.inf)))

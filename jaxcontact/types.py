@@ -137,6 +137,15 @@ class Body:
     contact's μ combines its two bodies' (or the body's and the ground's, ``params.law.mu``) by
     ``worlds.materials.mix_friction``. None (the default): one material per world, the law's μ.
     A single body's step refuses it (its friction is ``params.law.mu``).
+
+    Round shapes (``shapes.sphere``, ``capsule``, ``cylinder``, ``ellipsoid``; None, the default,
+    for a hull: its fields and results exactly as without them; a world stacking round bodies and
+    hulls gives every body all of them, zeros where absent):
+    radius: () the sphere-swept radius r ≥ 0: the body is its (core) vertices' hull swept by a
+    sphere of radius r (a sphere: one vertex; a capsule: two, the segment's ends).
+    cylinder: (2,) a solid cylinder's (radius ρ, half-length l) along the body z axis, zeros: none.
+    ellipsoid: (3,) a solid ellipsoid's semi-axes (a, b, c) along the body axes, zeros: none.
+    A cylinder's or ellipsoid's body has no valid vertex (one masked vertex at its centre).
     """
 
     mass: jnp.ndarray
@@ -144,6 +153,9 @@ class Body:
     vertices: jnp.ndarray
     vertex_mask: jnp.ndarray
     friction: Any = None
+    radius: Any = None
+    cylinder: Any = None
+    ellipsoid: Any = None
 
     @property
     def dim(self) -> int:
@@ -152,6 +164,17 @@ class Body:
     @property
     def num_vertices(self) -> int:
         return self.vertices.shape[-2]
+
+    @property
+    def is_round(self) -> bool:
+        """Whether the body has any round-shape field (static: the pytree's structure)."""
+        return self.radius is not None or self.cylinder is not None or self.ellipsoid is not None
+
+    @property
+    def num_candidates(self) -> int:
+        """Ground-contact candidates per body (static): its vertices (swept by ``radius``), six rim
+        points of a ``cylinder`` (three per cap), one support point of an ``ellipsoid``."""
+        return self.num_vertices + (6 if self.cylinder is not None else 0) + (1 if self.ellipsoid is not None else 0)
 
 
 @struct.dataclass
@@ -343,5 +366,5 @@ class Model:
         return math.inf if self.max_correction_speed is None else self.max_correction_speed * self.dt
 
     def num_contacts(self, body: Body) -> int:
-        k = body.num_vertices
+        k = body.num_candidates
         return k if self.max_contacts is None else min(k, self.max_contacts)

@@ -118,6 +118,9 @@ def input_dtype(params: Params, state, control=None, batch_ndim: int = 0, materi
     see(body.inertia, "body.inertia")
     see(body.vertices, "body.vertices")
     check_dtype(body.vertex_mask, "body.vertex_mask", integers=True)
+    for name in ROUND_FIELDS:
+        if getattr(body, name, None) is not None:
+            see(getattr(body, name), f"body.{name}")
     friction = getattr(body, "friction", None)
     if friction is not None:
         if not materials:
@@ -200,6 +203,9 @@ def validate_body(body: Body, batched: bool = False) -> None:
         _finite(mu, "body.friction")
         if np.any(mu < 0):
             raise ValueError(f"body.friction: friction coefficients must be >= 0, got {mu}")
+    if body.is_round:
+        _validate_round(body, v, mask, batched)
+        return
     vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
     # each distinct (vertices, mask) once: a batch of one shape costs one hull
     _, first = np.unique(np.concatenate([vs.reshape(len(vs), -1), ms], axis=1), axis=0, return_index=True)
@@ -216,6 +222,58 @@ def validate_body(body: Body, batched: bool = False) -> None:
             raise ValueError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside the "
                              "hull of the vertices; give vertices relative to the centre of mass "
                              "(shapes.convex_hull does)")
+
+
+ROUND_FIELDS = {"radius": (), "cylinder": (2,), "ellipsoid": (3,)}
+
+
+def _validate_round(body: Body, v, mask, batched: bool) -> None:
+    """A body with round-shape fields (``types.Body``): each of the right shape, finite and >= 0
+    (zeros: absent), 3D for a cylinder or ellipsoid; a sphere-swept body's core (its valid
+    vertices) may be a point or a segment, but holds its centre of mass within its radius."""
+    d = v.shape[-1]
+    sizes = {}
+    for name, shape in ROUND_FIELDS.items():
+        x = getattr(body, name)
+        if x is None:
+            continue
+        a = _arr(x, f"body.{name}")
+        _shape(a, shape, f"body.{name}", batched)
+        _finite(a, f"body.{name}")
+        if np.any(a < 0):
+            raise ValueError(f"body.{name}: sizes must be >= 0 (0: absent), got {a}")
+        if name != "radius" and d != 3:
+            raise ValueError(f"body.{name}: a {name} is a 3D shape; a planar body may have only a radius")
+        sizes[name] = a.reshape(-1, *shape)
+    vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
+    for k in range(len(vs)):
+        pts = vs[k][ms[k] > 0]
+        for name in ("cylinder", "ellipsoid"):
+            if name in sizes and np.any(sizes[name][k] > 0) and not np.all(sizes[name][k] > 0):
+                raise ValueError(f"body.{name}: every size must be positive for a {name} (all zeros: none), got "
+                                 f"{sizes[name][k]}")
+        shaped = any(name in sizes and np.all(sizes[name][k] > 0) for name in ("cylinder", "ellipsoid"))
+        if len(pts) == 0:
+            if not shaped:
+                which = f" of body {k}" if len(vs) > 1 else ""
+                raise ValueError(f"body.vertex_mask: no valid vertex{which}, and no cylinder or ellipsoid: the body "
+                                 "has no shape")
+            continue
+        r = float(sizes["radius"][k]) if "radius" in sizes else 0.0
+        if len(pts) <= d or np.linalg.matrix_rank(pts - pts.mean(0), tol=1e-9) < d:
+            # a sphere-swept point or segment (a sphere, a capsule): the centre of mass within the radius of it
+            if r <= 0 and not shaped:
+                raise ValueError(f"body.vertices: degenerate hull (the {len(pts)} unmasked vertices do not span "
+                                 f"{d}D) and no radius (body.radius) to sweep them")
+            a, b = pts[0], pts[np.argmax(np.linalg.norm(pts - pts[0], axis=1))]
+            t = np.clip(np.dot(-a, b - a) / max(np.dot(b - a, b - a), 1e-300), 0.0, 1.0)
+            out = np.linalg.norm(a + t * (b - a)) - r
+        else:
+            out = com_outside(pts) - r
+        if out > COM_TOL * max(np.max(np.linalg.norm(pts, axis=1)) + r, 1e-12):
+            which = f" of body {int(k)}" if len(vs) > 1 else ""
+            raise ValueError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside the "
+                             "body (its vertices swept by its radius); give vertices relative to the centre of mass")
 
 
 def com_outside(points) -> float:
@@ -531,6 +589,7 @@ RULES: tuple[tuple[str, str], ...] = (
     ("body.friction", "must be finite and >= 0"),
     ("body.inertia", "physically impossible: a principal moment exceeds the sum of the other two"),
     ("body.vertices", "the centre of mass (the origin) lies outside the hull of the vertices"),
+    ("body.radius", "round-shape sizes (radius, cylinder, ellipsoid) must be finite and >= 0"),
 )
 
 
@@ -592,6 +651,10 @@ def broken_rules(params: Params, state, control=None) -> jnp.ndarray:
     if friction is not None:
         add(15, ~jnp.all(jnp.isfinite(friction) & (jnp.asarray(friction) >= 0)))
     add(17, com_outside_traced(body) > COM_TOL)
+    for name in ROUND_FIELDS:
+        x = getattr(body, name, None)
+        if x is not None:
+            add(18, ~jnp.all(jnp.isfinite(x) & (jnp.asarray(x) >= 0)))
     return bits
 
 
@@ -608,6 +671,10 @@ def com_outside_traced(body: Body) -> jnp.ndarray:
     dirs = jnp.concatenate([jnp.eye(d, dtype=v.dtype), -jnp.eye(d, dtype=v.dtype), -mean[None], -v])
     dirs = dirs / jnp.maximum(jnp.linalg.norm(dirs, axis=-1, keepdims=True), 1e-30)
     support = jnp.max(jnp.where(valid[None], dirs @ v.T, -jnp.inf), axis=-1)  # max_v d·v per direction
+    if body.is_round:  # swept by its radius; a cylinder's or ellipsoid's body has no valid vertex (centred)
+        rad = 0.0 if body.radius is None else jnp.asarray(body.radius)
+        out = jnp.where(jnp.any(valid), jnp.maximum(-jnp.min(support) - rad, 0.0), 0.0)
+        return jax.lax.stop_gradient(out / jnp.maximum(size + rad, 1e-30))
     return jax.lax.stop_gradient(jnp.maximum(-jnp.min(support), 0.0) / jnp.maximum(size, 1e-30))
 
 

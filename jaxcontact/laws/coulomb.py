@@ -168,8 +168,8 @@ class CoulombLCP(LawDefaults):
         return self.solver.warm_start and not self.solver.fixed_iterations
 
     def init_warm(self, model, params: Params, state: AnyState):
-        """The warm start of a rollout's first step: zero impulse (normal, tangents) per vertex."""
-        return jnp.zeros((params.body.num_vertices, state.dim), state.vel.dtype)
+        """The warm start of a rollout's first step: zero impulse (normal, tangents) per candidate."""
+        return jnp.zeros((params.body.num_candidates, state.dim), state.vel.dtype)
 
     def solve_warm(self, model, params: Params, state: AnyState, v_free, warm):
         """``__call__`` started from ``warm`` (per-vertex impulses of the previous step, or None

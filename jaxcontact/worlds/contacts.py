@@ -53,9 +53,15 @@ class WorldContacts:
 
 
 def bounding_radii(params: Params):
-    """(N,) each body's farthest vertex from its centre of mass (m)."""
+    """(N,) each body's farthest surface point from its centre of mass (m): its farthest vertex
+    (plus its ``radius``), a cylinder's or ellipsoid's (``geometry.shape_reach``)."""
     body = params.body
-    return jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1), 0.0), axis=-1)
+    far = jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1), 0.0), axis=-1)
+    if not body.is_round:
+        return far
+    if body.radius is not None:
+        far = jnp.where(jnp.any(body.vertex_mask > 0, axis=-1), far + body.radius, 0.0)
+    return jnp.maximum(far, geometry.shape_reach(body))
 
 
 def reach(model, scene: Scene, params: Params, state: State):
@@ -252,9 +258,9 @@ def check_ground_contacts(model, scene: Scene, params: Params) -> None:
     used to cap each other silently (min of both)."""
     given = scene.ground_contacts
     want = model.num_contacts(params.body)
-    if given is not None and min(given, params.body.num_vertices) != want:
+    if given is not None and min(given, params.body.num_candidates) != want:
         raise ValueError(f"Scene.ground_contacts = {given} disagrees with Model.max_contacts = {model.max_contacts} "
-                         f"({want} ground contacts per body of {params.body.num_vertices} vertices): Model.max_contacts "
+                         f"({want} ground contacts per body of {params.body.num_candidates} candidates): Model.max_contacts "
                          "alone decides how many ground contacts a body keeps, in bodies and worlds alike; drop "
                          "ground_contacts from make_scene/Scene (deprecated) and set Model(max_contacts=...)")
 
