@@ -175,7 +175,7 @@ def cylinder_rim(cylinder, normal_body) -> jnp.ndarray:
     norm = jnp.sqrt(u @ u)
     u = jnp.where(norm > 0, u / jnp.where(norm > 0, norm, 1.0), jnp.array([1.0, 0.0], u.dtype))
     v = jnp.stack([-u[1], u[0]])
-    rim = [np.cos(a) * u + np.sin(a) * v for a in RIM_ANGLES]
+    rim = [float(np.cos(a)) * u + float(np.sin(a)) * v for a in RIM_ANGLES]
     return jnp.stack([jnp.concatenate([rho * d, (sign * half)[None]]) for sign in (-1.0, 1.0) for d in rim])
 
 
