@@ -303,3 +303,68 @@ def dataclasses_replace(scene, **kw):
     import dataclasses
 
     return dataclasses.replace(scene, **kw)
+
+
+def test_dacm_refuses_round_bodies_by_name():
+    """dacm's laws read a polytope's touching vertices: a round body is refused by name."""
+    from jaxcontact.dacm import features
+
+    model, params = _params(shapes.sphere(0.05))
+    s = jc.make_state(pos=(0, 0, 0.05))
+    with pytest.raises(ValueError, match="round body"):
+        features.detect_patch(params.body, params.ground, s, jnp.zeros(6), 1e-3, H)
+
+
+ROUND_MJCF = """<mujoco>
+  <worldbody>
+    <geom type="plane" size="0 0 1"/>
+    <body name="ball" pos="0 0 0.3"><freejoint/><geom type="sphere" size="0.05" density="800"/></body>
+    <body name="pill" pos="0.3 0 0.3"><freejoint/><geom type="capsule" fromto="0 -0.04 0 0 0.04 0" size="0.02"
+      density="900"/></body>
+    <body name="can" pos="0.6 0 0.3"><freejoint/><geom type="cylinder" size="0.04 0.06" density="700"/></body>
+    <body name="egg" pos="0.9 0 0.3"><freejoint/><geom type="ellipsoid" size="0.05 0.04 0.03" density="1000"/></body>
+  </worldbody>
+  <contact>EXCLUDES</contact>
+</mujoco>"""
+
+
+def _excludes(n):
+    return "".join(f'<exclude body1="{a}" body2="{b}"/>' for i, a in enumerate(n) for b in n[i + 1:])
+
+
+def test_mjcf_round_geoms_load_natively_and_write_back():
+    """``from_mjcf`` loads sphere, capsule (any pose), cylinder and ellipsoid geoms natively with
+    MuJoCo's compiled sizes, masses and inertias, which equal our exact solids'; ``to_mjcf`` writes
+    them back as the same geoms; round bodies that may touch each other are refused by name."""
+    pytest.importorskip("mujoco")
+    names = ["ball", "pill", "can", "egg"]
+    xml = ROUND_MJCF.replace("EXCLUDES", _excludes(names))
+    scene, params, state, _ = worlds.from_mjcf(xml)
+    assert scene.shapes == ("sphere", "capsule", "cylinder", "ellipsoid") and scene.pairs == ()
+    b = params.body
+    m = np.asarray(b.mass)
+    refs = [shapes.sphere(0.05, m[0]), shapes.capsule(0.02, 0.04, m[1]), shapes.cylinder(0.04, 0.06, m[2]),
+            shapes.ellipsoid((0.05, 0.04, 0.03), m[3])]
+    np.testing.assert_allclose(m[0], 800 * 4 / 3 * np.pi * 0.05 ** 3, rtol=1e-9)
+    for i, ref in enumerate(refs):
+        I = np.asarray(b.inertia[i])
+        if i == 1:  # the capsule lies along the body's y (fromto): its axial moment is I_yy
+            I = I[[0, 2, 1]][:, [0, 2, 1]]
+        np.testing.assert_allclose(I, np.asarray(ref.inertia), rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(b.radius[:2], [0.05, 0.02])
+    ends = np.asarray(b.vertices[1][b.vertex_mask[1] > 0])
+    np.testing.assert_allclose(ends[np.argsort(ends[:, 1])], [[0, -0.04, 0], [0, 0.04, 0]], atol=1e-12)
+    np.testing.assert_allclose(b.cylinder[2], [0.04, 0.06])
+    np.testing.assert_allclose(b.ellipsoid[3], [0.05, 0.04, 0.03])
+    back = worlds.from_mjcf(worlds.to_mjcf(scene, params, state))
+    assert back[0].shapes == scene.shapes
+    for field in ("mass", "inertia", "radius", "cylinder", "ellipsoid"):
+        np.testing.assert_allclose(getattr(back[1].body, field), getattr(b, field), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(np.sort(np.asarray(back[1].body.vertices[1]), 0), np.sort(np.asarray(b.vertices[1]), 0),
+                               atol=1e-12)  # the segment's ends (MuJoCo's fromto may swap them)
+    with pytest.raises(ValueError, match=r"body 'ball' \(a sphere\) and body 'pill' \(a capsule\) may touch"):
+        worlds.from_mjcf(ROUND_MJCF.replace("EXCLUDES", ""))
+    off = ROUND_MJCF.replace("EXCLUDES", _excludes(names)).replace('type="cylinder" size', 'type="cylinder" '
+                                                                    'euler="90 0 0" size')
+    with pytest.raises(ValueError, match=r"\(cylinder\) of body 'can': a jaxcontact cylinder is centred"):
+        worlds.from_mjcf(off)

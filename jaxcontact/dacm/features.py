@@ -121,7 +121,13 @@ def _normal_speeds(body: Body, ground: Ground, state, v):
 
 
 def detect_patch(body: Body, ground: Ground, state, v_free, tol: float, dt: float) -> DPatch:
-    """The speculative contact detector D (module docstring)."""
+    """The speculative contact detector D (module docstring). A polytope's: a round body (a
+    ``Body.radius``, ``cylinder`` or ``ellipsoid``) is refused by name (static), since its patch
+    and features are its vertices'."""
+    if body.is_round:
+        raise ValueError("dacm (DACMLaw, PDDLaw, their data): the contact patch and its features are a polytope's "
+                         "vertices; a round body (body.radius, body.cylinder or body.ellipsoid set: a sphere, capsule, "
+                         "cylinder or ellipsoid) has none. Use CoulombLCP or RelaxedCoulomb for round bodies")
     pts = geometry.world_points(state, body.vertices)
     phi = geometry.signed_distance(ground, pts)
     valid = body.vertex_mask > 0

@@ -13,8 +13,12 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   MuJoCo's ``xipos``, ``State.quat`` its ``xquat``; the inertia is ``body_inertia`` turned from the
   principal frame (``body_iquat``) into the body frame. Mass and inertia are MuJoCo's compiled
   ones (of every geom of the body, visual ones included, as MuJoCo computes them).
-* Geoms: box and mesh (as its convex hull, at most ``collision.MAX_HULL_VERTICES`` vertices), one
-  colliding geom per body; a plane on the world body is the ground. Geoms that collide with
+* Geoms: box and mesh (as its convex hull, at most ``collision.MAX_HULL_VERTICES`` vertices), and
+  natively sphere, capsule (at any pose in its body), cylinder and ellipsoid (centred on the body's
+  centre of mass, axes along the body frame's), with MuJoCo's compiled sizes (``shapes.sphere``,
+  …: ``Body.radius``, ``cylinder``, ``ellipsoid``); one colliding geom per body; round bodies touch
+  the ground only, so far (a pair MuJoCo's filter lets touch is refused by name); a plane on the
+  world body is the ground. Geoms that collide with
   nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
 * Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
   parent body, or the world). Slide and ball joints, joint limits, springs, damping, armature and
@@ -23,7 +27,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
 * ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
-  and cylinders by the hulls of points on their surfaces (``round_points``), several colliding
+  and cylinders by the hulls of points on their surfaces (``round_points``, then they touch
+  other bodies too), several colliding
   geoms of one body by the convex hull of them all, a mesh hull above the vertex limit by
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
@@ -218,8 +223,9 @@ def _check(mujoco, model, approximate: bool):
         elif b == 0:
             problems.append(f"{name}: static geometry on the world body (the ground plane is a world's only static "
                             "geometry)")
-        elif kind in ROUND and not approximate:
-            problems.append(f"{name}: jaxcontact bodies are convex polytopes (approximate=True or --approximate: the hull of "
+        elif kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g):
+            problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
+                            "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
                             f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
         elif kind not in ROUND + ("box", "mesh"):
             problems.append(f"{name}: no jaxcontact counterpart")
@@ -245,6 +251,35 @@ def _check(mujoco, model, approximate: bool):
         if np.any(np.asarray(getattr(model.opt, field)) != 0):
             problems.append(f"option {field} (the {what}'s drag has no jaxcontact counterpart)")
     return problems
+
+
+def _centred(model, g, tol: float = 1e-9) -> bool:
+    """Whether geom ``g`` sits at its body's centre of mass with the body frame's axes (its quat ±1 0 0 0)."""
+    b = model.geom_bodyid[g]
+    at = np.linalg.norm(np.asarray(model.geom_pos[g], float) - model.body_ipos[b])
+    q = np.asarray(model.geom_quat[g], float)
+    return at <= tol * max(1.0, float(np.max(model.geom_size[g]))) and abs(abs(q[0]) - 1.0) <= tol
+
+
+def _round_body(M, model, g, b) -> Body:
+    """Body ``b``'s one round geom ``g`` natively (``Body.radius``, ``cylinder``, ``ellipsoid``) in the
+    frame at the centre of mass, with MuJoCo's compiled sizes, mass and inertia."""
+    kind = M.mjtGeom(model.geom_type[g]).name[len("mjGEOM_"):].lower()
+    size = np.asarray(model.geom_size[g], float)
+    c = np.asarray(model.geom_pos[g], float) - model.body_ipos[b]
+    R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
+    inertia = R @ np.diag(model.body_inertia[b]) @ R.T
+    mass = float(model.body_mass[b])
+    if kind == "sphere":
+        return shapes.sphere(size[0], 1.0).replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia),
+                                                  vertices=jnp.asarray(c[None]))
+    if kind == "capsule":
+        axis = np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))[:, 2]
+        return shapes.capsule(size[0], size[1], 1.0).replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia),
+                                                            vertices=jnp.asarray(np.stack([c - size[1] * axis,
+                                                                                           c + size[1] * axis])))
+    body = shapes.cylinder(size[0], size[1], 1.0) if kind == "cylinder" else shapes.ellipsoid(size[:3], 1.0)
+    return body.replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia))
 
 
 def _colliding(model, g) -> bool:
@@ -367,8 +402,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if len(gs) > 1 and not approximate:
             raise ValueError(f"unsupported in a jaxcontact world: {name} has {len(gs)} colliding geoms (one convex "
                              "hull per body; approximate=True: the convex hull of them all)")
-        pts = np.concatenate([_geom_points(mujoco, model, g) for g in gs]) - model.body_ipos[b]
         kinds = {int(model.geom_type[g]) for g in gs}
+        if len(gs) == 1 and not approximate and M.mjtGeom(model.geom_type[gs[0]]).name[len("mjGEOM_"):].lower() in ROUND:
+            bodies.append(_round_body(M, model, gs[0], b))  # natively: a sphere, capsule, cylinder or ellipsoid
+            mus.append(float(model.geom_friction[gs[0], 0]))
+            condims.append({int(model.geom_condim[gs[0]])})
+            geoms.append(gs)
+            continue
+        pts = np.concatenate([_geom_points(mujoco, model, g) for g in gs]) - model.body_ipos[b]
         if len(gs) == 1 and kinds == {int(M.mjtGeom.mjGEOM_BOX)}:
             verts = pts  # a box keeps shapes.box's 8 corners in their order
         else:
@@ -475,11 +516,22 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names)
     scene_kw.setdefault("names", names)
+    kinds = [shapes.shape_kind(bd) for bd in bodies]
+    touching = [(a, c) for a, c in pairs if kinds[a] != "hull" or kinds[c] != "hull"]
+    if touching:
+        a, c = touching[0]
+        label = lambda i: f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, i + 1)} (a {kinds[i]})"
+        raise ValueError(f"unsupported in a jaxcontact world: {label(a)} and {label(c)} may touch (MuJoCo's contact "
+                         f"filter; {len(touching)} such pairs): body–body contacts of round bodies are not implemented "
+                         "yet (issue 62's next slice), they touch the ground only; exclude the pairs "
+                         "(<contact><exclude body1=... body2=.../>) or approximate=True (hulls of surface points)")
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
-                              friction=None if stacked.friction is None else cast(stacked.friction))
+                              friction=None if stacked.friction is None else cast(stacked.friction),
+                              **{k: cast(getattr(stacked, k)) for k in ("radius", "cylinder", "ellipsoid")
+                                 if getattr(stacked, k) is not None})
     if plane is not None:
         normal = np.asarray(d.geom_xmat[plane], float).reshape(3, 3)[:, 2]
         groundp = Ground(normal=cast(normal), height=cast(normal @ d.geom_xpos[plane]))
@@ -604,6 +656,20 @@ def _box_size(verts):
 PAIR_ATTRIBUTES = ("condim", "solref", "solreffriction", "solimp", "margin", "gap")  # a <pair>'s, as a geom's
 
 
+def _round_geom(scene, body, i: int, kind: str, core) -> str:
+    """The MJCF geom attributes of round body ``i`` (``scene.shapes[i]``): a sphere at its core
+    vertex, a capsule between its two (``fromto``), a cylinder or ellipsoid at the body's origin."""
+    if kind == "sphere":
+        return f'type="sphere" size="{_f(float(body.radius[i]))}" pos="{_f(core[0])}"'
+    if kind == "capsule":
+        return f'type="capsule" size="{_f(float(body.radius[i]))}" fromto="{_f(np.concatenate(core[:2]))}"'
+    if kind == "cylinder":
+        return f'type="cylinder" size="{_f(np.asarray(body.cylinder[i], float))}"'
+    if kind == "ellipsoid":
+        return f'type="ellipsoid" size="{_f(np.asarray(body.ellipsoid[i], float))}"'
+    raise ValueError(f"to_mjcf: {scene.body_name(i)} is a {kind}, which has no MuJoCo geom")
+
+
 def pair_friction(scene, friction, ground_mu) -> dict:
     """Per-body μ as MuJoCo ``<pair>``s: ``{(a, b): μ}`` of every pair of bodies that can touch (the
     scene's pairs; ``(-1, i)``: body i and the ground, when the world has one), μ jaxcontact's own
@@ -701,7 +767,10 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         h = _box_size(v)
         mu = mu_law[0] if friction is None else friction[i]
         fr = f'friction="{_f(mu)} 0.005 0.0001"'
-        if h is not None:
+        kind = "hull" if scene.shapes is None else scene.shapes[i]
+        if kind != "hull":
+            g = f'<geom name="geom{i}" {_round_geom(scene, body, i, kind, v)} {fr}{extra_geom}/>'
+        elif h is not None:
             g = f'<geom name="geom{i}" type="box" size="{_f(h)}" {fr}{extra_geom}/>'
         else:
             assets.append(f'    <mesh name="hull{i}" vertex="{_f(v)}"/>\n')
