@@ -202,8 +202,9 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
 
 
 @pytest.mark.parametrize("snippet, words", [
-    ('<body><freejoint/><geom type="sphere" size=".05"/></body>', "(sphere)"),
-    ('<body><freejoint/><geom type="capsule" size=".05 .1"/></body>', "(capsule)"),
+    ('<body><freejoint/><geom type="sphere" size=".05"/></body><body><freejoint/><geom type="capsule" size=".05 .1"/>'
+     '</body>', "(a sphere) and body #2 (a capsule) may touch"),
+    ('<body><freejoint/><geom type="cylinder" size=".05 .1" euler="90 0 0"/></body>', "(cylinder)"),
     ('<body><joint type="slide"/><geom type="box" size=".05 .05 .05"/></body>', "slide joint"),
     ('<body><joint type="ball"/><geom type="box" size=".05 .05 .05"/></body>', "ball joint"),
     ('<body><joint type="hinge" range="-1 1" limited="true"/><geom type="box" size=".05 .05 .05"/></body>', "range limit"),
@@ -302,10 +303,11 @@ def test_simulate_mjcf_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.xml"
     bad.write_text("<mujoco><worldbody><body>")
     sphere = tmp_path / "sphere.xml"
-    sphere.write_text('<mujoco><worldbody><body><freejoint/><geom type="sphere" size=".1"/></body></worldbody></mujoco>')
+    sphere.write_text('<mujoco><worldbody><body><freejoint/><geom type="sphere" size=".1"/></body><body><freejoint/>'
+                      '<geom type="sphere" size=".1"/></body></worldbody></mujoco>')
     for argv, words in ((["--mjcf", str(tmp_path / "none.xml")], "no such file"),
                         (["--mjcf", str(bad)], "MuJoCo could not load"),
-                        (["--mjcf", str(sphere)], "(sphere)"),
+                        (["--mjcf", str(sphere)], "(a sphere) may touch"),
                         (["--mjcf", str(sphere), "--mu", "0.3"], "--mu: a --mjcf world"),
                         (["--worlds", "2"], "--worlds: batches of worlds are for --mjcf"),
                         (["--animate", str(tmp_path / "a.gif")], "--animate: watches a world")):

@@ -368,3 +368,30 @@ def test_mjcf_round_geoms_load_natively_and_write_back():
                                                                     'euler="90 0 0" size')
     with pytest.raises(ValueError, match=r"\(cylinder\) of body 'can': a jaxcontact cylinder is centred"):
         worlds.from_mjcf(off)
+
+
+def test_round_bodies_are_drawn_on_their_surfaces(tmp_path):
+    """``worlds.animate`` draws a round body as the hull of points on its surface: every drawn
+    vertex of the sphere is r from its centre, the capsule's r from its segment (along y here), the
+    cylinder's on its rim, the ellipsoid's on it; a box keeps its corners; the picture is written."""
+    pytest.importorskip("matplotlib")
+    from jaxcontact.worlds import animate
+
+    capsule = shapes.capsule(0.02, 0.05).replace(vertices=jnp.array([[0.0, -0.05, 0.0], [0.0, 0.05, 0.0]]))
+    bodies = [shapes.sphere(0.05), capsule, shapes.cylinder(0.04, 0.06), shapes.ellipsoid((0.05, 0.04, 0.03)), shapes.box()]
+    scene, stacked = worlds.make_scene(bodies, pairs=[])
+    drawn = animate.drawn_body(scene, stacked)
+    v, m = np.asarray(drawn.vertices), np.asarray(drawn.vertex_mask) > 0
+    np.testing.assert_allclose(np.linalg.norm(v[0][m[0]], axis=1), 0.05, rtol=1e-12)
+    seg = v[1][m[1]]
+    along = np.clip(seg[:, 1], -0.05, 0.05)
+    np.testing.assert_allclose(np.linalg.norm(seg - np.c_[0 * along, along, 0 * along], axis=1), 0.02, rtol=1e-9)
+    np.testing.assert_allclose(np.hypot(v[2][m[2]][:, 0], v[2][m[2]][:, 1]), 0.04, rtol=1e-12)
+    np.testing.assert_allclose(np.sum((v[3][m[3]] / [0.05, 0.04, 0.03]) ** 2, 1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(v[4][m[4]], np.asarray(shapes.box().vertices))
+    state = np.concatenate([np.c_[np.arange(5) * 0.2, np.zeros(5), np.full(5, 0.06)], np.tile([1.0, 0, 0, 0], (5, 1)),
+                            np.zeros((5, 6))], 1)
+    law = jc.CoulombLCP()
+    animate.still(scene, jc.Params(body=stacked, ground=jc.Ground.flat(3), law=law.init_params()), state,
+                  tmp_path / "round.png")
+    assert (tmp_path / "round.png").stat().st_size > 1000

@@ -35,6 +35,51 @@ def _rot(q):
         np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
 
 
+def _segment_frame(axis):
+    """(3, 3) a rotation whose third column is the unit ``axis``."""
+    z = axis / np.linalg.norm(axis)
+    x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
+    x = x / np.linalg.norm(x)
+    return np.stack([x, np.cross(z, x), z], 1)
+
+
+def drawn_body(scene, body):
+    """``body`` (stacked) as it is drawn: a round body (``scene.shapes``) replaced by the hull of
+    points on its surface (``mjcf.round_points``: a sphere-swept core's vertices each with a sphere's,
+    a capsule's segment, a cylinder, an ellipsoid); hulls as they are (their vertices first, so the
+    scene's topologies still index them)."""
+    if scene.shapes is None:
+        return body
+    from scipy.spatial import ConvexHull
+
+    from .mjcf import round_points
+
+    verts, mask = np.asarray(body.vertices, float), np.asarray(body.vertex_mask) > 0
+    drawn = []
+    for i, kind in enumerate(scene.shapes):
+        core = verts[i][mask[i]]
+        if kind == "hull":
+            drawn.append(verts[i])
+            continue
+        if kind == "cylinder":
+            pts = round_points("cylinder", np.asarray(body.cylinder[i], float))
+        elif kind == "ellipsoid":
+            pts = round_points("ellipsoid", np.asarray(body.ellipsoid[i], float))
+        elif kind == "capsule":
+            a, b = core[0], core[1]
+            half = np.linalg.norm(b - a) / 2
+            pts = round_points("capsule", [float(body.radius[i]), half]) @ _segment_frame(b - a).T + (a + b) / 2
+        else:  # a sphere, or a sphere-swept hull
+            ball = round_points("sphere", [float(body.radius[i])])
+            pts = (core[:, None, :] + ball[None]).reshape(-1, 3)
+        drawn.append(pts[np.sort(ConvexHull(pts).vertices)])
+    K = max(len(d) for d in drawn)
+    out = np.stack([np.concatenate([d, np.repeat(d[:1], K - len(d), 0)]) for d in drawn])
+    keep = np.stack([np.concatenate([mask[i] if scene.shapes[i] == "hull" else np.ones(len(d), bool),
+                                     np.zeros(K - len(d), bool)]) for i, d in enumerate(drawn)])
+    return body.replace(vertices=out, vertex_mask=keep.astype(float), radius=None, cylinder=None, ellipsoid=None)
+
+
 def hull_faces(scene, body):
     """Per body, its hull's faces as lists of vertex indices (counter-clockwise from outside): the
     scene's topologies, computed for bodies in no pair (``collision.topology``)."""
@@ -200,9 +245,10 @@ def animate(scene, params, states, dt: float, path, fps: int = 25, max_frames: i
     path = check_animation_path(path)
     states = np.asarray(states, float)
     idx = frame_indices(states.shape[0], dt, fps, max_frames)
-    faces = hull_faces(scene, params.body)
-    mask = np.asarray(params.body.vertex_mask) > 0
-    verts = world_vertices(params.body, states[idx])
+    body = drawn_body(scene, params.body)
+    faces = hull_faces(scene, body)
+    mask = np.asarray(body.vertex_mask) > 0
+    verts = world_vertices(body, states[idx])
     shown = np.concatenate([verts[f][mask] for f in range(len(idx))])
     ground = (np.asarray(params.ground.normal), float(params.ground.height)) if scene.ground else None
     lowest = shown
@@ -235,15 +281,16 @@ def still(scene, params, state, path, t=None, elevation: float = 30.0, azimuth: 
     from ..plotting import pyplot
 
     plt = pyplot("still")
-    verts = world_vertices(params.body, np.asarray(state, float))
+    body = drawn_body(scene, params.body)
+    verts = world_vertices(body, np.asarray(state, float))
     cam = Camera.framing(verts.reshape(-1, 3), elevation, azimuth)
     fig, ax = plt.subplots(figsize=size, dpi=dpi)
     fig.subplots_adjust(0, 0, 1, 1)
     ground = (np.asarray(params.ground.normal), float(params.ground.height)) if scene.ground else None
-    render_frame(ax, cam, hull_faces(scene, params.body), verts, t=t, ground=ground)
+    render_frame(ax, cam, hull_faces(scene, body), verts, t=t, ground=ground)
     fig.savefig(str(path))
     plt.close(fig)
 
 
-__all__ = ["ANIMATION_SUFFIXES", "Camera", "animate", "still", "check_animation_path", "floor_square", "frame_indices",
+__all__ = ["ANIMATION_SUFFIXES", "Camera", "animate", "still", "check_animation_path", "drawn_body", "floor_square", "frame_indices",
            "hull_faces", "render_frame", "world_vertices"]
