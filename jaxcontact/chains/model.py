@@ -254,8 +254,11 @@ def energy(model: ChainModel, params: ChainParams, state: State) -> jnp.ndarray:
 
 
 def lowest_point(params: ChainParams, state: State) -> jnp.ndarray:
-    """(n,) signed distance to the ground of each link's lowest vertex (m)."""
+    """(n,) signed distance to the ground of each link's lowest vertex (m; a round link's lowest surface point)."""
     def one(body, s):
+        if body.is_round:
+            _, phi, valid, _ = geometry.candidate_points(body, params.ground, s)
+            return jnp.min(jnp.where(valid, phi, jnp.inf))
         phi = geometry.signed_distance(params.ground, geometry.world_points(s, body.vertices))
         return jnp.min(jnp.where(body.vertex_mask > 0, phi, jnp.inf))
 
