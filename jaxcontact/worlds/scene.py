@@ -211,7 +211,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     n = np.shape(stacked.vertices)[0]
     topologies = []
     names = None if names is None else tuple(None if m is None else str(m) for m in names)
-    kinds = tuple(shape_kind(jax.tree_util.tree_map(lambda x, i=i: x[i], stacked)) for i in range(n))
+    kinds = (tuple(shape_kind(jax.tree_util.tree_map(lambda x, i=i: x[i], stacked)) for i in range(n))
+             if stacked.is_round else ("hull",) * n)
     for i in range(n):
         if kinds[i] != "hull":  # a round body touches the ground only (no hull topology)
             topologies.append(None)
