@@ -239,7 +239,8 @@ def test_gradients_through_round_contacts(kind):
     if kind == "sphere":
         body, p0, q0 = shapes.sphere(0.05, 1.0), (0, 0, 0.0505), (1.0, 0, 0, 0)
     else:
-        c, s = np.cos(0.5 * 0.3), np.sin(0.5 * 0.3)  # tilted 0.3 rad about y: one end lower
+        tilt = np.pi / 2 - 0.3  # the axis 0.3 rad from the ground: one end lower
+        c, s = np.cos(0.5 * tilt), np.sin(0.5 * tilt)
         body, p0, q0 = shapes.capsule(0.03, 0.05, 1.0), (0, 0, 0.03 + 0.05 * np.sin(0.3) + 5e-4), (c, 0, s, 0)
     model, params = _params(body, mu=0.3, tol=1e-12)
     s0 = jc.make_state(pos=p0, quat=q0)
