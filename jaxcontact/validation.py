@@ -531,7 +531,9 @@ RULES: tuple[tuple[str, str], ...] = (
     ("body.friction", "must be finite and >= 0"),
     ("body.inertia", "physically impossible: a principal moment exceeds the sum of the other two"),
     ("body.vertices", "the centre of mass (the origin) lies outside the hull of the vertices"),
+    ("state.vel", "a fixed body (Scene.fixed) must be at rest: zero vel and omega"),
 )
+FIXED_MOVING = 18  # the rule a world's step sets for a fixed body given a velocity (worlds.pipeline)
 
 
 def rule_names(bits) -> list[str]:
