@@ -78,8 +78,7 @@ def test_a_box_pushed_into_a_fixed_wall_stops_without_penetration_or_bounce():
     """The box reaches the wall (face at x = 0.1 m) after ~0.1 s and stops there: never more than
     40 µm inside it, never moving back (ε = 0: no bounce), at rest against it at the end while
     still pushed by 2 N; the wall kept bitwise and never touching the ground it is sunk into (no
-    PENETRATION flag); the only impulse on the wall is the box's (they sum to zero: Newton's
-    third law, no ground impulse on the wall)."""
+    PENETRATION flag, no ground contact of its own: one with zero mobility would have no solution)."""
     scene, params, s, controls = _wall_world(2.0)
     traj, info = worlds.rollout(MODEL, scene, params, s, STEPS, controls)
     gap = 0.1 - np.asarray(traj.pos[:, 0, 0]) - 0.05
@@ -92,7 +91,6 @@ def test_a_box_pushed_into_a_fixed_wall_stops_without_penetration_or_bounce():
     assert not np.any(np.asarray(info.flags))
     wall = np.asarray(info.impulse[:, 1, :3])
     assert wall[:, 0].max() > 1e-3  # the box pushes the wall along +x
-    assert np.abs(wall[:, 2]).max() < 1e-6  # no ground pushing the sunk wall up
 
 
 def test_a_box_dropped_on_a_fixed_table_rests_on_it():
@@ -122,14 +120,15 @@ def test_the_final_position_is_differentiable_in_the_ramps_angle():
     is dominated by da/dθ (a sign check: steeper is faster)."""
     steps, mu = 100, 0.2
 
+    scene, params, start = scenes.ramp(0.4, mu)
+
     def final_x(angle):
-        scene, params, s = scenes.ramp(0.4, mu)
         down = jnp.array([jnp.cos(angle), 0.0, -jnp.sin(angle)])
         normal = jnp.array([jnp.sin(angle), 0.0, jnp.cos(angle)])
         q = jnp.array([jnp.cos(angle / 2), 0.0, jnp.sin(angle / 2), 0.0])
         centre = jnp.array([0.0, 0.0, 1.0])
         pos = jnp.stack([centre, centre + (scenes.RAMP_SIZE[2] + scenes.SIZE) / 2 * normal - 0.8 * down])
-        s = s.replace(pos=pos, quat=jnp.stack([q, q]))
+        s = start.replace(pos=pos, quat=jnp.stack([q, q]))
         final, _ = worlds.rollout(MODEL, scene, params, s, steps, output="final")
         return final.pos[1, 0]
 
