@@ -94,11 +94,12 @@ def test_a_box_pushed_into_a_fixed_wall_stops_without_penetration_or_bounce():
 
 
 def test_a_box_dropped_on_a_fixed_table_rests_on_it():
-    """A 0.1 m box dropped from 10 cm above a fixed table top (a 1 × 1 × 0.04 m board of 1 kg at
-    0.5 m, so a table that moved in the solve would be seen) comes to rest on it: its centre at
+    """A 0.1 m box dropped from 10 cm above a fixed table top (a 1 × 1 × 0.04 m board of 50 g at
+    0.5 m: a table that moved in the solve, and was put back, would let the box sink h² m g/m_table
+    = 0.29 mm) comes to rest on it: its centre at
     the top + 5 cm (to 20 µm), at rest (1 mm/s), the table bitwise as given; the box's vertical
     impulse per step m g h once at rest, and the table's the opposite (no ground contact of its own)."""
-    table = shapes.box((1.0, 1.0, 0.04), 1.0)
+    table = shapes.box((1.0, 1.0, 0.04), 0.05)
     scene, body = worlds.make_scene([table, shapes.box(0.1, scenes.MASS)], fixed=(True, False))
     params = Params(body=body, ground=Ground.flat(), law=CoulombLCP.init_params(mu=0.5, restitution=0.0))
     quat = jnp.tile(jnp.array([1.0, 0.0, 0.0, 0.0]), (2, 1))
@@ -169,3 +170,19 @@ def test_fixed_bodies_refused_by_name():
     assert int(info.flags) & int(Flags.INVALID_INPUT)
     assert int(info.invalid) == 1 << FIXED_MOVING
     assert int(step(params, s).flags) == 0
+
+
+def test_a_fixed_body_links_no_island_as_the_ground():
+    """``contacts.stiff_rows`` with a fixed body: two boxes resting on a fixed table (either side of
+    the pair), one hit by an impact; the other box's contact stays soft, as on the ground (a table
+    in the island would make every box on it stiff). Without the mask the table links them."""
+    from jaxcontact.worlds.contacts import WorldContacts, stiff_rows
+
+    for bodies, table in (([[0, 1], [0, 2]], 0), ([[0, 2], [1, 2]], 2)):
+        con = WorldContacts(rows=jnp.zeros((2, 2, 3, 6)), phi=jnp.zeros(2), valid=jnp.ones(2, bool),
+                            bodies=jnp.asarray(bodies, jnp.int32), slot_pair=jnp.arange(2), pair_phi=jnp.zeros((2, 1)),
+                            pair_kind=jnp.zeros(2, jnp.int32), capacity=jnp.zeros((), bool), num_ground=0)
+        impact = jnp.array([True, False])
+        fixed = np.arange(3) == table
+        assert np.asarray(stiff_rows(con, impact, 3, fixed)).tolist() == [True, False]
+        assert np.asarray(stiff_rows(con, impact, 3)).tolist() == [True, True]
