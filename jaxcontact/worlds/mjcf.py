@@ -14,8 +14,14 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   principal frame (``body_iquat``) into the body frame. Mass and inertia are MuJoCo's compiled
   ones (of every geom of the body, visual ones included, as MuJoCo computes them).
 * Geoms: box and mesh (as its convex hull, at most ``collision.MAX_HULL_VERTICES`` vertices), one
-  colliding geom per body; a plane on the world body is the ground. Geoms that collide with
-  nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
+  colliding geom per body; a plane on the world body is the ground (the floor: normal +z; a
+  tilted plane is refused). Geoms that collide with nothing (contype = conaffinity = 0) are
+  MuJoCo's visual geoms and are skipped.
+* Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
+  ``body_weldid`` 0; not mocap) is a fixed body at its compiled pose; each other colliding geom on
+  the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
+  the geom's), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
+  nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
 * Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
   parent body, or the world). Slide and ball joints, joint limits, springs, damping, armature and
   friction loss, tendons, equality constraints, actuators, heightfields, flexes and plugins
@@ -27,8 +33,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   geoms of one body by the convex hull of them all, a mesh hull above the vertex limit by
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
-  parent and child bodies); the ground is in the world when every body's geom collides with the
-  plane (refused when only some do).
+  parent and child bodies by their welds, never for a body welded to the world; no two fixed
+  bodies); the ground is in the world when every free body's geom collides with the plane
+  (refused when only some do).
 * Friction: the geoms' sliding μ (torsional and rolling friction, which jaxcontact does not model,
   are dropped). One μ for every geom: the law's μ, exact. Several: per-body μ
   (``worlds.materials``: √(μ_a μ_b)), where MuJoCo takes max(μ_a, μ_b) or an explicit
