@@ -541,7 +541,7 @@ MUTATIONS = (
              "mobility = motion.mobility",
              (f"{SCENERY}::test_a_box_dropped_on_a_fixed_table_rests_on_it",)),
     Mutation("fixed-falls", "scenery", "jaxcontact/worlds/pipeline.py",
-             "v1 = jnp.where(jnp.asarray(scene.fixed_bodies)[:, None], 0.0, v1)", "v1 = v1",
+             "velocity = jnp.where(jnp.asarray(held)[:, None], 0.0, motion.velocity)", "velocity = motion.velocity",
              (f"{SCENERY}::test_a_box_dropped_on_a_fixed_table_rests_on_it",)),
     Mutation("fixed-integrated", "scenery", "jaxcontact/worlds/pipeline.py",
              "new = _keep(scene.fixed_bodies, given, new)", "new = new",
@@ -575,6 +575,9 @@ MUTATIONS = (
     Mutation("to-mjcf-fixed-free", "scenery", "jaxcontact/worlds/mjcf.py",
              "joint = '<!-- fixed to the world: no joint -->'", "joint = f'<freejoint name=\"free{i}\"/>'",
              (f"{MJCF_SCENERY}::test_to_mjcf_writes_fixed_bodies_without_joints_and_reads_them_back",)),
+    Mutation("simulate-kicks-fixed", "scenery", "jaxcontact/simulate.py",
+             "free = ~scene.jointed_bodies & ~scene.fixed_bodies", "free = ~scene.jointed_bodies",
+             (f"{MJCF_SCENERY}::test_simulate_mjcf_keeps_fixed_bodies_at_rest_in_perturbed_worlds",)),
 )
 
 

@@ -131,3 +131,18 @@ def test_to_mjcf_writes_fixed_bodies_without_joints_and_reads_them_back():
     np.testing.assert_allclose(np.asarray(s2.pos), np.asarray(state.pos), atol=1e-12)
     np.testing.assert_allclose(np.asarray(s2.quat), np.asarray(state.quat), atol=1e-12)
     np.testing.assert_allclose(_placed(s2, p2, 0), _placed(state, params, 0), atol=1e-12)
+
+
+def test_simulate_mjcf_keeps_fixed_bodies_at_rest_in_perturbed_worlds(tmp_path, capsys):
+    """``simulate --mjcf box_on_table.xml --worlds 2``: world 1's velocities are perturbed for its free
+    body only (a fixed body given a velocity is refused); the table stays exactly where the file
+    puts it in both worlds, every step."""
+    from jaxcontact.cli import main
+
+    out = tmp_path / "table.npz"
+    assert main(["simulate", "--mjcf", _scene_file("box_on_table.xml"), "--steps", "20", "--worlds", "2",
+                 "--out", str(out), "--no-progress"]) == 0
+    states = np.load(out)["states"]
+    assert states.shape == (2, 21, 2, 13)
+    np.testing.assert_array_equal(states[:, :, 0, :3], np.broadcast_to([0.0, 0.0, 0.5], (2, 21, 3)))
+    assert np.abs(states[1, -1, 1, :2] - states[0, -1, 1, :2]).max() > 1e-5  # the box's world 1 moved differently

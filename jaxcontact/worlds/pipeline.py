@@ -162,7 +162,7 @@ def _contactsper_body(model, scene: Scene, params: Params, state, v1, Minv, warm
         return out
     v, p_imp, info, w, failed = out  # a fixed body takes no impulse (its state is kept: ``step_stages``)
     held = jnp.asarray(scene.fixed_bodies)[:, None]
-    return jnp.where(held, v1, v), jnp.where(held, 0.0, p_imp), info, w, failed
+    return jnp.where(held, 0.0, v), jnp.where(held, 0.0, p_imp), info, w, failed
 
 
 def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm):
@@ -207,9 +207,10 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
 
 
 def hold_fixed(scene: Scene, motion):
-    """``motion`` with the fixed bodies (``Scene.fixed``) held: zero velocity and zero rows and
-    columns of the mobility (infinite mass), so a contact's impulse moves only its free body. A
-    fixed body is in no joint (``Scene``), so a jointed W's blocks of it are its own M⁻¹ alone."""
+    """``motion`` with the fixed bodies (``Scene.fixed``) held: zero velocity (no gravity, no
+    control) and zero rows and columns of the mobility (infinite mass), so a contact's impulse moves
+    only its free body. A fixed body is in no joint (``Scene``), so a jointed W's blocks of it are
+    its own M⁻¹ alone."""
     held = scene.fixed_bodies
     velocity = jnp.where(jnp.asarray(held)[:, None], 0.0, motion.velocity)
     if motion.factor is None:  # free bodies: (N, 6, 6)
@@ -260,8 +261,6 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     else:
         projected_b = jnp.zeros((scene.num_bodies,), bool)
     v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
-    if scene.fixed:
-        v1 = jnp.where(jnp.asarray(scene.fixed_bodies)[:, None], 0.0, v1)
     Minv = per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
     if coupled(scene):
         v_new, p_body, info, warm, con = _contacts_coupled(model, scene, params, state, v1, Minv, warm)
