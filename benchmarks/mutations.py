@@ -50,6 +50,8 @@ CLI_MJCF = "tests/test_cli_mjcf.py"
 DOORS = "tests/test_doors.py"
 FACES = "tests/test_faces.py"
 CONE = "tests/test_friction_cone.py"
+SCENERY = "tests/test_scenery.py"
+MJCF_SCENERY = "tests/test_mjcf_scenery.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -574,6 +576,49 @@ MUTATIONS = (
     Mutation("mjcf-capsule-axis", "shapes", "jaxcontact/worlds/mjcf.py",
              "np.asarray(model.geom_quat[g], float)))[:, 2]", "np.asarray(model.geom_quat[g], float)))[:, 0]",
              ("tests/test_round_shapes.py::test_mjcf_round_geoms_load_natively_and_write_back",)),
+    # fixed scenery (issue 62 items 3 and 8: Scene.fixed, MJCF world geoms and jointless bodies)
+    Mutation("fixed-mobility-kept", "scenery", "jaxcontact/worlds/pipeline.py",
+             "mobility = jnp.where(jnp.asarray(held)[:, None, None], 0.0, motion.mobility)",
+             "mobility = motion.mobility",
+             (f"{SCENERY}::test_a_box_dropped_on_a_fixed_table_rests_on_it",)),
+    Mutation("fixed-falls", "scenery", "jaxcontact/worlds/pipeline.py",
+             "velocity = jnp.where(jnp.asarray(held)[:, None], 0.0, motion.velocity)", "velocity = motion.velocity",
+             (f"{SCENERY}::test_a_box_dropped_on_a_fixed_table_rests_on_it",)),
+    Mutation("fixed-integrated", "scenery", "jaxcontact/worlds/pipeline.py",
+             "new = _keep(scene.fixed_bodies, given, new)", "new = new",
+             (f"{SCENERY}::test_a_box_slides_down_a_fixed_ramp_at_g_sin_minus_mu_cos_and_sticks_below_the_friction_angle",)),
+    Mutation("fixed-depenetrated", "scenery", "jaxcontact/worlds/pipeline.py",
+             "state, projected_b = _keep(scene.fixed_bodies, given, state), projected_b & ~scene.fixed_bodies",
+             "state, projected_b = state, projected_b",
+             (f"{SCENERY}::test_a_box_pushed_into_a_fixed_wall_stops_without_penetration_or_bounce",)),
+    Mutation("fixed-ground-contacts", "scenery", "jaxcontact/worlds/contacts.py",
+             "valid = valid & ~scene.fixed_bodies[:, None]", "valid = valid",
+             (f"{SCENERY}::test_a_box_pushed_into_a_fixed_wall_stops_without_penetration_or_bounce",)),
+    Mutation("fixed-pairs-kept", "scenery", "jaxcontact/worlds/scene.py",
+             "drop |= set(itertools.combinations(fixed, 2))", "drop |= set()",
+             (f"{SCENERY}::test_fixed_bodies_refused_by_name",)),
+    Mutation("fixed-links-islands", "scenery", "jaxcontact/worlds/contacts.py",
+             "a, b = jnp.where(a_fixed | b_fixed, -1, a), jnp.where(b_fixed, a, b)", "a, b = a, b",
+             (f"{SCENERY}::test_a_fixed_body_links_no_island_as_the_ground",)),
+    Mutation("fixed-moving-unflagged", "scenery", "jaxcontact/worlds/pipeline.py",
+             "bad = jnp.asarray(scene.fixed_bodies) & moving", "bad = jnp.asarray(scene.fixed_bodies) & False",
+             (f"{SCENERY}::test_fixed_bodies_refused_by_name",)),
+    Mutation("mjcf-world-geom-unturned", "scenery", "jaxcontact/worlds/mjcf.py",
+             "M.mju_mat2Quat(q, np.asarray(d.geom_xmat[g], float))", "M.mju_mat2Quat(q, np.eye(3).ravel())",
+             (f"{MJCF_SCENERY}::test_a_box_slides_down_the_mjcf_ramp_as_the_hand_calculation_and_mujoco_say",)),
+    Mutation("mjcf-world-geom-hull-unturned", "scenery", "jaxcontact/worlds/mjcf.py",
+             "local = (local - model.geom_pos[g]) @ np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))",
+             "local = local - model.geom_pos[g]",
+             (f"{MJCF_SCENERY}::test_a_box_slides_down_the_mjcf_ramp_as_the_hand_calculation_and_mujoco_say",)),
+    Mutation("mjcf-hinge-to-fixed-parent", "scenery", "jaxcontact/worlds/mjcf.py",
+             "if model.body_weldid[p] == 0:", "if p == 0:",
+             (f"{MJCF_SCENERY}::test_fixed_bodies_keep_their_friction_and_hinges_to_them_become_hinges_to_the_world",)),
+    Mutation("to-mjcf-fixed-free", "scenery", "jaxcontact/worlds/mjcf.py",
+             "joint = '<!-- fixed to the world: no joint -->'", "joint = f'<freejoint name=\"free{i}\"/>'",
+             (f"{MJCF_SCENERY}::test_to_mjcf_writes_fixed_bodies_without_joints_and_reads_them_back",)),
+    Mutation("simulate-kicks-fixed", "scenery", "jaxcontact/simulate.py",
+             "free = ~scene.jointed_bodies & ~scene.fixed_bodies", "free = ~scene.jointed_bodies",
+             (f"{MJCF_SCENERY}::test_simulate_mjcf_keeps_fixed_bodies_at_rest_in_perturbed_worlds",)),
 )
 
 

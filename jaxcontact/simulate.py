@@ -378,7 +378,7 @@ def run_mjcf(args: argparse.Namespace) -> int:
                  f"simulate --mjcf --worlds {W} --steps {args.steps}", "use fewer --steps or --worlds")
     states0 = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), state)
     if W > 1:
-        free = ~scene.jointed_bodies
+        free = ~scene.jointed_bodies & ~scene.fixed_bodies  # fixed bodies stay at rest
         kick = PERTURB_SPEED * jax.random.normal(jax.random.PRNGKey(args.seed), (W, N, 3), state.vel.dtype)
         kick = kick.at[0].set(0.0) * jnp.asarray(free, state.vel.dtype)[None, :, None]
         states0 = states0.replace(vel=states0.vel + kick)

@@ -590,7 +590,9 @@ RULES: tuple[tuple[str, str], ...] = (
     ("body.inertia", "physically impossible: a principal moment exceeds the sum of the other two"),
     ("body.vertices", "the centre of mass (the origin) lies outside the hull of the vertices"),
     ("body.radius", "round-shape sizes (radius, cylinder, ellipsoid) must be finite and >= 0"),
+    ("state.vel", "a fixed body (Scene.fixed) must be at rest: zero vel and omega"),
 )
+FIXED_MOVING = 19  # the rule a world's step sets for a fixed body given a velocity (worlds.pipeline)
 
 
 def rule_names(bits) -> list[str]:

@@ -210,9 +210,12 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
     ('<body><joint type="hinge" range="-1 1" limited="true"/><geom type="box" size=".05 .05 .05"/></body>', "range limit"),
     ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><geom type="box" size=".05 .05 .05" pos=".1 0 0"/></body>',
      "2 colliding geoms"),
-    ('<body><geom type="box" size=".05 .05 .05"/></body>', "no joint, welded"),
-    ('<geom type="box" size=".05 .05 .05"/><body><freejoint/><geom type="box" size=".05 .05 .05"/></body>',
-     "static geometry on the world body"),
+    ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><body pos=".2 0 0"><geom type="box" size=".05 .05 .05"/>'
+     '</body></body>', "no joint, welded to its parent, a moving body"),
+    ('<body mocap="true"><geom type="box" size=".05 .05 .05"/></body><body><freejoint/><geom type="box" '
+     'size=".05 .05 .05"/></body>', "a mocap body"),
+    ('<geom type="plane" size="1 1 .1" zaxis="0 1 1"/><body><freejoint/><geom type="box" size=".05 .05 .05"/></body>',
+     "a tilted plane"),
 ])
 def test_unsupported_elements_are_refused_by_name(snippet, words):
     with pytest.raises(ValueError, match="unsupported in a jaxcontact world") as e:

@@ -89,6 +89,8 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     if N > 1:  # candidates beyond reach stay out of the problem (a single body keeps all, as dynamics does;
         # so does a jointed body: its joints can move it faster than its own velocity says)
         valid = valid & ((con.phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
+    if scene.fixed:  # a fixed body never touches the ground
+        valid = valid & ~scene.fixed_bodies[:, None]
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 
@@ -187,12 +189,20 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
                          pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground)
 
 
-def stiff_rows(con: WorldContacts, impact, num_bodies: int):
+def stiff_rows(con: WorldContacts, impact, num_bodies: int, fixed=None):
     """(C,) the contacts of the islands hit by an impact this step: ``impact`` (C,) marks the
     contacts approaching faster than the restitution threshold; their bodies, and every body
     linked to them through touching contacts (φ within the margin: the valid ones), are in the
-    island (label propagation, at most N − 1 hops, static). Ground contacts never link bodies."""
+    island (label propagation, at most N − 1 hops, static). Ground contacts never link bodies, nor
+    do a fixed body's (``fixed``: (N,) static mask, ``Scene.fixed_bodies``; None: none), which
+    count as the ground's: its contact is on its free body's side alone."""
     a, b = con.bodies[:, 0], con.bodies[:, 1]
+    if fixed is not None:  # a fixed body as the ground (−1), its free body on side b
+        held = jnp.asarray(fixed)
+        b_fixed = held[b]
+        a_fixed = (a >= 0) & held[jnp.maximum(a, 0)]
+        a, b = jnp.where(a_fixed | b_fixed, -1, a), jnp.where(b_fixed, a, b)
+        impact = impact & (b >= 0)
     link = con.valid & (a >= 0) & (b >= 0)
     ia, ib = jnp.maximum(a, 0), jnp.maximum(b, 0)
     hit = jnp.zeros(num_bodies, bool).at[ib].max(impact).at[ia].max(impact & (a >= 0))

@@ -18,8 +18,13 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   centre of mass, axes along the body frame's), with MuJoCo's compiled sizes (``shapes.sphere``,
   …: ``Body.radius``, ``cylinder``, ``ellipsoid``); one colliding geom per body; round bodies touch
   the ground only, so far (a pair MuJoCo's filter lets touch is refused by name); a plane on the
-  world body is the ground. Geoms that collide with
-  nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
+  world body is the ground (the floor: normal +z; a tilted plane is refused). Geoms that collide
+  with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
+* Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
+  ``body_weldid`` 0; not mocap) is a fixed body at its compiled pose; each other colliding geom on
+  the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
+  the geom's), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
+  nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
 * Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
   parent body, or the world). Slide and ball joints, joint limits, springs, damping, armature and
   friction loss, tendons, equality constraints, actuators, heightfields, flexes and plugins
@@ -32,8 +37,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   geoms of one body by the convex hull of them all, a mesh hull above the vertex limit by
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
-  parent and child bodies); the ground is in the world when every body's geom collides with the
-  plane (refused when only some do).
+  parent and child bodies by their welds, never for a body welded to the world; no two fixed
+  bodies); the ground is in the world when every free body's geom collides with the plane
+  (refused when only some do).
 * Friction: the geoms' sliding μ (torsional and rolling friction, which jaxcontact does not model,
   are dropped). One μ for every geom: the law's μ, exact. Several: per-body μ
   (``worlds.materials``: √(μ_a μ_b)), where MuJoCo takes max(μ_a, μ_b) or an explicit
@@ -205,10 +211,12 @@ def _check(mujoco, model, approximate: bool):
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
         if len(joints) > 1:
             problems.append(f"{name}: {len(joints)} joints (one free joint or one hinge per body)")
-        elif not joints:
-            where = "the world body" if model.body_parentid[b] == 0 else "its parent"
-            problems.append(f"{name}: no joint, welded to {where} (a body moves on a free joint or a hinge; "
-                            "put its geoms in the body it is welded to)")
+        elif model.body_mocapid[b] >= 0:
+            problems.append(f"{name}: a mocap body (moved by the user through data.mocap_pos; jaxcontact's fixed "
+                            "bodies stay where they are)")
+        elif not joints and model.body_weldid[b] != 0:
+            problems.append(f"{name}: no joint, welded to its parent, a moving body (a body moves on a free joint or "
+                            "a hinge, or is fixed to the world; put its geoms in the body it is welded to)")
         if hasattr(model, "body_gravcomp") and model.body_gravcomp[b] != 0:
             problems.append(f"{name}: gravity compensation")
     for g in range(model.ngeom):
@@ -220,9 +228,9 @@ def _check(mujoco, model, approximate: bool):
         if kind == "plane":
             if b != 0:
                 problems.append(f"{name}: a plane on a moving body (the ground is a plane of the world body)")
-        elif b == 0:
-            problems.append(f"{name}: static geometry on the world body (the ground plane is a world's only static "
-                            "geometry)")
+            elif not _floor(model, g):
+                problems.append(f"{name}: a tilted plane, normal {_numbers(_plane_normal(model, g))} (the ground is "
+                                "the floor, normal +z; a wall or ramp is a fixed box: a box geom on the world body)")
         elif kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g):
             problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
                             "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
@@ -280,6 +288,27 @@ def _round_body(M, model, g, b) -> Body:
                                                                                            c + size[1] * axis])))
     body = shapes.cylinder(size[0], size[1], 1.0) if kind == "cylinder" else shapes.ellipsoid(size[:3], 1.0)
     return body.replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia))
+
+
+def _plane_normal(model, g) -> np.ndarray:
+    """A world-body plane's normal (its z axis in the world: the world body's frame is the world's)."""
+    return np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))[:, 2]
+
+
+def _floor(model, g) -> bool:
+    """Whether world-body plane ``g`` is the floor (normal +z), which stays the world's ground."""
+    return bool(np.linalg.norm(_plane_normal(model, g) - [0.0, 0.0, 1.0]) < 1e-9)
+
+
+def _fixed_bodies(model) -> list:
+    """MuJoCo's bodies welded to the world (no joint on the way to it; not mocap): fixed bodies."""
+    return [b for b in range(1, model.nbody) if model.body_weldid[b] == 0 and model.body_mocapid[b] < 0]
+
+
+def _nominal_inertia(verts) -> np.ndarray:
+    """The inertia of a 1 kg uniform solid hull of ``verts`` (about its own centroid): a fixed body's
+    mass properties never enter the physics (infinite mass), but a body must have valid ones."""
+    return shapes.polyhedron_mass_properties(np.asarray(verts, float), 1.0)[1]
 
 
 def _colliding(model, g) -> bool:
@@ -388,11 +417,16 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         M.mj_resetDataKeyframe(model, d, k)
     M.mj_forward(model, d)
 
-    # bodies: geometry and mass in the frame at the centre of mass, oriented as MuJoCo's body frame
-    n = model.nbody - 1
-    bodies, mus, condims, geoms = [], [], [], []
+    # bodies: geometry and mass in the frame at the centre of mass, oriented as MuJoCo's body frame;
+    # then the world body's geoms, each a fixed body (after MuJoCo's bodies: body i is still MuJoCo's i + 1)
     plane = next((g for g in range(model.ngeom) if model.geom_type[g] == M.mjtGeom.mjGEOM_PLANE
                   and model.geom_bodyid[g] == 0 and _colliding(model, g)), None)
+    world_geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] == 0 and _colliding(model, g)
+                   and model.geom_type[g] != M.mjtGeom.mjGEOM_PLANE]
+    fixed_mj = set(_fixed_bodies(model))
+    fixed = [b - 1 for b in sorted(fixed_mj)] + [model.nbody - 1 + k for k in range(len(world_geoms))]
+    n = model.nbody - 1 + len(world_geoms)
+    bodies, mus, condims, geoms = [], [], [], []
     for b in range(1, model.nbody):
         gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g)]
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
@@ -428,17 +462,42 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                              "the <inertial> pos inside")
         R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
         inertia = R @ np.diag(model.body_inertia[b]) @ R.T
-        body = shapes._as_body(np.asarray(verts, float), float(model.body_mass[b]), inertia, None)
+        mass = float(model.body_mass[b])
+        if b in fixed_mj and not (mass > 0 and np.all(np.asarray(model.body_inertia[b]) > 0)):
+            mass, inertia = 1.0, _nominal_inertia(verts)  # a massless fixed body: nominal (never used)
+        body = shapes._as_body(np.asarray(verts, float), mass, inertia, None)
         bodies.append(body)
         mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
         condims.append({int(model.geom_condim[g]) for g in gs})
         geoms.append(gs)
 
+    # geoms on the world body (but the floor plane): each a fixed body, its frame the geom's
+    for g in world_geoms:
+        name = f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} of the world body"
+        local = _geom_points(mujoco, model, g)
+        local = (local - model.geom_pos[g]) @ np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))
+        verts = local if model.geom_type[g] == M.mjtGeom.mjGEOM_BOX else _extreme(local)
+        if len(verts) > collision.MAX_HULL_VERTICES:
+            if not approximate:
+                raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, above "
+                                 f"the engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or "
+                                 "--approximate: collision.reduce_hull keeps its extreme vertices)")
+            verts = collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+        out = com_outside(verts)
+        if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):
+            raise ValueError(f"unsupported in a jaxcontact world: {name}'s frame lies {out:.3g} m outside its hull "
+                             "(a fixed body's frame is inside its hull)")
+        bodies.append(shapes._as_body(np.asarray(verts, float), 1.0, _nominal_inertia(verts), None))
+        mus.append(float(model.geom_friction[g, 0]))
+        condims.append({int(model.geom_condim[g])})
+        geoms.append([g])
+
     # explicit <contact><pair>s: body pairs (-1: the ground plane) MuJoCo collides whatever its filter
     # says, with the pair's own friction in place of max(mu_a, mu_b)
     explicit = {}
     for p in range(int(getattr(model, "npair", 0))):
-        b1, b2 = (int(model.geom_bodyid[g]) - 1 for g in (model.pair_geom1[p], model.pair_geom2[p]))
+        b1, b2 = (model.nbody - 1 + world_geoms.index(g) if g in world_geoms else int(model.geom_bodyid[g]) - 1
+                  for g in (model.pair_geom1[p], model.pair_geom2[p]))
         explicit[tuple(sorted((b1, b2)))] = float(model.pair_friction[p, 0])
         condims.append({int(model.pair_dim[p])})
 
@@ -459,26 +518,32 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         b1, b2 = int(sig) >> 16, int(sig) & 0xFFFF  # MuJoCo body ids
         excluded.add(tuple(sorted((b1, b2))))
     filterparent = not (model.opt.disableflags & M.mjtDisableBit.mjDSBL_FILTERPARENT)
+    mj_body = lambda i: i + 1 if i < model.nbody - 1 else 0  # a world geom's body is the world body
+    weld = lambda i: int(model.body_weldid[mj_body(i)])
+    weld_parent = lambda i: int(model.body_weldid[model.body_parentid[mj_body(i)]])
     pairs = []
     for a in range(n):
         for c in range(a + 1, n):
-            ba, bc = a + 1, c + 1
-            if (ba, bc) in excluded:
+            ba, bc = mj_body(a), mj_body(c)
+            if tuple(sorted((ba, bc))) in excluded or weld(a) == weld(c):  # MuJoCo: one weld never touches itself
                 continue
-            if filterparent and (model.body_parentid[bc] == ba or model.body_parentid[ba] == bc):
+            # MuJoCo's parent filter, by welds, never for bodies welded to the world
+            if filterparent and weld(a) and weld(c) and (weld(a) == weld_parent(c) or weld(c) == weld_parent(a)):
                 continue
             if any(_compatible(model, g1, g2) for g1 in geoms[a] for g2 in geoms[c]):
                 pairs.append((a, c))
     pairs = sorted(set(pairs) | {k for k in explicit if k[0] >= 0})
     names = tuple(M.mj_id2name(model, M.mjtObj.mjOBJ_BODY, b) or None for b in range(1, model.nbody))
+    names += tuple(M.mj_id2name(model, M.mjtObj.mjOBJ_GEOM, g) or None for g in world_geoms)
     ground = False
     if plane is not None:
         touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, b + 1) not in excluded
-                                             for g in geoms[b]) for b in range(n)]
+                                             for g in geoms[b]) for b in range(n) if b not in fixed]
         if all(touch):
             ground = True
         elif any(touch):
-            odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, i + 1) for i, t in enumerate(touch) if not t)
+            free = [b for b in range(n) if b not in fixed]
+            odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, free[i] + 1) for i, t in enumerate(touch) if not t)
             raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
                              "while others do (a world's ground touches every body)")
     if ground_mu is None:
@@ -496,7 +561,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             child.append(b - 1)
             xc.append(model.jnt_pos[j] - model.body_ipos[b])
             ac.append(np.asarray(model.jnt_axis[j], float))
-            if p == 0:
+            if model.body_weldid[p] == 0:  # the world, or a body fixed to it: a joint to the world
                 parent.append(-1)
                 xp.append(anchor)
                 ap.append(axis)
@@ -514,7 +579,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         bodies = [bd.replace(friction=jnp.asarray(mu)) for bd, mu in zip(bodies, mus)]
     if all_condims != {1}:
         body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
-        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names)
+        body_names += [_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in world_geoms]
+        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
     scene_kw.setdefault("names", names)
     kinds = [shapes.shape_kind(bd) for bd in bodies]
     touching = [(a, c) for a, c in pairs if kinds[a] != "hull" or kinds[c] != "hull"]
@@ -525,7 +591,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                          f"filter; {len(touching)} such pairs): body–body contacts of round bodies are not implemented "
                          "yet (issue 62's next slice), they touch the ground only; exclude the pairs "
                          "(<contact><exclude body1=... body2=.../>) or approximate=True (hulls of surface points)")
-    scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, **scene_kw)
+    scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
@@ -554,6 +620,13 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         quat.append(np.asarray(d.xquat[b], float))
         vel.append(v6[3:].copy())
         omega.append(R.T @ v6[:3])
+    for g in world_geoms:  # fixed: at the geom's pose, at rest
+        q = np.zeros(4)
+        M.mju_mat2Quat(q, np.asarray(d.geom_xmat[g], float))
+        pos.append(np.asarray(d.geom_xpos[g], float))
+        quat.append(q)
+        vel.append(np.zeros(3))
+        omega.append(np.zeros(3))
     state = State(pos=cast(np.stack(pos)), quat=cast(np.stack(quat)), vel=cast(np.stack(vel)), omega=cast(np.stack(omega)))
 
     from .scenes import model as world_model
@@ -565,13 +638,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 FRICTION_RTOL = 1e-9  # a pair's μ in MuJoCo and here agree within this (relative): to_mjcf's pairs are exact
 
 
-def _warn_friction(mus, ground_mu, pairs, explicit, names):
+def _warn_friction(mus, ground_mu, pairs, explicit, names, fixed=()):
     """``FrictionRuleWarning`` when a pair's μ here (√(μ_a μ_b)) is not MuJoCo's (its explicit
     ``<pair>``'s, else max(μ_a, μ_b)), naming the pair of the largest difference."""
     worst, where = 0.0, None
     cases = [(mus[a], mus[b], explicit.get((a, b)), f"bodies {names[a]} and {names[b]}") for a, b in pairs]
     if ground_mu is not None:
-        cases += [(m, ground_mu, explicit.get((-1, i)), f"body {names[i]} and the ground") for i, m in enumerate(mus)]
+        cases += [(m, ground_mu, explicit.get((-1, i)), f"body {names[i]} and the ground") for i, m in enumerate(mus)
+                  if i not in fixed]
     for ma, mb, given, what in cases:
         mine = float(np.sqrt(ma * mb))
         theirs = max(ma, mb) if given is None else given
@@ -677,7 +751,7 @@ def pair_friction(scene, friction, ground_mu) -> dict:
     mix = lambda a, b: float(np.sqrt(a * b)) if a * b > 0 else 0.0
     out = {(a, b): mix(friction[a], friction[b]) for a, b in scene.pairs}
     if scene.ground:
-        out.update({(-1, i): mix(friction[i], ground_mu) for i in range(scene.num_bodies)})
+        out.update({(-1, i): mix(friction[i], ground_mu) for i in range(scene.num_bodies) if i not in scene.fixed})
     return out
 
 
@@ -698,7 +772,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     MuJoCo's ``qpos0`` is ``state``) and joints (a world's revolute joints as hinges, the child body
     nested in its parent; every other body on a free joint). Velocities go to a keyframe named
     ``"initial"`` (MuJoCo starts worlds at rest: ``from_mjcf(..., keyframe="initial")``, or the
-    viewer's key 0). The pairs the scene leaves out become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
+    viewer's key 0). A fixed body (``Scene.fixed``) is a body of the world body without a joint
+    (MuJoCo welds it to the world; no qpos), at its pose. The pairs the scene leaves out become ``<exclude>``s. ``model``: its ``dt`` and gravity (default ``worlds.model()``'s).
     ``option``/``geom``: extra MuJoCo attributes for ``<option>`` and every geom (the plane too)
     (``{"cone": "elliptic"}``, ``{"condim": 1}``), which have no jaxcontact counterpart.
 
@@ -778,7 +853,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         I = np.asarray(body.inertia[i], float)
         inertial = (f'<inertial pos="0 0 0" mass="{_f(body.mass[i])}" '
                     f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
-        if i in hinge_of:
+        if i in scene.fixed:  # fixed to the world: a body without a joint (MuJoCo welds it to the world)
+            joint = '<!-- fixed to the world: no joint -->'
+        elif i in hinge_of:
             j = hinge_of[i]
             joint = f'<joint name="hinge{i}" type="hinge" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"/>'
             axis_w = R[i] @ axis_child[j]

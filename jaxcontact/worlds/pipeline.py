@@ -50,6 +50,7 @@ from .. import contact, eager, geometry, stages
 from ..stages import first, leading, per_body
 from ..types import Flags, Model, Params, State
 from ..validation import (
+    FIXED_MOVING,
     OPTIONAL_ARRAY,
     OUTPUT,
     STEPS,
@@ -156,7 +157,12 @@ def _contactsper_body(model, scene: Scene, params: Params, state, v1, Minv, warm
         info = info.replace(flags=jnp.zeros((), jnp.int32), invalid=jnp.zeros((), jnp.int32))
         return v + M @ p_imp, p_imp, info, w, stages.solver_failed(model, info)
 
-    return per_body(one, params, state, v1, Minv, warm)
+    out = per_body(one, params, state, v1, Minv, warm)
+    if not scene.fixed:
+        return out
+    v, p_imp, info, w, failed = out  # a fixed body takes no impulse (its state is kept: ``step_stages``)
+    held = jnp.asarray(scene.fixed_bodies)[:, None]
+    return jnp.where(held, 0.0, v), jnp.where(held, 0.0, p_imp), info, w, failed
 
 
 def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm):
@@ -167,6 +173,8 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     N = scene.num_bodies
     law = model.law
     motion = world_joints.motion(model, scene, params, state, v1, Minv)  # v¹ and M⁻¹, or v_c and W of the joints
+    if scene.fixed:
+        motion = hold_fixed(scene, motion)
     con = collide(model, scene, params, state)
     if con.rows.shape[0] == 0:  # joints alone, nothing to touch: no contact problem
         p_body = jnp.zeros_like(v1)
@@ -182,7 +190,8 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
     mu = contact_friction(params, con, v1.dtype)
     def soften(impact):  # the rows' softness outside the islands of this step's impacts
-        return soft_rows(scene.softness, stiff_rows(con, impact, N)) if scene.softness else None
+        held = scene.fixed_bodies if scene.fixed else None
+        return soft_rows(scene.softness, stiff_rows(con, impact, N, held)) if scene.softness else None
 
     sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
                             None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
@@ -195,6 +204,35 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=sol.residual, iterations=sol.iterations,
         joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
     return motion.after(p_body), p_body, info, warm, con
+
+
+def hold_fixed(scene: Scene, motion):
+    """``motion`` with the fixed bodies (``Scene.fixed``) held: zero velocity (no gravity, no
+    control) and zero rows and columns of the mobility (infinite mass), so a contact's impulse moves
+    only its free body. A fixed body is in no joint (``Scene``), so a jointed W's blocks of it are
+    its own M⁻¹ alone."""
+    held = scene.fixed_bodies
+    velocity = jnp.where(jnp.asarray(held)[:, None], 0.0, motion.velocity)
+    if motion.factor is None:  # free bodies: (N, 6, 6)
+        mobility = jnp.where(jnp.asarray(held)[:, None, None], 0.0, motion.mobility)
+    else:  # the jointed W (6N, 6N)
+        free = jnp.asarray(np.repeat(~held, 6))
+        mobility = jnp.where(free[:, None] & free[None, :], motion.mobility, 0.0)
+    return dataclasses.replace(motion, velocity=velocity, mobility=mobility)
+
+
+def fixed_at_rest(scene: Scene, state):
+    """(N,) the rule bit (``validation.FIXED_MOVING``) of every fixed body (``Scene.fixed``) given a
+    nonzero velocity or angular velocity: the traced check of ``validate``'s refusal."""
+    moving = jnp.any(state.vel != 0, axis=-1) | jnp.any(state.omega != 0, axis=-1)
+    bad = jnp.asarray(scene.fixed_bodies) & moving
+    return jnp.where(bad, jnp.int32(1 << FIXED_MOVING), jnp.int32(0))
+
+
+def _keep(mask, kept, other):
+    """``other`` with the bodies of ``mask`` (N,) taken from ``kept`` (every field, bitwise)."""
+    m = jnp.asarray(mask)
+    return jax.tree_util.tree_map(lambda k, o: jnp.where(m.reshape((-1,) + (1,) * (o.ndim - 1)), k, o), kept, other)
 
 
 @stages.full_precision
@@ -213,8 +251,13 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
     ``warm``: the law's warm start (None: cold), returned updated."""
     invalid_b = per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control)
+    given = state
+    if scene.fixed:  # fixed bodies: at rest (a rule), never moved, no gravity or control
+        invalid_b = invalid_b | fixed_at_rest(scene, state)
     if scene.ground:
         state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
+        if scene.fixed:
+            state, projected_b = _keep(scene.fixed_bodies, given, state), projected_b & ~scene.fixed_bodies
     else:
         projected_b = jnp.zeros((scene.num_bodies,), bool)
     v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
@@ -224,6 +267,8 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     else:
         v_new, p_body, laws_info, warm, failed_b = _contactsper_body(model, scene, params, state, v1, Minv, warm)
     new = per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
+    if scene.fixed:  # a fixed body's state is kept exactly as given
+        new = _keep(scene.fixed_bodies, given, new)
     if coupled(scene):
         return new, _checks_coupled(model, scene, con, info, invalid_b, projected_b, p_body, new), warm
     return new, _checksper_body(scene, params, laws_info, invalid_b, projected_b, failed_b, p_body, new), warm
@@ -626,6 +671,11 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
         raise ValueError(f"state.pos: expected shape ({N}, 3) (one row per body), got {np.shape(state.pos)}")
     if scene.joints is not None:
         world_joints.validate(scene.joints, params, state, start=start, dt=dt)
+    for i in scene.fixed:
+        for name in ("vel", "omega"):
+            if np.any(np.asarray(getattr(state, name)[i]) != 0):
+                raise ValueError(f"state.{name}[{i}]: {scene.body_name(i)} is fixed to the world (Scene.fixed) and must be "
+                                 f"at rest, got {_numbers(getattr(state, name)[i])}; a fixed body never moves")
     if control is not None:
         want = ("T", N, 6) if control_steps else (N, 6)
         c = np.asarray(control)
@@ -633,6 +683,14 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
             raise ValueError(f"control: expected shape {want}, got {c.shape}")
         if not np.all(np.isfinite(c)):
             raise ValueError("control: contains non-finite values")
+        pushed = [i for i in scene.fixed if np.any(c[..., i, :] != 0)]
+        if pushed:
+            raise ValueError(f"control: {scene.body_name(pushed[0])} is fixed to the world (Scene.fixed) and takes no "
+                             "force or torque; give it zero control")
+
+
+def _numbers(x) -> str:
+    return "(" + ", ".join(f"{float(v):g}" for v in np.ravel(np.asarray(x))) + ")"
 
 
 def energy(model, params: Params, state: State) -> jnp.ndarray:
@@ -641,5 +699,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "as_is", "batch_jit", "batch_rollout", "body_scene", "check_law",
-           "check_shapes", "coupled", "energy", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
+           "check_shapes", "coupled", "energy", "fixed_at_rest", "hold_fixed", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
            "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]

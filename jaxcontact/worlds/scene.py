@@ -62,6 +62,11 @@ class Scene:
     shapes: None (every body a hull), or each body's shape (``shapes.shape_kind``: "hull",
     "sphere", "capsule", "cylinder", …; ``make_scene`` fills it when a body is round). Round bodies
     touch the ground only, so far: a pair with one is refused by name (issue 62's next slice).
+    fixed: the indices (sorted) of the bodies fixed to the world (scenery: a table, a wall, a
+    ramp; docs/worlds.md, "Fixed scenery"). A fixed body keeps its state exactly as given (never
+    integrated, at rest), has zero inverse mass and inertia in the contact problem (its contacts
+    move only the free body), no gravity or control, no ground contacts, and no pairs with other
+    fixed bodies; its pose stays traced, so gradients reach it.
     """
 
     topologies: tuple
@@ -77,11 +82,16 @@ class Scene:
     narrow_phase: str = "auto"
     names: tuple | None = None
     shapes: tuple | None = None
+    fixed: tuple = ()
 
     def __post_init__(self):
         n = len(self.topologies)
         if n < 1:
             raise ValueError("Scene: a world needs at least one body")
+        object.__setattr__(self, "fixed", check_fixed(self.fixed, n))
+        for a, b in self.pairs:
+            if a in self.fixed and b in self.fixed:
+                raise ValueError(f"Scene.pairs: ({a}, {b}) are both fixed bodies (Scene.fixed), which never touch")
         if self.vertex_counts is not None and len(self.vertex_counts) != n:
             raise ValueError(f"Scene.vertex_counts: expected one count per body ({n}), got {len(self.vertex_counts)}")
         for a, b in self.pairs:
@@ -129,6 +139,10 @@ class Scene:
             far = max(max(self.joints.parent), max(self.joints.child))
             if far >= n:
                 raise ValueError(f"Scene.joints: a joint names body {far} of a world of {n} bodies")
+            held = sorted(set(self.fixed) & set(self.joints.parent + self.joints.child))
+            if held:
+                raise ValueError(f"Scene.joints: body {held[0]} is fixed (Scene.fixed) and in a joint; hinge the "
+                                 "moving body to the world (parent -1) at the fixed body's anchor instead")
 
     def body_name(self, i: int) -> str:
         """Body ``i`` as messages name it: ``body 2`` or, from a file, ``body 'lid' (2)``."""
@@ -138,6 +152,13 @@ class Scene:
     @property
     def num_bodies(self) -> int:
         return len(self.topologies)
+
+    @property
+    def fixed_bodies(self) -> np.ndarray:
+        """(N,) static mask of the bodies fixed to the world (``fixed``)."""
+        mask = np.zeros(self.num_bodies, bool)
+        mask[list(self.fixed)] = True
+        return mask
 
     @property
     def jointed_bodies(self) -> np.ndarray:
@@ -164,6 +185,27 @@ class Scene:
     def num_pair_slots(self) -> int:
         """Pairs the narrow phase runs on each step (every pair without a broad phase)."""
         return sum(self.pair_slots(len(ks)) for _, _, ks in self.pair_groups())
+
+
+def check_fixed(fixed, n: int) -> tuple:
+    """``fixed`` (body indices, or N bools) as the sorted tuple of indices ``Scene.fixed`` holds;
+    refused by name when not ints of 0..n−1 (or n bools), or an index is listed twice."""
+    if isinstance(fixed, (str, bytes)) or not hasattr(fixed, "__iter__"):
+        raise ValueError(f"fixed: expected the indices of the bodies fixed to the world (or one bool per body), "
+                         f"got {fixed!r}")
+    items = list(np.asarray(fixed).tolist()) if isinstance(fixed, np.ndarray) else list(fixed)
+    if items and all(isinstance(f, (bool, np.bool_)) for f in items):
+        if len(items) != n:
+            raise ValueError(f"fixed: a mask needs one bool per body ({n}), got {len(items)}")
+        items = [i for i, f in enumerate(items) if f]
+    for f in items:
+        if not isinstance(f, numbers.Integral) or isinstance(f, (bool, np.bool_)):
+            raise ValueError(f"fixed: expected body indices (ints) or one bool per body, got {f!r}")
+        if not 0 <= f < n:
+            raise ValueError(f"fixed: body {f} is out of range for a world of {n} bodies (0..{n - 1})")
+    if len(set(items)) != len(items):
+        raise ValueError(f"fixed: a body is listed twice in {tuple(items)}")
+    return tuple(sorted(int(f) for f in items))
 
 
 def stack_bodies(bodies: Sequence[Body]) -> Body:
@@ -199,14 +241,16 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
-               names: Sequence | None = None):
+               names: Sequence | None = None, fixed=()):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
     of a joint meet there, so their pair is excluded too). Each body's hull topology is computed here from
     its concrete vertices (``collision.topology``, which refuses degenerate hulls by name).
     max_pairs: the broad phase; narrow_phase: its method; names: the bodies' names (``Scene``).
-    ground_contacts: deprecated (``Model.max_contacts`` decides; ``Scene``)."""
+    ground_contacts: deprecated (``Model.max_contacts`` decides; ``Scene``). fixed: the bodies fixed to
+    the world (indices, or one bool per body; ``Scene.fixed``): pairs of two fixed bodies are left
+    out of the table (also from an explicit ``pairs`` list)."""
     stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
     n = np.shape(stacked.vertices)[0]
     topologies = []
@@ -226,7 +270,9 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
         if pairs != "all":
             raise ValueError(f"pairs must be 'all' or a list of (a, b), got {pairs!r}")
         pairs = list(itertools.combinations(range(n), 2))
+    fixed = check_fixed(fixed, n)
     drop = {tuple(sorted(p)) for p in exclude} | (set() if joints is None else joints.body_pairs())
+    drop |= set(itertools.combinations(fixed, 2))
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
     round_pairs = [(a, b) for a, b in table if kinds[a] != "hull" or kinds[b] != "hull"]
     if round_pairs:
@@ -244,7 +290,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
-                 names=names, shapes=None if set(kinds) == {"hull"} else kinds), stacked
+                 names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
@@ -308,4 +354,4 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
                                  "use the bodies the scene was made from (make_scene), or make_scene of these")
 
 
-__all__ = ["Scene", "check_body", "make_scene", "stack_bodies"]
+__all__ = ["Scene", "check_body", "check_fixed", "make_scene", "stack_bodies"]

@@ -144,4 +144,31 @@ def heap(n: int = 16, key=None, height: float = 0.3, spacing: float = 0.18, **sc
     return scene, _params(body, 0.5, 0.0), _state(pos, vel, q)
 
 
-__all__ = ["DEFAULT_LAW", "MASS", "SIZE", "cradle", "heap", "model", "pyramid", "stack"]
+RAMP_SIZE = (2.0, 0.6, 0.1)  # m, full edges of ``ramp``'s fixed board (length, width, thickness)
+
+
+def ramp(angle: float = 0.3, mu: float = 0.2, start: float = 0.8, speed: float = 0.0, ground: bool = True,
+         **scene_kw):
+    """A box on a ramp fixed to the world (``Scene.fixed``, docs/worlds.md "Fixed scenery"): body 0
+    the ramp, a ``RAMP_SIZE`` board turned by ``angle`` (rad) about y, so that it falls along +x,
+    its centre 1 m up; body 1 a box resting face down on it, ``start`` m up the slope from the
+    board's centre, moving down the slope at ``speed`` (m/s). μ on both (the law's). Unless it
+    sticks (tan θ ≤ μ) the box slides down at g (sin θ − μ cos θ) along ``ramp_axes(angle)[0]``."""
+    if not (isinstance(angle, numbers.Real) and 0 <= angle < np.pi / 2):
+        raise ValueError(f"scenes.ramp: angle must be in [0, pi/2) rad, got {angle!r}")
+    board = shapes.box(RAMP_SIZE, 50.0)
+    scene, body = make_scene([board, shapes.box((SIZE,) * 3, MASS)], ground=ground, fixed=[0], **scene_kw)
+    down, normal = ramp_axes(angle)
+    centre = np.array([0.0, 0.0, 1.0])
+    q = [np.cos(angle / 2), 0.0, np.sin(angle / 2), 0.0]
+    pos = [centre, centre + (RAMP_SIZE[2] + SIZE) / 2 * normal - start * down]
+    return scene, _params(body, mu, 0.0), _state(pos, [np.zeros(3), speed * down], [q, q])
+
+
+def ramp_axes(angle: float):
+    """(down the slope, the surface's normal) of ``ramp(angle)``'s board, unit vectors."""
+    return (np.array([np.cos(angle), 0.0, -np.sin(angle)]), np.array([np.sin(angle), 0.0, np.cos(angle)]))
+
+
+__all__ = ["DEFAULT_LAW", "MASS", "RAMP_SIZE", "SIZE", "cradle", "heap", "model", "pyramid", "ramp", "ramp_axes",
+           "stack"]
