@@ -216,6 +216,8 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
      'size=".05 .05 .05"/></body>', "a mocap body"),
     ('<geom type="plane" size="1 1 .1" zaxis="0 1 1"/><body><freejoint/><geom type="box" size=".05 .05 .05"/></body>',
      "a tilted plane"),
+    ('<geom name="post" type="sphere" size=".1" pos=".5 0 .1"/><body><freejoint/><geom type="box" size=".05 .05 .05"/>'
+     '</body>', "'post' (sphere) of body 'world': a round geom on the world body"),
 ])
 def test_unsupported_elements_are_refused_by_name(snippet, words):
     with pytest.raises(ValueError, match="unsupported in a jaxcontact world") as e:

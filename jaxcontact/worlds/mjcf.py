@@ -231,6 +231,10 @@ def _check(mujoco, model, approximate: bool):
             elif not _floor(model, g):
                 problems.append(f"{name}: a tilted plane, normal {_numbers(_plane_normal(model, g))} (the ground is "
                                 "the floor, normal +z; a wall or ramp is a fixed box: a box geom on the world body)")
+        elif b == 0 and kind in ROUND and not approximate:
+            problems.append(f"{name}: a round geom on the world body (fixed scenery is a hull so far: contacts of round "
+                            "bodies with other bodies are issue 62's next slice; approximate=True or --approximate: the hull of "
+                            f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
         elif kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g):
             problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
                             "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
