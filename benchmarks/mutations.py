@@ -533,6 +533,19 @@ MUTATIONS = (
     Mutation("disc-adjoint-kernel-separated-normal", "cone", "jaxcontact/native/adjoint.cc",
              "for (int t = 1; t < 3; ++t) out[0] += double(jn[c * 3 + t]) * out[t];", "",
              (f"{ADJOINT}::test_adjoint_kernel_solves_the_adjoint_system",)),
+    # issue 60 part 4, the flag: Flags.DEGENERATE (solvers.degenerate, a saturated friction manifold without slip)
+    Mutation("degenerate-slip-ignored", "grads", "jaxcontact/solvers/entry.py",
+             "(slip < velocity_tol * scale)", "(slip < jnp.inf)",
+             ("tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip",)),
+    Mutation("degenerate-one-row-suffices", "grads", "jaxcontact/solvers/entry.py",
+             "every = jax.ops.segment_min(ok, run", "every = jax.ops.segment_max(ok, run",
+             ("tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip",)),
+    Mutation("degenerate-bound-anywhere", "grads", "jaxcontact/solvers/entry.py",
+             "<= impulse_tol * bound)", "<= bound)",
+             ("tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip",)),
+    Mutation("degenerate-flag-dropped", "grads", "jaxcontact/worlds/pipeline.py",
+             "con.capacity, (jnp.asarray(info.flags) & int(Flags.DEGENERATE)) != 0)", "con.capacity, False)",
+             ("tests/test_world_gradients.py::test_degenerate_flag_on_a_train_not_on_a_push",)),
 )
 
 
