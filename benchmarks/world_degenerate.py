@@ -10,8 +10,9 @@ grid of (impulse, velocity) thresholds relative to the problem's largest normal 
 
 * N: a contact with normal impulse and gap velocity ~0 while its manifold (the same two bodies) carries load;
 * F: a loaded contact's friction row at its bound |z_t| = μ z_n with slip ~0;
-* S: a manifold whose every loaded contact is at its bound along a tangent row with slip ~0 (what
-  ``solvers.degenerate`` flags, ``Flags.DEGENERATE``);
+* S: a manifold whose every loaded contact is at its bound along a tangent row with slip ~0;
+* T: a manifold whose net friction over its loaded contacts is at its bound along a tangent row,
+  every slip ~0 (what ``solvers.degenerate`` flags, ``Flags.DEGENERATE``, at (1e-2, 3e-5));
 
 and the steps where the trains' trajectories at ± eps part (their difference over 2 eps grows more
 than 3× in one step: the events that make their central differences jump).
@@ -99,6 +100,13 @@ def steps_flagged(data, dz, dv, mode):
             slip0 = np.abs(w[:, 1:]) < dv * V
             if "F" in mode:
                 flag |= (atb & slip0).any()
+            if "T" in mode:  # the manifold's net friction along a direction at its bound, every slip ~0
+                for r in np.unique(run[loaded]):
+                    sel = (run == r) & loaded
+                    for j in range(mu.shape[1]):
+                        net = abs(z[sel, 1 + j].sum()); cap = (mu[sel, j] * z[sel, 0]).sum()
+                        if cap > 0 and net >= (1 - dz) * cap and slip0[sel, j].all():
+                            flag = True
             if "S" in mode:  # a manifold's friction saturated along a direction: every loaded row at bound, slip ~0
                 for r in np.unique(run[loaded]):
                     sel = (run == r) & loaded
@@ -119,8 +127,8 @@ import numpy as np
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     res = collect()
-    grid = [(1e-3, 1e-3), (1e-4, 1e-3), (1e-4, 1e-4), (1e-2, 1e-2), (1e-3, 1e-2), (1e-2, 1e-3)]
-    modes =  ["N", "F", "S", "NS"]
+    grid = [(1e-3, 1e-3), (1e-2, 1e-3), (1e-2, 3e-4), (1e-2, 1e-4), (1e-2, 3e-5), (1e-2, 1e-2), (1e-4, 1e-4)]
+    modes = ["N", "F", "S", "T"]
     for mode in modes:
         print("== mode", mode)
         for dz, dv in grid:

@@ -123,10 +123,10 @@ def _velocity(problem: BodyProblem, mu, settings, target, z0, soft, group, metho
                            iterations=sol.iterations)
 
 
-DEGENERATE_IMPULSE = 1e-3
+DEGENERATE_IMPULSE = 1e-2
 """``degenerate``: a contact carries load above this fraction of the problem's largest normal
-impulse, and a friction row sits at its bound within this fraction of μ z_n."""
-DEGENERATE_VELOCITY = 1e-3
+impulse, and a manifold's friction sits at its bound within this fraction of Σ μ z_n."""
+DEGENERATE_VELOCITY = 3e-5
 """``degenerate``: a slip is ~0 below this fraction of the problem's velocity scale (the largest
 |J v_free − target| of its valid rows)."""
 
@@ -137,13 +137,15 @@ def degenerate(problem: BodyProblem, z, mu, target=None, cone: str = "box", impu
     a stick/slip event, a degenerate complementarity point where the solution is not
     differentiable (its active set changes under a perturbation, and the implicit derivative is
     one side's): a manifold (the consecutive contacts on the same two bodies: a body's ground
-    candidates, a pair slot's points) whose every loaded contact's friction along a tangent row
-    sits at its bound |z_t| = μ z_n with its slip ~0 (the manifold saturated, neither sticking nor
-    sliding; ``cone`` "elliptic": the tangent pair's norm against μ z_n). "~0" and "at" are relative
-    to the problem's scales: ``impulse_tol`` of the largest normal impulse (loaded) and of μ z_n,
+    candidates, a pair slot's points) whose net friction along a tangent row over its loaded
+    contacts is at its bound |Σ z_t| = Σ μ z_n while every loaded contact's slip is ~0 (the
+    manifold saturated, neither sticking nor sliding; ``cone`` "elliptic": the norm of the net
+    tangent pair). "~0" and "at" are relative to the problem's scales: ``impulse_tol`` of the
+    largest normal impulse (loaded) and of Σ μ z_n,
     ``velocity_tol`` of the largest |J v_free − target| (None: the module's ``DEGENERATE_IMPULSE``,
     ``DEGENERATE_VELOCITY``). Single rows at their bound with no slip inside a manifold that still
-    sticks elsewhere (the box cone's redundant static friction) and unloaded contacts with no gap
+    sticks as a whole (the box cone's redundant static friction: a resting pyramid's corners in
+    float32, whose rows at their bound cancel) and unloaded contacts with no gap
     velocity are *not* flagged: measured, they fire on pushes, drops and slides whose gradients
     are right (docs/gradients.md, "The DEGENERATE flag"). Not differentiated."""
     impulse_tol = DEGENERATE_IMPULSE if impulse_tol is None else impulse_tol
@@ -173,23 +175,20 @@ def degenerate(problem: BodyProblem, z, mu, target=None, cone: str = "box", impu
     scale = jnp.max(jnp.where(valid[:, None], jnp.abs(free), 0.0))
     loaded = valid & (zn > impulse_tol * load) & (load > 0)
     mu = jnp.broadcast_to(jnp.asarray(jax.lax.stop_gradient(mu), dtype), (C, d - 1))
-    if cone == "box":
-        force, slip = jnp.abs(z[:, 1:]), jnp.abs(w[:, 1:])
-    else:  # the disc: one bound per tangent pair (μ equal along the pair)
-        force = jnp.linalg.norm(z[:, 1:], axis=1, keepdims=True)
-        slip = jnp.linalg.norm(w[:, 1:], axis=1, keepdims=True)
-        mu = mu[:, :1]
-    bound = mu * zn[:, None]
-    saturated = (mu > 0) & (jnp.abs(force - bound) <= impulse_tol * bound) & (slip < velocity_tol * scale)
-    # per manifold (a run of consecutive contacts on the same two bodies) and tangent row: every
-    # loaded contact saturated, at least one loaded with friction
     key = problem.bodies[:, 0] * (N + 1) + problem.bodies[:, 1]
     run = jnp.cumsum(jnp.concatenate([jnp.zeros((1,), jnp.int32), (key[1:] != key[:-1]).astype(jnp.int32)]))
-    ok = jnp.where(loaded[:, None], saturated, True).astype(jnp.int32)
-    every = jax.ops.segment_min(ok, run, num_segments=C) == 1
-    pushing = jax.ops.segment_max(jnp.where(loaded[:, None], force, 0.0), run, num_segments=C) > 0
-    has_load = jax.ops.segment_max(loaded.astype(jnp.int32), run, num_segments=C) == 1
-    return jnp.any(every & pushing & has_load[:, None])
+    per = lambda x: jax.ops.segment_sum(jnp.where(loaded[:, None], x, 0.0), run, num_segments=C)
+    net = per(z[:, 1:])  # (C, d-1) per manifold (a run of consecutive contacts on the same two bodies)
+    cap = per(mu * zn[:, None])
+    if cone == "box":
+        force, slip = jnp.abs(net), jnp.abs(w[:, 1:])
+    else:  # the disc: one bound per tangent pair (μ equal along the pair)
+        force = jnp.linalg.norm(net, axis=1, keepdims=True)
+        slip = jnp.linalg.norm(w[:, 1:], axis=1, keepdims=True)
+        cap = cap[:, :1]
+    still = jnp.where(loaded[:, None], slip < velocity_tol * scale, True).astype(jnp.int32)
+    every = jax.ops.segment_min(still, run, num_segments=C) == 1  # every loaded contact without slip
+    return jnp.any((cap > 0) & (force >= (1 - impulse_tol) * cap) & every)
 
 
 def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
