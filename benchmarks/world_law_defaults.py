@@ -1,7 +1,6 @@
 """Candidate default laws for worlds: the forward cost on the 16-box heap, side by side (issue 60, part 4).
 
     python -m benchmarks.world_law_defaults --rounds 3
-    python -m benchmarks.world_law_defaults --rounds 3 --float64   # the heap in float64, warm 1e-5 and 1e-7 only
 
 The heap of ``benchmarks.faces --only heap`` (64 worlds × 16 boxes of ``scenes.heap`` × 300 steps,
 float32, ``worlds.batch_rollout``) rolled out with each candidate law (``worlds.DEFAULT_LAW`` with
@@ -34,7 +33,6 @@ CANDIDATES = {
     "cold, tol 1e-6": {"warm_start": False, "tol": 1e-6},
     "warm, tol 1e-7": {"tol": 1e-7},
 }
-WARM = ("warm, tol 1e-5 (today)", "warm, tol 1e-7")  # --float64: the old default and the new
 
 
 def heap_runner(changes: dict, dtype: str = "float32"):
@@ -161,15 +159,8 @@ def main(argv=None):
     ap.add_argument("--table", action="store_true", help="write results/world_gradients_defaults.md from the JSON")
     ap.add_argument("--sweeps", action="store_true", help="also count the mean sweeps per step of each candidate")
     ap.add_argument("--sweeps64", action="store_true", help="only count the sweeps per step of a float64 heap")
-    ap.add_argument("--float64", action="store_true", help="time the float64 heap, warm 1e-5 against warm 1e-7 only "
-                    "(results/world_law_defaults_float64.json)")
     args = ap.parse_args(argv)
     dtype, candidates = "float32", CANDIDATES
-    if args.float64:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        dtype, candidates = "float64", {name: CANDIDATES[name] for name in WARM}
     if args.sweeps64:
         import jax
 
@@ -212,7 +203,7 @@ def main(argv=None):
         res[name]["ratio_to_today"] = res[name]["box_steps_per_s"] / base
         common.log(f"{name}: best {res[name]['box_steps_per_s']:,.0f} box-steps/s, "
                    f"{res[name]['ratio_to_today']:.2f} of today's, mean z {res[name]['final_mean_z_m']:.6f} m")
-    common.write_json(common.RESULTS_DIR / ("world_law_defaults_float64.json" if args.float64 else "world_law_defaults.json"),
+    common.write_json(common.RESULTS_DIR / "world_law_defaults.json",
                       {"candidates": res, "machine": common.machine_info("benchmarks.world_law_defaults", argv)})
 
 
