@@ -619,6 +619,19 @@ MUTATIONS = (
     Mutation("simulate-kicks-fixed", "scenery", "jaxcontact/simulate.py",
              "free = ~scene.jointed_bodies & ~scene.fixed_bodies", "free = ~scene.jointed_bodies",
              (f"{MJCF_SCENERY}::test_simulate_mjcf_keeps_fixed_bodies_at_rest_in_perturbed_worlds",)),
+    # issue 60 part 4, the flag: Flags.DEGENERATE (solvers.degenerate, a saturated friction manifold without slip)
+    Mutation("degenerate-slip-ignored", "grads", "jaxcontact/solvers/entry.py",
+             "slip < velocity_tol * scale, True)", "slip < jnp.inf, True)",
+             ("tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip",)),
+    Mutation("degenerate-rows-not-net", "grads", "jaxcontact/solvers/entry.py",
+             "net = per(z[:, 1:])", "net = per(jnp.abs(z[:, 1:]))",
+             ("tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip",)),
+    Mutation("degenerate-bound-anywhere", "grads", "jaxcontact/solvers/entry.py",
+             "(force >= (1 - impulse_tol) * cap)", "(force >= 0.5 * cap)",
+             ("tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip",)),
+    Mutation("degenerate-flag-dropped", "grads", "jaxcontact/worlds/pipeline.py",
+             "con.capacity, (jnp.asarray(info.flags) & int(Flags.DEGENERATE)) != 0)", "con.capacity, False)",
+             ("tests/test_world_gradients.py::test_degenerate_flag_on_a_train_not_on_a_push",)),
 )
 
 

@@ -1,14 +1,15 @@
 """Gradients through worlds at the default settings against central differences (issue 60, part 4).
 
     python -m benchmarks.world_gradients                                   # the default law
-    python -m benchmarks.world_gradients --solver gradient_newton=0,gradient_tol=none --tag before   # no polish
-    python -m benchmarks.world_gradients --solver gradient_newton=8,gradient_tol=1e-10,gradient_max_iter=5000 --tag polish
+    python -m benchmarks.world_gradients --solver tol=1e-5 --tag before    # the default before issue 60 part 4
+    python -m benchmarks.world_gradients --solver tol=1e-5,gradient_newton=8,gradient_tol=1e-10,gradient_max_iter=5000 --tag polish
     python -m benchmarks.world_gradients --solver tol=1e-9 --tag tol1e-9   # the whole solve tighter
     python -m benchmarks.world_gradients --only push --timing              # + the cost of a gradient
 
 Every case is a world of the 0.1 m, 0.37 kg boxes of ``worlds.scenes`` at h = 2 ms in float64,
 rolled out by ``worlds.rollout(worlds.model(law), ..., output="final")`` with the world's default law
-(``worlds.DEFAULT_LAW``: warm start, tolerance 1e-5 m/s, 1,000 sweeps) changed only by ``--solver``
+(``worlds.DEFAULT_LAW``: warm start, tolerance 1e-7 m/s, 1,000 sweeps; 1e-5 before issue 60 part 4)
+changed only by ``--solver``
 (``LCPSettings`` fields by name). Each loss is differentiated by ``jax.grad`` and by central
 differences of the same compiled forward rollout at eps 1e-3, 1e-4, 1e-5 and 1e-6 (relative to the
 parameter's size); the reference is the central difference at 1e-4 and the spread of the others

@@ -139,13 +139,15 @@ def any_nonfinite(*trees) -> jnp.ndarray:
     return nonfinite
 
 
-def step_flags(invalid, nonfinite, projected, failed, capacity=False) -> jnp.ndarray:
+def step_flags(invalid, nonfinite, projected, failed, capacity=False, degenerate=False) -> jnp.ndarray:
     """A step's ``Flags`` bit set (() int32) from its broken rules (``invalid``, a bit set), a
     non-finite output, a penetration projection, a failed contact solve and (worlds) pairs left
-    out by the broad phase: one body's step, a chain's and a world's."""
+    out by the broad phase and a contact solution at a degenerate point: one body's step, a
+    chain's and a world's."""
     flags = jnp.zeros((), jnp.int32)
     for cond, bit in ((invalid != 0, Flags.INVALID_INPUT), (nonfinite, Flags.NONFINITE),
-                      (projected, Flags.PENETRATION), (failed, Flags.SOLVER), (capacity, Flags.CAPACITY)):
+                      (projected, Flags.PENETRATION), (failed, Flags.SOLVER), (capacity, Flags.CAPACITY),
+                      (degenerate, Flags.DEGENERATE)):
         flags = flags | jnp.where(cond, jnp.int32(bit), jnp.int32(0))
     return flags
 

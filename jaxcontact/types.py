@@ -48,6 +48,11 @@ class Flags(IntFlag):
     its residual is non-finite or above ``dynamics.SOLVER_RESIDUAL_LIMIT`` (0.1 m/s; precision lost).
     CAPACITY: (worlds) more body–body pairs were within reach of each other than the broad phase
     keeps (``Scene.max_pairs``); the farthest were left out of the step's contact problem.
+    DEGENERATE: (worlds with pairs or joints) the step's contact solution sits at a degenerate
+    complementarity point (``solvers.degenerate``: a contact with normal impulse and gap velocity
+    both ~0 while others carry load, or a loaded friction row at its bound with slip ~0), where the
+    step is not differentiable: a derivative through it is one side's and may jump (docs/gradients.md,
+    "The DEGENERATE flag"). The forward step is as exact as any other.
     """
 
     INVALID_INPUT = 1
@@ -55,11 +60,13 @@ class Flags(IntFlag):
     PENETRATION = 4
     SOLVER = 8
     CAPACITY = 16
+    DEGENERATE = 32
 
 
 FLAG_NAMES = {Flags.INVALID_INPUT: "invalid input", Flags.NONFINITE: "non-finite",
               Flags.PENETRATION: "deep penetration (projected out)", Flags.SOLVER: "solver not converged",
-              Flags.CAPACITY: "pairs left out by the broad phase (Scene.max_pairs)"}
+              Flags.CAPACITY: "pairs left out by the broad phase (Scene.max_pairs)",
+              Flags.DEGENERATE: "a degenerate contact point (derivative not trustworthy)"}
 
 
 @struct.dataclass

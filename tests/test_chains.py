@@ -202,7 +202,9 @@ def test_chain_flags_and_summary_match_rollouts():
     capped = (np.asarray(info.iterations) >= 1) & (res > max(cm.solver.tol, jc.dynamics.SOLVER_ACCURACY))
     np.testing.assert_array_equal((flags & int(jc.Flags.SOLVER)) != 0, capped | (res > jc.dynamics.SOLVER_RESIDUAL_LIMIT))
     assert capped.any() and float(np.abs(np.asarray(info.impulse)).max()) > 0
-    assert int(summary.flags) == int(np.bitwise_or.reduce(flags)) == int(jc.Flags.SOLVER)
+    # a solve stopped after one sweep may also sit at a saturated friction manifold (DEGENERATE, issue 60 part 4)
+    assert int(summary.flags) == int(np.bitwise_or.reduce(flags))
+    assert int(summary.flags) & ~int(jc.Flags.DEGENERATE) == int(jc.Flags.SOLVER)
     first = [int(np.argmax(flags & int(f))) if np.any(flags & int(f)) else -1 for f in jc.Flags]
     np.testing.assert_array_equal(np.asarray(summary.first_step), first)
     assert diagnostics.report(info).startswith(f"1 of 1 chains had solver not converged (first at step {first[3]};")

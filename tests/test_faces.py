@@ -188,9 +188,10 @@ def test_two_doors_one_answer():
     float64: ``jc.rollout`` and the one-body world of ``worlds.make_scene([box])`` with the same
     ``Model`` give the same trajectory bit for bit (they differed by 7e-8 m from the landing on,
     when the world kept 4 ground contacts and the body 8). ``worlds.model()`` differs by design: the
-    world's default law warm-starts its sweeps and stops at 1e-5 m/s (``scenes.DEFAULT_LAW``, for
-    stacks); with the square (the default) 5.1e-8 m and 4.4e-8 m, with Coulomb's disc (opt-in) 3.7e-4 m (spin: the warm start carries the sliding and
-    spinning contacts' split along) and 4.2e-8 m (README) apart over the 500 steps, held here under
+    world's default law warm-starts its sweeps and stops at 1e-7 m/s (``scenes.DEFAULT_LAW``, for
+    stacks and gradients); with the square (the default) 6.9e-8 m and 4.5e-8 m (5.1e-8 and 4.4e-8 at the
+    earlier 1e-5 m/s), with Coulomb's disc (opt-in) 3.7e-4 m (spin: the warm start carries the sliding and
+    spinning contacts' split along) and 1.3e-8 m (README) apart over the 500 steps, held here under
     5e-4 m; without the warm start (tol 1e-6) the world is the single body bit for bit."""
     law = jc.CoulombLCP()
     model = jc.Model(law=law, dt=0.002)

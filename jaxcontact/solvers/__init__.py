@@ -21,7 +21,7 @@ which also gives forward mode). Swapping jaxopt for another library touches this
 
 from .batching import tail_sweeps, with_batching_rule
 from .body_lcp import ground_index, solve_body_lcp, with_ground
-from .entry import solve_contact
+from .entry import degenerate, solve_contact
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root, krylov_guarded_solve
 from .lcp import CONES, LCPSettings, LCPSolution, RowStructure, disc_step, project_disc, regularized, solve_lcp
 from .problem import SMALL_ROWS, BodyProblem, ContactProblem, ContactSolution, Method, choose
@@ -41,6 +41,7 @@ __all__ = [
     "ContactSolution",
     "Method",
     "choose",
+    "degenerate",
     "solve_contact",
     "tail_sweeps",
     "with_batching_rule",

@@ -42,15 +42,18 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
         raise TypeError(f"solve_contact: expected a ContactProblem or a BodyProblem, got {type(problem).__name__}")
     rows = problem.num_contacts * problem.rows_per_contact
     method = choose(kind, rows, settings, gradient, full, group, relaxed is not None, form)
-    if method.form == "velocity":
-        return _velocity(problem, mu, settings, target, z0, soft, group, method)
-    if kind == "bodies":
-        problem = dense(problem)
-    if soft is not None:
-        problem = soften(problem, soft)
     if method.form == "relaxed":
-        return _relaxed(problem, mu, *relaxed, target=target)
-    return _dense(problem, mu, settings, target, z0, gradient, method)
+        if kind == "bodies":
+            problem = dense(problem)
+        return _relaxed(problem if soft is None else soften(problem, soft), mu, *relaxed, target=target)
+    if method.form == "velocity":
+        sol = _velocity(problem, mu, settings, target, z0, soft, group, method)
+    else:
+        body = dense(problem) if kind == "bodies" else problem
+        sol = _dense(body if soft is None else soften(body, soft), mu, settings, target, z0, gradient, method)
+    if kind == "bodies":  # a world's solve: is its solution at a degenerate point (Flags.DEGENERATE)?
+        sol = sol.replace(degenerate=degenerate(problem, sol.z, mu, target, settings.cone))
+    return sol
 
 
 def _rhs(problem: ContactProblem, target):
@@ -120,6 +123,74 @@ def _velocity(problem: BodyProblem, mu, settings, target, z0, soft, group, metho
                            iterations=sol.iterations)
 
 
+DEGENERATE_IMPULSE = 1e-2
+"""``degenerate``: a contact carries load above this fraction of the problem's largest normal
+impulse, and a manifold's friction sits at its bound within this fraction of Σ μ z_n."""
+DEGENERATE_VELOCITY = 3e-5
+"""``degenerate``: a slip is ~0 below this fraction of the problem's velocity scale (the largest
+|J v_free − target| of its valid rows)."""
+
+
+def degenerate(problem: BodyProblem, z, mu, target=None, cone: str = "box", impulse_tol: float | None = None,
+               velocity_tol: float | None = None) -> jnp.ndarray:
+    """() bool: whether the box-friction LCP's solution ``z`` (C, d) of a world's ``problem`` sits at
+    a stick/slip event, a degenerate complementarity point where the solution is not
+    differentiable (its active set changes under a perturbation, and the implicit derivative is
+    one side's): a manifold (the consecutive contacts on the same two bodies: a body's ground
+    candidates, a pair slot's points) whose net friction along a tangent row over its loaded
+    contacts is at its bound |Σ z_t| = Σ μ z_n while every loaded contact's slip is ~0 (the
+    manifold saturated, neither sticking nor sliding; ``cone`` "elliptic": the norm of the net
+    tangent pair). "~0" and "at" are relative to the problem's scales: ``impulse_tol`` of the
+    largest normal impulse (loaded) and of Σ μ z_n,
+    ``velocity_tol`` of the largest |J v_free − target| (None: the module's ``DEGENERATE_IMPULSE``,
+    ``DEGENERATE_VELOCITY``). Single rows at their bound with no slip inside a manifold that still
+    sticks as a whole (the box cone's redundant static friction: a resting pyramid's corners in
+    float32, whose rows at their bound cancel) and unloaded contacts with no gap
+    velocity are *not* flagged: measured, they fire on pushes, drops and slides whose gradients
+    are right (docs/gradients.md, "The DEGENERATE flag"). Not differentiated."""
+    impulse_tol = DEGENERATE_IMPULSE if impulse_tol is None else impulse_tol
+    velocity_tol = DEGENERATE_VELOCITY if velocity_tol is None else velocity_tol
+    z = jax.lax.stop_gradient(z)
+    C, d = problem.num_contacts, problem.rows_per_contact
+    dtype = problem.v_free.dtype
+    target = jax.lax.stop_gradient(problem.target if target is None else target)
+    N = problem.v_free.shape[0]
+    idx = ground_index(problem.bodies, N)
+    p = jnp.einsum("csdk,cd->csk", problem.rows, z)
+    p_body = jnp.zeros((N + 1, 6), dtype).at[idx.reshape(-1)].add(p.reshape(-1, 6))[:N]
+    if problem.full_mobility:
+        dv = (problem.mobility @ p_body.reshape(-1)).reshape(N, 6)
+    else:
+        dv = jnp.einsum("nij,nj->ni", problem.mobility, p_body)
+
+    def rel(v):  # (C, d) each contact's rows applied to the bodies' velocities (the ground at rest)
+        vg = jnp.concatenate([v, jnp.zeros((1, 6), dtype)])
+        return jnp.einsum("csdk,csk->cd", problem.rows, vg[idx])
+
+    free = rel(jax.lax.stop_gradient(problem.v_free)) - jnp.zeros((C, d), dtype).at[:, 0].set(target)
+    w = free + rel(jax.lax.stop_gradient(dv))  # after the impulse: the gap velocity, the slips
+    valid = problem.valid
+    zn = jnp.where(valid, z[:, 0], 0.0)
+    load = jnp.max(zn)
+    scale = jnp.max(jnp.where(valid[:, None], jnp.abs(free), 0.0))
+    loaded = valid & (zn > impulse_tol * load) & (load > 0)
+    mu = jnp.broadcast_to(jnp.asarray(jax.lax.stop_gradient(mu), dtype), (C, d - 1))
+    key = problem.bodies[:, 0] * (N + 1) + problem.bodies[:, 1]
+    run = jnp.cumsum(jnp.concatenate([jnp.zeros((1,), jnp.int32), (key[1:] != key[:-1]).astype(jnp.int32)]))
+    per = lambda x: jax.ops.segment_sum(jnp.where(loaded[:, None], x, 0.0), run, num_segments=C)
+    net = per(z[:, 1:])  # (C, d-1) per manifold (a run of consecutive contacts on the same two bodies)
+    cap = per(mu * zn[:, None])
+    if cone == "box":
+        force, slip = jnp.abs(net), jnp.abs(w[:, 1:])
+    else:  # the disc: one bound per tangent pair (μ equal along the pair)
+        force = jnp.linalg.norm(net, axis=1, keepdims=True)
+        slip = jnp.linalg.norm(w[:, 1:], axis=1, keepdims=True)
+        cap = cap[:, :1]
+    still = jnp.where(loaded[:, None], slip < velocity_tol * scale, True).astype(jnp.int32)
+    every = jax.ops.segment_min(still, run, num_segments=C) == 1  # every loaded contact without slip
+    return jnp.any((cap > 0) & (force >= (1 - impulse_tol) * cap) & every)
+
+
 def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
              cone: str = "box", target=None) -> ContactSolution:
     """The relaxed-complementarity impulse (``solve_relaxed_lcp``) with the friction set ``cone``;
@@ -134,4 +205,4 @@ def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regul
                            iterations=sol.iterations)
 
 
-__all__ = ["body_impulse", "solve_contact"]
+__all__ = ["DEGENERATE_IMPULSE", "DEGENERATE_VELOCITY", "body_impulse", "degenerate", "solve_contact"]

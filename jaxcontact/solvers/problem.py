@@ -63,12 +63,15 @@ class ContactProblem:
 @struct.dataclass
 class ContactSolution:
     """z: (C, d) impulses per contact in the contact frame (normal, tangents); impulse: (nv,)
-    generalised impulse Jᵀz; residual (m/s) and iterations of the solver."""
+    generalised impulse Jᵀz; residual (m/s) and iterations of the solver; degenerate: () bool, a
+    world's box-friction solution at a degenerate complementarity point (``entry.degenerate``;
+    False where not judged)."""
 
     z: jnp.ndarray
     impulse: jnp.ndarray
     residual: jnp.ndarray
     iterations: jnp.ndarray
+    degenerate: jnp.ndarray = False
 
 
 def from_jacobians(jac, phi, valid, mobility, v_free, dt: float) -> ContactProblem:

@@ -202,7 +202,9 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     info = WorldInfo(
         impulse=p_body, phi_ground=con.phi[:con.num_ground].reshape(N, Cg),
         pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=sol.residual, iterations=sol.iterations,
-        joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
+        joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error(),
+        # the solve's own bit, OR-ed into the step's by _checks_coupled
+        flags=jnp.where(jnp.asarray(sol.degenerate), jnp.int32(Flags.DEGENERATE), jnp.int32(0)))
     return motion.after(p_body), p_body, info, warm, con
 
 
@@ -284,7 +286,7 @@ def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, in
         pair_phi = con.phi[con.num_ground:]
         projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
     flags = stages.step_flags(invalid, stages.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
-                              con.capacity)
+                              con.capacity, (jnp.asarray(info.flags) & int(Flags.DEGENERATE)) != 0)
     return info.replace(flags=flags, invalid=invalid)
 
 
