@@ -1,0 +1,77 @@
+"""CPU seconds of each test, the measure by which the default tier is trimmed (docs/testing.md).
+
+The 2-core machine is shared, so wall times swing with the other processes' load; the CPU seconds a
+test costs (this process's threads, compiling included, plus its finished subprocesses) do not.
+As a pytest plugin it appends one JSON line per test as the test ends, so a run killed by a crash
+keeps what it measured, and ``TIER_CPU_RESUME=1`` deselects the tests already in the log:
+
+    PYTHONPATH=$PWD JAX_COMPILATION_CACHE_DIR=$(mktemp -d) TIER_CPU_LOG=cpu.jsonl \\
+        python -m pytest -q -p no:xdist -p benchmarks.tier_cpu -m "not slow"
+    python -m benchmarks.tier_cpu cpu.jsonl --top 30      # the table: per file and the top tests
+
+A module- or session-scoped fixture is charged to the first test that uses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import resource
+import time
+
+import pytest
+
+LOG = os.environ.get("TIER_CPU_LOG", "tier_cpu.jsonl")
+
+
+def _cpu() -> tuple[float, float]:
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time(), c.ru_utime + c.ru_stime
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("TIER_CPU_RESUME") == "1" and os.path.exists(LOG):
+        with open(LOG) as f:
+            done = {json.loads(line)["id"] for line in f if line.strip()}
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in done])
+        items[:] = [i for i in items if i.nodeid not in done]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    w0, (s0, c0) = time.perf_counter(), _cpu()
+    yield
+    (s1, c1), w1 = _cpu(), time.perf_counter()
+    with open(LOG, "a") as f:
+        f.write(json.dumps({"id": item.nodeid, "wall": w1 - w0, "cpu": s1 - s0, "child": c1 - c0,
+                            "t": time.time()}) + "\n")
+
+
+def table(rows: list[dict], top: int = 30) -> str:
+    """Markdown: the total, CPU seconds per file, and the ``top`` tests by CPU seconds."""
+    cost = lambda r: r["cpu"] + r["child"]
+    files = collections.Counter()
+    for r in rows:
+        files[r["id"].split("::")[0]] += cost(r)
+    out = [f"{len(rows)} tests, {sum(map(cost, rows)):.0f} CPU s (wall {sum(r['wall'] for r in rows):.0f} s)", "",
+           "| file | CPU s |", "| --- | --- |"]
+    out += [f"| `{k}` | {v:.1f} |" for k, v in files.most_common()]
+    out += ["", "| test | CPU s |", "| --- | --- |"]
+    out += [f"| `{r['id']}` | {cost(r):.1f} |" for r in sorted(rows, key=cost, reverse=True)[:top]]
+    return "\n".join(out)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("log", help="the JSON lines the plugin wrote")
+    ap.add_argument("--top", type=int, default=30)
+    a = ap.parse_args(argv)
+    with open(a.log) as f:
+        rows = list({r["id"]: r for r in map(json.loads, filter(str.strip, f))}.values())
+    print(table(rows, a.top))
+
+
+if __name__ == "__main__":
+    main()
