@@ -428,19 +428,23 @@ def test_relaxed_law_slides_on_the_smoothed_disc():
 def test_slide_gradients_match_central_differences(cone):
     """d(distance slid in 0.2 s)/d(μ, v₀) through 100 steps of a sliding box at headings 0°, 30°,
     45° (one vmapped program), at the defaults (the disc, float64; and the box preset), against
-    central differences (step 1e-6): within 1e-3 relative, and (the disc) the integrator's analytic slopes."""
+    central differences (step 1e-6): within 1e-3 relative, and (the disc) the integrator's analytic slopes;
+    along the mass scale (mass and inertia × s, a direction the slide does not depend on) zero."""
     model = jc.Model(law=law(cone))
 
-    def dist(mu, v0, th):
+    def dist(mu, v0, th, sc=1.0):
         u = jnp.stack([jnp.cos(th), jnp.sin(th), 0.0])
-        params = jc.Params(body=jc.shapes.box(SIZE, MASS), ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
+        body = jc.shapes.box(SIZE, MASS)
+        body = body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
+        params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
         s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=v0 * u, omega=jnp.zeros(3))
         fin = jc.rollout(model, params, s, 100, output="final")
         return jnp.dot(fin.pos, u)
 
     th = jnp.radians(jnp.asarray([0.0, 30.0, 45.0]))
     mu, v0 = jnp.full(3, MU), jnp.full(3, V0)
-    grad = jax.jit(jax.vmap(jax.grad(dist, argnums=(0, 1))))(mu, v0, th)
+    *grad, gs = jax.jit(jax.vmap(jax.grad(dist, argnums=(0, 1, 3))))(mu, v0, th, jnp.ones(3))
+    assert np.all(np.abs(np.asarray(gs)) < 1e-8), gs
     eps = 1e-6
     f = jax.jit(jax.vmap(dist))
     x = jnp.stack([mu + eps, mu - eps, mu, mu]), jnp.stack([v0, v0, v0 + eps, v0 - eps])
@@ -456,6 +460,32 @@ def test_slide_gradients_match_central_differences(cone):
         return
     np.testing.assert_allclose(grad[0], -G * (T * T + H * T) / 2, rtol=1e-3)
     np.testing.assert_allclose(grad[1], T, rtol=1e-3)
+
+
+@pytest.mark.parametrize("cone", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=(
+    "issue 61, open: a face that slides and spins has a normal split the sweeps leave unconverged (I − ∂T/∂z has "
+    "the regularisation's eigenvalue 1e-6 along it) that moves the body once its corners slip in different "
+    "directions; the implicit derivative at the sweeps' point is off along it (docs/worlds.md 'Friction cone')")))
+    for c in ("elliptic", "box")])
+def test_a_sliding_spinning_box_s_derivative_along_the_mass_scale_is_zero(cone):
+    """d(distance slid in 0.2 s along 30°)/ds with mass and inertia × s, the box launched at 1.58 m/s
+    and spinning at 6 rad/s about the vertical: the forward is invariant (impulses scale with s), so
+    the derivative must be 0 (straight slides: ``test_slide_gradients_match_central_differences``).
+    Measured 9.8e-6 (the disc) and 1.3e-4 (the square; its d/dμ 0.28 % off central differences, the
+    disc's 0.02 %): ``python -m benchmarks.cone_derivative``."""
+    model = jc.Model(law=law(cone))
+    th = np.radians(30.0)
+    u = jnp.asarray([np.cos(th), np.sin(th), 0.0])
+
+    def dist(sc):
+        body = jc.shapes.box(SIZE, MASS)
+        body = body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
+        params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=MU))
+        s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=V0 * u,
+                     omega=jnp.asarray([0.0, 0.0, 6.0]))
+        return jnp.dot(jc.rollout(model, params, s, 100, output="final").pos, u)
+
+    assert abs(float(jax.jit(jax.grad(dist))(1.0))) < 1e-8
 
 
 def test_cone_setting_is_checked():
