@@ -632,6 +632,20 @@ MUTATIONS = (
     Mutation("degenerate-flag-dropped", "grads", "jaxcontact/worlds/pipeline.py",
              "con.capacity, (jnp.asarray(info.flags) & int(Flags.DEGENERATE)) != 0)", "con.capacity, False)",
              ("tests/test_world_gradients.py::test_degenerate_flag_on_a_train_not_on_a_push",)),
+    # issue 61, part cone2 (the disc's implicit derivative): the projection's derivative in z_n and
+    # across the tangent pair in each path (the dense map, the velocity form's map that GMRES and the
+    # adjoint kernel read, the kernel's dense system), against the hand-written Jacobian of the map
+    Mutation("disc-dense-map-no-normal-column", "cone", "jaxcontact/solvers/lcp.py",
+             "c1, c2,\n                                  z[rows.parent[first]])",
+             "c1, c2,\n                                  jax.lax.stop_gradient(z[rows.parent[first]]))",
+             (f"{CONE}::test_dense_disc_derivative_solves_the_reference_system",)),
+    Mutation("disc-velocity-projection-no-normal-column", "cone", "jaxcontact/solvers/body_lcp.py",
+             "t1, t2 = project_disc(y[:, 1], y[:, 2], coupling[:, 1], coupling[:, 2], zn)",
+             "t1, t2 = project_disc(y[:, 1], y[:, 2], coupling[:, 1], coupling[:, 2], jax.lax.stop_gradient(zn))",
+             (f"{CONE}::test_velocity_form_disc_derivative_solves_the_reference_system",)),
+    Mutation("disc-adjoint-kernel-diagonal-projection", "cone", "jaxcontact/native/adjoint.cc",
+             "        if (p == 0.0) continue;\n", "        if (p == 0.0 || i != j) continue;\n",
+             (f"{CONE}::test_velocity_form_disc_derivative_solves_the_reference_system",)),
 )
 
 

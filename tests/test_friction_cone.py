@@ -295,7 +295,7 @@ def test_velocity_form_derivatives_of_the_disc_match_finite_differences(sweeps):
     problem with sliding, sticking and separated contacts, μ₁ ≠ μ₂."""
     bp, mu = random_body_problem(1, anisotropic=True)
     C = bp.num_contacts
-    s = LCPSettings(tol=1e-13, max_iter=20000, sweeps=sweeps)
+    s = LCPSettings(tol=1e-13, max_iter=20000, sweeps=sweeps, cone="elliptic")
     rng = np.random.default_rng(5)
     g, db, dm = (jnp.asarray(rng.normal(size=sh)) for sh in ((C, 3), (C, 3), (C, 2)))
     bias0 = jnp.zeros((C, 3)).at[:, 0].set(-bp.target)
@@ -312,6 +312,98 @@ def test_velocity_form_derivatives_of_the_disc_match_finite_differences(sweeps):
     exact = float(jnp.sum(gb * db) + jnp.sum(gm * dm))
     assert abs(float(fd)) > 1e-2
     assert abs(exact - float(fd)) < 1e-5 * max(1.0, abs(float(fd))), (exact, float(fd))
+
+
+def disc_map_jacobians(A, b, mu, z):
+    """∂T/∂z and ∂T/∂b of the disc's projected-Jacobi map T (``solve_lcp``'s fixed-point map), written
+    out per contact (numpy, rows [n, t₁, t₂] per contact; A with its regularisation): the normal
+    z_n − w_n/A_nn where positive; the tangent pair y_k = z_k − α μ_k² w_k (α = 1/max_k μ_k² A_kk),
+    kept inside the ellipse, and on its rim μ_k z_n l_k/r (l = y/μ, r = |l|), whose derivative is
+    μ_k (l_k/r ∂z_n + (z_n/r)(δ_kj − l_k l_j/r²) ∂l_j): the reference the implicit derivative is
+    checked against (not the code it checks)."""
+    A, b, z, mu = (np.asarray(x, np.float64) for x in (A, b, z, mu))
+    m = len(b)
+    d, w, eye = np.diagonal(A), A @ z + b, np.eye(m)
+    Jz, Jb = np.zeros((m, m)), np.zeros((m, m))
+    for c in range(m // 3):
+        n, t = 3 * c, np.array([3 * c + 1, 3 * c + 2])
+        if z[n] - w[n] / d[n] > 0:
+            Jz[n], Jb[n, n] = eye[n] - A[n] / d[n], -1.0 / d[n]
+        alpha = 1.0 / np.max(mu[c] ** 2 * d[t])
+        step = alpha * mu[c] ** 2
+        y = z[t] - step * w[t]
+        dy_z, dy_b = eye[t] - step[:, None] * A[t], -step[:, None] * eye[t]
+        lam = y / mu[c]
+        r = np.linalg.norm(lam)
+        if r <= z[n]:
+            Jz[t], Jb[t] = dy_z, dy_b
+            continue
+        P = (np.eye(2) - np.outer(lam, lam) / r**2) * z[n] / r
+        Jz[t] = mu[c][:, None] * (np.outer(lam / r, eye[n]) + P @ (dy_z / mu[c][:, None]))
+        Jb[t] = mu[c][:, None] * (P @ (dy_b / mu[c][:, None]))
+    return Jz, Jb
+
+
+def face_lcp(v0, omega_z):
+    """The LCP of the 0.1 m box resting flat on its face (four corners, float64), launched at ``v0``
+    along 30° and spinning at ``omega_z`` about the vertical: (A, b, μ (C, 2), the contacts' J)."""
+    lw = law()
+    model = jc.Model(law=lw, max_contacts=4)
+    params = body_params(lw, jnp.float64)
+    th = np.radians(30.0)
+    s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]),
+                 vel=jnp.asarray([v0 * np.cos(th), v0 * np.sin(th), 0.0]), omega=jnp.asarray([0.0, 0.0, omega_z]))
+    prob, _ = jc.contact.rigid_body(model, params, s, jc.stages.free_velocity(model, params, s))
+    assert bool(jnp.all(prob.valid))
+    b = prob.free_velocity.at[:, 0].add(-prob.target).reshape(-1)
+    return prob.A, b, jnp.broadcast_to(params.law.mu[:2], (prob.num_contacts, 2)), prob.J
+
+
+def adjoint_error(A_reg, b, mu, z, dz_db):
+    """How far the implicit derivative dz/db misses the dense reference's linear system
+    (I − ∂T/∂z) X = ∂T/∂b at the solver's z, relative to ∂T/∂b (the adjoint solve's ridge, 1e-10
+    against the redundant normals' eigenvalue 1e-6, leaves ~1e-4); and the reference's active rows."""
+    Jz, Jb = disc_map_jacobians(A_reg, b, mu, z)
+    X = np.asarray(dz_db)
+    return np.abs((np.eye(len(b)) - Jz) @ X - Jb).max() / np.abs(Jb).max(), Jz
+
+
+@pytest.mark.parametrize("v0,omega_z", [(1.58, 6.0), (0.004, 0.0)], ids=["sliding-spinning", "sticking"])
+def test_dense_disc_derivative_solves_the_reference_system(v0, omega_z):
+    """The dense form's implicit derivative dz/db (``solve_lcp``, the disc) at a face sliding and
+    spinning (every corner slips in its own direction: the projection's Jacobian in both z_t and z_n)
+    and at one that sticks, against the hand-written Jacobian of the disc's map (``disc_map_jacobians``)."""
+    A, b, mu, _ = face_lcp(v0, omega_z)
+    C = mu.shape[0]
+    s = LCPSettings(cone="elliptic", tol=1e-12, max_iter=20000)
+    rows = RowStructure.contacts(C, 2)
+    coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], axis=1).reshape(-1)
+    solve = lambda bb: solve_lcp(A, bb, coupling, rows, s).z
+    z = solve(b)
+    err, Jz = adjoint_error(regularized(A, s.regularization), b, mu, z, jax.jacrev(solve)(b))
+    zt = np.asarray(z).reshape(C, 3)
+    on_rim = np.hypot(zt[:, 1], zt[:, 2]) > (1 - 1e-9) * MU * zt[:, 0]
+    assert np.all(zt[:, 0] > 0) and (np.all(on_rim) if v0 > 1 else not np.any(on_rim))
+    assert err < 1e-3, err
+
+
+@pytest.mark.parametrize("sweeps", ["native", "sequential"])
+def test_velocity_form_disc_derivative_solves_the_reference_system(sweeps):
+    """The velocity form's implicit derivative (the fused adjoint kernel, "native"; GMRES on the
+    map's products, "sequential") of a random problem with sliding, sticking and separated contacts,
+    μ₁ ≠ μ₂, against the hand-written Jacobian of the disc's map on its dense (A, b)."""
+    bp, mu = random_body_problem(1, anisotropic=True)
+    C = bp.num_contacts
+    s = LCPSettings(tol=1e-13, max_iter=20000, sweeps=sweeps, cone="elliptic")
+    coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], axis=1)
+    bias0 = jnp.zeros((C, 3)).at[:, 0].set(-bp.target)
+    solve = lambda bias: solve_body_lcp(bp.rows, bp.bodies, bp.mobility, bp.v_free, bias.reshape(C, 3), coupling,
+                                        bp.valid, settings=s).z.reshape(-1)
+    z = solve(bias0.reshape(-1))
+    dense = P.dense(bp)
+    b = dense.free_velocity.at[:, 0].add(-bp.target).reshape(-1)
+    err, Jz = adjoint_error(regularized(dense.A, s.regularization), b, mu, z, jax.jacrev(solve)(bias0.reshape(-1)))
+    assert err < 1e-6, err
 
 
 def test_relaxed_law_slides_on_the_smoothed_disc():
@@ -336,19 +428,23 @@ def test_relaxed_law_slides_on_the_smoothed_disc():
 def test_slide_gradients_match_central_differences(cone):
     """d(distance slid in 0.2 s)/d(μ, v₀) through 100 steps of a sliding box at headings 0°, 30°,
     45° (one vmapped program), at the defaults (the disc, float64; and the box preset), against
-    central differences (step 1e-6): within 1e-3 relative, and (the disc) the integrator's analytic slopes."""
+    central differences (step 1e-6): within 1e-3 relative, and (the disc) the integrator's analytic slopes;
+    along the mass scale (mass and inertia × s, a direction the slide does not depend on) zero."""
     model = jc.Model(law=law(cone))
 
-    def dist(mu, v0, th):
+    def dist(mu, v0, th, sc=1.0):
         u = jnp.stack([jnp.cos(th), jnp.sin(th), 0.0])
-        params = jc.Params(body=jc.shapes.box(SIZE, MASS), ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
+        body = jc.shapes.box(SIZE, MASS)
+        body = body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
+        params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
         s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=v0 * u, omega=jnp.zeros(3))
         fin = jc.rollout(model, params, s, 100, output="final")
         return jnp.dot(fin.pos, u)
 
     th = jnp.radians(jnp.asarray([0.0, 30.0, 45.0]))
     mu, v0 = jnp.full(3, MU), jnp.full(3, V0)
-    grad = jax.jit(jax.vmap(jax.grad(dist, argnums=(0, 1))))(mu, v0, th)
+    *grad, gs = jax.jit(jax.vmap(jax.grad(dist, argnums=(0, 1, 3))))(mu, v0, th, jnp.ones(3))
+    assert np.all(np.abs(np.asarray(gs)) < 1e-8), gs
     eps = 1e-6
     f = jax.jit(jax.vmap(dist))
     x = jnp.stack([mu + eps, mu - eps, mu, mu]), jnp.stack([v0, v0, v0 + eps, v0 - eps])
@@ -364,6 +460,33 @@ def test_slide_gradients_match_central_differences(cone):
         return
     np.testing.assert_allclose(grad[0], -G * (T * T + H * T) / 2, rtol=1e-3)
     np.testing.assert_allclose(grad[1], T, rtol=1e-3)
+
+
+@pytest.mark.slow  # a strict xfail of ~50 s a cone: no mutation relies on it (the default tier's time, issue 60)
+@pytest.mark.parametrize("cone", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=(
+    "issue 61, open: a face that slides and spins has a normal split the sweeps leave unconverged (I − ∂T/∂z has "
+    "the regularisation's eigenvalue 1e-6 along it) that moves the body once its corners slip in different "
+    "directions; the implicit derivative at the sweeps' point is off along it (docs/worlds.md 'Friction cone')")))
+    for c in ("elliptic", "box")])
+def test_a_sliding_spinning_box_s_derivative_along_the_mass_scale_is_zero(cone):
+    """d(distance slid in 0.2 s along 30°)/ds with mass and inertia × s, the box launched at 1.58 m/s
+    and spinning at 6 rad/s about the vertical: the forward is invariant (impulses scale with s), so
+    the derivative must be 0 (straight slides: ``test_slide_gradients_match_central_differences``).
+    Measured 9.8e-6 (the disc) and 1.3e-4 (the square; its d/dμ 0.28 % off central differences, the
+    disc's 0.02 %): ``python -m benchmarks.cone_derivative``."""
+    model = jc.Model(law=law(cone))
+    th = np.radians(30.0)
+    u = jnp.asarray([np.cos(th), np.sin(th), 0.0])
+
+    def dist(sc):
+        body = jc.shapes.box(SIZE, MASS)
+        body = body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
+        params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=MU))
+        s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=V0 * u,
+                     omega=jnp.asarray([0.0, 0.0, 6.0]))
+        return jnp.dot(jc.rollout(model, params, s, 100, output="final").pos, u)
+
+    assert abs(float(jax.jit(jax.grad(dist))(1.0))) < 1e-8
 
 
 def test_cone_setting_is_checked():
