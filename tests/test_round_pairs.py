@@ -230,6 +230,8 @@ def test_a_ball_thrown_in_a_bin_of_fixed_walls_stays_and_gains_no_energy():
     assert np.all(np.abs(p[:, :2]) <= 0.2 - 0.04 + 2e-3) and np.all(p[:, 2] >= 0.04 - 2e-3)
     w = np.asarray(traj.omega[:, 4])  # a wall's friction trades spin for speed: count both
     energy = 0.5 * m * np.sum(v * v, axis=1) + 0.2 * m * 0.04**2 * np.sum(w * w, axis=1) + m * G * p[:, 2]
-    assert np.all(np.diff(energy) <= 1e-9 * energy[0])
+    # semi-implicit Euler moves the ball by h·v after the step's impulses: at a bounce its energy
+    # reads up to m g h |v_z| high (measured 3.2e-5 J on the floor); walls push sideways, no slack
+    assert np.all(np.diff(energy) <= m * G * H * np.abs(v[1:, 2]) + 1e-12)
     assert energy[-1] < energy[0]
     assert np.max(np.abs(p[:, 0])) > 0.15 and np.max(np.abs(p[:, 1])) > 0.15  # it did hit the walls
