@@ -3,7 +3,8 @@
 ``collide`` gathers every contact of a world at one state (``WorldContacts``): each body's
 closest vertices against the ground (``ground_contacts``) and the manifold of every body–body pair
 the broad phase keeps (``pair_contacts``: bounding spheres, ``pair_gaps``, under
-``Scene.max_pairs``; ``collision.hull_hull`` per kept pair, one vmap per topology pair), as rows on
+``Scene.max_pairs``; ``collision.hull_hull`` per kept pair, or ``round_hull``/``round_round`` for
+spheres and capsules: ``round_or_hull``, one vmap per pair of topologies or kinds), as rows on
 each contact's two bodies. A contact is in the problem when it is within ``reach`` (speculative
 contacts). Around the solve: ``patch_phi`` (the distances the restitution switch reads),
 ``stiff_rows``/``soft_rows`` (the softness outside the islands of this step's impacts),

@@ -267,7 +267,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     kinds = (tuple(shape_kind(jax.tree_util.tree_map(lambda x, i=i: x[i], stacked)) for i in range(n))
              if stacked.is_round else ("hull",) * n)
     for i in range(n):
-        if kinds[i] != "hull":  # a round body touches the ground only (no hull topology)
+        if kinds[i] != "hull":  # a round body has no hull topology (its pairs dispatch on its kind)
             topologies.append(None)
             continue
         try:
