@@ -236,3 +236,14 @@ def test_a_ball_thrown_in_a_bin_of_fixed_walls_stays_and_gains_no_energy():
     assert np.all(np.diff(energy) <= m * G * H * np.abs(v[1:, 2]) + 1e-12)
     assert energy[-1] < energy[0]
     assert np.max(np.abs(p[:, 0])) > 0.15 and np.max(np.abs(p[:, 1])) > 0.15  # it did hit the walls
+
+
+def test_round_colliders_refuse_other_kinds_by_name():
+    """The colliders take the kinds they know (static): a cylinder is refused eagerly and under jit."""
+    q = jnp.array([1.0, 0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r"round_round: kinds in \('sphere', 'capsule'\), got 'cylinder'"):
+        collision.round_round("cylinder", jnp.asarray(SPH), 0.03, jnp.zeros(3), q, "sphere", jnp.asarray(SPH), 0.02,
+                              jnp.ones(3), q)
+    with pytest.raises(ValueError, match="round_hull: kind_a in"):
+        jax.jit(lambda p: collision.round_hull("ellipsoid", jnp.asarray(SPH), 0.03, p, q, jnp.asarray(BOX), TOPO,
+                                               jnp.zeros(3), q).phi)(jnp.ones(3))
