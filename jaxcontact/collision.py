@@ -812,3 +812,198 @@ def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, n
     kind = jnp.where(jnp.any(valid), kind, jnp.int32(PatchType.NONE)).astype(jnp.int32)
     phi = jnp.where(valid, phi, FAR)
     return PairContacts(point=point, normal=normal, phi=phi, valid=valid, kind=kind)
+
+
+# --- Round cores (spheres, capsules) against each other and against hulls (issue 62) ----------------
+
+ROUND_KINDS = ("sphere", "capsule")
+"""The round shapes with body–body contacts (``round_round``, ``round_hull``): a sphere-swept
+point or segment. Cylinders and ellipsoids touch the ground only."""
+
+
+def _seg_point(p0, p1, x):
+    """Closest point to x on the segment p0–p1 (a point when p0 = p1)."""
+    d = p1 - p0
+    t = jnp.clip(jnp.dot(x - p0, d) / jnp.maximum(jnp.dot(d, d), 1e-30), 0.0, 1.0)
+    return p0 + t * d
+
+
+def _seg_seg(p0, p1, q0, q1):
+    """Closest points (on p0–p1, on q0–q1) of two segments, either possibly a point (Ericson's
+    clamped parameters; parallel segments: the point of q nearest p0's projection)."""
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+    a, e, f = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d2, r)
+    c, b = jnp.dot(d1, r), jnp.dot(d1, d2)
+    tiny = 1e-30
+    denom = a * e - b * b
+    s = jnp.where(denom > 1e-12 * jnp.maximum(a * e, tiny), jnp.clip((b * f - c * e) / jnp.maximum(denom, tiny), 0.0, 1.0), 0.0)
+    s = jnp.where(a > tiny, s, 0.0)
+    t = jnp.where(e > tiny, (b * s + f) / jnp.maximum(e, tiny), 0.0)
+    t_c = jnp.clip(t, 0.0, 1.0)
+    s = jnp.where(t != t_c, jnp.where(a > tiny, jnp.clip((b * t_c - c) / jnp.maximum(a, tiny), 0.0, 1.0), 0.0), s)
+    return p0 + s * d1, q0 + t_c * d2
+
+
+def _core(kind, verts, pos, quat):
+    """A round body's core in the world: its segment's two ends (a sphere's twice its centre)."""
+    w = _world(verts[:2] if kind == "capsule" else verts[:1], pos, quat)
+    return (w[0], w[1]) if kind == "capsule" else (w[0], w[0])
+
+
+ROUND_ALIGN = 0.99
+"""A round pair's second contact (an end of a capsule) must face the other body along the pair's
+normal to within this cosine (8°): the ends of a capsule lying along a face or another capsule."""
+
+
+def _manifold(pa, pb, dist, dirs, num, margin, dtype):
+    """PairContacts from candidate closest points pa, pb (m, 3) of the two surfaces (first: the
+    pair's closest, whose direction ``dirs[0]`` is the pair's normal; ``dirs`` (m, 3) each
+    candidate's) and their φ (m,): the closest, then the candidate farthest from it among those
+    within the margin whose direction is the normal's (``ROUND_ALIGN``: a segment lying along the
+    other surface touches at both ends), the rest of the ``num`` slots empty."""
+    m = dist.shape[0]
+    n = dirs[0]
+    point = 0.5 * (pa + pb)
+    sep = jax.lax.stop_gradient(jnp.linalg.norm(point - point[0], axis=-1))
+    ok = jax.lax.stop_gradient(dist <= margin)
+    along = jax.lax.stop_gradient(dirs @ n >= ROUND_ALIGN)
+    far = jnp.where(ok & along & (sep > 1e-6 + 1e-3 * jnp.max(sep)), sep, -1.0)
+    j = _argmax(far) if m > 1 else 0
+    two = (far[j] > 0) if m > 1 else jnp.zeros((), bool)
+    slots = min(num, 2)
+    pts = jnp.stack([point[0], point[j]])[:slots]
+    phi = jnp.stack([dist[0], dist[j]])[:slots]
+    valid = jnp.stack([ok[0], ok[0] & two])[:slots]
+    pad = num - slots
+    pts = jnp.concatenate([pts, jnp.zeros((pad, 3), dtype)])
+    valid = jnp.concatenate([valid, jnp.zeros((pad,), bool)])
+    phi = jnp.where(valid, jnp.concatenate([phi, jnp.zeros((pad,), dtype)]), jnp.asarray(FAR, dtype))
+    kind = jnp.where(valid[0], jnp.where(valid[1] if num > 1 else False, PatchType.LINE, PatchType.POINT),
+                     PatchType.NONE).astype(jnp.int32)
+    return PairContacts(point=pts, normal=n, phi=phi, valid=valid, kind=kind)
+
+
+def round_round(kind_a, verts_a, radius_a, pos_a, quat_a, kind_b, verts_b, radius_b, pos_b, quat_b,
+                num: int = 4, margin: float = DEFAULT_MARGIN) -> PairContacts:
+    """Contacts of two round bodies (``kind_*`` in ``ROUND_KINDS``, static): a sphere is its first
+    core vertex swept by ``radius``, a capsule the segment of its first two. Closed forms: the
+    segments' closest points give the normal (a → b) and φ = distance − r_a − r_b; two capsules
+    whose axes lie along each other (every end of one within the margin of the other) touch at
+    two points, the overlap's ends. Points midway between the two surfaces."""
+    for k in (kind_a, kind_b):
+        if k not in ROUND_KINDS:
+            raise ValueError(f"round_round: kinds in {ROUND_KINDS}, got {k!r}")
+    dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
+    a0, a1 = _core(kind_a, verts_a, pos_a, quat_a)
+    b0, b1 = _core(kind_b, verts_b, pos_b, quat_b)
+    ca, cb = _seg_seg(a0, a1, b0, b1)
+    n = _unit(cb - ca)
+    if kind_a == "capsule" and kind_b == "capsule":  # the ends of each against the other
+        ea = jnp.stack([a0, a1, _seg_point(a0, a1, b0), _seg_point(a0, a1, b1)])
+        eb = jnp.stack([_seg_point(b0, b1, a0), _seg_point(b0, b1, a1), b0, b1])
+        ca, cb = jnp.concatenate([ca[None], ea]), jnp.concatenate([cb[None], eb])
+    else:
+        ca, cb = ca[None], cb[None]
+    dist = jnp.linalg.norm(cb - ca, axis=-1) - radius_a - radius_b
+    dirs = jnp.where(jnp.arange(ca.shape[0])[:, None] == 0, n, _unit(cb - ca))
+    sa, sb = ca + radius_a * dirs, cb - radius_b * dirs
+    return _manifold(sa, sb, dist, dirs, num, jnp.asarray(margin, dt), dt)
+
+
+def _hull_faces(topo: HullTopology):
+    """Static arrays of a hull's faces: fan triangles (T, 3) and each triangle's face (T,); each
+    face's vertex ring padded by repeating its first vertex (F, M)."""
+    tris, owner = [], []
+    for f, face in enumerate(topo.faces):
+        for i in range(1, len(face) - 1):
+            tris.append((face[0], face[i], face[i + 1]))
+            owner.append(f)
+    width = max(len(f) for f in topo.faces)
+    rings = [tuple(f) + (f[0],) * (width - len(f)) for f in topo.faces]
+    return np.asarray(tris, np.int32), np.asarray(owner, np.int32), np.asarray(rings, np.int32)
+
+
+def _point_triangle(x, a, b, c):
+    """Closest point to x on the triangle abc: its projection when inside, else the closest point
+    of its three edges."""
+    nrm = jnp.cross(b - a, c - a)
+    nn = jnp.maximum(jnp.dot(nrm, nrm), 1e-30)
+    proj = x - jnp.dot(x - a, nrm) / nn * nrm
+    inside = ((jnp.dot(jnp.cross(b - a, proj - a), nrm) >= 0) & (jnp.dot(jnp.cross(c - b, proj - b), nrm) >= 0)
+              & (jnp.dot(jnp.cross(a - c, proj - c), nrm) >= 0))
+    edges = jnp.stack([_seg_point(a, b, x), _seg_point(b, c, x), _seg_point(c, a, x)])
+    e = edges[_argmin(jax.lax.stop_gradient(jnp.sum((edges - x) ** 2, axis=-1)))]
+    return jnp.where(jax.lax.stop_gradient(inside), proj, e)
+
+
+def _point_hull(x, w, tris, planes_n, planes_d):
+    """(closest hull point, signed distance) of x against the hull (world vertices w): outside, the
+    closest point over the faces' triangles; inside, the face of least penetration."""
+    sep = planes_n @ x - planes_d
+    q = jax.vmap(lambda t: _point_triangle(x, w[t[0]], w[t[1]], w[t[2]]))(tris)
+    k = _argmin(jax.lax.stop_gradient(jnp.sum((q - x) ** 2, axis=-1)))
+    f = _argmax(jax.lax.stop_gradient(sep))
+    inside = jax.lax.stop_gradient(sep[f] <= 0)
+    q_in = x - sep[f] * planes_n[f]
+    out_d = jnp.sqrt(jnp.maximum(jnp.sum((x - q[k]) ** 2), 1e-30))
+    return jnp.where(inside, q_in, q[k]), jnp.where(inside, sep[f], out_d), inside, f
+
+
+def round_hull(kind_a, verts_a, radius_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b,
+               num: int = 4, margin: float = DEFAULT_MARGIN) -> PairContacts:
+    """Contacts of a round body a (``kind_a`` in ``ROUND_KINDS``) against the convex hull b
+    (``verts_b`` as ``topo_b`` says; a box, a hull, a fixed wall): the core's closest points to the
+    hull (points against the faces' triangles, the segment against the hull's edges; exact), or,
+    where the core is inside the hull, the face of least penetration. Normal a → b, φ = distance −
+    radius; a capsule's ends within the margin of the hull are contacts too (a capsule lying on a
+    face: two points). Features are chosen without gradient, the geometry recomputed with it."""
+    if kind_a not in ROUND_KINDS:
+        raise ValueError(f"round_hull: kind_a in {ROUND_KINDS}, got {kind_a!r}")
+    verts_b = jnp.asarray(verts_b)
+    _check(verts_b, topo_b, "b")
+    dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
+    tris, owner, rings = _hull_faces(topo_b)
+    with jax.default_matmul_precision("highest"):
+        w = _world(verts_b, pos_b, quat_b)
+        ring = w[rings]  # (F, M, 3): Newell's normal of each face, outward
+        nf = _unit(jnp.sum(jnp.cross(ring, jnp.roll(ring, -1, axis=1)), axis=1))
+        df = jnp.sum(nf * jnp.mean(ring, axis=1), axis=-1)
+        e0, e1 = _core(kind_a, verts_a, pos_a, quat_a)
+        if kind_a == "sphere":
+            q, d, inside, f = _point_hull(e0, w, tris, nf, df)
+            n = jnp.where(inside, -nf[f], _unit(q - e0))
+            ends = e0[None], q[None], d[None], n[None]
+        else:
+            q0, d0, in0, f0 = _point_hull(e0, w, tris, nf, df)
+            q1, d1, in1, f1 = _point_hull(e1, w, tris, nf, df)
+            # the segment against every hull edge (outside; an end against a face is q0, q1)
+            edges = np.asarray(topo_b.edges, np.int32)
+            ps, qs = jax.vmap(lambda ed: _seg_seg(e0, e1, w[ed[0]], w[ed[1]]))(edges)
+            ps = jnp.concatenate([ps, jnp.stack([e0, e1])])
+            qs = jnp.concatenate([qs, jnp.stack([q0, q1])])
+            k = _argmin(jax.lax.stop_gradient(jnp.sum((qs - ps) ** 2, axis=-1)))
+            # the segment meets the hull (Cyrus–Beck clipping): the face of least penetration
+            s0, s1 = nf @ e0 - df, nf @ e1 - df
+            den = s0 - s1
+            t = jnp.where(jnp.abs(den) > 1e-30, s0 / jnp.where(jnp.abs(den) > 1e-30, den, 1.0), 0.0)
+            lo = jnp.max(jnp.where((s0 > 0) & (s1 <= 0), t, jnp.where(s0 > 0, 2.0, 0.0)))
+            hi = jnp.min(jnp.where((s0 <= 0) & (s1 > 0), t, jnp.where(s1 > 0, -1.0, 1.0)))
+            meets = jax.lax.stop_gradient(lo <= hi)
+            pen = jnp.minimum(s0, s1)
+            fp = _argmax(jax.lax.stop_gradient(pen))
+            deep = jnp.where(jax.lax.stop_gradient(s0[fp] <= s1[fp]), e0, e1)
+            p_main = jnp.where(meets, deep, ps[k])
+            q_main = jnp.where(meets, deep - pen[fp] * nf[fp], qs[k])
+            d_main = jnp.where(meets, pen[fp], jnp.sqrt(jnp.maximum(jnp.sum((qs[k] - ps[k]) ** 2), 1e-30)))
+            n = jnp.where(meets, -nf[fp], _unit(q_main - p_main))
+            # an end inside the hull: its depth below the main face
+            d0 = jnp.where(in0 & meets, s0[fp], d0)
+            d1 = jnp.where(in1 & meets, s1[fp], d1)
+            q0 = jnp.where(in0 & meets, e0 - s0[fp] * nf[fp], q0)
+            q1 = jnp.where(in1 & meets, e1 - s1[fp] * nf[fp], q1)
+            n0 = jnp.where(in0 | meets, n, _unit(q0 - e0))
+            n1 = jnp.where(in1 | meets, n, _unit(q1 - e1))
+            ends = (jnp.stack([p_main, e0, e1]), jnp.stack([q_main, q0, q1]), jnp.stack([d_main, d0, d1]),
+                    jnp.stack([n, n0, n1]))
+        p, q, d, dirs = ends
+        return _manifold(p + radius_a * dirs, q, d - radius_a, dirs, num, jnp.asarray(margin, dt), dt)

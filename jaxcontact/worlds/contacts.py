@@ -3,7 +3,8 @@
 ``collide`` gathers every contact of a world at one state (``WorldContacts``): each body's
 closest vertices against the ground (``ground_contacts``) and the manifold of every body–body pair
 the broad phase keeps (``pair_contacts``: bounding spheres, ``pair_gaps``, under
-``Scene.max_pairs``; ``collision.hull_hull`` per kept pair, one vmap per topology pair), as rows on
+``Scene.max_pairs``; ``collision.hull_hull`` per kept pair, or ``round_hull``/``round_round`` for
+spheres and capsules: ``round_or_hull``, one vmap per pair of topologies or kinds), as rows on
 each contact's two bodies. A contact is in the problem when it is within ``reach`` (speculative
 contacts). Around the solve: ``patch_phi`` (the distances the restitution switch reads),
 ``stiff_rows``/``soft_rows`` (the softness outside the islands of this step's impacts),
@@ -107,6 +108,20 @@ def _pair_rows(state_a, state_b, pc: collision.PairContacts):
     return jnp.stack([-ra, rb], axis=1)
 
 
+def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str) -> collision.PairContacts:
+    """One pair's manifold by its two bodies' ``Scene.pair_shape`` (static): two hulls
+    ``collision.hull_hull``, a sphere or capsule against a hull ``collision.round_hull`` (either
+    order: the normal flipped to point a → b), two of them ``collision.round_round``."""
+    if not isinstance(ta, str) and not isinstance(tb, str):
+        return collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin, method=method)
+    if isinstance(ta, str) and isinstance(tb, str):
+        return collision.round_round(ta, va, ra, sa.pos, sa.quat, tb, vb, rb, sb.pos, sb.quat, num=n, margin=margin)
+    if isinstance(ta, str):
+        return collision.round_hull(ta, va, ra, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin)
+    pc = collision.round_hull(tb, vb, rb, sb.pos, sb.quat, va, ta, sa.pos, sa.quat, num=n, margin=margin)
+    return pc.replace(normal=-pc.normal)
+
+
 def pair_gaps(scene: Scene, params: Params, state: State):
     """(P,) a lower bound of every pair's distance (the broad phase): the distance of the two
     centres of mass minus both bodies' bounding radii (their farthest vertex)."""
@@ -143,12 +158,14 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
         sb = jax.tree_util.tree_map(lambda x: x[ib], state)
         va, vb = params.body.vertices[ia], params.body.vertices[ib]
 
-        def one(va, sa, vb, sb, margin):
-            pc = collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin,
-                                     method=scene.narrow_phase)
+        rad = params.body.radius if params.body.radius is not None else jnp.zeros(scene.num_bodies, dtype)
+        ra, rb = rad[ia], rad[ib]
+
+        def one(va, ra, sa, vb, rb, sb, margin, ta=ta, tb=tb):
+            pc = round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n, margin, scene.narrow_phase)
             return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
 
-        r, f, v, k = jax.vmap(one)(va, sa, vb, sb, pair_reach[idx])
+        r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx])
         out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
     cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
     if not broad:  # every pair, in the scene's order
@@ -301,5 +318,5 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
 
 
 __all__ = ["WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "ground_contacts", "manifold_size", "num_ground_contacts",
-           "pair_contacts", "pair_gaps", "patch_phi", "reach", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
+           "pair_contacts", "pair_gaps", "patch_phi", "reach", "round_or_hull", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
            "warm_table"]

@@ -16,8 +16,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
 * Geoms: box and mesh (as its convex hull, at most ``collision.MAX_HULL_VERTICES`` vertices), and
   natively sphere, capsule (at any pose in its body), cylinder and ellipsoid (centred on the body's
   centre of mass, axes along the body frame's), with MuJoCo's compiled sizes (``shapes.sphere``,
-  …: ``Body.radius``, ``cylinder``, ``ellipsoid``); one colliding geom per body; round bodies touch
-  the ground only, so far (a pair MuJoCo's filter lets touch is refused by name); a plane on the
+  …: ``Body.radius``, ``cylinder``, ``ellipsoid``); one colliding geom per body; spheres and capsules
+  touch each other and hulls, cylinders and ellipsoids the ground only (a pair with one that
+  MuJoCo's filter lets touch is refused by name); a plane on the
   world body is the ground (the floor: normal +z; a tilted plane is refused). Geoms that collide
   with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
 * Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
@@ -587,13 +588,13 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
     scene_kw.setdefault("names", names)
     kinds = [shapes.shape_kind(bd) for bd in bodies]
-    touching = [(a, c) for a, c in pairs if kinds[a] != "hull" or kinds[c] != "hull"]
+    touching = [(a, c) for a, c in pairs if {kinds[a], kinds[c]} - {"hull", *collision.ROUND_KINDS}]
     if touching:
         a, c = touching[0]
         label = lambda i: f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, i + 1)} (a {kinds[i]})"
         raise ValueError(f"unsupported in a jaxcontact world: {label(a)} and {label(c)} may touch (MuJoCo's contact "
-                         f"filter; {len(touching)} such pairs): body–body contacts of round bodies are not implemented "
-                         "yet (issue 62's next slice), they touch the ground only; exclude the pairs "
+                         f"filter; {len(touching)} such pairs): body–body contacts exist for hulls, spheres and capsules "
+                         "only; cylinders and ellipsoids touch the ground only; exclude the pairs "
                          "(<contact><exclude body1=... body2=.../>) or approximate=True (hulls of surface points)")
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)

@@ -60,8 +60,9 @@ class Scene:
     names: None, or each body's name where the world came from a file (``worlds.from_mjcf``: the
     file's body names, None for an unnamed body); messages name bodies by it (``body_name``).
     shapes: None (every body a hull), or each body's shape (``shapes.shape_kind``: "hull",
-    "sphere", "capsule", "cylinder", …; ``make_scene`` fills it when a body is round). Round bodies
-    touch the ground only, so far: a pair with one is refused by name (issue 62's next slice).
+    "sphere", "capsule", "cylinder", …; ``make_scene`` fills it when a body is round). Spheres and
+    capsules touch each other and hulls (``collision.round_round``, ``round_hull``; grouped by
+    kind, ``pair_shape``); a pair holding a cylinder, ellipsoid or sphere-swept hull is refused by name.
     fixed: the indices (sorted) of the bodies fixed to the world (scenery: a table, a wall, a
     ramp; docs/worlds.md, "Fixed scenery"). A fixed body keeps its state exactly as given (never
     integrated, at rest), has zero inverse mass and inertia in the contact problem (its contacts
@@ -123,12 +124,13 @@ class Scene:
             raise ValueError(f"Scene.shapes: expected one shape per body ({n}), got {len(self.shapes)}")
         for a, b in self.pairs:
             for i in (a, b):
-                if self.shapes is not None and self.shapes[i] != "hull":
+                if self.shapes is not None and self.shapes[i] not in ("hull",) + collision.ROUND_KINDS:
                     raise ValueError(f"Scene.pairs: ({a}, {b}) holds {self.body_name(i)}, a {self.shapes[i]}: body–body "
-                                     "contacts of round bodies are not implemented yet (issue 62's next slice), they "
-                                     "touch the ground only; leave the pair out (make_scene's pairs= or exclude=)")
+                                     f"contacts exist for hulls, {' and '.join(collision.ROUND_KINDS)} only; a "
+                                     f"{self.shapes[i]} touches the ground only; leave the pair out (make_scene's pairs= "
+                                     "or exclude=)")
         for a, b in self.pairs:
-            if self.topologies[a] is None or self.topologies[b] is None:
+            if any(self.topologies[i] is None and (self.shapes is None or self.shapes[i] == "hull") for i in (a, b)):
                 raise ValueError(f"Scene.topologies: body {a if self.topologies[a] is None else b} is in pair ({a}, {b}) "
                                  "and needs its hull topology (None only for bodies in no pair)")
         if self.names is not None and len(self.names) != n:
@@ -174,8 +176,15 @@ class Scene:
         each group's narrow phase is one ``vmap``."""
         groups: dict = {}
         for k, (a, b) in enumerate(self.pairs):
-            groups.setdefault((self.topologies[a], self.topologies[b]), []).append(k)
+            groups.setdefault((self.pair_shape(a), self.pair_shape(b)), []).append(k)
         return [(ta, tb, ks) for (ta, tb), ks in groups.items()]
+
+    def pair_shape(self, i: int):
+        """What body ``i``'s narrow phase dispatches on (static): its hull topology, or its round
+        kind ("sphere", "capsule": ``collision.ROUND_KINDS``)."""
+        if self.shapes is not None and self.shapes[i] != "hull":
+            return self.shapes[i]
+        return self.topologies[i]
 
     def pair_slots(self, group_size: int) -> int:
         """Pairs of a topology group of ``group_size`` the narrow phase runs on each step."""
@@ -258,7 +267,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     kinds = (tuple(shape_kind(jax.tree_util.tree_map(lambda x, i=i: x[i], stacked)) for i in range(n))
              if stacked.is_round else ("hull",) * n)
     for i in range(n):
-        if kinds[i] != "hull":  # a round body touches the ground only (no hull topology)
+        if kinds[i] != "hull":  # a round body has no hull topology (its pairs dispatch on its kind)
             topologies.append(None)
             continue
         try:
@@ -274,17 +283,17 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     drop = {tuple(sorted(p)) for p in exclude} | (set() if joints is None else joints.body_pairs())
     drop |= set(itertools.combinations(fixed, 2))
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
-    round_pairs = [(a, b) for a, b in table if kinds[a] != "hull" or kinds[b] != "hull"]
+    round_pairs = [(a, b) for a, b in table if {kinds[a], kinds[b]} - {"hull", *collision.ROUND_KINDS}]
     if round_pairs:
         label = lambda i: (f"body {names[i]!r} ({i})" if names is not None and i < len(names) and names[i]
                            else f"body {i}") + f", a {kinds[i]}"
         a, b = round_pairs[0]
-        first = label(a) if kinds[a] != "hull" else label(b)
+        first = label(a) if kinds[a] not in ("hull",) + collision.ROUND_KINDS else label(b)
         hulls = [p for p in table if p not in round_pairs]
         listed = ", ".join(map(str, hulls[:6])) + (", …" if len(hulls) > 6 else "")
-        raise ValueError(f"make_scene: {len(round_pairs)} of the pairs hold a round body ({first}, first): body–body "
-                         "contacts of round bodies are not implemented yet (issue 62's next slice), they touch the "
-                         f"ground only. Keep the pairs among the hulls: pairs=[{listed}] (pairs=[] for none), or "
+        raise ValueError(f"make_scene: {len(round_pairs)} of the pairs hold a cylinder or ellipsoid ({first}, first): "
+                         "body–body contacts exist for hulls, spheres and capsules only; cylinders and ellipsoids touch "
+                         f"the ground only. Keep the pairs among the hulls: pairs=[{listed}] (pairs=[] for none), or "
                          "exclude the round bodies' pairs with exclude=")
     counts = tuple(int(c) for c in np.sum(np.asarray(stacked.vertex_mask) > 0, axis=-1))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
