@@ -88,7 +88,9 @@ def test_a_box_pushed_into_a_fixed_wall_stops_without_penetration_or_bounce():
     assert vx.min() > -1e-4, vx.min()  # no bounce (the solver's tolerance, 1e-5 m/s, is the jitter)
     assert abs(vx[-1]) < 1e-4 and float(np.min(info.pair_phi)) > -40e-6
     assert np.array_equal(np.asarray(traj.pos[:, 1]), np.broadcast_to(np.asarray(s.pos[1]), (STEPS + 1, 3)))
-    assert not np.any(np.asarray(info.flags))
+    # the step where the box comes to rest against the wall is a stick/slip event: Flags.DEGENERATE (the
+    # derivative's warning, issue 60 part 4) may mark it; no other flag
+    assert not np.any(np.asarray(info.flags) & ~int(Flags.DEGENERATE))
     wall = np.asarray(info.impulse[:, 1, :3])
     assert wall[:, 0].max() > 1e-3  # the box pushes the wall along +x
 
