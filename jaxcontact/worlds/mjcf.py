@@ -295,6 +295,18 @@ def _round_body(M, model, g, b) -> Body:
     return body.replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia))
 
 
+def _within_vertex_limit(verts, name: str, approximate: bool) -> np.ndarray:
+    """A hull's vertices within the engine's limit: refused by name above it, or (``approximate``)
+    reduced to their extreme ``collision.MAX_HULL_VERTICES``."""
+    if len(verts) <= collision.MAX_HULL_VERTICES:
+        return verts
+    if not approximate:
+        raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, above the "
+                         f"engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or --approximate: "
+                         "collision.reduce_hull keeps its extreme vertices)")
+    return collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+
+
 def _plane_normal(model, g) -> np.ndarray:
     """A world-body plane's normal (its z axis in the world: the world body's frame is the world's)."""
     return np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))[:, 2]
@@ -452,13 +464,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if len(gs) == 1 and kinds == {int(M.mjtGeom.mjGEOM_BOX)}:
             verts = pts  # a box keeps shapes.box's 8 corners in their order
         else:
-            verts = _extreme(pts)
-            if len(verts) > collision.MAX_HULL_VERTICES:
-                if not approximate:
-                    raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, "
-                                     f"above the engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or --approximate: "
-                                     "collision.reduce_hull keeps its extreme vertices)")
-                verts = collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+            verts = _within_vertex_limit(_extreme(pts), name, approximate)
         out = com_outside(verts)
         if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):
             raise ValueError(f"unsupported in a jaxcontact world: the centre of mass of {name} (MuJoCo's "
@@ -481,13 +487,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         name = f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} of the world body"
         local = _geom_points(mujoco, model, g)
         local = (local - model.geom_pos[g]) @ np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))
-        verts = local if model.geom_type[g] == M.mjtGeom.mjGEOM_BOX else _extreme(local)
-        if len(verts) > collision.MAX_HULL_VERTICES:
-            if not approximate:
-                raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, above "
-                                 f"the engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or "
-                                 "--approximate: collision.reduce_hull keeps its extreme vertices)")
-            verts = collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+        verts = local if model.geom_type[g] == M.mjtGeom.mjGEOM_BOX else _within_vertex_limit(_extreme(local), name,
+                                                                                              approximate)
         out = com_outside(verts)
         if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):
             raise ValueError(f"unsupported in a jaxcontact world: {name}'s frame lies {out:.3g} m outside its hull "
@@ -588,7 +589,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
     scene_kw.setdefault("names", names)
     kinds = [shapes.shape_kind(bd) for bd in bodies]
-    touching = [(a, c) for a, c in pairs if {kinds[a], kinds[c]} - {"hull", *collision.ROUND_KINDS}]
+    touching = [(a, c) for a, c in pairs if {kinds[a], kinds[c]} - set(collision.PAIR_KINDS)]
     if touching:
         a, c = touching[0]
         label = lambda i: f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, i + 1)} (a {kinds[i]})"

@@ -124,7 +124,7 @@ class Scene:
             raise ValueError(f"Scene.shapes: expected one shape per body ({n}), got {len(self.shapes)}")
         for a, b in self.pairs:
             for i in (a, b):
-                if self.shapes is not None and self.shapes[i] not in ("hull",) + collision.ROUND_KINDS:
+                if self.shapes is not None and self.shapes[i] not in collision.PAIR_KINDS:
                     raise ValueError(f"Scene.pairs: ({a}, {b}) holds {self.body_name(i)}, a {self.shapes[i]}: body–body "
                                      f"contacts exist for hulls, {' and '.join(collision.ROUND_KINDS)} only; a "
                                      f"{self.shapes[i]} touches the ground only; leave the pair out (make_scene's pairs= "
@@ -283,12 +283,12 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     drop = {tuple(sorted(p)) for p in exclude} | (set() if joints is None else joints.body_pairs())
     drop |= set(itertools.combinations(fixed, 2))
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
-    round_pairs = [(a, b) for a, b in table if {kinds[a], kinds[b]} - {"hull", *collision.ROUND_KINDS}]
+    round_pairs = [(a, b) for a, b in table if {kinds[a], kinds[b]} - set(collision.PAIR_KINDS)]
     if round_pairs:
         label = lambda i: (f"body {names[i]!r} ({i})" if names is not None and i < len(names) and names[i]
                            else f"body {i}") + f", a {kinds[i]}"
         a, b = round_pairs[0]
-        first = label(a) if kinds[a] not in ("hull",) + collision.ROUND_KINDS else label(b)
+        first = label(a) if kinds[a] not in collision.PAIR_KINDS else label(b)
         hulls = [p for p in table if p not in round_pairs]
         listed = ", ".join(map(str, hulls[:6])) + (", …" if len(hulls) > 6 else "")
         raise ValueError(f"make_scene: {len(round_pairs)} of the pairs hold a cylinder or ellipsoid ({first}, first): "
