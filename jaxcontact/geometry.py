@@ -206,6 +206,8 @@ def candidate_points(body: Body, ground: Ground, state: AnyState):
     if body.radius is not None:
         rad = jnp.asarray(body.radius)
         pts, phi, r = pts - rad * n, phi - rad, r - rad * nb
+    if body.vertex_radius is not None:  # a body of several shapes: each vertex its own radius
+        pts, phi, r = swept_vertices(body.vertex_radius, pts, phi, r, n, nb)
     parts = [(r, valid)]
     if body.cylinder is not None:
         cyl = jnp.asarray(body.cylinder)
@@ -217,6 +219,14 @@ def candidate_points(body: Body, ground: Ground, state: AnyState):
     extra_pts = world_points(state, extra)
     return (jnp.concatenate([pts, extra_pts]), jnp.concatenate([phi, signed_distance(ground, extra_pts)]),
             jnp.concatenate([p[1] for p in parts]), jnp.concatenate([r, extra]))
+
+
+def swept_vertices(vertex_radius, pts, phi, r, n, nb):
+    """A compound's (``shapes.compound``) vertices each swept by its own radius (``Body.vertex_radius``
+    (K,): its sphere and capsule parts' radii, 0 on its hull parts): the surface points p − r_k n
+    (world), their φ − r_k and body-frame lever arms r − r_k Rᵀn."""
+    rad = jnp.asarray(vertex_radius)[:, None]
+    return pts - rad * n, phi - vertex_radius, r - rad * nb
 
 
 def contact_candidates(body: Body, ground: Ground, state: AnyState, num: int, tol: float | None = None) -> Contacts:
@@ -316,6 +326,8 @@ def body_size(body: Body) -> jnp.ndarray:
         return size
     if body.radius is not None:
         size = jnp.where(jnp.any(body.vertex_mask > 0), size + 2 * body.radius, 0.0)
+    if body.vertex_radius is not None:
+        size = size + 2 * jnp.max(jnp.where(body.vertex_mask > 0, body.vertex_radius, 0.0))
     return jnp.maximum(size, 2 * shape_reach(body))
 
 

@@ -225,11 +225,120 @@ def ellipsoid(semi_axes=(0.05, 0.04, 0.03), mass: float = 1.0) -> Body:
     return _round_body([[0.0, 0.0, 0.0]], [0.0], mass, inertia, ellipsoid=[a, b, c])
 
 
+COMPOUND_PART_KINDS = ("hull", "sphere", "capsule")
+"""The shapes a compound's part may have (``compound``): those with body–body contacts."""
+
+
+def _pose(pose, k: int):
+    """A part's pose: a position (3,), or (position (3,), unit quaternion (4,) w, x, y, z)."""
+    from .rotations import quat_to_mat
+
+    if isinstance(pose, (tuple, list)) and len(pose) == 2 and np.shape(pose[0]) == (3,):
+        pos, quat = np.asarray(pose[0], np.float64), np.asarray(pose[1], np.float64)
+    else:
+        pos, quat = np.asarray(pose, np.float64), np.array([1.0, 0.0, 0.0, 0.0])
+    if pos.shape != (3,) or quat.shape != (4,) or not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))):
+        raise ValueError(f"poses[{k}]: expected a position (3,) or (position (3,), quaternion (4,)), finite, got {pose!r}")
+    nq = np.linalg.norm(quat)
+    if abs(nq - 1.0) > 1e-6:
+        raise ValueError(f"poses[{k}]: the quaternion must have unit norm, got norm {nq:.6g}")
+    return pos, np.asarray(quat_to_mat(jnp.asarray(quat / nq, jnp.float64)), np.float64)
+
+
+def combined_mass_properties(masses, inertias, positions, rotations):
+    """(mass, centre of mass (3,), inertia (3, 3) about it) of rigid parts of ``masses`` whose
+    inertias (about their own centres of mass, in their frames) are ``inertias`` and whose frames
+    sit at ``positions`` rotated by ``rotations``: I = Σ R_i I_i R_iᵀ + m_i (|d_i|² E − d_i d_iᵀ),
+    d_i = p_i − c (the parallel-axis theorem)."""
+    m = np.asarray(masses, np.float64)
+    p = np.asarray(positions, np.float64)
+    total = float(m.sum())
+    com = (m[:, None] * p).sum(0) / total
+    inertia = np.zeros((3, 3))
+    for mi, Ii, pi, Ri in zip(m, inertias, p, rotations):
+        d = pi - com
+        inertia += Ri @ np.asarray(Ii, np.float64) @ Ri.T + mi * (d @ d * np.eye(3) - np.outer(d, d))
+    return total, com, 0.5 * (inertia + inertia.T)
+
+
+def compound(parts, poses, mass=None, inertia=None, com=None, pad_to: int | None = None) -> Body:
+    """A rigid body of several convex ``parts`` at fixed ``poses`` (a table of a top and four legs,
+    a dumbbell, a hammer). Each part is a body of one shape (``box``, ``convex_hull``, ``sphere``
+    or ``capsule``: ``COMPOUND_PART_KINDS``) with its own mass; its pose is a position (3,) of its
+    centre of mass, or (position, quaternion), in the frame the poses are written in.
+
+    Mass properties: by default the exact combination of the parts' (``combined_mass_properties``);
+    the body's origin is the combined centre of mass, its axes those of the poses' frame (so the
+    inertia is a full 3×3). ``mass`` alone rescales every part's mass (and inertia) by the same
+    factor; ``mass`` with ``inertia`` (3, 3) about ``com`` (3,) (default: the combined centre of
+    mass) are taken as given, as MJCF's ``<inertial>`` does. The parts' vertices are concatenated
+    in ``Body.vertices`` (each round part's own radius in ``Body.vertex_radius``), so the ground
+    sees the union of the parts' candidates; ``Body.parts`` names each part's kind and vertex range
+    for a world's narrow phase (per part pair)."""
+    parts, poses = list(parts), list(poses)
+    if not parts:
+        raise ValueError("compound: parts is empty; give at least one part")
+    if len(parts) != len(poses):
+        raise ValueError(f"compound: {len(parts)} parts but {len(poses)} poses; give one pose per part")
+    kinds, frames = [], []
+    for k, part in enumerate(parts):
+        if not isinstance(part, Body) or np.ndim(part.mass) != 0 or np.shape(part.vertices)[-1] != 3:
+            raise ValueError(f"compound: parts[{k}] must be one 3D Body (shapes.box, convex_hull, sphere, capsule), "
+                             f"got {type(part).__name__}")
+        if part.parts is not None or part.vertex_radius is not None:
+            raise ValueError(f"compound: parts[{k}] is itself a compound; give its parts instead")
+        kind = shape_kind(part)
+        if kind not in COMPOUND_PART_KINDS:
+            raise ValueError(f"compound: parts[{k}] is a {kind}; a compound's parts may be "
+                             f"{', '.join(COMPOUND_PART_KINDS)} (the shapes with body–body contacts), not a {kind}")
+        kinds.append(kind)
+        frames.append(_pose(poses[k], k))
+    m_parts = np.array([float(p.mass) for p in parts])
+    total, c, I = combined_mass_properties(m_parts, [np.asarray(p.inertia) for p in parts],
+                                           [f[0] for f in frames], [f[1] for f in frames])
+    if mass is not None:
+        _check_mass(float(mass))
+    if inertia is not None:
+        if mass is None:
+            raise ValueError("compound: inertia is given without mass; give both (MJCF's <inertial>) or neither")
+        I = np.asarray(inertia, np.float64)
+        if I.shape != (3, 3) or not np.all(np.isfinite(I)) or np.max(np.abs(I - I.T)) > 1e-9 * np.max(np.abs(I)):
+            raise ValueError(f"compound: inertia must be a finite symmetric (3, 3) matrix, got {inertia!r}")
+        if np.min(np.linalg.eigvalsh(I)) <= 0:
+            raise ValueError("compound: inertia must be positive definite")
+        total = float(mass)
+        if com is not None:
+            c = np.asarray(com, np.float64)
+            if c.shape != (3,) or not np.all(np.isfinite(c)):
+                raise ValueError(f"compound: com must be a finite position (3,), got {com!r}")
+    elif mass is not None:
+        I, total = I * (float(mass) / total), float(mass)
+    if com is not None and inertia is None:
+        raise ValueError("compound: com is given without mass and inertia; give all three (MJCF's <inertial>)")
+    verts, radii, table, start = [], [], [], 0
+    for part, kind, (pos, R) in zip(parts, kinds, frames):
+        v = np.asarray(part.vertices, np.float64)[np.asarray(part.vertex_mask) > 0]
+        verts.append(v @ R.T + pos - c)
+        r = 0.0 if kind == "hull" else float(part.radius)
+        radii.append(np.full(len(v), r))
+        table.append((kind, start, start + len(v)))
+        start += len(v)
+    verts, radii = np.concatenate(verts), np.concatenate(radii)
+    body = _as_body(verts, total, I, pad_to)
+    rad = np.zeros(body.num_vertices)
+    rad[: len(radii)] = radii
+    return body.replace(vertex_radius=jnp.asarray(rad), parts=tuple(table))
+
+
 def shape_kind(body: Body) -> str:
     """The shape of one concrete (unstacked) body, for messages: "hull", "sphere", "capsule",
-    "sphere-swept hull", "cylinder" or "ellipsoid" (zeros in a round field: absent)."""
+    "sphere-swept hull", "cylinder", "ellipsoid" or "compound" (``compound``; zeros in a round
+    field: absent)."""
     def present(x):
         return x is not None and bool(np.all(np.asarray(x) > 0))
+
+    if body.parts is not None:
+        return "compound"
 
     if present(body.cylinder):
         return "cylinder"

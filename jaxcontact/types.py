@@ -153,6 +153,14 @@ class Body:
     cylinder: (2,) a solid cylinder's (radius ρ, half-length l) along the body z axis, zeros: none.
     ellipsoid: (3,) a solid ellipsoid's semi-axes (a, b, c) along the body axes, zeros: none.
     A cylinder's or ellipsoid's body has no valid vertex (one masked vertex at its centre).
+
+    Bodies of several shapes (``shapes.compound``: a table, a dumbbell, a hammer):
+    vertex_radius: (K,) each vertex's own sweep radius (a sphere part's centre, a capsule part's
+    two ends: the part's radius; a hull part's vertices: 0), added to ``radius``; None (the
+    default) for a body of one shape. parts: static, None, or the parts as ``(kind, start, stop)``
+    ("hull", "sphere" or "capsule"; their vertices ``vertices[start:stop]``): the narrow phase of
+    a world runs per part pair (``worlds.contacts.compound_pair``). ``worlds.stack_bodies`` drops
+    it (the ``Scene`` keeps each body's parts).
     """
 
     mass: jnp.ndarray
@@ -163,6 +171,8 @@ class Body:
     radius: Any = None
     cylinder: Any = None
     ellipsoid: Any = None
+    vertex_radius: Any = None
+    parts: Any = struct.field(pytree_node=False, default=None)
 
     @property
     def dim(self) -> int:
@@ -175,7 +185,8 @@ class Body:
     @property
     def is_round(self) -> bool:
         """Whether the body has any round-shape field (static: the pytree's structure)."""
-        return self.radius is not None or self.cylinder is not None or self.ellipsoid is not None
+        return (self.radius is not None or self.cylinder is not None or self.ellipsoid is not None
+                or self.vertex_radius is not None)
 
     @property
     def num_candidates(self) -> int:

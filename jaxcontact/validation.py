@@ -118,7 +118,7 @@ def input_dtype(params: Params, state, control=None, batch_ndim: int = 0, materi
     see(body.inertia, "body.inertia")
     see(body.vertices, "body.vertices")
     check_dtype(body.vertex_mask, "body.vertex_mask", integers=True)
-    for name in ROUND_FIELDS:
+    for name in (*ROUND_FIELDS, "vertex_radius"):
         if getattr(body, name, None) is not None:
             see(getattr(body, name), f"body.{name}")
     friction = getattr(body, "friction", None)
@@ -227,6 +227,18 @@ def validate_body(body: Body, batched: bool = False) -> None:
 ROUND_FIELDS = {"radius": (), "cylinder": (2,), "ellipsoid": (3,)}
 
 
+def _vertex_radii(vertex_radius, mask, ms) -> np.ndarray:
+    """A compound's ``body.vertex_radius`` checked (one per vertex, finite, >= 0): the largest of
+    each body's valid vertices (what sweeps its hull for the centre-of-mass check)."""
+    a = _arr(vertex_radius, "body.vertex_radius")
+    if a.shape != mask.shape:
+        raise ValueError(f"body.vertex_radius: expected one radius per vertex, shape {mask.shape}, got {a.shape}")
+    _finite(a, "body.vertex_radius")
+    if np.any(a < 0):
+        raise ValueError(f"body.vertex_radius: radii must be >= 0, got {a}")
+    return np.max(np.where(ms > 0, a.reshape(ms.shape), 0.0), axis=-1)
+
+
 def _validate_round(body: Body, v, mask, batched: bool) -> None:
     """A body with round-shape fields (``types.Body``): each of the right shape, finite and >= 0
     (zeros: absent), 3D for a cylinder or ellipsoid; a sphere-swept body's core (its valid
@@ -246,6 +258,8 @@ def _validate_round(body: Body, v, mask, batched: bool) -> None:
             raise ValueError(f"body.{name}: a {name} is a 3D shape; a planar body may have only a radius")
         sizes[name] = a.reshape(-1, *shape)
     vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
+    if body.vertex_radius is not None:  # a compound's per-vertex radii (shapes.compound)
+        sizes["radius"] = sizes.get("radius", np.zeros((len(vs),))) + _vertex_radii(body.vertex_radius, mask, ms)
     for k in range(len(vs)):
         pts = vs[k][ms[k] > 0]
         for name in ("cylinder", "ellipsoid"):
@@ -653,7 +667,7 @@ def broken_rules(params: Params, state, control=None) -> jnp.ndarray:
     if friction is not None:
         add(15, ~jnp.all(jnp.isfinite(friction) & (jnp.asarray(friction) >= 0)))
     add(17, com_outside_traced(body) > COM_TOL)
-    for name in ROUND_FIELDS:
+    for name in (*ROUND_FIELDS, "vertex_radius"):
         x = getattr(body, name, None)
         if x is not None:
             add(18, ~jnp.all(jnp.isfinite(x) & (jnp.asarray(x) >= 0)))
@@ -675,6 +689,8 @@ def com_outside_traced(body: Body) -> jnp.ndarray:
     support = jnp.max(jnp.where(valid[None], dirs @ v.T, -jnp.inf), axis=-1)  # max_v d·v per direction
     if body.is_round:  # swept by its radius; a cylinder's or ellipsoid's body has no valid vertex (centred)
         rad = 0.0 if body.radius is None else jnp.asarray(body.radius)
+        if body.vertex_radius is not None:
+            rad = rad + jnp.max(jnp.where(valid, body.vertex_radius, 0.0))
         out = jnp.where(jnp.any(valid), jnp.maximum(-jnp.min(support) - rad, 0.0), 0.0)
         return jax.lax.stop_gradient(out / jnp.maximum(size + rad, 1e-30))
     return jax.lax.stop_gradient(jnp.maximum(-jnp.min(support), 0.0) / jnp.maximum(size, 1e-30))

@@ -62,6 +62,9 @@ def bounding_radii(params: Params):
         return far
     if body.radius is not None:
         far = jnp.where(jnp.any(body.vertex_mask > 0, axis=-1), far + body.radius, 0.0)
+    if body.vertex_radius is not None:  # a compound: each vertex its own radius
+        far = jnp.maximum(far, jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1)
+                                                 + body.vertex_radius, 0.0), axis=-1))
     return jnp.maximum(far, geometry.shape_reach(body))
 
 
