@@ -5,14 +5,17 @@ Mass properties against an independent quadrature and the single box of two flus
 contacts (a table keeps its four feet); rolling, resting and free flight against closed forms and
 invariants; gradients against central differences; refusals by name."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxcontact as jc
-from jaxcontact import geometry, shapes
+from jaxcontact import geometry, shapes, worlds
 from jaxcontact.rotations import quat_to_mat
+from jaxcontact.worlds import contacts
 
 G, H = 9.81, 0.002
 QZ90 = (np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4))  # 90° about z
@@ -229,3 +232,78 @@ def test_gradient_through_a_compound_landing():
     fd = np.stack([(np.asarray(loss(x0.at[i].add(eps))) - np.asarray(loss(x0.at[i].add(-eps)))) / (2 * eps)
                    for i in range(6)], 1)
     np.testing.assert_allclose(np.asarray(J), fd, atol=2e-5 * max(1.0, np.abs(fd).max()))
+
+
+# --- worlds: pairs per part -------------------------------------------------------------------------
+
+def _world(bodies, pos, quat=None, mu=0.5, fixed=(), tol=None, **kw):
+    scene, body = worlds.make_scene(bodies, fixed=fixed, **kw)
+    law = jc.CoulombLCP() if tol is None else jc.CoulombLCP(solver=jc.LCPSettings(tol=tol, max_iter=300))
+    params = jc.Params(body=body, ground=jc.Ground.flat(3), law=law.init_params(mu=mu))
+    n = len(bodies)
+    quat = np.tile([1.0, 0, 0, 0], (n, 1)) if quat is None else np.asarray(quat, float)
+    s = jc.State(pos=jnp.asarray(pos, float), quat=jnp.asarray(quat), vel=jnp.zeros((n, 3)), omega=jnp.zeros((n, 3)))
+    return jc.Model(law=law, dt=H, gravity=G), scene, params, s
+
+
+def test_box_rests_on_a_table():
+    """A world of a table and a box put on its top: the table stands on its four legs and the box
+    rests on the top (< 0.1 mm over 1 s; the pair's contacts are the top part's, on the two bodies)."""
+    t, box = table(), shapes.box(0.1, mass=0.5)
+    zt = -float(np.min(np.asarray(t.vertices)[:, 2]))
+    top = float(np.max(np.asarray(t.vertices)[:, 2]))
+    pos = np.array([[0.0, 0.0, zt], [0.1, 0.05, zt + top + 0.05]])
+    model, scene, params, s = _world([t, box], pos)
+    assert scene.shapes == ("compound", "hull") and scene.pairs == ((0, 1),)
+    con = contacts.collide(model, scene, params, s)
+    G_ = con.num_ground
+    assert int(np.sum(np.asarray(con.valid[G_:]))) == 4 and np.all(np.asarray(con.bodies[G_:]) == [0, 1])
+    np.testing.assert_allclose(np.asarray(con.phi[G_:]), 0.0, atol=1e-12)
+    final, summary = worlds.rollout(model, scene, params, s, 500, output="final")
+    assert int(summary.flags) & ~int(jc.Flags.DEGENERATE) == 0
+    np.testing.assert_allclose(np.asarray(final.pos), pos, atol=1e-4)
+
+
+def test_compound_pair_is_the_union_box_pair():
+    """A compound of two flush boxes dropped tilted onto a box on the ground moves as the single
+    box of their union does (the part pairs' contacts, reduced to the pair's four, are the union's:
+    the upper part never touches): the same trajectories to 1e-7 m."""
+    lower, upper = shapes.box((0.1, 0.1, 0.06), mass=0.6), shapes.box((0.1, 0.1, 0.04), mass=0.4)
+    c = shapes.compound([lower, upper], [(0, 0, 0.03), (0, 0, 0.08)])
+    base = shapes.box((0.3, 0.3, 0.1), mass=2.0)
+    pos = np.array([[0.0, 0.0, 0.05], [0.02, 0.0, 0.17]])
+    quat = np.array([[1.0, 0, 0, 0], [np.cos(0.1), np.sin(0.1), 0, 0]])
+    runs = []
+    for b in (c, shapes.box((0.1, 0.1, 0.1), mass=1.0)):
+        model, scene, params, s = _world([base, b], pos, quat, tol=1e-10, softness=0.0)
+        runs.append(worlds.rollout(model, scene, params, s, 150)[0])
+    np.testing.assert_allclose(np.asarray(runs[0].pos), np.asarray(runs[1].pos), atol=1e-7)
+    np.testing.assert_allclose(np.asarray(runs[0].quat), np.asarray(runs[1].quat), atol=1e-6)
+    assert float(runs[1].pos[-1, 1, 2]) < 0.16  # it landed on the base box
+
+
+def test_dumbbell_on_a_fixed_box_rests_on_both_balls():
+    """A dumbbell laid across a fixed box (scenery) rests on its two balls: the pair keeps one
+    contact per ball (two parts of the compound, one body) and nothing moves (< 0.1 mm over 1 s)."""
+    db, base = dumbbell(), shapes.box((0.5, 0.2, 0.1), mass=5.0)
+    pos = np.array([[0.0, 0.0, 0.05], [0.0, 0.0, 0.15]])
+    model, scene, params, s = _world([base, db], pos, fixed=[0])
+    con = contacts.collide(model, scene, params, s)
+    G_ = con.num_ground
+    valid = np.asarray(con.valid[G_:])
+    phi = np.asarray(con.phi[G_:])
+    assert int(valid.sum()) == 2 and np.all(np.abs(phi[valid]) < 1e-12)
+    final, summary = worlds.rollout(model, scene, params, s, 500, output="final")
+    assert int(summary.flags) & ~int(jc.Flags.DEGENERATE) == 0
+    np.testing.assert_allclose(np.asarray(final.pos), pos, atol=1e-4)
+
+
+def test_refusals_in_worlds():
+    """A stacked compound (its parts dropped) is refused by make_scene; a Scene whose shapes and
+    parts disagree is refused by name."""
+    _, stacked = worlds.make_scene([dumbbell(), shapes.box(0.1)], pairs=[])
+    with pytest.raises(ValueError, match="pass the bodies as a list"):
+        worlds.make_scene(stacked)
+    scene, _ = worlds.make_scene([dumbbell(), shapes.box(0.1)])
+    with pytest.raises(ValueError, match="Scene.parts"):
+        dataclasses.replace(scene, parts=None)

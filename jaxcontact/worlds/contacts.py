@@ -28,7 +28,7 @@ from .. import collision, geometry
 from ..rotations import quat_to_mat
 from ..stages import per_body
 from ..types import Params, State
-from .scene import Scene
+from .scene import COMPOUND, Scene
 
 
 @struct.dataclass
@@ -125,6 +125,40 @@ def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str) -
     return pc.replace(normal=-pc.normal)
 
 
+def is_compound(shape) -> bool:
+    """Whether a ``Scene.pair_shape`` is a compound's (``("compound", parts)``)."""
+    return isinstance(shape, tuple) and len(shape) == 2 and shape[0] == COMPOUND
+
+
+def shape_parts(shape, verts, radius, vertex_radius):
+    """A body's parts for the narrow phase, ``[(pair shape, vertices, radius)]``: a compound's
+    (each hull part its topology and vertex range, each round part its kind, its vertices and its
+    own radius ``vertex_radius[start]``), or the body itself as its one part."""
+    if not is_compound(shape):
+        return [(shape, verts, radius)]
+    return [(topo if kind == "hull" else kind, verts[start:stop], vertex_radius[start] + radius)
+            for kind, start, stop, topo in shape[1]]
+
+
+def compound_pair(ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n: int, margin, method: str):
+    """The contacts of a pair holding a body of several shapes (``shapes.compound``): every part
+    pair's manifold (``round_or_hull``, ``n`` points each, its own normal) as rows on the two
+    *bodies* (their states: the parts' contacts are the bodies'), then the ``n`` deepest valid ones
+    kept (chosen without gradient). (rows (n, 2, 3, 6), phi (n,), valid (n,), kind ()): the
+    most-touching patch of its parts'. ``wa``/``wb``: the bodies' ``vertex_radius`` (K,)."""
+    rows, phi, valid, kinds = [], [], [], []
+    for pa, xa, qa in shape_parts(ta, va, ra, wa):
+        for pb, xb, qb in shape_parts(tb, vb, rb, wb):
+            pc = round_or_hull(pa, xa, qa, sa, pb, xb, qb, sb, n, margin, method)
+            rows.append(_pair_rows(sa, sb, pc))
+            phi.append(pc.phi)
+            valid.append(pc.valid)
+            kinds.append(pc.kind)
+    rows, phi, valid = jnp.concatenate(rows), jnp.concatenate(phi), jnp.concatenate(valid)
+    _, keep = jax.lax.top_k(-jax.lax.stop_gradient(jnp.where(valid, phi, jnp.inf)), n)
+    return rows[keep], phi[keep], valid[keep], jnp.max(jnp.stack(kinds))
+
+
 def pair_gaps(scene: Scene, params: Params, state: State):
     """(P,) a lower bound of every pair's distance (the broad phase): the distance of the two
     centres of mass minus both bodies' bounding radii (their farthest vertex)."""
@@ -168,7 +202,13 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
             pc = round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n, margin, scene.narrow_phase)
             return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
 
-        r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx])
+        if is_compound(ta) or is_compound(tb):  # per part pair (a body of several shapes)
+            wr = params.body.vertex_radius
+            r, f, v, k = jax.vmap(lambda va, ra, wa, sa, vb, rb, wb, sb, margin, ta=ta, tb=tb: compound_pair(
+                ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n, margin, scene.narrow_phase))(
+                va, ra, wr[ia], sa, vb, rb, wr[ib], sb, pair_reach[idx])
+        else:
+            r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx])
         out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
     cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
     if not broad:  # every pair, in the scene's order
@@ -320,6 +360,6 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "ground_contacts", "manifold_size", "num_ground_contacts",
+__all__ = ["WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
            "pair_contacts", "pair_gaps", "patch_phi", "reach", "round_or_hull", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
            "warm_table"]

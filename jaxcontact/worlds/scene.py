@@ -27,6 +27,9 @@ from ..types import Body
 from .joints import Joints
 
 
+COMPOUND = "compound"  # the shape of a body of several parts (shapes.compound; Scene.parts)
+
+
 @dataclasses.dataclass(frozen=True)
 class Scene:
     """Static description of a world of ``num_bodies`` convex bodies.
@@ -68,6 +71,10 @@ class Scene:
     integrated, at rest), has zero inverse mass and inertia in the contact problem (its contacts
     move only the free body), no gravity or control, no ground contacts, and no pairs with other
     fixed bodies; its pose stays traced, so gradients reach it.
+    parts: None (no body of several shapes), or per body None or its parts (``shapes.compound``,
+    its shape "compound") as ``(kind, start, stop, topology)``: "hull" (its ``HullTopology`` over
+    ``vertices[start:stop]``), "sphere" or "capsule" (None); ``make_scene`` fills it. A pair
+    holding a compound runs the narrow phase per part pair (``contacts.compound_pair``).
     """
 
     topologies: tuple
@@ -84,6 +91,7 @@ class Scene:
     names: tuple | None = None
     shapes: tuple | None = None
     fixed: tuple = ()
+    parts: tuple | None = None
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -122,9 +130,15 @@ class Scene:
             raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
         if self.shapes is not None and len(self.shapes) != n:
             raise ValueError(f"Scene.shapes: expected one shape per body ({n}), got {len(self.shapes)}")
+        if self.parts is not None and len(self.parts) != n:
+            raise ValueError(f"Scene.parts: expected one entry per body ({n}), got {len(self.parts)}")
+        for i in range(n):
+            if (self.shapes is not None and self.shapes[i] == COMPOUND) != (self.parts is not None and self.parts[i] is not None):
+                raise ValueError(f"Scene.parts: {self.body_name(i)} needs its parts exactly when its shape is a "
+                                 "compound (make_scene fills both)")
         for a, b in self.pairs:
             for i in (a, b):
-                if self.shapes is not None and self.shapes[i] not in collision.PAIR_KINDS:
+                if self.shapes is not None and self.shapes[i] not in collision.PAIR_KINDS + (COMPOUND,):
                     raise ValueError(f"Scene.pairs: ({a}, {b}) holds {self.body_name(i)}, a {self.shapes[i]}: body–body "
                                      f"contacts exist for hulls, {' and '.join(collision.ROUND_KINDS)} only; a "
                                      f"{self.shapes[i]} touches the ground only; leave the pair out (make_scene's pairs= "
@@ -181,7 +195,9 @@ class Scene:
 
     def pair_shape(self, i: int):
         """What body ``i``'s narrow phase dispatches on (static): its hull topology, or its round
-        kind ("sphere", "capsule": ``collision.ROUND_KINDS``)."""
+        kind ("sphere", "capsule": ``collision.ROUND_KINDS``), or a compound's ``("compound", parts)``."""
+        if self.parts is not None and self.parts[i] is not None:
+            return (COMPOUND, self.parts[i])
         if self.shapes is not None and self.shapes[i] != "hull":
             return self.shapes[i]
         return self.topologies[i]
@@ -235,6 +251,7 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
     # body of the world has the same pytree
     round_fields = {"radius": (), "cylinder": (2,), "ellipsoid": (3,)}
     present = [name for name in round_fields if any(getattr(b, name) is not None for b in bodies)]
+    swept = any(b.vertex_radius is not None for b in bodies)  # a compound's per-vertex radii (zeros elsewhere)
 
     def pad(b: Body) -> Body:
         k = np.shape(b.vertices)[0]
@@ -242,9 +259,35 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
         m = jnp.concatenate([jnp.asarray(b.vertex_mask), jnp.zeros(K - k, jnp.asarray(b.vertex_mask).dtype)])
         shape = {name: jnp.zeros(round_fields[name], jnp.result_type(b.mass)) if getattr(b, name) is None
                  else jnp.asarray(getattr(b, name)) for name in present}
-        return b.replace(vertices=v, vertex_mask=m, **shape)
+        if swept:
+            shape["vertex_radius"] = padded_vertex_radius(b, K)
+        return b.replace(vertices=v, vertex_mask=m, parts=None, **shape)
 
     return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[pad(b) for b in bodies])
+
+
+def padded_vertex_radius(body: Body, K: int):
+    """(K,) a body's ``vertex_radius`` padded with zeros to K vertices (zeros for a body of one shape)."""
+    k = np.shape(body.vertices)[0]
+    dtype = jnp.result_type(body.mass)
+    if body.vertex_radius is None:
+        return jnp.zeros((K,), dtype)
+    return jnp.concatenate([jnp.asarray(body.vertex_radius), jnp.zeros((K - k,), jnp.asarray(body.vertex_radius).dtype)])
+
+
+def compound_parts(body: Body, label: str) -> tuple:
+    """A compound's parts as ``Scene.parts`` holds them: ``(kind, start, stop, topology)``, each
+    hull part's topology from its own vertices (``collision.topology``, refused by name)."""
+    out = []
+    for k, (kind, start, stop) in enumerate(body.parts):
+        topo = None
+        if kind == "hull":
+            try:
+                topo = collision.topology(np.asarray(body.vertices)[start:stop])
+            except ValueError as e:
+                raise ValueError(f"{label}, part {k}: {e}") from None
+        out.append((kind, int(start), int(stop), topo))
+    return tuple(out)
 
 
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
@@ -260,12 +303,21 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     ground_contacts: deprecated (``Model.max_contacts`` decides; ``Scene``). fixed: the bodies fixed to
     the world (indices, or one bool per body; ``Scene.fixed``): pairs of two fixed bodies are left
     out of the table (also from an explicit ``pairs`` list)."""
+    if isinstance(bodies, Body) and bodies.vertex_radius is not None:
+        raise ValueError("make_scene: these stacked bodies hold a compound (body.vertex_radius), whose parts "
+                         "stacking drops; pass the bodies as a list (make_scene([table, box, ...]))")
+    listed = None if isinstance(bodies, Body) else list(bodies)
     stacked = bodies if isinstance(bodies, Body) else stack_bodies(bodies)
     n = np.shape(stacked.vertices)[0]
     topologies = []
     names = None if names is None else tuple(None if m is None else str(m) for m in names)
     kinds = (tuple(shape_kind(jax.tree_util.tree_map(lambda x, i=i: x[i], stacked)) for i in range(n))
              if stacked.is_round else ("hull",) * n)
+    parts = None
+    if listed is not None and any(b.parts is not None for b in listed):
+        lab = lambda i: f"body {names[i]!r} ({i})" if names is not None and i < len(names) and names[i] else f"body {i}"
+        parts = tuple(None if b.parts is None else compound_parts(b, lab(i)) for i, b in enumerate(listed))
+        kinds = tuple(COMPOUND if p is not None else k for p, k in zip(parts, kinds))
     for i in range(n):
         if kinds[i] != "hull":  # a round body has no hull topology (its pairs dispatch on its kind)
             topologies.append(None)
@@ -283,7 +335,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     drop = {tuple(sorted(p)) for p in exclude} | (set() if joints is None else joints.body_pairs())
     drop |= set(itertools.combinations(fixed, 2))
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
-    round_pairs = [(a, b) for a, b in table if {kinds[a], kinds[b]} - set(collision.PAIR_KINDS)]
+    round_pairs = [(a, b) for a, b in table if {kinds[a], kinds[b]} - set(collision.PAIR_KINDS + (COMPOUND,))]
     if round_pairs:
         label = lambda i: (f"body {names[i]!r} ({i})" if names is not None and i < len(names) and names[i]
                            else f"body {i}") + f", a {kinds[i]}"
@@ -299,7 +351,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
-                 names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed), stacked
+                 names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
@@ -334,6 +386,8 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
         for i in range(N):
             kind = shape_kind(jax.tree_util.tree_map(lambda x: x[i], body))
             want = "hull" if scene.shapes is None else scene.shapes[i]
+            if want == COMPOUND:  # a stacked compound reads as a hull or a sphere-swept hull: its radii say
+                kind = COMPOUND if body.vertex_radius is not None else kind
             if kind != want:
                 raise ValueError(f"params.body: {scene.body_name(i)} is a {kind}, but the scene was built for a {want}; "
                                  "use the bodies the scene was made from (make_scene)")
@@ -363,4 +417,5 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
                                  "use the bodies the scene was made from (make_scene), or make_scene of these")
 
 
-__all__ = ["Scene", "check_body", "check_fixed", "make_scene", "stack_bodies"]
+__all__ = ["COMPOUND", "Scene", "check_body", "check_fixed", "compound_parts", "make_scene", "padded_vertex_radius",
+           "stack_bodies"]
