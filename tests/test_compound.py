@@ -15,7 +15,7 @@ import pytest
 import jaxcontact as jc
 from jaxcontact import geometry, shapes, worlds
 from jaxcontact.rotations import quat_to_mat
-from jaxcontact.worlds import contacts
+from jaxcontact.worlds import contacts, mjcf
 
 G, H = 9.81, 0.002
 QZ90 = (np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4))  # 90° about z
@@ -307,3 +307,128 @@ def test_refusals_in_worlds():
     scene, _ = worlds.make_scene([dumbbell(), shapes.box(0.1)])
     with pytest.raises(ValueError, match="Scene.parts"):
         dataclasses.replace(scene, parts=None)
+
+
+# --- MJCF: bodies of several geoms ------------------------------------------------------------------------
+
+MJCF = """
+<mujoco>
+  <worldbody>
+    <geom type="plane" size="0 0 1"/>
+    <body name="table" pos="0 0 0.44">
+      <freejoint/>
+      <geom type="box" size="0.3 0.2 0.02" pos="0 0 -0.02" density="800"/>
+      <geom type="box" size="0.02 0.02 0.2" pos="0.27 0.17 -0.24" density="800"/>
+      <geom type="box" size="0.02 0.02 0.2" pos="-0.27 0.17 -0.24" density="800"/>
+      <geom type="box" size="0.02 0.02 0.2" pos="0.27 -0.17 -0.24" density="800"/>
+      <geom type="box" size="0.02 0.02 0.2" pos="-0.27 -0.17 -0.24" density="800"/>
+    </body>
+    <body name="hammer" pos="1 0 0.5" quat="0.9 0.1 0.3 0.2">
+      <freejoint/>
+      <geom type="capsule" size="0.015" fromto="0 0 -0.12 0 0 0.12" density="700"/>
+      <geom type="box" size="0.05 0.02 0.02" pos="0 0 0.15" euler="0 0 30" density="7800"/>
+    </body>
+    <body name="dumbbell" pos="0 1 0.05">
+      <freejoint/>
+      <geom type="sphere" size="0.05" pos="-0.15 0 0"/>
+      <geom type="sphere" size="0.05" pos="0.15 0 0"/>
+      <geom type="capsule" size="0.015" fromto="-0.1 0 0 0.1 0 0"/>
+    </body>
+    <body name="shelf" pos="-1 0 0.3">
+      <geom type="box" size="0.2 0.1 0.01"/>
+      <geom type="box" size="0.01 0.1 0.15" pos="0.19 0 -0.15"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_compound_mass_properties_match_mujoco():
+    """``shapes.compound``'s combination of a table's five boxes and a hammer's capsule and turned
+    box (each of MuJoCo's geom mass: density × volume) against MuJoCo's compiled body mass, centre
+    of mass (``body_ipos``) and inertia (``body_inertia`` in the frame ``body_iquat``)."""
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_string(MJCF)
+    q30 = (np.cos(np.pi / 12), 0.0, 0.0, np.sin(np.pi / 12))
+    top = shapes.box((0.6, 0.4, 0.04), mass=800 * 0.6 * 0.4 * 0.04)
+    leg = shapes.box((0.04, 0.04, 0.4), mass=800 * 0.04 * 0.04 * 0.4)
+    legs = [(sx * 0.27, sy * 0.17, -0.24) for sx in (1, -1) for sy in (1, -1)]
+    r, l = 0.015, 0.12
+    cases = {1: shapes.compound([top] + [leg] * 4, [(0, 0, -0.02)] + legs),
+             2: shapes.compound([shapes.capsule(r, l, 700 * (np.pi * r * r * 2 * l + 4 / 3 * np.pi * r ** 3)),
+                                 shapes.box((0.1, 0.04, 0.04), mass=7800 * 0.1 * 0.04 * 0.04)],
+                                [(0, 0, 0), ((0, 0, 0.15), q30)])}
+    for b, body in cases.items():
+        R = np.asarray(quat_to_mat(jnp.asarray(m.body_iquat[b], float)))
+        assert float(body.mass) == pytest.approx(m.body_mass[b], rel=1e-12)
+        np.testing.assert_allclose(np.asarray(body.inertia), R @ np.diag(m.body_inertia[b]) @ R.T, rtol=0,
+                                   atol=1e-9 * m.body_inertia[b].max())
+        # the body frame's origin is the centre of mass: the first part's centre sits at its pose less it
+        first = np.asarray(body.vertices)[body.parts[0][1]:body.parts[0][2]].mean(0)
+        pose0 = (0, 0, -0.02) if b == 1 else (0, 0, 0)
+        np.testing.assert_allclose(first, np.asarray(pose0) - m.body_ipos[b], atol=1e-12)
+
+
+def _part_sets(body, parts):
+    v, w = np.asarray(body.vertices), np.asarray(body.vertex_radius)
+    return [(kind, np.round(np.sort(v[a:b], axis=0), 9), np.round(w[a:b], 12)) for kind, a, b, *_ in parts]
+
+
+def test_from_mjcf_loads_bodies_of_several_geoms_and_writes_them_back():
+    """from_mjcf: a table of five boxes, a hammer, a dumbbell (spheres and a capsule) as compounds
+    with MuJoCo's compiled mass and inertia, their parts at the geoms' poses about the centre of
+    mass (``body_ipos``); a jointless body of two boxes as fixed scenery. to_mjcf writes them as
+    several geoms, and from_mjcf reads the same world back (masses, inertias, parts, states)."""
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_string(MJCF)
+    scene, params, state, _ = worlds.from_mjcf(MJCF)
+    assert scene.shapes == ("compound",) * 4 and scene.fixed == (3,)
+    assert [tuple(p[0] for p in parts) for parts in scene.parts] == [("hull",) * 5, ("capsule", "hull"),
+                                                                    ("sphere", "sphere", "capsule"), ("hull", "hull")]
+    for i in range(3):
+        R = np.asarray(quat_to_mat(jnp.asarray(m.body_iquat[i + 1], float)))
+        assert float(params.body.mass[i]) == pytest.approx(m.body_mass[i + 1], rel=1e-12)
+        np.testing.assert_allclose(np.asarray(params.body.inertia[i]), R @ np.diag(m.body_inertia[i + 1]) @ R.T,
+                                   atol=1e-12)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    np.testing.assert_allclose(np.asarray(state.pos), d.xipos[1:], atol=1e-12)
+    for i in range(4):  # each part at its geom's pose in the body frame, about the centre of mass (body_ipos)
+        gs = [g for g in range(m.ngeom) if m.geom_bodyid[g] == i + 1]
+        for (kind, start, stop, _), g in zip(scene.parts[i], gs):
+            Rg = np.asarray(quat_to_mat(jnp.asarray(m.geom_quat[g], float)))
+            size = m.geom_size[g]
+            if kind == "hull":
+                want = m.geom_pos[g] + (mjcf.BOX_SIGNS * size) @ Rg.T
+            elif kind == "sphere":
+                want = m.geom_pos[g][None]
+            else:
+                want = m.geom_pos[g] + np.outer([-1, 1], Rg[:, 2] * size[1])
+            got = np.asarray(params.body.vertices[i, start:stop]) + m.body_ipos[i + 1]
+            np.testing.assert_allclose(np.sort(got, axis=0), np.sort(want, axis=0), atol=1e-12)
+            np.testing.assert_allclose(np.asarray(params.body.vertex_radius[i, start:stop]),
+                                       0.0 if kind == "hull" else size[0], atol=1e-15)
+    xml = worlds.to_mjcf(scene, params, state)
+    scene2, params2, state2, _ = worlds.from_mjcf(xml)
+    assert scene2.shapes == scene.shapes and scene2.fixed == scene.fixed and scene2.pairs == scene.pairs
+    for i in range(4):
+        if i not in scene.fixed:
+            assert float(params2.body.mass[i]) == pytest.approx(float(params.body.mass[i]), rel=1e-12)
+            np.testing.assert_allclose(np.asarray(params2.body.inertia[i]), np.asarray(params.body.inertia[i]),
+                                       atol=1e-12)
+        one = lambda p: jax.tree_util.tree_map(lambda x: x[i], p.body)
+        for (k1, v1, w1), (k2, v2, w2) in zip(_part_sets(one(params), scene.parts[i]),
+                                              _part_sets(one(params2), scene2.parts[i])):
+            assert k1 == k2
+            np.testing.assert_allclose(v1, v2, atol=1e-8)
+            np.testing.assert_allclose(w1, w2, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(state2.pos), np.asarray(state.pos), atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.asarray(state2.quat)), np.abs(np.asarray(state.quat)), atol=1e-9)
+
+
+def test_from_mjcf_refuses_a_cylinder_among_several_geoms():
+    pytest.importorskip("mujoco")
+    xml = """<mujoco><worldbody><body name="mallet"><freejoint/>
+      <geom type="box" size="0.1 0.02 0.02"/><geom type="cylinder" size="0.03 0.05" pos="0 0 0.1"/>
+      </body></worldbody></mujoco>"""
+    with pytest.raises(ValueError, match="of body 'mallet': a cylinder in a body of several colliding geoms"):
+        worlds.from_mjcf(xml)

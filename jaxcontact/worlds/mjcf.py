@@ -16,7 +16,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
 * Geoms: box and mesh (as its convex hull, at most ``collision.MAX_HULL_VERTICES`` vertices), and
   natively sphere, capsule (at any pose in its body), cylinder and ellipsoid (centred on the body's
   centre of mass, axes along the body frame's), with MuJoCo's compiled sizes (``shapes.sphere``,
-  …: ``Body.radius``, ``cylinder``, ``ellipsoid``); one colliding geom per body; spheres and capsules
+  …: ``Body.radius``, ``cylinder``, ``ellipsoid``); a body of several colliding box, mesh, sphere and
+  capsule geoms is a ``shapes.compound`` of them (``compound_body``, MuJoCo's mass properties; a
+  cylinder or ellipsoid among them is refused by name); spheres and capsules
   touch each other and hulls, cylinders and ellipsoids the ground only (a pair with one that
   MuJoCo's filter lets touch is refused by name); a plane on the
   world body is the ground (the floor: normal +z; a tilted plane is refused). Geoms that collide
@@ -35,7 +37,7 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
 * ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
   and cylinders by the hulls of points on their surfaces (``round_points``, then they touch
   other bodies too), several colliding
-  geoms of one body by the convex hull of them all, a mesh hull above the vertex limit by
+  geoms of one body (a cylinder or ellipsoid among them) by the convex hull of them all, a mesh hull above the vertex limit by
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
   parent and child bodies by their welds, never for a body welded to the world; no two fixed
@@ -149,6 +151,7 @@ def round_points(kind: str, size) -> np.ndarray:
 
 
 ROUND = ("sphere", "capsule", "ellipsoid", "cylinder")
+COMPOUND_GEOMS = ("box", "mesh", "sphere", "capsule")  # the geoms a body of several may hold (shapes.compound)
 
 
 def _geom_points(mujoco, model, g) -> np.ndarray:
@@ -236,6 +239,10 @@ def _check(mujoco, model, approximate: bool):
             problems.append(f"{name}: a round geom on the world body (fixed scenery is a hull so far: contacts of round "
                             "bodies with other bodies are issue 62's next slice; approximate=True or --approximate: the hull of "
                             f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
+        elif (b != 0 and not approximate and kind not in COMPOUND_GEOMS
+              and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) > 1):
+            problems.append(f"{name}: a {kind} in a body of several colliding geoms (a compound's parts are "
+                            f"{', '.join(COMPOUND_GEOMS)}; approximate=True or --approximate: the convex hull of them all)")
         elif kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g):
             problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
                             "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
@@ -293,6 +300,40 @@ def _round_body(M, model, g, b) -> Body:
                                                                                            c + size[1] * axis])))
     body = shapes.cylinder(size[0], size[1], 1.0) if kind == "cylinder" else shapes.ellipsoid(size[:3], 1.0)
     return body.replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia))
+
+
+def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
+    """Body ``b`` of several colliding geoms ``gs`` as a ``shapes.compound`` of them (boxes, meshes as
+    their convex hulls, spheres, capsules: ``COMPOUND_GEOMS``) at their poses in the body frame, with
+    MuJoCo's compiled mass, inertia (``body_inertia`` turned from ``body_iquat``) and centre of mass
+    (``body_ipos``), which sum the geoms' as ``shapes.compound`` does by default (or an
+    ``<inertial>``'s); a massless fixed body: the parts' combined, of 1 kg each (never used)."""
+    M = mujoco
+    parts, poses = [], []
+    for g in gs:
+        kind = M.mjtGeom(model.geom_type[g]).name[len("mjGEOM_"):].lower()
+        size = np.asarray(model.geom_size[g], float)
+        pose = (np.asarray(model.geom_pos[g], float), np.asarray(model.geom_quat[g], float))
+        if kind == "box":
+            parts.append(shapes.box(2 * size, 1.0))
+        elif kind == "sphere":
+            parts.append(shapes.sphere(size[0], 1.0))
+        elif kind == "capsule":
+            parts.append(shapes.capsule(size[0], size[1], 1.0))
+        else:  # a mesh: its hull in the body frame, placed at its own centre of mass
+            pts = _within_vertex_limit(_extreme(_geom_points(mujoco, model, g)), f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)}",
+                                       False)
+            hull = shapes.convex_hull(pts, 1.0)
+            v = np.asarray(hull.vertices)
+            pose = (pts.mean(0) - v.mean(0), np.array([1.0, 0.0, 0.0, 0.0]))  # the same vertex set, shifted
+            parts.append(hull)
+        poses.append(pose)
+    mass = float(model.body_mass[b])
+    if fixed and not (mass > 0 and np.all(np.asarray(model.body_inertia[b]) > 0)):
+        return shapes.compound(parts, poses)
+    R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
+    return shapes.compound(parts, poses, mass=mass, inertia=R @ np.diag(model.body_inertia[b]) @ R.T,
+                           com=np.asarray(model.body_ipos[b], float))
 
 
 def _within_vertex_limit(verts, name: str, approximate: bool) -> np.ndarray:
@@ -450,10 +491,13 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if not gs:
             raise ValueError(f"unsupported in a jaxcontact world: {name} has no colliding geom (a jaxcontact body "
                              "is its hull)")
-        if len(gs) > 1 and not approximate:
-            raise ValueError(f"unsupported in a jaxcontact world: {name} has {len(gs)} colliding geoms (one convex "
-                             "hull per body; approximate=True: the convex hull of them all)")
         kinds = {int(model.geom_type[g]) for g in gs}
+        if len(gs) > 1 and not approximate:  # a body of several shapes: its geoms the compound's parts
+            bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj))
+            mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
+            condims.append({int(model.geom_condim[g]) for g in gs})
+            geoms.append(gs)
+            continue
         if len(gs) == 1 and not approximate and M.mjtGeom(model.geom_type[gs[0]]).name[len("mjGEOM_"):].lower() in ROUND:
             bodies.append(_round_body(M, model, gs[0], b))  # natively: a sphere, capsule, cylinder or ellipsoid
             mus.append(float(model.geom_friction[gs[0], 0]))
@@ -589,7 +633,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
     scene_kw.setdefault("names", names)
     kinds = [shapes.shape_kind(bd) for bd in bodies]
-    touching = [(a, c) for a, c in pairs if {kinds[a], kinds[c]} - set(collision.PAIR_KINDS)]
+    touching = [(a, c) for a, c in pairs if {kinds[a], kinds[c]} - set(collision.PAIR_KINDS + ("compound",))]
     if touching:
         a, c = touching[0]
         label = lambda i: f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, i + 1)} (a {kinds[i]})"
@@ -602,7 +646,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
                               friction=None if stacked.friction is None else cast(stacked.friction),
-                              **{k: cast(getattr(stacked, k)) for k in ("radius", "cylinder", "ellipsoid")
+                              **{k: cast(getattr(stacked, k)) for k in ("radius", "cylinder", "ellipsoid", "vertex_radius")
                                  if getattr(stacked, k) is not None})
     if plane is not None:
         normal = np.asarray(d.geom_xmat[plane], float).reshape(3, 3)[:, 2]
@@ -750,6 +794,24 @@ def _round_geom(scene, body, i: int, kind: str, core) -> str:
     raise ValueError(f"to_mjcf: {scene.body_name(i)} is a {kind}, which has no MuJoCo geom")
 
 
+def _compound_geoms(scene, body, i: int, verts, attributes: str, assets: list) -> str:
+    """The MJCF geoms of compound body ``i`` (``Scene.parts``), one per part: a hull part as a mesh
+    of its vertices in the body frame (``hull{i}_{k}`` in ``assets``), a sphere at its centre, a
+    capsule between its two ends (``fromto``), each with its own radius; named ``geom{i}_{k}``."""
+    out = []
+    for k, (kind, start, stop, _) in enumerate(scene.parts[i]):
+        v = verts[start:stop]
+        name = f'name="geom{i}_{k}"'
+        if kind == "hull":
+            assets.append(f'    <mesh name="hull{i}_{k}" vertex="{_f(v)}"/>\n')
+            out.append(f'<geom {name} type="mesh" mesh="hull{i}_{k}" {attributes}/>')
+        else:
+            r = float(body.vertex_radius[i][start])
+            where = f'pos="{_f(v[0])}"' if kind == "sphere" else f'fromto="{_f(np.concatenate(v[:2]))}"'
+            out.append(f'<geom {name} type="{kind}" size="{_f(r)}" {where} {attributes}/>')
+    return "\n      ".join(out)
+
+
 def pair_friction(scene, friction, ground_mu) -> dict:
     """Per-body μ as MuJoCo ``<pair>``s: ``{(a, b): μ}`` of every pair of bodies that can touch (the
     scene's pairs; ``(-1, i)``: body i and the ground, when the world has one), μ jaxcontact's own
@@ -816,6 +878,10 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     if np.any(np.asarray(getattr(params.law, "restitution", 0.0)) != 0):
         warnings.warn("to_mjcf: restitution has no MuJoCo counterpart; the MJCF has none", UserWarning, stacklevel=2)
     friction = None if body.friction is None else np.broadcast_to(np.asarray(body.friction, float), (N,))
+    if friction is not None and scene.parts is not None and any(p is not None for p in scene.parts):
+        i = next(i for i, p in enumerate(scene.parts) if p is not None)
+        raise ValueError(f"to_mjcf: per-body friction (body.friction) with {scene.body_name(i)} a compound: MuJoCo's "
+                         "<pair>s name one geom each, a compound has several; give one μ (the law's)")
     extra_geom = "".join(f' {k}="{v}"' for k, v in (geom or {}).items())
     extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
 
@@ -849,7 +915,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         mu = mu_law[0] if friction is None else friction[i]
         fr = f'friction="{_f(mu)} 0.005 0.0001"'
         kind = "hull" if scene.shapes is None else scene.shapes[i]
-        if kind != "hull":
+        if kind == "compound":
+            g = _compound_geoms(scene, body, i, verts_all[i], f"{fr}{extra_geom}", assets)
+        elif kind != "hull":
             g = f'<geom name="geom{i}" {_round_geom(scene, body, i, kind, v)} {fr}{extra_geom}/>'
         elif h is not None:
             g = f'<geom name="geom{i}" type="box" size="{_f(h)}" {fr}{extra_geom}/>'
@@ -907,5 +975,5 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     return xml
 
 
-__all__ = ["FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "from_mjcf", "from_mujoco",
+__all__ = ["COMPOUND_GEOMS", "FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "compound_body", "from_mjcf", "from_mujoco",
            "key_quaternions", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
