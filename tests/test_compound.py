@@ -432,3 +432,18 @@ def test_from_mjcf_refuses_a_cylinder_among_several_geoms():
       </body></worldbody></mujoco>"""
     with pytest.raises(ValueError, match="of body 'mallet': a cylinder in a body of several colliding geoms"):
         worlds.from_mjcf(xml)
+
+
+def test_a_compound_is_drawn_as_the_hull_of_its_parts():
+    """worlds.animate draws a compound as the convex hull of its parts' surfaces (a stand-in): the
+    dumbbell's reaches its balls' far sides, the table's its top's corners and its feet."""
+    from jaxcontact.worlds import animate
+
+    scene, body = worlds.make_scene([table(), dumbbell()], pairs=[])
+    drawn = animate.drawn_body(scene, body)
+    v, keep = np.asarray(drawn.vertices), np.asarray(drawn.vertex_mask) > 0
+    assert np.max(v[1][keep[1], 0]) == pytest.approx(0.2, abs=1e-9)
+    t = np.asarray(body.vertices[0])
+    np.testing.assert_allclose(np.max(v[0][keep[0]], axis=0), np.max(t, axis=0), atol=1e-12)
+    np.testing.assert_allclose(np.min(v[0][keep[0]], axis=0), np.min(t, axis=0), atol=1e-12)
+    assert len(animate.hull_faces(scene, drawn)[1]) > 8

@@ -46,7 +46,8 @@ def _segment_frame(axis):
 def drawn_body(scene, body):
     """``body`` (stacked) as it is drawn: a round body (``scene.shapes``) replaced by the hull of
     points on its surface (``mjcf.round_points``: a sphere-swept core's vertices each with a sphere's,
-    a capsule's segment, a cylinder, an ellipsoid); hulls as they are (their vertices first, so the
+    a capsule's segment, a cylinder, an ellipsoid; a compound, a stand-in: the hull of all its parts);
+    hulls as they are (their vertices first, so the
     scene's topologies still index them)."""
     if scene.shapes is None:
         return body
@@ -65,6 +66,10 @@ def drawn_body(scene, body):
             pts = round_points("cylinder", np.asarray(body.cylinder[i], float))
         elif kind == "ellipsoid":
             pts = round_points("ellipsoid", np.asarray(body.ellipsoid[i], float))
+        elif kind == "compound":  # drawn as the convex hull of its parts (each vertex swept by its own radius)
+            rad = np.asarray(body.vertex_radius[i], float)[mask[i]]
+            ball = round_points("sphere", [1.0])
+            pts = np.concatenate([core[rad <= 0]] + [c + r * ball for c, r in zip(core[rad > 0], rad[rad > 0])])
         elif kind == "capsule":
             a, b = core[0], core[1]
             half = np.linalg.norm(b - a) / 2
@@ -77,7 +82,8 @@ def drawn_body(scene, body):
     out = np.stack([np.concatenate([d, np.repeat(d[:1], K - len(d), 0)]) for d in drawn])
     keep = np.stack([np.concatenate([mask[i] if scene.shapes[i] == "hull" else np.ones(len(d), bool),
                                      np.zeros(K - len(d), bool)]) for i, d in enumerate(drawn)])
-    return body.replace(vertices=out, vertex_mask=keep.astype(float), radius=None, cylinder=None, ellipsoid=None)
+    return body.replace(vertices=out, vertex_mask=keep.astype(float), radius=None, cylinder=None, ellipsoid=None,
+                        vertex_radius=None)
 
 
 def hull_faces(scene, body):
