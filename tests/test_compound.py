@@ -447,3 +447,21 @@ def test_a_compound_is_drawn_as_the_hull_of_its_parts():
     np.testing.assert_allclose(np.max(v[0][keep[0]], axis=0), np.max(t, axis=0), atol=1e-12)
     np.testing.assert_allclose(np.min(v[0][keep[0]], axis=0), np.min(t, axis=0), atol=1e-12)
     assert len(animate.hull_faces(scene, drawn)[1]) > 8
+
+
+def test_a_compound_pair_keeps_its_deepest_points():
+    """A plank lying across two pads of one compound, one pad 1 mm lower (both within the margin):
+    the pair has eight valid points over two part pairs and keeps the four deepest, the higher
+    pad's (φ = 0), on the plank and the pads' body."""
+    pad = shapes.box((0.1, 0.1, 0.05), mass=1.0)
+    pads = shapes.compound([pad, pad], [(-0.2, 0, -0.025), (0.2, 0, -0.026)])
+    plank = shapes.box((0.6, 0.08, 0.02), mass=1.0)
+    top = float(np.max(np.asarray(pads.vertices)[:8, 2]))
+    model, scene, params, s = _world([pads, plank], [[0, 0, 0.5], [0, 0, 0.5 + top + 0.01]], margin=0.01)
+    con = contacts.collide(model, scene, params, s)
+    G_ = con.num_ground
+    phi, valid = np.asarray(con.phi[G_:]), np.asarray(con.valid[G_:])
+    assert valid.all() and np.all(np.asarray(con.bodies[G_:]) == [0, 1])
+    np.testing.assert_allclose(phi, 0.0, atol=1e-12)
+    lever = np.asarray(con.rows[G_:, 1, 0, 3:])  # the plank's rows: its normal's angular part r × Rᵀn
+    assert np.all(lever[:, 1] > 0)  # every point on the plank's −x half (the higher pad): r_x < 0, r × ẑ has +y
