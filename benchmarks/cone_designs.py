@@ -1,0 +1,220 @@
+"""Issue 61: the designs for a face's normal split, measured side by side (float64, small cases).
+
+(a) soft normal rows: a larger relative diagonal (``LCPSettings.regularization`` R, which the
+    implicit derivative solves with too; MuJoCo-like constraint-force mixing), so the split among a
+    face's corners is unique and the sweeps converge along it at a rate ~R per sweep;
+(b) the split converged in the forward: the sweeps' point polished to the exact fixed point of the
+    regularised map (a damped semismooth Newton on T(z) = z, here in NumPy on one LCP) and the
+    derivative taken there.
+
+* ``slides``: ``benchmarks.cone_derivative``'s slide along 30° spinning at 6 rad/s (0.1 m box, 0.37 kg,
+  1.58 m/s, μ 0.5, 100 steps), per cone and R: the distance, d/dμ implicit against central differences
+  (step 1e-6), d/ds along the mass scale (must be 0), the mean sweeps a step.
+* ``rest``: the same box dropped flat from 1 cm, 250 steps (0.5 s): penetration and |v|, |ω| at the end.
+* ``throw``: ``tests/test_checks.py``'s throw (40 steps): d/dmass implicit against central and along
+  ``with_mass`` (must be 0).
+* ``newton``: one LCP (the spinning slide's first step, four corners), option (b): the residual the
+  sweeps leave, the residual a damped Newton reaches, how far the split moves, and dz/ds against z
+  (exact: z(s) = s z) at the sweeps' point and at the polished point.
+
+    python -m benchmarks.cone_designs      # writes benchmarks/results/cone_designs.{json,md}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.cone_derivative import CONES, MASS, MU, SIZE, SPIN, V0, _jax, _launch, _scaled, fixed_point_map
+
+REGS = (1e-6, 1e-2, 1e-1)
+VARIANTS = tuple((f"(a) R {r:g}" if r != 1e-6 else "today (R 1e-6)", {"regularization": r}) for r in REGS) + (
+    ("(b) forward_newton 3", {"forward_newton": 3}), ("(b) forward_newton 10", {"forward_newton": 10}))
+"""(label, ``LCPSettings`` fields): today's defaults, soft normals (a), the split converged in the forward (b)."""
+
+
+def _settings(cone, kw):
+    import jaxcontact as jc
+
+    return jc.LCPSettings(cone=cone, **kw)
+
+
+def _model(cone, kw):
+    import jaxcontact as jc
+
+    return jc.Model(law=jc.CoulombLCP(solver=_settings(cone, kw)))
+
+
+def slides():
+    jax = _jax()
+    import jax.numpy as jnp
+    import jaxcontact as jc
+
+    out = []
+    for cone in CONES:
+        for reg, kw in VARIANTS:
+            model = _model(cone, kw)
+            s0, u = _launch(SPIN)
+
+            def run(mu, v0, sc, info=False):
+                params = jc.Params(body=_scaled(jc.shapes.box(SIZE, MASS), sc), ground=jc.Ground.flat(),
+                                   law=model.law.init_params(mu=mu))
+                return jc.rollout(model, params, s0.replace(vel=v0 * jnp.asarray(u)), 100,
+                                  output="trajectory" if info else "final", with_info=info)
+
+            dist = lambda mu, v0, sc: jnp.dot(run(mu, v0, sc).pos, jnp.asarray(u))
+            g = [float(x) for x in jax.jit(jax.grad(dist, argnums=(0, 1, 2)))(MU, V0, 1.0)]
+            f, e = jax.jit(dist), 1e-6
+            fd_mu = float((f(MU + e, V0, 1.0) - f(MU - e, V0, 1.0)) / (2 * e))
+            traj, info = run(MU, V0, 1.0, True)
+            out.append({"cone": cone, "reg": reg, "distance": float(f(MU, V0, 1.0)), "d_mu": g[0], "d_mu_central": fd_mu,
+                        "d_s": g[2], "sweeps": float(jnp.mean(info.iterations)),
+                        "spin_end": float(traj.omega[-1, 2])})
+    return out
+
+
+def rest():
+    jax = _jax()
+    import jax.numpy as jnp
+    import jaxcontact as jc
+
+    out = []
+    for cone in CONES:
+        for reg, kw in VARIANTS:
+            model = _model(cone, kw)
+            params = jc.Params(body=jc.shapes.box(SIZE, MASS), ground=jc.Ground.flat(), law=model.law.init_params(mu=MU))
+            s0 = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2 + 0.01]), quat=jnp.asarray([1.0, 0, 0, 0]),
+                          vel=jnp.zeros(3), omega=jnp.zeros(3))
+            traj = jc.rollout(model, params, s0, 250)
+            z = np.asarray(traj.pos[:, 2])
+            out.append({"cone": cone, "reg": reg, "penetration_end": float(SIZE / 2 - z[-1]),
+                        "penetration_max": float(SIZE / 2 - z.min()), "bounce": float(z[int(np.argmin(z)):].max() - z.min()),
+                        "v_end": float(np.linalg.norm(traj.vel[-1])), "w_end": float(np.linalg.norm(traj.omega[-1]))})
+    return out
+
+
+def throw():
+    jax = _jax()
+    import jax.numpy as jnp
+    import jaxcontact as jc
+    from jaxcontact.rotations import quat_exp, quat_mul
+
+    box = jc.shapes.box(0.1, 0.37)
+    tilt = quat_mul(quat_exp(jnp.array([0.0, 0.3, 0.0])), quat_exp(jnp.array([0.4, 0.0, 0.0])))
+    s0 = jc.make_state(pos=[0, 0, 0.09], quat=tilt / jnp.linalg.norm(tilt), vel=[1.0, 0, -1.0], omega=[0, 2.0, 0])
+    s0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), s0)
+    out = []
+    for cone in CONES:
+        for reg, kw in VARIANTS:
+            law = jc.CoulombLCP(solver=_settings(cone, kw))
+            model = jc.Model(law=law, dt=0.002)
+            p = jc.Params(body=box, ground=jc.Ground.flat(), law=law.init_params(mu=0.18))
+            p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
+            loss = lambda q: jnp.sum(jc.rollout(model, q, s0, 40, output="final").pos)
+            g = jax.jit(jax.grad(loss))(p)
+            along = float(g.body.mass + jnp.sum(g.body.inertia * box.inertia) / box.mass)
+            L, e = jax.jit(loss), 1e-6
+            fd = float((L(p.replace(body=p.body.replace(mass=p.body.mass + e))) -
+                        L(p.replace(body=p.body.replace(mass=p.body.mass - e)))) / (2 * e))
+            out.append({"cone": cone, "reg": reg, "d_mass": float(g.body.mass), "d_mass_central": fd, "along_with_mass": along})
+    return out
+
+
+def newton():
+    jax = _jax()
+    import jax.numpy as jnp
+    import jaxcontact as jc
+    from jaxcontact.solvers import RowStructure, solve_lcp
+    from jaxcontact.solvers.lcp import regularized
+
+    out = []
+    for cone in CONES:
+        for reg in (1e-6, 1e-2):
+            law = jc.CoulombLCP(solver=jc.LCPSettings(cone=cone, regularization=reg))
+            model = jc.Model(law=law, max_contacts=4)
+            params = jc.Params(body=jc.shapes.box(SIZE, MASS), ground=jc.Ground.flat(), law=law.init_params(mu=MU))
+            s0, _ = _launch(SPIN)
+            prob, _ = jc.contact.rigid_body(model, params, s0, jc.stages.free_velocity(model, params, s0))
+            C = prob.num_contacts
+            b = prob.free_velocity.at[:, 0].add(-prob.target).reshape(-1)
+            mu = jnp.broadcast_to(params.law.mu, (C, 2))
+            coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], 1).reshape(-1)
+            rows = RowStructure.contacts(C, 2)
+            z0 = np.asarray(solve_lcp(prob.A, b, coupling, rows, law.solver).z)
+            T = jax.jit(lambda q, sc: fixed_point_map(q, regularized(prob.A / sc, reg), b, mu, cone))
+            JT = jax.jit(jax.jacfwd(T, argnums=(0, 1)))
+            r = lambda q: np.asarray(T(q, 1.0)) - q
+
+            def dzds(q):
+                Tz, Ts = (np.asarray(x) for x in JT(q, 1.0))
+                return np.linalg.solve(np.eye(len(q)) - Tz, Ts)
+
+            z, steps = z0.copy(), 0
+            for steps in range(1, 201):  # damped semismooth Newton on r(z) = T(z) − z, backtracking on |r|
+                Tz, _ = (np.asarray(x) for x in JT(z, 1.0))
+                dz = np.linalg.solve(np.eye(len(z)) - Tz, r(z))
+                t, n0 = 1.0, np.linalg.norm(r(z))
+                while t > 1e-6 and np.linalg.norm(r(z + t * dz)) >= (1 - 1e-4 * t) * n0:
+                    t *= 0.5
+                if t <= 1e-6:
+                    break
+                z = z + t * dz
+                if np.linalg.norm(r(z)) < 1e-14 * max(1.0, np.abs(z).max()):
+                    break
+            err = lambda q: float(np.linalg.norm(dzds(q) - q) / np.linalg.norm(q))
+            J = np.asarray(prob.J)
+            out.append({"cone": cone, "reg": f"R {reg:g}", "res_sweeps": float(np.abs(r(z0)).max()), "res_newton": float(np.abs(r(z)).max()),
+                        "newton_steps": steps, "split_moved": float(np.linalg.norm(z - z0) / np.linalg.norm(z0)),
+                        "impulse_moved": float(np.linalg.norm(J.T @ (z - z0)) / np.linalg.norm(J.T @ z0)),
+                        "dzds_error_sweeps": err(z0), "dzds_error_newton": err(z)})
+    return out
+
+
+def markdown(res) -> str:
+    L = ["# Issue 61: the designs for a face's normal split, side by side", "",
+         "From `python -m benchmarks.cone_designs` (float64, tol 1e-6; R: `LCPSettings.regularization`, relative diagonal; "
+         "1e-6 is today's default).", "",
+         "## (a) soft normals: the slide along 30° spinning at 6 rad/s, 100 steps", "",
+         "| cone | design | distance (m) | d/dμ implicit, central, rel. error | d/ds (must be 0) | sweeps a step | spin at the end (rad/s) |",
+         "|---|---|---|---|---|---|---|"]
+    for r in res["slides"]:
+        L.append(f"| {r['cone']} | {r['reg']} | {r['distance']:.5f} | {r['d_mu']:.6f}, {r['d_mu_central']:.6f}, "
+                 f"{abs(r['d_mu'] - r['d_mu_central']) / abs(r['d_mu_central']):.1e} | {r['d_s']:.1e} | {r['sweeps']:.2f} | {r['spin_end']:.3f} |")
+    L += ["", "## (a) at rest: the box dropped flat from 1 cm, 0.5 s", "",
+          "| cone | design | penetration at the end (m) | deepest (m) | bounce after the deepest (m) | \\|v\\| end | \\|ω\\| end |", "|---|---|---|---|---|---|---|"]
+    for r in res["rest"]:
+        L.append(f"| {r['cone']} | {r['reg']} | {r['penetration_end']:.2e} | {r['penetration_max']:.2e} | {r['bounce']:.2e} | {r['v_end']:.1e} | {r['w_end']:.1e} |")
+    L += ["", "## (a) tests/test_checks.py's throw, 40 steps: d(Σ final position)/d(mass)", "",
+          "| cone | design | implicit | central | along with_mass (must be 0) |", "|---|---|---|---|---|"]
+    for r in res["throw"]:
+        L.append(f"| {r['cone']} | {r['reg']} | {r['d_mass']:.6f} | {r['d_mass_central']:.6f} | {r['along_with_mass']:.2e} |")
+    L += ["", "## (b) one LCP (the spinning slide's first step): the split polished to the fixed point by a damped Newton", "",
+          "| cone | design | \\|T(z) − z\\| sweeps | after Newton (steps) | z moved (rel.) | Jᵀz moved (rel.) | dz/ds error at the sweeps' z | at Newton's z |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in res["newton"]:
+        L.append(f"| {r['cone']} | {r['reg']} | {r['res_sweeps']:.1e} | {r['res_newton']:.1e} ({r['newton_steps']}) | {r['split_moved']:.1e} | "
+                 f"{r['impulse_moved']:.1e} | {r['dzds_error_sweeps']:.1e} | {r['dzds_error_newton']:.1e} |")
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--name", default="cone_designs", help="results file name (without suffix)")
+    p.add_argument("--only", default="newton,slides,rest,throw", help="comma-separated parts")
+    args = p.parse_args(argv)
+    parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw}
+    res = {k: parts[k]() for k in args.only.split(",")}
+    for k in parts:
+        res.setdefault(k, [])
+    out = Path(__file__).resolve().parent / "results"
+    (out / f"{args.name}.json").write_text(json.dumps(res, indent=1))
+    md = markdown(res)
+    (out / f"{args.name}.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
