@@ -4,8 +4,8 @@
     implicit derivative solves with too; MuJoCo-like constraint-force mixing), so the split among a
     face's corners is unique and the sweeps converge along it at a rate ~R per sweep;
 (b) the split converged in the forward: the sweeps' point polished to the exact fixed point of the
-    regularised map (a damped semismooth Newton on T(z) = z, here in NumPy on one LCP) and the
-    derivative taken there.
+    regularised map (a damped semismooth Newton on T(z) = z: in NumPy on one LCP, ``newton``; in the
+    solver, ``LCPSettings.forward_newton``) and the derivative taken there.
 
 * ``slides``: ``benchmarks.cone_derivative``'s slide along 30° spinning at 6 rad/s (0.1 m box, 0.37 kg,
   1.58 m/s, μ 0.5, 100 steps), per cone and R: the distance, d/dμ implicit against central differences
@@ -16,8 +16,11 @@
 * ``newton``: one LCP (the spinning slide's first step, four corners), option (b): the residual the
   sweeps leave, the residual a damped Newton reaches, how far the split moves, and dz/ds against z
   (exact: z(s) = s z) at the sweeps' point and at the polished point.
+* ``sysid`` (not in the default parts, ~5 min): ``tests/test_sysid.py``'s 800-step gradient with the disc
+  and ``forward_newton`` 10 against central differences at four steps.
 
     python -m benchmarks.cone_designs      # writes benchmarks/results/cone_designs.{json,md}
+    python -m benchmarks.cone_designs --only sysid --name cone_designs_sysid
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from benchmarks.cone_derivative import CONES, MASS, MU, SIZE, SPIN, V0, _jax, _l
 
 REGS = (1e-6, 1e-2, 1e-1)
 VARIANTS = tuple((f"(a) R {r:g}" if r != 1e-6 else "today (R 1e-6)", {"regularization": r}) for r in REGS) + (
-    ("(b) forward_newton 3", {"forward_newton": 3}), ("(b) forward_newton 10", {"forward_newton": 10}))
+    ("(b) forward_newton 3", {"forward_newton": 3}), ("(b) forward_newton 10", {"forward_newton": 10}),
+    ("reverse-only gradient_newton 5", {"gradient_newton": 5}))
 """(label, ``LCPSettings`` fields): today's defaults, soft normals (a), the split converged in the forward (b)."""
 
 
@@ -173,6 +177,37 @@ def newton():
     return out
 
 
+def sysid(cone="elliptic", forward_newton=10):
+    """``tests/test_sysid.py``'s 800-step gradient (tol 1e-13, max_iter 500) with ``cone`` and
+    ``forward_newton``: d loss/d(μ, ε, ground height) against central differences (steps 1e-6,
+    1e-6, 1e-7), and the central differences of ε and the height at steps 1e-4 … 1e-7 (is the
+    forward smooth there?)."""
+    jax = _jax()
+    import jax.numpy as jnp
+    import jaxcontact as jc
+
+    body = jc.shapes.box(0.1, 0.37)
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-13, max_iter=500, cone=cone, forward_newton=forward_newton))
+    model = jc.Model(law=law, dt=0.002, max_contacts=4)
+    s0 = jc.make_state(pos=[0, 0, 0.08], vel=[0.8, 0.3, -0.5], omega=[0, 0, 6.0])
+    params = lambda x: jc.Params(body=body, ground=jc.Ground.flat(3, x[2]), law=law.init_params(x[0], x[1]))
+
+    def loss(x):
+        tr = jc.rollout(model, params(x), s0, 800)
+        return jnp.sum(tr.pos[::10] ** 2) + jnp.sum(tr.quat[::10, 3] ** 2)
+
+    f, x = jax.jit(loss), jnp.array([0.3, 0.2, 0.01])
+    g = np.asarray(jax.jit(jax.grad(loss))(x))
+    rows = []
+    for i, name in enumerate(("mu", "restitution", "ground height")):
+        fd = {}
+        for d in (1e-4, 1e-5, 1e-6, 1e-7):
+            e = jnp.zeros(3).at[i].set(d)
+            fd[f"{d:g}"] = float((f(x + e) - f(x - e)) / (2 * d))
+        rows.append({"cone": cone, "forward_newton": forward_newton, "parameter": name, "implicit": float(g[i]), "central": fd})
+    return rows
+
+
 def markdown(res) -> str:
     L = ["# Issue 61: the designs for a face's normal split, side by side", "",
          "From `python -m benchmarks.cone_designs` (float64, tol 1e-6; R: `LCPSettings.regularization`, relative diagonal; "
@@ -197,6 +232,12 @@ def markdown(res) -> str:
     for r in res["newton"]:
         L.append(f"| {r['cone']} | {r['reg']} | {r['res_sweeps']:.1e} | {r['res_newton']:.1e} ({r['newton_steps']}) | {r['split_moved']:.1e} | "
                  f"{r['impulse_moved']:.1e} | {r['dzds_error_sweeps']:.1e} | {r['dzds_error_newton']:.1e} |")
+    if res.get("sysid"):
+        L += ["", "## (b) tests/test_sysid.py's 800-step throw (tol 1e-13): d loss/dθ, implicit against central differences", "",
+              "| cone | forward_newton | θ | implicit | central at steps 1e-4, 1e-5, 1e-6, 1e-7 |", "|---|---|---|---|---|"]
+        for r in res["sysid"]:
+            L.append(f"| {r['cone']} | {r['forward_newton']} | {r['parameter']} | {r['implicit']:.4f} | "
+                     + ", ".join(f"{v:.4f}" for v in r["central"].values()) + " |")
     return "\n".join(L) + "\n"
 
 
@@ -205,7 +246,7 @@ def main(argv=None):
     p.add_argument("--name", default="cone_designs", help="results file name (without suffix)")
     p.add_argument("--only", default="newton,slides,rest,throw", help="comma-separated parts")
     args = p.parse_args(argv)
-    parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw}
+    parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw, "sysid": sysid}
     res = {k: parts[k]() for k in args.only.split(",")}
     for k in parts:
         res.setdefault(k, [])

@@ -680,6 +680,16 @@ MUTATIONS = (
              "groups.setdefault((self.pair_shape(a), self.pair_shape(b)), []).append(k)",
              "groups.setdefault((self.topologies[a], self.topologies[b]), []).append(k)",
              ("tests/test_round_shapes.py::test_worlds_refuse_pairs_of_round_bodies_by_name",)),
+    # --- issue 61, cone3: the face's normal split converged in the forward (LCPSettings.forward_newton) ---
+    Mutation("forward-newton-dropped", "friction cone", "jaxcontact/solvers/lcp.py",
+             "            z = split(z, A, b, coupling)", "            z = z",
+             ("tests/test_friction_cone.py::test_forward_newton_makes_a_sliding_spinning_box_s_derivative_exact",)),
+    Mutation("forward-newton-one-step", "friction cone", "jaxcontact/solvers/lcp.py",
+             "split = newton_polish(T, settings.forward_newton)", "split = newton_polish(T, 1)",
+             ("tests/test_friction_cone.py::test_forward_newton_makes_a_sliding_spinning_box_s_derivative_exact",)),
+    Mutation("forward-newton-velocity-form-silent", "friction cone", "jaxcontact/solvers/body_lcp.py",
+             "    if settings.forward_newton:\n        raise", "    if False:\n        raise",
+             ("tests/test_friction_cone.py::test_forward_newton_is_checked",)),
 )
 
 
