@@ -16,11 +16,13 @@
 * ``newton``: one LCP (the spinning slide's first step, four corners), option (b): the residual the
   sweeps leave, the residual a damped Newton reaches, how far the split moves, and dz/ds against z
   (exact: z(s) = s z) at the sweeps' point and at the polished point.
+* ``polish`` (not in the default parts): on that throw, the steps whose solution is not the fixed point.
 * ``sysid`` (not in the default parts, ~5 min): ``tests/test_sysid.py``'s 800-step gradient with the disc
   and ``forward_newton`` 10 against central differences at four steps.
 
     python -m benchmarks.cone_designs      # writes benchmarks/results/cone_designs.{json,md}
     python -m benchmarks.cone_designs --only sysid --name cone_designs_sysid
+    python -m benchmarks.cone_designs --only polish --name cone_designs_polish
 """
 
 from __future__ import annotations
@@ -208,6 +210,29 @@ def sysid(cone="elliptic", forward_newton=10):
     return rows
 
 
+def polish():
+    """The same 800-step throw as ``sysid`` (tol 1e-13, the disc): at how many steps the forward's
+    solution is not the fixed point (the natural-map residual of ``ContactInfo`` > 1e-12) without and
+    with ``forward_newton`` 10, the largest residual, and where."""
+    _jax()
+    import jaxcontact as jc
+
+    body = jc.shapes.box(0.1, 0.37)
+    rows = []
+    for fn in (0, 10):
+        law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-13, max_iter=500, cone="elliptic", forward_newton=fn))
+        model = jc.Model(law=law, dt=0.002, max_contacts=4)
+        s0 = jc.make_state(pos=[0, 0, 0.08], vel=[0.8, 0.3, -0.5], omega=[0, 0, 6.0])
+        p = jc.Params(body=body, ground=jc.Ground.flat(3, 0.01), law=law.init_params(0.3, 0.2))
+        _, info = jc.rollout(model, p, s0, 800, with_info=True)
+        r = np.asarray(info.residual)
+        bad = np.nonzero(r > 1e-12)[0]
+        rows.append({"forward_newton": fn, "unconverged_steps": int(len(bad)), "max_residual": float(r.max()),
+                     "first": int(bad.min()) if len(bad) else -1, "last": int(bad.max()) if len(bad) else -1,
+                     "four_active_steps": int((np.asarray(info.active).sum(1) == 4).sum())})
+    return rows
+
+
 def markdown(res) -> str:
     L = ["# Issue 61: the designs for a face's normal split, side by side", "",
          "From `python -m benchmarks.cone_designs` (float64, tol 1e-6; R: `LCPSettings.regularization`, relative diagonal; "
@@ -232,6 +257,12 @@ def markdown(res) -> str:
     for r in res["newton"]:
         L.append(f"| {r['cone']} | {r['reg']} | {r['res_sweeps']:.1e} | {r['res_newton']:.1e} ({r['newton_steps']}) | {r['split_moved']:.1e} | "
                  f"{r['impulse_moved']:.1e} | {r['dzds_error_sweeps']:.1e} | {r['dzds_error_newton']:.1e} |")
+    if res.get("polish"):
+        L += ["", "## (b) the 800-step throw (the disc, tol 1e-13): steps whose solution is not the fixed point", "",
+              "| forward_newton | steps with residual > 1e-12 | largest residual (m/s) | first, last such step | steps with 4 corners active |",
+              "|---|---|---|---|---|"]
+        for r in res["polish"]:
+            L.append(f"| {r['forward_newton']} | {r['unconverged_steps']} | {r['max_residual']:.1e} | {r['first']}, {r['last']} | {r['four_active_steps']} |")
     if res.get("sysid"):
         L += ["", "## (b) tests/test_sysid.py's 800-step throw (tol 1e-13): d loss/dθ, implicit against central differences", "",
               "| cone | forward_newton | θ | implicit | central at steps 1e-4, 1e-5, 1e-6, 1e-7 |", "|---|---|---|---|---|"]
@@ -246,7 +277,7 @@ def main(argv=None):
     p.add_argument("--name", default="cone_designs", help="results file name (without suffix)")
     p.add_argument("--only", default="newton,slides,rest,throw", help="comma-separated parts")
     args = p.parse_args(argv)
-    parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw, "sysid": sysid}
+    parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw, "sysid": sysid, "polish": polish}
     res = {k: parts[k]() for k in args.only.split(",")}
     for k in parts:
         res.setdefault(k, [])
