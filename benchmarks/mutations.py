@@ -710,6 +710,16 @@ MUTATIONS = (
     Mutation("to-mjcf-compound-radius", "compound", "jaxcontact/worlds/mjcf.py",
              "r = float(body.vertex_radius[i][start])", "r = 2 * float(body.vertex_radius[i][start])",
              ("tests/test_compound.py::test_from_mjcf_loads_bodies_of_several_geoms_and_writes_them_back",)),
+    # --- issue 61, cone3: the face's normal split converged in the forward (LCPSettings.forward_newton) ---
+    Mutation("forward-newton-dropped", "friction cone", "jaxcontact/solvers/lcp.py",
+             "            z = split(z, A, b, coupling)", "            z = z",
+             ("tests/test_friction_cone.py::test_forward_newton_makes_a_sliding_spinning_box_s_derivative_exact",)),
+    Mutation("forward-newton-one-step", "friction cone", "jaxcontact/solvers/lcp.py",
+             "split = newton_polish(T, settings.forward_newton)", "split = newton_polish(T, 1)",
+             ("tests/test_friction_cone.py::test_forward_newton_makes_a_sliding_spinning_box_s_derivative_exact",)),
+    Mutation("forward-newton-velocity-form-silent", "friction cone", "jaxcontact/solvers/body_lcp.py",
+             "    if settings.forward_newton:\n        raise", "    if False:\n        raise",
+             ("tests/test_friction_cone.py::test_forward_newton_is_checked",)),
 )
 
 

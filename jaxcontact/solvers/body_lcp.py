@@ -513,6 +513,9 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     ``problem.choose`` (None: chosen here from ``settings`` and ``group``).
     Returns ``LCPSolution`` with z (C, d); differentiable in rows, Minv, v_free, bias, soft and
     coupling (implicitly, at the solution)."""
+    if settings.forward_newton:
+        raise ValueError("LCPSettings.forward_newton is a dense solve's setting (solve_lcp, one body); the velocity "
+                         "form (worlds) does not take it yet: set it to 0 (issue 61, docs/worlds.md 'Friction cone')")
     C, _, d, _ = rows.shape
     N = Minv.shape[0]
     dtype = v_free.dtype
