@@ -680,6 +680,21 @@ MUTATIONS = (
              "groups.setdefault((self.pair_shape(a), self.pair_shape(b)), []).append(k)",
              "groups.setdefault((self.topologies[a], self.topologies[b]), []).append(k)",
              ("tests/test_round_shapes.py::test_worlds_refuse_pairs_of_round_bodies_by_name",)),
+    # fast hits (issue 62 item 5: Scene.fast_hits, contacts.pair_contacts at the pose a fast pair reaches)
+    Mutation("fast-hits-never-fast", "fast hits", "jaxcontact/worlds/contacts.py",
+             "move[pairs[:, 0]] + move[pairs[:, 1]] > FAST_HIT)", "move[pairs[:, 0]] + move[pairs[:, 1]] > 1.0)",
+             ("tests/test_fast_hits.py::test_a_ball_falling_fast_past_a_box_edge_or_corner_is_not_deflected",)),
+    Mutation("fast-hits-current-pose", "fast hits", "jaxcontact/worlds/contacts.py",
+             "jax.tree_util.tree_map(lambda p, c: jnp.where(fast, p, c), ps, cs)",
+             "jax.tree_util.tree_map(lambda p, c: jnp.where(fast, c, c), ps, cs)",
+             ("tests/test_fast_hits.py::test_a_fast_pairs_contacts_are_its_meeting_features_at_this_pose",)),
+    Mutation("fast-hits-predicted-distance-kept", "fast hits", "jaxcontact/worlds/contacts.py",
+             "phi = jnp.where(fast, phi - model.dt * vn, phi)", "phi = jnp.where(fast, phi, phi)",
+             ("tests/test_fast_hits.py::test_a_fast_pairs_contacts_are_its_meeting_features_at_this_pose",)),
+    Mutation("fast-hits-one-body-closing", "fast hits", "jaxcontact/worlds/contacts.py",
+             "vn = rows[:, 0, 0] @ jnp.concatenate([sa.vel, sa.omega]) + rows[:, 1, 0]",
+             "vn = rows[:, 1, 0]",
+             ("tests/test_fast_hits.py::test_a_fast_pairs_contacts_are_its_meeting_features_at_this_pose",)),
 )
 
 
