@@ -70,7 +70,8 @@ class Scene:
     fixed bodies; its pose stays traced, so gradients reach it.
     fast_hits: a pair moving more than ``contacts.FAST_HIT`` within the step takes its contacts
     from the pose it would reach at its current velocities (the features that will meet,
-    ``contacts.pair_contacts``; docs/worlds.md, "Fast hits"); False: the current pose's only.
+    ``contacts.pair_contacts``; docs/worlds.md, "Fast hits"); False (the default, for now): the
+    current pose's only.
     """
 
     topologies: tuple
@@ -87,7 +88,7 @@ class Scene:
     names: tuple | None = None
     shapes: tuple | None = None
     fixed: tuple = ()
-    fast_hits: bool = True
+    fast_hits: bool = False
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -256,7 +257,7 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
-               names: Sequence | None = None, fixed=(), fast_hits: bool = True):
+               names: Sequence | None = None, fixed=(), fast_hits: bool = False):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
