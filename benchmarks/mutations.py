@@ -720,6 +720,21 @@ MUTATIONS = (
     Mutation("forward-newton-velocity-form-silent", "friction cone", "jaxcontact/solvers/body_lcp.py",
              "    if settings.forward_newton:\n        raise", "    if False:\n        raise",
              ("tests/test_friction_cone.py::test_forward_newton_is_checked",)),
+    # fast hits (issue 62 item 5: Scene.fast_hits, contacts.pair_contacts at the pose a fast pair reaches)
+    Mutation("fast-hits-never-fast", "fast hits", "jaxcontact/worlds/contacts.py",
+             "move[pairs[:, 0]] + move[pairs[:, 1]] > FAST_HIT)", "move[pairs[:, 0]] + move[pairs[:, 1]] > 1.0)",
+             ("tests/test_fast_hits.py::test_a_ball_falling_fast_past_a_box_edge_or_corner_is_not_deflected",)),
+    Mutation("fast-hits-current-pose", "fast hits", "jaxcontact/worlds/contacts.py",
+             "jax.tree_util.tree_map(lambda p, c: jnp.where(fast, p, c), ps, cs)",
+             "jax.tree_util.tree_map(lambda p, c: jnp.where(fast, c, c), ps, cs)",
+             ("tests/test_fast_hits.py::test_a_fast_pairs_contacts_are_its_meeting_features_at_this_pose",)),
+    Mutation("fast-hits-predicted-distance-kept", "fast hits", "jaxcontact/worlds/contacts.py",
+             "phi = jnp.where(fast, phi - model.dt * vn, phi)", "phi = jnp.where(fast, phi, phi)",
+             ("tests/test_fast_hits.py::test_a_fast_pairs_contacts_are_its_meeting_features_at_this_pose",)),
+    Mutation("fast-hits-one-body-closing", "fast hits", "jaxcontact/worlds/contacts.py",
+             "vn = rows[:, 0, 0] @ jnp.concatenate([sa.vel, sa.omega]) + rows[:, 1, 0]",
+             "vn = rows[:, 1, 0]",
+             ("tests/test_fast_hits.py::test_a_fast_pairs_contacts_are_its_meeting_features_at_this_pose",)),
 )
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from flax import struct
 
 from .. import collision, geometry
-from ..rotations import quat_to_mat
+from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
 from ..stages import per_body
 from ..types import Params, State
 from .scene import COMPOUND, Scene
@@ -159,6 +159,27 @@ def compound_pair(ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n: int, margin, method
     return rows[keep], phi[keep], valid[keep], jnp.max(jnp.stack(kinds))
 
 
+FAST_HIT = 1e-4
+"""A pair whose bodies can move more than this (m) within the step (h·(|v| + |ω| r) summed over the
+two) is a fast pair when ``Scene.fast_hits`` is on: its contacts are taken at the pose it reaches."""
+
+
+def predicted(model, state: State):
+    """Each body's pose after one step at its current velocities (semi-implicit Euler as
+    ``stages.integrate``, without gravity or contact), velocities unchanged."""
+    h = model.dt
+    step = jnp.vectorize(lambda q, w: quat_normalize(quat_mul(q, quat_exp(h * w))), signature="(4),(3)->(4)")
+    return state.replace(pos=state.pos + h * state.vel, quat=step(state.quat, state.omega))
+
+
+def fast_pairs(model, params: Params, state: State, pairs):
+    """(P,) the pairs (an (P, 2) array of body indices) that can move more than ``FAST_HIT`` within
+    the step (h·(|v| + |ω| r) of both bodies, r the bounding radius), without gradient."""
+    r = bounding_radii(params)
+    move = model.dt * (jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r)
+    return jax.lax.stop_gradient(move[pairs[:, 0]] + move[pairs[:, 1]] > FAST_HIT)
+
+
 def pair_gaps(scene: Scene, params: Params, state: State):
     """(P,) a lower bound of every pair's distance (the broad phase): the distance of the two
     centres of mass minus both bodies' bounding radii (their farthest vertex)."""
@@ -198,17 +219,25 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
         rad = params.body.radius if params.body.radius is not None else jnp.zeros(scene.num_bodies, dtype)
         ra, rb = rad[ia], rad[ib]
 
-        def one(va, ra, sa, vb, rb, sb, margin, ta=ta, tb=tb):
+        def one(va, ra, sa, vb, rb, sb, margin, fast, ta=ta, tb=tb):
+            if fast is not None:  # a fast pair: the manifold of the pose it reaches (the features that meet)
+                pa, pb = predicted(model, sa), predicted(model, sb)
+                sa, sb = (jax.tree_util.tree_map(lambda p, c: jnp.where(fast, p, c), ps, cs) for ps, cs in ((pa, sa), (pb, sb)))
             pc = round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n, margin, scene.narrow_phase)
-            return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
+            rows, phi = _pair_rows(sa, sb, pc), pc.phi
+            if fast is not None:  # back to this pose to first order: φ − h v_n, v_n the pair's closing speed now
+                vn = rows[:, 0, 0] @ jnp.concatenate([sa.vel, sa.omega]) + rows[:, 1, 0] @ jnp.concatenate([sb.vel, sb.omega])
+                phi = jnp.where(fast, phi - model.dt * vn, phi)
+            return rows, phi, pc.valid, pc.kind
 
-        if is_compound(ta) or is_compound(tb):  # per part pair (a body of several shapes)
+        if is_compound(ta) or is_compound(tb):  # per part pair (a body of several shapes; fast hits not applied)
             wr = params.body.vertex_radius
             r, f, v, k = jax.vmap(lambda va, ra, wa, sa, vb, rb, wb, sb, margin, ta=ta, tb=tb: compound_pair(
                 ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n, margin, scene.narrow_phase))(
                 va, ra, wr[ia], sa, vb, rb, wr[ib], sb, pair_reach[idx])
         else:
-            r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx])
+            fast = fast_pairs(model, params, state, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1)) if scene.fast_hits else None
+            r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx], fast)
         out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
     cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
     if not broad:  # every pair, in the scene's order
@@ -355,11 +384,11 @@ def warm_table(scene: Scene, con: WorldContacts, z):
 def start_overlaps(model, scene: Scene, params: Params, state: State):
     """(P,) how deep (m, 0 if apart) the two bodies of every pair of the scene overlap at ``state``
     (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
-    every = dataclasses.replace(scene, max_pairs=None)
+    every = dataclasses.replace(scene, max_pairs=None, fast_hits=False)
     _, phi, valid, *_ = pair_contacts(model, every, params, state)
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
-           "pair_contacts", "pair_gaps", "patch_phi", "reach", "round_or_hull", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
+__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
+           "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
            "warm_table"]

@@ -75,6 +75,10 @@ class Scene:
     its shape "compound") as ``(kind, start, stop, topology)``: "hull" (its ``HullTopology`` over
     ``vertices[start:stop]``), "sphere" or "capsule" (None); ``make_scene`` fills it. A pair
     holding a compound runs the narrow phase per part pair (``contacts.compound_pair``).
+    fast_hits: a pair moving more than ``contacts.FAST_HIT`` within the step takes its contacts
+    from the pose it would reach at its current velocities (the features that will meet,
+    ``contacts.pair_contacts``; docs/worlds.md, "Fast hits"); False (the default, for now): the
+    current pose's only.
     """
 
     topologies: tuple
@@ -92,6 +96,7 @@ class Scene:
     shapes: tuple | None = None
     fixed: tuple = ()
     parts: tuple | None = None
+    fast_hits: bool = False
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -128,6 +133,8 @@ class Scene:
             raise ValueError(f"Scene.narrow_phase must be one of {collision.METHODS}, got {self.narrow_phase!r}")
         if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"Scene.margin must be a finite distance >= 0 (m), got {self.margin!r}")
+        if not isinstance(self.fast_hits, bool):
+            raise ValueError(f"Scene.fast_hits must be True or False, got {self.fast_hits!r}")
         if self.shapes is not None and len(self.shapes) != n:
             raise ValueError(f"Scene.shapes: expected one shape per body ({n}), got {len(self.shapes)}")
         if self.parts is not None and len(self.parts) != n:
@@ -293,7 +300,7 @@ def compound_parts(body: Body, label: str) -> tuple:
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
-               names: Sequence | None = None, fixed=()):
+               names: Sequence | None = None, fixed=(), fast_hits: bool = False):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
@@ -351,7 +358,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
-                 names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts), stacked
+                 names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:

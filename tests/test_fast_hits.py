@@ -1,0 +1,124 @@
+"""Fast hits (``Scene.fast_hits``, docs/worlds.md "Fast hits"): a fast pair's contacts are taken at
+the pose it reaches within the step (the features that will meet), brought back to this pose to
+first order. A ball falling fast just past a fixed box's edge or corner keeps its velocity (no ghost
+collision: the current pose's closest feature, the edge, would push it sideways); a box thrown
+spinning at a fixed wall neither tunnels nor overlaps it; a fast pair's contacts, brought back to
+this pose, are exact for a closing along the normal, and a slow pair's are bitwise as before. (The
+census of throws, ``benchmarks.overlap_census``, is minutes per pair: not in the default tier.)"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcontact import shapes, worlds
+from jaxcontact.laws import CoulombLCP
+from jaxcontact.types import Ground, Params, State
+from jaxcontact.worlds import contacts
+
+MODEL = worlds.model()
+H = MODEL.dt
+
+
+def _params(body, mu=0.5):
+    return Params(body=body, ground=Ground.flat(), law=CoulombLCP.init_params(mu=mu, restitution=0.0))
+
+
+def _ghost_world(corner: bool, fast_hits: bool = True):
+    """A 0.05 m ball falling at 3 m/s past a fixed 0.1 m box (centred at the origin, no ground), its
+    surface 0.2 mm clear of the box's top edge (along x) or corner (along the diagonal), its centre
+    5 mm above the top face: the edge (corner) is its closest feature now, and the side face (edge)
+    the one it passes within the step of 6 mm."""
+    scene, body = worlds.make_scene([shapes.sphere(0.05, 0.37), shapes.box(0.1, 0.37)], fixed=[1], ground=False,
+                                    fast_hits=fast_hits)
+    clear = 0.05 + 0.2e-3
+    xy = [0.05 + clear / np.sqrt(2)] * 2 if corner else [0.05 + clear, 0.0]
+    s = State(pos=jnp.array([[*xy, 0.05 + 5e-3], [0.0, 0.0, 0.0]]), quat=jnp.tile(jnp.array([1.0, 0, 0, 0]), (2, 1)),
+              vel=jnp.array([[0.0, 0.0, -3.0], [0.0, 0.0, 0.0]]), omega=jnp.zeros((2, 3)))
+    return scene, _params(body), s
+
+
+@pytest.mark.parametrize("corner", [False, True], ids=["edge", "corner"])
+def test_a_ball_falling_fast_past_a_box_edge_or_corner_is_not_deflected(corner):
+    """The ball passes the box untouched: its horizontal velocity stays zero and its fall is free
+    (v_z = −3 − g t) to round-off, over 40 steps (12 cm past the edge). With the current pose's
+    contacts only (fast_hits off) the edge's speculative contact pushes it sideways."""
+    scene, params, s = _ghost_world(corner)
+    traj, info = worlds.rollout(MODEL, scene, params, s, 40)
+    v = np.asarray(traj.vel[:, 0])
+    t = H * np.arange(41)
+    assert np.abs(v[:, :2]).max() < 1e-9, np.abs(v[:, :2]).max()
+    assert np.allclose(v[:, 2], -3.0 - MODEL.gravity * t, atol=1e-9)
+    assert float(np.abs(info.impulse).max()) < 1e-12
+    scene_off, params, s = _ghost_world(corner, fast_hits=False)
+    traj_off, _ = worlds.rollout(MODEL, scene_off, params, s, 40)
+    assert np.abs(np.asarray(traj_off.vel[:, 0, :2])).max() > 1e-3  # the ghost collision this removes
+
+
+def _wall_throws(fast_hits: bool = True):
+    """Four 0.1 m boxes (one world each) thrown along +x at 3 m/s with spins of 10–17 rad/s at a fixed
+    wall (a 0.2 × 1 × 1 m board, face at x = 0.1 m) from 5 cm away, no ground."""
+    wall = shapes.box((0.2, 1.0, 1.0), 1.0)
+    scene, body = worlds.make_scene([shapes.box(0.1, 0.37), wall], fixed=[1], ground=False, fast_hits=fast_hits)
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(4, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    omega = rng.normal(size=(4, 3))
+    omega *= np.linspace(10, 17, 4)[:, None] / np.linalg.norm(omega, axis=1, keepdims=True)
+    W = 4
+    s = State(pos=jnp.asarray(np.stack([np.tile([-0.05 - np.sqrt(3) * 0.05, 0.0, 0.0], (W, 1)),
+                                        np.tile([0.2, 0.0, 0.0], (W, 1))], axis=1)),
+              quat=jnp.asarray(np.stack([q, np.tile([1.0, 0, 0, 0], (W, 1))], axis=1)),
+              vel=jnp.asarray(np.stack([np.tile([3.0, 0.0, 0.0], (W, 1)), np.zeros((W, 3))], axis=1)),
+              omega=jnp.asarray(np.stack([omega, np.zeros((W, 3))], axis=1)))
+    return scene, _params(body), s
+
+
+def _deepest(scene, params, traj):
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), traj)
+    over = jax.jit(jax.vmap(lambda st: contacts.start_overlaps(MODEL, scene, params, st)[0]))(flat)
+    return np.asarray(over).reshape(traj.pos.shape[:2]).max(axis=1)
+
+
+def test_a_box_thrown_spinning_at_a_wall_neither_tunnels_nor_overlaps():
+    """Every box hits the wall (a pair contact within 1 mm), stays on its side (its centre never past
+    the wall's face less its inradius, and moving back or stopped at the end), and never starts a
+    step more than 0.1 mm inside the wall (start_overlaps at every state)."""
+    scene, params, s = _wall_throws()
+    traj, info = worlds.batch_rollout(MODEL, scene, params, s, 60)
+    assert (np.asarray(info.pair_phi).min(axis=(1, 2, 3)) < 1e-3).all()
+    assert np.asarray(traj.pos[:, :, 0, 0]).max() < 0.1 - 0.05
+    assert (np.asarray(traj.vel[:, -1, 0, 0]) < 1e-6).all()
+    deepest = _deepest(scene, params, traj)
+    assert deepest.max() < 1e-4, deepest
+
+
+@pytest.mark.parametrize("kind", ["sphere", "box"])
+def test_a_fast_pairs_contacts_are_its_meeting_features_at_this_pose(kind):
+    """Two bodies 3 mm apart along x, a closing at 3 m/s (a box spinning at 10 rad/s about x, face to
+    face): the pose reached within the step overlaps by 3 mm, and its contacts brought back to this
+    pose (φ − h v_n) are 3 mm apart again, exactly (a motion along the normal, a spin about it). A
+    pair at rest (0.01 mm/s) takes this pose's contacts, bitwise those of fast_hits off."""
+    body = shapes.sphere(0.05, 0.37) if kind == "sphere" else shapes.box(0.1, 0.37)
+    con_of = {}
+    for on in (True, False):
+        scene, stacked = worlds.make_scene([body, body], ground=False, fast_hits=on)
+        params = _params(stacked)
+        collide = jax.jit(lambda s: contacts.collide(MODEL, scene, params, s))
+        for speed in (3.0, 1e-5):
+            s = State(pos=jnp.array([[0.0, 0.0, 0.0], [0.1 + 3e-3, 0.0, 0.0]]), quat=jnp.tile(jnp.array([1.0, 0, 0, 0]), (2, 1)),
+                      vel=jnp.array([[speed, 0.0, 0.0], [0.0, 0.0, 0.0]]),
+                      omega=jnp.array([[10.0 if kind == "box" and speed > 1 else 0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+            con_of[on, speed] = collide(s)
+    fast = con_of[True, 3.0]
+    assert bool(contacts.fast_pairs(MODEL, params, State(pos=jnp.zeros((2, 3)), quat=jnp.tile(jnp.array([1.0, 0, 0, 0]), (2, 1)),
+                                                         vel=jnp.array([[3.0, 0, 0], [0, 0, 0]]), omega=jnp.zeros((2, 3))),
+                                    np.array([[0, 1]]))[0])
+    phi, valid = np.asarray(fast.phi), np.asarray(fast.valid)
+    assert valid.sum() == (1 if kind == "sphere" else 4)
+    assert np.allclose(phi[valid], 3e-3, atol=1e-9), phi[valid]
+    normal = np.asarray(fast.rows[valid][:, 1, 0, :3])
+    assert np.allclose(normal, [1.0, 0.0, 0.0], atol=1e-9)
+    slow_on, slow_off = con_of[True, 1e-5], con_of[False, 1e-5]
+    for a, b in zip(jax.tree_util.tree_leaves(slow_on), jax.tree_util.tree_leaves(slow_off)):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
