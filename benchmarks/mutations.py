@@ -680,13 +680,6 @@ MUTATIONS = (
              "groups.setdefault((self.pair_shape(a), self.pair_shape(b)), []).append(k)",
              "groups.setdefault((self.topologies[a], self.topologies[b]), []).append(k)",
              ("tests/test_round_shapes.py::test_worlds_refuse_pairs_of_round_bodies_by_name",)),
-    # --- issue 60, the default tier's time: a rollout of 0 steps returns the start and compiles no step
-    Mutation("zero-steps-compile-the-step", "zero steps", "jaxcontact/worlds/pipeline.py",
-             "if n_steps == 0:  # the start", "if False:  # the start",
-             ("tests/test_worlds_inputs.py::test_zero_steps_returns_the_start_in_every_form",)),
-    Mutation("zero-steps-infos-one-row", "zero steps", "jaxcontact/worlds/pipeline.py",
-             "jnp.zeros((0, *a.shape), a.dtype)", "jnp.zeros((1, *a.shape), a.dtype)",
-             ("tests/test_worlds_inputs.py::test_zero_steps_returns_the_start_in_every_form",)),
 )
 
 

@@ -408,15 +408,6 @@ def _watch(model, info, k, failed):
     return jnp.where((first < 0) & bad, k, first), worst
 
 
-def _step_shapes(f, carry, controls):
-    """The shapes and dtypes of one step's scanned outputs (``f(carry, (u, k))``), by ``jax.eval_shape``:
-    a rollout of 0 steps returns them with 0 rows and compiles no step."""
-    spec = lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
-    u = None if controls is None else jax.ShapeDtypeStruct(controls.shape[1:], controls.dtype)
-    k = jax.ShapeDtypeStruct((), jnp.int32)
-    return jax.eval_shape(lambda c, u, k: f(c, (u, k))[1], jax.tree_util.tree_map(spec, carry), u, k)
-
-
 def run(model, scene: Scene, params: Params, state, controls, n_steps: int, output: str, with_info: bool = True,
         watch: bool = False):
     """The one rollout: ``step_stages`` scanned ``n_steps`` times (``lax.scan``), the law's warm
@@ -445,12 +436,8 @@ def run(model, scene: Scene, params: Params, state, controls, n_steps: int, outp
 
     ks = jnp.arange(n_steps, dtype=jnp.int32)
     failed0 = (jnp.full((), -1, jnp.int32), jnp.zeros((), state.pos.dtype)) if watch else None
-    carry0 = (state, stages.empty_summary(), warm0, failed0)
-    if n_steps == 0:  # the start, and the step's outputs with no rows: traced for their shapes, never compiled
-        final, summary, _, failed = carry0
-        ys = jax.tree_util.tree_map(lambda a: jnp.zeros((0, *a.shape), a.dtype), _step_shapes(f, carry0, controls))
-    else:
-        (final, summary, _, failed), ys = jax.lax.scan(f, carry0, (controls, ks), length=n_steps)
+    (final, summary, _, failed), ys = jax.lax.scan(f, (state, stages.empty_summary(), warm0, failed0), (controls, ks),
+                                                   length=n_steps)
     if output == "final":
         out = (final, summary) if with_info else final
     else:
