@@ -5,13 +5,14 @@ test costs (this process's threads, compiling included, plus its finished subpro
 As a pytest plugin it appends one JSON line per test as the test ends, so a run killed by a crash
 keeps what it measured, and ``TIER_CPU_RESUME=1`` deselects the tests already in the log:
 
-    PYTHONPATH=$PWD JAX_COMPILATION_CACHE_DIR=$(mktemp -d) TIER_CPU_LOG=cpu.jsonl \\
-        python -m pytest -q -p no:xdist -p benchmarks.tier_cpu -m "not slow"
+    PYTHONPATH=$PWD TIER_CPU_LOG=cpu.jsonl python -m pytest -q -n 2 -p benchmarks.tier_cpu
+    # (-p no:xdist for one process; the tests run without a persistent compilation cache unless
+    # JAXCONTACT_TEST_CACHE=1, tests/conftest.py: then give it an empty JAX_COMPILATION_CACHE_DIR)
     python -m benchmarks.tier_cpu cpu.jsonl --top 30      # the table: per file and the top tests
 
 A module- or session-scoped fixture is charged to the first test that uses it.
 
-With ``TIER_CPU_PROGRAMS=1`` (and the persistent compilation cache on) each line also lists the
+With ``TIER_CPU_PROGRAMS=1`` (and the persistent compilation cache on: ``JAXCONTACT_TEST_CACHE=1``) each line also lists the
 programs the test compiled (``miss``: module name and cache key) and those it found already compiled
 by an earlier test or worker (``hit``: name, key, compile seconds saved): a program that several
 tests compile is one to share (``--programs`` prints them, the most compile seconds first):

@@ -1,8 +1,7 @@
 """Test configuration: float64 everywhere (physics checks need the precision), shared-data paths,
-a lower LLVM optimisation level for the compiled CPU programs, and a persistent JAX compilation
-cache shared by the workers, the CLI subprocesses and the notebook kernels of one run (the suite
-is compile-bound and compiles many programs more than once; the cache keys on the compiled
-program, so a code change never reuses a stale entry)."""
+a lower LLVM optimisation level for the compiled CPU programs, and no persistent JAX compilation
+cache unless asked for (``JAXCONTACT_TEST_CACHE=1``: then one cache shared by the workers, the CLI
+subprocesses and the notebook kernels of one run)."""
 
 import os
 from pathlib import Path
@@ -19,8 +18,14 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-# JAXCONTACT_TEST_CACHE=0 runs without the persistent cache (measured both ways in docs/testing.md)
-USE_CACHE = os.environ.get("JAXCONTACT_TEST_CACHE", "1") != "0"
+# The persistent cache is off by default (JAXCONTACT_TEST_CACHE=1 turns it on). Writing an entry
+# serialises the freshly compiled executable (jax's compilation_cache.put_executable_and_time ->
+# executable.serialize()), and that call segfaulted a worker in every whole-tier run of 2026-11-28
+# (a different program each time, also in single-process runs; never reproduced alone), a crash
+# that only a cache write can reach. And it no longer paid: the tier's programs are nearly all
+# distinct (its hits saved ~5 CPU s in the first 145 tests; benchmarks.tier_cpu's TIER_CPU_PROGRAMS),
+# while each write serialises and compresses an executable. Measured both ways in docs/testing.md.
+USE_CACHE = os.environ.get("JAXCONTACT_TEST_CACHE", "0") == "1"
 if USE_CACHE:
     # environment variables, so subprocesses (CLI tests, notebook kernels) share the cache too
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO / ".pytest_cache" / "jax-compilation-cache"))
