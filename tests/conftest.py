@@ -1,8 +1,7 @@
 """Test configuration: float64 everywhere (physics checks need the precision), shared-data paths,
 a lower LLVM optimisation level for the compiled CPU programs, and a persistent JAX compilation
-cache shared by the workers, the CLI subprocesses and the notebook kernels of one run (the suite
-is compile-bound and compiles many programs more than once; the cache keys on the compiled
-program, so a code change never reuses a stale entry)."""
+cache for the CLI subprocesses and notebook kernels of one run, not for the test processes
+(``JAXCONTACT_TEST_CACHE=1``: for them too; ``=0``: none)."""
 
 import os
 from pathlib import Path
@@ -19,23 +18,34 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-# JAXCONTACT_TEST_CACHE=0 runs without the persistent cache (measured both ways in docs/testing.md)
-USE_CACHE = os.environ.get("JAXCONTACT_TEST_CACHE", "1") != "0"
-if USE_CACHE:
-    # environment variables, so subprocesses (CLI tests, notebook kernels) share the cache too
+# The persistent cache serves the subprocesses (the CLI tests' commands, notebook kernels), not the
+# test processes themselves (JAXCONTACT_TEST_CACHE=1: them too; =0: none). Writing an entry serialises
+# the freshly compiled executable (jax's compilation_cache.put_executable_and_time ->
+# executable.serialize()), and that call segfaulted a worker in each whole-tier run of 2026-11-28 (a
+# different program each time, also in single-process runs; never reproduced alone): a crash only a
+# cache write reaches. In the workers it paid little (their programs are nearly all distinct: 80 hits in
+# 1,095 compile requests saved 2.6 s net, first 146 tests, benchmarks.tier_cpu TIER_CPU_PROGRAMS);
+# the commands start cold and compile what earlier commands did (the family CLIs' train/evaluate), and
+# keep it. Measured in docs/testing.md.
+CACHE = os.environ.get("JAXCONTACT_TEST_CACHE", "subprocesses")
+if CACHE != "0":
+    # environment variables, so subprocesses (CLI tests, notebook kernels) share the cache
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO / ".pytest_cache" / "jax-compilation-cache"))
-    # programs that compile in 0.1 s or more are written to the cache: the two xdist workers and the
-    # subprocesses compile many of the same mid-sized programs (0.1-0.3 s each); measured in docs/testing.md
+    # programs that compile in 0.1 s or more are written to the cache: the subprocesses compile many of
+    # the same mid-sized programs (0.1-0.3 s each); measured in docs/testing.md
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
     # Readers and writers of the shared cache take its file lock. Without a size limit JAX writes an
-    # entry in place and unlocked, so a worker could read another's half-written executable: two
+    # entry in place and unlocked, so a process could read another's half-written executable: two
     # workers compiling the same program at once (the cradle and inelastic-pair tests share one) crashed
     # a worker in CI. With a limit (far above what a run writes) every get/put holds the lock.
     os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(16 * 2**30))
+if CACHE == "1":
     jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
     jax.config.update("jax_compilation_cache_max_size", int(os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"]))
     jax.config.update("jax_persistent_cache_min_compile_time_secs",
                       float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+else:  # this process neither reads nor writes it, whatever JAX read from the environment
+    jax.config.update("jax_enable_compilation_cache", False)
 jax.config.update("jax_enable_x64", True)
 
 SHARED = Path(os.environ.get("JAXCONTACT_SHARED", REPO.parent / "shared"))
