@@ -817,9 +817,10 @@ def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, n
 # --- Round cores (spheres, capsules) against each other and against hulls (issue 62) ----------------
 
 ROUND_KINDS = ("sphere", "capsule")
-PAIR_KINDS = ("hull",) + ROUND_KINDS  # the kinds with body–body contacts (a pair of two of them collides)
-"""The round shapes with body–body contacts (``round_round``, ``round_hull``): a sphere-swept
-point or segment. Cylinders and ellipsoids touch the ground only."""
+PAIR_KINDS = ("hull",) + ROUND_KINDS + ("cylinder", "ellipsoid")  # the kinds with body–body contacts
+"""The shapes with body–body contacts (a pair of two of them collides): hulls, the sphere-swept
+point or segment (``round_round``, ``round_hull``), cylinders and ellipsoids (``convex_pair``, the
+general convex method). A sphere-swept hull touches the ground only."""
 
 
 def _seg_point(p0, p1, x):

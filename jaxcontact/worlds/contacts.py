@@ -108,10 +108,15 @@ def _pair_rows(state_a, state_b, pc: collision.PairContacts):
     return jnp.stack([-ra, rb], axis=1)
 
 
-def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str) -> collision.PairContacts:
+def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str, da=None, db=None) -> collision.PairContacts:
     """One pair's manifold by its two bodies' ``Scene.pair_shape`` (static): two hulls
     ``collision.hull_hull``, a sphere or capsule against a hull ``collision.round_hull`` (either
-    order: the normal flipped to point a → b), two of them ``collision.round_round``."""
+    order: the normal flipped to point a → b), two of them ``collision.round_round``; a cylinder
+    or ellipsoid against any kind ``collision.convex_pair`` (``da``, ``db``: the bodies'
+    ``shape_dims``)."""
+    if ta in collision.CONVEX_KINDS or tb in collision.CONVEX_KINDS:
+        return collision.convex_pair(ta, va, ra, da, sa.pos, sa.quat, tb, vb, rb, db, sb.pos, sb.quat, num=n,
+                                     margin=margin)
     if not isinstance(ta, str) and not isinstance(tb, str):
         return collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin, method=method)
     if isinstance(ta, str) and isinstance(tb, str):
@@ -120,6 +125,17 @@ def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str) -
         return collision.round_hull(ta, va, ra, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin)
     pc = collision.round_hull(tb, vb, rb, sb.pos, sb.quat, va, ta, sa.pos, sa.quat, num=n, margin=margin)
     return pc.replace(normal=-pc.normal)
+
+
+def shape_dims(body, num_bodies: int, dtype):
+    """(N, 3) each body's dimensions for ``collision.convex_pair``: a cylinder's (ρ, l, 0), an
+    ellipsoid's (a, b, c) (zeros where a body has neither)."""
+    dims = jnp.zeros((num_bodies, 3), dtype)
+    if body.cylinder is not None:
+        dims = dims.at[:, :2].add(jnp.asarray(body.cylinder, dtype))
+    if body.ellipsoid is not None:
+        dims = dims + jnp.asarray(body.ellipsoid, dtype)
+    return dims
 
 
 def pair_gaps(scene: Scene, params: Params, state: State):
@@ -160,12 +176,14 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
 
         rad = params.body.radius if params.body.radius is not None else jnp.zeros(scene.num_bodies, dtype)
         ra, rb = rad[ia], rad[ib]
+        dims = shape_dims(params.body, scene.num_bodies, dtype)
+        da, db = dims[ia], dims[ib]
 
-        def one(va, ra, sa, vb, rb, sb, margin, ta=ta, tb=tb):
-            pc = round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n, margin, scene.narrow_phase)
+        def one(va, ra, sa, vb, rb, sb, margin, da, db, ta=ta, tb=tb):
+            pc = round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n, margin, scene.narrow_phase, da, db)
             return _pair_rows(sa, sb, pc), pc.phi, pc.valid, pc.kind
 
-        r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx])
+        r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx], da, db)
         out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
     cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
     if not broad:  # every pair, in the scene's order
