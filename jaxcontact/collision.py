@@ -1028,7 +1028,9 @@ CONVEX_KINDS = ("cylinder", "ellipsoid")
 """The round shapes whose pairs go through ``convex_pair`` (no closed form)."""
 CONVEX_LATTICE = 48  # candidate axes on a Fibonacci lattice
 CONVEX_ITERATIONS = 40  # pattern-search steps from the best candidate
-CONVEX_RING = 6  # axes per pattern-search ring
+CONVEX_RING = 8  # axes per pattern-search ring
+CONVEX_SHRINK = 0.7  # the ring's angle shrinks so when no axis of it is better
+CONVEX_STARTS = 3  # pattern searches, from the best candidates (overlapping pairs have local maxima)
 _BIG = 1e9
 
 
@@ -1229,8 +1231,7 @@ def _best_axis(a: _Convex, b: _Convex):
                             own, -own, crosses, -crosses])
     sep = jax.vmap(lambda n: _separation(a, b, n))
     vals = sep(cand)
-    i = _argmax(vals)
-    n0, f0 = cand[i], vals[i]
+    _, top = jax.lax.top_k(vals, CONVEX_STARTS)
     delta0 = jnp.asarray(np.sqrt(4 * np.pi / CONVEX_LATTICE), dt)
     golden = np.pi * (3 - 5 ** 0.5)
     ring = 2 * np.pi * np.arange(CONVEX_RING) / CONVEX_RING
@@ -1241,15 +1242,23 @@ def _best_axis(a: _Convex, b: _Convex):
         ang = jnp.asarray(ring, dt) + k * golden
         dirs = (jnp.cos(delta) * n[None] + jnp.sin(delta) * (jnp.cos(ang)[:, None] * t1[None]
                                                              + jnp.sin(ang)[:, None] * t2[None]))
-        dirs = _unit(dirs)
+        # and the support-point step (where sep is smooth, the best axis is the one along which
+        # the two support points differ: z = s_b(−n) − s_a(n) ∥ n), and halfway to it
+        z = b.support(-n) - a.support(n)
+        fp = jnp.where(f >= 0, 1.0, -1.0) * _unit(z)
+        dirs = _unit(jnp.concatenate([dirs, fp[None], (n + fp)[None]]))
         v = sep(dirs)
         j = _argmax(v)
         better = v[j] > f
         return (jnp.where(better, dirs[j], n), jnp.where(better, v[j], f),
-                jnp.where(better, delta, 0.5 * delta)), None
+                jnp.where(better, delta, CONVEX_SHRINK * delta)), None
 
-    (n, f, _), _ = jax.lax.scan(step, (n0, f0, delta0), jnp.arange(CONVEX_ITERATIONS, dtype=dt))
-    return n
+    def search(n0, f0):
+        (n, f, _), _ = jax.lax.scan(step, (n0, f0, delta0), jnp.arange(CONVEX_ITERATIONS, dtype=dt))
+        return n, f
+
+    n, f = jax.vmap(search)(cand[top], vals[top])
+    return n[_argmax(f)]
 
 
 def _convex_shape(kind, verts, radius, dims, pos, quat, dt):
