@@ -1027,7 +1027,7 @@ def round_hull(kind_a, verts_a, radius_a, pos_a, quat_a, verts_b, topo_b, pos_b,
 CONVEX_KINDS = ("cylinder", "ellipsoid")
 """The round shapes whose pairs go through ``convex_pair`` (no closed form)."""
 CONVEX_LATTICE = 48  # candidate axes on a Fibonacci lattice
-CONVEX_ITERATIONS = 40  # pattern-search steps from the best candidate
+CONVEX_ITERATIONS = 32  # pattern-search steps from the best candidate
 CONVEX_RING = 8  # axes per pattern-search ring
 CONVEX_SHRINK = 0.7  # the ring's angle shrinks so when no axis of it is better
 CONVEX_STARTS = 3  # pattern searches, from the best candidates (overlapping pairs have local maxima)
@@ -1091,6 +1091,27 @@ class _Convex:
             an = self.dims[:3] * nl
             s = self.dims[:3] * an / jnp.sqrt(jnp.maximum(an @ an, jnp.finfo(an.dtype).tiny))
         return self.pos + self.rot @ s
+
+    def support_segment(self, n, tol):
+        """(p, q) world ends of the shape's support feature along n when it is a segment (a
+        hull's edge: its two highest vertices within ``tol`` (m) of each other; a cylinder's side
+        line or a capsule's axis within ``tol`` of perpendicular), else its support point twice.
+        Chosen without gradient, the points traced."""
+        sg = jax.lax.stop_gradient
+        s = self.support(n)
+        if self.hull:
+            w = self.world_verts()
+            h = sg(w @ n)
+            i = _argmax(h)
+            j = _argmax(jnp.where(jnp.arange(h.shape[0]) == i, -jnp.inf, h))
+            return s, jnp.where(h[i] - h[j] <= tol, w[j], s)
+        if self.kind in ("cylinder", "capsule"):
+            z = self.rot[:, 2] if self.kind == "cylinder" else _unit(self.world_verts()[1] - self.world_verts()[0])
+            half = self.dims[1] if self.kind == "cylinder" else 0.5 * jnp.linalg.norm(self.world_verts()[1] - self.world_verts()[0])
+            side = sg(jnp.abs(jnp.dot(n, z)) * half <= tol)
+            mid = s - jnp.dot(s - self.pos, z) * z
+            return jnp.where(side, mid - half * z, s), jnp.where(side, mid + half * z, s)
+        return s, s
 
     def axes(self, other_centre):
         """(m, 3) candidate world axes (either sign is tried) of this shape's own features: a hull's
@@ -1224,6 +1245,8 @@ def _best_axis(a: _Convex, b: _Convex):
     dt = a.pos.dtype
     own = jnp.concatenate([a.axes(b.pos), b.axes(a.pos)])
     la, lb = a.lines(), b.lines()
+    lines = jnp.concatenate([la, lb])
+    kappa = 4.0 * (a.size() + b.size())
     crosses = jnp.cross(la[:, None], lb[None]).reshape(-1, 3)
     ok = jnp.sum(crosses * crosses, axis=-1) > 1e-12
     crosses = jnp.where(ok[:, None], _unit(crosses), jnp.asarray([1.0, 0.0, 0.0], dt))
@@ -1242,11 +1265,18 @@ def _best_axis(a: _Convex, b: _Convex):
         ang = jnp.asarray(ring, dt) + k * golden
         dirs = (jnp.cos(delta) * n[None] + jnp.sin(delta) * (jnp.cos(ang)[:, None] * t1[None]
                                                              + jnp.sin(ang)[:, None] * t2[None]))
-        # and the support-point step (where sep is smooth, the best axis is the one along which
-        # the two support points differ: z = s_b(−n) − s_a(n) ∥ n), and halfway to it
+        # and the support-point steps: at the best axis the two support points differ along it,
+        # z = s_b(−n) − s_a(n) = f n; the step to z + (κ − f) n is a damped one towards it
+        # (κ above the surfaces' radii of curvature, so it does not overshoot on curved ones)
         z = b.support(-n) - a.support(n)
-        fp = jnp.where(f >= 0, 1.0, -1.0) * _unit(z)
-        dirs = _unit(jnp.concatenate([dirs, fp[None], (n + fp)[None]]))
+        fp = _unit(jnp.stack([z + (kappa - f) * n, z + (0.25 * kappa - f) * n]))
+        # the optimum often lies on a ridge of sep (where a support jumps: n ⟂ a cylinder's or a
+        # capsule's axis, ⟂ a hull's edge), which a ring rarely follows: n and the support-point
+        # steps projected onto each ridge
+        both = jnp.concatenate([n[None], fp])
+        proj = (both[:, None] - (both @ lines.T)[..., None] * lines[None]).reshape(-1, 3)
+        proj = jnp.where(jnp.sum(proj * proj, axis=-1, keepdims=True) > 1e-12, proj, n)
+        dirs = _unit(jnp.concatenate([dirs, fp, proj]))
         v = sep(dirs)
         j = _argmax(v)
         better = v[j] > f
@@ -1301,16 +1331,25 @@ def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_
         ta, ha = jax.vmap(lambda p: b.entry(p, n))(pa)
         pb = b.extremes(-n)
         tb, hb = jax.vmap(lambda p: a.entry(p, -n))(pb)
-        # the deepest pair's point: over a's support point where its line along n meets b, else
-        # over b's where it meets a (a flat feature's support is any of its points), else midway
+        # the deepest pair's point: over a's support point where its line along n meets b at the
+        # pair's φ, else over b's (a flat feature's support is any of its points, not always over
+        # the other body), else midway, where no other candidate is as deep
+        size = jnp.minimum(a.size(), b.size())
+        close = jnp.maximum(1e-7, 1e3 * jnp.finfo(dt).eps) * size
         t0a, h0a = b.entry(xa, n)
         t0b, h0b = a.entry(yb, -n)
-        x0 = jnp.where(h0a, xa + 0.5 * deep * n, jnp.where(h0b, yb - 0.5 * deep * n, 0.5 * (xa + yb)))
+        on_a = h0a & sg(t0a <= deep + close)
+        on_b = h0b & sg(t0b <= deep + close)
+        # (an edge or a side line against another: the closest points of the two segments)
+        ca, cb = _seg_seg(*a.support_segment(n, close), *b.support_segment(-n, close))
+        x0 = jnp.where(on_a, xa + 0.5 * deep * n, jnp.where(on_b, yb - 0.5 * deep * n, 0.5 * (ca + cb)))
         x = jnp.concatenate([x0[None], pa + 0.5 * ta[:, None] * n, pb - 0.5 * tb[:, None] * n])
         phi = jnp.concatenate([deep[None], ta, tb])
         margin = jnp.asarray(margin, dt)
-        mask = jnp.concatenate([jnp.ones((1,), bool), ha, hb]) & (sg(phi) <= margin)
-        tol = POINT_TOL * jnp.minimum(a.size(), b.size())
+        others = jnp.concatenate([ha, hb]) & sg(phi[1:] <= deep + close)
+        first = on_a | on_b | ~jnp.any(others)
+        mask = jnp.concatenate([first[None], ha, hb]) & (sg(phi) <= margin)
+        tol = POINT_TOL * size
         keep, ok, kind = _reduce(sg(x), sg(phi), mask, n, num, tol)
         valid = ok & (sg(deep) <= margin)
         kind = jnp.where(jnp.any(valid), kind, jnp.int32(PatchType.NONE)).astype(jnp.int32)
