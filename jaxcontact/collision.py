@@ -1151,7 +1151,14 @@ class _Convex:
             return self.world_verts()
         if self.kind == "cylinder":
             from .geometry import cylinder_rim
-            return self.pos + cylinder_rim(self.dims[:2], -(self.rot.T @ n)) @ self.rot.T
+            # and 8 fixed points of each rim (a cap on another's overlaps it where the rim's
+            # deepest three may hang off)
+            ang = 2 * np.pi * np.arange(8) / 8
+            ring = np.stack([np.cos(ang), np.sin(ang), np.zeros(8)], axis=1)
+            fixed = jnp.concatenate([self.dims[0] * ring + jnp.stack([0.0 * ang, 0.0 * ang, sign * self.dims[1] + 0.0 * ang], 1)
+                                     for sign in (-1.0, 1.0)])
+            rim = jnp.concatenate([cylinder_rim(self.dims[:2], -(self.rot.T @ n)), fixed.astype(self.pos.dtype)])
+            return self.pos + rim @ self.rot.T
         if self.kind == "capsule":
             return self.world_verts() + self.radius * n
         return self.support(n)[None]
@@ -1344,7 +1351,10 @@ def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_
         ca, cb = _seg_seg(*a.support_segment(n, close), *b.support_segment(-n, close))
         x0 = jnp.where(on_a, xa + 0.5 * deep * n, jnp.where(on_b, yb - 0.5 * deep * n, 0.5 * (ca + cb)))
         x = jnp.concatenate([x0[None], pa + 0.5 * ta[:, None] * n, pb - 0.5 * tb[:, None] * n])
-        phi = jnp.concatenate([deep[None], ta, tb])
+        # its φ from the witness points, for φ's derivative (a face's support is any of its points,
+        # an edge's any of the edge's, but only the witness moves as the contact does)
+        phi0 = jnp.where(on_a, t0a, jnp.where(on_b, t0b, jnp.dot(n, cb - ca)))
+        phi = jnp.concatenate([phi0[None], ta, tb])
         margin = jnp.asarray(margin, dt)
         others = jnp.concatenate([ha, hb]) & sg(phi[1:] <= deep + close)
         first = on_a | on_b | ~jnp.any(others)

@@ -75,10 +75,11 @@ def _surface(kind, pos, rot, k=160):
         elif kind == "sphere":
             local = r * s
         else:
-            t = np.linspace(0, 1, 60)[:, None]
+            t = np.linspace(0, 1, 2 * k)[:, None]
             seg = CAP[0] + t * (CAP[1] - CAP[0])
+            ring = np.linspace(0, 2 * np.pi, 2 * k, endpoint=False)
             local = np.concatenate([np.where(s[:, 2:] < 0, CAP[0], CAP[1]) + r * s,
-                                    (seg[:, None] + r * np.stack([np.cos(th), np.sin(th), 0 * th], 1)[None]).reshape(-1, 3)])
+                                    (seg[:, None] + r * np.stack([np.cos(ring), np.sin(ring), 0 * ring], 1)[None]).reshape(-1, 3)])
     return pos + local @ rot.T
 
 
@@ -152,14 +153,15 @@ def test_convex_pairs_match_the_definition_and_sampled_surfaces(dtype, pairs):
             if lower > 0.002:  # apart: the sampled surfaces' least distance bounds φ from above
                 apart += 1
                 sa, sb = _surface(ka, pa[i], ra), _surface(kb, pb[i], rb)
-                dist, j = cKDTree(sb).query(sa)
+                tree_a, tree_b = cKDTree(sa), cKDTree(sb)
+                dist, j = tree_b.query(sa)
                 k = np.argmin(dist)
                 assert phi <= dist[k] + tol, (ka, kb, i)
                 assert dist[k] - phi < 2e-4, (ka, kb, i, dist[k], phi)  # the bound is tight: the sampling's spacing
                 assert float(n @ (sb[j[k]] - sa[k])) / dist[k] > 0.95, (ka, kb, i)  # to the sampling's spacing
                 # the point's ends lie on the sampled surfaces (the closest pair need not be unique)
-                assert cKDTree(sa).query(p0 - 0.5 * phi * n)[0] < 3e-3, (ka, kb, i)
-                assert cKDTree(sb).query(p0 + 0.5 * phi * n)[0] < 3e-3, (ka, kb, i)
+                assert tree_a.query(p0 - 0.5 * phi * n)[0] < 3e-3, (ka, kb, i)
+                assert tree_b.query(p0 + 0.5 * phi * n)[0] < 3e-3, (ka, kb, i)
             # the first point: midway between a's surface (support along n) and b's along the normal
             assert float(n @ (p0 - 0.5 * phi * n)) == pytest.approx(_support(ka, pa[i], ra, n[None])[0], abs=10 * tol)
             assert float(-n @ (p0 + 0.5 * phi * n)) == pytest.approx(_support(kb, pb[i], rb, -n[None])[0], abs=10 * tol)
@@ -183,12 +185,16 @@ def test_resting_manifolds_cylinder_on_a_box():
     np.testing.assert_allclose(np.asarray(stand.phi)[v], 0.001, atol=1e-12)
     np.testing.assert_allclose(np.asarray(stand.normal), [0, 0, -1], atol=1e-12)
     pts = np.asarray(stand.point)[v]
-    np.testing.assert_allclose(np.hypot(pts[:, 0] - 0.01, pts[:, 1]), 0.04, atol=1e-12)
+    rad = np.hypot(pts[:, 0] - 0.01, pts[:, 1])
+    assert np.all(np.isclose(rad, 0.04, atol=1e-12) | np.isclose(rad, 0.0, atol=1e-12))  # the rim, or the cap's centre
+    centre = np.any(np.isclose(rad, 0.0, atol=1e-12))
+    pts = pts[np.isclose(rad, 0.04, atol=1e-12)]
+    assert len(pts) >= 3
     above = collision.convex_pair(*cyl, jnp.array([0.01, 0.0, 0.03 + 0.05 + 0.003]), q0, *box, jnp.zeros(3), q0,
                                   num=4, margin=0.002)  # 3 mm apart, beyond the margin: no contact
     assert not np.any(np.asarray(above.valid)) and int(above.kind) == 0
     ang = np.sort(np.arctan2(pts[:, 1], pts[:, 0] - 0.01))
-    assert np.max(np.diff(np.r_[ang, ang[0] + 2 * np.pi])) < np.pi  # the centre is inside their polygon
+    assert centre or np.max(np.diff(np.r_[ang, ang[0] + 2 * np.pi])) < np.pi  # the centre is in the support polygon
     lie = collision.convex_pair(*cyl, jnp.array([0.0, 0.0, 0.03 + 0.04 - 0.0005]), qy, *box, jnp.zeros(3), q0,
                                 num=4, margin=0.002)
     v = np.asarray(lie.valid)
