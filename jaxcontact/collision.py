@@ -817,9 +817,10 @@ def _hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, n
 # --- Round cores (spheres, capsules) against each other and against hulls (issue 62) ----------------
 
 ROUND_KINDS = ("sphere", "capsule")
-PAIR_KINDS = ("hull",) + ROUND_KINDS  # the kinds with body–body contacts (a pair of two of them collides)
-"""The round shapes with body–body contacts (``round_round``, ``round_hull``): a sphere-swept
-point or segment. Cylinders and ellipsoids touch the ground only."""
+PAIR_KINDS = ("hull",) + ROUND_KINDS + ("cylinder", "ellipsoid")  # the kinds with body–body contacts
+"""The shapes with body–body contacts (a pair of two of them collides): hulls, the sphere-swept
+point or segment (``round_round``, ``round_hull``), cylinders and ellipsoids (``convex_pair``, the
+general convex method). A sphere-swept hull touches the ground only."""
 
 
 def _seg_point(p0, p1, x):
@@ -1008,3 +1009,359 @@ def round_hull(kind_a, verts_a, radius_a, pos_a, quat_a, verts_b, topo_b, pos_b,
                     jnp.stack([n, n0, n1]))
         p, q, d, dirs = ends
         return _manifold(p + radius_a * dirs, q, d - radius_a, dirs, num, jnp.asarray(margin, dt), dt)
+
+
+# --- The general convex method: cylinders and ellipsoids against every kind (issue 62, item 4) ------
+#
+# A support-function separating-axis test over continuous directions. For convex A and B, the
+# separation along a unit axis n (a → b) is sep(n) = min_B n·y − max_A n·x = −h_B(−n) − h_A(n)
+# (h: support functions), and the signed distance is exactly φ = max over unit n of sep(n): the
+# distance when apart, minus the penetration depth (the least translation) when overlapping. The
+# maximum is found without gradient: sep at a set of candidate axes (a Fibonacci lattice, the
+# centres' direction, the hull's face normals, the cylinder's axis and radial direction, crosses of
+# axes with edges), then a pattern search on the sphere from the best one (a ring of axes at an
+# angle that halves when none is better, its phase turned each time). φ, the support points and the
+# manifold are then recomputed from the traced poses at that axis: by Danskin's theorem dφ is exact
+# where the maximiser is unique. Docs: docs/worlds.md, "Shapes" (why this method, measured).
+
+CONVEX_KINDS = ("cylinder", "ellipsoid")
+"""The round shapes whose pairs go through ``convex_pair`` (no closed form)."""
+CONVEX_LATTICE = 48  # candidate axes on a Fibonacci lattice
+CONVEX_ITERATIONS = 32  # pattern-search steps from the best candidate
+CONVEX_RING = 8  # axes per pattern-search ring
+CONVEX_SHRINK = 0.7  # the ring's angle shrinks so when no axis of it is better
+CONVEX_STARTS = 3  # pattern searches, from the best candidates (overlapping pairs have local maxima)
+_BIG = 1e9
+
+
+def _fibonacci(num: int) -> np.ndarray:
+    k = np.arange(num) + 0.5
+    z = 1 - 2 * k / num
+    phi = np.pi * (1 + 5 ** 0.5) * k
+    r = np.sqrt(1 - z * z)
+    return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Convex:
+    """One body of a ``convex_pair`` in the world: its kind ("sphere", "capsule", "cylinder",
+    "ellipsoid", or a ``HullTopology``), body-frame vertices, radius, dims (a cylinder's (ρ, l), an
+    ellipsoid's (a, b, c)), rotation and position (all traced)."""
+
+    kind: object
+    verts: jnp.ndarray
+    radius: jnp.ndarray
+    dims: jnp.ndarray
+    rot: jnp.ndarray
+    pos: jnp.ndarray
+
+    @property
+    def hull(self):
+        return isinstance(self.kind, HullTopology)
+
+    def world_verts(self):
+        if self.hull:
+            return self.pos + self.verts[np.asarray(self.kind.vertices, np.int32)] @ self.rot.T
+        return self.pos + self.verts[:2 if self.kind == "capsule" else 1] @ self.rot.T
+
+    def size(self):
+        """Its largest extent from the centre (without gradient): the tolerance's scale."""
+        sg = jax.lax.stop_gradient
+        if self.hull:
+            return jnp.max(jnp.linalg.norm(sg(self.verts)[np.asarray(self.kind.vertices, np.int32)], axis=-1))
+        if self.kind == "cylinder":
+            return jnp.linalg.norm(sg(self.dims)[:2])
+        if self.kind == "ellipsoid":
+            return jnp.max(sg(self.dims)[:3])
+        core = jnp.linalg.norm(sg(self.verts)[:2 if self.kind == "capsule" else 1], axis=-1)
+        return jnp.max(core) + sg(self.radius)
+
+    def support(self, n):
+        """The world point of the shape farthest along the world unit axis n (its feature chosen
+        without gradient, the point traced)."""
+        if self.kind in ("sphere", "capsule") or self.hull:
+            w = self.world_verts()
+            i = _argmax(jax.lax.stop_gradient(w @ n))
+            return w[i] + (0.0 if self.hull else self.radius * n)
+        nl = self.rot.T @ n
+        if self.kind == "cylinder":
+            u = _unit(jax.lax.stop_gradient(nl[:2]))
+            s = jnp.concatenate([self.dims[0] * u, (self.dims[1] * jnp.sign(jax.lax.stop_gradient(nl[2])))[None]])
+        else:
+            an = self.dims[:3] * nl
+            s = self.dims[:3] * an / jnp.sqrt(jnp.maximum(an @ an, jnp.finfo(an.dtype).tiny))
+        return self.pos + self.rot @ s
+
+    def support_segment(self, n, tol):
+        """(p, q) world ends of the shape's support feature along n when it is a segment (a
+        hull's edge: its two highest vertices within ``tol`` (m) of each other; a cylinder's side
+        line or a capsule's axis within ``tol`` of perpendicular), else its support point twice.
+        Chosen without gradient, the points traced."""
+        sg = jax.lax.stop_gradient
+        s = self.support(n)
+        if self.hull:
+            w = self.world_verts()
+            h = sg(w @ n)
+            i = _argmax(h)
+            j = _argmax(jnp.where(jnp.arange(h.shape[0]) == i, -jnp.inf, h))
+            return s, jnp.where(h[i] - h[j] <= tol, w[j], s)
+        if self.kind in ("cylinder", "capsule"):
+            z = self.rot[:, 2] if self.kind == "cylinder" else _unit(self.world_verts()[1] - self.world_verts()[0])
+            half = self.dims[1] if self.kind == "cylinder" else 0.5 * jnp.linalg.norm(self.world_verts()[1] - self.world_verts()[0])
+            side = sg(jnp.abs(jnp.dot(n, z)) * half <= tol)
+            mid = s - jnp.dot(s - self.pos, z) * z
+            return jnp.where(side, mid - half * z, s), jnp.where(side, mid + half * z, s)
+        return s, s
+
+    def axes(self, other_centre):
+        """(m, 3) candidate world axes (either sign is tried) of this shape's own features: a hull's
+        face normals, a cylinder's axis and its radial direction towards the other body, a
+        capsule's axis."""
+        if self.hull:
+            _, _, rings = _hull_faces(self.kind)
+            ring = self.verts[rings] @ self.rot.T
+            return _unit(jnp.sum(jnp.cross(ring, jnp.roll(ring, -1, axis=1)), axis=1))
+        if self.kind == "cylinder":
+            z = self.rot[:, 2]
+            d = other_centre - self.pos
+            return jnp.stack([z, _unit(d - jnp.dot(d, z) * z)])
+        if self.kind == "capsule":
+            w = self.world_verts()
+            return _unit(w[1] - w[0])[None]
+        return jnp.zeros((0, 3), self.pos.dtype)
+
+    def lines(self):
+        """(m, 3) world directions of its edges and axes (for cross-product axes)."""
+        if self.hull:
+            e = np.asarray(self.kind.class_edges, np.int32)
+            ed = self.kind.edge_array[e]
+            return _unit((self.verts[ed[:, 1]] - self.verts[ed[:, 0]]) @ self.rot.T)
+        if self.kind == "cylinder":
+            return self.rot[:, 2][None]
+        if self.kind == "capsule":
+            w = self.world_verts()
+            return _unit(w[1] - w[0])[None]
+        return jnp.zeros((0, 3), self.pos.dtype)
+
+    def extremes(self, n):
+        """(m, 3) world points of the shape that may touch a body lying along +n: a hull's
+        vertices, a cylinder's six rim points (``geometry.cylinder_rim``), a capsule's two end
+        supports, a sphere's or ellipsoid's support point."""
+        if self.hull:
+            return self.world_verts()
+        if self.kind == "cylinder":
+            from .geometry import cylinder_rim
+            # and 8 fixed points of each rim (a cap on another's overlaps it where the rim's
+            # deepest three may hang off)
+            ang = 2 * np.pi * np.arange(8) / 8
+            ring = np.stack([np.cos(ang), np.sin(ang), np.zeros(8)], axis=1)
+            fixed = jnp.concatenate([self.dims[0] * ring + jnp.stack([0.0 * ang, 0.0 * ang, sign * self.dims[1] + 0.0 * ang], 1)
+                                     for sign in (-1.0, 1.0)])
+            rim = jnp.concatenate([cylinder_rim(self.dims[:2], -(self.rot.T @ n)), fixed.astype(self.pos.dtype)])
+            return self.pos + rim @ self.rot.T
+        if self.kind == "capsule":
+            return self.world_verts() + self.radius * n
+        return self.support(n)[None]
+
+    def entry(self, p, d):
+        """(t, hit) where the line p + t d (d a unit vector, t over all reals) enters the shape."""
+        dt = p.dtype
+        big = jnp.asarray(_BIG, dt)
+        if self.hull:
+            _, _, rings = _hull_faces(self.kind)
+            ring = (self.pos + self.verts[rings] @ self.rot.T)
+            nf = _unit(jnp.sum(jnp.cross(ring, jnp.roll(ring, -1, axis=1)), axis=1))
+            off = jnp.sum(nf * jnp.mean(ring, axis=1), axis=-1) - nf @ p  # inside: n_f·(p + t d) ≤ off_f + n_f·p
+            den = nf @ d
+            safe = jnp.where(jnp.abs(den) > 1e-12, den, 1.0)
+            t = off / safe
+            lo = jnp.max(jnp.where(den < -1e-12, t, jnp.where((jnp.abs(den) <= 1e-12) & (off < 0), big, -big)))
+            hi = jnp.min(jnp.where(den > 1e-12, t, jnp.where((jnp.abs(den) <= 1e-12) & (off < 0), -big, big)))
+            return lo, jax.lax.stop_gradient(lo <= hi)
+        if self.kind == "sphere":
+            return _ball_entry(p - self.world_verts()[0], d, self.radius)
+        if self.kind == "capsule":
+            w = self.world_verts()
+            t0, h0 = _ball_entry(p - w[0], d, self.radius)
+            t1, h1 = _ball_entry(p - w[1], d, self.radius)
+            half = 0.5 * jnp.linalg.norm(w[1] - w[0])
+            z = _unit(w[1] - w[0])
+            frame = jnp.stack([*_tangents(z), z], axis=1)  # columns: a frame with z along the axis
+            tc, hc = _cylinder_entry(frame.T @ (p - 0.5 * (w[0] + w[1])), frame.T @ d, self.radius, half)
+            t = jnp.minimum(jnp.minimum(jnp.where(h0, t0, big), jnp.where(h1, t1, big)), jnp.where(hc, tc, big))
+            return t, h0 | h1 | hc
+        pl, dl = self.rot.T @ (p - self.pos), self.rot.T @ d
+        if self.kind == "cylinder":
+            return _cylinder_entry(pl, dl, self.dims[0], self.dims[1])
+        a = self.dims[:3]  # the ellipsoid as the unit ball in scaled coordinates (t keeps its scale)
+        ps, ds = pl / a, dl / a
+        aa = ds @ ds
+        b = ps @ ds / aa
+        disc = b * b - (ps @ ps - 1.0) / aa
+        hit = jax.lax.stop_gradient(disc >= 0)
+        return -b - jnp.sqrt(jnp.where(hit, disc, 0.0)), hit
+
+
+def _tangents(n):
+    """Two unit world axes perpendicular to the unit axis n (``geometry.tangent_basis``)."""
+    from .geometry import tangent_basis
+    t = tangent_basis(n)
+    return t[0], t[1]
+
+
+def _ball_entry(p, d, r):
+    """Entry of the line p + t d (unit d) into the ball of radius r at the origin."""
+    b = p @ d
+    disc = b * b - (p @ p - r * r)
+    hit = jax.lax.stop_gradient(disc >= 0)
+    return -b - jnp.sqrt(jnp.where(hit, disc, 0.0)), hit
+
+
+def _cylinder_entry(p, d, rho, half):
+    """Entry of the line p + t d into the solid cylinder of radius rho about z, |z| ≤ half (its frame)."""
+    dt = p.dtype
+    big = jnp.asarray(_BIG, dt)
+    a = d[:2] @ d[:2]
+    b = p[:2] @ d[:2]
+    c = p[:2] @ p[:2] - rho * rho
+    along = jax.lax.stop_gradient(a <= 1e-12)
+    sa = jnp.where(along, 1.0, a)
+    disc = b * b - sa * c
+    side_hit = jax.lax.stop_gradient(jnp.where(along, c <= 0, disc >= 0))
+    root = jnp.sqrt(jnp.where(side_hit & ~along, disc, 0.0))
+    lo_s = jnp.where(along, -big, (-b - root) / sa)
+    hi_s = jnp.where(along, big, (-b + root) / sa)
+    flat = jax.lax.stop_gradient(jnp.abs(d[2]) <= 1e-12)
+    sd = jnp.where(flat, 1.0, d[2])
+    t1, t2 = (-half - p[2]) / sd, (half - p[2]) / sd
+    lo_z = jnp.where(flat, -big, jnp.minimum(t1, t2))
+    hi_z = jnp.where(flat, big, jnp.maximum(t1, t2))
+    cap_hit = jax.lax.stop_gradient(jnp.where(flat, jnp.abs(p[2]) <= half, True))
+    lo, hi = jnp.maximum(lo_s, lo_z), jnp.minimum(hi_s, hi_z)
+    return lo, side_hit & cap_hit & jax.lax.stop_gradient(lo <= hi)
+
+
+def _separation(a: _Convex, b: _Convex, n):
+    """sep(n) = n·(s_b(−n) − s_a(n)): the gap of the two shapes along the unit axis n (a → b)."""
+    return jnp.dot(n, b.support(-n) - a.support(n))
+
+
+def _best_axis(a: _Convex, b: _Convex):
+    """The unit axis (a → b) of largest separation (stop-gradient inputs): candidates, then a
+    pattern search on the sphere."""
+    dt = a.pos.dtype
+    own = jnp.concatenate([a.axes(b.pos), b.axes(a.pos)])
+    la, lb = a.lines(), b.lines()
+    lines = jnp.concatenate([la, lb])
+    kappa = 4.0 * (a.size() + b.size())
+    crosses = jnp.cross(la[:, None], lb[None]).reshape(-1, 3)
+    ok = jnp.sum(crosses * crosses, axis=-1) > 1e-12
+    crosses = jnp.where(ok[:, None], _unit(crosses), jnp.asarray([1.0, 0.0, 0.0], dt))
+    cand = jnp.concatenate([jnp.asarray(_fibonacci(CONVEX_LATTICE), dt), _unit(b.pos - a.pos)[None],
+                            own, -own, crosses, -crosses])
+    sep = jax.vmap(lambda n: _separation(a, b, n))
+    vals = sep(cand)
+    _, top = jax.lax.top_k(vals, CONVEX_STARTS)
+    delta0 = jnp.asarray(np.sqrt(4 * np.pi / CONVEX_LATTICE), dt)
+    golden = np.pi * (3 - 5 ** 0.5)
+    ring = 2 * np.pi * np.arange(CONVEX_RING) / CONVEX_RING
+
+    def step(carry, k):
+        n, f, delta = carry
+        t1, t2 = _tangents(n)
+        ang = jnp.asarray(ring, dt) + k * golden
+        dirs = (jnp.cos(delta) * n[None] + jnp.sin(delta) * (jnp.cos(ang)[:, None] * t1[None]
+                                                             + jnp.sin(ang)[:, None] * t2[None]))
+        # and the support-point steps: at the best axis the two support points differ along it,
+        # z = s_b(−n) − s_a(n) = f n; the step to z + (κ − f) n is a damped one towards it
+        # (κ above the surfaces' radii of curvature, so it does not overshoot on curved ones)
+        z = b.support(-n) - a.support(n)
+        fp = _unit(jnp.stack([z + (kappa - f) * n, z + (0.25 * kappa - f) * n]))
+        # the optimum often lies on a ridge of sep (where a support jumps: n ⟂ a cylinder's or a
+        # capsule's axis, ⟂ a hull's edge), which a ring rarely follows: n and the support-point
+        # steps projected onto each ridge
+        both = jnp.concatenate([n[None], fp])
+        proj = (both[:, None] - (both @ lines.T)[..., None] * lines[None]).reshape(-1, 3)
+        proj = jnp.where(jnp.sum(proj * proj, axis=-1, keepdims=True) > 1e-12, proj, n)
+        dirs = _unit(jnp.concatenate([dirs, fp, proj]))
+        v = sep(dirs)
+        j = _argmax(v)
+        better = v[j] > f
+        return (jnp.where(better, dirs[j], n), jnp.where(better, v[j], f),
+                jnp.where(better, delta, CONVEX_SHRINK * delta)), None
+
+    def search(n0, f0):
+        (n, f, _), _ = jax.lax.scan(step, (n0, f0, delta0), jnp.arange(CONVEX_ITERATIONS, dtype=dt))
+        return n, f
+
+    n, f = jax.vmap(search)(cand[top], vals[top])
+    return n[_argmax(f)]
+
+
+def _convex_shape(kind, verts, radius, dims, pos, quat, dt):
+    if not (isinstance(kind, HullTopology) or kind in ROUND_KINDS + CONVEX_KINDS):
+        raise ValueError(f"convex_pair: a kind in {ROUND_KINDS + CONVEX_KINDS} or a HullTopology, got {kind!r}")
+    verts = jnp.asarray(verts).astype(dt)
+    if isinstance(kind, HullTopology):
+        _check(verts, kind, "")
+    dims = jnp.zeros(3, dt) if dims is None else jnp.asarray(dims).astype(dt)
+    need = {"cylinder": 2, "ellipsoid": 3}.get(kind if isinstance(kind, str) else "", 0)
+    if dims.shape[-1] < need:
+        raise ValueError(f"convex_pair: a {kind}'s dims hold {need} numbers, got shape {dims.shape}")
+    radius = jnp.asarray(0.0 if radius is None else radius).astype(dt)
+    return _Convex(kind, verts, radius, dims, quat_to_mat(jnp.asarray(quat).astype(dt)), jnp.asarray(pos).astype(dt))
+
+
+def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b, dims_b, pos_b, quat_b,
+                num: int = 4, margin: float = DEFAULT_MARGIN) -> PairContacts:
+    """Contacts of two convex bodies of any kinds by their support functions (the general method
+    for the pairs without a closed form: a cylinder or an ellipsoid against anything). kind_*: a
+    ``HullTopology`` (a hull: ``verts_*`` its padded vertices), "sphere", "capsule" (``verts_*``
+    its core, ``radius_*``), "cylinder" (``dims_*`` = (ρ, l), axis body z) or "ellipsoid"
+    (``dims_*`` = (a, b, c)); static. The normal (a → b) is the axis of largest separation (module
+    notes above: φ exact, the distance or minus the penetration depth); the manifold is the pair's
+    deepest points (midway) and each shape's extreme points along the normal (a hull's vertices, a
+    cylinder's rim points, a capsule's ends) whose line along the normal meets the other shape,
+    each with φ the distance along the normal to where it enters, those within ``margin`` reduced
+    to ``num`` as ``hull_hull`` reduces (a cylinder standing on a face: its rim's triangle; lying:
+    the two ends of its line). Features and axis chosen without gradient, geometry traced."""
+    dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
+    sg = jax.lax.stop_gradient
+    with jax.default_matmul_precision("highest"):
+        a = _convex_shape(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, dt)
+        b = _convex_shape(kind_b, verts_b, radius_b, dims_b, pos_b, quat_b, dt)
+        frozen = lambda s: _Convex(s.kind, sg(s.verts), sg(s.radius), sg(s.dims), sg(s.rot), sg(s.pos))
+        n = sg(_best_axis(frozen(a), frozen(b)))
+        xa, yb = a.support(n), b.support(-n)
+        deep = jnp.dot(n, yb - xa)
+        pa = a.extremes(n)
+        ta, ha = jax.vmap(lambda p: b.entry(p, n))(pa)
+        pb = b.extremes(-n)
+        tb, hb = jax.vmap(lambda p: a.entry(p, -n))(pb)
+        # the deepest pair's point: over a's support point where its line along n meets b at the
+        # pair's φ, else over b's (a flat feature's support is any of its points, not always over
+        # the other body), else midway, where no other candidate is as deep
+        size = jnp.minimum(a.size(), b.size())
+        close = jnp.maximum(1e-7, 1e3 * jnp.finfo(dt).eps) * size
+        t0a, h0a = b.entry(xa, n)
+        t0b, h0b = a.entry(yb, -n)
+        on_a = h0a & sg(t0a <= deep + close)
+        on_b = h0b & sg(t0b <= deep + close)
+        # (an edge or a side line against another: the closest points of the two segments)
+        ca, cb = _seg_seg(*a.support_segment(n, close), *b.support_segment(-n, close))
+        x0 = jnp.where(on_a, xa + 0.5 * deep * n, jnp.where(on_b, yb - 0.5 * deep * n, 0.5 * (ca + cb)))
+        x = jnp.concatenate([x0[None], pa + 0.5 * ta[:, None] * n, pb - 0.5 * tb[:, None] * n])
+        # its φ from the witness points, for φ's derivative (a face's support is any of its points,
+        # an edge's any of the edge's, but only the witness moves as the contact does)
+        phi0 = jnp.where(on_a, t0a, jnp.where(on_b, t0b, jnp.dot(n, cb - ca)))
+        phi = jnp.concatenate([phi0[None], ta, tb])
+        margin = jnp.asarray(margin, dt)
+        others = jnp.concatenate([ha, hb]) & sg(phi[1:] <= deep + close)
+        first = on_a | on_b | ~jnp.any(others)
+        mask = jnp.concatenate([first[None], ha, hb]) & (sg(phi) <= margin)
+        tol = POINT_TOL * size
+        keep, ok, kind = _reduce(sg(x), sg(phi), mask, n, num, tol)
+        valid = ok & (sg(deep) <= margin)
+        kind = jnp.where(jnp.any(valid), kind, jnp.int32(PatchType.NONE)).astype(jnp.int32)
+        return PairContacts(point=x[keep], normal=n, phi=jnp.where(valid, phi[keep], jnp.asarray(FAR, dt)),
+                            valid=valid, kind=kind)

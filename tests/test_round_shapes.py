@@ -279,20 +279,20 @@ def test_one_body_world_is_the_single_body_rollout(kind):
 
 def test_worlds_refuse_pairs_of_round_bodies_by_name():
     bodies = [shapes.box(), shapes.sphere(0.05), shapes.box(), shapes.capsule(0.02, 0.05)]
-    with pytest.raises(ValueError, match=r"body 1, a cylinder.*pairs=\[\(0, 2\)\]"):
-        worlds.make_scene([shapes.box(), shapes.cylinder(0.03, 0.04), shapes.box()])
+    swept = jc.Body(mass=jnp.array(1.0), inertia=jnp.eye(3) * 1e-3, vertices=shapes.box((0.04, 0.04, 0.04)).vertices,
+                    vertex_mask=jnp.ones(8), radius=jnp.array(0.01))  # a sphere-swept hull: the ground only
+    with pytest.raises(ValueError, match=r"body 1, a sphere-swept hull.*pairs=\[\(0, 2\)\]"):
+        worlds.make_scene([shapes.box(), swept, shapes.box()])
     scene, _ = worlds.make_scene(bodies, pairs=[(0, 1), (1, 3), (2, 3)])  # spheres and capsules touch
     assert [g[2] for g in scene.pair_groups()] == [[0], [1], [2]]
     assert [scene.pair_shape(i) for i in (1, 3)] == ["sphere", "capsule"]
-    with pytest.raises(ValueError, match=r"body 1, a cylinder.*touch the ground only"):
-        worlds.make_scene([shapes.box(), shapes.cylinder(0.03, 0.04)])
-    with pytest.raises(ValueError, match="body 1, a ellipsoid"):
-        worlds.make_scene([shapes.sphere(0.05), shapes.ellipsoid((0.05, 0.04, 0.03))])
+    scene, _ = worlds.make_scene([shapes.box(), shapes.cylinder(0.03, 0.04), shapes.ellipsoid((0.05, 0.04, 0.03))])
+    assert scene.pairs == ((0, 1), (0, 2), (1, 2))  # cylinders and ellipsoids touch every kind (convex_pair)
     scene, stacked = worlds.make_scene(bodies, pairs=[(0, 2)])
     assert scene.shapes == ("hull", "sphere", "hull", "capsule") and scene.pairs == ((0, 2),)
     assert stacked.radius.shape == (4,) and float(stacked.radius[0]) == 0.0
-    with pytest.raises(ValueError, match="body 3, a cylinder"):
-        worlds.Scene(topologies=scene.topologies, pairs=((2, 3),), shapes=scene.shapes[:3] + ("cylinder",))
+    with pytest.raises(ValueError, match="body 3, a sphere-swept hull"):
+        worlds.Scene(topologies=scene.topologies, pairs=((2, 3),), shapes=scene.shapes[:3] + ("sphere-swept hull",))
     # a world built for hulls refuses round bodies by name, and the other way round
     hull_scene, hulls = worlds.make_scene([shapes.box(), shapes.box()])
     law = jc.CoulombLCP()
@@ -341,8 +341,8 @@ def _excludes(n):
 def test_mjcf_round_geoms_load_natively_and_write_back():
     """``from_mjcf`` loads sphere, capsule (any pose), cylinder and ellipsoid geoms natively with
     MuJoCo's compiled sizes, masses and inertias, which equal our exact solids'; ``to_mjcf`` writes
-    them back as the same geoms; a sphere and a capsule that may touch are a pair, a cylinder that
-    may touch is refused by name."""
+    them back as the same geoms; every pair that MuJoCo's filter lets touch is a pair (cylinders and
+    ellipsoids too: ``collision.convex_pair``)."""
     pytest.importorskip("mujoco")
     names = ["ball", "pill", "can", "egg"]
     xml = ROUND_MJCF.replace("EXCLUDES", _excludes(names))
@@ -369,8 +369,7 @@ def test_mjcf_round_geoms_load_natively_and_write_back():
         np.testing.assert_allclose(getattr(back[1].body, field), getattr(b, field), rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(np.sort(np.asarray(back[1].body.vertices[1]), 0), np.sort(np.asarray(b.vertices[1]), 0),
                                atol=1e-12)  # the segment's ends (MuJoCo's fromto may swap them)
-    with pytest.raises(ValueError, match=r"body 'ball' \(a sphere\) and body 'can' \(a cylinder\) may touch"):
-        worlds.from_mjcf(ROUND_MJCF.replace("EXCLUDES", ""))
+    assert worlds.from_mjcf(ROUND_MJCF.replace("EXCLUDES", ""))[0].pairs == ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
     spheres_only = _excludes(names).replace('<exclude body1="ball" body2="pill"/>', "")
     assert worlds.from_mjcf(ROUND_MJCF.replace("EXCLUDES", spheres_only))[0].pairs == ((0, 1),)
     off = ROUND_MJCF.replace("EXCLUDES", _excludes(names)).replace('type="cylinder" size', 'type="cylinder" '

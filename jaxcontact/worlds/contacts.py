@@ -111,10 +111,15 @@ def _pair_rows(state_a, state_b, pc: collision.PairContacts):
     return jnp.stack([-ra, rb], axis=1)
 
 
-def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str) -> collision.PairContacts:
+def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str, da=None, db=None) -> collision.PairContacts:
     """One pair's manifold by its two bodies' ``Scene.pair_shape`` (static): two hulls
     ``collision.hull_hull``, a sphere or capsule against a hull ``collision.round_hull`` (either
-    order: the normal flipped to point a → b), two of them ``collision.round_round``."""
+    order: the normal flipped to point a → b), two of them ``collision.round_round``; a cylinder
+    or ellipsoid against any kind ``collision.convex_pair`` (``da``, ``db``: the bodies'
+    ``shape_dims``)."""
+    if ta in collision.CONVEX_KINDS or tb in collision.CONVEX_KINDS:
+        return collision.convex_pair(ta, va, ra, da, sa.pos, sa.quat, tb, vb, rb, db, sb.pos, sb.quat, num=n,
+                                     margin=margin)
     if not isinstance(ta, str) and not isinstance(tb, str):
         return collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin, method=method)
     if isinstance(ta, str) and isinstance(tb, str):
@@ -178,6 +183,15 @@ def fast_pairs(model, params: Params, state: State, pairs):
     r = bounding_radii(params)
     move = model.dt * (jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r)
     return jax.lax.stop_gradient(move[pairs[:, 0]] + move[pairs[:, 1]] > FAST_HIT)
+def shape_dims(body, num_bodies: int, dtype):
+    """(N, 3) each body's dimensions for ``collision.convex_pair``: a cylinder's (ρ, l, 0), an
+    ellipsoid's (a, b, c) (zeros where a body has neither)."""
+    dims = jnp.zeros((num_bodies, 3), dtype)
+    if body.cylinder is not None:
+        dims = dims.at[:, :2].add(jnp.asarray(body.cylinder, dtype))
+    if body.ellipsoid is not None:
+        dims = dims + jnp.asarray(body.ellipsoid, dtype)
+    return dims
 
 
 def pair_gaps(scene: Scene, params: Params, state: State):
@@ -218,12 +232,14 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
 
         rad = params.body.radius if params.body.radius is not None else jnp.zeros(scene.num_bodies, dtype)
         ra, rb = rad[ia], rad[ib]
+        dims = shape_dims(params.body, scene.num_bodies, dtype)
+        da, db = dims[ia], dims[ib]
 
-        def one(va, ra, sa, vb, rb, sb, margin, fast, ta=ta, tb=tb):
+        def one(va, ra, sa, vb, rb, sb, margin, fast, da, db, ta=ta, tb=tb):
             if fast is not None:  # a fast pair: the manifold of the pose it reaches (the features that meet)
                 pa, pb = predicted(model, sa), predicted(model, sb)
                 sa, sb = (jax.tree_util.tree_map(lambda p, c: jnp.where(fast, p, c), ps, cs) for ps, cs in ((pa, sa), (pb, sb)))
-            pc = round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n, margin, scene.narrow_phase)
+            pc = round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n, margin, scene.narrow_phase, da, db)
             rows, phi = _pair_rows(sa, sb, pc), pc.phi
             if fast is not None:  # back to this pose to first order: φ − h v_n, v_n the pair's closing speed now
                 vn = rows[:, 0, 0] @ jnp.concatenate([sa.vel, sa.omega]) + rows[:, 1, 0] @ jnp.concatenate([sb.vel, sb.omega])
@@ -237,7 +253,8 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
                 va, ra, wr[ia], sa, vb, rb, wr[ib], sb, pair_reach[idx])
         else:
             fast = fast_pairs(model, params, state, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1)) if scene.fast_hits else None
-            r, f, v, k = jax.vmap(one)(va, ra, sa, vb, rb, sb, pair_reach[idx], fast)
+            r, f, v, k = jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, 0, None if fast is None else 0, 0, 0))(
+                va, ra, sa, vb, rb, sb, pair_reach[idx], fast, da, db)
         out.append((idx, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1), r, f, v, k))
     cols = [jnp.concatenate([o[i] for o in out]) for i in range(6)]
     if not broad:  # every pair, in the scene's order
@@ -390,5 +407,5 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
 
 
 __all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
-           "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
+           "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
            "warm_table"]

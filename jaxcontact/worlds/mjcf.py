@@ -18,15 +18,14 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   centre of mass, axes along the body frame's), with MuJoCo's compiled sizes (``shapes.sphere``,
   …: ``Body.radius``, ``cylinder``, ``ellipsoid``); a body of several colliding box, mesh, sphere and
   capsule geoms is a ``shapes.compound`` of them (``compound_body``, MuJoCo's mass properties; a
-  cylinder or ellipsoid among them is refused by name); spheres and capsules
-  touch each other and hulls, cylinders and ellipsoids the ground only (a pair with one that
-  MuJoCo's filter lets touch is refused by name); a plane on the
+  cylinder or ellipsoid among them is refused by name); spheres and capsules touch each other and
+  hulls, cylinders and ellipsoids every kind (``collision.convex_pair``); a plane on the
   world body is the ground (the floor: normal +z; a tilted plane is refused). Geoms that collide
   with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
 * Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
   ``body_weldid`` 0; not mocap) is a fixed body at its compiled pose; each other colliding geom on
   the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
-  the geom's), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
+  the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
 * Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
   parent body, or the world). Slide and ball joints, joint limits, springs, damping, armature and
@@ -235,15 +234,11 @@ def _check(mujoco, model, approximate: bool):
             elif not _floor(model, g):
                 problems.append(f"{name}: a tilted plane, normal {_numbers(_plane_normal(model, g))} (the ground is "
                                 "the floor, normal +z; a wall or ramp is a fixed box: a box geom on the world body)")
-        elif b == 0 and kind in ROUND and not approximate:
-            problems.append(f"{name}: a round geom on the world body (fixed scenery is a hull so far: contacts of round "
-                            "bodies with other bodies are issue 62's next slice; approximate=True or --approximate: the hull of "
-                            f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
         elif (b != 0 and not approximate and kind not in COMPOUND_GEOMS
               and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) > 1):
             problems.append(f"{name}: a {kind} in a body of several colliding geoms (a compound's parts are "
                             f"{', '.join(COMPOUND_GEOMS)}; approximate=True or --approximate: the convex hull of them all)")
-        elif kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g):
+        elif b != 0 and kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g):
             problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
                             "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
                             f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
@@ -529,6 +524,16 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     # geoms on the world body (but the floor plane): each a fixed body, its frame the geom's
     for g in world_geoms:
         name = f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} of the world body"
+        kind = M.mjtGeom(model.geom_type[g]).name[len("mjGEOM_"):].lower()
+        if kind in ROUND and not approximate:  # natively, in the geom's frame (a nominal 1 kg, never used)
+            size = np.asarray(model.geom_size[g], float)
+            bodies.append({"sphere": lambda: shapes.sphere(size[0], 1.0), "capsule": lambda: shapes.capsule(size[0], size[1], 1.0),
+                           "cylinder": lambda: shapes.cylinder(size[0], size[1], 1.0),
+                           "ellipsoid": lambda: shapes.ellipsoid(size[:3], 1.0)}[kind]())
+            mus.append(float(model.geom_friction[g, 0]))
+            condims.append({int(model.geom_condim[g])})
+            geoms.append([g])
+            continue
         local = _geom_points(mujoco, model, g)
         local = (local - model.geom_pos[g]) @ np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))
         verts = local if model.geom_type[g] == M.mjtGeom.mjGEOM_BOX else _within_vertex_limit(_extreme(local), name,
@@ -632,15 +637,6 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         body_names += [_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in world_geoms]
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
     scene_kw.setdefault("names", names)
-    kinds = [shapes.shape_kind(bd) for bd in bodies]
-    touching = [(a, c) for a, c in pairs if {kinds[a], kinds[c]} - set(collision.PAIR_KINDS + ("compound",))]
-    if touching:
-        a, c = touching[0]
-        label = lambda i: f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, i + 1)} (a {kinds[i]})"
-        raise ValueError(f"unsupported in a jaxcontact world: {label(a)} and {label(c)} may touch (MuJoCo's contact "
-                         f"filter; {len(touching)} such pairs): body–body contacts exist for hulls, spheres and capsules "
-                         "only; cylinders and ellipsoids touch the ground only; exclude the pairs "
-                         "(<contact><exclude body1=... body2=.../>) or approximate=True (hulls of surface points)")
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),

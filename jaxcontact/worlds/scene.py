@@ -65,7 +65,8 @@ class Scene:
     shapes: None (every body a hull), or each body's shape (``shapes.shape_kind``: "hull",
     "sphere", "capsule", "cylinder", …; ``make_scene`` fills it when a body is round). Spheres and
     capsules touch each other and hulls (``collision.round_round``, ``round_hull``; grouped by
-    kind, ``pair_shape``); a pair holding a cylinder, ellipsoid or sphere-swept hull is refused by name.
+    kind, ``pair_shape``), cylinders and ellipsoids touch every kind (``collision.convex_pair``); a pair
+    holding a sphere-swept hull is refused by name.
     fixed: the indices (sorted) of the bodies fixed to the world (scenery: a table, a wall, a
     ramp; docs/worlds.md, "Fixed scenery"). A fixed body keeps its state exactly as given (never
     integrated, at rest), has zero inverse mass and inertia in the contact problem (its contacts
@@ -147,7 +148,7 @@ class Scene:
             for i in (a, b):
                 if self.shapes is not None and self.shapes[i] not in collision.PAIR_KINDS + (COMPOUND,):
                     raise ValueError(f"Scene.pairs: ({a}, {b}) holds {self.body_name(i)}, a {self.shapes[i]}: body–body "
-                                     f"contacts exist for hulls, {' and '.join(collision.ROUND_KINDS)} only; a "
+                                     f"contacts exist for {', '.join(collision.PAIR_KINDS)} only; a "
                                      f"{self.shapes[i]} touches the ground only; leave the pair out (make_scene's pairs= "
                                      "or exclude=)")
         for a, b in self.pairs:
@@ -350,9 +351,9 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
         first = label(a) if kinds[a] not in collision.PAIR_KINDS else label(b)
         hulls = [p for p in table if p not in round_pairs]
         listed = ", ".join(map(str, hulls[:6])) + (", …" if len(hulls) > 6 else "")
-        raise ValueError(f"make_scene: {len(round_pairs)} of the pairs hold a cylinder or ellipsoid ({first}, first): "
-                         "body–body contacts exist for hulls, spheres and capsules only; cylinders and ellipsoids touch "
-                         f"the ground only. Keep the pairs among the hulls: pairs=[{listed}] (pairs=[] for none), or "
+        raise ValueError(f"make_scene: {len(round_pairs)} of the pairs hold a sphere-swept hull ({first}, first): "
+                         f"body–body contacts exist for {', '.join(collision.PAIR_KINDS)} only; a sphere-swept hull "
+                         f"touches the ground only. Keep the pairs among the hulls: pairs=[{listed}] (pairs=[] for none), or "
                          "exclude the round bodies' pairs with exclude=")
     counts = tuple(int(c) for c in np.sum(np.asarray(stacked.vertex_mask) > 0, axis=-1))
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
