@@ -381,8 +381,10 @@ MUTATIONS = (
              "np.linalg.norm(raw[a:a + 4]) == 0:", "np.linalg.norm(raw[a:a + 4]) < 0:",
              (f"{MJCF}::test_a_keyframe_that_is_no_state_is_refused_by_name",)),
     Mutation("mjcf-com-outside-hull-loads", "mjcf", "jaxcontact/worlds/mjcf.py",
-             "if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):",
-             "if out > np.max(np.linalg.norm(verts, axis=1)):",
+             "            verts = _within_vertex_limit(_extreme(pts), name, approximate)\n        out = com_outside(verts)\n"
+             "        if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):",
+             "            verts = _within_vertex_limit(_extreme(pts), name, approximate)\n        out = com_outside(verts)\n"
+             "        if out > np.max(np.linalg.norm(verts, axis=1)):",
              (f"{MJCF}::test_a_centre_of_mass_outside_the_hull_is_refused_by_name",)),
     Mutation("mjcf-explicit-pair-friction-ignored", "mjcf", "jaxcontact/worlds/mjcf.py",
              "theirs = max(ma, mb) if given is None else given", "theirs = max(ma, mb)",
@@ -574,7 +576,8 @@ MUTATIONS = (
              "    if False:\n        _, phi, valid, _ = geometry.candidate_points",
              ("tests/test_round_shapes.py::test_sphere_penetration_depth_and_reach",)),
     Mutation("mjcf-capsule-axis", "shapes", "jaxcontact/worlds/mjcf.py",
-             "np.asarray(model.geom_quat[g], float)))[:, 2]", "np.asarray(model.geom_quat[g], float)))[:, 0]",
+             "axis = np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))[:, 2]",
+             "axis = np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))[:, 0]",
              ("tests/test_round_shapes.py::test_mjcf_round_geoms_load_natively_and_write_back",)),
     # fixed scenery (issue 62 items 3 and 8: Scene.fixed, MJCF world geoms and jointless bodies)
     Mutation("fixed-mobility-kept", "scenery", "jaxcontact/worlds/pipeline.py",
