@@ -462,6 +462,19 @@ def test_slide_gradients_match_central_differences(cone):
     np.testing.assert_allclose(grad[1], T, rtol=1e-3)
 
 
+def spinning_slide(model, mu, v0, sc, n_steps):
+    """The distance slid along 30° in ``n_steps``: the box launched at ``v0`` spinning at 6 rad/s about
+    the vertical, its mass and inertia × ``sc`` (a direction the forward is invariant along)."""
+    th = np.radians(30.0)
+    u = jnp.asarray([np.cos(th), np.sin(th), 0.0])
+    body = jc.shapes.box(SIZE, MASS)
+    body = body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
+    params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
+    s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=v0 * u,
+                 omega=jnp.asarray([0.0, 0.0, 6.0]))
+    return jnp.dot(jc.rollout(model, params, s, n_steps, output="final").pos, u)
+
+
 @pytest.mark.slow  # a strict xfail of ~50 s a cone: no mutation relies on it (the default tier's time, issue 60)
 @pytest.mark.parametrize("cone", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=(
     "issue 61, open: a face that slides and spins has a normal split the sweeps leave unconverged (I − ∂T/∂z has "
@@ -475,17 +488,7 @@ def test_a_sliding_spinning_box_s_derivative_along_the_mass_scale_is_zero(cone):
     Measured 9.8e-6 (the disc) and 1.3e-4 (the square; its d/dμ 0.28 % off central differences, the
     disc's 0.02 %): ``python -m benchmarks.cone_derivative``."""
     model = jc.Model(law=law(cone))
-    th = np.radians(30.0)
-    u = jnp.asarray([np.cos(th), np.sin(th), 0.0])
-
-    def dist(sc):
-        body = jc.shapes.box(SIZE, MASS)
-        body = body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
-        params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=MU))
-        s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=V0 * u,
-                     omega=jnp.asarray([0.0, 0.0, 6.0]))
-        return jnp.dot(jc.rollout(model, params, s, 100, output="final").pos, u)
-
+    dist = lambda sc: spinning_slide(model, MU, V0, sc, 100)
     assert abs(float(jax.jit(jax.grad(dist))(1.0))) < 1e-8
 
 
@@ -496,16 +499,7 @@ def test_forward_newton_makes_a_sliding_spinning_box_s_derivative_exact(cone):
     defaults 9.8e-6 with the disc: the strict xfail above) and d/dμ, d/dv₀ equal to central
     differences; ``python -m benchmarks.cone_designs`` measures it."""
     model = jc.Model(law=law(cone, forward_newton=10))
-    th = np.radians(30.0)
-    u = jnp.asarray([np.cos(th), np.sin(th), 0.0])
-
-    def dist(mu, v0, sc):
-        body = jc.shapes.box(SIZE, MASS)
-        body = body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
-        params = jc.Params(body=body, ground=jc.Ground.flat(), law=model.law.init_params(mu=mu))
-        s = jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]), vel=v0 * u,
-                     omega=jnp.asarray([0.0, 0.0, 6.0]))
-        return jnp.dot(jc.rollout(model, params, s, 50, output="final").pos, u)
+    dist = lambda mu, v0, sc: spinning_slide(model, mu, v0, sc, 50)
 
     g = [float(x) for x in jax.jit(jax.grad(dist, argnums=(0, 1, 2)))(MU, V0, 1.0)]
     assert abs(g[2]) < 1e-8, g
