@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-SMALL_ROWS = 64
+SMALL_ROWS = 32
 """A problem of at most this many rows (C·d) is small: a world's is formed densely (A built), and
 every dense problem this small is swept unrolled (each row one vector operation over a batch,
 with its own batching rule); larger dense problems sweep in a ``fori_loop`` under plain vmap and
