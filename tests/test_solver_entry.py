@@ -9,7 +9,7 @@ import pytest
 
 import jaxcontact as jc
 from jaxcontact import native
-from jaxcontact.solvers import SMALL_ROWS, LCPSettings, Method, choose, solve_contact
+from jaxcontact.solvers import DENSE_WORLD_ROWS, SMALL_ROWS, LCPSettings, Method, choose, solve_contact
 
 DEFAULT = LCPSettings()
 
@@ -22,7 +22,9 @@ def test_the_table():
     assert choose("dense", SMALL_ROWS + 3, DEFAULT) == Method("dense", "looped", "looped", "vmap")
     assert choose("dense", 24, LCPSettings(fixed_iterations=True)).batching == "vmap"
     # a world's rows: small ones, a relaxed gradient or a jointed world's mobility densely
-    assert choose("bodies", SMALL_ROWS, DEFAULT).form == "dense"
+    assert choose("bodies", DENSE_WORLD_ROWS, DEFAULT) == Method("dense", "unrolled", "unrolled", "tail")
+    assert choose("bodies", DENSE_WORLD_ROWS + 1, DEFAULT).form == "velocity"  # two boxes on the ground: 60 rows
+    assert choose("bodies", SMALL_ROWS, DEFAULT, full_mobility=True) == Method("dense", "unrolled", "unrolled", "tail")
     assert choose("bodies", 300, DEFAULT, gradient=object()).form == "dense"
     assert choose("bodies", 300, DEFAULT, full_mobility=True) == Method("dense", "looped", "looped", "vmap")
     # larger ones in velocity form: the sweeps of LCPSettings.sweeps, colour only with a manifold size
@@ -52,10 +54,11 @@ def test_the_entry_refuses_what_it_cannot_solve():
 
 
 def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
-    """A world's problem below ``SMALL_ROWS`` goes dense: the same impulses as forcing either form
-    (two boxes resting on each other: 8 ground and 4 pair contacts, 36 rows)."""
+    """A world's problem up to ``DENSE_WORLD_ROWS`` goes dense: the same impulses as forcing either
+    form (two boxes resting on each other, 2 ground contacts each and 4 between them: 8 contacts,
+    24 rows)."""
     scene, params, s = jc.worlds.scenes.stack(2)
-    model = jc.worlds.model()
+    model = jc.worlds.model(max_contacts=2)
 
     @jax.jit
     def solve(params, s):  # one compiled program (eagerly, every op would compile on its own)
@@ -63,7 +66,7 @@ def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
         Minv = jax.vmap(lambda b, x: jc.geometry.mass_matrix_inverse(b, x))(params.body, s)
         v1 = jax.vmap(lambda x: x.generalized_velocity())(s) + jnp.array([0.0, 0.0, -0.02, 0.0, 0.0, 0.0])
         bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
-        assert bp.num_contacts * 3 <= SMALL_ROWS  # static
+        assert bp.num_contacts * 3 <= DENSE_WORLD_ROWS  # static
         return [solve_contact(bp, 0.5, model.law.solver, form=f) for f in (None, "dense", "velocity")]
 
     auto, dense, velocity = solve(params, s)

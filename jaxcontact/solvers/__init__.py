@@ -3,7 +3,7 @@
 | module | solver | used by |
 | --- | --- | --- |
 | ``entry`` | ``solve_contact``: the one entry of the contact problem; the method from ``problem.choose``'s table | every law, through its problem |
-| ``problem`` | ``ContactProblem``, ``BodyProblem``, ``ContactSolution``; ``choose`` (the table); ``SMALL_ROWS`` | ``entry``, ``jaxcontact.contact`` |
+| ``problem`` | ``ContactProblem``, ``BodyProblem``, ``ContactSolution``; ``choose`` (the table); ``SMALL_ROWS``, ``DENSE_WORLD_ROWS`` | ``entry``, ``jaxcontact.contact`` |
 | ``batching`` | ``tail_sweeps``, ``with_batching_rule``: the one batching rule (a batch does not wait for its slowest problem) | ``lcp``, ``body_lcp`` |
 | ``lcp`` | ``solve_lcp``: box-friction LCP, projected Gauss–Seidel | ``entry`` (dense form) |
 | ``body_lcp`` | ``solve_body_lcp``: the same LCP between free bodies, PGS in velocity form (A never formed); its sweeps in the fused CPU kernel (``jaxcontact.native``'s ``pgs.cc``, C++ behind ``jax.ffi``), graph-coloured (vectorised) or sequential (``LCPSettings.sweeps``) | ``entry`` (velocity form) |
@@ -24,7 +24,7 @@ from .body_lcp import ground_index, solve_body_lcp, with_ground
 from .entry import degenerate, solve_contact
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root, krylov_guarded_solve
 from .lcp import CONES, LCPSettings, LCPSolution, RowStructure, disc_step, project_disc, regularized, solve_lcp
-from .problem import SMALL_ROWS, BodyProblem, ContactProblem, ContactSolution, Method, choose
+from .problem import DENSE_WORLD_ROWS, SMALL_ROWS, BodyProblem, ContactProblem, ContactSolution, Method, choose
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
 from .qp import QPSettings, QPSolution, solve_qp
 from .root import HybridSettings, RootResult, find_root, powell_hybrid
@@ -32,6 +32,7 @@ from .relaxed import GRADIENT_MODES, RelaxedGradient, check_gradient_mode, relax
 from .relaxed_lcp import relaxed_residual, solve_relaxed_lcp
 
 __all__ = [
+    "DENSE_WORLD_ROWS",
     "SMALL_ROWS",
     "CONES",
     "disc_step",

@@ -10,7 +10,7 @@ law's settings. Each threshold is a constant here, in one place.
 |---|---|---|---|---|
 | a ``ContactProblem`` | rows ≤ ``SMALL_ROWS`` | dense | unrolled | tail (own rule) |
 | a ``ContactProblem`` | rows > ``SMALL_ROWS`` | dense | looped (``fori_loop``) | vmap |
-| a ``BodyProblem`` | rows ≤ ``SMALL_ROWS``, a relaxed gradient, or a jointed world's full mobility | densified (``dense``), then as above | | |
+| a ``BodyProblem`` | rows ≤ ``DENSE_WORLD_ROWS``, a relaxed gradient, or a jointed world's full mobility | densified (``dense``), then as above | | |
 | a ``BodyProblem`` | otherwise | velocity | ``LCPSettings.sweeps``: auto → native / colour; native → native / colour; colour; sequential (colour → sequential without a manifold size) | tail (own rule) |
 | any, with a relaxed law (``RelaxedCoulomb``) | | relaxed (Newton) | | vmap |
 
@@ -27,11 +27,19 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-SMALL_ROWS = 32
+SMALL_ROWS = 64
 """A problem of at most this many rows (C·d) is small: a world's is formed densely (A built), and
 every dense problem this small is swept unrolled (each row one vector operation over a batch,
 with its own batching rule); larger dense problems sweep in a ``fori_loop`` under plain vmap and
 larger worlds are solved in velocity form (A never formed, each sweep over the valid contacts)."""
+
+DENSE_WORLD_ROWS = 32
+"""A world of free bodies (a ``BodyProblem`` without a jointed mobility) of at most this many rows is
+formed densely; above it, in velocity form. One box on the ground (8 contacts, 24 rows) stays dense,
+as the single body's problem; two boxes on the ground (60 rows) go to the velocity form, which
+compiles 4–7× faster and runs 2–3× faster there than the unrolled dense sweep over 60 rows, with the
+same finals to 1e-9 m (``python -m benchmarks.small_rows``, results/small_rows.md). A jointed world's
+full mobility stays dense (its looped sweep runs 3–4× slower than the unrolled one at 60 rows)."""
 
 SWEEP_METHODS = ("auto", "native", "colour", "sequential")
 """``LCPSettings.sweeps``: how the velocity form runs its sweeps."""
@@ -198,7 +206,7 @@ def choose(kind: str, rows: int, settings, gradient=None, full_mobility: bool = 
     if form == "velocity" and (kind == "dense" or full_mobility):
         raise ValueError("the velocity form needs a BodyProblem of free bodies (every body's own M⁻¹); a formed A "
                          "or a jointed world's full mobility is solved densely")
-    dense = kind == "dense" or form == "dense" or (form is None and (rows <= SMALL_ROWS or gradient is not None
+    dense = kind == "dense" or form == "dense" or (form is None and (rows <= DENSE_WORLD_ROWS or gradient is not None
                                                                       or full_mobility))
     if dense:
         sweep = "unrolled" if rows <= SMALL_ROWS else "looped"
@@ -216,5 +224,5 @@ def choose(kind: str, rows: int, settings, gradient=None, full_mobility: bool = 
     return Method("velocity", cpu, elsewhere, "vmap" if uniform else "tail")
 
 
-__all__ = ["SMALL_ROWS", "SWEEP_METHODS", "BodyProblem", "ContactProblem", "ContactSolution", "Method", "block_diag",
+__all__ = ["DENSE_WORLD_ROWS", "SMALL_ROWS", "SWEEP_METHODS", "BodyProblem", "ContactProblem", "ContactSolution", "Method", "block_diag",
            "body_problem", "choose", "dense", "from_body_rows", "from_jacobians", "soften"]
