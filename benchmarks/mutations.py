@@ -775,6 +775,9 @@ MUTATIONS = (
     Mutation("mjcf-round-scenery-as-hulls", "convex pairs", "jaxcontact/worlds/mjcf.py",
              "if kind in ROUND and not approximate:  # natively", "if False:  # natively",
              ("tests/test_convex_pairs.py::test_mjcf_round_scenery_and_cylinder_pairs_load_natively",)),
+    # the dense world threshold (issue 60, tier time): a world of free bodies above DENSE_WORLD_ROWS in velocity form
+    Mutation("table-dense-world-rows-as-small-rows", "solvers", "jaxcontact/solvers/problem.py",
+             "(rows <= DENSE_WORLD_ROWS or gradient", "(rows <= SMALL_ROWS or gradient", (f"{ENTRY}::test_the_table",)),
 )
 
 
