@@ -58,7 +58,8 @@ def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
     form (two boxes resting on each other, 2 ground contacts each and 4 between them: 8 contacts,
     24 rows)."""
     scene, params, s = jc.worlds.scenes.stack(2)
-    model = jc.worlds.model(max_contacts=2)
+    model = jc.Model(law=jc.worlds.DEFAULT_LAW, max_contacts=2)
+    assert model.max_contacts == 2 and model.num_contacts(params.body) == 2, model
 
     @jax.jit
     def solve(params, s):  # one compiled program (eagerly, every op would compile on its own)
@@ -66,7 +67,7 @@ def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
         Minv = jax.vmap(lambda b, x: jc.geometry.mass_matrix_inverse(b, x))(params.body, s)
         v1 = jax.vmap(lambda x: x.generalized_velocity())(s) + jnp.array([0.0, 0.0, -0.02, 0.0, 0.0, 0.0])
         bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
-        assert bp.num_contacts * 3 <= DENSE_WORLD_ROWS  # static
+        assert bp.num_contacts * 3 <= DENSE_WORLD_ROWS, (bp.num_contacts, model)  # static
         return [solve_contact(bp, 0.5, model.law.solver, form=f) for f in (None, "dense", "velocity")]
 
     auto, dense, velocity = solve(params, s)
