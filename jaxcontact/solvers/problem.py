@@ -37,8 +37,8 @@ DENSE_WORLD_ROWS = 32
 """A world of free bodies (a ``BodyProblem`` without a jointed mobility) of at most this many rows is
 formed densely; above it, in velocity form. One box on the ground (8 contacts, 24 rows) stays dense,
 as the single body's problem; two boxes on the ground (60 rows) go to the velocity form, which
-compiles 4–7× faster and runs 2–3× faster there than the unrolled dense sweep over 60 rows, with the
-same finals to 1e-9 m (``python -m benchmarks.small_rows``, results/small_rows.md). A jointed world's
+compiles 3.5–7× faster and runs 2.4–4.8× faster there than the unrolled dense sweep over 60 rows,
+with the same finals to 1.2e-13 m (``python -m benchmarks.small_rows``, results/small_rows.md). A jointed world's
 full mobility stays dense (its looped sweep runs 3–4× slower than the unrolled one at 60 rows)."""
 
 SWEEP_METHODS = ("auto", "native", "colour", "sequential")
