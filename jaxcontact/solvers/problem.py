@@ -38,8 +38,9 @@ DENSE_WORLD_ROWS = 32
 formed densely; above it, in velocity form. One box on the ground (8 contacts, 24 rows) stays dense,
 as the single body's problem; two boxes on the ground (60 rows) go to the velocity form, which
 compiles 3.5–7× faster and runs 2.4–4.8× faster there than the unrolled dense sweep over 60 rows,
-with the same finals to 1.2e-13 m (``python -m benchmarks.small_rows``, results/small_rows.md). A jointed world's
-full mobility stays dense (its looped sweep runs 3–4× slower than the unrolled one at 60 rows)."""
+with the same finals to 1.2e-13 m (``python -m benchmarks.small_rows``, results/small_rows.md). A
+jointed world's full mobility stays dense, unrolled up to ``SMALL_ROWS`` (the 3-link chain runs 2× slower
+looped, a 12-gon prism's 36 and 48 rows 1.3–1.4× slower)."""
 
 SWEEP_METHODS = ("auto", "native", "colour", "sequential")
 """``LCPSettings.sweeps``: how the velocity form runs its sweeps."""
