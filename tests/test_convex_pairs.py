@@ -156,7 +156,9 @@ def test_convex_pairs_match_the_definition_and_sampled_surfaces(dtype, pairs):
                 apart += 1
                 sa, sb = _surface(ka, pa[i], ra), _surface(kb, pb[i], rb)
                 tree_a, tree_b = cKDTree(sa), cKDTree(sb)
-                dist, j = tree_b.query(sa)
+                # pruned at φ + 1 mm: the least distance is exact when below that, and the checks below
+                # fail when it is not (an infinite distance), so the bound loses nothing and saves ~90 %
+                dist, j = tree_b.query(sa, distance_upper_bound=phi + 1e-3)
                 k = np.argmin(dist)
                 assert phi <= dist[k] + tol, (ka, kb, i)
                 assert dist[k] - phi < 2e-4, (ka, kb, i, dist[k], phi)  # the bound is tight: the sampling's spacing
