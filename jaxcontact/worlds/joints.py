@@ -29,7 +29,7 @@ from flax import struct
 
 from .. import geometry
 from ..contact import block_diag
-from ..rotations import quat_to_mat
+from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
 ROWS_PER_JOINT = 5
@@ -86,16 +86,35 @@ class Joints:
         return {tuple(sorted((p, c))) for p, c in zip(self.parent, self.child) if p >= 0}
 
 
+PASSIVE = ("damping", "stiffness", "armature")  # JointParams' passive fields: (J,) each, >= 0
+
+
 @struct.dataclass
 class JointParams:
     """Differentiable joint geometry, (J, 3) each: ``anchor_parent``/``axis_parent`` in the
     parent's body frame (world coordinates for a joint to the world), ``anchor_child``/
-    ``axis_child`` in the child's body frame."""
+    ``axis_child`` in the child's body frame.
+
+    Passive forces (optional, None: none; MuJoCo's ``damping``, ``stiffness``/``springref`` and
+    ``armature`` of a hinge, ``passive``): ``damping`` (J,) N·m·s/rad, treated implicitly as
+    MuJoCo's Euler integrator does; ``stiffness`` (J,) N·m/rad, a spring −k(q − ``springref``)
+    taken explicitly; ``armature`` (J,) kg·m², a rotor inertia on the joint's rate. ``reference``
+    (J, 4): the child's orientation in the parent's frame (the world's for a joint to the world)
+    where the joint's angle q is 0 (``coordinates``); needed with a stiffness."""
 
     anchor_parent: jnp.ndarray
     anchor_child: jnp.ndarray
     axis_parent: jnp.ndarray
     axis_child: jnp.ndarray
+    damping: Any = None
+    stiffness: Any = None
+    springref: Any = None
+    armature: Any = None
+    reference: Any = None
+
+    def has_passive(self) -> bool:
+        """Whether any passive force is set (static: a field is an array or None)."""
+        return any(getattr(self, f) is not None for f in PASSIVE)
 
 
 @struct.dataclass
@@ -159,6 +178,75 @@ def system(joints: Joints, jp: JointParams, state: State):
             J = J.at[rs, 6 * p:6 * p + 6].add(-Jp)
         errs.append(err)
     return J, jnp.concatenate(errs)
+
+
+def coordinates(joints: Joints, jp: JointParams, state: State):
+    """Every hinge's angle q and rate q̇, (J,) each: q̇ = a·(ω_child − ω_parent) along the parent's
+    world axis a (MuJoCo's hinge rate); q the rotation about a that takes ``jp.reference`` (the
+    child's orientation in the parent's frame at q = 0) to the child's orientation now, in (−π, π]
+    (MuJoCo's hinge angle is unbounded: the two agree within a half turn of the reference)."""
+    N = state.pos.shape[0]
+    body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
+    qs, rates = [], []
+    for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
+        child = body(c)
+        parent = None if p < 0 else body(p)
+        _, _, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
+        w_c = quat_to_mat(child.quat) @ child.omega
+        w_p = jnp.zeros_like(w_c) if parent is None else quat_to_mat(parent.quat) @ parent.omega
+        rates.append(jnp.dot(ap, w_c - w_p))
+        if jp.reference is None:
+            qs.append(jnp.zeros((), w_c.dtype))
+            continue
+        rel = child.quat if parent is None else quat_mul(quat_conj(parent.quat), child.quat)
+        d = quat_mul(rel, quat_conj(jp.reference[r]))  # the rotation since the reference, parent's frame
+        a_local = jp.axis_parent[r] / jnp.linalg.norm(jp.axis_parent[r])
+        qs.append(2.0 * jnp.arctan2(jnp.dot(d[1:], a_local), d[0]))
+    del N
+    return jnp.stack(qs), jnp.stack(rates)
+
+
+def passive_rows(joints: Joints, state: State, jp: JointParams):
+    """(J, 6N) every hinge's rate row G (q̇ = G v over the bodies' generalised velocities)."""
+    N = state.pos.shape[0]
+    body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
+    G = jnp.zeros((joints.num_joints, 6 * N), state.pos.dtype)
+    for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
+        child = body(c)
+        parent = None if p < 0 else body(p)
+        _, _, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
+        G = G.at[r, 6 * c + 3:6 * c + 6].set(ap @ quat_to_mat(child.quat))  # ω_world = R ω_body
+        if p >= 0:
+            G = G.at[r, 6 * p + 3:6 * p + 6].add(-(ap @ quat_to_mat(parent.quat)))
+    return G
+
+
+def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Minv):
+    """The free velocity and mobility with the hinges' passive forces (MuJoCo's Euler step:
+    damping implicit, springs explicit, armature in the mass): with G the rate rows, A, B, K the
+    armature, damping and stiffness (diagonal) and v⁰ the step's start velocity, the step solves
+    (M + GᵀAG + h GᵀBG)(v − v⁰) = h f − h GᵀBG v⁰ − h GᵀK(q − q_ref); with v¹ = v⁰ + h M⁻¹f that is
+    v = v¹ − M'⁻¹Gᵀ[A G(v¹ − v⁰) + h B G v¹ + h K(q − q_ref)], M'⁻¹ = M⁻¹ − M⁻¹Gᵀ(I + C G M⁻¹Gᵀ)⁻¹C G M⁻¹
+    (Woodbury, C = A + hB). Returns (v (6N,), M'⁻¹ (6N, 6N)); the joint rows then act through M'⁻¹."""
+    h = model.dt
+    dtype = v1.dtype
+    zeros = jnp.zeros((joints.num_joints,), dtype)
+    arm = zeros if jp.armature is None else jnp.asarray(jp.armature, dtype)
+    damp = zeros if jp.damping is None else jnp.asarray(jp.damping, dtype)
+    G = passive_rows(joints, state, jp)
+    v0 = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
+    v1 = v1.reshape(-1)
+    C = arm + h * damp
+    MG = Minv @ G.T  # (6N, J)
+    S = jnp.eye(joints.num_joints, dtype=dtype) + C[:, None] * (G @ MG)
+    Minv_p = Minv - MG @ jnp.linalg.solve(S, C[:, None] * MG.T)
+    force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1)
+    if jp.stiffness is not None:
+        q, _ = coordinates(joints, jp, state)
+        ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)
+        force = force + h * jnp.asarray(jp.stiffness, dtype) * (q - ref)
+    v = v1 - Minv_p @ (G.T @ force)
+    return v, 0.5 * (Minv_p + Minv_p.T)
 
 
 def constrained_motion(Minv, Jb, target, v1):
@@ -233,10 +321,13 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
                          f"{type(params).__name__} without joint parameters")
     N = v1.shape[0]
     M = block_diag(Minv)
+    v = v1.reshape(-1)
+    if params.joints.has_passive():  # damping, springs, armature: the free motion and mobility change
+        v, M = passive_motion(model, joints, params.joints, state, v1, M)
     Jb, err = system(joints, params.joints, state)
     target = -(joints.baumgarte / model.dt) * err
-    vc, W, fac = constrained_motion(M, Jb, target, v1.reshape(-1))
-    return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v1.reshape(-1), minv=M, jac=Jb,
+    vc, W, fac = constrained_motion(M, Jb, target, v)
+    return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
                   target=target, factor=fac)
 
 
@@ -313,6 +404,43 @@ def check_joint_arrays(owner, count: int, prefix: str) -> None:
             raise ValueError(f"{prefix}.{name}: joint axes must be non-zero vectors")
 
 
+def check_passive(jp: JointParams, count: int, prefix: str) -> None:
+    """Eager checks of the passive fields: ``damping``, ``stiffness``, ``armature`` (count,), finite,
+    >= 0; ``springref`` (count,) finite; ``reference`` (count, 4) unit quaternions, required with
+    a stiffness. Errors name ``prefix.<field>``."""
+    for name in PASSIVE + ("springref",):
+        a = getattr(jp, name)
+        if a is None:
+            continue
+        a = np.asarray(a, float)
+        if a.shape != (count,):
+            raise ValueError(f"{prefix}.{name}: expected shape ({count},), one per joint, got {a.shape}")
+        if not np.all(np.isfinite(a)) or (name != "springref" and np.any(a < 0)):
+            raise ValueError(f"{prefix}.{name}: must be finite" + ("" if name == "springref" else " and >= 0")
+                             + f", got {a.tolist()}")
+    if jp.reference is not None:
+        r = np.asarray(jp.reference, float)
+        if r.shape != (count, 4) or not np.all(np.isfinite(r)) or np.any(np.abs(np.linalg.norm(r, axis=1) - 1) > 1e-6):
+            raise ValueError(f"{prefix}.reference: expected ({count}, 4) unit quaternions (the child's orientation in "
+                             f"the parent's frame at angle 0), got shape {r.shape}")
+    elif jp.stiffness is not None:
+        raise ValueError(f"{prefix}.stiffness needs {prefix}.reference (the child's orientation in the parent's frame "
+                         "where the joint's angle is 0), which the spring's angle is measured from")
+
+
+def broken_passive(jp: JointParams):
+    """() whether a passive field is negative or not finite: the traced check of ``check_passive``
+    (``validation.JOINT_PASSIVE``) under ``jit``/``vmap``."""
+    bad = jnp.zeros((), bool)
+    for name in PASSIVE:
+        a = getattr(jp, name)
+        if a is not None:
+            bad = bad | ~jnp.all(jnp.isfinite(a) & (a >= 0))
+    if jp.springref is not None:
+        bad = bad | ~jnp.all(jnp.isfinite(jp.springref))
+    return bad
+
+
 def validate(joints: Joints, params, state: State, start: str = "initial", dt: float | None = None) -> None:
     """Eager checks of a jointed world's concrete inputs, naming the field: ``params`` a
     ``JointedParams`` whose joint arrays are (J, 3), finite, with non-zero axes, and every joint's
@@ -325,6 +453,7 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
         raise ValueError(f"params: a scene with joints needs JointedParams(..., joints=JointParams(...)), got "
                          f"{type(params).__name__} without joint parameters")
     check_joint_arrays(jp, J, "params.joints")
+    check_passive(jp, J, "params.joints")
     N = np.shape(state.pos)[0]
     for j, (p, c) in enumerate(zip(joints.parent, joints.child)):
         if max(p, c) >= N:
@@ -340,7 +469,8 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
             raise ValueError(why)
 
 
-__all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "Motion", "ROWS_PER_JOINT", "STARTS", "axis_drift_tolerance",
-           "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
+__all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "Motion", "PASSIVE",
+           "ROWS_PER_JOINT", "STARTS", "axis_drift_tolerance", "broken_passive", "check_passive", "coordinates",
+           "passive_motion", "passive_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames",
            "motion", "rows", "system", "validate"]

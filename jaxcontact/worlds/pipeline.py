@@ -51,6 +51,7 @@ from ..stages import first, leading, per_body
 from ..types import Flags, Model, Params, State
 from ..validation import (
     FIXED_MOVING,
+    JOINT_PASSIVE,
     OPTIONAL_ARRAY,
     OUTPUT,
     STEPS,
@@ -256,6 +257,9 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     given = state
     if scene.fixed:  # fixed bodies: at rest (a rule), never moved, no gravity or control
         invalid_b = invalid_b | fixed_at_rest(scene, state)
+    jp = getattr(params, "joints", None)
+    if scene.joints is not None and isinstance(jp, world_joints.JointParams) and jp.has_passive():
+        invalid_b = invalid_b | jnp.where(world_joints.broken_passive(jp), jnp.int32(1 << JOINT_PASSIVE), jnp.int32(0))
     if scene.ground:
         state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
         if scene.fixed:

@@ -1,0 +1,123 @@
+"""A hinge's passive forces (issue 63, item 1): damping (implicit, as MuJoCo's Euler step), a spring
+(stiffness, springref) and armature, in maximal coordinates (``joints.passive_motion``), against
+their closed forms, MuJoCo C through an MJCF file, central differences, and the refusals.
+
+The scene: a 0.1 m box of 0.5 kg hinged to the world about the vertical axis through its centre,
+no ground (gravity exerts no torque about the axis), so the hinge is a rotor of inertia
+I = m (0.1² + 0.1²)/12 about z, plus the armature."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcontact as jc
+from jaxcontact import shapes, worlds
+from jaxcontact.types import Flags, Ground, State
+from jaxcontact.validation import rule_names
+from jaxcontact.worlds import joints as J
+
+MASS, SIZE, H = 0.5, 0.1, 0.002
+I_ZZ = MASS * (SIZE ** 2 + SIZE ** 2) / 12
+
+
+def rotor(**passive):
+    """The hinged box: (model, scene, params, state) spinning at 2 rad/s about z (0.3 rad from the
+    reference orientation with a spring)."""
+    scene, body = worlds.make_scene([shapes.box(SIZE, MASS)], joints=J.Joints(parent=(-1,), child=(0,)), ground=False)
+    axis = jnp.array([[0.0, 0.0, 1.0]])
+    fields = {k: jnp.asarray([v]) for k, v in passive.items()}
+    if "stiffness" in fields:
+        fields["reference"] = jnp.array([[1.0, 0.0, 0.0, 0.0]])
+    jp = J.JointParams(anchor_parent=jnp.array([[0.0, 0.0, 0.5]]), anchor_child=jnp.zeros((1, 3)), axis_parent=axis,
+                       axis_child=axis, **fields)
+    params = J.JointedParams(body=body, ground=Ground.flat(), law=jc.CoulombLCP.init_params(mu=0.3), joints=jp)
+    quat = jnp.array([[np.cos(0.15), 0.0, 0.0, np.sin(0.15)]]) if "stiffness" in fields else jnp.array([[1.0, 0, 0, 0]])
+    omega = jnp.array([[0.0, 0.0, 0.0]]) if "stiffness" in fields else jnp.array([[0.0, 0.0, 2.0]])
+    s = State(pos=jnp.array([[0.0, 0.0, 0.5]]), quat=quat, vel=jnp.zeros((1, 3)), omega=omega)
+    return worlds.model(dt=H), scene, params, s
+
+
+def spin(traj):
+    return np.asarray(traj.omega[:, 0, 2])
+
+
+def angle(traj):
+    q = np.asarray(traj.quat[:, 0])
+    return np.unwrap(2 * np.arctan2(q[:, 3], q[:, 0]))
+
+
+def test_damping_is_implicit_euler_with_the_armature_in_the_inertia():
+    """ω_{k+1} = ω_k (I + a)/(I + a + h b) exactly (MuJoCo's Euler step: damping implicit), so
+    ω(t) → 2 exp(−b t/(I + a)) as h → 0; a stiff damper at this step (h b = 100 (I + a)) stays stable
+    and never reverses."""
+    b, a = 0.01, 0.002
+    model, scene, params, s = rotor(damping=b, armature=a)
+    traj, info = worlds.rollout(model, scene, params, s, 200)
+    w = spin(traj)
+    ratio = (I_ZZ + a) / (I_ZZ + a + H * b)
+    np.testing.assert_allclose(w, 2.0 * ratio ** np.arange(201), rtol=1e-9)
+    t = 200 * H
+    # implicit Euler's error over n steps: n·x²/2 with x = h b/(I + a) = 0.0071: 0.5 %
+    assert w[-1] == pytest.approx(2.0 * np.exp(-b * t / (I_ZZ + a)), rel=6e-3)
+    assert int(np.bitwise_or.reduce(np.asarray(info.flags))) == 0
+    stiff = 100 * (I_ZZ + a) / H
+    model, scene, params, s = rotor(damping=stiff, armature=a)
+    w = spin(worlds.rollout(model, scene, params, s, 20)[0])
+    assert np.all(np.isfinite(w)) and np.all(w >= 0) and np.all(np.diff(w) <= 0)
+    assert w[1] == pytest.approx(2.0 / 101, rel=1e-9)
+
+
+def test_a_spring_oscillates_at_its_frequency_with_the_armature():
+    """A torsional spring k about the reference: q'' = −k (q − q_ref)/(I + a), period
+    2π √((I + a)/k) (float64, h = 2 ms: the explicit spring's phase error is O(h ω)); released at
+    q = 0.3 rad with springref 0.1 it swings about 0.1 with amplitude 0.2."""
+    k, a, ref = 0.05, 0.001, 0.1
+    model, scene, params, s = rotor(stiffness=k, armature=a, springref=ref)
+    traj, _ = worlds.rollout(model, scene, params, s, 1000)
+    q = angle(traj)
+    omega = np.sqrt(k / (I_ZZ + a))
+    t = np.arange(q.size) * H
+    np.testing.assert_allclose(q, ref + 0.2 * np.cos(omega * t), atol=6e-3)
+    y = q - ref
+    i = np.nonzero(np.diff(np.sign(y)) != 0)[0]  # the rest angle crossed, each half period
+    assert i.size == 3
+    crossings = t[i] + H * y[i] / (y[i] - y[i + 1])  # linear interpolation between the steps
+    period = crossings[2] - crossings[0]
+    assert period == pytest.approx(2 * np.pi / omega, rel=1e-3)
+
+
+def test_passive_coordinates_measure_the_hinge_from_its_reference():
+    model, scene, params, s = rotor(stiffness=1.0)
+    q, qd = J.coordinates(scene.joints, params.joints, s.replace(omega=jnp.array([[0.0, 0.0, 0.7]])))
+    assert float(q[0]) == pytest.approx(0.3, abs=1e-12) and float(qd[0]) == pytest.approx(0.7, abs=1e-12)
+
+
+def test_the_damping_gradient_matches_central_differences():
+    def final_spin(b):
+        model, scene, params, s = rotor(damping=1.0, armature=0.002)
+        params = params.replace(joints=params.joints.replace(damping=jnp.reshape(b, (1,))))
+        traj, _ = worlds.rollout(model, scene, params, s, 50)
+        return traj.omega[-1, 0, 2]
+
+    b = 0.02
+    g = float(jax.grad(final_spin)(jnp.asarray(b)))
+    eps = 1e-6
+    fd = (float(final_spin(b + eps)) - float(final_spin(b - eps))) / (2 * eps)
+    assert g == pytest.approx(fd, rel=1e-6)
+    assert g < 0
+
+
+def test_bad_passive_fields_are_refused_eagerly_and_flagged_under_jit():
+    model, scene, params, s = rotor(damping=0.01)
+    bad = params.replace(joints=params.joints.replace(damping=jnp.array([-0.1])))
+    with pytest.raises(ValueError, match=r"params\.joints\.damping: must be finite and >= 0"):
+        worlds.rollout(model, scene, bad, s, 5)
+    _, info = jax.jit(lambda p: worlds.rollout(model, scene, p, s, 5))(bad)
+    assert np.all(np.asarray(info.flags) & int(Flags.INVALID_INPUT))
+    assert "params.joints: damping, stiffness and armature must be finite and >= 0, springref finite" in \
+        rule_names(int(np.asarray(info.invalid)[0]))
+    with pytest.raises(ValueError, match=r"params\.joints\.stiffness needs params\.joints\.reference"):
+        worlds.rollout(model, scene, params.replace(joints=params.joints.replace(stiffness=jnp.array([1.0]))), s, 5)
+    with pytest.raises(ValueError, match=r"params\.joints\.armature: expected shape \(1,\)"):
+        worlds.rollout(model, scene, params.replace(joints=params.joints.replace(armature=jnp.array([1.0, 2.0]))), s, 5)
