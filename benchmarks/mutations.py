@@ -778,6 +778,29 @@ MUTATIONS = (
     # the dense world threshold (issue 60, tier time): a world of free bodies above DENSE_WORLD_ROWS in velocity form
     Mutation("table-dense-world-rows-as-small-rows", "solvers", "jaxcontact/solvers/problem.py",
              "(rows <= DENSE_WORLD_ROWS or gradient", "(rows <= SMALL_ROWS or gradient", (f"{ENTRY}::test_the_table",)),
+    # a hinge's passive forces (issue 63, item 1): damping, springs, armature, their reference and the traced rule
+    Mutation("passive-damping-explicit", "joints", "jaxcontact/worlds/joints.py",
+             "force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1)", "force = arm * (G @ (v1 - v0)) + h * damp * (G @ v0)",
+             ("tests/test_joint_passive.py::test_damping_is_implicit_euler_with_the_armature_in_the_inertia",)),
+    Mutation("passive-armature-dropped", "joints", "jaxcontact/worlds/joints.py",
+             "    C = arm + h * damp\n", "    C = h * damp\n",
+             ("tests/test_joint_passive.py::test_damping_is_implicit_euler_with_the_armature_in_the_inertia",)),
+    Mutation("passive-spring-sign", "joints", "jaxcontact/worlds/joints.py",
+             "force = force + h * jnp.asarray(jp.stiffness, dtype) * (q - ref)",
+             "force = force + h * jnp.asarray(jp.stiffness, dtype) * (ref - q)",
+             ("tests/test_joint_passive.py::test_a_spring_oscillates_at_its_frequency_with_the_armature",)),
+    Mutation("passive-springref-ignored", "joints", "jaxcontact/worlds/joints.py",
+             "ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)", "ref = zeros",
+             ("tests/test_joint_passive.py::test_a_spring_oscillates_at_its_frequency_with_the_armature",)),
+    Mutation("passive-reference-ignored", "joints", "jaxcontact/worlds/joints.py",
+             "d = quat_mul(rel, quat_conj(jp.reference[r]))", "d = rel",
+             ("tests/test_joint_passive.py::test_a_damped_sprung_arm_from_mjcf_follows_mujoco_and_writes_back",)),
+    Mutation("passive-mjcf-damping-not-loaded", "joints", "jaxcontact/worlds/mjcf.py",
+             "fields = dict(damping=np.asarray(model.dof_damping)[dof],", "fields = dict(damping=0 * np.asarray(model.dof_damping)[dof],",
+             ("tests/test_joint_passive.py::test_a_damped_sprung_arm_from_mjcf_follows_mujoco_and_writes_back",)),
+    Mutation("passive-rule-negative-passes", "joints", "jaxcontact/worlds/joints.py",
+             "bad = bad | ~jnp.all(jnp.isfinite(a) & (a >= 0))", "bad = bad | ~jnp.all(jnp.isfinite(a))",
+             ("tests/test_joint_passive.py::test_bad_passive_fields_are_refused_eagerly_and_flagged_under_jit",)),
 )
 
 

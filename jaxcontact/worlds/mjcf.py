@@ -28,8 +28,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
 * Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
-  parent body, or the world). Slide and ball joints, joint limits, springs, damping, armature and
-  friction loss, tendons, equality constraints, actuators, heightfields, flexes and plugins
+  parent body, or the world), with its damping, spring (stiffness, springref) and armature
+  (``joints.JointParams``: MuJoCo's compiled values; its angle measured as MuJoCo's qpos). Slide and
+  ball joints, joint limits, friction loss, a free joint's damping or armature, tendons, equality constraints, actuators, heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
@@ -68,6 +69,7 @@ from ..rotations import quat_to_mat
 from ..types import Body, Ground, Model, Params, State
 from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra,
                           check_arguments, com_outside)
+from . import joints as world_joints
 from .joints import JointedParams, JointParams, Joints
 from .scene import Scene, make_scene
 
@@ -202,13 +204,16 @@ def _check(mujoco, model, approximate: bool):
             problems.append(f"{name}: a free joint on a body inside another body")
         if t == M.mjtJoint.mjJNT_HINGE and model.jnt_limited[j]:
             problems.append(f"{name}: a hinge with a range limit (jaxcontact's revolute joints are unlimited)")
-        if model.jnt_stiffness[j] != 0:
-            problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g})")
+        hinge = t == M.mjtJoint.mjJNT_HINGE  # a hinge's damping, spring and armature load (joints.JointParams)
+        if model.jnt_stiffness[j] != 0 and not hinge:
+            problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a free joint (jaxcontact's "
+                            "joint springs are a hinge's)")
         dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + (6 if t == M.mjtJoint.mjJNT_FREE else 1))
         for field, what in (("dof_damping", "damping"), ("dof_armature", "armature"), ("dof_frictionloss", "friction loss")):
             v = np.asarray(getattr(model, field))[list(dofs)]
-            if np.any(v != 0):
-                problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart)")
+            if np.any(v != 0) and (what == "friction loss" or not hinge):
+                problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart"
+                                + ("" if what == "friction loss" else " on a free joint: a hinge's loads") + ")")
     for b in range(1, model.nbody):
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
@@ -627,7 +632,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 ap.append(Rp.T @ axis)
         joints = Joints(parent=tuple(parent), child=tuple(child))
         arr = lambda x: jnp.asarray(np.stack(x), dtype)
-        joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac))
+        joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
+                                   **_hinge_passive(M, model, hinges, parent, dtype))
 
     same = len({*mus, ground_mu} if ground else set(mus)) == 1
     if not same:
@@ -679,6 +685,57 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     g = 0.0 if model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY else -float(model.opt.gravity[2])
     return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g)
+
+
+def _passive_xml(scene, jp, state):
+    """Each hinge's angle at ``state`` (0 without a reference) and its passive attributes for
+    ``to_mjcf`` (degrees: MuJoCo's default angle unit): ``ref`` the angle of the written pose,
+    ``springref``, ``stiffness``, ``damping``, ``armature``."""
+    J = scene.joints.num_joints
+    if not jp.has_passive():
+        return [0.0] * J, [""] * J
+    q = np.zeros(J) if jp.reference is None else np.asarray(world_joints.coordinates(scene.joints, jp, state)[0], float)
+    xml = []
+    for j in range(J):
+        a = f' ref="{_f(np.degrees(q[j]))}"' if jp.reference is not None else ""
+        if jp.stiffness is not None:
+            ref = 0.0 if jp.springref is None else float(np.asarray(jp.springref)[j])
+            a += f' stiffness="{_f(np.asarray(jp.stiffness)[j])}" springref="{_f(np.degrees(ref))}"'
+        for name in ("damping", "armature"):
+            if getattr(jp, name) is not None:
+                a += f' {name}="{_f(np.asarray(getattr(jp, name))[j])}"'
+        xml.append(a)
+    return [float(x) for x in q], xml
+
+
+def _hinge_passive(M, model, hinges, parent, dtype) -> dict:
+    """The hinges' passive fields of ``joints.JointParams`` (none when every one is zero): MuJoCo's
+    compiled ``dof_damping``, ``jnt_stiffness``, ``qpos_spring`` (springref) and ``dof_armature``, and
+    each child's orientation in its parent's frame at qpos = 0 (the reference its angle is measured
+    from, so q here is MuJoCo's qpos)."""
+    dof = [int(model.jnt_dofadr[j]) for j in hinges]
+    adr = [int(model.jnt_qposadr[j]) for j in hinges]
+    fields = dict(damping=np.asarray(model.dof_damping)[dof], stiffness=np.asarray(model.jnt_stiffness)[hinges],
+                  armature=np.asarray(model.dof_armature)[dof])
+    if not any(np.any(v != 0) for v in fields.values()):
+        return {}
+    d0 = M.MjData(model)
+    d0.qpos[:] = model.qpos0
+    d0.qpos[adr] = 0.0
+    M.mj_kinematics(model, d0)
+    ref = []
+    for j, p in zip(hinges, parent):
+        qc = np.asarray(d0.xquat[model.jnt_bodyid[j]], float)
+        if p < 0:
+            ref.append(qc)
+        else:
+            out, inv = np.zeros(4), np.zeros(4)
+            M.mju_negQuat(inv, np.asarray(d0.xquat[p + 1], float))
+            M.mju_mulQuat(out, inv, qc)
+            ref.append(out)
+    out = {k: jnp.asarray(v, dtype) for k, v in fields.items() if np.any(v != 0)}
+    out.update(springref=jnp.asarray(np.asarray(model.qpos_spring)[adr], dtype), reference=jnp.asarray(np.stack(ref), dtype))
+    return out
 
 
 FRICTION_RTOL = 1e-9  # a pair's μ in MuJoCo and here agree within this (relative): to_mjcf's pairs are exact
@@ -892,6 +949,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
             hinge_of[c] = j
         anchor_child = np.asarray(jp.anchor_child, float)
         axis_child = np.asarray(jp.axis_child, float)
+        q_now, passive_xml = _passive_xml(scene, jp, state)
     children = {i: [c for c in range(N) if parent_of.get(c, -2) == i] for i in range(-1, N)}
     roots = [i for i in range(N) if parent_of.get(i, -1) == -1]
 
@@ -927,10 +985,11 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
             joint = '<!-- fixed to the world: no joint -->'
         elif i in hinge_of:
             j = hinge_of[i]
-            joint = f'<joint name="hinge{i}" type="hinge" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"/>'
+            joint = (f'<joint name="hinge{i}" type="hinge" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"'
+                     f'{passive_xml[j]}/>')
             axis_w = R[i] @ axis_child[j]
             w_p = np.zeros(3) if parent is None or parent < 0 else R[parent] @ omega[parent]
-            qpos.append([0.0])
+            qpos.append([q_now[j]])  # the XML pose is the state's: its angle is ``ref``
             qvel.append([float((R[i] @ omega[i] - w_p) @ axis_w / np.linalg.norm(axis_w))])
         else:
             joint = f'<freejoint name="free{i}"/>'
