@@ -61,6 +61,14 @@ def test_damping_is_implicit_euler_with_the_armature_in_the_inertia():
     # implicit Euler's error over n steps: n·x²/2 with x = h b/(I + a) = 0.0071: 0.5 %
     assert w[-1] == pytest.approx(2.0 * np.exp(-b * t / (I_ZZ + a)), rel=6e-3)
     assert int(np.bitwise_or.reduce(np.asarray(info.flags))) == 0
+    # with a constant torque τ about the axis (a control): (I + a + h b) ω_{k+1} = (I + a) ω_k + h τ
+    tau = 0.004
+    controls = jnp.zeros((200, 1, 6)).at[:, 0, 5].set(tau)
+    w = spin(worlds.rollout(model, scene, params, s, 200, controls)[0])
+    expect = [2.0]
+    for _ in range(200):
+        expect.append(((I_ZZ + a) * expect[-1] + H * tau) / (I_ZZ + a + H * b))
+    np.testing.assert_allclose(w, expect, rtol=1e-9)
     stiff = 100 * (I_ZZ + a) / H
     model, scene, params, s = rotor(damping=stiff, armature=a)
     w = spin(worlds.rollout(model, scene, params, s, 20)[0])
