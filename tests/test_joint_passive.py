@@ -198,3 +198,22 @@ def test_what_stays_unsupported_is_refused_by_name(snippet, words):
     with pytest.raises(ValueError, match="unsupported in a jaxcontact world") as e:
         mjcf.from_mjcf(f"<mujoco><worldbody>{snippet}</worldbody></mujoco>")
     assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_simulate_runs_the_damped_arm_in_chunks_as_one_rollout(tmp_path, capsys):
+    """``jaxcontact simulate --mjcf`` of the damped, sprung arm: 150 steps in chunks of 100 (the
+    second continued), exit 0, the states those of one unchunked rollout (the passive forces carry
+    across chunks: they depend on the state alone)."""
+    from jaxcontact.cli import main
+    from jaxcontact.worlds import mjcf
+
+    path = tmp_path / "arm.xml"
+    path.write_text(ARM)
+    out = tmp_path / "arm.npz"
+    assert main(["simulate", "--mjcf", str(path), "--keyframe", "k", "--steps", "150", "--out", str(out),
+                 "--no-progress"]) == 0
+    assert "2 bodies x 151 states" in capsys.readouterr().out
+    cli = np.load(out)["states"][0]
+    scene, params, state, model = mjcf.from_mjcf(ARM, keyframe="k", dtype=jnp.float64)
+    traj, _ = worlds.rollout(model, scene, params, state, 150)
+    np.testing.assert_allclose(cli[:, :, :3], np.asarray(traj.pos), atol=1e-9)
