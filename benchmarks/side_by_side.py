@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import argparse
 
-from experiments.peer_scenes import ENGINES, MEASURES, SCENES
+from experiments.peer_scenes import DT, ENGINES, MEASURES, SCENES
 
 from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
 
