@@ -94,6 +94,25 @@ def dominoes_scene():
     return {"name": "dominoes", "mu": 0.5, "steps": 750, "geoms": geoms}
 
 
+HEAP_SHAPES = {"box": ("box", (0.025, 0.025, 0.025)), "sphere": ("sphere", (0.03,)),
+               "capsule": ("capsule", (0.02, 0.03)), "cylinder": ("cylinder", (0.03, 0.025))}
+
+
+def heap_scene(kinds=("box",), n: int = 16, seed: int = 0, spacing: float = 0.1):
+    """``n`` bodies (cycling through ``kinds``, sized as ``HEAP_SHAPES``, 0.1 kg) in layers of a
+    4 × 4 grid ``spacing`` apart, the lowest 0.1 m up, random orientations and ±5 mm of sideways
+    jitter from ``seed``, dropped on the open floor, μ 0.5, 1,000 steps."""
+    rng = np.random.default_rng(seed)
+    geoms = []
+    for k in range(n):
+        layer, cell = divmod(k, 16)
+        kind, size = HEAP_SHAPES[kinds[k % len(kinds)]]
+        x = (cell % 4 - 1.5) * spacing + rng.uniform(-0.005, 0.005)
+        y = (cell // 4 - 1.5) * spacing + rng.uniform(-0.005, 0.005)
+        geoms.append(_geom(f"{kind}{k}", kind, size, (x, y, 0.1 + spacing * layer), _random_quat(rng), mass=0.1))
+    return {"name": f"heap of {n}", "mu": 0.5, "steps": 1000, "geoms": geoms}
+
+
 SCENES = {"bin": bin_scene, "ramp": ramp_scene, "dominoes": dominoes_scene}
 
 

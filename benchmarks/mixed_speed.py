@@ -1,0 +1,137 @@
+"""Heaps of round and mixed bodies against MuJoCo C, both on both cores, in one run (issue 62 item 9).
+
+    python -m benchmarks.mixed_speed                       # about 10 min on 2 cores
+    python -m benchmarks.mixed_speed --worlds 64 --steps 200 --name mixed_speed_quick
+
+Three heaps (``experiments.peer_scenes.heap_scene``: layers of a 4 × 4 grid 0.1 m apart dropped on
+the open floor, μ 0.5, each world its own random orientations and ±5 mm jitter, seeds 0 … W − 1):
+16 boxes (the reference), 64 spheres, and 16 mixed bodies (4 boxes, 4 spheres, 4 capsules, 4
+cylinders). Each heap runs ``--worlds`` worlds × ``--steps`` steps:
+
+- jaxcontact: ``worlds.sharded_batch_rollout(..., output="final")`` over two CPU devices (this
+  process sets ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` and ``JAXCONTACT_THREADS=1``
+  before JAX starts: one core per device, as MuJoCo's two threads), float32, the defaults, compiled
+  ahead (compile time reported apart), one timed call;
+- MuJoCo C 4: ``mujoco.rollout.Rollout(nthread=2)`` on the same worlds (the MJCF of the scene, each
+  world's qpos), its defaults (pyramidal cone, Newton, float64), best of two timed calls after a
+  warm-up.
+
+Reported: body-steps/s of each, the ratio MuJoCo / jaxcontact ("× behind"), the mean final height
+of the bodies in each (a sanity check that both ran the same heap), and jaxcontact's flags.
+Writes ``benchmarks/results/<name>.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from experiments.peer_scenes import heap_scene, mjcf_text, moving
+
+from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+
+HEAPS = {"boxes16": (("box",), 16), "spheres64": (("sphere",), 64),
+         "mixed16": (("box", "sphere", "capsule", "cylinder"), 16)}
+
+
+def _worlds(kinds, n, W):
+    """(MJCF of seed 0, per-world qpos (W, 7n), the descriptions) of W worlds of one heap."""
+    scenes = [heap_scene(kinds, n, seed) for seed in range(W)]
+    qpos = np.array([[x for g in moving(sc) for x in g["pos"] + g["quat"]] for sc in scenes])
+    return mjcf_text(scenes[0]), qpos, scenes
+
+
+def run_jaxcontact(text, qpos, steps):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+    from jaxcontact.types import State
+    from jaxcontact.worlds import mjcf
+
+    scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
+    W, n = qpos.shape[0], qpos.shape[1] // 7
+    q = qpos.reshape(W, n, 7).astype(np.float32)
+    states = State(pos=jnp.asarray(q[..., :3]), quat=jnp.asarray(q[..., 3:]), vel=jnp.zeros((W, n, 3), jnp.float32),
+                   omega=jnp.zeros((W, n, 3), jnp.float32))
+    fn = jax.jit(lambda p, s: worlds.sharded_batch_rollout(model, scene, p, s, steps, output="final"))
+    t = time.perf_counter()
+    compiled = fn.lower(params, states).compile()
+    compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    final, summary = jax.block_until_ready(compiled(params, states))
+    wall = time.perf_counter() - t
+    return {"wall_s": wall, "compile_s": compile_s, "body_steps_per_s": W * n * steps / wall,
+            "mean_final_height_m": float(np.asarray(final.pos[..., 2]).mean()),
+            "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
+            "devices": len(jax.devices())}
+
+
+def run_mujoco(text, qpos, steps, threads=2):
+    import mujoco
+    from mujoco import rollout
+
+    m = mujoco.MjModel.from_xml_string(text)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    d = mujoco.MjData(m)
+    init = np.zeros((qpos.shape[0], mujoco.mj_stateSize(m, spec)))
+    for i, q in enumerate(qpos):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = q
+        mujoco.mj_getState(m, d, init[i], spec)
+    out = np.zeros((qpos.shape[0], steps, init.shape[1]))
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    times = []
+    with rollout.Rollout(nthread=threads) as pool:
+        for _ in range(3):
+            t = time.perf_counter()
+            pool.rollout(m, datas, init, nstep=steps, state=out)
+            times.append(time.perf_counter() - t)
+    best = min(times[1:])
+    n = qpos.shape[1] // 7
+    z = out[:, -1, 1:1 + m.nq].reshape(qpos.shape[0], n, 7)[:, :, 2]
+    return {"wall_s": best, "times_s": times, "body_steps_per_s": qpos.shape[0] * n * steps / best,
+            "mean_final_height_m": float(z.mean()), "threads": threads}
+
+
+def main(argv=None):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    os.environ["JAXCONTACT_THREADS"] = "1"
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(HEAPS), help=f"heaps, comma-separated: {', '.join(HEAPS)}")
+    ap.add_argument("--worlds", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--name", default="mixed_speed")
+    args = ap.parse_args(argv)
+    for h in args.only.split(","):
+        if h not in HEAPS:
+            ap.error(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
+    res = {"machine": machine_info("benchmarks.mixed_speed", argv), "worlds": args.worlds, "steps": args.steps,
+           "heaps": {}}
+    for h in args.only.split(","):
+        kinds, n = HEAPS[h]
+        text, qpos, _ = _worlds(kinds, n, args.worlds)
+        mj = run_mujoco(text, qpos, args.steps)
+        print(f"{h}: mujoco {mj}", flush=True)
+        jc = run_jaxcontact(text, qpos, args.steps)
+        print(f"{h}: jaxcontact {jc}", flush=True)
+        res["heaps"][h] = {"bodies": n, "jaxcontact": jc, "mujoco": mj,
+                           "behind": mj["body_steps_per_s"] / jc["body_steps_per_s"]}
+        write_json(RESULTS_DIR / f"{args.name}.json", res)
+    rows = [[h, r["bodies"], fmt(r["jaxcontact"]["body_steps_per_s"]), fmt(r["mujoco"]["body_steps_per_s"]),
+             f"{r['behind']:.2f}×", fmt(r["jaxcontact"]["compile_s"]), fmt(r["jaxcontact"]["mean_final_height_m"]),
+             fmt(r["mujoco"]["mean_final_height_m"]), r["jaxcontact"]["flags"]] for h, r in res["heaps"].items()]
+    md = ["# Heaps of round and mixed bodies against MuJoCo C, both cores", "", md_machine(res["machine"]), "",
+          f"{args.worlds} worlds × {args.steps} steps of 2 ms each; jaxcontact float32 on two CPU devices, MuJoCo C "
+          "with two threads (module docstring).", "",
+          md_table(["heap", "bodies", "jaxcontact body-steps/s", "MuJoCo C body-steps/s", "MuJoCo / jaxcontact",
+                    "compile (s)", "mean final z, jaxcontact (m)", "mean final z, MuJoCo (m)", "flags"], rows)]
+    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
+    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+
+
+if __name__ == "__main__":
+    main()
