@@ -42,19 +42,31 @@ CONTINUED_TURN = 5.0  # rad/s: axes
 STARTS = ("initial", "continued")
 
 
+KINDS = ("hinge", "slide")  # a joint's kind (``Joints.kinds``)
+
+
 @dataclasses.dataclass(frozen=True)
 class Joints:
-    """The revolute joints of a world (static, hashable): joint j links body ``child[j]`` to body
+    """The joints of a world (static, hashable): joint j links body ``child[j]`` to body
     ``parent[j]`` (−1: the world, the parent anchor and axis then in world coordinates).
-    baumgarte: β of the drift correction (target velocity −β/h · error), in [0, 1]."""
+    baumgarte: β of the drift correction (target velocity −β/h · error), in [0, 1].
+    kinds: one of ``KINDS`` per joint (empty: every joint a hinge). A hinge turns about its axis
+    through the anchor; a slide (prismatic joint) moves the child along the axis without turning
+    it (its orientation in the parent's frame stays ``JointParams.reference``)."""
 
     parent: tuple
     child: tuple
     baumgarte: float = 0.2
+    kinds: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "parent", tuple(self.parent))
         object.__setattr__(self, "child", tuple(self.child))
+        object.__setattr__(self, "kinds", tuple(self.kinds))
+        if self.kinds and (len(self.kinds) != len(self.child) or any(k not in KINDS for k in self.kinds)):
+            raise ValueError(f"Joints.kinds: one of {KINDS} per joint ({len(self.child)}), got {self.kinds!r}")
+        if self.kinds and all(k == "hinge" for k in self.kinds):
+            object.__setattr__(self, "kinds", ())  # every joint a hinge: the default's programs
         if len(self.parent) != len(self.child) or not self.child:
             raise ValueError(f"Joints: parent and child need one entry per joint (at least one joint), got "
                              f"{len(self.parent)} and {len(self.child)}")
@@ -73,6 +85,14 @@ class Joints:
     @property
     def num_joints(self) -> int:
         return len(self.child)
+
+    def kind(self, j: int) -> str:
+        """Joint j's kind ("hinge" or "slide")."""
+        return self.kinds[j] if self.kinds else "hinge"
+
+    @property
+    def has_slides(self) -> bool:
+        return "slide" in self.kinds
 
     def jointed(self, num_bodies: int) -> np.ndarray:
         """(N,) static mask of the bodies that belong to a joint."""
@@ -162,6 +182,53 @@ def rows(anchor_parent, anchor_child, axis_parent, axis_child, child: State, par
     return Jc, Jp, err
 
 
+def slide_rows(anchor_parent, anchor_child, axis_parent, axis_child, reference, child: State, parent: State | None):
+    """Constraint rows of one slide joint, as ``rows``: the child's anchor moves relative to the
+    parent's material point under it only along the parent's world axis a (2 rows: the tangents
+    u1, u2 of a), and the relative angular velocity is zero (3 rows, world x, y, z). Errors: the
+    anchors' separation across a, and the rotation vector (world) taking ``reference`` (the child's
+    orientation in the parent's frame) to the child's orientation now."""
+    xp, xc, ap, _ = frames(anchor_parent, anchor_child, axis_parent, axis_child, child, parent)
+    U = geometry.tangent_basis(ap)  # (2, 3)
+    eye = jnp.eye(3, dtype=xp.dtype)
+    zero = jnp.zeros((3, 3), xp.dtype)
+
+    def on(s, r_body):
+        lin = geometry.point_jacobian(s, r_body, U)  # (2, 6)
+        ang = jnp.concatenate([zero, eye @ quat_to_mat(s.quat)], axis=1)  # ω_world = R ω_body
+        return jnp.concatenate([lin, ang], axis=0)
+
+    Jc = on(child, anchor_child)
+    if parent is None:
+        Jp = jnp.zeros_like(Jc)
+        rel, Rp = child.quat, eye
+    else:  # the parent's material point at the child's anchor
+        Rp = quat_to_mat(parent.quat)
+        Jp = on(parent, Rp.T @ (xc - parent.pos))
+        rel = quat_mul(quat_conj(parent.quat), child.quat)
+    d = quat_mul(rel, quat_conj(reference))  # the rotation since the reference, parent's frame
+    d = jnp.where(d[0] < 0, -d, d)
+    err = jnp.concatenate([U @ (xc - xp), Rp @ (2.0 * d[1:])])
+    return Jc, Jp, err
+
+
+def joint_rows(joints: Joints, jp: JointParams, j: int, child: State, parent: State | None):
+    """Joint j's rows by its kind (``rows`` or ``slide_rows``)."""
+    args = (jp.anchor_parent[j], jp.anchor_child[j], jp.axis_parent[j], jp.axis_child[j])
+    if joints.kind(j) == "slide":
+        return slide_rows(*args, jp.reference[j], child, parent)
+    return rows(*args, child, parent)
+
+
+def anchor_rows(joints: Joints) -> np.ndarray:
+    """(J, ROWS_PER_JOINT) static mask of each joint's rows whose error is the anchors' separation
+    (a hinge's first 3, a slide's first 2: across its axis)."""
+    mask = np.zeros((joints.num_joints, ROWS_PER_JOINT), bool)
+    for j in range(joints.num_joints):
+        mask[j, :2 if joints.kind(j) == "slide" else 3] = True
+    return mask
+
+
 def system(joints: Joints, jp: JointParams, state: State):
     """Every joint's rows over the 6N velocities of the world's N bodies (``state`` (N, …)):
     (J (5·J, 6N), error (5·J,))."""
@@ -170,8 +237,7 @@ def system(joints: Joints, jp: JointParams, state: State):
     J = jnp.zeros((ROWS_PER_JOINT * joints.num_joints, 6 * N), jp.anchor_child.dtype)
     errs = []
     for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
-        Jc, Jp, err = rows(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], body(c),
-                           None if p < 0 else body(p))
+        Jc, Jp, err = joint_rows(joints, jp, r, body(c), None if p < 0 else body(p))
         rs = slice(ROWS_PER_JOINT * r, ROWS_PER_JOINT * (r + 1))
         J = J.at[rs, 6 * c:6 * c + 6].set(Jc)
         if p >= 0:
@@ -181,17 +247,26 @@ def system(joints: Joints, jp: JointParams, state: State):
 
 
 def coordinates(joints: Joints, jp: JointParams, state: State):
-    """Every hinge's angle q and rate q̇, (J,) each: q̇ = a·(ω_child − ω_parent) along the parent's
-    world axis a (MuJoCo's hinge rate); q the rotation about a that takes ``jp.reference`` (the
-    child's orientation in the parent's frame at q = 0) to the child's orientation now, in (−π, π]
-    (MuJoCo's hinge angle is unbounded: the two agree within a half turn of the reference)."""
+    """Every joint's coordinate q and rate q̇, (J,) each. A hinge: q̇ = a·(ω_child − ω_parent) along
+    the parent's world axis a (MuJoCo's hinge rate); q the rotation about a that takes
+    ``jp.reference`` (the child's orientation in the parent's frame at q = 0) to the child's
+    orientation now, in (−π, π] (MuJoCo's hinge angle is unbounded: the two agree within a half
+    turn of the reference). A slide: q = a·(x_child − x_parent), the child's anchor's displacement
+    along a from the parent's anchor (MuJoCo's slide qpos when the anchors coincide at qpos 0), and
+    q̇ its rate (``rate_rows``)."""
     N = state.pos.shape[0]
     body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
     qs, rates = [], []
+    G = rate_rows(joints, state, jp) if joints.has_slides else None
+    v = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1) if joints.has_slides else None
     for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
         child = body(c)
         parent = None if p < 0 else body(p)
-        _, _, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
+        xp, xc, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
+        if joints.kind(r) == "slide":
+            qs.append(jnp.dot(ap, xc - xp))
+            rates.append(G[r] @ v)
+            continue
         w_c = quat_to_mat(child.quat) @ child.omega
         w_p = jnp.zeros_like(w_c) if parent is None else quat_to_mat(parent.quat) @ parent.omega
         rates.append(jnp.dot(ap, w_c - w_p))
@@ -206,34 +281,56 @@ def coordinates(joints: Joints, jp: JointParams, state: State):
     return jnp.stack(qs), jnp.stack(rates)
 
 
-def passive_rows(joints: Joints, state: State, jp: JointParams):
-    """(J, 6N) every hinge's rate row G (q̇ = G v over the bodies' generalised velocities)."""
+def rate_rows(joints: Joints, state: State, jp: JointParams):
+    """(J, 6N) every joint's rate row G (q̇ = G v over the bodies' generalised velocities): a
+    hinge's a·(ω_child − ω_parent), a slide's a·(velocity of the child's anchor − velocity of the
+    parent's material point there), a the parent's world axis."""
     N = state.pos.shape[0]
     body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
     G = jnp.zeros((joints.num_joints, 6 * N), state.pos.dtype)
     for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
         child = body(c)
         parent = None if p < 0 else body(p)
-        _, _, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
+        _, xc, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
+        if joints.kind(r) == "slide":
+            G = G.at[r, 6 * c:6 * c + 6].set(geometry.point_jacobian(child, jp.anchor_child[r], ap[None])[0])
+            if p >= 0:
+                r_p = quat_to_mat(parent.quat).T @ (xc - parent.pos)
+                G = G.at[r, 6 * p:6 * p + 6].add(-geometry.point_jacobian(parent, r_p, ap[None])[0])
+            continue
         G = G.at[r, 6 * c + 3:6 * c + 6].set(ap @ quat_to_mat(child.quat))  # ω_world = R ω_body
         if p >= 0:
             G = G.at[r, 6 * p + 3:6 * p + 6].add(-(ap @ quat_to_mat(parent.quat)))
     return G
 
 
+def rate_drift(joints: Joints, jp: JointParams, state: State):
+    """(J,) Ġ v: how each joint's rate q̇ = G v changes as the bodies move at their velocities v with
+    v held (the rate rows' own change: a slide's axis turning with its parent, a hinge's axis with
+    its parent's spin), by forward differentiation along the motion (ẋ = v, q̇uat = ½ quat ⊗ ω)."""
+    v = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
+
+    def rate(pos, quat):
+        return rate_rows(joints, state.replace(pos=pos, quat=quat), jp) @ v
+
+    dquat = 0.5 * jax.vmap(lambda q, w: quat_mul(q, jnp.concatenate([jnp.zeros((1,), w.dtype), w])))(state.quat, state.omega)
+    return jax.jvp(rate, (state.pos, state.quat), (state.vel, dquat))[1]
+
+
 def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Minv):
     """The free velocity and mobility with the hinges' passive forces (MuJoCo's Euler step:
     damping implicit, springs explicit, armature in the mass): with G the rate rows, A, B, K the
     armature, damping and stiffness (diagonal) and v⁰ the step's start velocity, the step solves
-    (M + GᵀAG + h GᵀBG)(v − v⁰) = h f − h GᵀBG v⁰ − h GᵀK(q − q_ref); with v¹ = v⁰ + h M⁻¹f that is
-    v = v¹ − M'⁻¹Gᵀ[A G(v¹ − v⁰) + h B G v¹ + h K(q − q_ref)], M'⁻¹ = M⁻¹ − M⁻¹Gᵀ(I + C G M⁻¹Gᵀ)⁻¹C G M⁻¹
+    (M + GᵀAG + h GᵀBG)(v − v⁰) = h f − h GᵀBG v⁰ − h GᵀK(q − q_ref) − h GᵀA Ġv⁰ (the armature's force
+    A q̈ with q̈ = G v̇ + Ġ v: ``rate_drift``); with v¹ = v⁰ + h M⁻¹f that is
+    v = v¹ − M'⁻¹Gᵀ[A G(v¹ − v⁰) + h A Ġv⁰ + h B G v¹ + h K(q − q_ref)], M'⁻¹ = M⁻¹ − M⁻¹Gᵀ(I + C G M⁻¹Gᵀ)⁻¹C G M⁻¹
     (Woodbury, C = A + hB). Returns (v (6N,), M'⁻¹ (6N, 6N)); the joint rows then act through M'⁻¹."""
     h = model.dt
     dtype = v1.dtype
     zeros = jnp.zeros((joints.num_joints,), dtype)
     arm = zeros if jp.armature is None else jnp.asarray(jp.armature, dtype)
     damp = zeros if jp.damping is None else jnp.asarray(jp.damping, dtype)
-    G = passive_rows(joints, state, jp)
+    G = rate_rows(joints, state, jp)
     v0 = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
     v1 = v1.reshape(-1)
     C = arm + h * damp
@@ -241,6 +338,8 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     S = jnp.eye(joints.num_joints, dtype=dtype) + C[:, None] * (G @ MG)
     Minv_p = Minv - MG @ jnp.linalg.solve(S, C[:, None] * MG.T)
     force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1)
+    if jp.armature is not None:  # the rotor's inertia force is a·q̈, q̈ = G v̇ + Ġ v: its Ġ v part
+        force = force + h * arm * rate_drift(joints, jp, state)
     if jp.stiffness is not None:
         q, _ = coordinates(joints, jp, state)
         ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)
@@ -288,6 +387,7 @@ class Motion:
     jac: Any = None
     target: Any = None
     factor: Any = None
+    anchors: Any = None  # (J, 5) static mask of the anchor rows (``anchor_rows``) where a joint is a slide
 
     def after(self, p):
         """(N, 6) velocity after the contact impulse p (N, 6): v + W p."""
@@ -306,7 +406,10 @@ class Motion:
         """() the largest anchor separation of a joint before the step (m; 0 without joints)."""
         if self.factor is None:
             return jnp.zeros((), self.velocity.dtype)
-        return jnp.max(jnp.linalg.norm(self.error.reshape(-1, ROWS_PER_JOINT)[:, :3], axis=1))
+        err = self.error.reshape(-1, ROWS_PER_JOINT)
+        if self.anchors is not None:
+            err = jnp.where(jnp.asarray(self.anchors), err, 0.0)
+        return jnp.max(jnp.linalg.norm(err[:, :3], axis=1))
 
 
 def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
@@ -328,7 +431,7 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
     target = -(joints.baumgarte / model.dt) * err
     vc, W, fac = constrained_motion(M, Jb, target, v)
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
-                  target=target, factor=fac)
+                  target=target, factor=fac, anchors=anchor_rows(joints) if joints.has_slides else None)
 
 
 def check_start(start) -> str:
@@ -454,6 +557,9 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
                          f"{type(params).__name__} without joint parameters")
     check_joint_arrays(jp, J, "params.joints")
     check_passive(jp, J, "params.joints")
+    if joints.has_slides and jp.reference is None:
+        raise ValueError("params.joints.reference: a slide joint keeps the child's orientation in the parent's frame, "
+                         "given as reference ((J, 4) unit quaternions); it is None")
     N = np.shape(state.pos)[0]
     for j, (p, c) in enumerate(zip(joints.parent, joints.child)):
         if max(p, c) >= N:
@@ -463,14 +569,19 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
                                                         jp.axis_child[j], body(c), None if p < 0 else body(p)))
         d = float(np.linalg.norm(xc - xp))
         ang = float(np.arccos(np.clip(abs(np.dot(ap, ac)), -1, 1)))
+        if joints.kind(j) == "slide":  # across the axis only; the turn from the reference
+            _, _, err = (np.asarray(a) for a in joint_rows(joints, jp, j, body(c), None if p < 0 else body(p)))
+            d, ang = float(np.linalg.norm(err[:2])), float(np.linalg.norm(err[2:]))
+        who = "a slide: its anchors across its axis, its turn from the reference" if joints.kind(j) == "slide" else ""
         why = consistency_error(j, d, ang, start, joints.baumgarte, dt, "params.joints.anchor_parent/anchor_child",
-                                "params.joints.axis_parent/axis_child")
+                                "params.joints.axis_parent/axis_child", who)
         if why:
             raise ValueError(why)
 
 
-__all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "Motion", "PASSIVE",
-           "ROWS_PER_JOINT", "STARTS", "axis_drift_tolerance", "broken_passive", "check_passive", "coordinates",
-           "passive_motion", "passive_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
+__all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "KINDS",
+           "Motion", "PASSIVE", "ROWS_PER_JOINT", "STARTS", "anchor_rows", "axis_drift_tolerance", "broken_passive",
+           "check_passive", "coordinates", "joint_rows", "slide_rows",
+           "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames",
            "motion", "rows", "system", "validate"]

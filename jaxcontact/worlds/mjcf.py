@@ -27,10 +27,10 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
-* Joints: a free joint on a body of the world body; one hinge per body (``worlds.joints``: its
-  parent body, or the world), with its damping, spring (stiffness, springref) and armature
-  (``joints.JointParams``: MuJoCo's compiled values; its angle measured as MuJoCo's qpos). Slide and
-  ball joints, joint limits, friction loss, a free joint's damping or armature, tendons, equality constraints, actuators, heightfields, flexes and plugins
+* Joints: a free joint on a body of the world body; one hinge or slide per body (``worlds.joints``:
+  its parent body, or the world), with its damping, spring (stiffness, springref) and armature
+  (``joints.JointParams``: MuJoCo's compiled values; its angle or displacement measured as MuJoCo's
+  qpos). Ball joints, joint limits, friction loss, a free joint's damping or armature, tendons, equality constraints, actuators, heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
@@ -196,29 +196,30 @@ def _check(mujoco, model, approximate: bool):
         t = model.jnt_type[j]
         b = model.jnt_bodyid[j]
         name = f"joint {_name(M, model, M.mjtObj.mjOBJ_JOINT, j)} of body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
-        if t == M.mjtJoint.mjJNT_SLIDE:
-            problems.append(f"{name}: a slide joint (jaxcontact worlds have free and revolute joints only)")
-        elif t == M.mjtJoint.mjJNT_BALL:
-            problems.append(f"{name}: a ball joint (jaxcontact worlds have free and revolute joints only)")
+        if t == M.mjtJoint.mjJNT_BALL:
+            problems.append(f"{name}: a ball joint (jaxcontact worlds have free, hinge and slide joints only)")
         elif t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
             problems.append(f"{name}: a free joint on a body inside another body")
-        if t == M.mjtJoint.mjJNT_HINGE and model.jnt_limited[j]:
-            problems.append(f"{name}: a hinge with a range limit (jaxcontact's revolute joints are unlimited)")
-        hinge = t == M.mjtJoint.mjJNT_HINGE  # a hinge's damping, spring and armature load (joints.JointParams)
+        if int(t) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE)) and model.jnt_limited[j]:
+            kind = "hinge" if t == M.mjtJoint.mjJNT_HINGE else "slide"
+            problems.append(f"{name}: a {kind} with a range limit (jaxcontact's joints are unlimited)")
+        # a hinge's or slide's damping, spring and armature load (joints.JointParams)
+        hinge = int(t) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE))
         if model.jnt_stiffness[j] != 0 and not hinge:
             problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a free joint (jaxcontact's "
-                            "joint springs are a hinge's)")
+                            "joint springs are a hinge's or a slide's)")
         dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + (6 if t == M.mjtJoint.mjJNT_FREE else 1))
         for field, what in (("dof_damping", "damping"), ("dof_armature", "armature"), ("dof_frictionloss", "friction loss")):
             v = np.asarray(getattr(model, field))[list(dofs)]
             if np.any(v != 0) and (what == "friction loss" or not hinge):
                 problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart"
-                                + ("" if what == "friction loss" else " on a free joint: a hinge's loads") + ")")
+                                + ("" if what == "friction loss" else " on a free joint: a hinge's or slide's loads")
+                                + ")")
     for b in range(1, model.nbody):
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
         if len(joints) > 1:
-            problems.append(f"{name}: {len(joints)} joints (one free joint or one hinge per body)")
+            problems.append(f"{name}: {len(joints)} joints (one free joint, hinge or slide per body)")
         elif model.body_mocapid[b] >= 0:
             problems.append(f"{name}: a mocap body (moved by the user through data.mocap_pos; jaxcontact's fixed "
                             "bodies stay where they are)")
@@ -609,15 +610,21 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     if ground_mu is None:
         ground_mu = max(mus)
 
-    # joints: hinges to the parent body or the world
-    hinges = [j for j in range(model.njnt) if model.jnt_type[j] == M.mjtJoint.mjJNT_HINGE]
+    # joints: hinges and slides to the parent body or the world
+    hinges = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE))]
     joints = joint_params = None
     if hinges:
+        kinds = tuple("slide" if model.jnt_type[j] == M.mjtJoint.mjJNT_SLIDE else "hinge" for j in hinges)
+        d0 = _at_zero(M, model, d, [j for j, k in zip(hinges, kinds) if k == "slide"])
         parent, child, ap, ac, xp, xc = [], [], [], [], [], []
         for j in hinges:
             b = int(model.jnt_bodyid[j])
             p = int(model.body_parentid[b])
-            anchor, axis = np.asarray(d.xanchor[j], float), np.asarray(d.xaxis[j], float)
+            # the parent's anchor: where the child's is at qpos 0 (MuJoCo's xanchor of a slide stays at
+            # qpos0 = its ref; a hinge's does not move with its angle)
+            anchor, axis = np.asarray(d0.xanchor[j], float), np.asarray(d0.xaxis[j], float)
+            if int(model.jnt_type[j]) == int(M.mjtJoint.mjJNT_SLIDE):
+                anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
             child.append(b - 1)
             xc.append(model.jnt_pos[j] - model.body_ipos[b])
             ac.append(np.asarray(model.jnt_axis[j], float))
@@ -626,14 +633,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 xp.append(anchor)
                 ap.append(axis)
             else:
-                Rp = np.asarray(d.xmat[p], float).reshape(3, 3)
+                Rp = np.asarray(d0.xmat[p], float).reshape(3, 3)
                 parent.append(p - 1)
-                xp.append(Rp.T @ (anchor - d.xipos[p]))
+                xp.append(Rp.T @ (anchor - d0.xipos[p]))
                 ap.append(Rp.T @ axis)
-        joints = Joints(parent=tuple(parent), child=tuple(child))
+        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds)
         arr = lambda x: jnp.asarray(np.stack(x), dtype)
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
-                                   **_hinge_passive(M, model, hinges, parent, dtype))
+                                   **_hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds))
 
     same = len({*mus, ground_mu} if ground else set(mus)) == 1
     if not same:
@@ -688,19 +695,21 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
 
 def _passive_xml(scene, jp, state):
-    """Each hinge's angle at ``state`` (0 without a reference) and its passive attributes for
-    ``to_mjcf`` (degrees: MuJoCo's default angle unit): ``ref`` the angle of the written pose,
-    ``springref``, ``stiffness``, ``damping``, ``armature``."""
+    """Each joint's coordinate at ``state`` (a hinge's 0 without a reference) and its passive
+    attributes for ``to_mjcf`` (a hinge's in degrees, MuJoCo's default angle unit; a slide's in
+    metres): ``ref`` the coordinate of the written pose, ``springref``, ``stiffness``, ``damping``,
+    ``armature``."""
     J = scene.joints.num_joints
-    if not jp.has_passive():
+    if not jp.has_passive() and not scene.joints.has_slides:
         return [0.0] * J, [""] * J
     q = np.zeros(J) if jp.reference is None else np.asarray(world_joints.coordinates(scene.joints, jp, state)[0], float)
     xml = []
     for j in range(J):
-        a = f' ref="{_f(np.degrees(q[j]))}"' if jp.reference is not None else ""
+        unit = (lambda x: x) if scene.joints.kind(j) == "slide" else np.degrees
+        a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None else ""
         if jp.stiffness is not None:
             ref = 0.0 if jp.springref is None else float(np.asarray(jp.springref)[j])
-            a += f' stiffness="{_f(np.asarray(jp.stiffness)[j])}" springref="{_f(np.degrees(ref))}"'
+            a += f' stiffness="{_f(np.asarray(jp.stiffness)[j])}" springref="{_f(unit(ref))}"'
         for name in ("damping", "armature"):
             if getattr(jp, name) is not None:
                 a += f' {name}="{_f(np.asarray(getattr(jp, name))[j])}"'
@@ -708,16 +717,29 @@ def _passive_xml(scene, jp, state):
     return [float(x) for x in q], xml
 
 
-def _hinge_passive(M, model, hinges, parent, dtype) -> dict:
-    """The hinges' passive fields of ``joints.JointParams`` (none when every one is zero): MuJoCo's
-    compiled ``dof_damping``, ``jnt_stiffness``, ``qpos_spring`` (springref) and ``dof_armature``, and
-    each child's orientation in its parent's frame at qpos = 0 (the reference its angle is measured
-    from, so q here is MuJoCo's qpos)."""
+def _at_zero(M, model, d, slides):
+    """A copy of ``d`` with the ``slides``' qpos set to 0 (their children where MuJoCo's qpos 0
+    puts them), positions computed (``mj_kinematics``); ``d`` itself when there are none."""
+    if not slides:
+        return d
+    d0 = M.MjData(model)
+    d0.qpos[:] = d.qpos
+    d0.qpos[[int(model.jnt_qposadr[j]) for j in slides]] = 0.0
+    M.mj_kinematics(model, d0)
+    return d0
+
+
+def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> dict:
+    """The hinges' and slides' passive fields of ``joints.JointParams`` (none when every one is zero
+    and ``reference`` is False): MuJoCo's compiled ``dof_damping``, ``jnt_stiffness``,
+    ``qpos_spring`` (springref) and ``dof_armature``, and each child's orientation in its parent's
+    frame at qpos = 0 (the reference a hinge's angle is measured from, so q here is MuJoCo's qpos;
+    the orientation a slide keeps)."""
     dof = [int(model.jnt_dofadr[j]) for j in hinges]
     adr = [int(model.jnt_qposadr[j]) for j in hinges]
     fields = dict(damping=np.asarray(model.dof_damping)[dof], stiffness=np.asarray(model.jnt_stiffness)[hinges],
                   armature=np.asarray(model.dof_armature)[dof])
-    if not any(np.any(v != 0) for v in fields.values()):
+    if not reference and not any(np.any(v != 0) for v in fields.values()):
         return {}
     d0 = M.MjData(model)
     d0.qpos[:] = model.qpos0
@@ -983,6 +1005,12 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
                     f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
         if i in scene.fixed:  # fixed to the world: a body without a joint (MuJoCo welds it to the world)
             joint = '<!-- fixed to the world: no joint -->'
+        elif i in hinge_of and scene.joints.kind(hinge_of[i]) == "slide":
+            j = hinge_of[i]
+            joint = (f'<joint name="slide{i}" type="slide" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"'
+                     f'{passive_xml[j]}/>')
+            qpos.append([q_now[j]])  # the XML pose is the state's: its displacement is ``ref``
+            qvel.append([float(np.asarray(world_joints.coordinates(scene.joints, jp, state)[1])[j])])
         elif i in hinge_of:
             j = hinge_of[i]
             joint = (f'<joint name="hinge{i}" type="hinge" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"'
