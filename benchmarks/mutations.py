@@ -828,8 +828,25 @@ MUTATIONS = (
              "anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]",
              "anchor = anchor",
              ("tests/test_joint_slides.py::test_a_cart_pole_from_mjcf_follows_mujoco_c",)),
+    # joint range limits (issue 63, item 1): one-sided rows of the contact problem
+    Mutation("limit-upper-sign", "joints", "jaxcontact/worlds/joints.py",
+             "for sign, dist in ((1.0, q[j] - rng[j, 0]), (-1.0, rng[j, 1] - q[j])):",
+             "for sign, dist in ((1.0, q[j] - rng[j, 0]), (1.0, rng[j, 1] - q[j])):",
+             ("tests/test_joint_limits.py::test_a_falling_rod_stops_at_its_hinge_limit_without_bounce_and_stays",)),
+    Mutation("limit-distance-ignored", "joints", "jaxcontact/worlds/joints.py",
+             "            phi.append(dist)\n", "            phi.append(0 * dist + 1.0)\n",
+             ("tests/test_joint_limits.py::test_a_falling_rod_stops_at_its_hinge_limit_without_bounce_and_stays",)),
+    Mutation("limit-parent-row-dropped", "joints", "jaxcontact/worlds/joints.py",
+             "gp = jnp.zeros_like(gc) if p < 0 else G[j, 6 * p:6 * p + 6]", "gp = jnp.zeros_like(gc)",
+             ("tests/test_joint_limits.py::test_a_limited_arm_from_mjcf_follows_mujoco_c_until_its_limits_and_rests_on_them",)),
+    Mutation("limit-never-in-the-problem", "joints", "jaxcontact/worlds/contacts.py",
+             "return rows, phi, jax.lax.stop_gradient(phi) < reach, bodies",
+             "return rows, phi, jax.lax.stop_gradient(phi) < -1.0, bodies",
+             ("tests/test_joint_limits.py::test_a_slide_falls_onto_its_lower_limit_and_holds_the_weight",)),
+    Mutation("limit-mjcf-range-not-loaded", "joints", "jaxcontact/worlds/mjcf.py",
+             "limited = tuple(bool(model.jnt_limited[j]) for j in hinges)", "limited = tuple(False for j in hinges)",
+             ("tests/test_joint_limits.py::test_a_limited_arm_from_mjcf_follows_mujoco_c_until_its_limits_and_rests_on_them",)),
 )
-
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
                            capture_output=True, text=True).stdout.split("\n")

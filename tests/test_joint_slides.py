@@ -142,7 +142,7 @@ def test_a_cart_pole_from_mjcf_follows_mujoco_c():
     np.testing.assert_allclose(np.asarray(qd2), np.asarray(qd), atol=1e-9)
 
 
-def test_slides_are_refused_by_name_without_a_reference_or_with_a_limit():
+def test_slides_are_refused_by_name_without_a_reference_or_with_friction_loss():
     model, scene, params, s = slider([1.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="reference"):
         worlds.rollout(model, scene, params.replace(joints=params.joints.replace(reference=None)), s, 2)
@@ -153,9 +153,9 @@ def test_slides_are_refused_by_name_without_a_reference_or_with_a_limit():
     mujoco = pytest.importorskip("mujoco")
     from jaxcontact.worlds import mjcf
 
-    limited = CARTPOLE.replace('type="slide" axis="1 0 0"', 'type="slide" axis="1 0 0" range="-1 1"')
-    with pytest.raises(ValueError, match="slider.*a slide with a range limit"):
-        mjcf.from_mjcf(limited)
+    loose = CARTPOLE.replace('type="slide" axis="1 0 0"', 'type="slide" axis="1 0 0" frictionloss="0.5"')
+    with pytest.raises(ValueError, match="slider.*joint friction loss 0.5"):
+        mjcf.from_mjcf(loose)
     del mujoco
 
 

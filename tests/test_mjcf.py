@@ -203,10 +203,11 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
 
 @pytest.mark.parametrize("snippet, words", [
     ('<body><freejoint/><geom type="cylinder" size=".05 .1" euler="90 0 0"/></body>', "(cylinder)"),
-    ('<body><joint type="slide" range="-1 1" limited="true"/><geom type="box" size=".05 .05 .05"/></body>',
-     "a slide with a range limit"),
+    ('<body><joint type="slide" frictionloss="0.1"/><geom type="box" size=".05 .05 .05"/></body>',
+     "joint friction loss 0.1"),
     ('<body><joint type="ball"/><geom type="box" size=".05 .05 .05"/></body>', "ball joint"),
-    ('<body><joint type="hinge" range="-1 1" limited="true"/><geom type="box" size=".05 .05 .05"/></body>', "range limit"),
+    ('<body><joint type="hinge"/><joint type="hinge" axis="1 0 0"/><geom type="box" size=".05 .05 .05"/></body>',
+     "2 joints (one free joint, hinge or slide per body)"),
     ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><geom type="cylinder" size=".05 .05" pos=".1 0 0"/></body>',
      "a cylinder in a body of several colliding geoms"),
     ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><body pos=".2 0 0"><geom type="box" size=".05 .05 .05"/>'
@@ -411,7 +412,8 @@ URDF_LIMITED_ARM = """<robot name="arm">
 def test_urdf_through_mujocos_compiler(tmp_path):
     """A URDF file is read by MuJoCo's compiler like MJCF: a floating link is a free body with the
     file's mass, its box hull and its pose (the frame at the centre of mass, 0.01 m along x from the
-    link's origin); a limited revolute joint on a link fixed to the world is refused by name."""
+    link's origin); a limited revolute joint on a link fixed to the world loads as a limited hinge
+    to the world (its range in radians)."""
     path = tmp_path / "float.urdf"
     path.write_text(URDF_FLOATING)
     scene, params, state, _ = worlds.from_mjcf(str(path))
@@ -422,8 +424,9 @@ def test_urdf_through_mujocos_compiler(tmp_path):
     np.testing.assert_allclose(verts.max(axis=0) - verts.min(axis=0), [0.1, 0.2, 0.1], atol=1e-9)
     arm = tmp_path / "arm.urdf"
     arm.write_text(URDF_LIMITED_ARM)
-    with pytest.raises(ValueError, match="hinge with a range limit"):
-        worlds.from_mjcf(str(arm))
+    scene, params, state, _ = worlds.from_mjcf(str(arm))
+    assert scene.joints.parent == (-1,) and scene.joints.limited == (True,) and scene.fixed == (1,)  # the base, fixed
+    np.testing.assert_allclose(np.asarray(params.joints.range), [[-3.0, 3.0]], atol=1e-12)
 
 
 def test_what_is_not_a_file_is_refused_in_one_line(tmp_path):

@@ -26,6 +26,7 @@ from flax import struct
 
 from .. import collision, geometry
 from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
+from .joints import limit_rows
 from ..stages import per_body
 from ..types import Params, State
 from .scene import COMPOUND, Scene
@@ -51,6 +52,13 @@ class WorldContacts:
     pair_kind: jnp.ndarray
     capacity: jnp.ndarray
     num_ground: int = struct.field(pytree_node=False)
+    num_limits: int = struct.field(pytree_node=False, default=0)
+
+    @property
+    def pair_end(self) -> int:
+        """Where the pair slots' contacts end: the joints' range limits (``num_limits``, two per
+        limited joint: ``joints.limit_rows``) come last."""
+        return self.phi.shape[0] - self.num_limits
 
 
 def bounding_radii(params: Params):
@@ -283,6 +291,10 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     if scene.pairs:
         *pair, slot_pair, pair_phi, pair_kind, capacity = pair_contacts(model, scene, params, state)
         parts.append(tuple(pair))
+    num_limits = 0
+    if scene.joints is not None and scene.joints.limited:
+        parts.append(limit_contacts(model, scene, params, state))
+        num_limits = parts[-1][0].shape[0]
     if not parts:  # joints alone (no ground, no pairs): nothing to touch
         parts.append((jnp.zeros((0, 2, 3, 6), dtype), jnp.zeros((0,), dtype), jnp.zeros((0,), bool),
                       jnp.zeros((0, 2), jnp.int32)))
@@ -292,7 +304,17 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     bodies = jnp.concatenate([jnp.asarray(p[3], jnp.int32) for p in parts])
     num_ground = parts[0][0].shape[0] if scene.ground else 0
     return WorldContacts(rows=rows, phi=phi, valid=valid, bodies=bodies, slot_pair=jnp.asarray(slot_pair, jnp.int32),
-                         pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground)
+                         pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground,
+                         num_limits=num_limits)
+
+
+def limit_contacts(model, scene: Scene, params: Params, state: State):
+    """The joints' range limits as contacts (``joints.limit_rows``): (rows, phi, valid, bodies). A
+    limit is in the problem when it is within the scene's margin plus twice what the joint moves
+    toward it this step (speculative, as a contact: its row allows the approach up to the limit)."""
+    rows, phi, rate, bodies = limit_rows(scene.joints, params.joints, state)
+    reach = scene.margin + 2.0 * model.dt * jnp.maximum(-jax.lax.stop_gradient(rate), 0.0)
+    return rows, phi, jax.lax.stop_gradient(phi) < reach, bodies
 
 
 def stiff_rows(con: WorldContacts, impact, num_bodies: int, fixed=None):
@@ -343,19 +365,21 @@ def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
     is the least over the pair's valid points for all of them. A face patch then bounces as one:
     its four points' distances differ by round-off, and a switch read point by point could bounce
     two of them and not the others (a spurious torque, measured on the cradle at a 3 mm gap)."""
-    G, n = con.num_ground, scene.pair_contacts
+    G, n, E = con.num_ground, scene.pair_contacts, con.pair_end
     if not scene.pairs:
         return con.phi
-    phi, vn, valid = con.phi[G:].reshape(-1, n), vn_pre[G:].reshape(-1, n), con.valid[G:].reshape(-1, n)
+    phi, vn, valid = con.phi[G:E].reshape(-1, n), vn_pre[G:E].reshape(-1, n), con.valid[G:E].reshape(-1, n)
     first = jnp.min(jnp.where(valid, phi + dt * vn, jnp.inf), axis=1, keepdims=True)
     pair = jnp.where(valid, first - dt * vn, phi)
-    return jnp.concatenate([con.phi[:G], pair.reshape(-1)])
+    return jnp.concatenate([con.phi[:G], pair.reshape(-1), con.phi[E:]])
 
 
 def manifold_size(model, scene: Scene, params: Params) -> int:
     """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
     candidates (split in equal parts) and a pair slot's points alike."""
     sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
+    if scene.joints is not None and scene.joints.limited:
+        sizes.append(1)  # a limit is a contact of its own
     return math.gcd(*sizes) if sizes else 1
 
 
@@ -385,16 +409,16 @@ def warm_slots(scene: Scene, con: WorldContacts, table):
     """The warm start of this step's contacts (C, 3) from ``table`` (the impulses of the previous
     step per body–ground contact and per pair of the scene, ``initial_warm``'s layout): a pair the
     broad phase brings in takes its own last impulses (zero if it was out)."""
-    G, n = con.num_ground, scene.pair_contacts
-    pairs = table[G:].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
-    return jnp.concatenate([table[:G], pairs])
+    G, n, L = con.num_ground, scene.pair_contacts, con.num_limits
+    pairs = table[G:table.shape[0] - L].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
+    return jnp.concatenate([table[:G], pairs, table[table.shape[0] - L:]])
 
 
 def warm_table(scene: Scene, con: WorldContacts, z):
     """``warm_slots`` inverted: this step's impulses z (C, 3) into the table (pairs out: zero)."""
-    G, n = con.num_ground, scene.pair_contacts
-    pairs = jnp.zeros((scene.num_pairs, n, 3), z.dtype).at[con.slot_pair].set(z[G:].reshape(-1, n, 3))
-    return jnp.concatenate([z[:G], pairs.reshape(-1, 3)])
+    G, n, E = con.num_ground, scene.pair_contacts, con.pair_end
+    pairs = jnp.zeros((scene.num_pairs, n, 3), z.dtype).at[con.slot_pair].set(z[G:E].reshape(-1, n, 3))
+    return jnp.concatenate([z[:G], pairs.reshape(-1, 3), z[E:]])
 
 
 @functools.partial(jax.jit, static_argnames=("model", "scene"))
@@ -406,6 +430,6 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
+__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
            "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
            "warm_table"]

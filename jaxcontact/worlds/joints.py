@@ -58,6 +58,7 @@ class Joints:
     child: tuple
     baumgarte: float = 0.2
     kinds: tuple = ()
+    limited: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "parent", tuple(self.parent))
@@ -67,6 +68,11 @@ class Joints:
             raise ValueError(f"Joints.kinds: one of {KINDS} per joint ({len(self.child)}), got {self.kinds!r}")
         if self.kinds and all(k == "hinge" for k in self.kinds):
             object.__setattr__(self, "kinds", ())  # every joint a hinge: the default's programs
+        object.__setattr__(self, "limited", tuple(bool(x) for x in self.limited))
+        if self.limited and len(self.limited) != len(self.child):
+            raise ValueError(f"Joints.limited: one bool per joint ({len(self.child)}), got {len(self.limited)}")
+        if self.limited and not any(self.limited):
+            object.__setattr__(self, "limited", ())
         if len(self.parent) != len(self.child) or not self.child:
             raise ValueError(f"Joints: parent and child need one entry per joint (at least one joint), got "
                              f"{len(self.parent)} and {len(self.child)}")
@@ -94,6 +100,11 @@ class Joints:
     def has_slides(self) -> bool:
         return "slide" in self.kinds
 
+    @property
+    def limited_joints(self) -> tuple:
+        """The indices of the joints with a range limit (``JointParams.range``)."""
+        return tuple(j for j, x in enumerate(self.limited) if x)
+
     def jointed(self, num_bodies: int) -> np.ndarray:
         """(N,) static mask of the bodies that belong to a joint."""
         mask = np.zeros(num_bodies, bool)
@@ -120,7 +131,9 @@ class JointParams:
     MuJoCo's Euler integrator does; ``stiffness`` (J,) N·m/rad, a spring −k(q − ``springref``)
     taken explicitly; ``armature`` (J,) kg·m², a rotor inertia on the joint's rate. ``reference``
     (J, 4): the child's orientation in the parent's frame (the world's for a joint to the world)
-    where the joint's angle q is 0 (``coordinates``); needed with a stiffness."""
+    where the joint's angle q is 0 (``coordinates``); needed with a stiffness and by a slide.
+    ``range`` (J, 2): the lower and upper limit of each joint's coordinate q (rad; m for a slide),
+    read for the joints ``Joints.limited`` marks (``limit_rows``)."""
 
     anchor_parent: jnp.ndarray
     anchor_child: jnp.ndarray
@@ -131,6 +144,7 @@ class JointParams:
     springref: Any = None
     armature: Any = None
     reference: Any = None
+    range: Any = None
 
     def has_passive(self) -> bool:
         """Whether any passive force is set (static: a field is an array or None)."""
@@ -218,6 +232,32 @@ def joint_rows(joints: Joints, jp: JointParams, j: int, child: State, parent: St
     if joints.kind(j) == "slide":
         return slide_rows(*args, jp.reference[j], child, parent)
     return rows(*args, child, parent)
+
+
+def limit_rows(joints: Joints, jp: JointParams, state: State):
+    """The range limits as one-sided rows of the contact problem, two per limited joint (its lower
+    then its upper limit), each a contact whose normal velocity is ±q̇ (the joint's rate row G on its
+    two bodies, ``rate_rows``) and whose distance is q − lower (upper − q), with no tangent rows:
+    (rows (L, 2, 3, 6), phi (L,), rate (L,) the normal velocity now, bodies (L, 2): child and parent,
+    −1 the world). The problem then keeps q within the range as a contact keeps bodies apart (an
+    impulse ≥ 0, speculative, the law's restitution: none by default)."""
+    lim = joints.limited_joints
+    dtype = state.pos.dtype
+    G = rate_rows(joints, state, jp)
+    q, qd = coordinates(joints, jp, state)
+    rng = jnp.asarray(jp.range, dtype)
+    rows, phi, rate, bodies = [], [], [], []
+    for j in lim:
+        c, p = joints.child[j], joints.parent[j]
+        gc = G[j, 6 * c:6 * c + 6]
+        gp = jnp.zeros_like(gc) if p < 0 else G[j, 6 * p:6 * p + 6]
+        for sign, dist in ((1.0, q[j] - rng[j, 0]), (-1.0, rng[j, 1] - q[j])):
+            r = jnp.zeros((2, 3, 6), dtype).at[0, 0].set(sign * gc).at[1, 0].set(sign * gp)
+            rows.append(r)
+            phi.append(dist)
+            rate.append(sign * qd[j])
+            bodies.append((c, p))
+    return jnp.stack(rows), jnp.stack(phi), jnp.stack(rate), jnp.asarray(bodies, jnp.int32)
 
 
 def anchor_rows(joints: Joints) -> np.ndarray:
@@ -557,6 +597,20 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
                          f"{type(params).__name__} without joint parameters")
     check_joint_arrays(jp, J, "params.joints")
     check_passive(jp, J, "params.joints")
+    if joints.limited:
+        if jp.range is None:
+            raise ValueError(f"params.joints.range: joints {list(joints.limited_joints)} are limited (Joints.limited) but "
+                             "range is None; give (J, 2) lower and upper limits")
+        r = np.asarray(jp.range, float)
+        if r.shape != (J, 2):
+            raise ValueError(f"params.joints.range: expected shape ({J}, 2), got {r.shape}")
+        for j in joints.limited_joints:
+            if not (np.all(np.isfinite(r[j])) and r[j, 0] < r[j, 1]):
+                raise ValueError(f"params.joints.range[{j}]: a limited joint's range must be finite with lower < upper, "
+                                 f"got {r[j].tolist()}")
+        if jp.reference is None:
+            raise ValueError("params.joints.reference: a limited joint's coordinate is measured from reference ((J, 4) "
+                             "unit quaternions, the child's orientation in the parent's frame at q = 0); it is None")
     if joints.has_slides and jp.reference is None:
         raise ValueError("params.joints.reference: a slide joint keeps the child's orientation in the parent's frame, "
                          "given as reference ((J, 4) unit quaternions); it is None")
@@ -581,7 +635,7 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
 
 __all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "KINDS",
            "Motion", "PASSIVE", "ROWS_PER_JOINT", "STARTS", "anchor_rows", "axis_drift_tolerance", "broken_passive",
-           "check_passive", "coordinates", "joint_rows", "slide_rows",
+           "check_passive", "coordinates", "joint_rows", "limit_rows", "slide_rows",
            "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames",
            "motion", "rows", "system", "validate"]

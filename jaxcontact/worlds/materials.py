@@ -27,6 +27,14 @@ from ..laws.coulomb import mix_friction
 def contact_friction(params, con, dtype):
     """(C, 2) μ of every contact of ``con`` (``WorldContacts``: the first ``num_ground`` rows are
     body–ground, ``bodies`` (C, 2) the two body indices, −1 the ground) along its two tangents."""
+    mu = _contact_friction(params, con, dtype)
+    L = getattr(con, "num_limits", 0)
+    if L:  # a joint's range limit is a contact without friction
+        mu = jnp.concatenate([mu[:mu.shape[0] - L], jnp.zeros((L, 2), dtype)])
+    return mu
+
+
+def _contact_friction(params, con, dtype):
     law_mu = params.law.mu
     friction = params.body.friction
     C, G = con.phi.shape[0], con.num_ground

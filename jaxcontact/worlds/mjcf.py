@@ -30,7 +30,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
 * Joints: a free joint on a body of the world body; one hinge or slide per body (``worlds.joints``:
   its parent body, or the world), with its damping, spring (stiffness, springref) and armature
   (``joints.JointParams``: MuJoCo's compiled values; its angle or displacement measured as MuJoCo's
-  qpos). Ball joints, joint limits, friction loss, a free joint's damping or armature, tendons, equality constraints, actuators, heightfields, flexes and plugins
+  qpos), and its range limit (``JointParams.range``: hard, one-sided rows of the contact problem;
+  MuJoCo's are soft). Ball joints, friction loss, a free joint's damping or armature, tendons, equality constraints, actuators, heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
@@ -200,9 +201,6 @@ def _check(mujoco, model, approximate: bool):
             problems.append(f"{name}: a ball joint (jaxcontact worlds have free, hinge and slide joints only)")
         elif t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
             problems.append(f"{name}: a free joint on a body inside another body")
-        if int(t) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE)) and model.jnt_limited[j]:
-            kind = "hinge" if t == M.mjtJoint.mjJNT_HINGE else "slide"
-            problems.append(f"{name}: a {kind} with a range limit (jaxcontact's joints are unlimited)")
         # a hinge's or slide's damping, spring and armature load (joints.JointParams)
         hinge = int(t) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE))
         if model.jnt_stiffness[j] != 0 and not hinge:
@@ -637,10 +635,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 parent.append(p - 1)
                 xp.append(Rp.T @ (anchor - d0.xipos[p]))
                 ap.append(Rp.T @ axis)
-        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds)
+        limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
+        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited)
         arr = lambda x: jnp.asarray(np.stack(x), dtype)
+        extra = _hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds or any(limited))
+        if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide)
+            extra["range"] = jnp.asarray(np.asarray(model.jnt_range, float)[hinges], dtype)
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
-                                   **_hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds))
+                                   **extra)
 
     same = len({*mus, ground_mu} if ground else set(mus)) == 1
     if not same:
@@ -700,13 +702,15 @@ def _passive_xml(scene, jp, state):
     metres): ``ref`` the coordinate of the written pose, ``springref``, ``stiffness``, ``damping``,
     ``armature``."""
     J = scene.joints.num_joints
-    if not jp.has_passive() and not scene.joints.has_slides:
+    if not jp.has_passive() and not scene.joints.has_slides and not scene.joints.limited:
         return [0.0] * J, [""] * J
     q = np.zeros(J) if jp.reference is None else np.asarray(world_joints.coordinates(scene.joints, jp, state)[0], float)
     xml = []
     for j in range(J):
         unit = (lambda x: x) if scene.joints.kind(j) == "slide" else np.degrees
         a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None else ""
+        if j in scene.joints.limited_joints:
+            a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
         if jp.stiffness is not None:
             ref = 0.0 if jp.springref is None else float(np.asarray(jp.springref)[j])
             a += f' stiffness="{_f(np.asarray(jp.stiffness)[j])}" springref="{_f(unit(ref))}"'

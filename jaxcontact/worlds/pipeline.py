@@ -287,8 +287,8 @@ def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, in
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
     # capped target separates them without launching them (as the ground does); flagged
     if scene.pairs:
-        pair_phi = con.phi[con.num_ground:]
-        projected = projected | jnp.any(con.valid[con.num_ground:] & (pair_phi < -model.penetration_tol))
+        pair_phi = con.phi[con.num_ground:con.pair_end]
+        projected = projected | jnp.any(con.valid[con.num_ground:con.pair_end] & (pair_phi < -model.penetration_tol))
     flags = stages.step_flags(invalid, stages.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
                               con.capacity, (jnp.asarray(info.flags) & int(Flags.DEGENERATE)) != 0)
     return info.replace(flags=flags, invalid=invalid)
@@ -321,6 +321,8 @@ def initial_warm(model, scene: Scene, params: Params, state):
         lmodel = _ground_model(model, scene, params)
         return per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
     C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
+    if scene.joints is not None:  # two contacts per limited joint (contacts.limit_contacts)
+        C += 2 * len(scene.joints.limited_joints)
     return jnp.zeros((C, 3), state.pos.dtype)
 
 
