@@ -223,12 +223,12 @@ def test_unsupported_elements_are_refused_by_name(snippet, words):
     assert words in str(e.value) and "\n" not in str(e.value)
 
 
-def test_tendons_actuators_and_equalities_are_refused_before_any_work():
+def test_tendons_tendon_actuators_and_equalities_are_refused_before_any_work():
     xml = """<mujoco><worldbody><body name="a"><joint name="h" type="hinge"/><geom type="box" size=".05 .05 .05"/>
       </body><body name="b" pos="1 0 0"><joint name="h2" type="hinge"/><geom type="box" size=".05 .05 .05"/></body>
       </worldbody><tendon><fixed name="t"><joint joint="h" coef="1"/></fixed></tendon>
-      <equality><joint joint1="h" joint2="h2"/></equality><actuator><motor joint="h"/></actuator></mujoco>"""
-    with pytest.raises(ValueError, match="1 tendons.*1 equality constraints.*1 actuators"):
+      <equality><joint joint1="h" joint2="h2"/></equality><actuator><motor tendon="t"/></actuator></mujoco>"""
+    with pytest.raises(ValueError, match="a tendon transmission.*1 tendons.*1 equality constraints"):
         mjcf.from_mjcf(xml)
 
 

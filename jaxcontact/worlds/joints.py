@@ -29,6 +29,7 @@ from flax import struct
 
 from .. import geometry
 from ..contact import block_diag
+from .actuation import broken_actuators, check_actuators, joint_forces
 from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
@@ -59,6 +60,8 @@ class Joints:
     baumgarte: float = 0.2
     kinds: tuple = ()
     limited: tuple = ()
+    actuated: tuple = ()
+    force_limited: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "parent", tuple(self.parent))
@@ -73,6 +76,12 @@ class Joints:
             raise ValueError(f"Joints.limited: one bool per joint ({len(self.child)}), got {len(self.limited)}")
         if self.limited and not any(self.limited):
             object.__setattr__(self, "limited", ())
+        object.__setattr__(self, "actuated", tuple(int(j) for j in self.actuated))
+        object.__setattr__(self, "force_limited", tuple(bool(x) for x in self.force_limited)
+                           if self.force_limited else (False,) * len(self.actuated))
+        if any(not 0 <= j < len(self.child) for j in self.actuated) or len(self.force_limited) != len(self.actuated):
+            raise ValueError(f"Joints.actuated: a joint index (0 … {len(self.child) - 1}) per actuator, with one "
+                             f"force_limited bool each; got {self.actuated!r}, {self.force_limited!r}")
         if len(self.parent) != len(self.child) or not self.child:
             raise ValueError(f"Joints: parent and child need one entry per joint (at least one joint), got "
                              f"{len(self.parent)} and {len(self.child)}")
@@ -133,7 +142,8 @@ class JointParams:
     (J, 4): the child's orientation in the parent's frame (the world's for a joint to the world)
     where the joint's angle q is 0 (``coordinates``); needed with a stiffness and by a slide.
     ``range`` (J, 2): the lower and upper limit of each joint's coordinate q (rad; m for a slide),
-    read for the joints ``Joints.limited`` marks (``limit_rows``)."""
+    read for the joints ``Joints.limited`` marks (``limit_rows``). ``actuators``: an
+    ``actuation.ActuatorParams`` of the actuators ``Joints.actuated`` places (None: none)."""
 
     anchor_parent: jnp.ndarray
     anchor_child: jnp.ndarray
@@ -145,10 +155,11 @@ class JointParams:
     armature: Any = None
     reference: Any = None
     range: Any = None
+    actuators: Any = None
 
     def has_passive(self) -> bool:
-        """Whether any passive force is set (static: a field is an array or None)."""
-        return any(getattr(self, f) is not None for f in PASSIVE)
+        """Whether any passive force or an actuator is set (static: a field is an array or None)."""
+        return any(getattr(self, f) is not None for f in PASSIVE) or self.actuators is not None
 
 
 @struct.dataclass
@@ -373,11 +384,16 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     G = rate_rows(joints, state, jp)
     v0 = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
     v1 = v1.reshape(-1)
+    pushed = zeros
+    if jp.actuators is not None:  # the actuators: explicit forces, their velocity bias as implicit damping
+        q, qd = coordinates(joints, jp, state)
+        pushed, extra = joint_forces(joints.actuated, jp.actuators, q, qd, joints.num_joints, joints.force_limited)
+        damp = damp + extra
     C = arm + h * damp
     MG = Minv @ G.T  # (6N, J)
     S = jnp.eye(joints.num_joints, dtype=dtype) + C[:, None] * (G @ MG)
     Minv_p = Minv - MG @ jnp.linalg.solve(S, C[:, None] * MG.T)
-    force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1)
+    force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1) - h * pushed
     if jp.armature is not None:  # the rotor's inertia force is a·q̈, q̈ = G v̇ + Ġ v: its Ġ v part
         force = force + h * arm * rate_drift(joints, jp, state)
     if jp.stiffness is not None:
@@ -581,6 +597,8 @@ def broken_passive(jp: JointParams):
             bad = bad | ~jnp.all(jnp.isfinite(a) & (a >= 0))
     if jp.springref is not None:
         bad = bad | ~jnp.all(jnp.isfinite(jp.springref))
+    if jp.actuators is not None:
+        bad = bad | broken_actuators(jp.actuators)
     return bad
 
 
@@ -611,6 +629,14 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
         if jp.reference is None:
             raise ValueError("params.joints.reference: a limited joint's coordinate is measured from reference ((J, 4) "
                              "unit quaternions, the child's orientation in the parent's frame at q = 0); it is None")
+    if joints.actuated or jp.actuators is not None:
+        if jp.actuators is None or not joints.actuated:
+            raise ValueError("params.joints.actuators and Joints.actuated go together: the actuators' parameters "
+                             "(actuation.ActuatorParams) and the joint each drives")
+        check_actuators(jp.actuators, len(joints.actuated), "params.joints.actuators")
+        if jp.reference is None:
+            raise ValueError("params.joints.reference: an actuated joint's coordinate is measured from reference ((J, 4) "
+                             "unit quaternions); it is None")
     if joints.has_slides and jp.reference is None:
         raise ValueError("params.joints.reference: a slide joint keeps the child's orientation in the parent's frame, "
                          "given as reference ((J, 4) unit quaternions); it is None")

@@ -31,7 +31,10 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   its parent body, or the world), with its damping, spring (stiffness, springref) and armature
   (``joints.JointParams``: MuJoCo's compiled values; its angle or displacement measured as MuJoCo's
   qpos), and its range limit (``JointParams.range``: hard, one-sided rows of the contact problem;
-  MuJoCo's are soft). Ball joints, friction loss, a free joint's damping or armature, tendons, equality constraints, actuators, heightfields, flexes and plugins
+  MuJoCo's are soft); actuators on a hinge or slide with a fixed gain and an affine bias
+  (``worlds.actuation``: motors, position and velocity servos; the control held in the params). Ball
+  joints, friction loss, a free joint's damping or armature, tendons, equality constraints, other
+  actuators, heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
@@ -71,6 +74,7 @@ from ..types import Body, Ground, Model, Params, State
 from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra,
                           check_arguments, com_outside)
 from . import joints as world_joints
+from .actuation import ActuatorParams
 from .joints import JointedParams, JointParams, Joints
 from .scene import Scene, make_scene
 
@@ -187,8 +191,8 @@ def _check(mujoco, model, approximate: bool):
     """Everything the world cannot hold, as a list of sentences (empty: supported)."""
     M = mujoco
     problems = []
-    counts = [("ntendon", "tendons"), ("neq", "equality constraints"), ("nu", "actuators"),
-              ("nflex", "flexes"), ("nplugin", "plugins")]
+    counts = [("ntendon", "tendons"), ("neq", "equality constraints"), ("nflex", "flexes"), ("nplugin", "plugins")]
+    problems += _actuator_problems(M, model)
     for field, what in counts:
         k = int(getattr(model, field, 0))
         if k:
@@ -628,9 +632,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 xp.append(Rp.T @ (anchor - d0.xipos[p]))
                 ap.append(Rp.T @ axis)
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
-        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited)
+        actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
+        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited, actuated=actuated,
+                        force_limited=force_limited)
         arr = lambda x: jnp.asarray(np.stack(x), dtype)
-        extra = _hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds or any(limited))
+        extra = _hinge_passive(M, model, hinges, parent, dtype,
+                               reference="slide" in kinds or any(limited) or bool(model.nu))
+        if actuators is not None:
+            extra["actuators"] = actuators
         if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide)
             extra["range"] = jnp.asarray(np.asarray(model.jnt_range, float)[hinges], dtype)
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
@@ -711,6 +720,73 @@ def _passive_xml(scene, jp, state):
                 a += f' {name}="{_f(np.asarray(getattr(jp, name))[j])}"'
         xml.append(a)
     return [float(x) for x in q], xml
+
+
+def _actuator_problems(M, model) -> list:
+    """What the world's actuators (``actuation``) cannot hold, one sentence per actuator: a
+    transmission other than a hinge's or slide's joint, activation dynamics, a gain other than a
+    fixed one, a bias other than none or affine, MuJoCo 4's actuator damping, armature or delay."""
+    out = []
+    for a in range(int(model.nu)):
+        name = f"actuator {_name(M, model, M.mjtObj.mjOBJ_ACTUATOR, a)}"
+        trn, j = int(model.actuator_trntype[a]), int(model.actuator_trnid[a, 0])
+        if trn != int(M.mjtTrn.mjTRN_JOINT) or int(model.jnt_type[j]) not in (int(M.mjtJoint.mjJNT_HINGE),
+                                                                               int(M.mjtJoint.mjJNT_SLIDE)):
+            what = M.mjtTrn(trn).name[len("mjTRN_"):].lower()
+            out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge or a slide)")
+            continue
+        for field, allowed, what in (("actuator_dyntype", ("mjDYN_NONE",), "activation dynamics"),
+                                     ("actuator_gaintype", ("mjGAIN_FIXED",), "gain type"),
+                                     ("actuator_biastype", ("mjBIAS_NONE", "mjBIAS_AFFINE"), "bias type")):
+            kind = {"actuator_dyntype": M.mjtDyn, "actuator_gaintype": M.mjtGain, "actuator_biastype": M.mjtBias}[field]
+            value = kind(int(getattr(model, field)[a])).name
+            if value not in allowed:
+                out.append(f"{name}: {what} {value} (supported: {', '.join(allowed)})")
+        for field in ("actuator_damping", "actuator_armature", "actuator_delay"):
+            v = np.asarray(getattr(model, field, np.zeros(model.nu)))[a]
+            if np.any(v != 0):
+                out.append(f"{name}: {field.split('_', 1)[1]} {_numbers(np.atleast_1d(v))} (no jaxcontact counterpart)")
+        if np.any(np.asarray(model.actuator_gear[a, 1:]) != 0):
+            out.append(f"{name}: a gear with more than one entry {_numbers(model.actuator_gear[a])}")
+    return out
+
+
+def _actuators(M, model, d, hinges, dtype):
+    """(``Joints.actuated``, ``force_limited``, ``actuation.ActuatorParams``) of MuJoCo's compiled
+    actuators (each on a joint among ``hinges``), the control ``d.ctrl`` (a keyframe's or 0)."""
+    index = {j: k for k, j in enumerate(hinges)}
+    nu = int(model.nu)
+    inf = np.tile([-np.inf, np.inf], (nu, 1))
+    ctrl_lim = np.asarray(model.actuator_ctrllimited, bool)[:, None]
+    force_lim = np.asarray(model.actuator_forcelimited, bool)
+    f = lambda x: jnp.asarray(np.asarray(x, float), dtype)
+    params = ActuatorParams(
+        gear=f(model.actuator_gear[:, 0]), gain=f(model.actuator_gainprm[:, 0]), bias=f(model.actuator_biasprm[:, :3]),
+        ctrl=f(d.ctrl), ctrlrange=f(np.where(ctrl_lim, model.actuator_ctrlrange, inf)),
+        forcerange=f(np.where(force_lim[:, None], model.actuator_forcerange, inf)))
+    actuated = tuple(index[int(model.actuator_trnid[a, 0])] for a in range(nu))
+    return actuated, tuple(bool(x) for x in force_lim), params
+
+
+def _actuators_xml(scene, params):
+    """(the ``<actuator>`` element, the keyframe's ``ctrl`` attribute) of the world's actuators: each
+    a ``<general>`` on its joint (``hinge{i}``/``slide{i}``, i its child body) with its gear, fixed
+    gain and affine bias, its ranges where finite; ("", "") without actuators."""
+    joints = scene.joints
+    ap = None if joints is None else params.joints.actuators
+    if ap is None:
+        return "", ""
+    rows = []
+    for a, j in enumerate(joints.actuated):
+        c = joints.child[j]
+        attrs = (f'joint="{joints.kind(j)}{c}" gear="{_f(np.asarray(ap.gear)[a])}" gaintype="fixed" '
+                 f'gainprm="{_f(np.asarray(ap.gain)[a])}" biastype="affine" biasprm="{_f(np.asarray(ap.bias)[a])}"')
+        for name in ("ctrl", "force"):
+            r = np.asarray(getattr(ap, f"{name}range"), float)[a]
+            limited = bool(np.all(np.isfinite(r)))
+            attrs += f' {name}limited="{str(limited).lower()}"' + (f' {name}range="{_f(r)}"' if limited else "")
+        rows.append(f'    <general name="actuator{a}" {attrs}/>\n')
+    return f'  <actuator>\n{"".join(rows)}  </actuator>\n', f' ctrl="{_f(np.asarray(ap.ctrl))}"'
 
 
 def _at_zero(M, model, d, slides):
@@ -1038,8 +1114,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     excludes = "".join(f'    <exclude body1="body{a}" body2="body{b}"/>\n' for a in range(N) for b in range(a + 1, N)
                        if (a, b) not in keep)
     pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
+    actuators, ctrl = _actuators_xml(scene, params)
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
-           f'         qvel="{_f(np.concatenate(qvel))}"/>\n  </keyframe>\n')
+           f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n')
     xml = (f'<mujoco model="{name}">\n'
            f'  <!-- written by jaxcontact.worlds.to_mjcf: body i is jaxcontact body i, its origin at its centre of '
            f'mass; the velocities are in the keyframe "initial" -->\n'
@@ -1047,7 +1124,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
            + (f'  <asset>\n{"".join(assets)}  </asset>\n' if assets else "")
            + f'  <worldbody>\n{plane}{bodies}  </worldbody>\n'
            + (f'  <contact>\n{excludes}{pair_xml}  </contact>\n' if excludes or pair_xml else "")
-           + key + '</mujoco>\n')
+           + actuators + key + '</mujoco>\n')
     if path is not None:
         with open(path, "w") as f:
             f.write(xml)
