@@ -877,6 +877,14 @@ MUTATIONS = (
     Mutation("actuator-rule-nan-passes", "joints", "jaxcontact/worlds/actuation.py",
              "for a in (ap.gear, ap.gain, ap.bias, ap.ctrl):", "for a in (ap.gear, ap.gain, ap.bias):",
              ("tests/test_actuators.py::test_unsupported_actuators_and_bad_values_are_refused_by_name_and_flagged_under_jit",)),
+    Mutation("actuator-step-controls-ignored", "joints", "jaxcontact/worlds/pipeline.py",
+             "    if not actuated(scene) or control is None:\n        return params, control\n",
+             "    if True:\n        return params, None\n",
+             ("tests/test_actuators.py::test_per_step_controls_drive_the_actuators_with_gradients_and_batches",)),
+    Mutation("cli-controls-not-passed", "cli", "jaxcontact/simulate.py",
+             "residuals=residuals,\n                                  controls=controls)",
+             "residuals=residuals,\n                                  controls=None)",
+             ("tests/test_actuators.py::test_simulate_mjcf_controls_runs_the_arm_and_refuses_bad_files",)),
 )
 
 

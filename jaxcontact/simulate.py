@@ -197,7 +197,7 @@ def simulate_scene(name: str, n: int, steps: int, seed: int = 0, chunk: int = 10
 
 
 def run_world(model, scene, params, state, steps: int, chunk: int = 100, progress: bool = True, desc: str = "simulate",
-              residuals: list | None = None):
+              residuals: list | None = None, controls=None):
     """``steps`` steps of a world (``state`` (N, …)) or a batch of worlds (``state`` (W, N, …):
     ``worlds.batch_rollout``) in chunks of ``chunk`` steps for the progress bar; returns the states
     ((steps + 1, N, 13), or (W, steps + 1, N, 13)) and the flags per step ((steps,) or (W, steps)).
@@ -205,7 +205,9 @@ def run_world(model, scene, params, state, steps: int, chunk: int = 100, progres
     dropped) and starts from the last state of the one before as a continued start
     (``start="continued"``: a jointed world's drift is the rollout's own, not a user's mistake).
     ``residuals`` receives the solver's residual per step; ``SolverWarning``s and
-    ``NonFiniteWarning``s are left to the caller (who counts them over the whole rollout)."""
+    ``NonFiniteWarning``s are left to the caller (who counts them over the whole rollout).
+    ``controls``: (steps, …) per step (an actuated world's (steps, A)), the same for every world of
+    a batch; a chunk past the end repeats the last row (its steps are dropped)."""
     import warnings
 
     import jax
@@ -222,14 +224,20 @@ def run_world(model, scene, params, state, steps: int, chunk: int = 100, progres
         while done < steps:
             k = min(length, steps - done)  # the steps kept of this chunk's `length`
             start = "initial" if done == 0 else "continued"
+            u = None
+            if controls is not None:
+                u = np.asarray(controls[done:done + length])
+                u = np.concatenate([u, np.repeat(u[-1:], length - len(u), axis=0)]) if len(u) < length else u
+                if batched:
+                    u = np.broadcast_to(u, (np.shape(state.pos)[0],) + u.shape)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SolverWarning)  # counted over the whole rollout by the caller
                 warnings.simplefilter("ignore", NonFiniteWarning)  # the caller counts NaN (and the last
                 # chunk's dropped steps must not warn)
                 if batched:
-                    traj, info = worlds.batch_rollout(model, scene, params, state, length, start=start)
+                    traj, info = worlds.batch_rollout(model, scene, params, state, length, u, start=start)
                 else:
-                    traj, info = worlds.rollout(model, scene, params, state, length, start=start)
+                    traj, info = worlds.rollout(model, scene, params, state, length, u, start=start)
             arr = np.asarray(traj.to_array())
             out.append(arr[:, 1:k + 1] if batched else arr[1:k + 1])
             flags.append(np.asarray(info.flags)[..., :k])
@@ -341,6 +349,28 @@ def write_animation(args, scene, params, states, dt):
 PERTURB_SPEED = 0.05  # m/s: the standard deviation of the velocities added to worlds 1.. of --worlds
 
 
+def read_controls(path, scene, steps: int) -> np.ndarray:
+    """``--controls FILE.npy`` of an actuated world: a finite float array of shape (steps, A), one
+    control per actuator per step (MuJoCo's ``ctrl``); refused by name otherwise."""
+    from .worlds.pipeline import actuated
+
+    A = actuated(scene)
+    if not A:
+        raise ValueError(f"--controls {path}: this world has no actuators (the file's <actuator>s drive its joints)")
+    try:
+        u = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--controls {path}: not a .npy array ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+    if not np.issubdtype(u.dtype, np.floating) and not np.issubdtype(u.dtype, np.integer):
+        raise ValueError(f"--controls {path}: expected numbers, got dtype {u.dtype}")
+    if u.shape != (steps, A):
+        raise ValueError(f"--controls {path}: expected shape ({steps}, {A}) (--steps by the world's {A} actuators), "
+                         f"got {u.shape}")
+    if not np.all(np.isfinite(u)):
+        raise ValueError(f"--controls {path}: contains NaN or infinite values")
+    return u.astype(float)
+
+
 def run_mjcf(args: argparse.Namespace) -> int:
     """``simulate --mjcf FILE``: the world of a MuJoCo file (``worlds.from_mjcf``), ``--worlds`` of
     it batched (world 0 as the file says, the others with every free body's velocity changed by
@@ -366,6 +396,7 @@ def run_mjcf(args: argparse.Namespace) -> int:
         keyframe = int(keyframe)
     scene, params, state, model = from_mjcf(args.mjcf, keyframe=keyframe, approximate=args.approximate)
     N = scene.num_bodies
+    controls = None if args.controls is None else read_controls(args.controls, scene, args.steps)
     if scene.max_pairs is None and scene.num_pairs > 3 * N:  # the heap's broad phase (scenes.heap)
         scene = dataclasses.replace(scene, max_pairs=3 * N)
     world_law = model.law
@@ -386,7 +417,8 @@ def run_mjcf(args: argparse.Namespace) -> int:
     name = Path(args.mjcf).name
     with CompileClock() as clock:
         states, flags = run_world(model, scene, params, states0 if W > 1 else state, args.steps,
-                                  progress=not args.no_progress, desc=f"simulate {name}", residuals=residuals)
+                                  progress=not args.no_progress, desc=f"simulate {name}", residuals=residuals,
+                                  controls=controls)
     if W == 1:
         states, flags = states[None], flags[None]
         residuals = [r[None] for r in residuals]
@@ -469,8 +501,10 @@ def run(args: argparse.Namespace) -> int:
     if args.mjcf is not None:
         args.worlds = 1 if args.worlds is None else args.worlds
         return run_mjcf(args)
-    if args.keyframe is not None or args.approximate:
-        raise ValueError(f"{'--keyframe' if args.keyframe is not None else '--approximate'}: only with --mjcf")
+    for option, given in (("--keyframe", args.keyframe is not None), ("--approximate", args.approximate),
+                          ("--controls", getattr(args, "controls", None) is not None)):
+        if given:
+            raise ValueError(f"{option}: only with --mjcf")
     if args.scene is not None:
         return run_scene(args)
     if args.animate:
@@ -561,6 +595,9 @@ def register(sub) -> None:
                         "joints, hinges, a ground plane; anything else is refused by name); its timestep, gravity "
                         "and friction; --steps, --dt, --out, --plot, --animate apply; needs pip install "
                         '"jaxcontact[mjcf]" (default: throws)')
+    p.add_argument("--controls", type=input_file, default=None,
+                   help="with --mjcf: a .npy of shape (--steps, actuators), the file's actuators' controls per step "
+                        "(default: the keyframe's, else 0, held)")
     p.add_argument("--keyframe", default=None,
                    help="with --mjcf: the keyframe (name or index) that starts the world (default: MuJoCo's reset "
                         "state, qpos0 at rest; a file from to_mjcf keeps its velocities in the keyframe 'initial')")

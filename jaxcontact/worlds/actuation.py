@@ -9,8 +9,9 @@ torque about a hinge's axis, a force along a slide's), applied to its two bodies
 joint's rate row (``joints.rate_rows``). A motor is gain g₀ and no bias; a position servo gain kp,
 bias (0, −kp, −kv); a velocity servo gain kv, bias (0, 0, −kv).
 
-The control u is held in ``ActuatorParams.ctrl`` (traced, constant over a rollout: vary it by
-stepping or by chunks of a rollout; gradients reach it like any parameter). The velocity term
+The control u: per step, ``rollout(..., controls)`` of shape (n_steps, A) in a world with actuators
+(``pipeline.with_ctrl`` puts each step's into ``ActuatorParams.ctrl``); without controls the
+params' ``ctrl`` is held. Gradients reach both. The velocity term
 b₂ l̇ is taken implicitly, as extra joint damping −g² b₂ in the step's implicit damping (MuJoCo's
 ``implicitfast`` treats it so; its default Euler takes it explicitly): a stiff servo at a file's step
 stays stable. An actuator with a finite ``forcerange`` is taken explicitly at the step's start

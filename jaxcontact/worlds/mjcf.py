@@ -32,7 +32,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   (``joints.JointParams``: MuJoCo's compiled values; its angle or displacement measured as MuJoCo's
   qpos), and its range limit (``JointParams.range``: hard, one-sided rows of the contact problem;
   MuJoCo's are soft); actuators on a hinge or slide with a fixed gain and an affine bias
-  (``worlds.actuation``: motors, position and velocity servos; the control held in the params). Ball
+  (``worlds.actuation``: motors, position and velocity servos; the keyframe's control held unless a
+  rollout's controls give one per step). Ball
   joints, friction loss, a free joint's damping or armature, tendons, equality constraints, other
   actuators, heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite

@@ -253,6 +253,7 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     4. integrate: ``stages.integrate`` per body;
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
     ``warm``: the law's warm start (None: cold), returned updated."""
+    params, control = with_ctrl(scene, params, state, control)
     invalid_b = per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control)
     given = state
     if scene.fixed:  # fixed bodies: at rest (a rule), never moved, no gravity or control
@@ -326,9 +327,25 @@ def initial_warm(model, scene: Scene, params: Params, state):
     return jnp.zeros((C, 3), state.pos.dtype)
 
 
+def actuated(scene: Scene) -> int:
+    """How many actuators the scene's joints have (``Joints.actuated``; 0: none). A world with
+    actuators takes its controls as one value per actuator (per step), not as per-body wrenches."""
+    return 0 if scene.joints is None else len(scene.joints.actuated)
+
+
+def with_ctrl(scene: Scene, params: Params, state, control):
+    """``(params, control)`` of one step: in a world with actuators a given control (A,) becomes the
+    actuators' ``ctrl`` for this step and the bodies' wrenches are zero; otherwise both as given."""
+    if not actuated(scene) or control is None:
+        return params, control
+    ap = params.joints.actuators.replace(ctrl=jnp.asarray(control, params.joints.actuators.ctrl.dtype))
+    return (params.replace(joints=params.joints.replace(actuators=ap)),
+            jnp.zeros((scene.num_bodies, 6), state.pos.dtype))
+
+
 def _controls(scene: Scene, state, control):
     """A coupled world's controls, zero when None; the per-body route keeps None (as one body's step)."""
-    if control is None and coupled(scene):
+    if control is None and coupled(scene) and not actuated(scene):
         return jnp.zeros((scene.num_bodies, 6), state.pos.dtype)
     return control
 
@@ -425,7 +442,7 @@ def run(model, scene: Scene, params: Params, state, controls, n_steps: int, outp
     single body's first, which refuses a per-body friction)."""
     state, controls = stages.as_input_dtype(params, state, controls, materials=True)
     if controls is None and coupled(scene):
-        controls = jnp.zeros((n_steps, scene.num_bodies, 6), state.pos.dtype)
+        controls = jnp.zeros((n_steps, scene.num_bodies, 6), state.pos.dtype) if not actuated(scene) else None
     summarize = output == "final" and with_info
     warm0 = initial_warm(model, scene, params, state)
 
@@ -501,7 +518,8 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
             output: str = "trajectory", start: str = "initial"):
     """``n_steps`` steps of a world (``lax.scan``): ``(trajectory (n_steps + 1, N, …), infos)``,
     or with ``output="final"`` ``(final state, Summary)`` (the steps' flags, as a single body's
-    ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None. Concrete
+    ``rollout(..., output="final", with_info=True)``). controls: (n_steps, N, 6) or None; in a world
+    with actuators (``Joints.actuated``) (n_steps, A), one per actuator per step. Concrete
     inputs are validated and an eager rollout warns when it ends non-finite or its contact solve
     failed (``NonFiniteWarning``, ``SolverWarning``), and when it starts with a body in the ground
     (``eager.warn_world_penetration``, as a single body's rollout) or two bodies inside each other
@@ -637,6 +655,14 @@ def check_shapes(scene: Scene, params: Params, state: State, control=None, n_ste
                              f"got {shape}")
     if control is None:
         return
+    A = actuated(scene)
+    if A:  # one control per actuator (per step)
+        want = (A,) if n_steps is None else (*lead, n_steps, A)
+        if tuple(np.shape(control)) != want:
+            raise ValueError(f"controls: this world has {A} actuators (Joints.actuated), so its controls are one value "
+                             f"per actuator{' per step' if n_steps is not None else ''}: expected shape {want}, got "
+                             f"{tuple(np.shape(control))} (per-body wrenches are for worlds without actuators)")
+        return
     if n_steps is None:
         want = (N, 6)
     else:
@@ -684,7 +710,10 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
             if np.any(np.asarray(getattr(state, name)[i]) != 0):
                 raise ValueError(f"state.{name}[{i}]: {scene.body_name(i)} is fixed to the world (Scene.fixed) and must be "
                                  f"at rest, got {_numbers(getattr(state, name)[i])}; a fixed body never moves")
-    if control is not None:
+    if control is not None and actuated(scene):
+        if not np.all(np.isfinite(np.asarray(control))):
+            raise ValueError("control: contains non-finite values")
+    elif control is not None:
         want = ("T", N, 6) if control_steps else (N, 6)
         c = np.asarray(control)
         if c.ndim != len(want) or c.shape[-2:] != (N, 6):
@@ -706,6 +735,6 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
     return jnp.sum(per_body(lambda p, s: stages.energy(model, p, s), params, state))
 
 
-__all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "as_is", "batch_jit", "batch_rollout", "body_scene", "check_law",
+__all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "actuated", "as_is", "with_ctrl", "batch_jit", "batch_rollout", "body_scene", "check_law",
            "check_shapes", "coupled", "energy", "fixed_at_rest", "hold_fixed", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
            "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]
