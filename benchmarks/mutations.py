@@ -846,11 +846,6 @@ MUTATIONS = (
     Mutation("limit-mjcf-range-not-loaded", "joints", "jaxcontact/worlds/mjcf.py",
              "limited = tuple(bool(model.jnt_limited[j]) for j in hinges)", "limited = tuple(False for j in hinges)",
              ("tests/test_joint_limits.py::test_a_limited_arm_from_mjcf_follows_mujoco_c_until_its_limits_and_rests_on_them",)),
-    # a tilted plane as the ground from MJCF (issue 62, item 3)
-    Mutation("mjcf-tilted-ground-flattened", "worlds", "jaxcontact/worlds/mjcf.py",
-             "normal = np.asarray(d.geom_xmat[plane], float).reshape(3, 3)[:, 2]",
-             "normal = np.array([0.0, 0.0, 1.0])",
-             ("tests/test_tilted_ground.py::test_a_ball_rolls_down_a_tilted_ground_at_five_sevenths_g_sin_theta",)),
     # actuators on joints (issue 63, item 2)
     Mutation("actuator-gain-dropped", "joints", "jaxcontact/worlds/actuation.py",
              "f = gain * u + bias[:, 0]", "f = 0 * gain * u + bias[:, 0]",
@@ -886,8 +881,6 @@ MUTATIONS = (
              "residuals=residuals,\n                                  controls=None)",
              ("tests/test_actuators.py::test_simulate_mjcf_controls_runs_the_arm_and_refuses_bad_files",)),
 )
-
-
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
                            capture_output=True, text=True).stdout.split("\n")

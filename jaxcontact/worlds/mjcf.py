@@ -20,7 +20,7 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   capsule geoms is a ``shapes.compound`` of them (``compound_body``, MuJoCo's mass properties; a
   cylinder or ellipsoid among them is refused by name); spheres and capsules touch each other and
   hulls, cylinders and ellipsoids every kind (``collision.convex_pair``); a plane on the
-  world body is the ground, at any tilt (a ramp: ``Ground.normal``; a second plane is refused). Geoms that collide
+  world body is the ground (the floor: normal +z; a tilted plane is refused). Geoms that collide
   with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
 * Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
   ``body_weldid`` 0; not mocap) is a fixed body at its compiled pose; each other colliding geom on
@@ -240,6 +240,9 @@ def _check(mujoco, model, approximate: bool):
         if kind == "plane":
             if b != 0:
                 problems.append(f"{name}: a plane on a moving body (the ground is a plane of the world body)")
+            elif not _floor(model, g):
+                problems.append(f"{name}: a tilted plane, normal {_numbers(_plane_normal(model, g))} (the ground is "
+                                "the floor, normal +z; a wall or ramp is a fixed box: a box geom on the world body)")
         elif (b != 0 and not approximate and kind not in COMPOUND_GEOMS
               and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) > 1):
             problems.append(f"{name}: a {kind} in a body of several colliding geoms (a compound's parts are "
@@ -352,6 +355,11 @@ def _within_vertex_limit(verts, name: str, approximate: bool) -> np.ndarray:
 def _plane_normal(model, g) -> np.ndarray:
     """A world-body plane's normal (its z axis in the world: the world body's frame is the world's)."""
     return np.asarray(quat_to_mat(np.asarray(model.geom_quat[g], float)))[:, 2]
+
+
+def _floor(model, g) -> bool:
+    """Whether world-body plane ``g`` is the floor (normal +z), which stays the world's ground."""
+    return bool(np.linalg.norm(_plane_normal(model, g) - [0.0, 0.0, 1.0]) < 1e-9)
 
 
 def _fixed_bodies(model) -> list:
