@@ -801,6 +801,27 @@ MUTATIONS = (
     Mutation("passive-rule-negative-passes", "joints", "jaxcontact/worlds/joints.py",
              "bad = bad | ~jnp.all(jnp.isfinite(a) & (a >= 0))", "bad = bad | ~jnp.all(jnp.isfinite(a))",
              ("tests/test_joint_passive.py::test_bad_passive_fields_are_refused_eagerly_and_flagged_under_jit",)),
+    # tilted planes as fixed scenery (issue 62, item 3: Scene.planes, Params.planes, worlds.planes; MJCF in and out)
+    Mutation("plane-normal-flat", "planes", "jaxcontact/worlds/planes.py",
+             "Ground(normal=p.normal[k], height=p.offset[k])",
+             "Ground(normal=0 * p.normal[k] + jnp.array([0.0, 0.0, 1.0]), height=p.offset[k])",
+             ("tests/test_planes.py::test_a_box_slides_down_a_tilted_plane_at_g_sin_minus_mu_cos_and_sticks_below_the_friction_angle",)),
+    Mutation("plane-offset-dropped", "planes", "jaxcontact/worlds/planes.py",
+             "Ground(normal=p.normal[k], height=p.offset[k])", "Ground(normal=p.normal[k], height=0 * p.offset[k])",
+             ("tests/test_planes.py::test_a_box_pushed_into_a_vertical_wall_plane_stops_at_it_and_rests",)),
+    Mutation("plane-friction-law", "planes", "jaxcontact/worlds/contacts.py",
+             "jnp.broadcast_to(jnp.asarray(params.planes.friction[k], dtype), (1, 2))", "law_mu[None]",
+             ("tests/test_planes.py::test_a_box_slides_down_a_tilted_plane_at_g_sin_minus_mu_cos_and_sticks_below_the_friction_angle",)),
+    Mutation("plane-mjcf-normal", "planes", "jaxcontact/worlds/mjcf.py",
+             "normals = np.stack([np.asarray(d.geom_xmat[g], float).reshape(3, 3)[:, 2] for g in tilted])",
+             "normals = np.stack([np.asarray(d.geom_xmat[g], float).reshape(3, 3)[2] for g in tilted])",
+             ("tests/test_mjcf_planes.py::test_tilted_planes_load_at_mujocos_pose_with_their_friction_and_write_back",)),
+    Mutation("plane-mjcf-offset", "planes", "jaxcontact/worlds/mjcf.py",
+             "offset=cast(np.sum(normals * points, axis=1))", "offset=cast(0 * np.sum(normals * points, axis=1))",
+             ("tests/test_mjcf_planes.py::test_tilted_planes_load_at_mujocos_pose_with_their_friction_and_write_back",)),
+    Mutation("plane-to-mjcf-no-pairs", "planes", "jaxcontact/worlds/mjcf.py",
+             "if abs(max(mu_p, mu_b) - want) <= 1e-12:", "if True:",
+             ("tests/test_mjcf_planes.py::test_a_box_slides_down_a_loaded_ramp_as_in_mujoco_c",)),
 )
 
 
