@@ -27,7 +27,7 @@ from .dynamics import (
 from .laws import ContactLaw, CoulombLCP, CoulombParams, NoContact, RelaxedCoulomb
 from .solvers import LCPSettings
 from .states import make_planar_state, make_state
-from .types import Body, ContactInfo, Flags, Ground, Model, Params, PatchType, PlanarState, State, Summary
+from .types import Body, ContactInfo, Flags, Ground, Model, Params, PatchType, PlanarState, Planes, State, Summary
 from .validation import CheckError
 
 from .version import __version__
@@ -45,6 +45,7 @@ __all__ = [
     "LCPSettings",
     "Model",
     "Params",
+    "Planes",
     "PatchType",
     "NonFiniteWarning",
     "PenetrationWarning",

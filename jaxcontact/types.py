@@ -209,12 +209,30 @@ class Ground:
 
 
 @struct.dataclass
+class Planes:
+    """A world's tilted planes, fixed scenery (walls, ramps; ``worlds.planes``): P half-spaces
+    {x : n_k·x <= offset_k}, each with its own sliding friction. normal (P, 3) (normalised on use),
+    offset (P,) (m), friction (P,). All traced: ``jax.grad`` reaches a ramp's angle and a wall's
+    place. Their count is static (``Scene.planes``)."""
+
+    normal: jnp.ndarray
+    offset: jnp.ndarray
+    friction: jnp.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(jnp.shape(self.offset)[0])
+
+
+@struct.dataclass
 class Params:
-    """All differentiable parameters: body, ground and the contact law's own pytree."""
+    """All differentiable parameters: body, ground and the contact law's own pytree; ``planes``: a
+    world's tilted planes (``Planes``, ``Scene.planes`` of them), None without."""
 
     body: Body
     ground: Ground
     law: Any
+    planes: Planes | None = None
 
 
 @struct.dataclass

@@ -214,8 +214,8 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
      '</body></body>', "no joint, welded to its parent, a moving body"),
     ('<body mocap="true"><geom type="box" size=".05 .05 .05"/></body><body><freejoint/><geom type="box" '
      'size=".05 .05 .05"/></body>', "a mocap body"),
-    ('<geom type="plane" size="1 1 .1" zaxis="0 1 1"/><body><freejoint/><geom type="box" size=".05 .05 .05"/></body>',
-     "a tilted plane"),
+    ('<body><geom type="plane" size="1 1 .1" zaxis="0 1 1"/></body><body><freejoint/><geom type="box" '
+     'size=".05 .05 .05"/></body>', "a plane alone on a body without a joint"),
 ])
 def test_unsupported_elements_are_refused_by_name(snippet, words):
     with pytest.raises(ValueError, match="unsupported in a jaxcontact world") as e:

@@ -211,8 +211,9 @@ def test_ball_bounces_to_e_squared():
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
 def test_round_bodies_rest(dtype):
     """A capsule and a cylinder lying on the ground, a cylinder on its end and an ellipsoid on its
-    shortest semi-axis stay where they are put (< 0.1 mm over 2 s), the ellipsoid at height c:
-    one world of the four (no pairs, each on its own ground contacts, as a single body's)."""
+    shortest semi-axis stay where they are put (< 0.1 mm over 2 s; float32 over 10 s, the issue's
+    check: 3 s of CPU), the ellipsoid at height c: one world of the four (no pairs, each on its own
+    ground contacts, as a single body's)."""
     qx = (np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0)
     bodies = [shapes.capsule(0.03, 0.08, 0.5), shapes.cylinder(0.04, 0.06, 0.5), shapes.cylinder(0.04, 0.06, 0.5),
               shapes.ellipsoid((0.05, 0.04, 0.03), 0.5)]
@@ -225,7 +226,8 @@ def test_round_bodies_rest(dtype):
                                     params)
     s = jc.State(pos=jnp.asarray(pos, dtype), quat=jnp.asarray(quat, dtype), vel=jnp.zeros((4, 3), dtype),
                  omega=jnp.zeros((4, 3), dtype))
-    final, summary = worlds.rollout(jc.Model(law=law), scene, params, s, 1000, output="final")
+    steps = 5000 if dtype == jnp.float32 else 1000
+    final, summary = worlds.rollout(jc.Model(law=law), scene, params, s, steps, output="final")
     assert int(summary.flags) == 0
     np.testing.assert_allclose(np.asarray(final.pos, float), pos, atol=1e-4)
     np.testing.assert_allclose(np.asarray(final.quat, float), quat, atol=1e-3)

@@ -29,6 +29,7 @@ from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
 from .joints import limit_rows
 from ..stages import per_body
 from ..types import Params, State
+from .planes import check_planes, plane_grounds
 from .scene import COMPOUND, Scene
 
 
@@ -41,7 +42,9 @@ class WorldContacts:
     ``slot_pair`` (S,) the scene pair each slot holds this step (every pair, in order, without a
     broad phase). ``pair_phi`` (P, n) and ``pair_kind`` (P,) of every pair of the scene (a pair
     the broad phase skipped: φ its bounding spheres' gap, a lower bound, and no patch);
-    ``capacity``: a pair within reach was left out (``Flags.CAPACITY``)."""
+    ``capacity``: a pair within reach was left out (``Flags.CAPACITY``). ``ground_mu``: None (the
+    ground's rows take the law's μ), or with tilted planes (``Scene.planes``) the (num_ground, 2) μ
+    of each body–ground or body–plane row (``surface_friction``)."""
 
     rows: jnp.ndarray
     phi: jnp.ndarray
@@ -53,6 +56,7 @@ class WorldContacts:
     capacity: jnp.ndarray
     num_ground: int = struct.field(pytree_node=False)
     num_limits: int = struct.field(pytree_node=False, default=0)
+    ground_mu: jnp.ndarray | None = None
 
     @property
     def pair_end(self) -> int:
@@ -91,7 +95,10 @@ def reach(model, scene: Scene, params: Params, state: State):
 def ground_contacts(model, scene: Scene, params: Params, state: State):
     """Every body's ``model.max_contacts`` closest vertices against the ground (a face's widest
     spread of them when more touch, as a single body's: ``geometry.face_points``), those within the
-    body's ``reach`` in the problem: (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2))."""
+    body's ``reach`` in the problem: (rows (N·Cg, 2, 3, 6), phi, valid, bodies (N·Cg, 2)). With
+    tilted planes (``Scene.planes``): ``surface_contacts``."""
+    if scene.planes:
+        return surface_contacts(model, scene, params, state)
     N = scene.num_bodies
     Cg = num_ground_contacts(model, scene, params)
     con = per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg, model.patch_tol), params, state)
@@ -104,6 +111,50 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     if scene.fixed:  # a fixed body never touches the ground
         valid = valid & ~scene.fixed_bodies[:, None]
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
+
+
+def surfaces(scene: Scene, params: Params):
+    """The world's fixed surfaces in their order: the ground (if ``Scene.ground``), then each tilted
+    plane (``Params.planes``) as a ``Ground``; refuses planes that disagree with the scene."""
+    check_planes(scene, params)
+    out = [params.ground] if scene.ground else []
+    return out + (plane_grounds(params.planes) if scene.planes else [])
+
+
+def surface_contacts(model, scene: Scene, params: Params, state: State):
+    """``ground_contacts`` of a world with tilted planes: every body's ``model.max_contacts``
+    candidates against each surface (``surfaces``: the ground, then the planes), in the plane's frame
+    as against the ground (a hull's vertices, a round body's surface points, a compound's parts':
+    ``geometry.contact_candidates``), body-major: (rows (N·S·Cs, 2, 3, 6), phi, valid, bodies)."""
+    N = scene.num_bodies
+    num_ground_contacts(model, scene, params)  # the one count's check
+    Cs = model.num_contacts(params.body)
+    grounds = surfaces(scene, params)
+    cons = [per_body(lambda p, s, g=g: geometry.contact_candidates(p.body, g, s, Cs, model.patch_tol), params, state)
+            for g in grounds]
+    S = len(grounds)
+    jac = jnp.concatenate([c.jac for c in cons], axis=1)  # (N, S·Cs, 3, 6)
+    phi = jnp.concatenate([c.phi for c in cons], axis=1)
+    valid = jnp.concatenate([c.valid for c in cons], axis=1)
+    rows = jnp.stack([jnp.zeros_like(jac), jac], axis=2).reshape(N * S * Cs, 2, 3, 6)
+    bodies = np.stack([np.full(N * S * Cs, -1), np.repeat(np.arange(N), S * Cs)], axis=1)
+    if N > 1:
+        valid = valid & ((phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
+    if scene.fixed:  # a fixed body touches neither the ground nor a plane
+        valid = valid & ~scene.fixed_bodies[:, None]
+    return rows, phi.reshape(-1), valid.reshape(-1), bodies
+
+
+def surface_friction(model, scene: Scene, params: Params, dtype):
+    """(N·S·Cs, 2) the μ of ``surface_contacts``' rows before a body's own material: the law's on the
+    ground's, each plane's own (``Planes.friction``) on its rows (mixed with a body's by
+    ``materials.contact_friction`` as the ground's μ is)."""
+    N, Cs = scene.num_bodies, model.num_contacts(params.body)
+    law_mu = jnp.broadcast_to(jnp.asarray(params.law.mu, dtype), (2,))
+    per = ([law_mu[None]] if scene.ground else []) + [
+        jnp.broadcast_to(jnp.asarray(params.planes.friction[k], dtype), (1, 2)) for k in range(scene.planes)]
+    one = jnp.repeat(jnp.concatenate(per), Cs, axis=0)  # (S·Cs, 2): one body's rows
+    return jnp.tile(one, (N, 1))
 
 
 def _pair_rows(state_a, state_b, pc: collision.PairContacts):
@@ -283,7 +334,7 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
 def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     """The world's contacts at ``state``: body–ground (if the scene has the ground) then body–body."""
     parts = []
-    if scene.ground:
+    if scene.ground or scene.planes:
         parts.append(ground_contacts(model, scene, params, state))
     dtype = state.pos.dtype
     slot_pair, pair_phi = jnp.zeros((0,), jnp.int32), jnp.zeros((0, scene.pair_contacts), dtype)
@@ -302,10 +353,11 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     phi = jnp.concatenate([p[1] for p in parts])
     valid = jnp.concatenate([p[2] for p in parts])
     bodies = jnp.concatenate([jnp.asarray(p[3], jnp.int32) for p in parts])
-    num_ground = parts[0][0].shape[0] if scene.ground else 0
+    num_ground = parts[0][0].shape[0] if scene.ground or scene.planes else 0
+    ground_mu = surface_friction(model, scene, params, dtype) if scene.planes else None
     return WorldContacts(rows=rows, phi=phi, valid=valid, bodies=bodies, slot_pair=jnp.asarray(slot_pair, jnp.int32),
                          pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground,
-                         num_limits=num_limits)
+                         num_limits=num_limits, ground_mu=ground_mu)
 
 
 def limit_contacts(model, scene: Scene, params: Params, state: State):
@@ -385,11 +437,12 @@ def manifold_size(model, scene: Scene, params: Params) -> int:
 
 def num_ground_contacts(model, scene: Scene, params: Params) -> int:
     """Body–ground candidates per body (static): ``Model.max_contacts``, the one setting of bodies and
-    worlds (``Scene.ground_contacts``, deprecated, must agree with it: ``check_ground_contacts``)."""
-    if not scene.ground:
+    worlds (``Scene.ground_contacts``, deprecated, must agree with it: ``check_ground_contacts``);
+    with tilted planes, that many per surface (the ground and each plane: ``surface_contacts``)."""
+    if not scene.ground and not scene.planes:
         return 0
     check_ground_contacts(model, scene, params)
-    return model.num_contacts(params.body)
+    return (int(scene.ground) + scene.planes) * model.num_contacts(params.body)
 
 
 def check_ground_contacts(model, scene: Scene, params: Params) -> None:
@@ -431,5 +484,5 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
 
 
 __all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
-           "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "warm_slots",
+           "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "surface_contacts", "surface_friction", "surfaces", "warm_slots",
            "warm_table"]

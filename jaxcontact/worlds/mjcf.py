@@ -20,7 +20,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   capsule geoms is a ``shapes.compound`` of them (``compound_body``, MuJoCo's mass properties; a
   cylinder or ellipsoid among them is refused by name); spheres and capsules touch each other and
   hulls, cylinders and ellipsoids every kind (``collision.convex_pair``); a plane on the
-  world body is the ground (the floor: normal +z; a tilted plane is refused). Geoms that collide
+  world body is the ground (the floor: normal +z); every other plane (tilted, on the world body or
+  on a body without a joint) is one of the world's tilted planes (``Scene.planes``, ``Params.planes``). Geoms that collide
   with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
 * Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
   ``body_weldid`` 0; not mocap) is a fixed body at its compiled pose; each other colliding geom on
@@ -71,7 +72,7 @@ import numpy as np
 from .. import collision, shapes
 from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
-from ..types import Body, Ground, Model, Params, State
+from ..types import Body, Ground, Model, Params, Planes, State
 from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra,
                           check_arguments, com_outside)
 from . import joints as world_joints
@@ -238,11 +239,13 @@ def _check(mujoco, model, approximate: bool):
         if model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0:
             continue  # visual: collides with nothing
         if kind == "plane":
-            if b != 0:
-                problems.append(f"{name}: a plane on a moving body (the ground is a plane of the world body)")
-            elif not _floor(model, g):
-                problems.append(f"{name}: a tilted plane, normal {_numbers(_plane_normal(model, g))} (the ground is "
-                                "the floor, normal +z; a wall or ramp is a fixed box: a box geom on the world body)")
+            if b != 0 and model.body_weldid[b] != 0:
+                problems.append(f"{name}: a plane on a moving body (a plane is fixed scenery: a geom of the world body "
+                                "or of a body without a joint)")
+            elif b != 0 and not any(model.geom_bodyid[h] == b and _colliding(model, h)
+                                    and model.geom_type[h] != M.mjtGeom.mjGEOM_PLANE for h in range(model.ngeom)):
+                problems.append(f"{name}: a plane alone on a body without a joint (jaxcontact body i is MuJoCo body "
+                                "i + 1, and a plane is no body: put it on the world body)")
         elif (b != 0 and not approximate and kind not in COMPOUND_GEOMS
               and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) > 1):
             problems.append(f"{name}: a {kind} in a body of several colliding geoms (a compound's parts are "
@@ -264,10 +267,6 @@ def _check(mujoco, model, approximate: bool):
         mu = np.asarray(model.pair_friction[p], float)
         if model.pair_dim[p] > 1 and mu[0] != mu[1]:
             problems.append(f"{name}: anisotropic friction {_numbers(mu[:2])} (jaxcontact's pairs are isotropic)")
-    planes = [g for g in range(model.ngeom) if model.geom_type[g] == M.mjtGeom.mjGEOM_PLANE and model.geom_bodyid[g] == 0
-              and (model.geom_contype[g] or model.geom_conaffinity[g])]
-    if len(planes) > 1:
-        problems.append(f"{len(planes)} planes on the world body (a world has one ground plane)")
     gravity = np.asarray(model.opt.gravity, float)
     if not model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY and np.any(gravity[:2] != 0):
         problems.append(f"gravity {_numbers(gravity)} is not along -z")
@@ -482,7 +481,9 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     # bodies: geometry and mass in the frame at the centre of mass, oriented as MuJoCo's body frame;
     # then the world body's geoms, each a fixed body (after MuJoCo's bodies: body i is still MuJoCo's i + 1)
     plane = next((g for g in range(model.ngeom) if model.geom_type[g] == M.mjtGeom.mjGEOM_PLANE
-                  and model.geom_bodyid[g] == 0 and _colliding(model, g)), None)
+                  and model.geom_bodyid[g] == 0 and _colliding(model, g) and _floor(model, g)), None)
+    tilted = [g for g in range(model.ngeom) if model.geom_type[g] == M.mjtGeom.mjGEOM_PLANE and _colliding(model, g)
+              and g != plane]  # every other plane (tilted, a second floor, on a fixed body): Scene.planes
     world_geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] == 0 and _colliding(model, g)
                    and model.geom_type[g] != M.mjtGeom.mjGEOM_PLANE]
     fixed_mj = set(_fixed_bodies(model))
@@ -490,7 +491,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     n = model.nbody - 1 + len(world_geoms)
     bodies, mus, condims, geoms = [], [], [], []
     for b in range(1, model.nbody):
-        gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g)]
+        gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g) and g not in tilted]
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         if not gs:
             raise ValueError(f"unsupported in a jaxcontact world: {name} has no colliding geom (a jaxcontact body "
@@ -560,6 +561,9 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     # says, with the pair's own friction in place of max(mu_a, mu_b)
     explicit = {}
     for p in range(int(getattr(model, "npair", 0))):
+        if model.pair_geom1[p] in tilted or model.pair_geom2[p] in tilted:  # a plane's pair: its μ checked below
+            condims.append({int(model.pair_dim[p])})
+            continue
         b1, b2 = (model.nbody - 1 + world_geoms.index(g) if g in world_geoms else int(model.geom_bodyid[g]) - 1
                   for g in (model.pair_geom1[p], model.pair_geom2[p]))
         explicit[tuple(sorted((b1, b2)))] = float(model.pair_friction[p, 0])
@@ -567,6 +571,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     # friction: one μ (exact) or per body (the geometric mean against MuJoCo's max rule)
     all_condims = set().union(*condims) | ({int(model.geom_condim[plane])} if plane is not None else set())
+    all_condims |= {int(model.geom_condim[g]) for g in tilted}
     if all_condims == {1}:
         mus, ground_mu = [0.0] * n, 0.0
     elif 1 in all_condims:
@@ -612,6 +617,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                              "while others do (a world's ground touches every body)")
     if ground_mu is None:
         ground_mu = max(mus)
+    plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
+    for k, g in enumerate(tilted):  # a plane touches every free body (MuJoCo's filter must agree)
+        free = [b for b in range(n) if b not in fixed]
+        odd = [b for b in free if not any(_compatible(model, g, h) for h in geoms[b])]
+        if odd:
+            raise ValueError(f"unsupported in a jaxcontact world: plane {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} does not "
+                             f"collide with {', '.join(str(names[b]) for b in odd)} (a jaxcontact plane touches every "
+                             "body not fixed to the world)")
 
     # joints: hinges and slides to the parent body or the world
     hinges = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE))]
@@ -662,7 +675,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         body_names += [_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in world_geoms]
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
     scene_kw.setdefault("names", names)
-    scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, **scene_kw)
+    scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
+                                **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
@@ -680,6 +694,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         params = Params(body=stacked, ground=groundp, law=law)
     else:
         params = JointedParams(body=stacked, ground=groundp, law=law, joints=joint_params)
+    if tilted:
+        params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed))
 
     # the state at the centre of mass: world linear velocity, body angular velocity
     pos, quat, vel, omega = [], [], [], []
@@ -704,6 +720,77 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     g = 0.0 if model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY else -float(model.opt.gravity[2])
     return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g)
+
+
+def _mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed=()):
+    """``types.Planes`` of MuJoCo's planes ``tilted`` (geom ids: every colliding plane but the floor), at
+    their compiled world poses (normal: the geom's z axis), each μ its geom's. A ``<contact><pair>``
+    naming one must carry jaxcontact's μ for it (the plane's with one material, √(μ_plane μ_body) with
+    per-body μ: what ``to_mjcf`` writes), or it is refused by name. Without such pairs MuJoCo gives a
+    plane's contact max(μ_plane, μ_body): ``FrictionRuleWarning`` where that differs."""
+    normals = np.stack([np.asarray(d.geom_xmat[g], float).reshape(3, 3)[:, 2] for g in tilted])
+    points = np.stack([np.asarray(d.geom_xpos[g], float) for g in tilted])
+    paired = set()
+    for p in range(int(getattr(model, "npair", 0))):
+        g1, g2 = int(model.pair_geom1[p]), int(model.pair_geom2[p])
+        if g1 not in tilted and g2 not in tilted:
+            continue
+        pl, other = (g1, g2) if g1 in tilted else (g2, g1)
+        mu_p = plane_mu[tilted.index(pl)]
+        b = int(model.geom_bodyid[other]) - 1
+        want = mu_p if same or other in tilted or b < 0 else float(np.sqrt(mu_p * mus[b]))
+        got = float(model.pair_friction[p, 0])
+        if other in tilted or abs(got - want) > 1e-9 * max(1.0, want):
+            raise ValueError(f"unsupported in a jaxcontact world: contact pair {_name(M, model, M.mjtObj.mjOBJ_PAIR, p)} "
+                             f"gives plane {_name(M, model, M.mjtObj.mjOBJ_GEOM, pl)} μ {got:g} where jaxcontact's is "
+                             f"{want:g} (the plane's μ, mixed with a body's by √(μ_a μ_b) under per-body friction)")
+        paired.add((pl, b))
+    worst = max(((abs(max(mu_p, m) - (mu_p if same else np.sqrt(mu_p * m))), g) for g, mu_p in zip(tilted, plane_mu)
+                 for b, m in enumerate(mus) if (g, b) not in paired and b not in fixed), default=(0.0, None))
+    if worst[0] > 1e-9:
+        warnings.warn(f"plane {_name(M, model, M.mjtObj.mjOBJ_GEOM, worst[1])}: MuJoCo gives its contacts "
+                      "max(μ_plane, μ_body); jaxcontact the plane's μ (one material) or √(μ_plane μ_body) (per-body), "
+                      f"differing by up to {worst[0]:.3g}; write <contact><pair>s with jaxcontact's μ to agree",
+                      FrictionRuleWarning, stacklevel=3)
+    cast = lambda x: jnp.asarray(x, dtype)
+    return Planes(normal=cast(normals), offset=cast(np.sum(normals * points, axis=1)), friction=cast(plane_mu))
+
+
+def _planes_xml(scene, params, friction, mu_law, extra_geom) -> str:
+    """``to_mjcf``'s tilted planes (``Params.planes``): one plane geom each on the world body, through
+    n·offset with ``zaxis`` n, its own μ (MuJoCo collides a plane as the infinite half-space too)."""
+    if not scene.planes:
+        return ""
+    pl = params.planes
+    out = ""
+    for k in range(scene.planes):
+        n = np.asarray(pl.normal[k], float)
+        n = n / np.linalg.norm(n)
+        out += (f'    <geom name="plane{k}" type="plane" size="0 0 0.05" pos="{_f(n * float(pl.offset[k]))}" '
+                f'zaxis="{_f(n)}" friction="{_f(float(pl.friction[k]))} 0.005 0.0001"{extra_geom}/>\n')
+    return out
+
+
+def _plane_pairs(scene, params, friction, mu_law, geom) -> str:
+    """``<contact><pair>``s of every tilted plane with every free body where MuJoCo's max(μ_plane,
+    μ_body) is not jaxcontact's μ (the plane's, or √(μ_plane μ_body) with per-body μ)."""
+    out = ""
+    extra = "".join(f' {k}="{v}"' for k, v in geom.items() if k in ("condim", "solref", "solimp", "margin", "gap"))
+    for k in range(scene.planes):
+        mu_p = float(params.planes.friction[k])
+        for i in range(scene.num_bodies):
+            if i in scene.fixed:
+                continue
+            mu_b = mu_law if friction is None else float(friction[i])
+            want = mu_p if friction is None else float(np.sqrt(mu_p * mu_b))
+            if abs(max(mu_p, mu_b) - want) <= 1e-12:
+                continue
+            if scene.shapes is not None and scene.shapes[i] == "compound":
+                raise ValueError(f"to_mjcf: plane {k}'s μ {mu_p:g} against {scene.body_name(i)}, a compound, needs a "
+                                 "<pair> per geom; give the plane the bodies' μ or a larger one")
+            out += (f'    <pair geom1="plane{k}" geom2="geom{i}" friction="{_f(want)} {_f(want)} 0.005 0.0001 0.0001"'
+                    f'{extra}/>\n')
+    return out
 
 
 def _passive_xml(scene, jp, state):
@@ -1118,11 +1205,13 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         n = n / np.linalg.norm(n)
         plane = (f'    <geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
                  f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"{extra_geom}/>\n')
+    plane += _planes_xml(scene, params, friction, mu_law[0], extra_geom)
     jointed = set() if scene.joints is None else scene.joints.body_pairs()
     keep = set(scene.pairs) | jointed
     excludes = "".join(f'    <exclude body1="body{a}" body2="body{b}"/>\n' for a in range(N) for b in range(a + 1, N)
                        if (a, b) not in keep)
     pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
+    pair_xml += _plane_pairs(scene, params, friction, mu_law[0], geom or {})
     actuators, ctrl = _actuators_xml(scene, params)
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
            f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n')

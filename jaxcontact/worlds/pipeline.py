@@ -108,7 +108,7 @@ class WorldInfo:
 def coupled(scene: Scene) -> bool:
     """Whether the world's bodies share one contact problem (static): body–body pairs or joints.
     Otherwise each body's contact with the ground is its own (the per-body route of ``step``)."""
-    return bool(scene.pairs) or scene.joints is not None
+    return bool(scene.pairs) or scene.joints is not None or scene.planes > 0
 
 
 def check_law(model, scene: Scene) -> None:
@@ -199,7 +199,7 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     p_body = sol.impulse.reshape(N, 6)
     if warm is not None:
         warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
-    Cg = con.num_ground // N if scene.ground else 0
+    Cg = con.num_ground // N if scene.ground or scene.planes else 0
     info = WorldInfo(
         impulse=p_body, phi_ground=con.phi[:con.num_ground].reshape(N, Cg),
         pair_phi=con.pair_phi, pair_kind=con.pair_kind, residual=sol.residual, iterations=sol.iterations,

@@ -80,6 +80,9 @@ class Scene:
     from the pose it would reach at its current velocities (the features that will meet,
     ``contacts.pair_contacts``; docs/worlds.md, "Fast hits"); False (the default, for now): the
     current pose's only.
+    planes: how many tilted planes (walls, ramps: fixed scenery, ``types.Planes`` in
+    ``Params.planes``, ``worlds.planes``) the world has beside the ground (static); every body
+    touches each as it touches the ground (``contacts.ground_contacts``).
     """
 
     topologies: tuple
@@ -98,11 +101,13 @@ class Scene:
     fixed: tuple = ()
     parts: tuple | None = None
     fast_hits: bool = False
+    planes: int = 0
 
     def __post_init__(self):
         n = len(self.topologies)
         if n < 1:
             raise ValueError("Scene: a world needs at least one body")
+        check_plane_count(self.planes)
         object.__setattr__(self, "fixed", check_fixed(self.fixed, n))
         for a, b in self.pairs:
             if a in self.fixed and b in self.fixed:
@@ -220,6 +225,13 @@ class Scene:
         return sum(self.pair_slots(len(ks)) for _, _, ks in self.pair_groups())
 
 
+def check_plane_count(planes) -> None:
+    """Refuse a plane count (``Scene.planes``, ``make_scene(planes=)``) that is not an int >= 0, by name."""
+    if isinstance(planes, bool) or not isinstance(planes, (int, np.integer)) or planes < 0:
+        raise ValueError(f"planes: the number of tilted planes (an int >= 0; their normals, offsets and friction go "
+                         f"in Params.planes), got {planes!r}")
+
+
 def check_fixed(fixed, n: int) -> tuple:
     """``fixed`` (body indices, or N bools) as the sorted tuple of indices ``Scene.fixed`` holds;
     refused by name when not ints of 0..n−1 (or n bools), or an index is listed twice."""
@@ -301,7 +313,7 @@ def compound_parts(body: Body, label: str) -> tuple:
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
-               names: Sequence | None = None, fixed=(), fast_hits: bool = False):
+               names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
@@ -310,7 +322,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     max_pairs: the broad phase; narrow_phase: its method; names: the bodies' names (``Scene``).
     ground_contacts: deprecated (``Model.max_contacts`` decides; ``Scene``). fixed: the bodies fixed to
     the world (indices, or one bool per body; ``Scene.fixed``): pairs of two fixed bodies are left
-    out of the table (also from an explicit ``pairs`` list)."""
+    out of the table (also from an explicit ``pairs`` list). planes: how many tilted planes the world
+    has (``Scene.planes``; their values in ``Params.planes``, ``worlds.planes.make_planes``)."""
     if isinstance(bodies, Body) and bodies.vertex_radius is not None:
         raise ValueError("make_scene: these stacked bodies hold a compound (body.vertex_radius), whose parts "
                          "stacking drops; pass the bodies as a list (make_scene([table, box, ...]))")
@@ -359,7 +372,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     return Scene(topologies=tuple(topologies), pairs=table, ground=ground, pair_contacts=pair_contacts,
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
-                 names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits), stacked
+                 names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits,
+                 planes=planes), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
@@ -425,5 +439,5 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
                                  "use the bodies the scene was made from (make_scene), or make_scene of these")
 
 
-__all__ = ["COMPOUND", "Scene", "check_body", "check_fixed", "compound_parts", "make_scene", "padded_vertex_radius",
+__all__ = ["COMPOUND", "Scene", "check_body", "check_fixed", "check_plane_count", "compound_parts", "make_scene", "padded_vertex_radius",
            "stack_bodies"]
