@@ -122,8 +122,8 @@ def test_given_mass_and_inertia_are_kept():
 def test_refusals_by_name():
     ball = shapes.sphere(0.05, 1.0)
     cases = [
-        (lambda: shapes.compound([ball, shapes.cylinder(0.05, 0.1)], [(0, 0, 0), (0, 0, 0.2)]), "is a cylinder"),
-        (lambda: shapes.compound([shapes.ellipsoid()], [(0, 0, 0)]), "is a ellipsoid"),
+        (lambda: shapes.compound([ball, shapes.box().replace(radius=jnp.asarray(0.01))], [(0, 0, 0), (0, 0, 0.2)]),
+         "is a sphere-swept hull"),
         (lambda: shapes.compound([dumbbell(), ball], [(0, 0, 0), (0, 0, 0.2)]), "itself a compound"),
         (lambda: shapes.compound([ball, ball], [(0, 0, 0)]), "2 parts but 1 poses"),
         (lambda: shapes.compound([], []), "parts is empty"),
