@@ -47,7 +47,8 @@ def test_a_cart_of_cylinder_wheels_rolls_at_the_speed_of_its_analytic_inertia():
 
 def test_a_mallet_stands_on_its_head_on_a_fixed_box_and_lies_on_the_ground():
     """A mallet (a cylinder head ρ 4 cm, l 3 cm, on a capsule handle along its axis) stands on its head's cap on
-    a fixed box (the cylinder part against a hull: ``convex_pair`` at the part's pose) and a second one lies
+    a fixed box (the cylinder part against a hull: ``convex_pair`` at the part's pose) and on the ground (its
+    cap on the rim's triangle of three points), and a third one lies
     on the ground on its head's side (its centre of mass over the head's line of support; the handle clear
     of the ground): both stay put (< 0.1 mm over 1 s), no flags."""
     head, handle = shapes.cylinder(0.04, 0.03, 1.0), shapes.capsule(0.01, 0.1, 0.2)
@@ -56,13 +57,15 @@ def test_a_mallet_stands_on_its_head_on_a_fixed_box_and_lies_on_the_ground():
     table = shapes.box((0.3, 0.3, 0.1), 10.0)
     qx = (np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0)  # lying: its axis along y
     lying_z = 0.04  # lying: the head's centre at its radius (the handle's end 3 cm clear of the ground)
-    scene, body = worlds.make_scene([table, mallet, mallet], pairs=[(0, 1)], fixed=[0])
-    pos = [[0, 0, 0.05], [0, 0, 0.1 + 0.03 - c[2]], [0.6, 0, lying_z]]
+    scene, body = worlds.make_scene([table, mallet, mallet, mallet], pairs=[(0, 1)], fixed=[0])
+    pos = [[0, 0, 0.05], [0, 0, 0.1 + 0.03 - c[2]], [0.6, 0, lying_z], [-0.6, 0, 0.03 - c[2]]]
     pos[2][1] = -float(np.asarray(jc.rotations.quat_to_mat(jnp.asarray(qx)) @ c)[1])
-    start = _state(pos, [[1.0, 0, 0, 0], [1.0, 0, 0, 0], qx])
+    start = _state(pos, [[1.0, 0, 0, 0], [1.0, 0, 0, 0], qx, [1.0, 0, 0, 0]])
     traj, infos = worlds.rollout(jc.Model(law=LAW), scene, _params(body), start, 500)
     np.testing.assert_allclose(np.asarray(traj.pos[-1, 1]), pos[1], atol=1e-4)
     assert abs(float(traj.pos[-1, 2, 2]) - pos[2][2]) < 1e-4
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 3]), pos[3], atol=1e-4)
+    np.testing.assert_allclose(np.asarray(traj.quat[-1, 3]), [1.0, 0, 0, 0], atol=1e-3)
     assert int(np.max(np.asarray(infos.flags))) == 0
 
 
