@@ -81,3 +81,27 @@ def test_an_ellipsoid_part_rests_at_its_semi_axis_height():
     traj, infos = worlds.rollout(jc.Model(law=LAW), scene, _params(body), start, 500)
     assert abs(float(traj.pos[-1, 0, 2]) + c[2] - 0.03) < 1e-5
     assert np.max(np.abs(np.asarray(traj.pos[-1, 0, :2]))) < 1e-5
+
+
+def test_mjcf_bodies_with_cylinder_and_ellipsoid_geoms_load_as_compounds_and_write_back():
+    """A free body of a cylinder, a capsule and a tilted ellipsoid loads natively (no hull stand-in) with
+    MuJoCo's compiled mass and inertia (1e-12) and the parts' sizes and orientations; ``to_mjcf`` writes them
+    back as the same geoms (``from_mjcf`` of it: masses, inertias and ``vertex_shape`` to 1e-12)."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
+    <body name="mallet" pos="0 0 0.2"><freejoint/>
+     <geom type="cylinder" size="0.04 0.03"/><geom type="capsule" size="0.01 0.1" pos="0 0 0.14"/>
+     <geom type="ellipsoid" size="0.02 0.03 0.01" pos="0 0 0.26" euler="30 0 0"/>
+    </body></worldbody></mujoco>"""
+    scene, params, state, model = worlds.from_mjcf(xml)
+    assert [p[0] for p in scene.parts[0]] == ["cylinder", "capsule", "ellipsoid"]
+    mj = mujoco.MjModel.from_xml_string(xml)
+    assert float(params.body.mass[0]) == pytest.approx(float(mj.body_mass[1]), rel=1e-12)
+    np.testing.assert_allclose(np.linalg.eigvalsh(np.asarray(params.body.inertia[0])), np.sort(mj.body_inertia[1]),
+                               rtol=1e-9)
+    shape = np.asarray(params.body.vertex_shape[0])
+    np.testing.assert_allclose(shape[0, 1:4], [0.04, 0.03, 0.0])
+    np.testing.assert_allclose(shape[8, 1:8], [0.02, 0.03, 0.01, np.cos(np.pi / 12), np.sin(np.pi / 12), 0, 0], atol=1e-12)
+    s2, p2, _, _ = worlds.from_mjcf(worlds.to_mjcf(scene, params, state, model), keyframe="initial")
+    for k in ("mass", "inertia", "vertex_shape"):
+        np.testing.assert_allclose(np.asarray(getattr(p2.body, k)), np.asarray(getattr(params.body, k)), atol=1e-12)
