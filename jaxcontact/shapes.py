@@ -263,8 +263,9 @@ def combined_mass_properties(masses, inertias, positions, rotations):
 
 def compound(parts, poses, mass=None, inertia=None, com=None, pad_to: int | None = None) -> Body:
     """A rigid body of several convex ``parts`` at fixed ``poses`` (a table of a top and four legs,
-    a dumbbell, a hammer). Each part is a body of one shape (``box``, ``convex_hull``, ``sphere``
-    or ``capsule``: ``COMPOUND_PART_KINDS``) with its own mass; its pose is a position (3,) of its
+    a dumbbell, a hammer). Each part is a body of one shape (``box``, ``convex_hull``, ``sphere``,
+    ``capsule``, ``cylinder`` or ``ellipsoid``: ``COMPOUND_PART_KINDS``; a cylinder's or ellipsoid's
+    candidates and pairs through ``Body.vertex_shape``) with its own mass; its pose is a position (3,) of its
     centre of mass, or (position, quaternion), in the frame the poses are written in.
 
     Mass properties: by default the exact combination of the parts' (``combined_mass_properties``);

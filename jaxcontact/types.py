@@ -158,7 +158,7 @@ class Body:
     vertex_radius: (K,) each vertex's own sweep radius (a sphere part's centre, a capsule part's
     two ends: the part's radius; a hull part's vertices: 0), added to ``radius``; None (the
     default) for a body of one shape. parts: static, None, or the parts as ``(kind, start, stop)``
-    ("hull", "sphere" or "capsule"; their vertices ``vertices[start:stop]``): the narrow phase of
+    ("hull", "sphere", "capsule", "cylinder" or "ellipsoid"; their vertices ``vertices[start:stop]``): the narrow phase of
     a world runs per part pair (``worlds.contacts.compound_pair``). ``worlds.stack_bodies`` drops
     it (the ``Scene`` keeps each body's parts). vertex_shape: (K, 8) None unless a part is a cylinder
     or an ellipsoid: per vertex (code, d0, d1, d2, q0..q3), code 0 an ordinary vertex, 1..6 a
