@@ -901,6 +901,20 @@ MUTATIONS = (
     Mutation("plane-to-mjcf-no-pairs", "planes", "jaxcontact/worlds/mjcf.py",
              "if abs(max(mu_p, mu_b) - want) <= 1e-12:", "if True:",
              ("tests/test_mjcf_planes.py::test_a_box_slides_down_a_loaded_ramp_as_in_mujoco_c",)),
+    # cylinder and ellipsoid parts in bodies of several shapes (issue 62, item 2: Body.vertex_shape)
+    Mutation("part-rim-one-point", "compounds", "jaxcontact/geometry.py",
+             "idx = jnp.clip(code.astype(jnp.int32) - 1, 0, 5)", "idx = 0 * code.astype(jnp.int32)",
+             ("tests/test_compound_round_parts.py::test_a_mallet_stands_on_its_head_on_a_fixed_box_and_lies_on_the_ground",)),
+    Mutation("part-orientation-ignored", "compounds", "jaxcontact/geometry.py",
+             "Rp = jax.vmap(quat_to_mat)(vertex_shape[:, 4:8] + ",
+             "Rp = jax.vmap(quat_to_mat)(jnp.array([1.0, 0, 0, 0], r.dtype) + 0 * vertex_shape[:, 4:8] + 0 * ",
+             ("tests/test_compound_round_parts.py::test_a_cart_of_cylinder_wheels_rolls_at_the_speed_of_its_analytic_inertia",)),
+    Mutation("part-ellipsoid-as-cylinder", "compounds", "jaxcontact/geometry.py",
+             "local = jnp.where((code == 7)[:, None], ell, on_rim)", "local = jnp.where((code == 8)[:, None], ell, on_rim)",
+             ("tests/test_compound_round_parts.py::test_an_ellipsoid_part_rests_at_its_semi_axis_height",)),
+    Mutation("part-pair-centre-ignored", "compounds", "jaxcontact/worlds/contacts.py",
+             "return state.replace(pos=state.pos + R @ centre,", "return state.replace(pos=state.pos + 0 * R @ centre,",
+             ("tests/test_compound_round_parts.py::test_a_mallet_stands_on_its_head_on_a_fixed_box_and_lies_on_the_ground",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

@@ -208,6 +208,10 @@ def candidate_points(body: Body, ground: Ground, state: AnyState):
         pts, phi, r = pts - rad * n, phi - rad, r - rad * nb
     if body.vertex_radius is not None:  # a body of several shapes: each vertex its own radius
         pts, phi, r = swept_vertices(body.vertex_radius, pts, phi, r, n, nb)
+    if body.vertex_shape is not None:  # a compound's cylinder and ellipsoid parts: their surface points
+        r = part_candidates(body.vertex_shape, body.vertices, r, nb)
+        pts = world_points(state, r)
+        phi = signed_distance(ground, pts)
     parts = [(r, valid)]
     if body.cylinder is not None:
         cyl = jnp.asarray(body.cylinder)
@@ -219,6 +223,23 @@ def candidate_points(body: Body, ground: Ground, state: AnyState):
     extra_pts = world_points(state, extra)
     return (jnp.concatenate([pts, extra_pts]), jnp.concatenate([phi, signed_distance(ground, extra_pts)]),
             jnp.concatenate([p[1] for p in parts]), jnp.concatenate([r, extra]))
+
+
+def part_candidates(vertex_shape, vertices, r, nb):
+    """(K, 3) body-frame candidates with a compound's cylinder and ellipsoid parts' vertices (``Body.vertex_shape``
+    code 1..6: the part's ``cylinder_rim`` point of that index, 7: its ``ellipsoid_support``, both against
+    the ground normal in the part's frame, placed at the part's centre and orientation); ``r`` elsewhere."""
+    code = vertex_shape[:, 0]
+    dims = vertex_shape[:, 1:4]
+    Rp = jax.vmap(quat_to_mat)(vertex_shape[:, 4:8] + (code == 0)[:, None] * jnp.array([1.0, 0, 0, 0], r.dtype))
+    npart = jnp.einsum("kji,j->ki", Rp, nb)  # the normal in each part's frame: Rpᵀ nb
+    rim = jax.vmap(cylinder_rim)(dims[:, :2], npart)  # (K, 6, 3)
+    idx = jnp.clip(code.astype(jnp.int32) - 1, 0, 5)
+    on_rim = jnp.take_along_axis(rim, idx[:, None, None], axis=1)[:, 0]
+    ell = jax.vmap(ellipsoid_support)(dims, npart)[:, 0]
+    local = jnp.where((code == 7)[:, None], ell, on_rim)
+    placed = vertices + jnp.einsum("kij,kj->ki", Rp, local)
+    return jnp.where((code > 0)[:, None], placed, r)
 
 
 def swept_vertices(vertex_radius, pts, phi, r, n, nb):
@@ -328,6 +349,8 @@ def body_size(body: Body) -> jnp.ndarray:
         size = jnp.where(jnp.any(body.vertex_mask > 0), size + 2 * body.radius, 0.0)
     if body.vertex_radius is not None:
         size = size + 2 * jnp.max(jnp.where(body.vertex_mask > 0, body.vertex_radius, 0.0))
+    if body.vertex_shape is not None:  # a cylinder or ellipsoid part: its circumscribed sphere
+        size = size + 2 * jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertex_shape[..., 1:4], axis=-1), 0.0))
     return jnp.maximum(size, 2 * shape_reach(body))
 
 

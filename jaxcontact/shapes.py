@@ -225,7 +225,7 @@ def ellipsoid(semi_axes=(0.05, 0.04, 0.03), mass: float = 1.0) -> Body:
     return _round_body([[0.0, 0.0, 0.0]], [0.0], mass, inertia, ellipsoid=[a, b, c])
 
 
-COMPOUND_PART_KINDS = ("hull", "sphere", "capsule")
+COMPOUND_PART_KINDS = ("hull", "sphere", "capsule", "cylinder", "ellipsoid")
 """The shapes a compound's part may have (``compound``): those with body–body contacts."""
 
 
@@ -263,8 +263,9 @@ def combined_mass_properties(masses, inertias, positions, rotations):
 
 def compound(parts, poses, mass=None, inertia=None, com=None, pad_to: int | None = None) -> Body:
     """A rigid body of several convex ``parts`` at fixed ``poses`` (a table of a top and four legs,
-    a dumbbell, a hammer). Each part is a body of one shape (``box``, ``convex_hull``, ``sphere``
-    or ``capsule``: ``COMPOUND_PART_KINDS``) with its own mass; its pose is a position (3,) of its
+    a dumbbell, a hammer). Each part is a body of one shape (``box``, ``convex_hull``, ``sphere``,
+    ``capsule``, ``cylinder`` or ``ellipsoid``: ``COMPOUND_PART_KINDS``; a cylinder's or ellipsoid's
+    candidates and pairs through ``Body.vertex_shape``) with its own mass; its pose is a position (3,) of its
     centre of mass, or (position, quaternion), in the frame the poses are written in.
 
     Mass properties: by default the exact combination of the parts' (``combined_mass_properties``);
@@ -315,19 +316,45 @@ def compound(parts, poses, mass=None, inertia=None, com=None, pad_to: int | None
         I, total = I * (float(mass) / total), float(mass)
     if com is not None and inertia is None:
         raise ValueError("compound: com is given without mass and inertia; give all three (MJCF's <inertial>)")
-    verts, radii, table, start = [], [], [], 0
-    for part, kind, (pos, R) in zip(parts, kinds, frames):
+    verts, radii, table, start, rows = [], [], [], 0, []
+    for k, (part, kind, (pos, R)) in enumerate(zip(parts, kinds, frames)):
+        if kind in ("cylinder", "ellipsoid"):  # its centre, once per candidate (six rim points, one support point)
+            count = 6 if kind == "cylinder" else 1
+            dims = (list(np.asarray(part.cylinder, np.float64)) + [0.0] if kind == "cylinder"
+                    else list(np.asarray(part.ellipsoid, np.float64)))
+            quat = _part_quaternion(poses[k])
+            rows.extend([[float(j + 1) if kind == "cylinder" else 7.0] + dims + quat for j in range(count)])
+            v = np.repeat((pos - c)[None], count, axis=0)
+            verts.append(v)
+            radii.append(np.zeros(count))
+            table.append((kind, start, start + count))
+            start += count
+            continue
         v = np.asarray(part.vertices, np.float64)[np.asarray(part.vertex_mask) > 0]
         verts.append(v @ R.T + pos - c)
         r = 0.0 if kind == "hull" else float(part.radius)
         radii.append(np.full(len(v), r))
+        rows.extend([[0.0] * 8] * len(v))
         table.append((kind, start, start + len(v)))
         start += len(v)
     verts, radii = np.concatenate(verts), np.concatenate(radii)
     body = _as_body(verts, total, I, pad_to)
     rad = np.zeros(body.num_vertices)
     rad[: len(radii)] = radii
-    return body.replace(vertex_radius=jnp.asarray(rad), parts=tuple(table))
+    body = body.replace(vertex_radius=jnp.asarray(rad), parts=tuple(table))
+    if any(kind in ("cylinder", "ellipsoid") for kind in kinds):
+        shape = np.zeros((body.num_vertices, 8))
+        shape[: len(rows)] = rows
+        body = body.replace(vertex_shape=jnp.asarray(shape))
+    return body
+
+
+def _part_quaternion(pose) -> list:
+    """A part's unit quaternion (w, x, y, z) from its pose (identity for a position alone)."""
+    if isinstance(pose, (tuple, list)) and len(pose) == 2 and np.shape(pose[0]) == (3,):
+        q = np.asarray(pose[1], np.float64)
+        return list(q / np.linalg.norm(q))
+    return [1.0, 0.0, 0.0, 0.0]
 
 
 def shape_kind(body: Body) -> str:

@@ -158,9 +158,13 @@ class Body:
     vertex_radius: (K,) each vertex's own sweep radius (a sphere part's centre, a capsule part's
     two ends: the part's radius; a hull part's vertices: 0), added to ``radius``; None (the
     default) for a body of one shape. parts: static, None, or the parts as ``(kind, start, stop)``
-    ("hull", "sphere" or "capsule"; their vertices ``vertices[start:stop]``): the narrow phase of
+    ("hull", "sphere", "capsule", "cylinder" or "ellipsoid"; their vertices ``vertices[start:stop]``): the narrow phase of
     a world runs per part pair (``worlds.contacts.compound_pair``). ``worlds.stack_bodies`` drops
-    it (the ``Scene`` keeps each body's parts).
+    it (the ``Scene`` keeps each body's parts). vertex_shape: (K, 8) None unless a part is a cylinder
+    or an ellipsoid: per vertex (code, d0, d1, d2, q0..q3), code 0 an ordinary vertex, 1..6 a
+    cylinder part's rim candidate (``geometry.cylinder_rim``'s index + 1), 7 an ellipsoid part's
+    support point; the vertex itself is the part's centre, d its dimensions (ρ, l, 0) or (a, b, c)
+    and q its orientation in the body frame (``geometry.part_candidates``).
     """
 
     mass: jnp.ndarray
@@ -172,6 +176,7 @@ class Body:
     cylinder: Any = None
     ellipsoid: Any = None
     vertex_radius: Any = None
+    vertex_shape: Any = None
     parts: Any = struct.field(pytree_node=False, default=None)
 
     @property
@@ -186,7 +191,7 @@ class Body:
     def is_round(self) -> bool:
         """Whether the body has any round-shape field (static: the pytree's structure)."""
         return (self.radius is not None or self.cylinder is not None or self.ellipsoid is not None
-                or self.vertex_radius is not None)
+                or self.vertex_radius is not None or self.vertex_shape is not None)
 
     @property
     def num_candidates(self) -> int:

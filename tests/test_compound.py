@@ -122,8 +122,8 @@ def test_given_mass_and_inertia_are_kept():
 def test_refusals_by_name():
     ball = shapes.sphere(0.05, 1.0)
     cases = [
-        (lambda: shapes.compound([ball, shapes.cylinder(0.05, 0.1)], [(0, 0, 0), (0, 0, 0.2)]), "is a cylinder"),
-        (lambda: shapes.compound([shapes.ellipsoid()], [(0, 0, 0)]), "is a ellipsoid"),
+        (lambda: shapes.compound([ball, shapes.box().replace(radius=jnp.asarray(0.01))], [(0, 0, 0), (0, 0, 0.2)]),
+         "is a sphere-swept hull"),
         (lambda: shapes.compound([dumbbell(), ball], [(0, 0, 0), (0, 0, 0.2)]), "itself a compound"),
         (lambda: shapes.compound([ball, ball], [(0, 0, 0)]), "2 parts but 1 poses"),
         (lambda: shapes.compound([], []), "parts is empty"),
@@ -425,13 +425,16 @@ def test_from_mjcf_loads_bodies_of_several_geoms_and_writes_them_back():
     np.testing.assert_allclose(np.abs(np.asarray(state2.quat)), np.abs(np.asarray(state.quat)), atol=1e-9)
 
 
-def test_from_mjcf_refuses_a_cylinder_among_several_geoms():
-    pytest.importorskip("mujoco")
+def test_from_mjcf_loads_a_cylinder_among_several_geoms_with_mujoco_s_mass():
+    """A box handle and a cylinder head on one body load as a compound (cylinder parts: issue 62 item 2),
+    with MuJoCo's compiled mass (once refused by name)."""
+    mujoco = pytest.importorskip("mujoco")
     xml = """<mujoco><worldbody><body name="mallet"><freejoint/>
       <geom type="box" size="0.1 0.02 0.02"/><geom type="cylinder" size="0.03 0.05" pos="0 0 0.1"/>
       </body></worldbody></mujoco>"""
-    with pytest.raises(ValueError, match="of body 'mallet': a cylinder in a body of several colliding geoms"):
-        worlds.from_mjcf(xml)
+    scene, params, *_ = worlds.from_mjcf(xml)
+    assert scene.parts is not None and scene.parts[0] is not None
+    assert float(params.body.mass[0]) == pytest.approx(float(mujoco.MjModel.from_xml_string(xml).body_mass[1]), rel=1e-9)
 
 
 def test_a_compound_is_drawn_as_the_hull_of_its_parts():

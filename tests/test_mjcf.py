@@ -208,8 +208,6 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
     ('<body><joint type="ball"/><geom type="box" size=".05 .05 .05"/></body>', "ball joint"),
     ('<body><joint type="hinge"/><joint type="hinge" axis="1 0 0"/><geom type="box" size=".05 .05 .05"/></body>',
      "2 joints (one free joint, hinge or slide per body)"),
-    ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><geom type="cylinder" size=".05 .05" pos=".1 0 0"/></body>',
-     "a cylinder in a body of several colliding geoms"),
     ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><body pos=".2 0 0"><geom type="box" size=".05 .05 .05"/>'
      '</body></body>', "no joint, welded to its parent, a moving body"),
     ('<body mocap="true"><geom type="box" size=".05 .05 .05"/></body><body><freejoint/><geom type="box" '

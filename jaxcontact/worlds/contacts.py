@@ -77,6 +77,9 @@ def bounding_radii(params: Params):
     if body.vertex_radius is not None:  # a compound: each vertex its own radius
         far = jnp.maximum(far, jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1)
                                                  + body.vertex_radius, 0.0), axis=-1))
+    if body.vertex_shape is not None:  # a compound's cylinder or ellipsoid part: its circumscribed sphere
+        far = jnp.maximum(far, jnp.max(jnp.where(body.vertex_mask > 0, jnp.linalg.norm(body.vertices, axis=-1)
+                                                 + jnp.linalg.norm(body.vertex_shape[..., 1:4], axis=-1), 0.0), axis=-1))
     return jnp.maximum(far, geometry.shape_reach(body))
 
 
@@ -204,16 +207,38 @@ def shape_parts(shape, verts, radius, vertex_radius):
             for kind, start, stop, topo in shape[1]]
 
 
-def compound_pair(ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n: int, margin, method: str):
+def part_state(state: State, centre, shape_row):
+    """A compound's cylinder or ellipsoid part as a body of its own for ``collision.convex_pair``: its
+    state (the body's pose composed with the part's centre and orientation, ``Body.vertex_shape``'s
+    row) and its dimensions (3,)."""
+    R = quat_to_mat(state.quat)
+    return state.replace(pos=state.pos + R @ centre, quat=quat_mul(state.quat, shape_row[4:8])), shape_row[1:4]
+
+
+def compound_pair(ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n: int, margin, method: str, xa=None, xb=None, da=None,
+                  db=None):
     """The contacts of a pair holding a body of several shapes (``shapes.compound``): every part
     pair's manifold (``round_or_hull``, ``n`` points each, its own normal) as rows on the two
     *bodies* (their states: the parts' contacts are the bodies'), then the ``n`` deepest valid ones
     kept (chosen without gradient). (rows (n, 2, 3, 6), phi (n,), valid (n,), kind ()): the
-    most-touching patch of its parts'. ``wa``/``wb``: the bodies' ``vertex_radius`` (K,)."""
+    most-touching patch of its parts'. ``wa``/``wb``: the bodies' ``vertex_radius`` (K,); ``xa``/``xb``
+    their ``vertex_shape`` (K, 8) (None: no cylinder or ellipsoid part): such a part is a body of its
+    own at its pose (``part_state``), through ``collision.convex_pair``; ``da``/``db`` a cylinder's or
+    ellipsoid's body's dimensions (``shape_dims``) where it is not a compound."""
     rows, phi, valid, kinds = [], [], [], []
-    for pa, xa, qa in shape_parts(ta, va, ra, wa):
-        for pb, xb, qb in shape_parts(tb, vb, rb, wb):
-            pc = round_or_hull(pa, xa, qa, sa, pb, xb, qb, sb, n, margin, method)
+
+    def posed(kind, verts, s, shape, start, table, dims):
+        if kind in collision.CONVEX_KINDS and is_compound(shape):  # a part at its own pose and size
+            return part_state(s, verts[0], table[start])
+        return s, dims
+
+    starts_a = [p[1] for p in ta[1]] if is_compound(ta) else [0]
+    starts_b = [p[1] for p in tb[1]] if is_compound(tb) else [0]
+    for (pa, xa_, qa), ka in zip(shape_parts(ta, va, ra, wa), starts_a):
+        for (pb, xb_, qb), kb in zip(shape_parts(tb, vb, rb, wb), starts_b):
+            psa, pda = posed(pa, xa_, sa, ta, ka, xa, da)
+            psb, pdb = posed(pb, xb_, sb, tb, kb, xb, db)
+            pc = round_or_hull(pa, xa_, qa, psa, pb, xb_, qb, psb, n, margin, method, pda, pdb)
             rows.append(_pair_rows(sa, sb, pc))
             phi.append(pc.phi)
             valid.append(pc.valid)
@@ -307,9 +332,11 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
 
         if is_compound(ta) or is_compound(tb):  # per part pair (a body of several shapes; fast hits not applied)
             wr = params.body.vertex_radius
-            r, f, v, k = jax.vmap(lambda va, ra, wa, sa, vb, rb, wb, sb, margin, ta=ta, tb=tb: compound_pair(
-                ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n, margin, scene.narrow_phase))(
-                va, ra, wr[ia], sa, vb, rb, wr[ib], sb, pair_reach[idx])
+            xs = params.body.vertex_shape
+            xa, xb = (None, None) if xs is None else (xs[ia], xs[ib])
+            r, f, v, k = jax.vmap(lambda va, ra, wa, sa, vb, rb, wb, sb, margin, xa, xb, da, db, ta=ta, tb=tb: compound_pair(
+                ta, va, ra, wa, sa, tb, vb, rb, wb, sb, n, margin, scene.narrow_phase, xa, xb, da, db))(
+                va, ra, wr[ia], sa, vb, rb, wr[ib], sb, pair_reach[idx], xa, xb, da, db)
         else:
             fast = fast_pairs(model, params, state, jnp.stack([jnp.asarray(ia), jnp.asarray(ib)], axis=1)) if scene.fast_hits else None
             r, f, v, k = jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, 0, None if fast is None else 0, 0, 0))(

@@ -159,7 +159,7 @@ def round_points(kind: str, size) -> np.ndarray:
 
 
 ROUND = ("sphere", "capsule", "ellipsoid", "cylinder")
-COMPOUND_GEOMS = ("box", "mesh", "sphere", "capsule")  # the geoms a body of several may hold (shapes.compound)
+COMPOUND_GEOMS = ("box", "mesh", "sphere", "capsule", "cylinder", "ellipsoid")  # the geoms a body of several may hold (shapes.compound)
 
 
 def _geom_points(mujoco, model, g) -> np.ndarray:
@@ -250,7 +250,8 @@ def _check(mujoco, model, approximate: bool):
               and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) > 1):
             problems.append(f"{name}: a {kind} in a body of several colliding geoms (a compound's parts are "
                             f"{', '.join(COMPOUND_GEOMS)}; approximate=True or --approximate: the convex hull of them all)")
-        elif b != 0 and kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g):
+        elif (b != 0 and kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g)
+              and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) == 1):
             problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
                             "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
                             f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
@@ -323,6 +324,10 @@ def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
             parts.append(shapes.sphere(size[0], 1.0))
         elif kind == "capsule":
             parts.append(shapes.capsule(size[0], size[1], 1.0))
+        elif kind == "cylinder":  # MuJoCo's axis is the geom's z, as shapes.cylinder's
+            parts.append(shapes.cylinder(size[0], size[1], 1.0))
+        elif kind == "ellipsoid":
+            parts.append(shapes.ellipsoid(size[:3], 1.0))
         else:  # a mesh: its hull in the body frame, placed at its own centre of mass
             pts = _within_vertex_limit(_extreme(_geom_points(mujoco, model, g)), f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)}",
                                        False)
@@ -681,7 +686,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
                               friction=None if stacked.friction is None else cast(stacked.friction),
-                              **{k: cast(getattr(stacked, k)) for k in ("radius", "cylinder", "ellipsoid", "vertex_radius")
+                              **{k: cast(getattr(stacked, k)) for k in ("radius", "cylinder", "ellipsoid", "vertex_radius", "vertex_shape")
                                  if getattr(stacked, k) is not None})
     if plane is not None:
         normal = np.asarray(d.geom_xmat[plane], float).reshape(3, 3)[:, 2]
@@ -1048,6 +1053,10 @@ def _compound_geoms(scene, body, i: int, verts, attributes: str, assets: list) -
         if kind == "hull":
             assets.append(f'    <mesh name="hull{i}_{k}" vertex="{_f(v)}"/>\n')
             out.append(f'<geom {name} type="mesh" mesh="hull{i}_{k}" {attributes}/>')
+        elif kind in ("cylinder", "ellipsoid"):  # at its centre and orientation (Body.vertex_shape)
+            row = np.asarray(body.vertex_shape[i][start], float)
+            size = row[1:3] if kind == "cylinder" else row[1:4]
+            out.append(f'<geom {name} type="{kind}" size="{_f(size)}" pos="{_f(v[0])}" quat="{_f(row[4:8])}" {attributes}/>')
         else:
             r = float(body.vertex_radius[i][start])
             where = f'pos="{_f(v[0])}"' if kind == "sphere" else f'fromto="{_f(np.concatenate(v[:2]))}"'

@@ -272,6 +272,7 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
     round_fields = {"radius": (), "cylinder": (2,), "ellipsoid": (3,)}
     present = [name for name in round_fields if any(getattr(b, name) is not None for b in bodies)]
     swept = any(b.vertex_radius is not None for b in bodies)  # a compound's per-vertex radii (zeros elsewhere)
+    shaped = any(b.vertex_shape is not None for b in bodies)  # a compound's cylinder/ellipsoid parts (zeros elsewhere)
 
     def pad(b: Body) -> Body:
         k = np.shape(b.vertices)[0]
@@ -281,6 +282,9 @@ def stack_bodies(bodies: Sequence[Body]) -> Body:
                  else jnp.asarray(getattr(b, name)) for name in present}
         if swept:
             shape["vertex_radius"] = padded_vertex_radius(b, K)
+        if shaped:
+            x = jnp.zeros((k, 8), jnp.result_type(b.mass)) if b.vertex_shape is None else jnp.asarray(b.vertex_shape)
+            shape["vertex_shape"] = jnp.concatenate([x, jnp.zeros((K - k, 8), x.dtype)])
         return b.replace(vertices=v, vertex_mask=m, parts=None, **shape)
 
     return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[pad(b) for b in bodies])
