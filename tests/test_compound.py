@@ -425,13 +425,15 @@ def test_from_mjcf_loads_bodies_of_several_geoms_and_writes_them_back():
     np.testing.assert_allclose(np.abs(np.asarray(state2.quat)), np.abs(np.asarray(state.quat)), atol=1e-9)
 
 
-def test_from_mjcf_refuses_a_cylinder_among_several_geoms():
+def test_from_mjcf_loads_a_cylinder_among_several_geoms_as_a_part():
+    """(Refused before issue 62 item 2's parts: tests/test_compound_round_parts.py checks them.)"""
     pytest.importorskip("mujoco")
     xml = """<mujoco><worldbody><body name="mallet"><freejoint/>
       <geom type="box" size="0.1 0.02 0.02"/><geom type="cylinder" size="0.03 0.05" pos="0 0 0.1"/>
       </body></worldbody></mujoco>"""
-    with pytest.raises(ValueError, match="of body 'mallet': a cylinder in a body of several colliding geoms"):
-        worlds.from_mjcf(xml)
+    scene, params, _, _ = worlds.from_mjcf(xml)
+    assert [p[0] for p in scene.parts[0]] == ["hull", "cylinder"]
+    np.testing.assert_allclose(np.asarray(params.body.vertex_shape[0, 8, 1:4]), [0.03, 0.05, 0.0])
 
 
 def test_a_compound_is_drawn_as_the_hull_of_its_parts():
