@@ -901,6 +901,10 @@ MUTATIONS = (
     Mutation("plane-to-mjcf-no-pairs", "planes", "jaxcontact/worlds/mjcf.py",
              "if abs(max(mu_p, mu_b) - want) <= 1e-12:", "if True:",
              ("tests/test_mjcf_planes.py::test_a_box_slides_down_a_loaded_ramp_as_in_mujoco_c",)),
+    Mutation("plane-friction-unmixed", "planes", "jaxcontact/worlds/materials.py",
+             "surface = jnp.concatenate([ground_mu, jnp.broadcast_to(surface, (C - G, 2))]).astype(friction.dtype)",
+             "surface = surface",
+             ("tests/test_planes.py::test_a_plane_mixes_its_friction_with_a_bodys_own_as_the_ground_does",)),
     # cylinder and ellipsoid parts in bodies of several shapes (issue 62, item 2: Body.vertex_shape)
     Mutation("part-rim-one-point", "compounds", "jaxcontact/geometry.py",
              "idx = jnp.clip(code.astype(jnp.int32) - 1, 0, 5)", "idx = 0 * code.astype(jnp.int32)",

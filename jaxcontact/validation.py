@@ -118,7 +118,7 @@ def input_dtype(params: Params, state, control=None, batch_ndim: int = 0, materi
     see(body.inertia, "body.inertia")
     see(body.vertices, "body.vertices")
     check_dtype(body.vertex_mask, "body.vertex_mask", integers=True)
-    for name in (*ROUND_FIELDS, "vertex_radius"):
+    for name in (*ROUND_FIELDS, "vertex_radius", "vertex_shape"):
         if getattr(body, name, None) is not None:
             see(getattr(body, name), f"body.{name}")
     friction = getattr(body, "friction", None)

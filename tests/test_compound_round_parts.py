@@ -105,3 +105,18 @@ def test_mjcf_bodies_with_cylinder_and_ellipsoid_geoms_load_as_compounds_and_wri
     s2, p2, _, _ = worlds.from_mjcf(worlds.to_mjcf(scene, params, state, model), keyframe="initial")
     for k in ("mass", "inertia", "vertex_shape"):
         np.testing.assert_allclose(np.asarray(getattr(p2.body, k)), np.asarray(getattr(params.body, k)), atol=1e-12)
+
+
+def test_a_compound_with_a_cylinder_part_is_drawn_on_its_surfaces():
+    """``worlds.animate`` draws the mallet as the hull of its parts' surfaces: the head's rim (ρ 4 cm) and
+    its lower cap, the handle's top (1e-9 m)."""
+    from jaxcontact.worlds import animate
+
+    head, handle = shapes.cylinder(0.04, 0.03, 1.0), shapes.capsule(0.01, 0.1, 0.2)
+    mallet = shapes.compound([head, handle], [(0, 0, 0), (0, 0, 0.14)])
+    scene, body = worlds.make_scene([mallet, shapes.box()], pairs=[])
+    drawn = animate.drawn_body(scene, body)
+    v = np.asarray(drawn.vertices[0])[np.asarray(drawn.vertex_mask[0]) > 0]
+    cz = float(body.vertices[0, 0, 2])
+    np.testing.assert_allclose(v.min(0), [-0.04, -0.04, cz - 0.03], atol=1e-9)
+    np.testing.assert_allclose(v.max(0), [0.04, 0.04, cz + 0.14 + 0.1 + 0.01], atol=1e-9)

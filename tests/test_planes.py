@@ -64,6 +64,19 @@ def test_a_box_slides_down_a_tilted_plane_at_g_sin_minus_mu_cos_and_sticks_below
         assert int(np.max(np.asarray(infos.flags))) == 0
 
 
+def test_a_plane_mixes_its_friction_with_a_bodys_own_as_the_ground_does():
+    """Per-body friction (``body.friction`` 0.4) on a plane of μ 0.1: the contact's μ is √(0.4 · 0.1) = 0.2
+    (``materials.contact_friction``), so the box slides at g (sin θ − 0.2 cos θ) (1 %), not at the plane's
+    or the body's μ (the law's 0.9 is the ground's, unused)."""
+    angle, steps = 0.4, 150
+    box = shapes.box((SIDE,) * 3, 1.0).replace(friction=jnp.asarray(0.4))
+    scene, params = _world([box], wp.tilted(angle, friction=0.1), 0.9)
+    traj, _ = worlds.rollout(MODEL, scene, params, _on_ramp(angle, jnp.float64), steps)
+    down, _ = scenes.ramp_axes(angle)
+    want = abs(G) * (np.sin(angle) - 0.2 * np.cos(angle)) * steps * H
+    assert float(np.asarray(traj.vel[-1, 0]) @ down) == pytest.approx(want, rel=1e-2)
+
+
 def test_a_sphere_rolls_down_a_tilted_plane_at_five_sevenths_g_sin():
     """A solid sphere (I = 2/5 m r²) rolls without slipping (μ 0.5 > (2/7) tan θ) at (5/7) g sin θ: its
     speed after 0.3 s to 1 %, its spin rolling (ω r = v to 1 %), and it stays on the plane (10 µm)."""

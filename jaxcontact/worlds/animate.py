@@ -70,6 +70,8 @@ def drawn_body(scene, body):
             rad = np.asarray(body.vertex_radius[i], float)[mask[i]]
             ball = round_points("sphere", [1.0])
             pts = np.concatenate([core[rad <= 0]] + [c + r * ball for c, r in zip(core[rad > 0], rad[rad > 0])])
+            if body.vertex_shape is not None:  # cylinder and ellipsoid parts: points on their surfaces, posed
+                pts = np.concatenate([pts] + _shaped_part_points(scene.parts[i], verts[i], np.asarray(body.vertex_shape[i], float)))
         elif kind == "capsule":
             a, b = core[0], core[1]
             half = np.linalg.norm(b - a) / 2
@@ -83,7 +85,22 @@ def drawn_body(scene, body):
     keep = np.stack([np.concatenate([mask[i] if scene.shapes[i] == "hull" else np.ones(len(d), bool),
                                      np.zeros(K - len(d), bool)]) for i, d in enumerate(drawn)])
     return body.replace(vertices=out, vertex_mask=keep.astype(float), radius=None, cylinder=None, ellipsoid=None,
-                        vertex_radius=None)
+                        vertex_radius=None, vertex_shape=None)
+
+
+def _shaped_part_points(parts, verts, shape) -> list:
+    """Points on each cylinder or ellipsoid part's surface (``mjcf.round_points``) at its pose in the body
+    frame (its centre ``verts[start]``, its quaternion and sizes in ``shape[start]``: ``Body.vertex_shape``)."""
+    from ..rotations import quat_to_mat
+    from .mjcf import round_points
+
+    out = []
+    for kind, start, _, _ in parts or ():
+        if kind in ("cylinder", "ellipsoid"):
+            row = shape[start]
+            R = np.asarray(quat_to_mat(row[4:8]), float)
+            out.append(round_points(kind, row[1:3] if kind == "cylinder" else row[1:4]) @ R.T + verts[start])
+    return out
 
 
 def hull_faces(scene, body):

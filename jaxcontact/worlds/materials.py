@@ -38,16 +38,17 @@ def _contact_friction(params, con, dtype):
     law_mu = params.law.mu
     friction = params.body.friction
     C, G = con.phi.shape[0], con.num_ground
-    if friction is None and con.ground_mu is not None:  # tilted planes: each its own μ (the ground the law's)
-        return jnp.concatenate([con.ground_mu, jnp.broadcast_to(law_mu[:1], (C - G, 2))]).astype(dtype)
+    ground_mu = getattr(con, "ground_mu", None)  # the planes' rows' μ (WorldContacts.ground_mu), or None
+    if friction is None and ground_mu is not None:  # tilted planes: each its own μ (the ground the law's)
+        return jnp.concatenate([ground_mu, jnp.broadcast_to(law_mu[:1], (C - G, 2))]).astype(dtype)
     if friction is None:  # one material per world
         return jnp.concatenate([jnp.broadcast_to(law_mu, (G, 2)),
                                 jnp.broadcast_to(law_mu[:1], (C - G, 2))]).astype(dtype)
     friction = jnp.asarray(friction)
     a, b = con.bodies[:, 0], con.bodies[:, 1]
     surface = jnp.asarray(law_mu)[None, :2]
-    if con.ground_mu is not None:  # a plane's μ mixed with the body's as the ground's is
-        surface = jnp.concatenate([con.ground_mu, jnp.broadcast_to(surface, (C - G, 2))]).astype(friction.dtype)
+    if ground_mu is not None:  # a plane's μ mixed with the body's as the ground's is
+        surface = jnp.concatenate([ground_mu, jnp.broadcast_to(surface, (C - G, 2))]).astype(friction.dtype)
     other = jnp.where((a >= 0)[:, None], friction[jnp.maximum(a, 0)][:, None], surface)
     return mix_friction(friction[b][:, None], other).astype(dtype)
 
