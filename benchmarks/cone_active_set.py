@@ -93,9 +93,14 @@ def run():
         T = lambda q: np.asarray(Tj(jnp.asarray(q)))
         r0 = float(np.abs(np.diag(A) * (T(z0) - z0)).max())
         z, r = active_set_polish(z0, A, b, mu, T)
+        Jj = jax.jit(jax.jacfwd(Tj))
+        smin = lambda q: float(np.linalg.svd(np.eye(len(q)) - np.asarray(Jj(jnp.asarray(q))), compute_uv=False).min())
+        zc = z.reshape(-1, 3)
+        slip = int((np.sqrt(((zc[:, 1:] / mu) ** 2).sum(1)) >= zc[:, 0] * (1 - 1e-8)).sum())
         out.append({"step": k, "res_sweeps": r0, "res_active_set": r,
                     "moved": float(np.linalg.norm(z - z0) / max(np.linalg.norm(z0), 1e-300)),
-                    "active_normals": int((z.reshape(-1, 3)[:, 0] > 0).sum())})
+                    "active_normals": int((z.reshape(-1, 3)[:, 0] > 0).sum()), "slipping": slip,
+                    "smin_sweeps": smin(z0), "smin_active_set": smin(z)})
         print(out[-1], flush=True)
     return out
 
@@ -107,8 +112,8 @@ def main():
     lines = ["# Issue 61 design (c): an active-set polish at the throw's stuck steps (NumPy prototype)", "",
              "From `PYTHONPATH=$PWD python -m benchmarks.cone_active_set` (float64, the disc, tol 1e-13; residual "
              "max |diag(A)(T(z) − z)| in m/s).", "",
-             "| step | residual, sweeps | after the active-set polish | z moved (rel.) | normals active |", "|---|---|---|---|---|"]
-    lines += [f"| {r['step']} | {r['res_sweeps']:.2g} | {r['res_active_set']:.2g} | {r['moved']:.2g} | {r['active_normals']} |" for r in res]
+             "| step | residual, sweeps | after the active-set polish | z moved (rel.) | normals active | slipping | σ_min(I − ∂T/∂z) at the sweeps' z | at the polished z |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['step']} | {r['res_sweeps']:.2g} | {r['res_active_set']:.2g} | {r['moved']:.2g} | {r['active_normals']} | {r['slipping']} | {r['smin_sweeps']:.2g} | {r['smin_active_set']:.2g} |" for r in res]
     (d / "cone_active_set.md").write_text("\n".join(lines) + "\n")
 
 
