@@ -8,6 +8,7 @@ steps (least-norm along a face's split), the set re-identified and repeated (8 r
 kept only if T(z) = z is closer than at the sweeps' point. Reported: |T(z) − z| before and after.
 
     PYTHONPATH=$PWD python -m benchmarks.cone_active_set    # writes benchmarks/results/cone_active_set.{json,md}
+    PYTHONPATH=$PWD python -m benchmarks.cone_active_set --steps 90:130 --name cone_active_set_run
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def active_set_polish(z0, A, b, mu, T, rounds=8, tol=1e-10):
     return (zbest, best) if best < res(z0) else (z0, res(z0))
 
 
-def run():
+def run(steps=STEPS):
     jax = _jax()
     import jax.numpy as jnp
     import jaxcontact as jc
@@ -77,9 +78,9 @@ def run():
     model = jc.Model(law=law, dt=0.002, max_contacts=4)
     s0 = jc.make_state(pos=[0, 0, 0.08], vel=[0.8, 0.3, -0.5], omega=[0, 0, 6.0])
     p = jc.Params(body=body, ground=jc.Ground.flat(3, 0.01), law=law.init_params(0.3, 0.2))
-    states = jc.rollout(model, p, s0, max(STEPS))
+    states = jc.rollout(model, p, s0, max(steps))
     out = []
-    for k in STEPS:
+    for k in steps:
         s = jax.tree.map(lambda x: x[k], states)  # the trajectory starts with s0: states[k] enters step k
         prob, con = jc.contact.rigid_body(model, p, s, jc.stages.free_velocity(model, p, s))
         target = normal_target(law, model, p, s, prob, con)  # the bounce target, as the step's solve_warm
@@ -105,16 +106,23 @@ def run():
     return out
 
 
-def main():
-    res = run()
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", default=None, help="first:last (inclusive) instead of the seven stuck steps")
+    ap.add_argument("--name", default="cone_active_set")
+    a = ap.parse_args(argv)
+    steps = STEPS if a.steps is None else tuple(range(int(a.steps.split(":")[0]), int(a.steps.split(":")[1]) + 1))
+    res = run(steps)
     d = Path(__file__).parent / "results"
-    (d / "cone_active_set.json").write_text(json.dumps(res, indent=1))
+    (d / f"{a.name}.json").write_text(json.dumps(res, indent=1))
     lines = ["# Issue 61 design (c): an active-set polish at the throw's stuck steps (NumPy prototype)", "",
              "From `PYTHONPATH=$PWD python -m benchmarks.cone_active_set` (float64, the disc, tol 1e-13; residual "
              "max |diag(A)(T(z) − z)| in m/s).", "",
              "| step | residual, sweeps | after the active-set polish | z moved (rel.) | normals active | slipping | σ_min(I − ∂T/∂z) at the sweeps' z | at the polished z |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['step']} | {r['res_sweeps']:.2g} | {r['res_active_set']:.2g} | {r['moved']:.2g} | {r['active_normals']} | {r['slipping']} | {r['smin_sweeps']:.2g} | {r['smin_active_set']:.2g} |" for r in res]
-    (d / "cone_active_set.md").write_text("\n".join(lines) + "\n")
+    (d / f"{a.name}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
