@@ -919,6 +919,9 @@ MUTATIONS = (
     Mutation("part-pair-centre-ignored", "compounds", "jaxcontact/worlds/contacts.py",
              "return state.replace(pos=state.pos + R @ centre,", "return state.replace(pos=state.pos + 0 * R @ centre,",
              ("tests/test_compound_round_parts.py::test_a_mallet_stands_on_its_head_on_a_fixed_box_and_lies_on_the_ground",)),
+    Mutation("actuator-unmarked-forcerange-passes", "joints", "jaxcontact/worlds/actuation.py",
+             "bad = bad | jnp.any(unmarked & jnp.any(jnp.isfinite(ap.forcerange), axis=1))", "bad = bad",
+             ("tests/test_actuators.py::test_unsupported_actuators_and_bad_values_are_refused_by_name_and_flagged_under_jit",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

@@ -178,6 +178,12 @@ def test_unsupported_actuators_and_bad_values_are_refused_by_name_and_flagged_un
         worlds.rollout(model, scene, bad, s, 2)
     _, info = jax.jit(lambda p: worlds.rollout(model, scene, p, s, 1))(bad)  # the rule, not the NaN it makes
     assert int(np.asarray(info.flags)[0]) & Flags.INVALID_INPUT
+    unmarked = params.joints.actuators.replace(forcerange=jnp.array([[-0.1, 0.1]]))  # force_limited says no
+    bad = params.replace(joints=params.joints.replace(actuators=unmarked))
+    with pytest.raises(ValueError, match=r"forcerange\[0\]: a finite force range .* would be ignored"):
+        worlds.rollout(model, scene, bad, s, 2)
+    _, info = jax.jit(lambda p: worlds.rollout(model, scene, p, s, 1))(bad)
+    assert int(np.asarray(info.flags)[0]) & Flags.INVALID_INPUT
     with pytest.raises(ValueError, match="go together"):
         worlds.rollout(model, scene, params.replace(joints=params.joints.replace(actuators=None)), s, 2)
 

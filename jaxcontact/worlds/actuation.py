@@ -80,10 +80,11 @@ def joint_forces(actuated: tuple, ap: ActuatorParams, q, qd, num_joints: int, li
     return explicit, implicit
 
 
-def check_actuators(ap: ActuatorParams, count: int, prefix: str) -> None:
+def check_actuators(ap: ActuatorParams, count: int, prefix: str, force_limited=None) -> None:
     """Eager checks of the actuators' arrays: shapes, finite gear/gain/bias/ctrl, ranges lower ≤
-    upper, and a velocity bias b₂ ≤ 0 on the actuators taken implicitly (a negative damping would
-    pump energy). Errors name ``prefix.<field>``."""
+    upper, a finite ``forcerange`` only on the actuators ``force_limited`` (``Joints.force_limited``,
+    static) marks (elsewhere it would be silently ignored), and a velocity bias b₂ ≤ 0 on the
+    actuators taken implicitly (a negative damping would pump energy). Errors name ``prefix.<field>``."""
     shapes = dict(gear=(count,), gain=(count,), bias=(count, 3), ctrl=(count,), ctrlrange=(count, 2),
                   forcerange=(count, 2))
     for name, shape in shapes.items():
@@ -96,17 +97,27 @@ def check_actuators(ap: ActuatorParams, count: int, prefix: str) -> None:
         elif not np.all(np.isfinite(a)):
             raise ValueError(f"{prefix}.{name}: must be finite, got {a.tolist()}")
     free = ~np.all(np.isinf(np.asarray(ap.forcerange, float)), axis=1)
+    if force_limited is not None:
+        ignored = [a for a in range(count) if free[a] and not force_limited[a]]
+        if ignored:
+            raise ValueError(f"{prefix}.forcerange[{ignored[0]}]: a finite force range on an actuator that "
+                             "Joints.force_limited does not mark would be ignored; mark it (force_limited) or give "
+                             "±inf")
     if np.any((np.asarray(ap.bias, float)[:, 2] > 0) & ~free):
         raise ValueError(f"{prefix}.bias: a velocity bias b2 > 0 (negative damping) on an actuator without a force "
                          "range is refused (it is taken implicitly)")
 
 
-def broken_actuators(ap: ActuatorParams):
-    """() whether an actuator's gear, gain, bias or control is not finite: the traced check of
+def broken_actuators(ap: ActuatorParams, force_limited=None):
+    """() whether an actuator's gear, gain, bias or control is not finite, or a finite force range
+    sits on an actuator ``force_limited`` (static) does not mark: the traced check of
     ``check_actuators`` under ``jit``/``vmap`` (``validation.JOINT_PASSIVE``'s bit)."""
     bad = jnp.zeros((), bool)
     for a in (ap.gear, ap.gain, ap.bias, ap.ctrl):
         bad = bad | ~jnp.all(jnp.isfinite(a))
+    if force_limited is not None:
+        unmarked = ~jnp.asarray(np.asarray(force_limited, bool))
+        bad = bad | jnp.any(unmarked & jnp.any(jnp.isfinite(ap.forcerange), axis=1))
     return bad
 
 

@@ -587,9 +587,10 @@ def check_passive(jp: JointParams, count: int, prefix: str) -> None:
                          "where the joint's angle is 0), which the spring's angle is measured from")
 
 
-def broken_passive(jp: JointParams):
-    """() whether a passive field is negative or not finite: the traced check of ``check_passive``
-    (``validation.JOINT_PASSIVE``) under ``jit``/``vmap``."""
+def broken_passive(jp: JointParams, joints: Joints | None = None):
+    """() whether a passive field is negative or not finite, or an actuator's field is broken
+    (``actuation.broken_actuators``, with ``joints``' static force limits): the traced check of
+    ``check_passive`` (``validation.JOINT_PASSIVE``) under ``jit``/``vmap``."""
     bad = jnp.zeros((), bool)
     for name in PASSIVE:
         a = getattr(jp, name)
@@ -598,7 +599,7 @@ def broken_passive(jp: JointParams):
     if jp.springref is not None:
         bad = bad | ~jnp.all(jnp.isfinite(jp.springref))
     if jp.actuators is not None:
-        bad = bad | broken_actuators(jp.actuators)
+        bad = bad | broken_actuators(jp.actuators, None if joints is None else joints.force_limited)
     return bad
 
 
@@ -633,7 +634,7 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
         if jp.actuators is None or not joints.actuated:
             raise ValueError("params.joints.actuators and Joints.actuated go together: the actuators' parameters "
                              "(actuation.ActuatorParams) and the joint each drives")
-        check_actuators(jp.actuators, len(joints.actuated), "params.joints.actuators")
+        check_actuators(jp.actuators, len(joints.actuated), "params.joints.actuators", joints.force_limited)
         if jp.reference is None:
             raise ValueError("params.joints.reference: an actuated joint's coordinate is measured from reference ((J, 4) "
                              "unit quaternions); it is None")

@@ -260,7 +260,7 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
         invalid_b = invalid_b | fixed_at_rest(scene, state)
     jp = getattr(params, "joints", None)
     if scene.joints is not None and isinstance(jp, world_joints.JointParams) and jp.has_passive():
-        invalid_b = invalid_b | jnp.where(world_joints.broken_passive(jp), jnp.int32(1 << JOINT_PASSIVE), jnp.int32(0))
+        invalid_b = invalid_b | jnp.where(world_joints.broken_passive(jp, scene.joints), jnp.int32(1 << JOINT_PASSIVE), jnp.int32(0))
     if scene.ground:
         state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
         if scene.fixed:
