@@ -74,14 +74,10 @@ def run_mujoco(text, qpos, steps, threads=2):
     import mujoco
     from mujoco import rollout
 
+    from .worlds import mujoco_initial_states
+
     m = mujoco.MjModel.from_xml_string(text)
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    d = mujoco.MjData(m)
-    init = np.zeros((qpos.shape[0], mujoco.mj_stateSize(m, spec)))
-    for i, q in enumerate(qpos):
-        mujoco.mj_resetData(m, d)
-        d.qpos[:] = q
-        mujoco.mj_getState(m, d, init[i], spec)
+    init = mujoco_initial_states(m, qpos, np.zeros((qpos.shape[0], m.nv)))  # at rest
     out = np.zeros((qpos.shape[0], steps, init.shape[1]))
     datas = [mujoco.MjData(m) for _ in range(threads)]
     times = []

@@ -385,8 +385,9 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     v0 = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
     v1 = v1.reshape(-1)
     pushed = zeros
-    if jp.actuators is not None:  # the actuators: explicit forces, their velocity bias as implicit damping
+    if jp.actuators is not None or jp.stiffness is not None:  # the coordinates, once, for both
         q, qd = coordinates(joints, jp, state)
+    if jp.actuators is not None:  # the actuators: explicit forces, their velocity bias as implicit damping
         pushed, extra = joint_forces(joints.actuated, jp.actuators, q, qd, joints.num_joints, joints.force_limited)
         damp = damp + extra
     C = arm + h * damp
@@ -397,7 +398,6 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     if jp.armature is not None:  # the rotor's inertia force is a·q̈, q̈ = G v̇ + Ġ v: its Ġ v part
         force = force + h * arm * rate_drift(joints, jp, state)
     if jp.stiffness is not None:
-        q, _ = coordinates(joints, jp, state)
         ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)
         force = force + h * jnp.asarray(jp.stiffness, dtype) * (q - ref)
     v = v1 - Minv_p @ (G.T @ force)
@@ -627,20 +627,17 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
             if not (np.all(np.isfinite(r[j])) and r[j, 0] < r[j, 1]):
                 raise ValueError(f"params.joints.range[{j}]: a limited joint's range must be finite with lower < upper, "
                                  f"got {r[j].tolist()}")
-        if jp.reference is None:
-            raise ValueError("params.joints.reference: a limited joint's coordinate is measured from reference ((J, 4) "
-                             "unit quaternions, the child's orientation in the parent's frame at q = 0); it is None")
     if joints.actuated or jp.actuators is not None:
         if jp.actuators is None or not joints.actuated:
             raise ValueError("params.joints.actuators and Joints.actuated go together: the actuators' parameters "
                              "(actuation.ActuatorParams) and the joint each drives")
         check_actuators(jp.actuators, len(joints.actuated), "params.joints.actuators", joints.force_limited)
-        if jp.reference is None:
-            raise ValueError("params.joints.reference: an actuated joint's coordinate is measured from reference ((J, 4) "
-                             "unit quaternions); it is None")
-    if joints.has_slides and jp.reference is None:
-        raise ValueError("params.joints.reference: a slide joint keeps the child's orientation in the parent's frame, "
-                         "given as reference ((J, 4) unit quaternions); it is None")
+    needs = [why for why, given in (("a slide keeps the child's orientation in the parent's frame", joints.has_slides),
+                                    ("a limited joint's coordinate is measured from it", joints.limited),
+                                    ("an actuated joint's coordinate is measured from it", joints.actuated)) if given]
+    if needs and jp.reference is None:
+        raise ValueError(f"params.joints.reference: {'; '.join(needs)}: give reference ((J, 4) unit quaternions, the "
+                         "child's orientation in the parent's frame at q = 0); it is None")
     N = np.shape(state.pos)[0]
     for j, (p, c) in enumerate(zip(joints.parent, joints.child)):
         if max(p, c) >= N:

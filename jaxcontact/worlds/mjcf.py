@@ -208,7 +208,7 @@ def _check(mujoco, model, approximate: bool):
         elif t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
             problems.append(f"{name}: a free joint on a body inside another body")
         # a hinge's or slide's damping, spring and armature load (joints.JointParams)
-        hinge = int(t) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE))
+        hinge = _joint_kind(M, model, j) is not None
         if model.jnt_stiffness[j] != 0 and not hinge:
             problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a free joint (jaxcontact's "
                             "joint springs are a hinge's or a slide's)")
@@ -632,19 +632,19 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                              "body not fixed to the world)")
 
     # joints: hinges and slides to the parent body or the world
-    hinges = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (int(M.mjtJoint.mjJNT_HINGE), int(M.mjtJoint.mjJNT_SLIDE))]
+    hinges = [j for j in range(model.njnt) if _joint_kind(M, model, j) is not None]
     joints = joint_params = None
     if hinges:
-        kinds = tuple("slide" if model.jnt_type[j] == M.mjtJoint.mjJNT_SLIDE else "hinge" for j in hinges)
+        kinds = tuple(_joint_kind(M, model, j) for j in hinges)
         d0 = _at_zero(M, model, d, [j for j, k in zip(hinges, kinds) if k == "slide"])
         parent, child, ap, ac, xp, xc = [], [], [], [], [], []
-        for j in hinges:
+        for j, kind in zip(hinges, kinds):
             b = int(model.jnt_bodyid[j])
             p = int(model.body_parentid[b])
             # the parent's anchor: where the child's is at qpos 0 (MuJoCo's xanchor of a slide stays at
             # qpos0 = its ref; a hinge's does not move with its angle)
             anchor, axis = np.asarray(d0.xanchor[j], float), np.asarray(d0.xaxis[j], float)
-            if int(model.jnt_type[j]) == int(M.mjtJoint.mjJNT_SLIDE):
+            if kind == "slide":
                 anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
             child.append(b - 1)
             xc.append(model.jnt_pos[j] - model.body_ipos[b])
@@ -823,6 +823,14 @@ def _passive_xml(scene, jp, state):
     return [float(x) for x in q], xml
 
 
+def _joint_kind(M, model, j: int) -> str | None:
+    """MuJoCo joint ``j`` as a world's joint kind (``joints.KINDS``): "hinge", "slide", or None (a
+    free or ball joint). (MuJoCo's enums compare to ints with ==, not inside a tuple: ``in`` would
+    silently be False.)"""
+    t = int(model.jnt_type[j])
+    return {int(M.mjtJoint.mjJNT_HINGE): "hinge", int(M.mjtJoint.mjJNT_SLIDE): "slide"}.get(t)
+
+
 def _actuator_problems(M, model) -> list:
     """What the world's actuators (``actuation``) cannot hold, one sentence per actuator: a
     transmission other than a hinge's or slide's joint, activation dynamics, a gain other than a
@@ -831,8 +839,7 @@ def _actuator_problems(M, model) -> list:
     for a in range(int(model.nu)):
         name = f"actuator {_name(M, model, M.mjtObj.mjOBJ_ACTUATOR, a)}"
         trn, j = int(model.actuator_trntype[a]), int(model.actuator_trnid[a, 0])
-        if trn != int(M.mjtTrn.mjTRN_JOINT) or int(model.jnt_type[j]) not in (int(M.mjtJoint.mjJNT_HINGE),
-                                                                               int(M.mjtJoint.mjJNT_SLIDE)):
+        if trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) is None:
             what = M.mjtTrn(trn).name[len("mjTRN_"):].lower()
             out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge or a slide)")
             continue

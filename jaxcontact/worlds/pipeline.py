@@ -710,16 +710,14 @@ def validate(scene: Scene, params: Params, state: State, control=None, control_s
             if np.any(np.asarray(getattr(state, name)[i]) != 0):
                 raise ValueError(f"state.{name}[{i}]: {scene.body_name(i)} is fixed to the world (Scene.fixed) and must be "
                                  f"at rest, got {_numbers(getattr(state, name)[i])}; a fixed body never moves")
-    if control is not None and actuated(scene):
-        if not np.all(np.isfinite(np.asarray(control))):
-            raise ValueError("control: contains non-finite values")
-    elif control is not None:
-        want = ("T", N, 6) if control_steps else (N, 6)
+    if control is not None:
         c = np.asarray(control)
-        if c.ndim != len(want) or c.shape[-2:] != (N, 6):
+        want = ("T", N, 6) if control_steps else (N, 6)
+        if not actuated(scene) and (c.ndim != len(want) or c.shape[-2:] != (N, 6)):
             raise ValueError(f"control: expected shape {want}, got {c.shape}")
         if not np.all(np.isfinite(c)):
             raise ValueError("control: contains non-finite values")
+    if control is not None and not actuated(scene):  # per-body wrenches: none on a fixed body
         pushed = [i for i in scene.fixed if np.any(c[..., i, :] != 0)]
         if pushed:
             raise ValueError(f"control: {scene.body_name(pushed[0])} is fixed to the world (Scene.fixed) and takes no "
