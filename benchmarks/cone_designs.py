@@ -38,7 +38,7 @@ from benchmarks.cone_derivative import CONES, MASS, MU, SIZE, SPIN, V0, _jax, _l
 REGS = (1e-6, 1e-2, 1e-1)
 VARIANTS = tuple((f"(a) R {r:g}" if r != 1e-6 else "today (R 1e-6)", {"regularization": r}) for r in REGS) + (
     ("(b) forward_newton 3", {"forward_newton": 3}), ("(b) forward_newton 10", {"forward_newton": 10}),
-    ("reverse-only gradient_newton 5", {"gradient_newton": 5}))
+    ("reverse-only gradient_newton 5", {"gradient_newton": 5}), ("(c) forward_active_set 2", {"forward_active_set": 2}))
 """(label, ``LCPSettings`` fields): today's defaults, soft normals (a), the split converged in the forward (b)."""
 
 
@@ -179,7 +179,7 @@ def newton():
     return out
 
 
-def sysid(cone="elliptic", forward_newton=10):
+def sysid(cone="elliptic", forward_newton=10, forward_active_set=0):
     """``tests/test_sysid.py``'s 800-step gradient (tol 1e-13, max_iter 500) with ``cone`` and
     ``forward_newton``: d loss/d(μ, ε, ground height) against central differences (steps 1e-6,
     1e-6, 1e-7), and the central differences of ε and the height at steps 1e-4 … 1e-7 (is the
@@ -189,7 +189,8 @@ def sysid(cone="elliptic", forward_newton=10):
     import jaxcontact as jc
 
     body = jc.shapes.box(0.1, 0.37)
-    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-13, max_iter=500, cone=cone, forward_newton=forward_newton))
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-13, max_iter=500, cone=cone, forward_newton=forward_newton,
+                                              forward_active_set=forward_active_set))
     model = jc.Model(law=law, dt=0.002, max_contacts=4)
     s0 = jc.make_state(pos=[0, 0, 0.08], vel=[0.8, 0.3, -0.5], omega=[0, 0, 6.0])
     params = lambda x: jc.Params(body=body, ground=jc.Ground.flat(3, x[2]), law=law.init_params(x[0], x[1]))
@@ -206,7 +207,7 @@ def sysid(cone="elliptic", forward_newton=10):
         for d in (1e-4, 1e-5, 1e-6, 1e-7):
             e = jnp.zeros(3).at[i].set(d)
             fd[f"{d:g}"] = float((f(x + e) - f(x - e)) / (2 * d))
-        rows.append({"cone": cone, "forward_newton": forward_newton, "parameter": name, "implicit": float(g[i]), "central": fd})
+        rows.append({"cone": cone, "forward_newton": forward_newton, "forward_active_set": forward_active_set, "parameter": name, "implicit": float(g[i]), "central": fd})
     return rows
 
 

@@ -516,6 +516,10 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     if settings.forward_newton:
         raise ValueError("LCPSettings.forward_newton is a dense solve's setting (solve_lcp, one body); the velocity "
                          "form (worlds) does not take it yet: set it to 0 (issue 61, docs/worlds.md 'Friction cone')")
+    if settings.forward_active_set:
+        raise ValueError("LCPSettings.forward_active_set is a dense solve's setting (solve_lcp, one body); the velocity "
+                         "form (worlds) never forms A and does not take it: leave it None (issue 61, docs/worlds.md "
+                         "'Friction cone')")
     C, _, d, _ = rows.shape
     N = Minv.shape[0]
     dtype = v_free.dtype

@@ -8,12 +8,14 @@ find z with, for each row i and w = A z + b,
 where lo_i = lo0_i − c_i z[parent_i] and hi_i = hi0_i + c_i z[parent_i]. Normal rows have
 (lo0, hi0, c) = (0, ∞, 0); friction rows (0, 0, μ) with parent their normal row, i.e. the
 square |z_t| <= μ z_n per tangent direction (``LCPSettings.cone = "box"``); bilateral rows (−∞, ∞, 0).
-With ``cone = "elliptic"`` (opt-in: its implicit derivative is off, docs/worlds.md "Friction cone") a contact's two friction rows are one block on Coulomb's disc
+With ``cone = "elliptic"`` (the default: docs/worlds.md "Friction cone") a contact's two friction rows are one block on Coulomb's disc
 Σ_k (z_tk/μ_k)² <= z_n², projected together with a common step (``disc_step``, ``project_disc``), and
 its complementarity is maximal dissipation: a sliding contact's z_t ∥ −diag(μ²) w_t.
 
 The forward solve is projected Gauss–Seidel to a stated tolerance with an iteration cap
-(``lax.while_loop``); the derivative is *implicit*, taken at the solution through jaxopt's
+(``lax.while_loop``), then, in a dense solve, one round of an active-set polish
+(``active_set_polish``, ``LCPSettings.forward_active_set``) that lands the sweeps' point on the
+fixed point along the directions they converge slowly (a face's normal split); the derivative is *implicit*, taken at the solution through jaxopt's
 ``custom_fixed_point`` on the projected-Jacobi map T(z) = clip(z − (A z + b)/diag A, lo, hi),
 whose fixed points are exactly the LCP solutions (with the disc: its pairs projected as the sweeps do). Reverse mode never enters the loop, so
 gradients exist for any iteration count, and the adjoint linear system is solved densely with
@@ -83,6 +85,13 @@ class LCPSettings:
     at the sweeps' split, so the derivative is of another trajectory. The dense solve only (one
     body); ``solve_body_lcp`` refuses it. Measured in docs/worlds.md, "Friction cone": it makes a
     spinning slide's derivative exact, not yet an 800-step throw's.
+    forward_active_set: rounds of ``active_set_polish`` on the sweeps' result in the forward (after
+    ``forward_newton`` if both), the value and the derivative taken at the polished point (0: none):
+    the active set the sweeps' point projects into, its smooth equations solved by least-squares
+    Gauss–Newton, re-identified each round, the lowest natural-map residual kept. None (default):
+    one round in a dense solve (``solve_lcp``: one body), none in the velocity form (worlds:
+    ``solve_body_lcp`` never forms A and refuses an explicit count). With it the 800-step throw's
+    derivatives match central differences (docs/worlds.md, "Friction cone").
     """
 
     tol: float = 1e-6
@@ -91,12 +100,13 @@ class LCPSettings:
     fixed_iterations: bool = False
     warm_start: bool = False
     sweeps: str = "auto"
-    cone: str = "box"
+    cone: str = "elliptic"
     gradient_tol: float | None = None
     gradient_max_iter: int = 1000
     gradient_newton: int = 0
     gradient_restart: bool = False
     forward_newton: int = 0
+    forward_active_set: int | None = None
 
     def __post_init__(self):
         if self.cone not in CONES:
@@ -117,6 +127,10 @@ class LCPSettings:
             raise ValueError(f"LCPSettings.gradient_max_iter must be >= 1, got {self.gradient_max_iter}")
         if self.forward_newton < 0:
             raise ValueError(f"LCPSettings.forward_newton must be >= 0, got {self.forward_newton}")
+        if self.forward_active_set is not None and not (isinstance(self.forward_active_set, int)
+                                                         and self.forward_active_set >= 0):
+            raise ValueError(f"LCPSettings.forward_active_set must be None or an int >= 0, got "
+                             f"{self.forward_active_set!r}")
 
     def polish_settings(self) -> "LCPSettings | None":
         """The settings of the sweeps that refine a solution before its implicit derivative is
@@ -250,6 +264,109 @@ def _fixed_point_map(rows: RowStructure, cone: str = "box"):
 
 def _residual(T, z, A, b, coupling):
     return jnp.max(jnp.abs(jnp.diagonal(A) * (T(z, A, b, coupling) - z)), initial=0.0)
+
+
+ACTIVE_SET_INNER = 3
+"""Gauss–Newton steps of one round of ``active_set_polish`` (each a least-norm solve)."""
+DENSE_ACTIVE_SET_ROUNDS = 1
+"""Rounds of ``active_set_polish`` a dense solve runs by default (``LCPSettings.forward_active_set`` None)."""
+"""Gauss–Newton steps of one round of ``active_set_polish`` (each a least-squares solve)."""
+
+
+def _active_set_system(rows: RowStructure, cone: str):
+    """``F(z, A, b, coupling, masks)``: the smooth equations of one active set of the LCP (rows of
+    ``rows``; masks from ``_identify``), zero exactly at a solution with that set. A row at a bound
+    keeps z on it (z − lo, z − hi: a friction row's bound moves with its normal), a free row has
+    w = 0; a disc pair on its boundary slips opposite the scaled velocity,
+    z_k = −μ_k² z_n w_k / √Σ(μ_j w_j)² (maximal dissipation on the ellipse), inside it sticks
+    (w_t = 0), and with its normal off carries nothing."""
+    first, second = rows.pairs() if cone == "elliptic" else ((), ())
+
+    def F(z, A, b, coupling, masks):
+        at_lo, at_hi, slide = masks
+        w = b + A @ z
+        lo, hi = _bounds(rows, z, coupling)
+        out = jnp.where(at_lo, z - jnp.where(at_lo, lo, 0.0), jnp.where(at_hi, z - jnp.where(at_hi, hi, 0.0), w))
+        if len(first):
+            c1, c2 = coupling[first], coupling[second]
+            zn = z[rows.parent[first]]
+            g1, g2 = c1 * w[first], c2 * w[second]
+            ss = g1 * g1 + g2 * g2
+            s = jnp.sqrt(jnp.where(ss > 0, ss, 1.0))
+            sl = slide[first]
+            off = at_hi[first]  # the normal carries nothing: so does the pair
+            f1 = jnp.where(off, z[first], jnp.where(sl, z[first] + c1 * zn * g1 / s, w[first]))
+            f2 = jnp.where(off, z[second], jnp.where(sl, z[second] + c2 * zn * g2 / s, w[second]))
+            out = out.at[first].set(f1).at[second].set(f2)
+        return out
+
+    return F
+
+
+def _identify(rows: RowStructure, cone: str, z, T, A, b, coupling):
+    """The active set the projected-Jacobi step from z lands in (y = T(z): clipped rows lie
+    exactly on their bounds): (at_lo, at_hi, slide) boolean (m,) masks. A disc pair's rows are
+    ``slide`` where y is on the ellipse's boundary with a positive normal, ``at_hi`` (nothing
+    carried) where its normal is off."""
+    first, second = rows.pairs() if cone == "elliptic" else ((), ())
+    y = T(z, A, b, coupling)
+    lo, hi = _bounds(rows, z, coupling)  # the bounds T clipped to (a friction row's from z's normal)
+    scale = jnp.maximum(jnp.max(jnp.abs(y), initial=0.0), jnp.finfo(y.dtype).tiny)
+    eps = 64 * jnp.finfo(y.dtype).eps * scale
+    at_lo = jnp.isfinite(lo) & (y <= lo + eps)
+    at_hi = jnp.isfinite(hi) & (y >= hi - eps) & ~at_lo
+    slide = jnp.zeros_like(at_lo)
+    if len(first):
+        on = y[rows.parent[first]] > eps
+        zn = z[rows.parent[first]]  # the ellipse T projected onto
+        c1, c2 = coupling[first], coupling[second]
+        l1 = jnp.where(c1 > 0, y[first] / jnp.where(c1 > 0, c1, 1.0), 0.0)
+        l2 = jnp.where(c2 > 0, y[second] / jnp.where(c2 > 0, c2, 1.0), 0.0)
+        sl = on & (jnp.sqrt(l1 * l1 + l2 * l2) >= zn * (1 - 1e-10))
+        slide = slide.at[first].set(sl).at[second].set(sl)
+        for k in (first, second):
+            at_lo = at_lo.at[k].set(False)
+            at_hi = at_hi.at[k].set(~on)
+    return at_lo, at_hi, slide
+
+
+def active_set_polish(rows: RowStructure, cone: str, T, rounds: int):
+    """``polish(z, A, b, coupling)``: the sweeps' z moved onto the LCP's solution by an active-set
+    method (issue 61, design (c)): the set the projected-Jacobi step from z lands in
+    (``_identify``), that set's smooth equations (``_active_set_system``) solved by Gauss–Newton with
+    least-squares (least-norm) steps — a face's normals share three directions, and the split the
+    sweeps leave is taken as is along that null direction —, the set re-identified and repeated
+    ``rounds`` times. The point with the lowest natural-map residual max |diag(A)(T(z) − z)| is
+    returned, the sweeps' own unless one is lower (a fixed trip count: jit and vmap alike)."""
+    F = _active_set_system(rows, cone)
+
+    def polish(z, A, b, coupling):
+        res = lambda q: _residual(T, q, A, b, coupling)
+
+        def round_(_, carry):
+            z, best, rbest = carry
+            masks = _identify(rows, cone, z, T, A, b, coupling)
+            f = lambda q: F(q, A, b, coupling, masks)
+
+            def gn(_, q):
+                J = jax.jacfwd(f)(q)
+                # the least-norm step Jᵀ(JJᵀ + λI)⁻¹F (λ at round-off of JJᵀ's scale): a Cholesky, not an SVD
+                JJ = J @ J.T
+                lam = 1e-15 * jnp.maximum(jnp.max(jnp.abs(jnp.diagonal(JJ))), jnp.finfo(JJ.dtype).tiny)
+                JJ = JJ + lam * jnp.eye(JJ.shape[0], dtype=JJ.dtype)
+                dq = J.T @ jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(JJ), f(q))
+                q_new = q - dq
+                return jnp.where(jnp.all(jnp.isfinite(q_new)), q_new, q)
+
+            q = jax.lax.fori_loop(0, ACTIVE_SET_INNER, gn, z)
+            r = res(q)
+            better = r < rbest
+            return q, jnp.where(better, q, best), jnp.where(better, r, rbest)
+
+        _, best, _ = jax.lax.fori_loop(0, rounds, round_, (z, z, res(z)))
+        return best
+
+    return polish
 
 
 def _unrolled_row(rows: RowStructure, i: int, zs, A, b, coupling):
@@ -450,6 +567,8 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
             return z if newton is None or fine is None else newton(z, A, b, coupling)
 
     split = newton_polish(T, settings.forward_newton) if settings.forward_newton else None
+    rounds = DENSE_ACTIVE_SET_ROUNDS if settings.forward_active_set is None else settings.forward_active_set
+    active = active_set_polish(rows, settings.cone, T, rounds) if rounds else None
 
     @implicit_fixed_point(T, has_aux=True, polish=polish)
     def _solve(z_init, A, b, coupling):
@@ -457,6 +576,8 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
         z, _, it = pgs(jax.lax.stop_gradient(z_init), A, b, coupling)
         if split is not None:  # the split the sweeps leave converged (issue 61): the value is the fixed point
             z = split(z, A, b, coupling)
+        if active is not None:  # the sweeps' point moved onto the fixed point by its active set (issue 61)
+            z = active(z, A, b, coupling)
         return z, (_residual(T, z, A, b, coupling), it)
 
     z, (res, it) = _solve(z0, A, b, coupling)
