@@ -26,7 +26,7 @@ from flax import struct
 
 from .. import collision, geometry
 from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
-from .joints import limit_rows
+from .joints import limit_rows, loss_rows
 from ..stages import per_body
 from ..types import Params, State
 from .planes import check_planes, plane_grounds
@@ -57,12 +57,15 @@ class WorldContacts:
     num_ground: int = struct.field(pytree_node=False)
     num_limits: int = struct.field(pytree_node=False, default=0)
     ground_mu: jnp.ndarray | None = None
+    num_losses: int = struct.field(pytree_node=False, default=0)
+    loss_bound: jnp.ndarray | None = None
 
     @property
     def pair_end(self) -> int:
         """Where the pair slots' contacts end: the joints' range limits (``num_limits``, two per
-        limited joint: ``joints.limit_rows``) come last."""
-        return self.phi.shape[0] - self.num_limits
+        limited joint: ``joints.limit_rows``) come last, then the friction losses (``num_losses``,
+        ``loss_contacts``, each bounded by ``loss_bound``)."""
+        return self.phi.shape[0] - self.num_limits - self.num_losses
 
 
 def bounding_radii(params: Params):
@@ -373,6 +376,10 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     if scene.joints is not None and scene.joints.limited:
         parts.append(limit_contacts(model, scene, params, state))
         num_limits = parts[-1][0].shape[0]
+    losses, bound = num_losses(scene, params), None
+    if losses:
+        *loss, bound = loss_contacts(model, scene, params, state)
+        parts.append(tuple(loss))
     if not parts:  # joints alone (no ground, no pairs): nothing to touch
         parts.append((jnp.zeros((0, 2, 3, 6), dtype), jnp.zeros((0,), dtype), jnp.zeros((0,), bool),
                       jnp.zeros((0, 2), jnp.int32)))
@@ -384,7 +391,7 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     ground_mu = surface_friction(model, scene, params, dtype) if scene.planes else None
     return WorldContacts(rows=rows, phi=phi, valid=valid, bodies=bodies, slot_pair=jnp.asarray(slot_pair, jnp.int32),
                          pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground,
-                         num_limits=num_limits, ground_mu=ground_mu)
+                         num_limits=num_limits, ground_mu=ground_mu, num_losses=losses, loss_bound=bound)
 
 
 def limit_contacts(model, scene: Scene, params: Params, state: State):
@@ -394,6 +401,26 @@ def limit_contacts(model, scene: Scene, params: Params, state: State):
     rows, phi, rate, bodies = limit_rows(scene.joints, params.joints, state)
     reach = scene.margin + 2.0 * model.dt * jnp.maximum(-jax.lax.stop_gradient(rate), 0.0)
     return rows, phi, jax.lax.stop_gradient(phi) < reach, bodies
+
+
+def num_losses(scene: Scene, params: Params) -> int:
+    """How many friction-loss contacts a world has (static): one per joint when its
+    ``JointParams.frictionloss`` is set (``loss_contacts``)."""
+    jp = getattr(params, "joints", None)
+    if scene.joints is None or jp is None:
+        return 0
+    return scene.joints.num_joints if jp.frictionloss is not None else 0
+
+
+def loss_contacts(model, scene: Scene, params: Params, state: State):
+    """The joints' friction losses as contacts (``joints.loss_rows``): (rows, phi, valid, bodies,
+    bound). Each holds its normal impulse at 1 (``BodyProblem.fixed_normal``) and its friction
+    bound is ``bound`` = frictionloss·h, the joint's largest impulse in a step; a loss of 0 is out
+    of the problem (not valid)."""
+    rows, bodies = loss_rows(scene.joints, params.joints, state)
+    bound = model.dt * jnp.asarray(params.joints.frictionloss, state.pos.dtype)
+    phi = jnp.zeros(bound.shape, state.pos.dtype)
+    return rows, phi, jax.lax.stop_gradient(bound) > 0, bodies, bound
 
 
 def stiff_rows(con: WorldContacts, impact, num_bodies: int, fixed=None):
@@ -457,8 +484,8 @@ def manifold_size(model, scene: Scene, params: Params) -> int:
     """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
     candidates (split in equal parts) and a pair slot's points alike."""
     sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
-    if scene.joints is not None and scene.joints.limited:
-        sizes.append(1)  # a limit is a contact of its own
+    if scene.joints is not None and (scene.joints.limited or num_losses(scene, params)):
+        sizes.append(1)  # a limit, a friction loss is a contact of its own
     return math.gcd(*sizes) if sizes else 1
 
 
@@ -489,7 +516,7 @@ def warm_slots(scene: Scene, con: WorldContacts, table):
     """The warm start of this step's contacts (C, 3) from ``table`` (the impulses of the previous
     step per body–ground contact and per pair of the scene, ``initial_warm``'s layout): a pair the
     broad phase brings in takes its own last impulses (zero if it was out)."""
-    G, n, L = con.num_ground, scene.pair_contacts, con.num_limits
+    G, n, L = con.num_ground, scene.pair_contacts, con.phi.shape[0] - con.pair_end  # the limits', losses' last
     pairs = table[G:table.shape[0] - L].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
     return jnp.concatenate([table[:G], pairs, table[table.shape[0] - L:]])
 
@@ -510,6 +537,6 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
+__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_losses", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
            "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "surface_contacts", "surface_friction", "surfaces", "warm_slots",
            "warm_table"]

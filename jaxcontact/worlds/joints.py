@@ -143,7 +143,10 @@ class JointParams:
     where the joint's angle q is 0 (``coordinates``); needed with a stiffness and by a slide.
     ``range`` (J, 2): the lower and upper limit of each joint's coordinate q (rad; m for a slide),
     read for the joints ``Joints.limited`` marks (``limit_rows``). ``actuators``: an
-    ``actuation.ActuatorParams`` of the actuators ``Joints.actuated`` places (None: none)."""
+    ``actuation.ActuatorParams`` of the actuators ``Joints.actuated`` places (None: none).
+    ``frictionloss`` (J,) N·m (N for a slide; MuJoCo's ``frictionloss``): a dry friction on the
+    joint's rate, |τ| ≤ frictionloss, as a bounded row of the contact problem (``loss_rows``; None:
+    none). ``tendons``: a ``tendons.TendonParams`` of the fixed tendons ``Joints.tendons`` names."""
 
     anchor_parent: jnp.ndarray
     anchor_child: jnp.ndarray
@@ -156,10 +159,17 @@ class JointParams:
     reference: Any = None
     range: Any = None
     actuators: Any = None
+    frictionloss: Any = None
+    tendons: Any = None
 
     def has_passive(self) -> bool:
         """Whether any passive force or an actuator is set (static: a field is an array or None)."""
         return any(getattr(self, f) is not None for f in PASSIVE) or self.actuators is not None
+
+    def has_checks(self) -> bool:
+        """Whether any field the step's traced check reads (``broken_passive``) is set: a passive
+        force, an actuator, a friction loss or tendons."""
+        return self.has_passive() or self.frictionloss is not None or self.tendons is not None
 
 
 @struct.dataclass
@@ -269,6 +279,26 @@ def limit_rows(joints: Joints, jp: JointParams, state: State):
             rate.append(sign * qd[j])
             bodies.append((c, p))
     return jnp.stack(rows), jnp.stack(phi), jnp.stack(rate), jnp.asarray(bodies, jnp.int32)
+
+
+def loss_rows(joints: Joints, jp: JointParams, state: State):
+    """Every joint's friction loss as a contact of the contact problem whose normal impulse is held
+    at 1 (``BodyProblem.fixed_normal``) and whose first tangent row is the joint's rate row G on its
+    two bodies (``rate_rows``), so that its friction μ = frictionloss·h bounds the joint's impulse
+    |z| ≤ frictionloss·h, as MuJoCo's friction loss bounds its force (|τ| ≤ frictionloss): (rows
+    (J, 2, 3, 6), bodies (J, 2): child and parent, −1 the world)."""
+    G = rate_rows(joints, state, jp)
+    return _rate_contacts(G, joints.child, joints.parent, state.pos.dtype)
+
+
+def _rate_contacts(G, child, parent, dtype):
+    """(rows (K, 2, 3, 6), bodies (K, 2)): contacts whose first tangent row is G's row k on its two
+    bodies ``child[k]``, ``parent[k]`` (−1: the world); the normal and second tangent rows zero."""
+    rows = []
+    for k, (c, p) in enumerate(zip(child, parent)):
+        r = jnp.zeros((2, 3, 6), dtype).at[0, 1].set(G[k, 6 * c:6 * c + 6])
+        rows.append(r if p < 0 else r.at[1, 1].set(G[k, 6 * p:6 * p + 6]))
+    return jnp.stack(rows), jnp.asarray(list(zip(child, parent)), jnp.int32)
 
 
 def anchor_rows(joints: Joints) -> np.ndarray:
@@ -567,7 +597,7 @@ def check_passive(jp: JointParams, count: int, prefix: str) -> None:
     """Eager checks of the passive fields: ``damping``, ``stiffness``, ``armature`` (count,), finite,
     >= 0; ``springref`` (count,) finite; ``reference`` (count, 4) unit quaternions, required with
     a stiffness. Errors name ``prefix.<field>``."""
-    for name in PASSIVE + ("springref",):
+    for name in PASSIVE + ("springref", "frictionloss"):
         a = getattr(jp, name)
         if a is None:
             continue
@@ -592,7 +622,7 @@ def broken_passive(jp: JointParams, joints: Joints | None = None):
     (``actuation.broken_actuators``, with ``joints``' static force limits): the traced check of
     ``check_passive`` (``validation.JOINT_PASSIVE``) under ``jit``/``vmap``."""
     bad = jnp.zeros((), bool)
-    for name in PASSIVE:
+    for name in PASSIVE + ("frictionloss",):
         a = getattr(jp, name)
         if a is not None:
             bad = bad | ~jnp.all(jnp.isfinite(a) & (a >= 0))
@@ -659,7 +689,7 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
 
 __all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "KINDS",
            "Motion", "PASSIVE", "ROWS_PER_JOINT", "STARTS", "anchor_rows", "axis_drift_tolerance", "broken_passive",
-           "check_passive", "coordinates", "joint_rows", "limit_rows", "slide_rows",
+           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_rows", "slide_rows",
            "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames",
            "motion", "rows", "system", "validate"]
