@@ -26,7 +26,8 @@ from flax import struct
 
 from .. import collision, geometry
 from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
-from .joints import limit_rows, loss_rows
+from .joints import coordinates, limit_rows, loss_rows, rate_rows
+from .tendons import limit_rows as tendon_limit_rows, loss_rows as tendon_loss_rows
 from ..stages import per_body
 from ..types import Params, State
 from .planes import check_planes, plane_grounds
@@ -376,6 +377,9 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     if scene.joints is not None and scene.joints.limited:
         parts.append(limit_contacts(model, scene, params, state))
         num_limits = parts[-1][0].shape[0]
+    if scene.joints is not None and scene.joints.tendons is not None and scene.joints.tendons.limited:
+        parts.append(tendon_limit_contacts(model, scene, params, state))
+        num_limits += parts[-1][0].shape[0]
     losses, bound = num_losses(scene, params), None
     if losses:
         *loss, bound = loss_contacts(model, scene, params, state)
@@ -383,6 +387,7 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     if not parts:  # joints alone (no ground, no pairs): nothing to touch
         parts.append((jnp.zeros((0, 2, 3, 6), dtype), jnp.zeros((0,), dtype), jnp.zeros((0,), bool),
                       jnp.zeros((0, 2), jnp.int32)))
+    parts = sides(parts)
     rows = jnp.concatenate([p[0] for p in parts])
     phi = jnp.concatenate([p[1] for p in parts])
     valid = jnp.concatenate([p[2] for p in parts])
@@ -405,22 +410,65 @@ def limit_contacts(model, scene: Scene, params: Params, state: State):
 
 def num_losses(scene: Scene, params: Params) -> int:
     """How many friction-loss contacts a world has (static): one per joint when its
-    ``JointParams.frictionloss`` is set (``loss_contacts``)."""
+    ``JointParams.frictionloss`` is set, one per tendon when its ``TendonParams.frictionloss`` is
+    (``loss_contacts``)."""
     jp = getattr(params, "joints", None)
     if scene.joints is None or jp is None:
         return 0
-    return scene.joints.num_joints if jp.frictionloss is not None else 0
+    tendons = jp.tendons is not None and jp.tendons.frictionloss is not None
+    return ((scene.joints.num_joints if jp.frictionloss is not None else 0)
+            + (scene.joints.tendons.num_tendons if tendons else 0))
+
+
+def num_joint_contacts(scene: Scene, params: Params) -> int:
+    """How many contacts the joints and tendons add after the pairs (static): two per limited joint
+    or tendon, and the friction losses (``num_losses``)."""
+    if scene.joints is None:
+        return 0
+    tendons = scene.joints.tendons
+    return (2 * len(scene.joints.limited_joints) + (0 if tendons is None else 2 * len(tendons.limited_tendons))
+            + num_losses(scene, params))
+
+
+def sides(parts):
+    """``parts`` (each (rows (C, S, 3, 6), phi, valid, bodies (C, S)[, ...])) with every part's
+    contacts on as many sides as the widest (a tendon's rows move every body its joints move): the
+    missing sides are the world's (−1, zero rows)."""
+    S = max(p[0].shape[1] for p in parts)
+    pad = lambda p: (jnp.pad(p[0], ((0, 0), (0, S - p[0].shape[1]), (0, 0), (0, 0))), p[1], p[2],
+                     jnp.pad(jnp.asarray(p[3], jnp.int32), ((0, 0), (0, S - p[0].shape[1])), constant_values=-1)) + tuple(p[4:])
+    return [p if p[0].shape[1] == S else pad(p) for p in parts]
 
 
 def loss_contacts(model, scene: Scene, params: Params, state: State):
-    """The joints' friction losses as contacts (``joints.loss_rows``): (rows, phi, valid, bodies,
-    bound). Each holds its normal impulse at 1 (``BodyProblem.fixed_normal``) and its friction
-    bound is ``bound`` = frictionloss·h, the joint's largest impulse in a step; a loss of 0 is out
-    of the problem (not valid)."""
-    rows, bodies = loss_rows(scene.joints, params.joints, state)
-    bound = model.dt * jnp.asarray(params.joints.frictionloss, state.pos.dtype)
-    phi = jnp.zeros(bound.shape, state.pos.dtype)
-    return rows, phi, jax.lax.stop_gradient(bound) > 0, bodies, bound
+    """The friction losses as contacts, the joints' (``joints.loss_rows``) then the tendons'
+    (``tendons.loss_rows``): (rows, phi, valid, bodies, bound). Each holds its normal impulse at 1
+    (``BodyProblem.fixed_normal``) and its friction bound is ``bound`` = frictionloss·h, the
+    joint's (tendon's) largest impulse in a step; a loss of 0 is out of the problem (not valid)."""
+    joints, jp, dtype = scene.joints, params.joints, state.pos.dtype
+    parts, bound = [], []
+    if jp.frictionloss is not None:
+        parts.append(loss_rows(joints, jp, state))
+        bound.append(jnp.asarray(jp.frictionloss, dtype))
+    if jp.tendons is not None and jp.tendons.frictionloss is not None:
+        parts.append(tendon_loss_rows(joints.tendons, jp.tendons, rate_rows(joints, state, jp), joints.child,
+                                      joints.parent))
+        bound.append(jnp.asarray(jp.tendons.frictionloss, dtype))
+    parts = sides([(r, None, None, b) for r, b in parts])
+    bound = model.dt * jnp.concatenate(bound)
+    phi = jnp.zeros(bound.shape, dtype)
+    return (jnp.concatenate([p[0] for p in parts]), phi, jax.lax.stop_gradient(bound) > 0,
+            jnp.concatenate([p[3] for p in parts]), bound)
+
+
+def tendon_limit_contacts(model, scene: Scene, params: Params, state: State):
+    """The limited tendons' range limits as contacts (``tendons.limit_rows``), as ``limit_contacts``."""
+    joints, jp = scene.joints, params.joints
+    q, qd = coordinates(joints, jp, state)
+    rows, phi, rate, bodies = tendon_limit_rows(joints.tendons, jp.tendons, rate_rows(joints, state, jp), q, qd,
+                                                joints.child, joints.parent)
+    reach = scene.margin + 2.0 * model.dt * jnp.maximum(-jax.lax.stop_gradient(rate), 0.0)
+    return rows, phi, jax.lax.stop_gradient(phi) < reach, bodies
 
 
 def stiff_rows(con: WorldContacts, impact, num_bodies: int, fixed=None):
@@ -484,7 +532,7 @@ def manifold_size(model, scene: Scene, params: Params) -> int:
     """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
     candidates (split in equal parts) and a pair slot's points alike."""
     sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
-    if scene.joints is not None and (scene.joints.limited or num_losses(scene, params)):
+    if num_joint_contacts(scene, params):
         sizes.append(1)  # a limit, a friction loss is a contact of its own
     return math.gcd(*sizes) if sizes else 1
 
@@ -537,6 +585,6 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_losses", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
+__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_joint_contacts", "num_losses", "sides", "tendon_limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
            "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "surface_contacts", "surface_friction", "surfaces", "warm_slots",
            "warm_table"]

@@ -30,6 +30,7 @@ from flax import struct
 from .. import geometry
 from ..contact import block_diag
 from .actuation import broken_actuators, check_actuators, joint_forces
+from .tendons import Tendons, broken as broken_tendons, check as check_tendons, passive as tendon_passive
 from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
@@ -62,6 +63,7 @@ class Joints:
     limited: tuple = ()
     actuated: tuple = ()
     force_limited: tuple = ()
+    tendons: Any = None  # a tendons.Tendons: the fixed tendons over these joints (None: none)
 
     def __post_init__(self):
         object.__setattr__(self, "parent", tuple(self.parent))
@@ -94,6 +96,9 @@ class Joints:
                                  "parent another body or −1 (the world)")
         if len(set(zip(self.parent, self.child))) != len(self.child):
             raise ValueError("Joints: a joint is listed twice")
+        if self.tendons is not None and (not isinstance(self.tendons, Tendons) or
+                                         max(max(js) for js in self.tendons.joints) >= len(self.child)):
+            raise ValueError(f"Joints.tendons: a tendons.Tendons over these {len(self.child)} joints, got {self.tendons!r}")
         if not (isinstance(self.baumgarte, numbers.Real) and 0 <= self.baumgarte <= 1):
             raise ValueError(f"Joints.baumgarte must lie in [0, 1], got {self.baumgarte!r}")
 
@@ -163,8 +168,10 @@ class JointParams:
     tendons: Any = None
 
     def has_passive(self) -> bool:
-        """Whether any passive force or an actuator is set (static: a field is an array or None)."""
-        return any(getattr(self, f) is not None for f in PASSIVE) or self.actuators is not None
+        """Whether any passive force (a joint's or a tendon's) or an actuator is set (static: a field is
+        an array or None)."""
+        return (any(getattr(self, f) is not None for f in PASSIVE) or self.actuators is not None
+                or (self.tendons is not None and self.tendons.has_passive()))
 
     def has_checks(self) -> bool:
         """Whether any field the step's traced check reads (``broken_passive``) is set: a passive
@@ -415,7 +422,8 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     v0 = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
     v1 = v1.reshape(-1)
     pushed = zeros
-    if jp.actuators is not None or jp.stiffness is not None:  # the coordinates, once, for both
+    spring = jp.tendons is not None and jp.tendons.stiffness is not None
+    if jp.actuators is not None or jp.stiffness is not None or spring:  # the coordinates, once, for all
         q, qd = coordinates(joints, jp, state)
     if jp.actuators is not None:  # the actuators: explicit forces, their velocity bias as implicit damping
         pushed, extra = joint_forces(joints.actuated, jp.actuators, q, qd, joints.num_joints, joints.force_limited)
@@ -430,7 +438,14 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     if jp.stiffness is not None:
         ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)
         force = force + h * jnp.asarray(jp.stiffness, dtype) * (q - ref)
-    v = v1 - Minv_p @ (G.T @ force)
+    push = G.T @ force
+    if jp.tendons is not None and jp.tendons.has_passive():  # the tendons' rows join the update (Woodbury again)
+        Gt, ct, ft = tendon_passive(joints.tendons, jp.tendons, G, q if spring else None, v1, h)
+        MG = Minv_p @ Gt.T
+        S = jnp.eye(Gt.shape[0], dtype=dtype) + ct[:, None] * (Gt @ MG)
+        Minv_p = Minv_p - MG @ jnp.linalg.solve(S, ct[:, None] * MG.T)
+        push = push + Gt.T @ ft
+    v = v1 - Minv_p @ push
     return v, 0.5 * (Minv_p + Minv_p.T)
 
 
@@ -630,6 +645,8 @@ def broken_passive(jp: JointParams, joints: Joints | None = None):
         bad = bad | ~jnp.all(jnp.isfinite(jp.springref))
     if jp.actuators is not None:
         bad = bad | broken_actuators(jp.actuators, None if joints is None else joints.force_limited)
+    if jp.tendons is not None:
+        bad = bad | broken_tendons(jp.tendons)
     return bad
 
 
@@ -662,9 +679,16 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
             raise ValueError("params.joints.actuators and Joints.actuated go together: the actuators' parameters "
                              "(actuation.ActuatorParams) and the joint each drives")
         check_actuators(jp.actuators, len(joints.actuated), "params.joints.actuators", joints.force_limited)
+    if joints.tendons is not None or jp.tendons is not None:
+        if joints.tendons is None:
+            raise ValueError("params.joints.tendons is given but Joints.tendons is None: the tendons' joints are static "
+                             "(Joints(..., tendons=tendons.Tendons(...)))")
+        check_tendons(joints.tendons, jp.tendons, J)
+    lengths = joints.tendons is not None and (bool(joints.tendons.limited) or jp.tendons.stiffness is not None)
     needs = [why for why, given in (("a slide keeps the child's orientation in the parent's frame", joints.has_slides),
                                     ("a limited joint's coordinate is measured from it", joints.limited),
-                                    ("an actuated joint's coordinate is measured from it", joints.actuated)) if given]
+                                    ("an actuated joint's coordinate is measured from it", joints.actuated),
+                                    ("a tendon's length sums the joints' coordinates", lengths)) if given]
     if needs and jp.reference is None:
         raise ValueError(f"params.joints.reference: {'; '.join(needs)}: give reference ((J, 4) unit quaternions, the "
                          "child's orientation in the parent's frame at q = 0); it is None")

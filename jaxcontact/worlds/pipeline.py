@@ -70,7 +70,7 @@ from .contacts import (
     collide,
     manifold_size,
     num_ground_contacts,
-    num_losses,
+    num_joint_contacts,
     patch_phi,
     soft_rows,
     start_overlaps,
@@ -325,8 +325,8 @@ def initial_warm(model, scene: Scene, params: Params, state):
         lmodel = _ground_model(model, scene, params)
         return per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
     C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
-    if scene.joints is not None:  # two contacts per limited joint (contacts.limit_contacts), the losses'
-        C += 2 * len(scene.joints.limited_joints) + num_losses(scene, params)
+    if scene.joints is not None:  # two contacts per limited joint or tendon, the friction losses
+        C += num_joint_contacts(scene, params)
     return jnp.zeros((C, 3), state.pos.dtype)
 
 
