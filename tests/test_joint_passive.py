@@ -190,7 +190,7 @@ def test_a_damped_sprung_arm_from_mjcf_follows_mujoco_and_writes_back():
 @pytest.mark.parametrize("snippet, words", [
     ('<body><joint type="free" armature="0.01"/><geom type="box" size=".05 .05 .05"/></body>', "joint armature 0.01"),
     ('<body><joint type="free" damping="0.1"/><geom type="box" size=".05 .05 .05"/></body>', "joint damping 0.1"),
-    ('<body><joint type="hinge" frictionloss="0.2"/><geom type="box" size=".05 .05 .05"/></body>', "friction loss 0.2"),
+    ('<body><joint type="free" frictionloss="0.2"/><geom type="box" size=".05 .05 .05"/></body>', "friction loss 0.2"),
 ])
 def test_what_stays_unsupported_is_refused_by_name(snippet, words):
     from jaxcontact.worlds import mjcf
