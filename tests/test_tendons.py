@@ -115,6 +115,8 @@ def test_a_tendon_friction_loss_stops_the_relative_turn_at_the_analytic_time():
 def test_bad_tendons_are_refused_eagerly_and_flagged_under_jit():
     with pytest.raises(ValueError, match=r"Tendons\.joints\[0\]: tendon 0 names joint 1 twice"):
         T.Tendons(joints=((1, 0, 1),))
+    with pytest.raises(ValueError, match=r"names joint 1 twice"):  # static: the same refusal while tracing
+        jax.jit(lambda: J.Joints(parent=(-1, -1), child=(0, 1), tendons=T.Tendons(joints=((1, 0, 1),))) and 0)()
     with pytest.raises(ValueError, match=r"Joints\.tendons"):
         J.Joints(parent=(-1,), child=(0,), tendons=T.Tendons(joints=((0, 1),)))
     model, scene, params, s = rotors(damping=[0.1])
