@@ -6,6 +6,8 @@ at √(2k/I), the limit stops the relative turn without bounce (momentum shared,
 inelastic stop), the damper decays the relative rate as implicit Euler; refusals eagerly and under
 ``jit``."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -110,6 +112,24 @@ def test_a_tendon_friction_loss_stops_the_relative_turn_at_the_analytic_time():
     assert stop == pytest.approx(2.0 * I_ROTOR / (2 * 0.1), abs=H)
     np.testing.assert_allclose(w[-1], 1.0, atol=1e-6)
     assert int(np.bitwise_or.reduce(np.asarray(info.flags))) == 0
+
+
+def test_a_motor_on_a_tendon_drives_its_joints_through_the_coefficients():
+    """An actuator index J + t drives tendon t (``Joints.actuated``): a motor of gear 2 and control 0.05
+    on L = q₀ − q₁ exerts 2·0.05 N·m on q₀ and −0.1 on q₁, so from rest ω₀ = −ω₁ = 0.1 n h / I exactly."""
+    from jaxcontact.worlds import actuation as A
+
+    _, scene, params, s = rotors(omega0=0.0)
+    joints = dataclasses.replace(scene.joints, actuated=(2,), force_limited=(False,))
+    scene = dataclasses.replace(scene, joints=joints)
+    params = params.replace(joints=params.joints.replace(actuators=A.motor(1, gear=2.0, ctrl=0.05)))
+    traj, info = worlds.rollout(worlds.model(dt=H), scene, params, s, 50)
+    w = np.asarray(traj.omega[:, :, 2], float)
+    n = np.arange(51)
+    np.testing.assert_allclose(w[:, 0], 0.1 * n * H / I_ROTOR, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(w[:, 1], -0.1 * n * H / I_ROTOR, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match=r"Joints\.actuated: a joint index \(0 … 1; J \+ t: tendon t\)"):
+        dataclasses.replace(scene.joints, actuated=(3,), force_limited=(False,))
 
 
 def test_bad_tendons_are_refused_eagerly_and_flagged_under_jit():

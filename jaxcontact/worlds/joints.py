@@ -30,7 +30,8 @@ from flax import struct
 from .. import geometry
 from ..contact import block_diag
 from .actuation import broken_actuators, check_actuators, joint_forces
-from .tendons import Tendons, broken as broken_tendons, check as check_tendons, passive as tendon_passive
+from .tendons import Tendons, broken as broken_tendons, check as check_tendons, lengths as tendon_lengths
+from .tendons import passive as tendon_passive
 from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
@@ -54,7 +55,9 @@ class Joints:
     baumgarte: β of the drift correction (target velocity −β/h · error), in [0, 1].
     kinds: one of ``KINDS`` per joint (empty: every joint a hinge). A hinge turns about its axis
     through the anchor; a slide (prismatic joint) moves the child along the axis without turning
-    it (its orientation in the parent's frame stays ``JointParams.reference``)."""
+    it (its orientation in the parent's frame stays ``JointParams.reference``).
+    actuated: the joint each actuator drives (an index J + t: fixed tendon t of ``tendons``, a
+    ``tendons.Tendons``), force_limited one bool per actuator; limited: one bool per joint."""
 
     parent: tuple
     child: tuple
@@ -81,9 +84,10 @@ class Joints:
         object.__setattr__(self, "actuated", tuple(int(j) for j in self.actuated))
         object.__setattr__(self, "force_limited", tuple(bool(x) for x in self.force_limited)
                            if self.force_limited else (False,) * len(self.actuated))
-        if any(not 0 <= j < len(self.child) for j in self.actuated) or len(self.force_limited) != len(self.actuated):
-            raise ValueError(f"Joints.actuated: a joint index (0 … {len(self.child) - 1}) per actuator, with one "
-                             f"force_limited bool each; got {self.actuated!r}, {self.force_limited!r}")
+        driven = len(self.child) + (self.tendons.num_tendons if isinstance(self.tendons, Tendons) else 0)
+        if any(not 0 <= j < driven for j in self.actuated) or len(self.force_limited) != len(self.actuated):
+            raise ValueError(f"Joints.actuated: a joint index (0 … {len(self.child) - 1}; J + t: tendon t) per actuator, "
+                             f"with one force_limited bool each; got {self.actuated!r}, {self.force_limited!r}")
         if len(self.parent) != len(self.child) or not self.child:
             raise ValueError(f"Joints: parent and child need one entry per joint (at least one joint), got "
                              f"{len(self.parent)} and {len(self.child)}")
@@ -425,8 +429,15 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     spring = jp.tendons is not None and jp.tendons.stiffness is not None
     if jp.actuators is not None or jp.stiffness is not None or spring:  # the coordinates, once, for all
         q, qd = coordinates(joints, jp, state)
+    J, T = joints.num_joints, 0 if joints.tendons is None else joints.tendons.num_tendons
+    t_pushed = t_extra = None
     if jp.actuators is not None:  # the actuators: explicit forces, their velocity bias as implicit damping
-        pushed, extra = joint_forces(joints.actuated, jp.actuators, q, qd, joints.num_joints, joints.force_limited)
+        if T:  # an actuator J + t drives tendon t, on its length (tendons.lengths)
+            L, Ld = tendon_lengths(joints.tendons, jp.tendons, q, qd)
+            q_a, qd_a = jnp.concatenate([q, L]), jnp.concatenate([qd, Ld])
+        pushed, extra = joint_forces(joints.actuated, jp.actuators, q_a if T else q, qd_a if T else qd, J + T,
+                                     joints.force_limited)
+        pushed, extra, t_pushed, t_extra = pushed[:J], extra[:J], pushed[J:], extra[J:]
         damp = damp + extra
     C = arm + h * damp
     MG = Minv @ G.T  # (6N, J)
@@ -439,8 +450,11 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
         ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)
         force = force + h * jnp.asarray(jp.stiffness, dtype) * (q - ref)
     push = G.T @ force
-    if jp.tendons is not None and jp.tendons.has_passive():  # the tendons' rows join the update (Woodbury again)
+    if jp.tendons is not None and (jp.tendons.has_passive() or T and jp.actuators is not None):
+        # the tendons' rows join the update (Woodbury again), with their actuators' forces and implicit damping
         Gt, ct, ft = tendon_passive(joints.tendons, jp.tendons, G, q if spring else None, v1, h)
+        if t_pushed is not None:
+            ct, ft = ct + h * t_extra, ft + h * t_extra * (Gt @ v1) - h * t_pushed
         MG = Minv_p @ Gt.T
         S = jnp.eye(Gt.shape[0], dtype=dtype) + ct[:, None] * (Gt @ MG)
         Minv_p = Minv_p - MG @ jnp.linalg.solve(S, ct[:, None] * MG.T)

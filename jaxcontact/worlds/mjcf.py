@@ -39,7 +39,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   ``tendon_range``, ``tendon_stiffness`` with ``tendon_lengthspring``, ``tendon_damping``,
   ``tendon_frictionloss``; hard limits). Ball joints, a free joint's damping, armature or friction
   loss, spatial tendons (and a tendon's armature, nonlinear spring or damper, plasticity, limit
-  margin), equality constraints, other actuators (a tendon's among them), heightfields, flexes and plugins
+  margin), equality constraints, other actuators (on a fixed tendon they load: ``Joints.actuated``'s
+  J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
@@ -849,9 +850,13 @@ def _actuator_problems(M, model) -> list:
     for a in range(int(model.nu)):
         name = f"actuator {_name(M, model, M.mjtObj.mjOBJ_ACTUATOR, a)}"
         trn, j = int(model.actuator_trntype[a]), int(model.actuator_trnid[a, 0])
-        if trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) is None:
+        if trn == int(M.mjtTrn.mjTRN_TENDON):  # a fixed tendon's (its own problems: _tendon_problems)
+            if model.tendon_actfrclimited[j]:
+                out.append(f"{name}: tendon {_name(M, model, M.mjtObj.mjOBJ_TENDON, j)}'s actuator force limit "
+                           "(actfrcrange; jaxcontact limits each actuator's force: forcerange)")
+        elif trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) is None:
             what = M.mjtTrn(trn).name[len("mjTRN_"):].lower()
-            out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge or a slide)")
+            out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge, a slide or a fixed tendon)")
             continue
         for field, allowed, what in (("actuator_dyntype", ("mjDYN_NONE",), "activation dynamics"),
                                      ("actuator_gaintype", ("mjGAIN_FIXED",), "gain type"),
@@ -932,7 +937,9 @@ def _actuators(M, model, d, hinges, dtype):
         gear=f(model.actuator_gear[:, 0]), gain=f(model.actuator_gainprm[:, 0]), bias=f(model.actuator_biasprm[:, :3]),
         ctrl=f(d.ctrl), ctrlrange=f(np.where(ctrl_lim, model.actuator_ctrlrange, inf)),
         forcerange=f(np.where(force_lim[:, None], model.actuator_forcerange, inf)))
-    actuated = tuple(index[int(model.actuator_trnid[a, 0])] for a in range(nu))
+    tendon = int(M.mjtTrn.mjTRN_TENDON)  # an actuator on tendon t drives index J + t (Joints.actuated)
+    actuated = tuple(len(hinges) + int(model.actuator_trnid[a, 0]) if int(model.actuator_trntype[a]) == tendon
+                     else index[int(model.actuator_trnid[a, 0])] for a in range(nu))
     return actuated, tuple(bool(x) for x in force_lim), params
 
 
@@ -946,8 +953,9 @@ def _actuators_xml(scene, params):
         return "", ""
     rows = []
     for a, j in enumerate(joints.actuated):
-        c = joints.child[j]
-        attrs = (f'joint="{joints.kind(j)}{c}" gear="{_f(np.asarray(ap.gear)[a])}" gaintype="fixed" '
+        J = joints.num_joints
+        on = f'tendon="tendon{j - J}"' if j >= J else f'joint="{joints.kind(j)}{joints.child[j]}"'
+        attrs = (f'{on} gear="{_f(np.asarray(ap.gear)[a])}" gaintype="fixed" '
                  f'gainprm="{_f(np.asarray(ap.gain)[a])}" biastype="affine" biasprm="{_f(np.asarray(ap.bias)[a])}"')
         for name in ("ctrl", "force"):
             r = np.asarray(getattr(ap, f"{name}range"), float)[a]
