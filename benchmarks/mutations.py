@@ -959,6 +959,12 @@ MUTATIONS = (
     Mutation("mjcf-friction-loss-dropped", "joints", "jaxcontact/worlds/mjcf.py",
              'extra["frictionloss"] = jnp.asarray(loss, dtype)', 'extra["frictionloss"] = jnp.asarray(0 * loss, dtype)',
              ("tests/test_mjcf_tendons.py::test_a_pendulum_with_friction_loss_follows_mujoco_c",)),
+    Mutation("tendon-actuator-force-dropped", "tendons", "jaxcontact/worlds/joints.py",
+             "ft + h * t_extra * (Gt @ v1) - h * t_pushed", "ft + h * t_extra * (Gt @ v1)",
+             ("tests/test_tendons.py::test_a_motor_on_a_tendon_drives_its_joints_through_the_coefficients",)),
+    Mutation("mjcf-tendon-actuator-first-tendon", "tendons", "jaxcontact/worlds/mjcf.py",
+             "len(hinges) + int(model.actuator_trnid[a, 0]) if", "len(hinges) if",
+             ("tests/test_mjcf_tendons.py::test_actuators_on_tendons_follow_mujoco_c_and_write_back",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

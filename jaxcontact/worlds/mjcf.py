@@ -815,7 +815,8 @@ def _passive_xml(scene, jp, state):
     metres): ``ref`` the coordinate of the written pose, ``springref``, ``stiffness``, ``damping``,
     ``armature``."""
     J = scene.joints.num_joints
-    if not jp.has_passive() and not scene.joints.has_slides and not scene.joints.limited and jp.frictionloss is None:
+    if (not jp.has_passive() and not scene.joints.has_slides and not scene.joints.limited and jp.frictionloss is None
+            and scene.joints.tendons is None):  # a tendon's length sums the coordinates: written with ``ref``
         return [0.0] * J, [""] * J
     q = np.zeros(J) if jp.reference is None else np.asarray(world_joints.coordinates(scene.joints, jp, state)[0], float)
     xml = []
