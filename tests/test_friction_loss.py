@@ -127,23 +127,42 @@ def test_a_negative_friction_loss_is_refused_eagerly_and_flagged_under_jit():
         worlds.rollout(model, scene, params.replace(joints=params.joints.replace(frictionloss=jnp.ones(2))), s, 5)
 
 
-def test_the_solver_holds_a_fixed_normal_at_one_and_refuses_other_forms_by_name():
-    """``solve_contact`` on a world's problem with a fixed-normal contact (the wheel's loss row, built
-    by the step's own stages): its normal impulse is 1 to round-off and its friction impulse at the
-    bound μ; the relaxed Newton solve and the velocity form are refused by name."""
+@pytest.mark.parametrize("padded,cone", [(0, "box"), (21, "box"), (0, "elliptic")])
+def test_the_solver_holds_a_fixed_normal_at_one_and_refuses_other_forms_by_name(padded, cone):
+    """``solve_contact`` on the wheel's loss contact (``contacts.loss_contacts``): its normal impulse
+    is 1 to round-off, a fast wheel's friction impulse sits at the bound loss·h and a slow one's stops
+    it (I ω below the bound), on every dense path a jointed world takes: the unrolled sweep, the looped
+    one (``padded`` invalid contacts past ``SMALL_ROWS``), the elliptic cone. The relaxed Newton solve
+    and the velocity form are refused by name."""
+    import dataclasses
+
     from jaxcontact import contact
-    from jaxcontact.solvers import solve_contact
+    from jaxcontact.solvers import SMALL_ROWS, choose, solve_contact
     from jaxcontact.worlds import contacts
 
     model, scene, params, s = wheel(0.1)
     rows, phi, valid, bodies, bound = contacts.loss_contacts(model, scene, params, s)
-    minv = jnp.linalg.inv(jnp.diag(jnp.array([2.0, 2.0, 2.0, I_WHEEL, I_WHEEL, 2.0 * (0.2 ** 2 + 0.05 ** 2) / 12])))
-    v = jnp.array([[0.0, 0.0, 0.0, 0.0, 0.0, 3.0]])
-    prob = contact.body_problem(rows, bodies, phi, valid, minv, v, H).replace(fixed_normal=jnp.array([True]))
-    mu = jnp.stack([bound, jnp.zeros_like(bound)], axis=1)
-    sol = solve_contact(prob, mu, soft=jnp.array([1e-2]))
-    assert float(sol.z[0, 0]) == pytest.approx(1.0, abs=1e-12)
-    assert float(sol.z[0, 1]) == pytest.approx(-0.1 * H, rel=1e-12)
+    pad = lambda x, v: jnp.concatenate([x, jnp.full((padded,) + x.shape[1:], v, x.dtype)])
+    rows, phi, valid, bodies = pad(rows, 0.0), pad(phi, 0.0), pad(valid, False), pad(bodies, -1)
+    I_across = 2.0 * (0.2 ** 2 + 0.05 ** 2) / 12
+    minv = jnp.diag(1.0 / jnp.array([2.0, 2.0, 2.0, I_across, I_across, I_WHEEL]))
+    mu = pad(jnp.stack([bound, jnp.zeros_like(bound)], axis=1), 0.0)
+    settings = dataclasses.replace(model.law.solver, cone=cone)
+    held = jnp.arange(1 + padded) == 0
+    assert choose("dense", 3 * (1 + padded), settings).sweep == ("looped" if 3 * (1 + padded) > SMALL_ROWS else "unrolled")
+
+    @jax.jit
+    def solve(spin):
+        v = jnp.array([[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]) * spin
+        prob = contact.body_problem(rows, bodies, phi, valid, minv, v, H).replace(fixed_normal=held)
+        return solve_contact(prob, mu, settings, soft=jnp.full((1 + padded,), 1e-2)).z
+
+    fast, slow = solve(3.0), solve(1e-3)
+    assert float(fast[0, 0]) == pytest.approx(1.0, abs=1e-12) and float(slow[0, 0]) == pytest.approx(1.0, abs=1e-12)
+    assert float(fast[0, 1]) == pytest.approx(-0.1 * H, rel=1e-12)
+    assert float(slow[0, 1]) == pytest.approx(-I_WHEEL * 1e-3, rel=1e-5)  # the regularisation's 1e-6
+    assert np.all(np.asarray(fast[1:]) == 0)
+    prob = contact.body_problem(rows, bodies, phi, valid, minv, jnp.zeros((1, 6)), H).replace(fixed_normal=held)
     with pytest.raises(ValueError, match="fixed-normal.*relaxed law"):
         solve_contact(prob, mu, relaxed=(1e-3, 10))
     with pytest.raises(ValueError, match="fixed-normal.*velocity form"):
