@@ -103,6 +103,24 @@ def test_a_tendon_limit_stops_the_coupled_joints_without_bounce(dtype, tol):
     assert int(np.bitwise_or.reduce(np.asarray(info.flags))) == 0
 
 
+def test_the_final_length_s_gradient_along_the_tendon_limit_is_one():
+    """Stopped on its limit, the tendon's final length follows the limit: d L_final / d upper = 1
+    through the limit's rows, jax.grad against central differences (float64)."""
+    model, scene, params, s = rotors(range=[[-0.3, 0.3]])
+
+    def final_length(upper):
+        tp = params.joints.tendons.replace(range=jnp.stack([jnp.array([-0.3]), upper[None]], axis=1))
+        p = params.replace(joints=params.joints.replace(tendons=tp))
+        traj, _ = worlds.rollout(model, scene, p, s, 120, output="final")
+        q = J.coordinates(scene.joints, p.joints, traj)[0]
+        return q[0] - q[1]
+
+    g = float(jax.grad(final_length)(jnp.asarray(0.2)))
+    e = 1e-4
+    fd = (float(final_length(jnp.asarray(0.2 + e))) - float(final_length(jnp.asarray(0.2 - e)))) / (2 * e)
+    assert g == pytest.approx(fd, rel=1e-3) and g == pytest.approx(1.0, rel=1e-2)
+
+
 def test_a_tendon_damper_is_implicit_euler_on_the_relative_rate():
     """b = 0.05 N·m·s/rad on L = q₀ − q₁: the relative rate decays by I/(I + 2 h b) a step exactly
     (the two plates' reduced inertia I/2), the mean rate kept."""
