@@ -605,7 +605,8 @@ RULES: tuple[tuple[str, str], ...] = (
     ("body.vertices", "the centre of mass (the origin) lies outside the hull of the vertices"),
     ("body.radius", "round-shape sizes (radius, cylinder, ellipsoid) must be finite and >= 0"),
     ("state.vel", "a fixed body (Scene.fixed) must be at rest: zero vel and omega"),
-    ("params.joints", "damping, stiffness and armature must be finite and >= 0, springref finite"),
+    ("params.joints", "damping, stiffness and armature must be finite and >= 0, springref finite; frictionloss "
+                       "and the tendons' fields (tendons.TendonParams) likewise"),
 )
 FIXED_MOVING = 19  # the rule a world's step sets for a fixed body given a velocity (worlds.pipeline)
 JOINT_PASSIVE = 20  # the rule a jointed world's step sets for a bad passive joint field (worlds.pipeline)

@@ -163,10 +163,10 @@ def test_unsupported_actuators_and_bad_values_are_refused_by_name_and_flagged_un
     mujoco = pytest.importorskip("mujoco")
     from jaxcontact.worlds import mjcf
 
-    tendon = ARM.replace('<velocity name="r" joint="reach" kv="5"/>', '<general name="t" tendon="tn"/>').replace(
-        "</worldbody>", '</worldbody><tendon><fixed name="tn"><joint joint="elbow" coef="1"/></fixed></tendon>')
-    with pytest.raises(ValueError, match="actuator 't': a tendon transmission"):
-        mjcf.from_mjcf(tendon)
+    site = ARM.replace('<velocity name="r" joint="reach" kv="5"/>', '<general name="t" site="grip"/>').replace(
+        '<geom type="sphere" size="0.03" mass="0.1"/>', '<geom type="sphere" size="0.03" mass="0.1"/><site name="grip"/>')
+    with pytest.raises(ValueError, match="actuator 't': a site transmission"):  # a fixed tendon's loads
+        mjcf.from_mjcf(site)
     filtered = ARM.replace('<motor name="e" joint="elbow" gear="2"', '<general name="e" joint="elbow" dyntype="filter" '
                            'dynprm="0.1" gear="2"')
     with pytest.raises(ValueError, match="actuator 'e': activation dynamics mjDYN_FILTER"):

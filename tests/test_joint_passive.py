@@ -123,8 +123,8 @@ def test_bad_passive_fields_are_refused_eagerly_and_flagged_under_jit():
         worlds.rollout(model, scene, bad, s, 5)
     _, info = jax.jit(lambda p: worlds.rollout(model, scene, p, s, 5))(bad)
     assert np.all(np.asarray(info.flags) & int(Flags.INVALID_INPUT))
-    assert "params.joints: damping, stiffness and armature must be finite and >= 0, springref finite" in \
-        rule_names(int(np.asarray(info.invalid)[0]))
+    assert any(r.startswith("params.joints: damping, stiffness and armature must be finite and >= 0, springref finite")
+               for r in rule_names(int(np.asarray(info.invalid)[0])))
     with pytest.raises(ValueError, match=r"params\.joints\.stiffness needs params\.joints\.reference"):
         worlds.rollout(model, scene, params.replace(joints=params.joints.replace(stiffness=jnp.array([1.0]))), s, 5)
     with pytest.raises(ValueError, match=r"params\.joints\.armature: expected shape \(1,\)"):
@@ -190,7 +190,7 @@ def test_a_damped_sprung_arm_from_mjcf_follows_mujoco_and_writes_back():
 @pytest.mark.parametrize("snippet, words", [
     ('<body><joint type="free" armature="0.01"/><geom type="box" size=".05 .05 .05"/></body>', "joint armature 0.01"),
     ('<body><joint type="free" damping="0.1"/><geom type="box" size=".05 .05 .05"/></body>', "joint damping 0.1"),
-    ('<body><joint type="hinge" frictionloss="0.2"/><geom type="box" size=".05 .05 .05"/></body>', "friction loss 0.2"),
+    ('<body><joint type="free" frictionloss="0.2"/><geom type="box" size=".05 .05 .05"/></body>', "friction loss 0.2"),
 ])
 def test_what_stays_unsupported_is_refused_by_name(snippet, words):
     from jaxcontact.worlds import mjcf

@@ -41,7 +41,14 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
     else:
         raise TypeError(f"solve_contact: expected a ContactProblem or a BodyProblem, got {type(problem).__name__}")
     rows = problem.num_contacts * problem.rows_per_contact
-    method = choose(kind, rows, settings, gradient, full, group, relaxed is not None, form)
+    held = problem.fixed_normal is not None  # rows of a fixed bound (a joint's friction loss): dense only
+    if held and (relaxed is not None or form == "velocity"):
+        raise ValueError("solve_contact: a problem with fixed-normal contacts (a joint's or tendon's friction loss) is "
+                         "solved by the dense projected Gauss–Seidel only, not " + ("a relaxed law's Newton solve "
+                         "(RelaxedCoulomb)" if relaxed is not None else "in velocity form"))
+    method = choose(kind, rows, settings, gradient, full, group, relaxed is not None, "dense" if held else form)
+    if held and soft is not None:  # a fixed bound holds without the softness's creep
+        soft = jnp.where(problem.fixed_normal, 0.0, soft)
     if method.form == "relaxed":
         if kind == "bodies":
             problem = dense(problem)
@@ -52,7 +59,8 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
         body = dense(problem) if kind == "bodies" else problem
         sol = _dense(body if soft is None else soften(body, soft), mu, settings, target, z0, gradient, method)
     if kind == "bodies":  # a world's solve: is its solution at a degenerate point (Flags.DEGENERATE)?
-        sol = sol.replace(degenerate=degenerate(problem, sol.z, mu, target, settings.cone))
+        judged = problem if not held else problem.replace(valid=problem.valid & ~problem.fixed_normal)
+        sol = sol.replace(degenerate=degenerate(judged, sol.z, mu, target, settings.cone))
     return sol
 
 
@@ -71,6 +79,18 @@ def _without_padding(problem: ContactProblem, rhs):
     return A, jnp.where(valid, rhs.reshape(-1), jnp.zeros_like(rhs.reshape(-1)))
 
 
+def _held_normals(problem: ContactProblem, A, b, settings):
+    """(A, b) with the normal rows of ``problem.fixed_normal``'s valid contacts decoupled and their
+    impulse held at 1: the row and column zero but the diagonal 1, and b = −(that diagonal as
+    ``lcp.regularized`` leaves it), so that every sweep and the fixed-point map give z_n = 1 and the
+    contact's friction rows are bounded by μ alone (a joint's friction loss, μ = loss·h)."""
+    d = problem.rows_per_contact
+    first = jnp.asarray(np.arange(problem.num_contacts * d) % d == 0)
+    n = first & jnp.repeat(problem.fixed_normal & problem.valid, d)
+    A = jnp.where(n[:, None] | n[None, :], 0.0, A) + jnp.diag(n.astype(A.dtype))
+    return A, jnp.where(n, -jnp.diagonal(regularized(A, settings.regularization)), b)
+
+
 def _coupling(problem: ContactProblem, mu):
     C, nt = problem.num_contacts, problem.num_tangents
     dtype = problem.A.dtype
@@ -82,6 +102,8 @@ def _dense(problem: ContactProblem, mu, settings, target, z0, gradient, method) 
     """The box-friction LCP with A formed, by projected Gauss–Seidel with implicit gradients."""
     C, d = problem.num_contacts, problem.rows_per_contact
     A, b = _without_padding(problem, _rhs(problem, target))
+    if problem.fixed_normal is not None:
+        A, b = _held_normals(problem, A, b, settings)
     rows = RowStructure.contacts(C, problem.num_tangents)
     if z0 is not None:
         z0 = jnp.where(problem.valid[:, None], jax.lax.stop_gradient(z0), 0.0).astype(b.dtype).reshape(-1)

@@ -22,6 +22,7 @@ to "sequential" where the fused kernel cannot be built (``jaxcontact.native``); 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -63,6 +64,7 @@ class ContactProblem:
     target: jnp.ndarray
     num_contacts: int = struct.field(pytree_node=False)
     num_tangents: int = struct.field(pytree_node=False)
+    fixed_normal: Any = None  # (C,) bool or None: contacts whose normal impulse is held at 1 (``BodyProblem``'s)
 
     @property
     def rows_per_contact(self) -> int:
@@ -135,7 +137,10 @@ class BodyProblem:
     rows: (C, 2, d, 6) [normal, tangents] on the two bodies (signed: their sum is the relative
     velocity). bodies: (C, 2) the bodies' indices, −1 the ground. mobility: (N, 6, 6) every body's
     M⁻¹ (free bodies), or (6N, 6N) a full mobility W (a jointed world's: solved densely).
-    v_free: (N, 6). phi, valid, target: (C,) as ``ContactProblem``'s."""
+    v_free: (N, 6). phi, valid, target: (C,) as ``ContactProblem``'s. fixed_normal: None, or (C,) bool
+    the contacts whose normal impulse is not solved but held at 1, so that their friction rows are
+    bounded by μ alone, |z_t| ≤ μ (a joint's friction loss: ``worlds.joints.loss_rows``, μ = its
+    friction loss times h; their normal rows are zero and never softened). Solved densely only."""
 
     rows: jnp.ndarray
     bodies: jnp.ndarray
@@ -144,6 +149,7 @@ class BodyProblem:
     phi: jnp.ndarray
     valid: jnp.ndarray
     target: jnp.ndarray
+    fixed_normal: Any = None
 
     @property
     def num_contacts(self) -> int:
@@ -169,7 +175,8 @@ def dense(problem: BodyProblem) -> ContactProblem:
     """The same problem with J (C·d, 6N) and A formed (``from_body_rows``), for ``solve``."""
     prob = from_body_rows(problem.rows, problem.bodies, problem.phi, problem.valid, problem.mobility,
                           problem.v_free, 1.0)
-    return prob.replace(target=problem.target)  # the problem's own target (capped, raised), not −φ/dt
+    # the problem's own target (capped, raised), not −φ/dt
+    return prob.replace(target=problem.target, fixed_normal=problem.fixed_normal)
 
 
 def soften(problem: ContactProblem, soft) -> ContactProblem:

@@ -1,7 +1,8 @@
 """Actuators on a world's joints (issue 63, item 2): motors, position and velocity servos and
 MuJoCo's general affine actuators on a joint transmission.
 
-An actuator a drives joint ``Joints.actuated[a]`` (a hinge or a slide) through a gear g: its length
+An actuator a drives joint ``Joints.actuated[a]`` (a hinge or a slide; an index J + t: the fixed tendon
+t's length L, ``worlds.tendons``, its force along the tendon's rate row) through a gear g: its length
 is l = g q and its velocity l̇ = g q̇ (q, q̇ the joint's coordinate and rate, ``joints.coordinates``);
 its force is MuJoCo's affine form f = gain · u + b₀ + b₁ l + b₂ l̇ with u its control clipped to
 ``ctrlrange`` and f clipped to ``forcerange``; the joint receives the generalised force g f (a

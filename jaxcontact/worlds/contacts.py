@@ -26,7 +26,8 @@ from flax import struct
 
 from .. import collision, geometry
 from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
-from .joints import limit_rows
+from .joints import coordinates, limit_rows, loss_rows, rate_rows
+from .tendons import limit_rows as tendon_limit_rows, loss_rows as tendon_loss_rows
 from ..stages import per_body
 from ..types import Params, State
 from .planes import check_planes, plane_grounds
@@ -57,12 +58,15 @@ class WorldContacts:
     num_ground: int = struct.field(pytree_node=False)
     num_limits: int = struct.field(pytree_node=False, default=0)
     ground_mu: jnp.ndarray | None = None
+    num_losses: int = struct.field(pytree_node=False, default=0)
+    loss_bound: jnp.ndarray | None = None
 
     @property
     def pair_end(self) -> int:
         """Where the pair slots' contacts end: the joints' range limits (``num_limits``, two per
-        limited joint: ``joints.limit_rows``) come last."""
-        return self.phi.shape[0] - self.num_limits
+        limited joint: ``joints.limit_rows``) come last, then the friction losses (``num_losses``,
+        ``loss_contacts``, each bounded by ``loss_bound``)."""
+        return self.phi.shape[0] - self.num_limits - self.num_losses
 
 
 def bounding_radii(params: Params):
@@ -373,9 +377,17 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     if scene.joints is not None and scene.joints.limited:
         parts.append(limit_contacts(model, scene, params, state))
         num_limits = parts[-1][0].shape[0]
+    if scene.joints is not None and scene.joints.tendons is not None and scene.joints.tendons.limited:
+        parts.append(tendon_limit_contacts(model, scene, params, state))
+        num_limits += parts[-1][0].shape[0]
+    losses, bound = num_losses(scene, params), None
+    if losses:
+        *loss, bound = loss_contacts(model, scene, params, state)
+        parts.append(tuple(loss))
     if not parts:  # joints alone (no ground, no pairs): nothing to touch
         parts.append((jnp.zeros((0, 2, 3, 6), dtype), jnp.zeros((0,), dtype), jnp.zeros((0,), bool),
                       jnp.zeros((0, 2), jnp.int32)))
+    parts = sides(parts)
     rows = jnp.concatenate([p[0] for p in parts])
     phi = jnp.concatenate([p[1] for p in parts])
     valid = jnp.concatenate([p[2] for p in parts])
@@ -384,7 +396,7 @@ def collide(model, scene: Scene, params: Params, state: State) -> WorldContacts:
     ground_mu = surface_friction(model, scene, params, dtype) if scene.planes else None
     return WorldContacts(rows=rows, phi=phi, valid=valid, bodies=bodies, slot_pair=jnp.asarray(slot_pair, jnp.int32),
                          pair_phi=pair_phi, pair_kind=pair_kind, capacity=capacity, num_ground=num_ground,
-                         num_limits=num_limits, ground_mu=ground_mu)
+                         num_limits=num_limits, ground_mu=ground_mu, num_losses=losses, loss_bound=bound)
 
 
 def limit_contacts(model, scene: Scene, params: Params, state: State):
@@ -392,6 +404,69 @@ def limit_contacts(model, scene: Scene, params: Params, state: State):
     limit is in the problem when it is within the scene's margin plus twice what the joint moves
     toward it this step (speculative, as a contact: its row allows the approach up to the limit)."""
     rows, phi, rate, bodies = limit_rows(scene.joints, params.joints, state)
+    reach = scene.margin + 2.0 * model.dt * jnp.maximum(-jax.lax.stop_gradient(rate), 0.0)
+    return rows, phi, jax.lax.stop_gradient(phi) < reach, bodies
+
+
+def num_losses(scene: Scene, params: Params) -> int:
+    """How many friction-loss contacts a world has (static): one per joint when its
+    ``JointParams.frictionloss`` is set, one per tendon when its ``TendonParams.frictionloss`` is
+    (``loss_contacts``)."""
+    jp = getattr(params, "joints", None)
+    if scene.joints is None or jp is None:
+        return 0
+    tendons = jp.tendons is not None and jp.tendons.frictionloss is not None
+    return ((scene.joints.num_joints if jp.frictionloss is not None else 0)
+            + (scene.joints.tendons.num_tendons if tendons else 0))
+
+
+def num_joint_contacts(scene: Scene, params: Params) -> int:
+    """How many contacts the joints and tendons add after the pairs (static): two per limited joint
+    or tendon, and the friction losses (``num_losses``)."""
+    if scene.joints is None:
+        return 0
+    tendons = scene.joints.tendons
+    return (2 * len(scene.joints.limited_joints) + (0 if tendons is None else 2 * len(tendons.limited_tendons))
+            + num_losses(scene, params))
+
+
+def sides(parts):
+    """``parts`` (each (rows (C, S, 3, 6), phi, valid, bodies (C, S)[, ...])) with every part's
+    contacts on as many sides as the widest (a tendon's rows move every body its joints move): the
+    missing sides are the world's (−1, zero rows)."""
+    S = max(p[0].shape[1] for p in parts)
+    pad = lambda p: (jnp.pad(p[0], ((0, 0), (0, S - p[0].shape[1]), (0, 0), (0, 0))), p[1], p[2],
+                     jnp.pad(jnp.asarray(p[3], jnp.int32), ((0, 0), (0, S - p[0].shape[1])), constant_values=-1)) + tuple(p[4:])
+    return [p if p[0].shape[1] == S else pad(p) for p in parts]
+
+
+def loss_contacts(model, scene: Scene, params: Params, state: State):
+    """The friction losses as contacts, the joints' (``joints.loss_rows``) then the tendons'
+    (``tendons.loss_rows``): (rows, phi, valid, bodies, bound). Each holds its normal impulse at 1
+    (``BodyProblem.fixed_normal``) and its friction bound is ``bound`` = frictionloss·h, the
+    joint's (tendon's) largest impulse in a step; a loss of 0 is out of the problem (not valid)."""
+    joints, jp, dtype = scene.joints, params.joints, state.pos.dtype
+    parts, bound = [], []
+    if jp.frictionloss is not None:
+        parts.append(loss_rows(joints, jp, state))
+        bound.append(jnp.asarray(jp.frictionloss, dtype))
+    if jp.tendons is not None and jp.tendons.frictionloss is not None:
+        parts.append(tendon_loss_rows(joints.tendons, jp.tendons, rate_rows(joints, state, jp), joints.child,
+                                      joints.parent))
+        bound.append(jnp.asarray(jp.tendons.frictionloss, dtype))
+    parts = sides([(r, None, None, b) for r, b in parts])
+    bound = model.dt * jnp.concatenate(bound)
+    phi = jnp.zeros(bound.shape, dtype)
+    return (jnp.concatenate([p[0] for p in parts]), phi, jax.lax.stop_gradient(bound) > 0,
+            jnp.concatenate([p[3] for p in parts]), bound)
+
+
+def tendon_limit_contacts(model, scene: Scene, params: Params, state: State):
+    """The limited tendons' range limits as contacts (``tendons.limit_rows``), as ``limit_contacts``."""
+    joints, jp = scene.joints, params.joints
+    q, qd = coordinates(joints, jp, state)
+    rows, phi, rate, bodies = tendon_limit_rows(joints.tendons, jp.tendons, rate_rows(joints, state, jp), q, qd,
+                                                joints.child, joints.parent)
     reach = scene.margin + 2.0 * model.dt * jnp.maximum(-jax.lax.stop_gradient(rate), 0.0)
     return rows, phi, jax.lax.stop_gradient(phi) < reach, bodies
 
@@ -457,8 +532,8 @@ def manifold_size(model, scene: Scene, params: Params) -> int:
     """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
     candidates (split in equal parts) and a pair slot's points alike."""
     sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
-    if scene.joints is not None and scene.joints.limited:
-        sizes.append(1)  # a limit is a contact of its own
+    if num_joint_contacts(scene, params):
+        sizes.append(1)  # a limit, a friction loss is a contact of its own
     return math.gcd(*sizes) if sizes else 1
 
 
@@ -489,7 +564,7 @@ def warm_slots(scene: Scene, con: WorldContacts, table):
     """The warm start of this step's contacts (C, 3) from ``table`` (the impulses of the previous
     step per body–ground contact and per pair of the scene, ``initial_warm``'s layout): a pair the
     broad phase brings in takes its own last impulses (zero if it was out)."""
-    G, n, L = con.num_ground, scene.pair_contacts, con.num_limits
+    G, n, L = con.num_ground, scene.pair_contacts, con.phi.shape[0] - con.pair_end  # the limits', losses' last
     pairs = table[G:table.shape[0] - L].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
     return jnp.concatenate([table[:G], pairs, table[table.shape[0] - L:]])
 
@@ -510,6 +585,6 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
+__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_joint_contacts", "num_losses", "sides", "tendon_limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
            "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "surface_contacts", "surface_friction", "surfaces", "warm_slots",
            "warm_table"]

@@ -30,6 +30,8 @@ from flax import struct
 from .. import geometry
 from ..contact import block_diag
 from .actuation import broken_actuators, check_actuators, joint_forces
+from .tendons import Tendons, broken as broken_tendons, check as check_tendons, lengths as tendon_lengths
+from .tendons import passive as tendon_passive
 from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
@@ -53,7 +55,9 @@ class Joints:
     baumgarte: β of the drift correction (target velocity −β/h · error), in [0, 1].
     kinds: one of ``KINDS`` per joint (empty: every joint a hinge). A hinge turns about its axis
     through the anchor; a slide (prismatic joint) moves the child along the axis without turning
-    it (its orientation in the parent's frame stays ``JointParams.reference``)."""
+    it (its orientation in the parent's frame stays ``JointParams.reference``).
+    actuated: the joint each actuator drives (an index J + t: fixed tendon t of ``tendons``, a
+    ``tendons.Tendons``), force_limited one bool per actuator; limited: one bool per joint."""
 
     parent: tuple
     child: tuple
@@ -62,6 +66,7 @@ class Joints:
     limited: tuple = ()
     actuated: tuple = ()
     force_limited: tuple = ()
+    tendons: Any = None  # a tendons.Tendons: the fixed tendons over these joints (None: none)
 
     def __post_init__(self):
         object.__setattr__(self, "parent", tuple(self.parent))
@@ -79,9 +84,10 @@ class Joints:
         object.__setattr__(self, "actuated", tuple(int(j) for j in self.actuated))
         object.__setattr__(self, "force_limited", tuple(bool(x) for x in self.force_limited)
                            if self.force_limited else (False,) * len(self.actuated))
-        if any(not 0 <= j < len(self.child) for j in self.actuated) or len(self.force_limited) != len(self.actuated):
-            raise ValueError(f"Joints.actuated: a joint index (0 … {len(self.child) - 1}) per actuator, with one "
-                             f"force_limited bool each; got {self.actuated!r}, {self.force_limited!r}")
+        driven = len(self.child) + (self.tendons.num_tendons if isinstance(self.tendons, Tendons) else 0)
+        if any(not 0 <= j < driven for j in self.actuated) or len(self.force_limited) != len(self.actuated):
+            raise ValueError(f"Joints.actuated: a joint index (0 … {len(self.child) - 1}; J + t: tendon t) per actuator, "
+                             f"with one force_limited bool each; got {self.actuated!r}, {self.force_limited!r}")
         if len(self.parent) != len(self.child) or not self.child:
             raise ValueError(f"Joints: parent and child need one entry per joint (at least one joint), got "
                              f"{len(self.parent)} and {len(self.child)}")
@@ -94,6 +100,9 @@ class Joints:
                                  "parent another body or −1 (the world)")
         if len(set(zip(self.parent, self.child))) != len(self.child):
             raise ValueError("Joints: a joint is listed twice")
+        if self.tendons is not None and (not isinstance(self.tendons, Tendons) or
+                                         max(max(js) for js in self.tendons.joints) >= len(self.child)):
+            raise ValueError(f"Joints.tendons: a tendons.Tendons over these {len(self.child)} joints, got {self.tendons!r}")
         if not (isinstance(self.baumgarte, numbers.Real) and 0 <= self.baumgarte <= 1):
             raise ValueError(f"Joints.baumgarte must lie in [0, 1], got {self.baumgarte!r}")
 
@@ -143,7 +152,10 @@ class JointParams:
     where the joint's angle q is 0 (``coordinates``); needed with a stiffness and by a slide.
     ``range`` (J, 2): the lower and upper limit of each joint's coordinate q (rad; m for a slide),
     read for the joints ``Joints.limited`` marks (``limit_rows``). ``actuators``: an
-    ``actuation.ActuatorParams`` of the actuators ``Joints.actuated`` places (None: none)."""
+    ``actuation.ActuatorParams`` of the actuators ``Joints.actuated`` places (None: none).
+    ``frictionloss`` (J,) N·m (N for a slide; MuJoCo's ``frictionloss``): a dry friction on the
+    joint's rate, |τ| ≤ frictionloss, as a bounded row of the contact problem (``loss_rows``; None:
+    none). ``tendons``: a ``tendons.TendonParams`` of the fixed tendons ``Joints.tendons`` names."""
 
     anchor_parent: jnp.ndarray
     anchor_child: jnp.ndarray
@@ -156,10 +168,19 @@ class JointParams:
     reference: Any = None
     range: Any = None
     actuators: Any = None
+    frictionloss: Any = None
+    tendons: Any = None
 
     def has_passive(self) -> bool:
-        """Whether any passive force or an actuator is set (static: a field is an array or None)."""
-        return any(getattr(self, f) is not None for f in PASSIVE) or self.actuators is not None
+        """Whether any passive force (a joint's or a tendon's) or an actuator is set (static: a field is
+        an array or None)."""
+        return (any(getattr(self, f) is not None for f in PASSIVE) or self.actuators is not None
+                or (self.tendons is not None and self.tendons.has_passive()))
+
+    def has_checks(self) -> bool:
+        """Whether any field the step's traced check reads (``broken_passive``) is set: a passive
+        force, an actuator, a friction loss or tendons."""
+        return self.has_passive() or self.frictionloss is not None or self.tendons is not None
 
 
 @struct.dataclass
@@ -269,6 +290,26 @@ def limit_rows(joints: Joints, jp: JointParams, state: State):
             rate.append(sign * qd[j])
             bodies.append((c, p))
     return jnp.stack(rows), jnp.stack(phi), jnp.stack(rate), jnp.asarray(bodies, jnp.int32)
+
+
+def loss_rows(joints: Joints, jp: JointParams, state: State):
+    """Every joint's friction loss as a contact of the contact problem whose normal impulse is held
+    at 1 (``BodyProblem.fixed_normal``) and whose first tangent row is the joint's rate row G on its
+    two bodies (``rate_rows``), so that its friction μ = frictionloss·h bounds the joint's impulse
+    |z| ≤ frictionloss·h, as MuJoCo's friction loss bounds its force (|τ| ≤ frictionloss): (rows
+    (J, 2, 3, 6), bodies (J, 2): child and parent, −1 the world)."""
+    G = rate_rows(joints, state, jp)
+    return _rate_contacts(G, joints.child, joints.parent, state.pos.dtype)
+
+
+def _rate_contacts(G, child, parent, dtype):
+    """(rows (K, 2, 3, 6), bodies (K, 2)): contacts whose first tangent row is G's row k on its two
+    bodies ``child[k]``, ``parent[k]`` (−1: the world); the normal and second tangent rows zero."""
+    rows = []
+    for k, (c, p) in enumerate(zip(child, parent)):
+        r = jnp.zeros((2, 3, 6), dtype).at[0, 1].set(G[k, 6 * c:6 * c + 6])
+        rows.append(r if p < 0 else r.at[1, 1].set(G[k, 6 * p:6 * p + 6]))
+    return jnp.stack(rows), jnp.asarray(list(zip(child, parent)), jnp.int32)
 
 
 def anchor_rows(joints: Joints) -> np.ndarray:
@@ -385,10 +426,18 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     v0 = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
     v1 = v1.reshape(-1)
     pushed = zeros
-    if jp.actuators is not None or jp.stiffness is not None:  # the coordinates, once, for both
+    spring = jp.tendons is not None and jp.tendons.stiffness is not None
+    if jp.actuators is not None or jp.stiffness is not None or spring:  # the coordinates, once, for all
         q, qd = coordinates(joints, jp, state)
+    J, T = joints.num_joints, 0 if joints.tendons is None else joints.tendons.num_tendons
+    t_pushed = t_extra = None
     if jp.actuators is not None:  # the actuators: explicit forces, their velocity bias as implicit damping
-        pushed, extra = joint_forces(joints.actuated, jp.actuators, q, qd, joints.num_joints, joints.force_limited)
+        if T:  # an actuator J + t drives tendon t, on its length (tendons.lengths)
+            L, Ld = tendon_lengths(joints.tendons, jp.tendons, q, qd)
+            q_a, qd_a = jnp.concatenate([q, L]), jnp.concatenate([qd, Ld])
+        pushed, extra = joint_forces(joints.actuated, jp.actuators, q_a if T else q, qd_a if T else qd, J + T,
+                                     joints.force_limited)
+        pushed, extra, t_pushed, t_extra = pushed[:J], extra[:J], pushed[J:], extra[J:]
         damp = damp + extra
     C = arm + h * damp
     MG = Minv @ G.T  # (6N, J)
@@ -400,7 +449,17 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     if jp.stiffness is not None:
         ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)
         force = force + h * jnp.asarray(jp.stiffness, dtype) * (q - ref)
-    v = v1 - Minv_p @ (G.T @ force)
+    push = G.T @ force
+    if jp.tendons is not None and (jp.tendons.has_passive() or T and jp.actuators is not None):
+        # the tendons' rows join the update (Woodbury again), with their actuators' forces and implicit damping
+        Gt, ct, ft = tendon_passive(joints.tendons, jp.tendons, G, q if spring else None, v1, h)
+        if t_pushed is not None:
+            ct, ft = ct + h * t_extra, ft + h * t_extra * (Gt @ v1) - h * t_pushed
+        MG = Minv_p @ Gt.T
+        S = jnp.eye(Gt.shape[0], dtype=dtype) + ct[:, None] * (Gt @ MG)
+        Minv_p = Minv_p - MG @ jnp.linalg.solve(S, ct[:, None] * MG.T)
+        push = push + Gt.T @ ft
+    v = v1 - Minv_p @ push
     return v, 0.5 * (Minv_p + Minv_p.T)
 
 
@@ -567,7 +626,7 @@ def check_passive(jp: JointParams, count: int, prefix: str) -> None:
     """Eager checks of the passive fields: ``damping``, ``stiffness``, ``armature`` (count,), finite,
     >= 0; ``springref`` (count,) finite; ``reference`` (count, 4) unit quaternions, required with
     a stiffness. Errors name ``prefix.<field>``."""
-    for name in PASSIVE + ("springref",):
+    for name in PASSIVE + ("springref", "frictionloss"):
         a = getattr(jp, name)
         if a is None:
             continue
@@ -592,7 +651,7 @@ def broken_passive(jp: JointParams, joints: Joints | None = None):
     (``actuation.broken_actuators``, with ``joints``' static force limits): the traced check of
     ``check_passive`` (``validation.JOINT_PASSIVE``) under ``jit``/``vmap``."""
     bad = jnp.zeros((), bool)
-    for name in PASSIVE:
+    for name in PASSIVE + ("frictionloss",):
         a = getattr(jp, name)
         if a is not None:
             bad = bad | ~jnp.all(jnp.isfinite(a) & (a >= 0))
@@ -600,6 +659,8 @@ def broken_passive(jp: JointParams, joints: Joints | None = None):
         bad = bad | ~jnp.all(jnp.isfinite(jp.springref))
     if jp.actuators is not None:
         bad = bad | broken_actuators(jp.actuators, None if joints is None else joints.force_limited)
+    if jp.tendons is not None:
+        bad = bad | broken_tendons(jp.tendons)
     return bad
 
 
@@ -632,9 +693,16 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
             raise ValueError("params.joints.actuators and Joints.actuated go together: the actuators' parameters "
                              "(actuation.ActuatorParams) and the joint each drives")
         check_actuators(jp.actuators, len(joints.actuated), "params.joints.actuators", joints.force_limited)
+    if joints.tendons is not None or jp.tendons is not None:
+        if joints.tendons is None:
+            raise ValueError("params.joints.tendons is given but Joints.tendons is None: the tendons' joints are static "
+                             "(Joints(..., tendons=tendons.Tendons(...)))")
+        check_tendons(joints.tendons, jp.tendons, J)
+    lengths = joints.tendons is not None and (bool(joints.tendons.limited) or jp.tendons.stiffness is not None)
     needs = [why for why, given in (("a slide keeps the child's orientation in the parent's frame", joints.has_slides),
                                     ("a limited joint's coordinate is measured from it", joints.limited),
-                                    ("an actuated joint's coordinate is measured from it", joints.actuated)) if given]
+                                    ("an actuated joint's coordinate is measured from it", joints.actuated),
+                                    ("a tendon's length sums the joints' coordinates", lengths)) if given]
     if needs and jp.reference is None:
         raise ValueError(f"params.joints.reference: {'; '.join(needs)}: give reference ((J, 4) unit quaternions, the "
                          "child's orientation in the parent's frame at q = 0); it is None")
@@ -659,7 +727,7 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
 
 __all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "KINDS",
            "Motion", "PASSIVE", "ROWS_PER_JOINT", "STARTS", "anchor_rows", "axis_drift_tolerance", "broken_passive",
-           "check_passive", "coordinates", "joint_rows", "limit_rows", "slide_rows",
+           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_rows", "slide_rows",
            "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames",
            "motion", "rows", "system", "validate"]

@@ -28,9 +28,10 @@ def contact_friction(params, con, dtype):
     """(C, 2) μ of every contact of ``con`` (``WorldContacts``: the first ``num_ground`` rows are
     body–ground, ``bodies`` (C, 2) the two body indices, −1 the ground) along its two tangents."""
     mu = _contact_friction(params, con, dtype)
-    L = getattr(con, "num_limits", 0)
-    if L:  # a joint's range limit is a contact without friction
-        mu = jnp.concatenate([mu[:mu.shape[0] - L], jnp.zeros((L, 2), dtype)])
+    L, F = getattr(con, "num_limits", 0), getattr(con, "num_losses", 0)
+    if L or F:  # a joint's range limit is a contact without friction; a friction loss's μ is its bound
+        loss = [jnp.stack([con.loss_bound.astype(dtype), jnp.zeros((F,), dtype)], axis=1)] if F else []
+        mu = jnp.concatenate([mu[:mu.shape[0] - L - F], jnp.zeros((L, 2), dtype)] + loss)
     return mu
 
 

@@ -34,9 +34,13 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   qpos), and its range limit (``JointParams.range``: hard, one-sided rows of the contact problem;
   MuJoCo's are soft); actuators on a hinge or slide with a fixed gain and an affine bias
   (``worlds.actuation``: motors, position and velocity servos; the keyframe's control held unless a
-  rollout's controls give one per step). Ball
-  joints, friction loss, a free joint's damping or armature, tendons, equality constraints, other
-  actuators, heightfields, flexes and plugins
+  rollout's controls give one per step); a hinge's or slide's friction loss (``JointParams.frictionloss``:
+  a bounded row, MuJoCo's ``dof_frictionloss``); fixed tendons (``worlds.tendons``: ``wrap_prm``,
+  ``tendon_range``, ``tendon_stiffness`` with ``tendon_lengthspring``, ``tendon_damping``,
+  ``tendon_frictionloss``; hard limits). Ball joints, a free joint's damping, armature or friction
+  loss, spatial tendons (and a tendon's armature, nonlinear spring or damper, plasticity, limit
+  margin), equality constraints, other actuators (on a fixed tendon they load: ``Joints.actuated``'s
+  J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
@@ -78,6 +82,7 @@ from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPT
 from . import joints as world_joints
 from .actuation import ActuatorParams
 from .joints import JointedParams, JointParams, Joints
+from .tendons import TendonParams, Tendons
 from .scene import Scene, make_scene
 
 MUJOCO_MIN_VERSION = (4, 0)  # the oldest mujoco these loaders were run and tested with
@@ -193,8 +198,9 @@ def _check(mujoco, model, approximate: bool):
     """Everything the world cannot hold, as a list of sentences (empty: supported)."""
     M = mujoco
     problems = []
-    counts = [("ntendon", "tendons"), ("neq", "equality constraints"), ("nflex", "flexes"), ("nplugin", "plugins")]
+    counts = [("neq", "equality constraints"), ("nflex", "flexes"), ("nplugin", "plugins")]
     problems += _actuator_problems(M, model)
+    problems += _tendon_problems(M, model)
     for field, what in counts:
         k = int(getattr(model, field, 0))
         if k:
@@ -215,10 +221,9 @@ def _check(mujoco, model, approximate: bool):
         dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + (6 if t == M.mjtJoint.mjJNT_FREE else 1))
         for field, what in (("dof_damping", "damping"), ("dof_armature", "armature"), ("dof_frictionloss", "friction loss")):
             v = np.asarray(getattr(model, field))[list(dofs)]
-            if np.any(v != 0) and (what == "friction loss" or not hinge):
-                problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart"
-                                + ("" if what == "friction loss" else " on a free joint: a hinge's or slide's loads")
-                                + ")")
+            if np.any(v != 0) and not hinge:
+                problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart on a free "
+                                "joint: a hinge's or slide's loads)")
     for b in range(1, model.nbody):
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
@@ -660,11 +665,17 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 ap.append(Rp.T @ axis)
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
         actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
+        tendons, tendon_params = _tendons(M, model, hinges, dtype) if model.ntendon else (None, None)
         joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited, actuated=actuated,
-                        force_limited=force_limited)
+                        force_limited=force_limited, tendons=tendons)
         arr = lambda x: jnp.asarray(np.stack(x), dtype)
         extra = _hinge_passive(M, model, hinges, parent, dtype,
-                               reference="slide" in kinds or any(limited) or bool(model.nu))
+                               reference="slide" in kinds or any(limited) or bool(model.nu) or bool(model.ntendon))
+        loss = np.asarray(model.dof_frictionloss)[[int(model.jnt_dofadr[j]) for j in hinges]]
+        if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide)
+            extra["frictionloss"] = jnp.asarray(loss, dtype)
+        if tendons is not None:
+            extra["tendons"] = tendon_params
         if actuators is not None:
             extra["actuators"] = actuators
         if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide)
@@ -804,7 +815,8 @@ def _passive_xml(scene, jp, state):
     metres): ``ref`` the coordinate of the written pose, ``springref``, ``stiffness``, ``damping``,
     ``armature``."""
     J = scene.joints.num_joints
-    if not jp.has_passive() and not scene.joints.has_slides and not scene.joints.limited:
+    if (not jp.has_passive() and not scene.joints.has_slides and not scene.joints.limited and jp.frictionloss is None
+            and scene.joints.tendons is None):  # a tendon's length sums the coordinates: written with ``ref``
         return [0.0] * J, [""] * J
     q = np.zeros(J) if jp.reference is None else np.asarray(world_joints.coordinates(scene.joints, jp, state)[0], float)
     xml = []
@@ -816,7 +828,7 @@ def _passive_xml(scene, jp, state):
         if jp.stiffness is not None:
             ref = 0.0 if jp.springref is None else float(np.asarray(jp.springref)[j])
             a += f' stiffness="{_f(np.asarray(jp.stiffness)[j])}" springref="{_f(unit(ref))}"'
-        for name in ("damping", "armature"):
+        for name in ("damping", "armature", "frictionloss"):
             if getattr(jp, name) is not None:
                 a += f' {name}="{_f(np.asarray(getattr(jp, name))[j])}"'
         xml.append(a)
@@ -839,9 +851,13 @@ def _actuator_problems(M, model) -> list:
     for a in range(int(model.nu)):
         name = f"actuator {_name(M, model, M.mjtObj.mjOBJ_ACTUATOR, a)}"
         trn, j = int(model.actuator_trntype[a]), int(model.actuator_trnid[a, 0])
-        if trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) is None:
+        if trn == int(M.mjtTrn.mjTRN_TENDON):  # a fixed tendon's (its own problems: _tendon_problems)
+            if model.tendon_actfrclimited[j]:
+                out.append(f"{name}: tendon {_name(M, model, M.mjtObj.mjOBJ_TENDON, j)}'s actuator force limit "
+                           "(actfrcrange; jaxcontact limits each actuator's force: forcerange)")
+        elif trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) is None:
             what = M.mjtTrn(trn).name[len("mjTRN_"):].lower()
-            out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge or a slide)")
+            out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge, a slide or a fixed tendon)")
             continue
         for field, allowed, what in (("actuator_dyntype", ("mjDYN_NONE",), "activation dynamics"),
                                      ("actuator_gaintype", ("mjGAIN_FIXED",), "gain type"),
@@ -859,6 +875,56 @@ def _actuator_problems(M, model) -> list:
     return out
 
 
+def _tendon_problems(M, model) -> list:
+    """What the world's fixed tendons (``worlds.tendons``) cannot hold, one sentence each: a spatial
+    tendon, a joint other than a hinge or slide in it (MuJoCo's compiler refuses a joint named twice), MuJoCo 4's tendon
+    armature, nonlinear spring or damper and plasticity, a limit margin."""
+    out = []
+    for t in range(int(getattr(model, "ntendon", 0))):
+        name = f"tendon {_name(M, model, M.mjtObj.mjOBJ_TENDON, t)}"
+        adr, num = int(model.tendon_adr[t]), int(model.tendon_num[t])
+        if any(int(model.wrap_type[w]) != int(M.mjtWrap.mjWRAP_JOINT) for w in range(adr, adr + num)):
+            out.append(f"{name}: a spatial tendon (jaxcontact's tendons are fixed: a linear combination of joints)")
+            continue
+        js = [int(model.wrap_objid[w]) for w in range(adr, adr + num)]
+        for j in js:
+            if _joint_kind(M, model, j) is None:
+                out.append(f"{name}: joint {_name(M, model, M.mjtObj.mjOBJ_JOINT, j)} is not a hinge or slide (a fixed "
+                           "tendon sums hinge and slide coordinates)")
+        for field, what in (("tendon_armature", "armature"), ("tendon_stiffnesspoly", "a nonlinear spring"),
+                            ("tendon_dampingpoly", "a nonlinear damper"), ("tendon_springyield", "a spring yield")):
+            v = np.asarray(getattr(model, field, np.zeros(model.ntendon)))[t]
+            if np.any(v != 0):
+                out.append(f"{name}: {what} {_numbers(np.atleast_1d(v))} (no jaxcontact counterpart)")
+        if int(np.asarray(getattr(model, "tendon_plasticadr", -np.ones(model.ntendon)))[t]) >= 0:
+            out.append(f"{name}: plasticity (no jaxcontact counterpart)")
+        if model.tendon_limited[t] and model.tendon_margin[t] != 0:
+            out.append(f"{name}: a limit margin {model.tendon_margin[t]:g} (jaxcontact's limits engage at the range)")
+    return out
+
+
+def _tendons(M, model, hinges, dtype):
+    """(``tendons.Tendons``, ``tendons.TendonParams``) of MuJoCo's compiled fixed tendons over the
+    world's joints ``hinges`` (MuJoCo joint ids): ``wrap_prm`` (coefficients), ``tendon_range`` where
+    limited, ``tendon_stiffness`` with ``tendon_lengthspring``, ``tendon_damping``,
+    ``tendon_frictionloss`` (each None where every tendon's is 0)."""
+    index = {j: k for k, j in enumerate(hinges)}
+    T = int(model.ntendon)
+    spans = [range(int(model.tendon_adr[t]), int(model.tendon_adr[t]) + int(model.tendon_num[t])) for t in range(T)]
+    joints = tuple(tuple(index[int(model.wrap_objid[w])] for w in ws) for ws in spans)
+    coef = np.zeros((T, max(len(ws) for ws in spans)))
+    for t, ws in enumerate(spans):
+        coef[t, :len(ws)] = np.asarray(model.wrap_prm, float)[list(ws)]
+    limited = tuple(bool(x) for x in model.tendon_limited)
+    f = lambda x: jnp.asarray(np.asarray(x, float), dtype)
+    some = lambda x: f(x) if np.any(np.asarray(x) != 0) else None
+    stiffness = some(model.tendon_stiffness)
+    params = TendonParams(coef=f(coef), range=f(model.tendon_range) if any(limited) else None, stiffness=stiffness,
+                          springlength=None if stiffness is None else f(model.tendon_lengthspring),
+                          damping=some(model.tendon_damping), frictionloss=some(model.tendon_frictionloss))
+    return Tendons(joints=joints, limited=limited), params
+
+
 def _actuators(M, model, d, hinges, dtype):
     """(``Joints.actuated``, ``force_limited``, ``actuation.ActuatorParams``) of MuJoCo's compiled
     actuators (each on a joint among ``hinges``), the control ``d.ctrl`` (a keyframe's or 0)."""
@@ -872,7 +938,9 @@ def _actuators(M, model, d, hinges, dtype):
         gear=f(model.actuator_gear[:, 0]), gain=f(model.actuator_gainprm[:, 0]), bias=f(model.actuator_biasprm[:, :3]),
         ctrl=f(d.ctrl), ctrlrange=f(np.where(ctrl_lim, model.actuator_ctrlrange, inf)),
         forcerange=f(np.where(force_lim[:, None], model.actuator_forcerange, inf)))
-    actuated = tuple(index[int(model.actuator_trnid[a, 0])] for a in range(nu))
+    tendon = int(M.mjtTrn.mjTRN_TENDON)  # an actuator on tendon t drives index J + t (Joints.actuated)
+    actuated = tuple(len(hinges) + int(model.actuator_trnid[a, 0]) if int(model.actuator_trntype[a]) == tendon
+                     else index[int(model.actuator_trnid[a, 0])] for a in range(nu))
     return actuated, tuple(bool(x) for x in force_lim), params
 
 
@@ -886,8 +954,9 @@ def _actuators_xml(scene, params):
         return "", ""
     rows = []
     for a, j in enumerate(joints.actuated):
-        c = joints.child[j]
-        attrs = (f'joint="{joints.kind(j)}{c}" gear="{_f(np.asarray(ap.gear)[a])}" gaintype="fixed" '
+        J = joints.num_joints
+        on = f'tendon="tendon{j - J}"' if j >= J else f'joint="{joints.kind(j)}{joints.child[j]}"'
+        attrs = (f'{on} gear="{_f(np.asarray(ap.gear)[a])}" gaintype="fixed" '
                  f'gainprm="{_f(np.asarray(ap.gain)[a])}" biastype="affine" biasprm="{_f(np.asarray(ap.bias)[a])}"')
         for name in ("ctrl", "force"):
             r = np.asarray(getattr(ap, f"{name}range"), float)[a]
@@ -895,6 +964,31 @@ def _actuators_xml(scene, params):
             attrs += f' {name}limited="{str(limited).lower()}"' + (f' {name}range="{_f(r)}"' if limited else "")
         rows.append(f'    <general name="actuator{a}" {attrs}/>\n')
     return f'  <actuator>\n{"".join(rows)}  </actuator>\n', f' ctrl="{_f(np.asarray(ap.ctrl))}"'
+
+
+def _tendons_xml(scene, params) -> str:
+    """The ``<tendon>`` element of the world's fixed tendons (``Joints.tendons``): each a ``<fixed>``
+    over its joints (``hinge{i}``/``slide{i}``, i the child body) with their coefficients, its range
+    where limited, spring (``springlength`` lo hi), damping and friction loss; "" without tendons."""
+    joints = scene.joints
+    if joints is None or joints.tendons is None:
+        return ""
+    tp = params.joints.tendons
+    coef = np.asarray(tp.coef, float)
+    out = []
+    for t, js in enumerate(joints.tendons.joints):
+        a = ""
+        if t in joints.tendons.limited_tendons:
+            a += f' limited="true" range="{_f(np.asarray(tp.range, float)[t])}"'
+        if tp.stiffness is not None:
+            a += f' stiffness="{_f(np.asarray(tp.stiffness)[t])}" springlength="{_f(np.asarray(tp.springlength, float)[t])}"'
+        for name in ("damping", "frictionloss"):
+            if getattr(tp, name) is not None:
+                a += f' {name}="{_f(np.asarray(getattr(tp, name))[t])}"'
+        inner = "".join(f'      <joint joint="{joints.kind(j)}{joints.child[j]}" coef="{_f(coef[t, k])}"/>\n'
+                        for k, j in enumerate(js))
+        out.append(f'    <fixed name="tendon{t}"{a}>\n{inner}    </fixed>\n')
+    return f'  <tendon>\n{"".join(out)}  </tendon>\n'
 
 
 def _at_zero(M, model, d, slides):
@@ -1238,7 +1332,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
            + (f'  <asset>\n{"".join(assets)}  </asset>\n' if assets else "")
            + f'  <worldbody>\n{plane}{bodies}  </worldbody>\n'
            + (f'  <contact>\n{excludes}{pair_xml}  </contact>\n' if excludes or pair_xml else "")
-           + actuators + key + '</mujoco>\n')
+           + _tendons_xml(scene, params) + actuators + key + '</mujoco>\n')
     if path is not None:
         with open(path, "w") as f:
             f.write(xml)

@@ -70,6 +70,7 @@ from .contacts import (
     collide,
     manifold_size,
     num_ground_contacts,
+    num_joint_contacts,
     patch_phi,
     soft_rows,
     start_overlaps,
@@ -185,6 +186,8 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
             joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
         return motion.after(p_body), p_body, info, warm, con
     prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, motion.mobility, motion.velocity, model.dt)
+    if con.num_losses:  # friction losses: contacts of a fixed normal impulse (contacts.loss_contacts)
+        prob = prob.replace(fixed_normal=jnp.arange(con.phi.shape[0]) >= con.phi.shape[0] - con.num_losses)
     if model.max_correction_speed is not None:
         prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
     v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
@@ -259,7 +262,7 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     if scene.fixed:  # fixed bodies: at rest (a rule), never moved, no gravity or control
         invalid_b = invalid_b | fixed_at_rest(scene, state)
     jp = getattr(params, "joints", None)
-    if scene.joints is not None and isinstance(jp, world_joints.JointParams) and jp.has_passive():
+    if scene.joints is not None and isinstance(jp, world_joints.JointParams) and jp.has_checks():
         invalid_b = invalid_b | jnp.where(world_joints.broken_passive(jp, scene.joints), jnp.int32(1 << JOINT_PASSIVE), jnp.int32(0))
     if scene.ground:
         state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
@@ -322,8 +325,8 @@ def initial_warm(model, scene: Scene, params: Params, state):
         lmodel = _ground_model(model, scene, params)
         return per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
     C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
-    if scene.joints is not None:  # two contacts per limited joint (contacts.limit_contacts)
-        C += 2 * len(scene.joints.limited_joints)
+    if scene.joints is not None:  # two contacts per limited joint or tendon, the friction losses
+        C += num_joint_contacts(scene, params)
     return jnp.zeros((C, 3), state.pos.dtype)
 
 
