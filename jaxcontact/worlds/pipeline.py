@@ -87,8 +87,8 @@ class WorldInfo:
     """Per step of a world: ``impulse`` (N, 6) contact impulse per body (world force, body torque
     impulse); ``phi_ground`` (N, Cg) the body–ground candidates' signed distances; ``pair_phi``
     (P, n) and ``pair_kind`` (P,) (``PatchType``) of every body–body pair; the contact solve's
-    ``residual`` (m/s) and ``iterations``; ``joint_impulse`` (5·J,) of the scene's joints and
-    ``joint_error`` () their largest anchor separation before the step (m) (empty and 0 without
+    ``residual`` (m/s) and ``iterations``; ``joint_impulse`` (R,) of the scene's joints' rows
+    (``Joints.num_rows``) and ``joint_error`` () their largest anchor separation before the step (m) (empty and 0 without
     joints); ``flags``/``invalid`` as a single body's ``ContactInfo`` (OR over the bodies)."""
 
     impulse: jnp.ndarray
@@ -322,8 +322,8 @@ def initial_warm(model, scene: Scene, params: Params, state):
         lmodel = _ground_model(model, scene, params)
         return per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
     C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
-    if scene.joints is not None:  # two contacts per limited joint (contacts.limit_contacts)
-        C += 2 * len(scene.joints.limited_joints)
+    if scene.joints is not None:  # two contacts per limited joint, one per ball's cone (contacts.limit_contacts)
+        C += scene.joints.num_limit_rows
     return jnp.zeros((C, 3), state.pos.dtype)
 
 
