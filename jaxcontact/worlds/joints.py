@@ -659,7 +659,7 @@ def composite_rates(kinds: tuple, jp: JointParams, g: tuple, child: State, paren
         gc.append(geometry.point_jacobian(child, jp.anchor_child[g[-1]], P))
         gp.append(None if parent is None else geometry.point_jacobian(parent, under, P))
     if hinges:
-        axes = [_unit(Rp @ jp.axis_parent[hinges[0]])] + [_unit(Rc @ jp.axis_child[hinges[1]])] * (len(hinges) > 1)
+        axes = [_unit(Rp @ jp.axis_parent[hinges[0]])] + ([_unit(Rc @ jp.axis_child[hinges[1]])] if len(hinges) > 1 else [])
         P = _dual(jnp.stack(axes, axis=1))
         z = jnp.zeros((len(hinges), 3), dtype)
         gc.append(jnp.concatenate([z, P @ Rc], axis=1))
@@ -845,7 +845,7 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
     target = -(joints.baumgarte / model.dt) * err
     vc, W, fac = constrained_motion(M, Jb, target, v)
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
-                  target=target, factor=fac, anchors=None if joints.kinds == () else anchor_rows(joints))
+                  target=target, factor=fac, anchors=None if joints.kinds == () and joints.uniform else anchor_rows(joints))
 
 
 def check_start(start) -> str:

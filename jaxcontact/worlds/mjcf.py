@@ -193,8 +193,9 @@ def _check(mujoco, model, approximate: bool):
     """Everything the world cannot hold, as a list of sentences (empty: supported)."""
     M = mujoco
     problems = []
-    counts = [("ntendon", "tendons"), ("neq", "equality constraints"), ("nflex", "flexes"), ("nplugin", "plugins")]
+    counts = [("ntendon", "tendons"), ("nflex", "flexes"), ("nplugin", "plugins")]
     problems += _actuator_problems(M, model)
+    problems += _equality_problems(M, model)
     for field, what in counts:
         k = int(getattr(model, field, 0))
         if k:
@@ -203,16 +204,16 @@ def _check(mujoco, model, approximate: bool):
         t = model.jnt_type[j]
         b = model.jnt_bodyid[j]
         name = f"joint {_name(M, model, M.mjtObj.mjOBJ_JOINT, j)} of body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
-        if t == M.mjtJoint.mjJNT_BALL:
-            problems.append(f"{name}: a ball joint (jaxcontact worlds have free, hinge and slide joints only)")
-        elif t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
+        if t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
             problems.append(f"{name}: a free joint on a body inside another body")
-        # a hinge's or slide's damping, spring and armature load (joints.JointParams)
+        # a hinge's, slide's or ball's damping and armature load, a hinge's or slide's spring (joints.JointParams)
         hinge = _joint_kind(M, model, j) is not None
-        if model.jnt_stiffness[j] != 0 and not hinge:
-            problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a free joint (jaxcontact's "
-                            "joint springs are a hinge's or a slide's)")
-        dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + (6 if t == M.mjtJoint.mjJNT_FREE else 1))
+        if model.jnt_stiffness[j] != 0 and _joint_kind(M, model, j) not in ("hinge", "slide"):
+            problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a "
+                            f"{M.mjtJoint(t).name[len('mjJNT_'):].lower()} joint (jaxcontact's joint springs are a "
+                            "hinge's or a slide's)")
+        dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + {int(M.mjtJoint.mjJNT_FREE): 6,
+                                                                   int(M.mjtJoint.mjJNT_BALL): 3}.get(int(t), 1))
         for field, what in (("dof_damping", "damping"), ("dof_armature", "armature"), ("dof_frictionloss", "friction loss")):
             v = np.asarray(getattr(model, field))[list(dofs)]
             if np.any(v != 0) and (what == "friction loss" or not hinge):
@@ -223,13 +224,13 @@ def _check(mujoco, model, approximate: bool):
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
         if len(joints) > 1:
-            problems.append(f"{name}: {len(joints)} joints (one free joint, hinge or slide per body)")
+            problems += _composite_problems(M, model, name, joints)
         elif model.body_mocapid[b] >= 0:
             problems.append(f"{name}: a mocap body (moved by the user through data.mocap_pos; jaxcontact's fixed "
                             "bodies stay where they are)")
-        elif not joints and model.body_weldid[b] != 0:
-            problems.append(f"{name}: no joint, welded to its parent, a moving body (a body moves on a free joint or "
-                            "a hinge, or is fixed to the world; put its geoms in the body it is welded to)")
+        elif not joints and model.body_weldid[b] != 0 and not model.body_mass[b] > 0:
+            problems.append(f"{name}: no joint, welded to a moving body, and massless (a welded body is a body of its "
+                            "own held by 6 rows; give it a mass or put its geoms in the body it is welded to)")
         if hasattr(model, "body_gravcomp") and model.body_gravcomp[b] != 0:
             problems.append(f"{name}: gravity compensation")
     for g in range(model.ngeom):
@@ -631,23 +632,30 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                              f"collide with {', '.join(str(names[b]) for b in odd)} (a jaxcontact plane touches every "
                              "body not fixed to the world)")
 
-    # joints: hinges and slides to the parent body or the world
+    # joints: hinges, slides and balls to the parent body or the world; welded bodies; equalities
     hinges = [j for j in range(model.njnt) if _joint_kind(M, model, j) is not None]
+    welded = [b for b in range(1, model.nbody) if model.body_weldid[b] != 0 and b not in model.jnt_bodyid]
+    equalities = [e for e in range(int(model.neq)) if model.eq_active0[e]]
     joints = joint_params = None
-    if hinges:
+    if hinges or welded or equalities:
         kinds = tuple(_joint_kind(M, model, j) for j in hinges)
         d0 = _at_zero(M, model, d, [j for j, k in zip(hinges, kinds) if k == "slide"])
         parent, child, ap, ac, xp, xc = [], [], [], [], [], []
+        several = {int(model.jnt_bodyid[j]) for j in hinges if sum(model.jnt_bodyid == model.jnt_bodyid[j]) > 1}
         for j, kind in zip(hinges, kinds):
             b = int(model.jnt_bodyid[j])
             p = int(model.body_parentid[b])
             # the parent's anchor: where the child's is at qpos 0 (MuJoCo's xanchor of a slide stays at
             # qpos0 = its ref; a hinge's does not move with its angle)
             anchor, axis = np.asarray(d0.xanchor[j], float), np.asarray(d0.xaxis[j], float)
-            if kind == "slide":
-                anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
+            pos = model.jnt_pos[j]
+            if b in several:  # a composite: every joint at the hinges' point (slides': the first joint's)
+                own = [i for i in range(model.njnt) if model.jnt_bodyid[i] == b]
+                pos = model.jnt_pos[next((i for i in own if kinds[hinges.index(i)] == "hinge"), own[0])]
+            if kind == "slide" or b in several:
+                anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ pos
             child.append(b - 1)
-            xc.append(model.jnt_pos[j] - model.body_ipos[b])
+            xc.append(pos - model.body_ipos[b])
             ac.append(np.asarray(model.jnt_axis[j], float))
             if model.body_weldid[p] == 0:  # the world, or a body fixed to it: a joint to the world
                 parent.append(-1)
@@ -658,17 +666,32 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 parent.append(p - 1)
                 xp.append(Rp.T @ (anchor - d0.xipos[p]))
                 ap.append(Rp.T @ axis)
+        if several:  # a composite's axes in its parent's frame at qpos 0 (MuJoCo's composition)
+            dz = _at_zero(M, model, d, hinges)
+            for k, j in enumerate(hinges):
+                p = int(model.body_parentid[model.jnt_bodyid[j]])
+                if int(model.jnt_bodyid[j]) in several:
+                    ap[k] = (np.eye(3) if parent[k] < 0 else np.asarray(dz.xmat[p], float).reshape(3, 3)).T @ dz.xaxis[j]
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
         actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
-        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited, actuated=actuated,
-                        force_limited=force_limited)
+        extra = _hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds or any(limited) or bool(model.nu)
+                               or "ball" in kinds or bool(several or welded or equalities)) if hinges else {}
+        more = _welds_and_equalities(M, model, d, welded, equalities)
+        kinds += tuple(more["kinds"])
+        parent, child = parent + more["parent"], child + more["child"]
+        xp, xc, ap, ac = xp + more["xp"], xc + more["xc"], ap + more["axis"], ac + more["axis"]
+        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited + (False,) * len(more["kinds"]),
+                        actuated=actuated, force_limited=force_limited)
         arr = lambda x: jnp.asarray(np.stack(x), dtype)
-        extra = _hinge_passive(M, model, hinges, parent, dtype,
-                               reference="slide" in kinds or any(limited) or bool(model.nu))
+        if more["kinds"]:  # the welds' and equalities' entries: no passive force, their held orientation
+            n = len(more["kinds"])
+            extra = {k: jnp.concatenate([v, jnp.zeros((n,), dtype)]) for k, v in extra.items() if k != "reference"} | {
+                "reference": arr([np.asarray(r) for r in extra.get("reference", jnp.zeros((0, 4)))] + more["reference"])}
         if actuators is not None:
             extra["actuators"] = actuators
-        if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide)
-            extra["range"] = jnp.asarray(np.asarray(model.jnt_range, float)[hinges], dtype)
+        if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide; a ball's cone)
+            extra["range"] = jnp.asarray(np.concatenate([np.asarray(model.jnt_range, float)[hinges],
+                                                         np.zeros((len(more["kinds"]), 2))]), dtype)
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
                                    **extra)
 
@@ -824,11 +847,54 @@ def _passive_xml(scene, jp, state):
 
 
 def _joint_kind(M, model, j: int) -> str | None:
-    """MuJoCo joint ``j`` as a world's joint kind (``joints.KINDS``): "hinge", "slide", or None (a
-    free or ball joint). (MuJoCo's enums compare to ints with ==, not inside a tuple: ``in`` would
+    """MuJoCo joint ``j`` as a world's joint kind (``joints.KINDS``): "hinge", "slide", "ball", or
+    None (a free joint). (MuJoCo's enums compare to ints with ==, not inside a tuple: ``in`` would
     silently be False.)"""
     t = int(model.jnt_type[j])
-    return {int(M.mjtJoint.mjJNT_HINGE): "hinge", int(M.mjtJoint.mjJNT_SLIDE): "slide"}.get(t)
+    return {int(M.mjtJoint.mjJNT_HINGE): "hinge", int(M.mjtJoint.mjJNT_SLIDE): "slide",
+            int(M.mjtJoint.mjJNT_BALL): "ball"}.get(t)
+
+
+def _composite_problems(M, model, name: str, joints: list) -> list:
+    """What a body's several joints cannot be here (``joints.Joints.groups``): anything but hinges and
+    slides, a slide after a hinge, hinges through different points, more than two hinges or three
+    slides."""
+    kinds = [_joint_kind(M, model, j) for j in joints]
+    if any(k not in ("hinge", "slide") for k in kinds):
+        return [f"{name}: {len(joints)} joints, one of them a {next(k or 'free' for k in kinds if k not in ('hinge', 'slide'))} "
+                "(a body's several joints are hinges and slides)"]
+    out = []
+    if "slide" in kinds[kinds.index("hinge"):] if "hinge" in kinds else False:
+        out.append(f"{name}: a slide after a hinge on one body (a composite joint here is its slides, then its hinges)")
+    hinges = [j for j, k in zip(joints, kinds) if k == "hinge"]
+    if len(hinges) > 2 or len(joints) - len(hinges) > 3:
+        out.append(f"{name}: {len(hinges)} hinges and {len(joints) - len(hinges)} slides on one body (at most two "
+                   "hinges through one point and three slides)")
+    if hinges and np.max(np.abs(model.jnt_pos[hinges] - model.jnt_pos[hinges[0]])) > 1e-9:
+        out.append(f"{name}: hinges through different points on one body (a composite joint's hinges share a point)")
+    if len(hinges) == 2 and np.linalg.norm(np.cross(model.jnt_axis[hinges[0]], model.jnt_axis[hinges[1]])) < 1e-9:
+        out.append(f"{name}: two parallel hinges on one body")
+    return out
+
+
+def _equality_problems(M, model) -> list:
+    """What the equality constraints cannot be here: a kind other than connect and weld, a site's
+    (not a body's) constraint, a weld without torque (torquescale 0), two bodies both held still."""
+    out = []
+    fixed = lambda b: b == 0 or model.body_weldid[b] == 0
+    for e in range(int(model.neq)):
+        name = f"equality {_name(M, model, M.mjtObj.mjOBJ_EQUALITY, e)}"
+        t = int(model.eq_type[e])
+        kind = M.mjtEq(t).name[len("mjEQ_"):].lower()
+        if t not in (int(M.mjtEq.mjEQ_CONNECT), int(M.mjtEq.mjEQ_WELD)):
+            out.append(f"{name}: a {kind} equality (jaxcontact's are connect and weld)")
+        elif int(model.eq_objtype[e]) != int(M.mjtObj.mjOBJ_BODY):
+            out.append(f"{name}: a {kind} between sites (jaxcontact's name two bodies)")
+        elif t == int(M.mjtEq.mjEQ_WELD) and model.eq_data[e, 10] == 0:
+            out.append(f"{name}: a weld with torquescale 0 (a connect: write it as one)")
+        elif fixed(int(model.eq_obj1id[e])) and fixed(int(model.eq_obj2id[e])):
+            out.append(f"{name}: a {kind} between two bodies held to the world")
+    return out
 
 
 def _actuator_problems(M, model) -> list:
@@ -839,7 +905,7 @@ def _actuator_problems(M, model) -> list:
     for a in range(int(model.nu)):
         name = f"actuator {_name(M, model, M.mjtObj.mjOBJ_ACTUATOR, a)}"
         trn, j = int(model.actuator_trntype[a]), int(model.actuator_trnid[a, 0])
-        if trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) is None:
+        if trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) not in ("hinge", "slide"):
             what = M.mjtTrn(trn).name[len("mjTRN_"):].lower()
             out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge or a slide)")
             continue
@@ -898,15 +964,78 @@ def _actuators_xml(scene, params):
 
 
 def _at_zero(M, model, d, slides):
-    """A copy of ``d`` with the ``slides``' qpos set to 0 (their children where MuJoCo's qpos 0
-    puts them), positions computed (``mj_kinematics``); ``d`` itself when there are none."""
-    if not slides:
+    """A copy of ``d`` (None: MuJoCo's ``qpos0``) with the ``slides``' qpos set to 0 (their children
+    where MuJoCo's qpos 0 puts them; a ball's its identity quaternion), positions computed
+    (``mj_kinematics``); ``d`` itself when there are none."""
+    if not slides and d is not None:
         return d
     d0 = M.MjData(model)
-    d0.qpos[:] = d.qpos
-    d0.qpos[[int(model.jnt_qposadr[j]) for j in slides]] = 0.0
+    d0.qpos[:] = model.qpos0 if d is None else d.qpos
+    for j in slides:
+        a = int(model.jnt_qposadr[j])
+        if model.jnt_type[j] == M.mjtJoint.mjJNT_BALL:
+            d0.qpos[a:a + 4] = (1.0, 0.0, 0.0, 0.0)
+        else:
+            d0.qpos[a] = 0.0
     M.mj_kinematics(model, d0)
     return d0
+
+
+def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
+    """The rows of the jointless bodies inside moving ones (kind "welded": held at their pose in the
+    parent, anchored at their centre of mass) and of the active connect and weld equalities (MuJoCo's
+    ``eq_data``: a connect's anchor on body 1, then body 2's; a weld's anchor on body 2, then body 1's,
+    then body 2's orientation in body 1's frame), each as ``joints.Joints`` entries: the child body 2
+    (body 1 where body 2 is the world or held to it), the parent the other (−1: the world, then its
+    anchor in world coordinates). Lists: kinds, parent, child, xp, xc (anchors), axis (unused:
+    +z), reference (the child's orientation in the parent's frame)."""
+    out = {k: [] for k in ("kinds", "parent", "child", "xp", "xc", "axis", "reference")}
+    held = lambda b: b == 0 or model.body_weldid[b] == 0
+    R = lambda b: np.asarray(d.xmat[b], float).reshape(3, 3)
+    quat = lambda b: np.asarray(d.xquat[b], float)
+
+    def add(kind, c, pc, p, pp, ref):  # pc, pp: the anchors in MuJoCo's body frames (p: 0 the world)
+        out["kinds"].append(kind)
+        out["child"].append(c - 1)
+        out["xc"].append(np.asarray(pc, float) - model.body_ipos[c])
+        out["axis"].append(np.array([0.0, 0.0, 1.0]))
+        out["reference"].append(ref / np.linalg.norm(ref))
+        if held(p):
+            out["parent"].append(-1)
+            out["xp"].append(np.asarray(d.xpos[p], float) + R(p) @ pp)
+        else:
+            out["parent"].append(p - 1)
+            out["xp"].append(np.asarray(pp, float) - model.body_ipos[p])
+
+    def rel(p, c):  # body c's orientation in p's frame (the world's where p is held)
+        q, inv = np.zeros(4), np.zeros(4)
+        M.mju_negQuat(inv, quat(p) if not held(p) else np.array([1.0, 0, 0, 0]))
+        M.mju_mulQuat(q, inv, quat(c))
+        return q
+
+    for b in welded:
+        p = int(model.body_parentid[b])
+        add("welded", b, model.body_ipos[b], p, R(p).T @ (d.xipos[b] - d.xpos[p]), rel(p, b))
+    for e in equalities:
+        b1, b2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        data = np.asarray(model.eq_data[e], float)
+        if int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT):
+            on1, on2 = data[0:3], data[3:6]
+        else:
+            on1, on2 = data[3:6], data[0:3]
+        kind = "connect" if int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT) else "weld"
+        if held(b2):  # body 1 the child: its orientation in body 2's frame is relpose⁻¹
+            q = np.zeros(4)
+            M.mju_negQuat(q, data[6:10])
+            if held(b2) and b2 != 0:
+                M.mju_mulQuat(q, quat(b2), q.copy())
+            add(kind, b1, on1, b2, on2, q)
+        else:
+            q = data[6:10].copy()
+            if held(b1) and b1 != 0:
+                M.mju_mulQuat(q, quat(b1), data[6:10].copy())
+            add(kind, b2, on2, b1, on1, q)
+    return out
 
 
 def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> dict:
@@ -921,10 +1050,7 @@ def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> 
                   armature=np.asarray(model.dof_armature)[dof])
     if not reference and not any(np.any(v != 0) for v in fields.values()):
         return {}
-    d0 = M.MjData(model)
-    d0.qpos[:] = model.qpos0
-    d0.qpos[adr] = 0.0
-    M.mj_kinematics(model, d0)
+    d0 = _at_zero(M, model, None, hinges)
     ref = []
     for j, p in zip(hinges, parent):
         qc = np.asarray(d0.xquat[model.jnt_bodyid[j]], float)
@@ -936,7 +1062,8 @@ def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> 
             M.mju_mulQuat(out, inv, qc)
             ref.append(out)
     out = {k: jnp.asarray(v, dtype) for k, v in fields.items() if np.any(v != 0)}
-    out.update(springref=jnp.asarray(np.asarray(model.qpos_spring)[adr], dtype), reference=jnp.asarray(np.stack(ref), dtype))
+    springref = np.where([model.jnt_type[j] == M.mjtJoint.mjJNT_BALL for j in hinges], 0.0, np.asarray(model.qpos_spring)[adr])
+    out.update(springref=jnp.asarray(springref, dtype), reference=jnp.asarray(np.stack(ref), dtype))
     return out
 
 

@@ -1,0 +1,187 @@
+"""Ball joints, a body's composite joints, welded bodies and connect/weld equalities in worlds
+(issue 63, items 1 and 3): rows of their own count per joint group (``joints.Joints.groups``),
+eliminated with the hinges by the same Schur complement; from MJCF against MuJoCo C and closed
+forms, and refused by name where they are not supported."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcontact import worlds
+from jaxcontact.rotations import quat_to_mat
+from jaxcontact.worlds import joints as J
+
+mujoco = pytest.importorskip("mujoco")
+from jaxcontact.worlds import mjcf  # noqa: E402
+
+G = 9.81
+
+
+def ball_xml(dt=0.001, extra="", key='qpos="0.9238795 0.3826834 0 0" qvel="0 1.5 2.0"'):
+    """A 0.4 m box of 1 kg hanging from a ball joint at (0, 0, 1), tilted 45° about x and spun."""
+    return f"""<mujoco><option timestep="{dt}"/>
+<worldbody><body name="bob" pos="0 0 1"><joint name="ball" type="ball" pos="0 0 0" {extra}/>
+<geom type="box" size="0.03 0.03 0.2" pos="0 0 -0.2" mass="1"/></body></worldbody>
+<keyframe><key name="k" {key}/></keyframe></mujoco>"""
+
+
+UNIVERSAL = """<mujoco><option timestep="0.001"/>
+<worldbody><body name="arm" pos="0 0 1" euler="0 0 20">
+ <joint name="h1" type="hinge" axis="1 0 0" ref="0.2" damping="0.01"/><joint name="h2" type="hinge" axis="0 1 0" armature="0.002"/>
+ <geom type="box" size="0.03 0.04 0.2" pos="0.01 0 -0.2" mass="1"/></body></worldbody>
+<keyframe><key name="k" qpos="0.6 -0.4" qvel="1.5 2.0"/></keyframe></mujoco>"""
+
+PLANAR = """<mujoco><option timestep="0.001"/>
+<worldbody><body name="torso" pos="0 0 1">
+ <joint name="x" type="slide" axis="1 0 0"/><joint name="z" type="slide" axis="0 0 1" damping="0.5"/>
+ <joint name="r" type="hinge" axis="0 1 0" pos="0 0 0.1"/>
+ <geom type="box" size="0.03 0.04 0.2" pos="0.05 0 -0.1" mass="1"/>
+ <body name="leg" pos="0 0 -0.3"><joint name="k" type="hinge" axis="0 1 0"/>
+  <geom type="box" size="0.02 0.02 0.15" pos="0 0 -0.15" mass="0.5"/></body></body></worldbody>
+<keyframe><key name="k" qpos="0.1 0.2 0.3 -0.5" qvel="1 2 3 -2"/></keyframe></mujoco>"""
+
+
+def mujoco_run(xml, steps):
+    """MuJoCo C from keyframe 0: (xipos (steps + 1, nbody − 1, 3), qpos (steps + 1, nq)), positions
+    after each step (``mj_kinematics``: ``mj_step`` leaves the previous ones)."""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    pos, qpos = [d.xipos[1:].copy()], [d.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        mujoco.mj_kinematics(m, d)
+        pos.append(d.xipos[1:].copy())
+        qpos.append(d.qpos.copy())
+    return np.array(pos), np.array(qpos)
+
+
+def flags(info):
+    return int(np.bitwise_or.reduce(np.asarray(info.flags)))
+
+
+def test_a_ball_pendulum_follows_mujoco_c_with_damping_and_armature():
+    """A ball joint's 3 rows: off-plane release with spin, damping and armature on its 3 dofs (MuJoCo's
+    per-dof semantics): within 10 mm of MuJoCo C over 100 steps; the coordinates read MuJoCo's qpos
+    (as a rotation vector) and qvel (the child's frame)."""
+    xml = ball_xml(extra='damping="0.05" armature="0.01"')
+    scene, params, state, model = mjcf.from_mjcf(xml, keyframe="k")
+    assert scene.joints.kinds == ("ball",) and scene.joints.num_rows == 3 and scene.joints.num_dofs == 3
+    q, qd = J.coordinates(scene.joints, params.joints, state)
+    np.testing.assert_allclose(np.asarray(q), [np.pi / 4, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(qd), [0, 1.5, 2.0], atol=1e-9)
+    traj, info = worlds.rollout(model, scene, params, state, 100)
+    ref, qpos = mujoco_run(xml, 100)
+    dev = np.linalg.norm(np.asarray(traj.pos) - ref, axis=-1)
+    assert np.max(dev) < 2e-3, np.max(dev)  # measured 0.1 mm
+    Q = J.ball_quaternion(params.joints, 0, jax.tree_util.tree_map(lambda x: x[-1, 0], traj), None)
+    np.testing.assert_allclose(np.asarray(Q), qpos[-1], atol=2e-3)
+    assert flags(info) == 0
+
+
+def test_a_ball_pendulum_keeps_its_length_and_energy():
+    """No damping, a small step (0.2 ms, 2 s): the pivot–centre distance stays 0.2 m to 1 µm and the
+    energy (kinetic + m g z) within 1e-4 of its start (measured 6.9e-5, 0.4 µm)."""
+    scene, params, state, model = mjcf.from_mjcf(ball_xml(dt=0.0002), keyframe="k")
+    traj, info = worlds.rollout(model, scene, params, state, 10000)
+    pos, vel, om = (np.asarray(x[:, 0]) for x in (traj.pos, traj.vel, traj.omega))
+    m, I = float(params.body.mass[0]), np.asarray(params.body.inertia[0])
+    E = 0.5 * m * np.sum(vel ** 2, 1) + 0.5 * np.einsum("ti,ij,tj->t", om, I, om) + m * G * pos[:, 2]
+    assert np.max(np.abs(E - E[0])) / abs(E[0]) < 1e-4
+    assert np.max(np.abs(np.linalg.norm(pos - [0, 0, 1], axis=1) - 0.2)) < 1e-6
+    assert np.ptp(pos[:, 1]) > 0.1  # off the plane of the tilt: a spherical pendulum
+    assert flags(info) == 0
+
+
+def test_a_ball_cone_limit_holds_without_bounce():
+    """range="0 30" (MuJoCo's cone: the turn's angle at most 30°), one one-sided row: the swing
+    reaches the cone and stays on it within 0.001° (MuJoCo's limit is soft, ours hard)."""
+    xml = ball_xml(extra='range="0 30" limited="true"', key='qpos="0.9914449 0.1305262 0 0" qvel="0 1.5 2.0"')
+    scene, params, state, model = mjcf.from_mjcf(xml, keyframe="k")
+    assert scene.joints.num_limit_rows == 1
+    traj, info = worlds.rollout(model, scene, params, state, 600)
+    Q = np.asarray(jax.vmap(lambda s: J.ball_quaternion(params.joints, 0, jax.tree_util.tree_map(lambda x: x[0], s),
+                                                        None))(traj))
+    angle = np.degrees(2 * np.arctan2(np.linalg.norm(Q[:, 1:], axis=1), Q[:, 0]))
+    assert angle[0] == pytest.approx(15.0, abs=1e-5)
+    assert np.max(angle) < 30.001 and np.max(angle[400:]) > 29.99  # on the cone, not bounced off it
+    assert flags(info) == 0
+
+
+def test_a_ball_pendulum_in_float32():
+    """float32: the ball's rows keep the length to 20 µm over 500 steps, no flags."""
+    scene, params, state, model = mjcf.from_mjcf(ball_xml(), keyframe="k", dtype=jnp.float32)
+    traj, info = worlds.rollout(model, scene, params, state, 500)
+    assert traj.pos.dtype == jnp.float32
+    L = np.linalg.norm(np.asarray(traj.pos[:, 0], float) - [0, 0, 1], axis=1)
+    assert np.max(np.abs(L - 0.2)) < 2e-5
+    assert flags(info) == 0
+
+
+def test_a_universal_joint_moves_only_in_its_two_dofs_and_follows_mujoco_c():
+    """Two hinges through one point (x, then y of the first's frame; a ref on the first, damping,
+    armature): 4 rows (3 anchor, 1 across both axes); the pivot stays, the twist a₁·a₂ stays 0,
+    and each hinge's qpos follows MuJoCo C within 1e-3 rad, the body within 10 mm, over 100 steps."""
+    scene, params, state, model = mjcf.from_mjcf(UNIVERSAL, keyframe="k")
+    assert scene.joints.groups == ((0, 1),) and scene.joints.num_rows == 4
+    q0, qd0 = J.coordinates(scene.joints, params.joints, state)
+    np.testing.assert_allclose(np.asarray(q0), [0.6, -0.4], atol=1e-9)
+    np.testing.assert_allclose(np.asarray(qd0), [1.5, 2.0], atol=1e-9)
+    traj, info = worlds.rollout(model, scene, params, state, 100)
+    ref, qpos = mujoco_run(UNIVERSAL, 100)
+    assert np.max(np.linalg.norm(np.asarray(traj.pos) - ref, axis=-1)) < 2e-3  # measured 0.1 mm
+    q = np.asarray(jax.vmap(lambda s: J.coordinates(scene.joints, params.joints, s)[0])(traj))
+    np.testing.assert_allclose(q, qpos, atol=1e-3)
+    jp = params.joints
+    a1 = np.asarray(jp.axis_parent[0])  # the first axis, the world's (its parent)
+    a2 = np.asarray(jax.vmap(lambda qt: quat_to_mat(qt) @ jp.axis_child[1])(traj.quat[:, 0]))
+    np.testing.assert_allclose(a2 @ a1, 0.0, atol=1e-5)
+    assert float(np.max(np.asarray(info.joint_error))) < 1e-5
+    assert np.ptp(q[:, 0]) > 0.03 and np.ptp(q[:, 1]) > 0.1
+    assert flags(info) == 0
+
+
+def test_a_planar_body_of_two_slides_and_a_hinge_follows_mujoco_c():
+    """MuJoCo's planar body (slide x, slide z, hinge y at an offset point; a hinged leg below): 3
+    rows for the torso's group; every joint's qpos against MuJoCo C within 1e-3 over 100 steps, the
+    bodies within 10 mm; the motion stays in the x–z plane."""
+    scene, params, state, model = mjcf.from_mjcf(PLANAR, keyframe="k")
+    assert scene.joints.groups == ((0, 1, 2), (3,)) and scene.joints.num_rows == 3 + 5
+    q0, qd0 = J.coordinates(scene.joints, params.joints, state)
+    np.testing.assert_allclose(np.asarray(q0), [0.1, 0.2, 0.3, -0.5], atol=1e-9)
+    np.testing.assert_allclose(np.asarray(qd0), [1, 2, 3, -2], atol=1e-9)
+    traj, info = worlds.rollout(model, scene, params, state, 100)
+    ref, qpos = mujoco_run(PLANAR, 100)
+    assert np.max(np.linalg.norm(np.asarray(traj.pos) - ref, axis=-1)) < 2e-3
+    q = np.asarray(jax.vmap(lambda s: J.coordinates(scene.joints, params.joints, s)[0])(traj))
+    np.testing.assert_allclose(q, qpos, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(traj.pos[:, :, 1]), 0.0, atol=1e-9)
+    assert flags(info) == 0
+
+
+def test_composites_and_balls_refused_by_name():
+    """What is not supported is refused by name before any work: a slide after a hinge, hinges through
+    two points, three hinges on one body, a ball's spring, an actuator on a ball; and Joints refuses
+    bad kinds eagerly."""
+    cases = [
+        ('<joint type="hinge" axis="1 0 0"/><joint type="slide" axis="0 0 1"/>', "a slide after a hinge"),
+        ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0" pos="0 0 0.1"/>', "different points"),
+        ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="0 0 1"/>',
+         "3 hinges"),
+        ('<joint type="ball" stiffness="2"/>', "stiffness 2.*ball"),
+        ('<joint type="slide" axis="1 0 0"/><joint type="ball"/>', "one of them a ball"),
+    ]
+    for joints_xml, message in cases:
+        xml = (f'<mujoco><worldbody><body name="b" pos="0 0 1">{joints_xml}'
+               '<geom type="box" size="0.1 0.1 0.1" mass="1"/></body></worldbody></mujoco>')
+        with pytest.raises(ValueError, match=message):
+            mjcf.from_mjcf(xml)
+    motor = ball_xml().replace("</mujoco>", '<actuator><motor joint="ball"/></actuator></mujoco>')
+    with pytest.raises(ValueError, match="actuators drive a hinge or a slide"):
+        mjcf.from_mjcf(motor)
+    with pytest.raises(ValueError, match="a slide after a hinge"):
+        J.Joints(parent=(-1, -1), child=(0, 0), kinds=("hinge", "slide"))
+    with pytest.raises(ValueError, match="actuators drive a hinge or a slide"):
+        J.Joints(parent=(-1,), child=(0,), kinds=("ball",), actuated=(0,))
