@@ -762,6 +762,28 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     return v, 0.5 * (Minv_p + Minv_p.T)
 
 
+REDUNDANT_REGULARIZATION = 1e-2  # × √(machine ε) × the largest diagonal of J M⁻¹ Jᵀ: ``regularized_motion``
+
+
+def regularized_motion(Minv, Jb, target, v1):
+    """``constrained_motion`` for rows that may be redundant (a loop closed by an equality: a planar
+    four-bar's hinges and connect repeat one another's out-of-plane rows, and J M⁻¹ Jᵀ is singular):
+    J M⁻¹ Jᵀ + εI with ε = ``REDUNDANT_REGULARIZATION``·√(machine ε)·max diag(J M⁻¹ Jᵀ) (1.5e-10 of it
+    in float64), so the impulse in a redundant direction is the least one and the rest are met to
+    that relative accuracy. W = M⁻¹ − B Bᵀ with B = M⁻¹Jᵀ L⁻ᵀ (L the Cholesky factor of the
+    regularised matrix), symmetrised. Returns as ``constrained_motion``."""
+    R = jnp.linalg.cholesky(Minv)
+    A = R.T @ Jb.T
+    K = A.T @ A
+    eps = REDUNDANT_REGULARIZATION * jnp.sqrt(jnp.finfo(K.dtype).eps) * jax.lax.stop_gradient(jnp.max(jnp.diag(K)))
+    L = jnp.linalg.cholesky(K + eps * jnp.eye(K.shape[0], dtype=K.dtype))
+    fac = (L, True)
+    vc = v1 + Minv @ (Jb.T @ jax.scipy.linalg.cho_solve(fac, target - Jb @ v1))
+    B = R @ jax.scipy.linalg.solve_triangular(L, A.T, lower=True).T
+    W = Minv - B @ B.T
+    return vc, 0.5 * (W + W.T), fac
+
+
 def constrained_motion(Minv, Jb, target, v1):
     """Velocity after the joint constraints alone and the constrained mobility: (v_c, W, Cholesky
     factor of J M⁻¹Jᵀ as ``cho_solve`` takes it), v_c = v¹ + M⁻¹Jᵀλ with J v_c = ``target``, W = M⁻¹ − M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹JM⁻¹
@@ -843,7 +865,8 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
         v, M = passive_motion(model, joints, params.joints, state, v1, M)
     Jb, err = system(joints, params.joints, state)
     target = -(joints.baumgarte / model.dt) * err
-    vc, W, fac = constrained_motion(M, Jb, target, v)
+    loops = any(joints.kind(j) in EQUALITIES for j in range(joints.num_joints))
+    vc, W, fac = (regularized_motion if loops else constrained_motion)(M, Jb, target, v)
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
                   target=target, factor=fac, anchors=None if joints.kinds == () and joints.uniform else anchor_rows(joints))
 
@@ -1059,5 +1082,5 @@ __all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "Joint
            "ball_quaternion", "composite_coordinates", "composite_rates", "composite_rows", "composite_parts", "group_rows", "point_rows", "turn_error", "weld_rows", "anchor_rows", "axis_drift_tolerance", "broken_passive",
            "check_passive", "coordinates", "joint_rows", "limit_rows", "slide_rows",
            "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
-           "constrained_motion", "frames",
+           "constrained_motion", "frames", "REDUNDANT_REGULARIZATION", "regularized_motion",
            "motion", "rows", "system", "validate"]

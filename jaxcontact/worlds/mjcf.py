@@ -1024,7 +1024,9 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
         else:
             on1, on2 = data[3:6], data[0:3]
         kind = "connect" if int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT) else "weld"
-        if held(b2):  # body 1 the child: its orientation in body 2's frame is relpose⁻¹
+        if kind == "connect":  # no orientation held: the reference is the start's (unused)
+            add(kind, b1, on1, b2, on2, rel(b2, b1)) if held(b2) else add(kind, b2, on2, b1, on1, rel(b1, b2))
+        elif held(b2):  # body 1 the child: its orientation in body 2's frame is relpose⁻¹
             q = np.zeros(4)
             M.mju_negQuat(q, data[6:10])
             if held(b2) and b2 != 0:
