@@ -282,3 +282,31 @@ def test_equalities_refused_by_name_and_bad_welds_eagerly_and_under_jit():
     assert np.all(np.asarray(info.flags) & int(Flags.NONFINITE))
     with pytest.raises(ValueError, match="weld.*has no range"):
         J.Joints(parent=(-1,), child=(0,), kinds=("weld",), limited=(True,))
+
+
+@pytest.mark.parametrize("name", ["ball", "universal", "planar", "fourbar", "welds"])
+def test_to_mjcf_writes_balls_composites_welds_and_equalities_back(name):
+    """``to_mjcf`` writes a ball, a composite's joints (axes in the body's frame, ``ref`` each joint's
+    coordinate), a welded body (no joint) and the equalities (connect anchor, weld relpose): MuJoCo
+    loads the file at the same poses, and ``from_mjcf`` of it gives the same kinds, groups, positions,
+    velocities, coordinates and rates (a ball's coordinates start again at its written pose)."""
+    xml, key = {"ball": (ball_xml(extra='damping="0.05" armature="0.01"'), "k"), "universal": (UNIVERSAL, "k"),
+                "planar": (PLANAR, "k"), "fourbar": (FOURBAR, "k"), "welds": (WELDS, None)}[name]
+    scene, params, state, model = mjcf.from_mjcf(xml, keyframe=key)
+    out = mjcf.to_mjcf(scene, params, state, model)
+    scene2, params2, state2, _ = mjcf.from_mjcf(out, keyframe="initial")
+    assert scene2.joints.kinds == scene.joints.kinds and scene2.joints.groups == scene.joints.groups
+    for field in ("pos", "vel", "omega"):
+        np.testing.assert_allclose(np.asarray(getattr(state2, field)), np.asarray(getattr(state, field)), atol=1e-9)
+    q, qd = J.coordinates(scene.joints, params.joints, state)
+    q2, qd2 = J.coordinates(scene2.joints, params2.joints, state2)
+    np.testing.assert_allclose(np.asarray(qd2), np.asarray(qd), atol=1e-9)
+    if name in ("universal", "planar"):
+        np.testing.assert_allclose(np.asarray(q2), np.asarray(q), atol=1e-9)
+    for f in ("damping", "armature"):
+        if getattr(params.joints, f) is not None:
+            np.testing.assert_allclose(np.asarray(getattr(params2.joints, f)), np.asarray(getattr(params.joints, f)))
+    if name == "welds":
+        assert "<weld" in out and "relpose" in out
+    if name == "fourbar":
+        assert "<connect" in out

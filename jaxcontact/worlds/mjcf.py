@@ -66,6 +66,7 @@ from __future__ import annotations
 import os
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -830,12 +831,18 @@ def _passive_xml(scene, jp, state):
     if not jp.has_passive() and not scene.joints.has_slides and not scene.joints.limited:
         return [0.0] * J, [""] * J
     q = np.zeros(J) if jp.reference is None else np.asarray(world_joints.coordinates(scene.joints, jp, state)[0], float)
+    q = np.asarray([q[scene.joints.dof_start[j]] if scene.joints.kind(j) in world_joints.SCALAR else 0.0 for j in range(J)])
     xml = []
     for j in range(J):
         unit = (lambda x: x) if scene.joints.kind(j) == "slide" else np.degrees
-        a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None else ""
+        scalar = scene.joints.kind(j) in world_joints.SCALAR
+        a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None and scalar else ""
         if j in scene.joints.limited_joints:
             a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
+        if not scalar:  # a ball's damping and armature; a weld or an equality has none
+            xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature")
+                               if getattr(jp, n) is not None and scene.joints.kind(j) == "ball"))
+            continue
         if jp.stiffness is not None:
             ref = 0.0 if jp.springref is None else float(np.asarray(jp.springref)[j])
             a += f' stiffness="{_f(np.asarray(jp.stiffness)[j])}" springref="{_f(unit(ref))}"'
@@ -844,6 +851,73 @@ def _passive_xml(scene, jp, state):
                 a += f' {name}="{_f(np.asarray(getattr(jp, name))[j])}"'
         xml.append(a)
     return [float(x) for x in q], xml
+
+
+def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, qvel) -> str:
+    """``to_mjcf``'s joints of body i that are no lone hinge or slide (its group ``g``): a welded body
+    none; a ball a ``type="ball"`` joint at its anchor (the written pose its qpos 1 0 0 0, so a limited
+    ball must be at its reference, else refused by name); a composite one joint per hinge and slide at
+    the group's anchor, each axis in the body's frame now, ``ref`` its coordinate (the written pose
+    is the state's). Appends the keyframe's qpos and qvel."""
+    joints = scene.joints
+    kind = joints.kind(g[0])
+    if kind == "welded":
+        return '<!-- welded to its parent: no joint -->'
+    body = lambda k: None if k is None or k < 0 else jax.tree_util.tree_map(lambda x: x[k], state)
+    anchor = _f(np.asarray(jp.anchor_child, float)[g[-1]])
+    d = joints.dof_start[g[0]]
+    if kind == "ball":
+        Q = np.asarray(world_joints.ball_quaternion(jp, g[0], body(i), body(parent)), float)
+        if g[0] in joints.limited_joints and np.linalg.norm(Q[1:]) > 1e-9:
+            raise ValueError(f"to_mjcf: the limited ball joint {g[0]} of {scene.body_name(i)} is turned "
+                             f"{2 * np.degrees(np.arcsin(min(1.0, np.linalg.norm(Q[1:])))):.3g}° from its reference; MuJoCo's "
+                             "ball has no ref, so its cone would move to the written pose")
+        qpos.append([1.0, 0.0, 0.0, 0.0])
+        qvel.append(rates[d:d + 3])
+        return f'<joint name="ball{i}" type="ball" pos="{anchor}"{passive_xml[g[0]]}/>'
+    Rc = np.asarray(quat_to_mat(np.asarray(state.quat[i], float)))
+    Rp = np.eye(3) if parent is None or parent < 0 else np.asarray(quat_to_mat(np.asarray(state.quat[parent], float)))
+    hinges = [j for j in g if joints.kind(j) == "hinge"]
+    out = []
+    for k, j in enumerate(g):
+        last = len(hinges) == 2 and j == hinges[1]  # the second hinge's axis is the child's, the rest the parent's
+        world = Rc @ np.asarray(jp.axis_child[j], float) if last else Rp @ np.asarray(jp.axis_parent[j], float)
+        axis = Rc.T @ (world / np.linalg.norm(world))
+        out.append(f'<joint name="{joints.kind(j)}{i}_{k}" type="{joints.kind(j)}" pos="{anchor}" axis="{_f(axis)}"'
+                   f'{passive_xml[j]}/>')
+        qpos.append([q_now[j]])
+        qvel.append([rates[d + k]])
+    return "".join(out)
+
+
+def _equalities_xml(scene, params) -> str:
+    """``to_mjcf``'s ``<equality>`` element of the world's connect and weld equalities (MuJoCo's
+    semantics: a connect's anchor on body 1, body 2's computed by MuJoCo at the written pose; a weld's
+    relpose, body 1's anchor and body 2's orientation in body 1's frame, and its anchor on body 2);
+    "" without any. Body 1 is the parent (the child where the parent is the world)."""
+    joints = scene.joints
+    if joints is None:
+        return ""
+    jp = params.joints
+    rows = []
+    for j in range(joints.num_joints):
+        kind = joints.kind(j)
+        if kind not in world_joints.EQUALITIES:
+            continue
+        p, c = joints.parent[j], joints.child[j]
+        ap, ac = np.asarray(jp.anchor_parent[j], float), np.asarray(jp.anchor_child[j], float)
+        ref = np.asarray(jp.reference[j], float)
+        if p < 0:  # body 1 the child, body 2 the world: relpose its orientation's inverse
+            on1, on2, rel = ac, ap, ref * np.array([1, -1, -1, -1])
+            names = f'body1="body{c}"'
+        else:
+            on1, on2, rel = ap, ac, ref
+            names = f'body1="body{p}" body2="body{c}"'
+        if kind == "connect":
+            rows.append(f'    <connect name="connect{j}" {names} anchor="{_f(on1)}"/>\n')
+        else:
+            rows.append(f'    <weld name="weld{j}" {names} relpose="{_f(np.r_[on1, rel])}" anchor="{_f(on2)}"/>\n')
+    return f'  <equality>\n{"".join(rows)}  </equality>\n' if rows else ""
 
 
 def _joint_kind(M, model, j: int) -> str | None:
@@ -1274,17 +1348,22 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
 
     # the joint tree
-    parent_of, hinge_of = {}, {}
+    parent_of, hinge_of, group_of = {}, {}, {}
     if scene.joints is not None:
         jp = params.joints
-        for j, (p, c) in enumerate(zip(scene.joints.parent, scene.joints.child)):
+        for g in scene.joints.groups:
+            p, c = scene.joints.parent[g[0]], scene.joints.child[g[0]]
+            if scene.joints.kind(g[0]) in world_joints.EQUALITIES:
+                continue
             if c in parent_of:
                 raise ValueError(f"to_mjcf: {scene.body_name(c)} is the child of two joints; MuJoCo's joints form a tree")
             parent_of[c] = p
-            hinge_of[c] = j
+            hinge_of[c] = g[0]
+            group_of[c] = g
         anchor_child = np.asarray(jp.anchor_child, float)
         axis_child = np.asarray(jp.axis_child, float)
         q_now, passive_xml = _passive_xml(scene, jp, state)
+        rates = np.asarray(world_joints.coordinates(scene.joints, jp, state)[1], float)
     children = {i: [c for c in range(N) if parent_of.get(c, -2) == i] for i in range(-1, N)}
     roots = [i for i in range(N) if parent_of.get(i, -1) == -1]
 
@@ -1318,6 +1397,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
                     f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
         if i in scene.fixed:  # fixed to the world: a body without a joint (MuJoCo welds it to the world)
             joint = '<!-- fixed to the world: no joint -->'
+        elif i in group_of and (len(group_of[i]) > 1 or scene.joints.kind(group_of[i][0]) not in world_joints.SCALAR):
+            joint = _group_xml(scene, jp, state, i, parent, group_of[i], q_now, passive_xml, rates, qpos, qvel)
         elif i in hinge_of and scene.joints.kind(hinge_of[i]) == "slide":
             j = hinge_of[i]
             joint = (f'<joint name="slide{i}" type="slide" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"'
@@ -1358,6 +1439,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
     pair_xml += _plane_pairs(scene, params, friction, mu_law[0], geom or {})
     actuators, ctrl = _actuators_xml(scene, params)
+    actuators = _equalities_xml(scene, params) + actuators
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
            f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n')
     xml = (f'<mujoco model="{name}">\n'
