@@ -3,6 +3,8 @@
 eliminated with the hinges by the same Schur complement; from MJCF against MuJoCo C and closed
 forms, and refused by name where they are not supported."""
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +18,7 @@ mujoco = pytest.importorskip("mujoco")
 from jaxcontact.worlds import mjcf  # noqa: E402
 
 G = 9.81
+SCENES = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"
 
 
 def ball_xml(dt=0.001, extra="", key='qpos="0.9238795 0.3826834 0 0" qvel="0 1.5 2.0"'):
@@ -26,20 +29,9 @@ def ball_xml(dt=0.001, extra="", key='qpos="0.9238795 0.3826834 0 0" qvel="0 1.5
 <keyframe><key name="k" {key}/></keyframe></mujoco>"""
 
 
-UNIVERSAL = """<mujoco><option timestep="0.001"/>
-<worldbody><body name="arm" pos="0 0 1" euler="0 0 20">
- <joint name="h1" type="hinge" axis="1 0 0" ref="0.2" damping="0.01"/><joint name="h2" type="hinge" axis="0 1 0" armature="0.002"/>
- <geom type="box" size="0.03 0.04 0.2" pos="0.01 0 -0.2" mass="1"/></body></worldbody>
-<keyframe><key name="k" qpos="0.6 -0.4" qvel="1.5 2.0"/></keyframe></mujoco>"""
+UNIVERSAL = (SCENES / "universal_joint.xml").read_text()
 
-PLANAR = """<mujoco><option timestep="0.001"/>
-<worldbody><body name="torso" pos="0 0 1">
- <joint name="x" type="slide" axis="1 0 0"/><joint name="z" type="slide" axis="0 0 1" damping="0.5"/>
- <joint name="r" type="hinge" axis="0 1 0" pos="0 0 0.1"/>
- <geom type="box" size="0.03 0.04 0.2" pos="0.05 0 -0.1" mass="1"/>
- <body name="leg" pos="0 0 -0.3"><joint name="k" type="hinge" axis="0 1 0"/>
-  <geom type="box" size="0.02 0.02 0.15" pos="0 0 -0.15" mass="0.5"/></body></body></worldbody>
-<keyframe><key name="k" qpos="0.1 0.2 0.3 -0.5" qvel="1 2 3 -2"/></keyframe></mujoco>"""
+PLANAR = (SCENES / "planar_body.xml").read_text()
 
 
 def mujoco_run(xml, steps):
@@ -66,7 +58,7 @@ def test_a_ball_pendulum_follows_mujoco_c_with_damping_and_armature():
     """A ball joint's 3 rows: off-plane release with spin, damping and armature on its 3 dofs (MuJoCo's
     per-dof semantics): within 10 mm of MuJoCo C over 100 steps; the coordinates read MuJoCo's qpos
     (as a rotation vector) and qvel (the child's frame)."""
-    xml = ball_xml(extra='damping="0.05" armature="0.01"')
+    xml = (SCENES / "ball_pendulum.xml").read_text()
     scene, params, state, model = mjcf.from_mjcf(xml, keyframe="k")
     assert scene.joints.kinds == ("ball",) and scene.joints.num_rows == 3 and scene.joints.num_dofs == 3
     q, qd = J.coordinates(scene.joints, params.joints, state)
@@ -187,28 +179,9 @@ def test_composites_and_balls_refused_by_name():
         J.Joints(parent=(-1,), child=(0,), kinds=("ball",), actuated=(0,))
 
 
-FOURBAR = """<mujoco><option timestep="0.001"/>
-<worldbody>
- <body name="crank" pos="0 0 1"><joint name="a" type="hinge" axis="0 1 0"/>
-  <geom type="box" size="0.01 0.01 0.1" pos="0 0 0.1" mass="0.2"/>
-  <body name="coupler" pos="0 0 0.2"><joint name="b" type="hinge" axis="0 1 0"/>
-   <geom type="box" size="0.2 0.01 0.01" pos="0.2 0 0" mass="0.3"/></body></body>
- <body name="rocker" pos="0.4 0 1"><joint name="d" type="hinge" axis="0 1 0"/>
-  <geom type="box" size="0.01 0.01 0.1" pos="0 0 0.1" mass="0.2"/></body>
-</worldbody>
-<contact><exclude body1="coupler" body2="rocker"/></contact>
-<equality><connect body1="coupler" body2="rocker" anchor="0.4 0 0"/></equality>
-<keyframe><key name="k" qvel="3 -3 3"/></keyframe></mujoco>"""
+FOURBAR = (SCENES / "four_bar.xml").read_text()
 
-WELDS = """<mujoco><option timestep="0.001"/>
-<worldbody>
- <body name="arm" pos="0 0 1" euler="0 60 0"><joint name="h" type="hinge" axis="0 1 0" damping="0.01"/>
-  <geom type="box" size="0.01 0.01 0.15" pos="0 0 -0.15" mass="0.3"/>
-  <body name="tip" pos="0.05 0 -0.3" euler="0 30 0"><geom type="box" size="0.05 0.03 0.02" mass="0.2"/></body></body>
- <body name="box" pos="0.5 0.2 0.6" euler="10 20 30"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="0.5"/></body>
-</worldbody>
-<equality><weld body1="box"/></equality>
-</mujoco>"""
+WELDS = (SCENES / "welds.xml").read_text()
 
 
 def test_a_connect_equality_closes_a_four_bar_loop():
@@ -290,7 +263,7 @@ def test_to_mjcf_writes_balls_composites_welds_and_equalities_back(name):
     coordinate), a welded body (no joint) and the equalities (connect anchor, weld relpose): MuJoCo
     loads the file at the same poses, and ``from_mjcf`` of it gives the same kinds, groups, positions,
     velocities, coordinates and rates (a ball's coordinates start again at its written pose)."""
-    xml, key = {"ball": (ball_xml(extra='damping="0.05" armature="0.01"'), "k"), "universal": (UNIVERSAL, "k"),
+    xml, key = {"ball": ((SCENES / "ball_pendulum.xml").read_text(), "k"), "universal": (UNIVERSAL, "k"),
                 "planar": (PLANAR, "k"), "fourbar": (FOURBAR, "k"), "welds": (WELDS, None)}[name]
     scene, params, state, model = mjcf.from_mjcf(xml, keyframe=key)
     out = mjcf.to_mjcf(scene, params, state, model)

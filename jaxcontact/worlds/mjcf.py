@@ -28,14 +28,17 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
-* Joints: a free joint on a body of the world body; one hinge or slide per body (``worlds.joints``:
-  its parent body, or the world), with its damping, spring (stiffness, springref) and armature
+* Joints: a free joint on a body of the world body; a hinge, slide or ball per body, or a body's
+  slides then up to two hinges through one point (a composite, ``joints.Joints.groups``), a
+  jointless body inside a moving one as a welded body (6 rows), and active connect and weld
+  equalities (``worlds.joints``: docs/worlds.md, "Ball joints, composite joints, welds and
+  equalities"); each joint to its parent body, or the world, with its damping, spring (stiffness, springref) and armature
   (``joints.JointParams``: MuJoCo's compiled values; its angle or displacement measured as MuJoCo's
   qpos), and its range limit (``JointParams.range``: hard, one-sided rows of the contact problem;
   MuJoCo's are soft); actuators on a hinge or slide with a fixed gain and an affine bias
   (``worlds.actuation``: motors, position and velocity servos; the keyframe's control held unless a
-  rollout's controls give one per step). Ball
-  joints, friction loss, a free joint's damping or armature, tendons, equality constraints, other
+  rollout's controls give one per step). A ball's
+  spring, friction loss, a free joint's damping or armature, tendons, other equality kinds, other
   actuators, heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
