@@ -103,8 +103,8 @@ def main(argv=None) -> int:
              "100 steps of 1 ms, float64; the largest distance of a body's centre of mass from MuJoCo C's.", "",
              "| scene | kinds | rows | bodies (mm) | qpos | flags |", "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        lines.append(f"| {r['scene']} | {', '.join(r['kinds'])} | {r['rows']} | {r['body_mm']:.3g} | "
-                     (f"{r['qpos']:.2g}" if "qpos" in r else "–") + f" | {r['flags']} |")
+        qpos = f"{r['qpos']:.2g}" if "qpos" in r else "–"
+        lines.append(f"| {r['scene']} | {', '.join(r['kinds'])} | {r['rows']} | {r['body_mm']:.3g} | {qpos} | {r['flags']} |")
     w = rows[-1]
     lines += ["", f"welds: the box held by the weld moves {w['box_mm']:.2g} mm here; MuJoCo's soft weld lets it sag "
               f"{w['mujoco_box_sag_mm']:.3g} mm in the 100 steps.",
