@@ -1,6 +1,6 @@
 """Ball joints, composite joints, welds and equalities against MuJoCo C (issue 63, items 1, 3, 4).
 
-The scenes of ``jaxcontact/data/scenes/`` (``ball_pendulum``, ``universal_joint``, ``planar_body``,
+The scenes of ``jaxcontact/data/scenes/`` (``ball_pendulum``, ``universal_joint``, ``three_hinges``, ``planar_body``,
 ``four_bar``, ``welds``), loaded by ``worlds.from_mjcf`` from their keyframe ``k`` (``welds``: at
 rest), 100 steps of 1 ms in float64 against MuJoCo C (``mj_step``, positions after each step by
 ``mj_kinematics``): the largest distance of a body's centre of mass from MuJoCo's (``welds``: the
@@ -53,7 +53,7 @@ def mujoco_run(xml: str, steps: int, key: bool):
 
 def against_mujoco() -> list:
     rows = []
-    for name in ("ball_pendulum", "universal_joint", "planar_body", "four_bar", "welds"):
+    for name in ("ball_pendulum", "universal_joint", "three_hinges", "planar_body", "four_bar", "welds"):
         xml = (SCENES / f"{name}.xml").read_text()
         key = name != "welds"
         scene, params, state, model = mjcf.from_mjcf(xml, keyframe="k" if key else None)
@@ -63,7 +63,7 @@ def against_mujoco() -> list:
         dev = float(np.max(np.linalg.norm(np.asarray(traj.pos)[:, bodies] - ref[:, bodies], axis=-1)))
         row = dict(scene=name, kinds=[scene.joints.kind(j) for j in range(scene.joints.num_joints)], rows=scene.joints.num_rows, body_mm=1e3 * dev,
                    flags=int(np.bitwise_or.reduce(np.asarray(info.flags))))
-        if name in ("universal_joint", "planar_body"):
+        if name in ("universal_joint", "three_hinges", "planar_body"):
             q = np.asarray(jax.vmap(lambda s: J.coordinates(scene.joints, params.joints, s)[0])(traj))
             row["qpos"] = float(np.max(np.abs(q - qpos)))
         if name == "welds":

@@ -635,14 +635,39 @@ def composite_coordinates(kinds: tuple, jp: JointParams, g: tuple, child: State,
         b1 = _unit(jp.axis_parent[hinges[0]])
         if len(hinges) == 1:
             out.append(2.0 * jnp.arctan2(jnp.dot(D[1:], b1), D[0])[None])
-        else:
+        elif len(hinges) == 2:
             b2 = _unit(jp.axis_parent[hinges[1]])
-            w = quat_to_mat(D) @ b2
-            u, v = b2 - jnp.dot(b1, b2) * b1, w - jnp.dot(b1, w) * b1
-            q1 = jnp.arctan2(jnp.dot(b1, jnp.cross(u, v)), jnp.dot(u, v))
+            q1 = _turn(b1, b2, quat_to_mat(D) @ b2)
             e = quat_mul(quat_conj(_axis_angle(b1, q1)), D)
             out.append(jnp.stack([q1, 2.0 * jnp.arctan2(jnp.dot(e[1:], b2), e[0])]))
+        else:
+            out.append(jnp.stack(_three_angles(D, *(_unit(jp.axis_parent[h]) for h in hinges))))
     return jnp.concatenate(out)
+
+
+def _turn(axis, a, b):
+    """The angle about unit ``axis`` that turns a's component across it onto b's."""
+    u, v = a - jnp.dot(axis, a) * axis, b - jnp.dot(axis, b) * axis
+    return jnp.arctan2(jnp.dot(axis, jnp.cross(u, v)), jnp.dot(u, v))
+
+
+def _three_angles(D, b1, b2, b3):
+    """(q₁, q₂, q₃) with D = R(b₁, q₁) R(b₂, q₂) R(b₃, q₃) (three hinges through one point, their axes
+    at q = 0): x = R(b₂, q₂) b₃ = R(b₁, −q₁) D b₃ lies on both cones, b₂·x = b₂·b₃ and b₁·x = b₁·D b₃;
+    of the two such x the branch of the reference (q = 0: x = b₃, the sign of (b₁ × b₂)·b₃) is kept;
+    then q₂ turns b₃ onto x about b₂, q₁ x onto D b₃ about b₁, and q₃ is what is left, about b₃."""
+    w = quat_to_mat(D) @ b3
+    c12 = jnp.dot(b1, b2)
+    n = jnp.cross(b1, b2)
+    alpha, beta = jnp.dot(b1, w), jnp.dot(b2, b3)
+    a = (alpha - beta * c12) / (1.0 - c12 * c12)
+    c = (beta - alpha * c12) / (1.0 - c12 * c12)
+    side = jnp.where(jnp.dot(n, b3) < 0, -1.0, 1.0)
+    gamma = side * jnp.sqrt(jnp.maximum(1.0 - a * a - c * c - 2.0 * a * c * c12, 0.0) / jnp.dot(n, n))
+    x = a * b1 + c * b2 + gamma * n
+    q2, q1 = _turn(b2, b3, x), _turn(b1, x, w)
+    e = quat_mul(quat_conj(quat_mul(_axis_angle(b1, q1), _axis_angle(b2, q2))), D)
+    return q1, q2, 2.0 * jnp.arctan2(jnp.dot(e[1:], b3), e[0])
 
 
 def composite_rates(kinds: tuple, jp: JointParams, g: tuple, child: State, parent: State | None):
@@ -659,7 +684,10 @@ def composite_rates(kinds: tuple, jp: JointParams, g: tuple, child: State, paren
         gc.append(geometry.point_jacobian(child, jp.anchor_child[g[-1]], P))
         gp.append(None if parent is None else geometry.point_jacobian(parent, under, P))
     if hinges:
-        axes = [_unit(Rp @ jp.axis_parent[hinges[0]])] + ([_unit(Rc @ jp.axis_child[hinges[1]])] if len(hinges) > 1 else [])
+        axes = [_unit(Rp @ jp.axis_parent[hinges[0]])] + ([_unit(Rc @ jp.axis_child[hinges[-1]])] if len(hinges) > 1 else [])
+        if len(hinges) == 3:  # the middle axis turns with the first hinge: R_p R(b₁, q₁) b₂
+            q1 = composite_coordinates(kinds, jp, g, child, parent)[len(g) - 3]
+            axes.insert(1, Rp @ quat_to_mat(_axis_angle(_unit(jp.axis_parent[hinges[0]]), q1)) @ _unit(jp.axis_parent[hinges[1]]))
         P = _dual(jnp.stack(axes, axis=1))
         z = jnp.zeros((len(hinges), 3), dtype)
         gc.append(jnp.concatenate([z, P @ Rc], axis=1))

@@ -944,13 +944,13 @@ def _composite_problems(M, model, name: str, joints: list) -> list:
     if "slide" in kinds[kinds.index("hinge"):] if "hinge" in kinds else False:
         out.append(f"{name}: a slide after a hinge on one body (a composite joint here is its slides, then its hinges)")
     hinges = [j for j, k in zip(joints, kinds) if k == "hinge"]
-    if len(hinges) > 2 or len(joints) - len(hinges) > 3:
-        out.append(f"{name}: {len(hinges)} hinges and {len(joints) - len(hinges)} slides on one body (at most two "
-                   "hinges through one point and three slides)")
+    if len(hinges) > 3 or len(joints) - len(hinges) > 3 or len(joints) > 5:
+        out.append(f"{name}: {len(hinges)} hinges and {len(joints) - len(hinges)} slides on one body (at most three "
+                   "hinges through one point and three slides, five in all)")
     if hinges and np.max(np.abs(model.jnt_pos[hinges] - model.jnt_pos[hinges[0]])) > 1e-9:
         out.append(f"{name}: hinges through different points on one body (a composite joint's hinges share a point)")
-    if len(hinges) == 2 and np.linalg.norm(np.cross(model.jnt_axis[hinges[0]], model.jnt_axis[hinges[1]])) < 1e-9:
-        out.append(f"{name}: two parallel hinges on one body")
+    if any(np.linalg.norm(np.cross(model.jnt_axis[a], model.jnt_axis[b])) < 1e-9 for a, b in zip(hinges, hinges[1:])):
+        out.append(f"{name}: two parallel hinges in a row on one body")
     return out
 
 
