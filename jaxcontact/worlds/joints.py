@@ -397,7 +397,7 @@ def composite_rows(kinds: tuple, jp: JointParams, g: tuple, child: State, parent
     relative angular velocity stays within the span of the hinges' axes: m = 0, none (3 rows, world
     x, y, z; error the turn from ``reference``); m = 1, as a hinge (2 rows across its axis); m = 2,
     the first hinge's axis a₁ is the parent's and the last's a₂ the child's, and a₁·a₂ keeps its value
-    at the reference (1 row along a₁ × a₂)."""
+    at the reference (1 row along a₁ × a₂); m = 3, none (a ball's anchor rows alone)."""
     xp, xc, Rp, Rc, S, under = composite_parts(kinds, jp, g, child, parent)
     dtype = xc.dtype
     eye = jnp.eye(3, dtype=dtype)
@@ -620,7 +620,7 @@ def _axis_angle(axis, angle):
 
 
 def composite_coordinates(kinds: tuple, jp: JointParams, g: tuple, child: State, parent: State | None):
-    """(n,) the coordinates of a body's composite joint (slides, then one or two hinges: MuJoCo's
+    """(n,) the coordinates of a body's composite joint (slides, then one to three hinges: MuJoCo's
     parent ∘ slide … ∘ hinge₁ ∘ hinge₂): the slides' from the child's anchor's displacement d from the
     parent's, d = Σ qₛ sₛ over their world axes; the hinges' from the turn D since ``reference`` (the
     parent's frame), D = R(b₁, q₁) R(b₂, q₂) with bᵢ ``axis_parent`` (each hinge's axis at q = 0):
