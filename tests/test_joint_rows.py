@@ -279,14 +279,14 @@ def test_equalities_refused_by_name_and_bad_welds_eagerly_and_under_jit():
         J.Joints(parent=(-1,), child=(0,), kinds=("weld",), limited=(True,))
 
 
-@pytest.mark.parametrize("name", ["ball", "universal", "planar", "fourbar", "welds"])
+@pytest.mark.parametrize("name", ["ball", "universal", "three", "planar", "fourbar", "welds"])
 def test_to_mjcf_writes_balls_composites_welds_and_equalities_back(name):
     """``to_mjcf`` writes a ball, a composite's joints (axes in the body's frame, ``ref`` each joint's
     coordinate), a welded body (no joint) and the equalities (connect anchor, weld relpose): MuJoCo
     loads the file at the same poses, and ``from_mjcf`` of it gives the same kinds, groups, positions,
     velocities, coordinates and rates (a ball's coordinates start again at its written pose)."""
     xml, key = {"ball": ((SCENES / "ball_pendulum.xml").read_text(), "k"), "universal": (UNIVERSAL, "k"),
-                "planar": (PLANAR, "k"), "fourbar": (FOURBAR, "k"), "welds": (WELDS, None)}[name]
+                "three": (THREE_HINGES, "k"), "planar": (PLANAR, "k"), "fourbar": (FOURBAR, "k"), "welds": (WELDS, None)}[name]
     scene, params, state, model = mjcf.from_mjcf(xml, keyframe=key)
     out = mjcf.to_mjcf(scene, params, state, model)
     scene2, params2, state2, _ = mjcf.from_mjcf(out, keyframe="initial")
@@ -296,7 +296,7 @@ def test_to_mjcf_writes_balls_composites_welds_and_equalities_back(name):
     q, qd = J.coordinates(scene.joints, params.joints, state)
     q2, qd2 = J.coordinates(scene2.joints, params2.joints, state2)
     np.testing.assert_allclose(np.asarray(qd2), np.asarray(qd), atol=1e-9)
-    if name in ("universal", "planar"):
+    if name in ("universal", "three", "planar"):
         np.testing.assert_allclose(np.asarray(q2), np.asarray(q), atol=1e-9)
     for f in ("damping", "armature"):
         if getattr(params.joints, f) is not None:

@@ -883,8 +883,13 @@ def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, 
     hinges = [j for j in g if joints.kind(j) == "hinge"]
     out = []
     for k, j in enumerate(g):
-        last = len(hinges) == 2 and j == hinges[1]  # the second hinge's axis is the child's, the rest the parent's
+        last = len(hinges) > 1 and j == hinges[-1]  # the last hinge's axis is the child's, the first the parent's
         world = Rc @ np.asarray(jp.axis_child[j], float) if last else Rp @ np.asarray(jp.axis_parent[j], float)
+        if len(hinges) == 3 and j == hinges[1]:  # the middle one's turns with the first: R_p R(b₁, q₁) b₂
+            b1 = np.asarray(jp.axis_parent[hinges[0]], float)
+            b1 = b1 / np.linalg.norm(b1)
+            half = 0.5 * q_now[hinges[0]]
+            world = Rp @ np.asarray(quat_to_mat(np.r_[np.cos(half), np.sin(half) * b1])) @ np.asarray(jp.axis_parent[j], float)
         axis = Rc.T @ (world / np.linalg.norm(world))
         out.append(f'<joint name="{joints.kind(j)}{i}_{k}" type="{joints.kind(j)}" pos="{anchor}" axis="{_f(axis)}"'
                    f'{passive_xml[j]}/>')
