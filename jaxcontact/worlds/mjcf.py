@@ -960,21 +960,21 @@ def _composite_problems(M, model, name: str, joints: list) -> list:
 
 
 def _equality_problems(M, model) -> list:
-    """What the equality constraints cannot be here: a kind other than connect and weld, a site's
-    (not a body's) constraint, a weld without torque (torquescale 0), two bodies both held still."""
+    """What the equality constraints cannot be here: a kind other than connect and weld, a weld
+    without torque (torquescale 0), two bodies (or their sites) both held still."""
     out = []
     fixed = lambda b: b == 0 or model.body_weldid[b] == 0
     for e in range(int(model.neq)):
         name = f"equality {_name(M, model, M.mjtObj.mjOBJ_EQUALITY, e)}"
         t = int(model.eq_type[e])
         kind = M.mjtEq(t).name[len("mjEQ_"):].lower()
+        body = ((lambda i: int(model.site_bodyid[i])) if int(model.eq_objtype[e]) == int(M.mjtObj.mjOBJ_SITE)
+                else (lambda i: i))
         if t not in (int(M.mjtEq.mjEQ_CONNECT), int(M.mjtEq.mjEQ_WELD)):
             out.append(f"{name}: a {kind} equality (jaxcontact's are connect and weld)")
-        elif int(model.eq_objtype[e]) != int(M.mjtObj.mjOBJ_BODY):
-            out.append(f"{name}: a {kind} between sites (jaxcontact's name two bodies)")
         elif t == int(M.mjtEq.mjEQ_WELD) and model.eq_data[e, 10] == 0:
             out.append(f"{name}: a weld with torquescale 0 (a connect: write it as one)")
-        elif fixed(int(model.eq_obj1id[e])) and fixed(int(model.eq_obj2id[e])):
+        elif fixed(body(int(model.eq_obj1id[e]))) and fixed(body(int(model.eq_obj2id[e]))):
             out.append(f"{name}: a {kind} between two bodies held to the world")
     return out
 
@@ -1101,7 +1101,15 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
     for e in equalities:
         b1, b2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
         data = np.asarray(model.eq_data[e], float)
-        if int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT):
+        relpose = data[6:10].copy()
+        if int(model.eq_objtype[e]) == int(M.mjtObj.mjOBJ_SITE):  # two sites: their points, their frames aligned
+            s1, s2 = b1, b2
+            b1, b2 = int(model.site_bodyid[s1]), int(model.site_bodyid[s2])
+            on1, on2 = np.asarray(model.site_pos[s1], float), np.asarray(model.site_pos[s2], float)
+            inv = np.zeros(4)
+            M.mju_negQuat(inv, np.asarray(model.site_quat[s2], float))
+            M.mju_mulQuat(relpose, np.asarray(model.site_quat[s1], float), inv)
+        elif int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT):
             on1, on2 = data[0:3], data[3:6]
         else:
             on1, on2 = data[3:6], data[0:3]
@@ -1110,14 +1118,14 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
             add(kind, b1, on1, b2, on2, rel(b2, b1)) if held(b2) else add(kind, b2, on2, b1, on1, rel(b1, b2))
         elif held(b2):  # body 1 the child: its orientation in body 2's frame is relpose⁻¹
             q = np.zeros(4)
-            M.mju_negQuat(q, data[6:10])
+            M.mju_negQuat(q, relpose)
             if held(b2) and b2 != 0:
                 M.mju_mulQuat(q, quat(b2), q.copy())
             add(kind, b1, on1, b2, on2, q)
         else:
-            q = data[6:10].copy()
+            q = relpose.copy()
             if held(b1) and b1 != 0:
-                M.mju_mulQuat(q, quat(b1), data[6:10].copy())
+                M.mju_mulQuat(q, quat(b1), relpose.copy())
             add(kind, b2, on2, b1, on1, q)
     return out
 
