@@ -6,7 +6,8 @@ rest), 100 steps of 1 ms in float64 against MuJoCo C (``mj_step``, positions aft
 ``mj_kinematics``): the largest distance of a body's centre of mass from MuJoCo's (``welds``: the
 arm and its welded tip; MuJoCo's soft weld lets the box sag, reported apart), and of a composite's
 joint coordinates from MuJoCo's qpos. Then the undamped ball pendulum at 0.2 ms over 2 s: its
-length and energy (kinetic + m g z) against the start. The four-bar's loop gap over 2 s. Prints a
+length and energy (kinetic + m g z) against the start. The four-bar's loop gap over 2 s. Each
+scene in float32 for 1 s: its largest joint error and flags. Prints a
 table and writes ``benchmarks/results/joint_rows.{json,md}``::
 
     python -m benchmarks.joint_rows
@@ -95,10 +96,24 @@ def four_bar_gap(steps: int = 2000) -> float:
     return float(jnp.max(gap))
 
 
+def float32_drift(steps: int = 1000) -> dict:
+    """float32, 1 s of each scene: the largest joint error (``WorldInfo.joint_error``) and the flags."""
+    out = {}
+    for name in ("ball_pendulum", "three_hinges", "planar_body", "four_bar", "welds"):
+        scene, params, state, model = mjcf.from_mjcf((SCENES / f"{name}.xml").read_text(),
+                                                     keyframe=None if name == "welds" else "k", dtype=jnp.float32)
+        traj, info = worlds.rollout(model, scene, params, state, steps)
+        out[name] = dict(joint_error_m=float(np.max(np.asarray(info.joint_error, float))),
+                         flags=int(np.bitwise_or.reduce(np.asarray(info.flags))),
+                         finite=bool(np.all(np.isfinite(np.asarray(traj.pos, float)))))
+    return out
+
+
 def main(argv=None) -> int:
     rows = against_mujoco()
     energy = ball_energy()
     gap = four_bar_gap()
+    f32 = float32_drift()
     lines = [f"# Ball, composite, weld and equality rows against MuJoCo C (`{COMMAND}`)", "",
              "100 steps of 1 ms, float64; the largest distance of a body's centre of mass from MuJoCo C's.", "",
              "| scene | kinds | rows | bodies (mm) | qpos | flags |", "| --- | --- | --- | --- | --- | --- |"]
@@ -110,10 +125,14 @@ def main(argv=None) -> int:
               f"{w['mujoco_box_sag_mm']:.3g} mm in the 100 steps.",
               f"Undamped ball pendulum, {energy['dt']} s steps over {energy['seconds']} s: energy within "
               f"{energy['energy_rel']:.2g} of its start, length within {energy['length_m']:.2g} m.",
-              f"Four-bar closed by a connect, 2 s: the loop's gap at most {gap:.2g} m."]
+              f"Four-bar closed by a connect, 2 s: the loop's gap at most {gap:.2g} m.",
+              "float32, 1 s (1,000 steps): the largest joint error " + ", ".join(
+                  f"{k} {v['joint_error_m']:.2g} m (flags {v['flags']}{'' if v['finite'] else ', NaN'})" for k, v in f32.items())
+              + "."]
     print("\n".join(lines))
     RESULTS.mkdir(exist_ok=True)
-    write_json(RESULTS / "joint_rows.json", dict(command=COMMAND, scenes=rows, ball_energy=energy, four_bar_gap_m=gap))
+    write_json(RESULTS / "joint_rows.json", dict(command=COMMAND, scenes=rows, ball_energy=energy, four_bar_gap_m=gap,
+                                                 float32=f32))
     (RESULTS / "joint_rows.md").write_text("\n".join(lines) + "\n")
     return 0
 
