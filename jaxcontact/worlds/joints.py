@@ -429,8 +429,7 @@ def composite_rows(kinds: tuple, jp: JointParams, g: tuple, child: State, parent
     else:
         U = jnp.zeros((0, 3), dtype)
         err_ang = jnp.zeros((0,), dtype)
-    zl, za = jnp.zeros((U.shape[0], 3), dtype), jnp.zeros((N.shape[0], 3), dtype)
-    del za
+    zl = jnp.zeros((U.shape[0], 3), dtype)
 
     def on(s, r_body, R):
         lin = geometry.point_jacobian(s, r_body, N)
