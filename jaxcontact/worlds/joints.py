@@ -1051,13 +1051,14 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
     if needs and jp.reference is None:
         raise ValueError(f"params.joints.reference: {'; '.join(needs)}: give reference ((J, 4) unit quaternions, the "
                          "child's orientation in the parent's frame at q = 0); it is None")
-    for field in ("stiffness", "armature", "damping"):  # MuJoCo's ball spring has no counterpart here
+    for field in ("stiffness", "armature", "damping", "springref"):  # a ball's spring pulls toward its reference
         v = getattr(jp, field)
         bad = [j for j in range(J) if joints.kind(j) not in SCALAR and v is not None and float(np.asarray(v)[j]) != 0
-               and (field == "stiffness" or joints.kind(j) != "ball")]
+               and (field == "springref" or joints.kind(j) != "ball")]
         if bad:
             raise ValueError(f"params.joints.{field}[{bad[0]}]: joint {bad[0]} is a {joints.kind(bad[0])}, which has no "
-                             f"{field} here (a hinge's or a slide's; a ball's damping and armature); give 0")
+                             f"{field} here (a hinge's or a slide's; a ball's damping, armature and stiffness, its "
+                             "spring toward its reference); give 0")
     N = np.shape(state.pos)[0]
     body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
     for g in joints.groups:

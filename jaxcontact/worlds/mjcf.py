@@ -38,7 +38,7 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   MuJoCo's are soft); actuators on a hinge or slide with a fixed gain and an affine bias
   (``worlds.actuation``: motors, position and velocity servos; the keyframe's control held unless a
   rollout's controls give one per step). A ball's
-  spring, friction loss, a free joint's damping or armature, tendons, other equality kinds, other
+  spring toward anything but its zero, friction loss, a free joint's damping or armature, tendons, other equality kinds, other
   actuators, heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
@@ -212,7 +212,9 @@ def _check(mujoco, model, approximate: bool):
             problems.append(f"{name}: a free joint on a body inside another body")
         # a hinge's, slide's or ball's damping and armature load, a hinge's or slide's spring (joints.JointParams)
         hinge = _joint_kind(M, model, j) is not None
-        if model.jnt_stiffness[j] != 0 and _joint_kind(M, model, j) not in ("hinge", "slide"):
+        ball_spring = t == M.mjtJoint.mjJNT_BALL and np.allclose(  # toward the ball's zero: its coordinates
+            model.qpos_spring[model.jnt_qposadr[j]:model.jnt_qposadr[j] + 4], (1.0, 0.0, 0.0, 0.0), atol=1e-12)
+        if model.jnt_stiffness[j] != 0 and _joint_kind(M, model, j) not in ("hinge", "slide") and not ball_spring:
             problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a "
                             f"{M.mjtJoint(t).name[len('mjJNT_'):].lower()} joint (jaxcontact's joint springs are a "
                             "hinge's or a slide's)")
