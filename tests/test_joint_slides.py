@@ -147,7 +147,7 @@ def test_slides_are_refused_by_name_without_a_reference_or_with_friction_loss():
     with pytest.raises(ValueError, match="reference"):
         worlds.rollout(model, scene, params.replace(joints=params.joints.replace(reference=None)), s, 2)
     with pytest.raises(ValueError, match="kinds"):
-        J.Joints(parent=(-1,), child=(0,), kinds=("ball",))
+        J.Joints(parent=(-1,), child=(0,), kinds=("screw",))
     with pytest.raises(ValueError, match="across"):   # the anchors 1 cm apart across the axis
         worlds.rollout(model, scene, params, s.replace(pos=s.pos.at[0, 1].set(0.01)), 2)
     mujoco = pytest.importorskip("mujoco")

@@ -26,7 +26,7 @@ from flax import struct
 
 from .. import collision, geometry
 from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
-from .joints import coordinates, limit_rows, loss_rows, rate_rows
+from .joints import coordinates, limit_rows, loss_rows, rate_rows, scalar_view
 from .tendons import limit_rows as tendon_limit_rows, loss_rows as tendon_loss_rows
 from ..stages import per_body
 from ..types import Params, State
@@ -421,12 +421,13 @@ def num_losses(scene: Scene, params: Params) -> int:
 
 
 def num_joint_contacts(scene: Scene, params: Params) -> int:
-    """How many contacts the joints and tendons add after the pairs (static): two per limited joint
-    or tendon, and the friction losses (``num_losses``)."""
+    """How many contacts the joints and tendons add after the pairs (static): two per limited hinge or
+    slide, one per ball's cone (``Joints.num_limit_rows``), two per limited tendon, and the friction
+    losses (``num_losses``)."""
     if scene.joints is None:
         return 0
     tendons = scene.joints.tendons
-    return (2 * len(scene.joints.limited_joints) + (0 if tendons is None else 2 * len(tendons.limited_tendons))
+    return (scene.joints.num_limit_rows + (0 if tendons is None else 2 * len(tendons.limited_tendons))
             + num_losses(scene, params))
 
 
@@ -451,8 +452,8 @@ def loss_contacts(model, scene: Scene, params: Params, state: State):
         parts.append(loss_rows(joints, jp, state))
         bound.append(jnp.asarray(jp.frictionloss, dtype))
     if jp.tendons is not None and jp.tendons.frictionloss is not None:
-        parts.append(tendon_loss_rows(joints.tendons, jp.tendons, rate_rows(joints, state, jp), joints.child,
-                                      joints.parent))
+        parts.append(tendon_loss_rows(joints.tendons, jp.tendons, scalar_view(joints, rate_rows(joints, state, jp)),
+                                      joints.child, joints.parent))
         bound.append(jnp.asarray(jp.tendons.frictionloss, dtype))
     parts = sides([(r, None, None, b) for r, b in parts])
     bound = model.dt * jnp.concatenate(bound)
@@ -464,9 +465,9 @@ def loss_contacts(model, scene: Scene, params: Params, state: State):
 def tendon_limit_contacts(model, scene: Scene, params: Params, state: State):
     """The limited tendons' range limits as contacts (``tendons.limit_rows``), as ``limit_contacts``."""
     joints, jp = scene.joints, params.joints
-    q, qd = coordinates(joints, jp, state)
-    rows, phi, rate, bodies = tendon_limit_rows(joints.tendons, jp.tendons, rate_rows(joints, state, jp), q, qd,
-                                                joints.child, joints.parent)
+    q, qd = (scalar_view(joints, x) for x in coordinates(joints, jp, state))
+    rows, phi, rate, bodies = tendon_limit_rows(joints.tendons, jp.tendons, scalar_view(joints, rate_rows(joints, state, jp)),
+                                                q, qd, joints.child, joints.parent)
     reach = scene.margin + 2.0 * model.dt * jnp.maximum(-jax.lax.stop_gradient(rate), 0.0)
     return rows, phi, jax.lax.stop_gradient(phi) < reach, bodies
 

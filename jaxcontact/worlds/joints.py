@@ -35,7 +35,6 @@ from .tendons import passive as tendon_passive
 from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
-ROWS_PER_JOINT = 5
 ANCHOR_TOL = 1e-5  # m: joint anchors of an initial state must coincide to this distance
 AXIS_TOL = 1e-4  # rad: joint axes of an initial state must be aligned to this angle
 # A continued start (a state a rollout reached: ``start="continued"``) may carry the drift the
@@ -45,7 +44,12 @@ CONTINUED_TURN = 5.0  # rad/s: axes
 STARTS = ("initial", "continued")
 
 
-KINDS = ("hinge", "slide")  # a joint's kind (``Joints.kinds``)
+KINDS = ("hinge", "slide", "ball", "welded", "connect", "weld")  # a joint's kind (``Joints.kinds``)
+EQUALITIES = ("connect", "weld")  # kinds that are equality constraints (MuJoCo's <equality>), not a body's joint
+DOFS = {"hinge": 1, "slide": 1, "ball": 3, "welded": 0, "connect": 0, "weld": 0}  # a kind's degrees of freedom
+ROWS = {"hinge": 5, "slide": 5, "ball": 3, "welded": 6, "connect": 3, "weld": 6}  # its rows alone on its body
+ANCHORS = {"hinge": 3, "slide": 2, "ball": 3, "welded": 3, "connect": 3, "weld": 3}  # of them, the anchor rows first
+SCALAR = ("hinge", "slide")  # kinds with one coordinate (limits, springs, actuators)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +59,14 @@ class Joints:
     baumgarte: β of the drift correction (target velocity −β/h · error), in [0, 1].
     kinds: one of ``KINDS`` per joint (empty: every joint a hinge). A hinge turns about its axis
     through the anchor; a slide (prismatic joint) moves the child along the axis without turning
-    it (its orientation in the parent's frame stays ``JointParams.reference``).
+    it (its orientation in the parent's frame stays ``JointParams.reference``); a ball turns freely
+    about the anchor (3 rows); "welded" holds the child at ``reference`` to its parent (6 rows: a
+    jointless MuJoCo body inside a moving one). Consecutive hinges and slides with one child and
+    parent are one body's composite joint (MuJoCo's several joints on a body: the child's frame is
+    parent ∘ joint₁ ∘ joint₂ …; slides first, then hinges through one anchor): one group of
+    6 − dof rows (``groups``). "connect" and "weld" are MuJoCo's equality constraints between any
+    two bodies (or a body and the world): a point of each coincides (3 rows), and the orientation too
+    (6 rows); unlike a joint they keep the two bodies' contacts (``body_pairs``).
     actuated: the joint each actuator drives (an index J + t: fixed tendon t of ``tendons``, a
     ``tendons.Tendons``), force_limited one bool per actuator; limited: one bool per joint."""
 
@@ -98,11 +109,31 @@ class Joints:
             if c < 0 or p < -1 or p == c:
                 raise ValueError(f"Joints: joint {j} links body {c} to {p}; the child must be a body (>= 0) and the "
                                  "parent another body or −1 (the world)")
-        if len(set(zip(self.parent, self.child))) != len(self.child):
-            raise ValueError("Joints: a joint is listed twice")
+        tree = [(self.parent[g[0]], self.child[g[0]]) for g in self.groups if self.kind(g[0]) not in EQUALITIES]
+        if len(set(tree)) != len(tree):
+            raise ValueError("Joints: a joint is listed twice (a body's several hinges and slides are consecutive)")
+        for g in self.groups:
+            ks = [self.kind(j) for j in g]
+            if len(g) > 1 and ("slide" in ks[ks.index("hinge"):] if "hinge" in ks else False):
+                raise ValueError(f"Joints: joints {list(g)} of body {self.child[g[0]]}: a slide after a hinge on one body "
+                                 "(a composite joint here is its slides, then its hinges through one anchor)")
+            if len(g) > 1 and (ks.count("slide") > 3 or ks.count("hinge") > 3 or len(g) > 5):
+                raise ValueError(f"Joints: joints {list(g)} of body {self.child[g[0]]}: {ks.count('slide')} slides and "
+                                 f"{ks.count('hinge')} hinges on one body (at most 3 of each and 5 in all; six "
+                                 "degrees of freedom are a free body)")
+        for j in self.actuated:
+            if j < len(self.child) and self.kind(j) not in SCALAR:
+                raise ValueError(f"Joints.actuated: joint {j} is a {self.kind(j)}; actuators drive a hinge or a slide")
+        for j, lim in enumerate(self.limited):
+            if lim and self.kind(j) not in SCALAR + ("ball",):
+                raise ValueError(f"Joints.limited: joint {j} is a {self.kind(j)}, which has no range")
         if self.tendons is not None and (not isinstance(self.tendons, Tendons) or
                                          max(max(js) for js in self.tendons.joints) >= len(self.child)):
             raise ValueError(f"Joints.tendons: a tendons.Tendons over these {len(self.child)} joints, got {self.tendons!r}")
+        if self.tendons is not None and any(self.kind(j) not in SCALAR for js in self.tendons.joints for j in js):
+            raise ValueError("Joints.tendons: a fixed tendon sums hinge and slide coordinates; joints "
+                             f"{sorted({j for js in self.tendons.joints for j in js if self.kind(j) not in SCALAR})} "
+                             "are not hinges or slides")
         if not (isinstance(self.baumgarte, numbers.Real) and 0 <= self.baumgarte <= 1):
             raise ValueError(f"Joints.baumgarte must lie in [0, 1], got {self.baumgarte!r}")
 
@@ -111,12 +142,71 @@ class Joints:
         return len(self.child)
 
     def kind(self, j: int) -> str:
-        """Joint j's kind ("hinge" or "slide")."""
+        """Joint j's kind (one of ``KINDS``)."""
         return self.kinds[j] if self.kinds else "hinge"
 
     @property
     def has_slides(self) -> bool:
         return "slide" in self.kinds
+
+    @property
+    def groups(self) -> tuple:
+        """The joints in row groups: a run of consecutive hinges and slides with one child and parent
+        is one group (a body's composite joint); every other joint is a group of its own."""
+        out = []
+        for j in range(len(self.child)):
+            k = self.kinds[j] if self.kinds else "hinge"
+            if (out and k in SCALAR and self.kind(out[-1][-1]) in SCALAR and self.child[out[-1][-1]] == self.child[j]
+                    and self.parent[out[-1][-1]] == self.parent[j]):
+                out[-1].append(j)
+            else:
+                out.append([j])
+        return tuple(tuple(g) for g in out)
+
+    def group_rows(self, g: tuple) -> int:
+        """The rows of group ``g`` (joint indices): a lone joint's ``ROWS``, a composite 6 − its dofs."""
+        return ROWS[self.kind(g[0])] if len(g) == 1 else 6 - len(g)
+
+    def group_anchors(self, g: tuple) -> int:
+        """How many of group ``g``'s first rows hold its anchors together: a lone joint's ``ANCHORS``,
+        a composite's 3 − its slides."""
+        return ANCHORS[self.kind(g[0])] if len(g) == 1 else 3 - sum(self.kind(j) == "slide" for j in g)
+
+    @property
+    def num_rows(self) -> int:
+        """Every group's rows, in all (5 per joint when every joint is a lone hinge or slide)."""
+        return sum(self.group_rows(g) for g in self.groups)
+
+    @property
+    def uniform(self) -> bool:
+        """Whether every joint is a lone hinge or slide (5 rows each: the first programs' layout)."""
+        return all(len(g) == 1 and self.kind(g[0]) in SCALAR for g in self.groups)
+
+    @property
+    def dof_start(self) -> tuple:
+        """Each joint's first coordinate in ``coordinates``/``rate_rows`` (a ball has 3, a weld or
+        an equality none)."""
+        out, k = [], 0
+        for j in range(len(self.child)):
+            out.append(k)
+            k += DOFS[self.kind(j)]
+        return tuple(out)
+
+    @property
+    def num_dofs(self) -> int:
+        """The coordinates in all (J when every joint is a hinge or a slide)."""
+        return sum(DOFS[self.kind(j)] for j in range(len(self.child)))
+
+    @property
+    def dof_joint(self) -> np.ndarray:
+        """(D,) static: the joint of each coordinate."""
+        return np.asarray([j for j in range(len(self.child)) for _ in range(DOFS[self.kind(j)])], np.int64)
+
+    @property
+    def num_limit_rows(self) -> int:
+        """The contact rows of the range limits: two per limited hinge or slide, one per limited ball
+        (its cone)."""
+        return sum(1 if self.kind(j) == "ball" else 2 for j in self.limited_joints)
 
     @property
     def limited_joints(self) -> tuple:
@@ -131,8 +221,10 @@ class Joints:
         return mask
 
     def body_pairs(self):
-        """The (a, b), a < b, of the joints between two bodies (the pairs they exclude from contact)."""
-        return {tuple(sorted((p, c))) for p, c in zip(self.parent, self.child) if p >= 0}
+        """The (a, b), a < b, of the joints between two bodies (the pairs they exclude from contact; an
+        equality's bodies keep theirs, as in MuJoCo)."""
+        return {tuple(sorted((p, c))) for j, (p, c) in enumerate(zip(self.parent, self.child))
+                if p >= 0 and self.kind(j) not in EQUALITIES}
 
 
 PASSIVE = ("damping", "stiffness", "armature")  # JointParams' passive fields: (J,) each, >= 0
@@ -258,36 +350,182 @@ def slide_rows(anchor_parent, anchor_child, axis_parent, axis_child, reference, 
     return Jc, Jp, err
 
 
+def point_rows(anchor_parent, anchor_child, child: State, parent: State | None):
+    """Constraint rows of a ball joint or a connect equality, as ``rows``: the two anchor points move
+    together (3 rows, world x, y, z); error: their separation."""
+    xc = child.pos + quat_to_mat(child.quat) @ anchor_child
+    eye = jnp.eye(3, dtype=xc.dtype)
+    Jc = geometry.point_jacobian(child, anchor_child, eye)
+    if parent is None:
+        return Jc, jnp.zeros_like(Jc), xc - anchor_parent
+    xp = parent.pos + quat_to_mat(parent.quat) @ anchor_parent
+    return Jc, geometry.point_jacobian(parent, anchor_parent, eye), xc - xp
+
+
+def turn_error(reference, child: State, parent: State | None):
+    """(3,) the rotation vector (world) taking ``reference`` (the child's orientation in the parent's
+    frame) to the child's orientation now, and the parent's rotation matrix (the world's: I)."""
+    if parent is None:
+        rel, Rp = child.quat, jnp.eye(3, dtype=child.pos.dtype)
+    else:
+        rel, Rp = quat_mul(quat_conj(parent.quat), child.quat), quat_to_mat(parent.quat)
+    d = quat_mul(rel, quat_conj(reference))  # the rotation since the reference, parent's frame
+    d = jnp.where(d[0] < 0, -d, d)
+    return Rp @ (2.0 * d[1:]), Rp
+
+
+def weld_rows(anchor_parent, anchor_child, reference, child: State, parent: State | None):
+    """Constraint rows of a welded body or a weld equality, as ``rows``: the anchors move together
+    (3 rows, world x, y, z) and the relative angular velocity is zero (3 rows, world x, y, z). Errors:
+    the anchors' separation and the rotation vector (world) from ``reference`` (the child's
+    orientation in the parent's frame) to the child's orientation now."""
+    Jc, Jp, err = point_rows(anchor_parent, anchor_child, child, parent)
+    turn, _ = turn_error(reference, child, parent)
+    zero = jnp.zeros((3, 3), Jc.dtype)
+    ang = lambda s: jnp.concatenate([zero, quat_to_mat(s.quat)], axis=1)  # ω_world = R ω_body
+    Jc = jnp.concatenate([Jc, ang(child)])
+    Jp = jnp.zeros_like(Jc) if parent is None else jnp.concatenate([Jp, ang(parent)])
+    return Jc, Jp, jnp.concatenate([err, turn])
+
+
+def _unit(a):
+    return a / jnp.linalg.norm(a)
+
+
+def _dual(A):
+    """(m, 3) the rows that read the coefficients of a vector in the span of A's m columns."""
+    return jnp.linalg.solve(A.T @ A, A.T)
+
+
+def composite_parts(kinds: tuple, jp: JointParams, g: tuple, child: State, parent: State | None):
+    """The world quantities of a body's composite joint (``Joints.groups``: slides, then hinges
+    through one anchor, the group's last joint's): (xp, xc, Rp, Rc, S (3, k) the slides' world axes,
+    the parent's material point under the child's anchor, in the parent's frame)."""
+    last = g[-1]
+    Rc = quat_to_mat(child.quat)
+    xc = child.pos + Rc @ jp.anchor_child[last]
+    if parent is None:
+        Rp, xp, under = jnp.eye(3, dtype=xc.dtype), jp.anchor_parent[last], None
+    else:
+        Rp = quat_to_mat(parent.quat)
+        xp, under = parent.pos + Rp @ jp.anchor_parent[last], Rp.T @ (xc - parent.pos)
+    slides = [j for j, k in zip(g, kinds) if k == "slide"]
+    S = jnp.stack([_unit(Rp @ jp.axis_parent[j]) for j in slides], axis=1) if slides else None
+    return xp, xc, Rp, Rc, S, under
+
+
+def composite_rows(kinds: tuple, jp: JointParams, g: tuple, child: State, parent: State | None):
+    """Constraint rows of a body's composite joint of k slides then m hinges (``Joints.groups``), as
+    ``rows``, 6 − k − m of them: the child's anchor (the hinges' common point) moves relative to the
+    parent's material point under it only within the span of the slides' (parent-fixed) axes (3 − k
+    rows: an orthonormal basis across them; k = 0: world x, y, z, the anchors' separation), and the
+    relative angular velocity stays within the span of the hinges' axes: m = 0, none (3 rows, world
+    x, y, z; error the turn from ``reference``); m = 1, as a hinge (2 rows across its axis); m = 2,
+    the first hinge's axis a₁ is the parent's and the last's a₂ the child's, and a₁·a₂ keeps its value
+    at the reference (1 row along a₁ × a₂); m = 3, none (a ball's anchor rows alone)."""
+    xp, xc, Rp, Rc, S, under = composite_parts(kinds, jp, g, child, parent)
+    dtype = xc.dtype
+    eye = jnp.eye(3, dtype=dtype)
+    hinges = [j for j, k in zip(g, kinds) if k == "hinge"]
+    k, m = len(g) - len(hinges), len(hinges)
+    if k == 0:
+        N = eye
+    elif k == 1:
+        N = geometry.tangent_basis(S[:, 0])
+    elif k == 2:
+        N = _unit(jnp.cross(S[:, 0], S[:, 1]))[None]
+    else:
+        N = jnp.zeros((0, 3), dtype)
+    err_lin = N @ (xc - xp)
+    if m == 0:
+        U = eye
+        err_ang, _ = turn_error(jp.reference[g[0]], child, parent)
+    elif m == 1:
+        a, ac = _unit(Rp @ jp.axis_parent[hinges[0]]), _unit(Rc @ jp.axis_child[hinges[0]])
+        U = geometry.tangent_basis(a)
+        err_ang = U @ jnp.cross(a, ac)
+    elif m == 2:
+        a1, a2 = _unit(Rp @ jp.axis_parent[hinges[0]]), _unit(Rc @ jp.axis_child[hinges[1]])
+        n = jnp.cross(a1, a2)
+        sin = jnp.linalg.norm(n)
+        c0 = jnp.dot(_unit(jp.axis_parent[hinges[0]]), quat_to_mat(jp.reference[hinges[1]]) @ _unit(jp.axis_child[hinges[1]]))
+        U = (n / sin)[None]
+        err_ang = ((c0 - jnp.dot(a1, a2)) / sin)[None]
+    else:
+        U = jnp.zeros((0, 3), dtype)
+        err_ang = jnp.zeros((0,), dtype)
+    zl = jnp.zeros((U.shape[0], 3), dtype)
+
+    def on(s, r_body, R):
+        lin = geometry.point_jacobian(s, r_body, N)
+        return jnp.concatenate([lin, jnp.concatenate([zl, U @ R], axis=1)], axis=0)
+
+    Jc = on(child, jp.anchor_child[g[-1]], Rc)
+    if parent is None:
+        Jp = jnp.zeros_like(Jc)
+    else:
+        Jp = on(parent, jp.anchor_parent[g[-1]] if k == 0 else under, Rp)
+    return Jc, Jp, jnp.concatenate([err_lin, err_ang])
+
+
 def joint_rows(joints: Joints, jp: JointParams, j: int, child: State, parent: State | None):
-    """Joint j's rows by its kind (``rows`` or ``slide_rows``)."""
+    """Joint j's rows by its kind (``rows``, ``slide_rows``, ``point_rows``, ``weld_rows``)."""
     args = (jp.anchor_parent[j], jp.anchor_child[j], jp.axis_parent[j], jp.axis_child[j])
-    if joints.kind(j) == "slide":
+    kind = joints.kind(j)
+    if kind == "slide":
         return slide_rows(*args, jp.reference[j], child, parent)
+    if kind in ("ball", "connect"):
+        return point_rows(args[0], args[1], child, parent)
+    if kind in ("welded", "weld"):
+        return weld_rows(args[0], args[1], jp.reference[j], child, parent)
     return rows(*args, child, parent)
 
 
+def group_rows(joints: Joints, jp: JointParams, g: tuple, child: State, parent: State | None):
+    """Group g's rows (``Joints.groups``): a lone joint's ``joint_rows``, a composite's
+    ``composite_rows``."""
+    if len(g) == 1:
+        return joint_rows(joints, jp, g[0], child, parent)
+    return composite_rows(tuple(joints.kind(j) for j in g), jp, g, child, parent)
+
+
 def limit_rows(joints: Joints, jp: JointParams, state: State):
-    """The range limits as one-sided rows of the contact problem, two per limited joint (its lower
-    then its upper limit), each a contact whose normal velocity is ±q̇ (the joint's rate row G on its
-    two bodies, ``rate_rows``) and whose distance is q − lower (upper − q), with no tangent rows:
+    """The range limits as one-sided rows of the contact problem, two per limited hinge or slide (its
+    lower then its upper limit), each a contact whose normal velocity is ±q̇ (the joint's rate row G on
+    its two bodies, ``rate_rows``) and whose distance is q − lower (upper − q), with no tangent rows,
+    and one per limited ball (MuJoCo's cone: the angle θ of its turn within ``range[j, 1]``, distance
+    upper − θ, normal velocity −θ̇ = −n̂·ω_rel, n̂ the turn's world axis):
     (rows (L, 2, 3, 6), phi (L,), rate (L,) the normal velocity now, bodies (L, 2): child and parent,
-    −1 the world). The problem then keeps q within the range as a contact keeps bodies apart (an
-    impulse ≥ 0, speculative, the law's restitution: none by default)."""
+    −1 the world; L = ``Joints.num_limit_rows``). The problem then keeps q within the range as a
+    contact keeps bodies apart (an impulse ≥ 0, speculative, the law's restitution: none by default)."""
     lim = joints.limited_joints
     dtype = state.pos.dtype
     G = rate_rows(joints, state, jp)
     q, qd = coordinates(joints, jp, state)
     rng = jnp.asarray(jp.range, dtype)
+    body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
     rows, phi, rate, bodies = [], [], [], []
     for j in lim:
         c, p = joints.child[j], joints.parent[j]
-        gc = G[j, 6 * c:6 * c + 6]
-        gp = jnp.zeros_like(gc) if p < 0 else G[j, 6 * p:6 * p + 6]
-        for sign, dist in ((1.0, q[j] - rng[j, 0]), (-1.0, rng[j, 1] - q[j])):
+        d = joints.dof_start[j]
+        if joints.kind(j) == "ball":  # the cone: θ ≤ upper
+            Q = ball_quaternion(jp, j, body(c), None if p < 0 else body(p))
+            s = jnp.linalg.norm(Q[1:])
+            theta = 2.0 * jnp.arctan2(s, Q[0])
+            n = Q[1:] / jnp.where(s > 1e-12, s, 1.0)  # the turn's axis, child's frame (the ball's rates' frame)
+            gc, gp = n @ G[d:d + 3, 6 * c:6 * c + 6], (jnp.zeros((6,), dtype) if p < 0 else n @ G[d:d + 3, 6 * p:6 * p + 6])
+            rows.append(jnp.zeros((2, 3, 6), dtype).at[0, 0].set(-gc).at[1, 0].set(-gp))
+            phi.append(rng[j, 1] - theta)
+            rate.append(-(n @ qd[d:d + 3]))
+            bodies.append((c, p))
+            continue
+        gc = G[d, 6 * c:6 * c + 6]
+        gp = jnp.zeros_like(gc) if p < 0 else G[d, 6 * p:6 * p + 6]
+        for sign, dist in ((1.0, q[d] - rng[j, 0]), (-1.0, rng[j, 1] - q[d])):
             r = jnp.zeros((2, 3, 6), dtype).at[0, 0].set(sign * gc).at[1, 0].set(sign * gp)
             rows.append(r)
             phi.append(dist)
-            rate.append(sign * qd[j])
+            rate.append(sign * qd[d])
             bodies.append((c, p))
     return jnp.stack(rows), jnp.stack(phi), jnp.stack(rate), jnp.asarray(bodies, jnp.int32)
 
@@ -298,8 +536,20 @@ def loss_rows(joints: Joints, jp: JointParams, state: State):
     two bodies (``rate_rows``), so that its friction μ = frictionloss·h bounds the joint's impulse
     |z| ≤ frictionloss·h, as MuJoCo's friction loss bounds its force (|τ| ≤ frictionloss): (rows
     (J, 2, 3, 6), bodies (J, 2): child and parent, −1 the world)."""
-    G = rate_rows(joints, state, jp)
+    G = scalar_view(joints, rate_rows(joints, state, jp))
     return _rate_contacts(G, joints.child, joints.parent, state.pos.dtype)
+
+
+def scalar_view(joints: Joints, x):
+    """Per-coordinate x (D, …) (``coordinates``, ``rate_rows``) as one entry per joint (J, …): a hinge's
+    or slide's own coordinate, zero for a ball, a weld or an equality (a friction loss or a tendon acts
+    on hinges and slides only: ``validate`` and ``Joints`` refuse the others). Hinges and slides alone:
+    x itself."""
+    if joints.num_dofs == joints.num_joints and all(joints.kind(j) in SCALAR for j in range(joints.num_joints)):
+        return x
+    idx = np.asarray([min(k, joints.num_dofs - 1) for k in joints.dof_start], np.int64)
+    one = np.asarray([joints.kind(j) in SCALAR for j in range(joints.num_joints)])
+    return jnp.where(jnp.asarray(one).reshape((-1,) + (1,) * (x.ndim - 1)), x[idx], 0)
 
 
 def _rate_contacts(G, child, parent, dtype):
@@ -313,24 +563,32 @@ def _rate_contacts(G, child, parent, dtype):
 
 
 def anchor_rows(joints: Joints) -> np.ndarray:
-    """(J, ROWS_PER_JOINT) static mask of each joint's rows whose error is the anchors' separation
-    (a hinge's first 3, a slide's first 2: across its axis)."""
-    mask = np.zeros((joints.num_joints, ROWS_PER_JOINT), bool)
-    for j in range(joints.num_joints):
-        mask[j, :2 if joints.kind(j) == "slide" else 3] = True
-    return mask
+    """(G, 3) static: each group's rows (``Joints.groups``, in ``system``'s order) whose error is the
+    anchors' separation (a hinge's first 3, a slide's first 2: across its axis; a composite's first
+    3 − its slides), −1 where a group has fewer."""
+    out = -np.ones((len(joints.groups), 3), np.int64)
+    start = 0
+    for i, g in enumerate(joints.groups):
+        n = joints.group_anchors(g)
+        out[i, :n] = np.arange(start, start + n)
+        start += joints.group_rows(g)
+    return out
 
 
 def system(joints: Joints, jp: JointParams, state: State):
-    """Every joint's rows over the 6N velocities of the world's N bodies (``state`` (N, …)):
-    (J (5·J, 6N), error (5·J,))."""
+    """Every joint group's rows over the 6N velocities of the world's N bodies (``state`` (N, …)):
+    (J (R, 6N), error (R,)), R = ``Joints.num_rows`` (5 per joint when every joint is a lone hinge
+    or slide)."""
     N = state.pos.shape[0]
     body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
-    J = jnp.zeros((ROWS_PER_JOINT * joints.num_joints, 6 * N), jp.anchor_child.dtype)
+    J = jnp.zeros((joints.num_rows, 6 * N), jp.anchor_child.dtype)
     errs = []
-    for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
-        Jc, Jp, err = joint_rows(joints, jp, r, body(c), None if p < 0 else body(p))
-        rs = slice(ROWS_PER_JOINT * r, ROWS_PER_JOINT * (r + 1))
+    start = 0
+    for g in joints.groups:
+        p, c = joints.parent[g[0]], joints.child[g[0]]
+        Jc, Jp, err = group_rows(joints, jp, g, body(c), None if p < 0 else body(p))
+        rs = slice(start, start + joints.group_rows(g))
+        start += joints.group_rows(g)
         J = J.at[rs, 6 * c:6 * c + 6].set(Jc)
         if p >= 0:
             J = J.at[rs, 6 * p:6 * p + 6].add(-Jp)
@@ -339,60 +597,200 @@ def system(joints: Joints, jp: JointParams, state: State):
 
 
 def coordinates(joints: Joints, jp: JointParams, state: State):
-    """Every joint's coordinate q and rate q̇, (J,) each. A hinge: q̇ = a·(ω_child − ω_parent) along
+    """Every joint's coordinates q and rates q̇, (D,) each (``Joints.num_dofs``: one per hinge or
+    slide, so (J,) when every joint is one; three per ball; none for a weld or an equality; joint
+    j's first at ``Joints.dof_start[j]``). A hinge: q̇ = a·(ω_child − ω_parent) along
     the parent's world axis a (MuJoCo's hinge rate); q the rotation about a that takes
     ``jp.reference`` (the child's orientation in the parent's frame at q = 0) to the child's
     orientation now, in (−π, π] (MuJoCo's hinge angle is unbounded: the two agree within a half
     turn of the reference). A slide: q = a·(x_child − x_parent), the child's anchor's displacement
     along a from the parent's anchor (MuJoCo's slide qpos when the anchors coincide at qpos 0), and
-    q̇ its rate (``rate_rows``)."""
-    N = state.pos.shape[0]
+    q̇ its rate (``rate_rows``). A ball: q the rotation vector, in the child's frame, of its
+    quaternion (MuJoCo's ball qpos, ``ball_quaternion``), q̇ the relative angular velocity in the
+    child's frame (MuJoCo's ball qvel). A composite's joints (``composite_coordinates``): each
+    joint's own, as MuJoCo composes them."""
     body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
     qs, rates = [], []
-    G = rate_rows(joints, state, jp) if joints.has_slides else None
-    v = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1) if joints.has_slides else None
-    for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
+    plain = all(k in SCALAR for k in joints.kinds) and joints.uniform
+    G = rate_rows(joints, state, jp) if joints.has_slides or not plain else None
+    v = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1) if G is not None else None
+    for g in joints.groups:
+        p, c = joints.parent[g[0]], joints.child[g[0]]
         child = body(c)
         parent = None if p < 0 else body(p)
+        start = joints.dof_start[g[0]]
+        if len(g) > 1:
+            qs.append(composite_coordinates(tuple(joints.kind(j) for j in g), jp, g, child, parent))
+            rates.append(G[start:start + len(g)] @ v)
+            continue
+        r = g[0]
+        kind = joints.kind(r)
+        if kind == "ball":
+            qs.append(2.0 * _log(quat_mul(quat_conj(jp.reference[r]), _relative(child, parent))))
+            rates.append(G[start:start + 3] @ v)
+            continue
+        if kind not in SCALAR:
+            continue
         xp, xc, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
-        if joints.kind(r) == "slide":
-            qs.append(jnp.dot(ap, xc - xp))
-            rates.append(G[r] @ v)
+        if kind == "slide":
+            qs.append(jnp.dot(ap, xc - xp)[None])
+            rates.append(G[start:start + 1] @ v)
             continue
         w_c = quat_to_mat(child.quat) @ child.omega
         w_p = jnp.zeros_like(w_c) if parent is None else quat_to_mat(parent.quat) @ parent.omega
-        rates.append(jnp.dot(ap, w_c - w_p))
+        rates.append(jnp.dot(ap, w_c - w_p)[None])
         if jp.reference is None:
-            qs.append(jnp.zeros((), w_c.dtype))
+            qs.append(jnp.zeros((1,), w_c.dtype))
             continue
         rel = child.quat if parent is None else quat_mul(quat_conj(parent.quat), child.quat)
         d = quat_mul(rel, quat_conj(jp.reference[r]))  # the rotation since the reference, parent's frame
         a_local = jp.axis_parent[r] / jnp.linalg.norm(jp.axis_parent[r])
-        qs.append(2.0 * jnp.arctan2(jnp.dot(d[1:], a_local), d[0]))
-    del N
-    return jnp.stack(qs), jnp.stack(rates)
+        qs.append(2.0 * jnp.arctan2(jnp.dot(d[1:], a_local), d[0])[None])
+    if not qs:
+        return jnp.zeros((0,), state.pos.dtype), jnp.zeros((0,), state.pos.dtype)
+    return jnp.concatenate(qs), jnp.concatenate(rates)
+
+
+def _relative(child: State, parent: State | None):
+    """The child's orientation in the parent's frame (the world's for None)."""
+    return child.quat if parent is None else quat_mul(quat_conj(parent.quat), child.quat)
+
+
+def _log(q):
+    """Half the rotation vector of unit quaternion q (the shorter way round), finite at the identity."""
+    q = jnp.where(q[0] < 0, -q, q)
+    s = jnp.linalg.norm(q[1:])
+    safe = jnp.where(s > 1e-12, s, 1.0)
+    return jnp.where(s > 1e-12, jnp.arctan2(s, q[0]) / safe, 1.0 / jnp.maximum(q[0], 1e-300)) * q[1:]
+
+
+def ball_quaternion(jp: JointParams, j: int, child: State, parent: State | None):
+    """(4,) ball joint j's quaternion (MuJoCo's ball qpos): the child's turn from ``jp.reference`` in
+    its own frame, conj(reference) ⊗ (the child's orientation in the parent's frame)."""
+    q = quat_mul(quat_conj(jp.reference[j]), _relative(child, parent))
+    return jnp.where(q[0] < 0, -q, q)
+
+
+def _axis_angle(axis, angle):
+    return jnp.concatenate([jnp.cos(0.5 * angle)[None], jnp.sin(0.5 * angle) * axis])
+
+
+def composite_coordinates(kinds: tuple, jp: JointParams, g: tuple, child: State, parent: State | None):
+    """(n,) the coordinates of a body's composite joint (slides, then one to three hinges: MuJoCo's
+    parent ∘ slide … ∘ hinge₁ ∘ hinge₂): the slides' from the child's anchor's displacement d from the
+    parent's, d = Σ qₛ sₛ over their world axes; the hinges' from the turn D since ``reference`` (the
+    parent's frame), D = R(b₁, q₁) R(b₂, q₂) with bᵢ ``axis_parent`` (each hinge's axis at q = 0):
+    q₁ turns b₂ about b₁ onto D b₂, q₂ is what is left, about b₂."""
+    xp, xc, _, _, S, _ = composite_parts(kinds, jp, g, child, parent)
+    hinges = [j for j, k in zip(g, kinds) if k == "hinge"]
+    out = []
+    if S is not None:
+        out.append(_dual(S) @ (xc - xp))
+    if hinges:
+        D = quat_mul(_relative(child, parent), quat_conj(jp.reference[g[0]]))
+        b1 = _unit(jp.axis_parent[hinges[0]])
+        if len(hinges) == 1:
+            out.append(2.0 * jnp.arctan2(jnp.dot(D[1:], b1), D[0])[None])
+        elif len(hinges) == 2:
+            b2 = _unit(jp.axis_parent[hinges[1]])
+            q1 = _turn(b1, b2, quat_to_mat(D) @ b2)
+            e = quat_mul(quat_conj(_axis_angle(b1, q1)), D)
+            out.append(jnp.stack([q1, 2.0 * jnp.arctan2(jnp.dot(e[1:], b2), e[0])]))
+        else:
+            out.append(jnp.stack(_three_angles(D, *(_unit(jp.axis_parent[h]) for h in hinges))))
+    return jnp.concatenate(out)
+
+
+def _turn(axis, a, b):
+    """The angle about unit ``axis`` that turns a's component across it onto b's."""
+    u, v = a - jnp.dot(axis, a) * axis, b - jnp.dot(axis, b) * axis
+    return jnp.arctan2(jnp.dot(axis, jnp.cross(u, v)), jnp.dot(u, v))
+
+
+def _three_angles(D, b1, b2, b3):
+    """(q₁, q₂, q₃) with D = R(b₁, q₁) R(b₂, q₂) R(b₃, q₃) (three hinges through one point, their axes
+    at q = 0): x = R(b₂, q₂) b₃ = R(b₁, −q₁) D b₃ lies on both cones, b₂·x = b₂·b₃ and b₁·x = b₁·D b₃;
+    of the two such x the branch of the reference (q = 0: x = b₃, the sign of (b₁ × b₂)·b₃) is kept;
+    then q₂ turns b₃ onto x about b₂, q₁ x onto D b₃ about b₁, and q₃ is what is left, about b₃."""
+    w = quat_to_mat(D) @ b3
+    c12 = jnp.dot(b1, b2)
+    n = jnp.cross(b1, b2)
+    alpha, beta = jnp.dot(b1, w), jnp.dot(b2, b3)
+    a = (alpha - beta * c12) / (1.0 - c12 * c12)
+    c = (beta - alpha * c12) / (1.0 - c12 * c12)
+    side = jnp.where(jnp.dot(n, b3) < 0, -1.0, 1.0)
+    gamma = side * jnp.sqrt(jnp.maximum(1.0 - a * a - c * c - 2.0 * a * c * c12, 0.0) / jnp.dot(n, n))
+    x = a * b1 + c * b2 + gamma * n
+    q2, q1 = _turn(b2, b3, x), _turn(b1, x, w)
+    e = quat_mul(quat_conj(quat_mul(_axis_angle(b1, q1), _axis_angle(b2, q2))), D)
+    return q1, q2, 2.0 * jnp.arctan2(jnp.dot(e[1:], b3), e[0])
+
+
+def composite_rates(kinds: tuple, jp: JointParams, g: tuple, child: State, parent: State | None):
+    """(G_child (n, 6), G_parent (n, 6)) the rate rows of a composite's joints (q̇ = G_child v_child −
+    G_parent v_parent): the relative motion at the child's anchor is Σ q̇ₛ sₛ (slides) and
+    Σ q̇ₕ aₕ (hinges, aₕ their world axes now: the first the parent's, the second the child's), read
+    by the dual bases of the slides' and the hinges' axes."""
+    _, _, Rp, Rc, S, under = composite_parts(kinds, jp, g, child, parent)
+    hinges = [j for j, k in zip(g, kinds) if k == "hinge"]
+    dtype = Rc.dtype
+    gc, gp = [], []
+    if S is not None:
+        P = _dual(S)
+        gc.append(geometry.point_jacobian(child, jp.anchor_child[g[-1]], P))
+        gp.append(None if parent is None else geometry.point_jacobian(parent, under, P))
+    if hinges:
+        axes = [_unit(Rp @ jp.axis_parent[hinges[0]])] + ([_unit(Rc @ jp.axis_child[hinges[-1]])] if len(hinges) > 1 else [])
+        if len(hinges) == 3:  # the middle axis turns with the first hinge: R_p R(b₁, q₁) b₂
+            q1 = composite_coordinates(kinds, jp, g, child, parent)[len(g) - 3]
+            axes.insert(1, Rp @ quat_to_mat(_axis_angle(_unit(jp.axis_parent[hinges[0]]), q1)) @ _unit(jp.axis_parent[hinges[1]]))
+        P = _dual(jnp.stack(axes, axis=1))
+        z = jnp.zeros((len(hinges), 3), dtype)
+        gc.append(jnp.concatenate([z, P @ Rc], axis=1))
+        gp.append(None if parent is None else jnp.concatenate([z, P @ Rp], axis=1))
+    Gc = jnp.concatenate(gc)
+    return Gc, jnp.zeros_like(Gc) if parent is None else jnp.concatenate(gp)
 
 
 def rate_rows(joints: Joints, state: State, jp: JointParams):
-    """(J, 6N) every joint's rate row G (q̇ = G v over the bodies' generalised velocities): a
-    hinge's a·(ω_child − ω_parent), a slide's a·(velocity of the child's anchor − velocity of the
-    parent's material point there), a the parent's world axis."""
+    """(D, 6N) every coordinate's rate row G (q̇ = G v over the bodies' generalised velocities, D =
+    ``Joints.num_dofs``): a hinge's a·(ω_child − ω_parent), a slide's a·(velocity of the child's
+    anchor − velocity of the parent's material point there), a the parent's world axis; a ball's
+    three the relative angular velocity in the child's frame; a composite's ``composite_rates``."""
     N = state.pos.shape[0]
     body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
-    G = jnp.zeros((joints.num_joints, 6 * N), state.pos.dtype)
-    for r, (p, c) in enumerate(zip(joints.parent, joints.child)):
+    G = jnp.zeros((joints.num_dofs, 6 * N), state.pos.dtype)
+    for grp in joints.groups:
+        r = grp[0]
+        p, c = joints.parent[r], joints.child[r]
         child = body(c)
         parent = None if p < 0 else body(p)
+        d = joints.dof_start[r]
+        kind = joints.kind(r)
+        if len(grp) > 1:
+            Gc, Gp = composite_rates(tuple(joints.kind(j) for j in grp), jp, grp, child, parent)
+            G = G.at[d:d + len(grp), 6 * c:6 * c + 6].set(Gc)
+            if p >= 0:
+                G = G.at[d:d + len(grp), 6 * p:6 * p + 6].add(-Gp)
+            continue
+        if kind == "ball":  # ω_rel in the child's frame: Rcᵀ(Rc ω_c − Rp ω_p)
+            Rc = quat_to_mat(child.quat)
+            G = G.at[d:d + 3, 6 * c + 3:6 * c + 6].set(jnp.eye(3, dtype=Rc.dtype))
+            if p >= 0:
+                G = G.at[d:d + 3, 6 * p + 3:6 * p + 6].add(-(Rc.T @ quat_to_mat(parent.quat)))
+            continue
+        if kind not in SCALAR:
+            continue
         _, xc, ap, _ = frames(jp.anchor_parent[r], jp.anchor_child[r], jp.axis_parent[r], jp.axis_child[r], child, parent)
-        if joints.kind(r) == "slide":
-            G = G.at[r, 6 * c:6 * c + 6].set(geometry.point_jacobian(child, jp.anchor_child[r], ap[None])[0])
+        if kind == "slide":
+            G = G.at[d, 6 * c:6 * c + 6].set(geometry.point_jacobian(child, jp.anchor_child[r], ap[None])[0])
             if p >= 0:
                 r_p = quat_to_mat(parent.quat).T @ (xc - parent.pos)
-                G = G.at[r, 6 * p:6 * p + 6].add(-geometry.point_jacobian(parent, r_p, ap[None])[0])
+                G = G.at[d, 6 * p:6 * p + 6].add(-geometry.point_jacobian(parent, r_p, ap[None])[0])
             continue
-        G = G.at[r, 6 * c + 3:6 * c + 6].set(ap @ quat_to_mat(child.quat))  # ω_world = R ω_body
+        G = G.at[d, 6 * c + 3:6 * c + 6].set(ap @ quat_to_mat(child.quat))  # ω_world = R ω_body
         if p >= 0:
-            G = G.at[r, 6 * p + 3:6 * p + 6].add(-(ap @ quat_to_mat(parent.quat)))
+            G = G.at[d, 6 * p + 3:6 * p + 6].add(-(ap @ quat_to_mat(parent.quat)))
     return G
 
 
@@ -419,9 +817,11 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     (Woodbury, C = A + hB). Returns (v (6N,), M'⁻¹ (6N, 6N)); the joint rows then act through M'⁻¹."""
     h = model.dt
     dtype = v1.dtype
-    zeros = jnp.zeros((joints.num_joints,), dtype)
-    arm = zeros if jp.armature is None else jnp.asarray(jp.armature, dtype)
-    damp = zeros if jp.damping is None else jnp.asarray(jp.damping, dtype)
+    D = joints.num_dofs
+    zeros = jnp.zeros((D,), dtype)
+    per_dof = (lambda a: a) if D == joints.num_joints and joints.uniform else (lambda a: a[joints.dof_joint])
+    arm = zeros if jp.armature is None else per_dof(jnp.asarray(jp.armature, dtype))
+    damp = zeros if jp.damping is None else per_dof(jnp.asarray(jp.damping, dtype))
     G = rate_rows(joints, state, jp)
     v0 = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
     v1 = v1.reshape(-1)
@@ -432,27 +832,30 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     J, T = joints.num_joints, 0 if joints.tendons is None else joints.tendons.num_tendons
     t_pushed = t_extra = None
     if jp.actuators is not None:  # the actuators: explicit forces, their velocity bias as implicit damping
-        if T:  # an actuator J + t drives tendon t, on its length (tendons.lengths)
-            L, Ld = tendon_lengths(joints.tendons, jp.tendons, q, qd)
+        # an actuator j < J drives joint j's coordinate (its first dof), J + t tendon t on its length
+        index = tuple(joints.dof_start[j] if j < J else D + j - J for j in joints.actuated)
+        if T:
+            L, Ld = tendon_lengths(joints.tendons, jp.tendons, scalar_view(joints, q), scalar_view(joints, qd))
             q_a, qd_a = jnp.concatenate([q, L]), jnp.concatenate([qd, Ld])
-        pushed, extra = joint_forces(joints.actuated, jp.actuators, q_a if T else q, qd_a if T else qd, J + T,
+        pushed, extra = joint_forces(index, jp.actuators, q_a if T else q, qd_a if T else qd, D + T,
                                      joints.force_limited)
-        pushed, extra, t_pushed, t_extra = pushed[:J], extra[:J], pushed[J:], extra[J:]
+        pushed, extra, t_pushed, t_extra = pushed[:D], extra[:D], pushed[D:], extra[D:]
         damp = damp + extra
     C = arm + h * damp
-    MG = Minv @ G.T  # (6N, J)
-    S = jnp.eye(joints.num_joints, dtype=dtype) + C[:, None] * (G @ MG)
+    MG = Minv @ G.T  # (6N, D)
+    S = jnp.eye(D, dtype=dtype) + C[:, None] * (G @ MG)
     Minv_p = Minv - MG @ jnp.linalg.solve(S, C[:, None] * MG.T)
     force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1) - h * pushed
     if jp.armature is not None:  # the rotor's inertia force is a·q̈, q̈ = G v̇ + Ġ v: its Ġ v part
         force = force + h * arm * rate_drift(joints, jp, state)
     if jp.stiffness is not None:
-        ref = zeros if jp.springref is None else jnp.asarray(jp.springref, dtype)
-        force = force + h * jnp.asarray(jp.stiffness, dtype) * (q - ref)
+        ref = zeros if jp.springref is None else per_dof(jnp.asarray(jp.springref, dtype))
+        force = force + h * per_dof(jnp.asarray(jp.stiffness, dtype)) * (q - ref)
     push = G.T @ force
     if jp.tendons is not None and (jp.tendons.has_passive() or T and jp.actuators is not None):
         # the tendons' rows join the update (Woodbury again), with their actuators' forces and implicit damping
-        Gt, ct, ft = tendon_passive(joints.tendons, jp.tendons, G, q if spring else None, v1, h)
+        Gt, ct, ft = tendon_passive(joints.tendons, jp.tendons, scalar_view(joints, G),
+                                    scalar_view(joints, q) if spring else None, v1, h)
         if t_pushed is not None:
             ct, ft = ct + h * t_extra, ft + h * t_extra * (Gt @ v1) - h * t_pushed
         MG = Minv_p @ Gt.T
@@ -461,6 +864,28 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
         push = push + Gt.T @ ft
     v = v1 - Minv_p @ push
     return v, 0.5 * (Minv_p + Minv_p.T)
+
+
+REDUNDANT_REGULARIZATION = 1e-2  # × √(machine ε) × the largest diagonal of J M⁻¹ Jᵀ: ``regularized_motion``
+
+
+def regularized_motion(Minv, Jb, target, v1):
+    """``constrained_motion`` for rows that may be redundant (a loop closed by an equality: a planar
+    four-bar's hinges and connect repeat one another's out-of-plane rows, and J M⁻¹ Jᵀ is singular):
+    J M⁻¹ Jᵀ + εI with ε = ``REDUNDANT_REGULARIZATION``·√(machine ε)·max diag(J M⁻¹ Jᵀ) (1.5e-10 of it
+    in float64), so the impulse in a redundant direction is the least one and the rest are met to
+    that relative accuracy. W = M⁻¹ − B Bᵀ with B = M⁻¹Jᵀ L⁻ᵀ (L the Cholesky factor of the
+    regularised matrix), symmetrised. Returns as ``constrained_motion``."""
+    R = jnp.linalg.cholesky(Minv)
+    A = R.T @ Jb.T
+    K = A.T @ A
+    eps = REDUNDANT_REGULARIZATION * jnp.sqrt(jnp.finfo(K.dtype).eps) * jax.lax.stop_gradient(jnp.max(jnp.diag(K)))
+    L = jnp.linalg.cholesky(K + eps * jnp.eye(K.shape[0], dtype=K.dtype))
+    fac = (L, True)
+    vc = v1 + Minv @ (Jb.T @ jax.scipy.linalg.cho_solve(fac, target - Jb @ v1))
+    B = R @ jax.scipy.linalg.solve_triangular(L, A.T, lower=True).T
+    W = Minv - B @ B.T
+    return vc, 0.5 * (W + W.T), fac
 
 
 def constrained_motion(Minv, Jb, target, v1):
@@ -491,8 +916,8 @@ def constrained_motion(Minv, Jb, target, v1):
 class Motion:
     """The bodies' motion before contact (a step's stage, not a pytree). velocity: (N, 6) the
     velocity the contact problem starts from (v¹, or v_c with joints); mobility: (N, 6, 6) every
-    body's M⁻¹ (free bodies: W block-diagonal) or (6N, 6N) the jointed W; error: (5·J,) the joints'
-    drift before the step."""
+    body's M⁻¹ (free bodies: W block-diagonal) or (6N, 6N) the jointed W; error: (R,) the joints'
+    drift before the step (``Joints.num_rows``)."""
 
     velocity: Any
     mobility: Any
@@ -502,7 +927,7 @@ class Motion:
     jac: Any = None
     target: Any = None
     factor: Any = None
-    anchors: Any = None  # (J, 5) static mask of the anchor rows (``anchor_rows``) where a joint is a slide
+    anchors: Any = None  # (G, 3) static anchor rows of each group (``anchor_rows``) unless every joint is a hinge
 
     def after(self, p):
         """(N, 6) velocity after the contact impulse p (N, 6): v + W p."""
@@ -511,7 +936,7 @@ class Motion:
         return (self.velocity.reshape(-1) + self.mobility @ p.reshape(-1)).reshape(p.shape)
 
     def joint_impulse(self, p):
-        """(5·J,) the joint impulse λ with the contact impulse p (N, 6): J_b v⁺ = target with
+        """(R,) the joint impulse λ (``system``'s rows) with the contact impulse p (N, 6): J_b v⁺ = target with
         v⁺ = v¹ + M⁻¹(J_bᵀλ + p)."""
         if self.factor is None:
             return jnp.zeros((0,), p.dtype)
@@ -521,10 +946,10 @@ class Motion:
         """() the largest anchor separation of a joint before the step (m; 0 without joints)."""
         if self.factor is None:
             return jnp.zeros((), self.velocity.dtype)
-        err = self.error.reshape(-1, ROWS_PER_JOINT)
-        if self.anchors is not None:
-            err = jnp.where(jnp.asarray(self.anchors), err, 0.0)
-        return jnp.max(jnp.linalg.norm(err[:, :3], axis=1))
+        if self.anchors is None:  # every joint a lone hinge: 5 rows each, the anchors' first
+            return jnp.max(jnp.linalg.norm(self.error.reshape(-1, 5)[:, :3], axis=1))
+        err = jnp.concatenate([self.error, jnp.zeros((1,), self.error.dtype)])[jnp.asarray(self.anchors)]
+        return jnp.max(jnp.linalg.norm(err, axis=1))
 
 
 def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
@@ -544,9 +969,10 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
         v, M = passive_motion(model, joints, params.joints, state, v1, M)
     Jb, err = system(joints, params.joints, state)
     target = -(joints.baumgarte / model.dt) * err
-    vc, W, fac = constrained_motion(M, Jb, target, v)
+    loops = any(joints.kind(j) in EQUALITIES for j in range(joints.num_joints))
+    vc, W, fac = (regularized_motion if loops else constrained_motion)(M, Jb, target, v)
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
-                  target=target, factor=fac, anchors=anchor_rows(joints) if joints.has_slides else None)
+                  target=target, factor=fac, anchors=None if joints.kinds == () and joints.uniform else anchor_rows(joints))
 
 
 def check_start(start) -> str:
@@ -698,19 +1124,64 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
             raise ValueError("params.joints.tendons is given but Joints.tendons is None: the tendons' joints are static "
                              "(Joints(..., tendons=tendons.Tendons(...)))")
         check_tendons(joints.tendons, jp.tendons, J)
+    if jp.frictionloss is not None:
+        odd = [j for j in range(J) if joints.kind(j) not in SCALAR and np.asarray(jp.frictionloss, float)[j] != 0]
+        if odd:
+            raise ValueError(f"params.joints.frictionloss: joints {odd} are not hinges or slides (a {joints.kind(odd[0])}); "
+                             "a friction loss acts on a hinge's or a slide's coordinate only: give them 0")
     lengths = joints.tendons is not None and (bool(joints.tendons.limited) or jp.tendons.stiffness is not None)
+    kinds = set(joints.kinds)
     needs = [why for why, given in (("a slide keeps the child's orientation in the parent's frame", joints.has_slides),
                                     ("a limited joint's coordinate is measured from it", joints.limited),
                                     ("an actuated joint's coordinate is measured from it", joints.actuated),
-                                    ("a tendon's length sums the joints' coordinates", lengths)) if given]
+                                    ("a tendon's length sums the joints' coordinates", lengths),
+                                    ("a ball's turn is measured from it", "ball" in kinds),
+                                    ("a weld holds the child at it", kinds & {"welded", "weld"}),
+                                    ("a composite joint's coordinates are measured from it",
+                                     any(len(g) > 1 for g in joints.groups))) if given]
     if needs and jp.reference is None:
         raise ValueError(f"params.joints.reference: {'; '.join(needs)}: give reference ((J, 4) unit quaternions, the "
                          "child's orientation in the parent's frame at q = 0); it is None")
+    for field in ("stiffness", "armature", "damping", "springref"):  # a ball's spring pulls toward its reference
+        v = getattr(jp, field)
+        bad = [j for j in range(J) if joints.kind(j) not in SCALAR and v is not None and float(np.asarray(v)[j]) != 0
+               and (field == "springref" or joints.kind(j) != "ball")]
+        if bad:
+            raise ValueError(f"params.joints.{field}[{bad[0]}]: joint {bad[0]} is a {joints.kind(bad[0])}, which has no "
+                             f"{field} here (a hinge's or a slide's; a ball's damping, armature and stiffness, its "
+                             "spring toward its reference); give 0")
     N = np.shape(state.pos)[0]
-    for j, (p, c) in enumerate(zip(joints.parent, joints.child)):
+    body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
+    for g in joints.groups:
+        if len(g) == 1 and joints.kind(g[0]) in SCALAR:
+            continue
+        j = g[0]
+        p, c = joints.parent[j], joints.child[j]
         if max(p, c) >= N:
             raise ValueError(f"Joints: joint {j} names body {max(p, c)} of a world of {N} bodies")
-        body = lambda i: jax.tree_util.tree_map(lambda x: x[i], state)
+        if len(g) > 1:
+            hinges = [i for i in g if joints.kind(i) == "hinge"]
+            a = np.asarray(jp.anchor_child)[hinges] if hinges else np.zeros((0, 3))
+            if len(hinges) > 1 and np.max(np.abs(a - a[-1])) > ANCHOR_TOL:
+                raise ValueError(f"params.joints.anchor_child[{hinges[0]}]: the hinges {hinges} of body {c} do not pass "
+                                 "through one point (a composite joint's hinges share their anchor)")
+            if len(hinges) == 2:
+                b = np.asarray(jp.axis_parent, float)[hinges]
+                if np.linalg.norm(np.cross(b[0], b[1])) < 1e-6 * np.linalg.norm(b[0]) * np.linalg.norm(b[1]):
+                    raise ValueError(f"params.joints.axis_parent[{hinges[1]}]: the two hinges of body {c} are parallel")
+        err = np.asarray(group_rows(joints, jp, g, body(c), None if p < 0 else body(p))[2])
+        n = joints.group_anchors(g)
+        who = f"a {joints.kind(j)}" if len(g) == 1 else f"joints {list(g)}, one body's composite joint"
+        why = consistency_error(j, float(np.linalg.norm(err[:n])), float(np.linalg.norm(err[n:])), start,
+                                joints.baumgarte, dt, "params.joints.anchor_parent/anchor_child",
+                                "params.joints.axis_parent/axis_child/reference", who + ": its anchors, its turn")
+        if why:
+            raise ValueError(why)
+    for j, (p, c) in enumerate(zip(joints.parent, joints.child)):
+        if joints.kind(j) not in SCALAR or len(next(g for g in joints.groups if j in g)) > 1:
+            continue
+        if max(p, c) >= N:
+            raise ValueError(f"Joints: joint {j} names body {max(p, c)} of a world of {N} bodies")
         xp, xc, ap, ac = (np.asarray(a) for a in frames(jp.anchor_parent[j], jp.anchor_child[j], jp.axis_parent[j],
                                                         jp.axis_child[j], body(c), None if p < 0 else body(p)))
         d = float(np.linalg.norm(xc - xp))
@@ -726,8 +1197,9 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
 
 
 __all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "KINDS",
-           "Motion", "PASSIVE", "ROWS_PER_JOINT", "STARTS", "anchor_rows", "axis_drift_tolerance", "broken_passive",
-           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_rows", "slide_rows",
+           "Motion", "PASSIVE", "STARTS", "ANCHORS", "DOFS", "EQUALITIES", "ROWS", "SCALAR",
+           "ball_quaternion", "composite_coordinates", "composite_rates", "composite_rows", "composite_parts", "group_rows", "point_rows", "turn_error", "weld_rows", "anchor_rows", "axis_drift_tolerance", "broken_passive",
+           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_rows", "scalar_view", "slide_rows",
            "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
-           "constrained_motion", "frames",
+           "constrained_motion", "frames", "REDUNDANT_REGULARIZATION", "regularized_motion",
            "motion", "rows", "system", "validate"]

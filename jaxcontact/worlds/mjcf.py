@@ -28,8 +28,11 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
-* Joints: a free joint on a body of the world body; one hinge or slide per body (``worlds.joints``:
-  its parent body, or the world), with its damping, spring (stiffness, springref) and armature
+* Joints: a free joint on a body of the world body; a hinge, slide or ball per body, or a body's
+  slides then up to two hinges through one point (a composite, ``joints.Joints.groups``), a
+  jointless body inside a moving one as a welded body (6 rows), and active connect and weld
+  equalities (``worlds.joints``: docs/worlds.md, "Ball joints, composite joints, welds and
+  equalities"); each joint to its parent body, or the world, with its damping, spring (stiffness, springref) and armature
   (``joints.JointParams``: MuJoCo's compiled values; its angle or displacement measured as MuJoCo's
   qpos), and its range limit (``JointParams.range``: hard, one-sided rows of the contact problem;
   MuJoCo's are soft); actuators on a hinge or slide with a fixed gain and an affine bias
@@ -37,10 +40,10 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   rollout's controls give one per step); a hinge's or slide's friction loss (``JointParams.frictionloss``:
   a bounded row, MuJoCo's ``dof_frictionloss``); fixed tendons (``worlds.tendons``: ``wrap_prm``,
   ``tendon_range``, ``tendon_stiffness`` with ``tendon_lengthspring``, ``tendon_damping``,
-  ``tendon_frictionloss``; hard limits). Ball joints, a free joint's damping, armature or friction
-  loss, spatial tendons (and a tendon's armature, nonlinear spring or damper, plasticity, limit
-  margin), equality constraints, other actuators (on a fixed tendon they load: ``Joints.actuated``'s
-  J + t), heightfields, flexes and plugins
+  ``tendon_frictionloss``; hard limits). A ball's spring toward anything but its zero, a ball's friction
+  loss, a free joint's damping, armature or friction loss, spatial tendons (and a tendon's armature,
+  nonlinear spring or damper, plasticity, limit margin), other equality kinds, other actuators (on a
+  fixed tendon they load: ``Joints.actuated``'s J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
@@ -70,6 +73,7 @@ from __future__ import annotations
 import os
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -198,9 +202,10 @@ def _check(mujoco, model, approximate: bool):
     """Everything the world cannot hold, as a list of sentences (empty: supported)."""
     M = mujoco
     problems = []
-    counts = [("neq", "equality constraints"), ("nflex", "flexes"), ("nplugin", "plugins")]
+    counts = [("nflex", "flexes"), ("nplugin", "plugins")]
     problems += _actuator_problems(M, model)
     problems += _tendon_problems(M, model)
+    problems += _equality_problems(M, model)
     for field, what in counts:
         k = int(getattr(model, field, 0))
         if k:
@@ -209,32 +214,37 @@ def _check(mujoco, model, approximate: bool):
         t = model.jnt_type[j]
         b = model.jnt_bodyid[j]
         name = f"joint {_name(M, model, M.mjtObj.mjOBJ_JOINT, j)} of body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
-        if t == M.mjtJoint.mjJNT_BALL:
-            problems.append(f"{name}: a ball joint (jaxcontact worlds have free, hinge and slide joints only)")
-        elif t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
+        if t == M.mjtJoint.mjJNT_FREE and model.body_parentid[b] != 0:
             problems.append(f"{name}: a free joint on a body inside another body")
-        # a hinge's or slide's damping, spring and armature load (joints.JointParams)
+        # a hinge's, slide's or ball's damping and armature load, a hinge's or slide's spring (joints.JointParams)
         hinge = _joint_kind(M, model, j) is not None
-        if model.jnt_stiffness[j] != 0 and not hinge:
-            problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a free joint (jaxcontact's "
-                            "joint springs are a hinge's or a slide's)")
-        dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + (6 if t == M.mjtJoint.mjJNT_FREE else 1))
+        ball_spring = t == M.mjtJoint.mjJNT_BALL and np.allclose(  # toward the ball's zero: its coordinates
+            model.qpos_spring[model.jnt_qposadr[j]:model.jnt_qposadr[j] + 4], (1.0, 0.0, 0.0, 0.0), atol=1e-12)
+        if model.jnt_stiffness[j] != 0 and _joint_kind(M, model, j) not in ("hinge", "slide") and not ball_spring:
+            problems.append(f"{name}: a joint spring (stiffness {model.jnt_stiffness[j]:g}) on a "
+                            f"{M.mjtJoint(t).name[len('mjJNT_'):].lower()} joint (jaxcontact's joint springs are a "
+                            "hinge's or a slide's)")
+        dofs = range(model.jnt_dofadr[j], model.jnt_dofadr[j] + {int(M.mjtJoint.mjJNT_FREE): 6,
+                                                                   int(M.mjtJoint.mjJNT_BALL): 3}.get(int(t), 1))
         for field, what in (("dof_damping", "damping"), ("dof_armature", "armature"), ("dof_frictionloss", "friction loss")):
             v = np.asarray(getattr(model, field))[list(dofs)]
             if np.any(v != 0) and not hinge:
                 problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart on a free "
                                 "joint: a hinge's or slide's loads)")
+            elif np.any(v != 0) and what == "friction loss" and _joint_kind(M, model, j) not in ("hinge", "slide"):
+                problems.append(f"{name}: joint friction loss {float(np.max(np.abs(v))):g} on a "
+                                f"{_joint_kind(M, model, j)} joint (a hinge's or slide's loads)")
     for b in range(1, model.nbody):
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
         if len(joints) > 1:
-            problems.append(f"{name}: {len(joints)} joints (one free joint, hinge or slide per body)")
+            problems += _composite_problems(M, model, name, joints)
         elif model.body_mocapid[b] >= 0:
             problems.append(f"{name}: a mocap body (moved by the user through data.mocap_pos; jaxcontact's fixed "
                             "bodies stay where they are)")
-        elif not joints and model.body_weldid[b] != 0:
-            problems.append(f"{name}: no joint, welded to its parent, a moving body (a body moves on a free joint or "
-                            "a hinge, or is fixed to the world; put its geoms in the body it is welded to)")
+        elif not joints and model.body_weldid[b] != 0 and not model.body_mass[b] > 0:
+            problems.append(f"{name}: no joint, welded to a moving body, and massless (a welded body is a body of its "
+                            "own held by 6 rows; give it a mass or put its geoms in the body it is welded to)")
         if hasattr(model, "body_gravcomp") and model.body_gravcomp[b] != 0:
             problems.append(f"{name}: gravity compensation")
     for g in range(model.ngeom):
@@ -636,23 +646,30 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                              f"collide with {', '.join(str(names[b]) for b in odd)} (a jaxcontact plane touches every "
                              "body not fixed to the world)")
 
-    # joints: hinges and slides to the parent body or the world
+    # joints: hinges, slides and balls to the parent body or the world; welded bodies; equalities
     hinges = [j for j in range(model.njnt) if _joint_kind(M, model, j) is not None]
+    welded = [b for b in range(1, model.nbody) if model.body_weldid[b] != 0 and b not in model.jnt_bodyid]
+    equalities = [e for e in range(int(model.neq)) if model.eq_active0[e]]
     joints = joint_params = None
-    if hinges:
+    if hinges or welded or equalities:
         kinds = tuple(_joint_kind(M, model, j) for j in hinges)
         d0 = _at_zero(M, model, d, [j for j, k in zip(hinges, kinds) if k == "slide"])
         parent, child, ap, ac, xp, xc = [], [], [], [], [], []
+        several = {int(model.jnt_bodyid[j]) for j in hinges if sum(model.jnt_bodyid == model.jnt_bodyid[j]) > 1}
         for j, kind in zip(hinges, kinds):
             b = int(model.jnt_bodyid[j])
             p = int(model.body_parentid[b])
             # the parent's anchor: where the child's is at qpos 0 (MuJoCo's xanchor of a slide stays at
             # qpos0 = its ref; a hinge's does not move with its angle)
             anchor, axis = np.asarray(d0.xanchor[j], float), np.asarray(d0.xaxis[j], float)
-            if kind == "slide":
-                anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
+            pos = model.jnt_pos[j]
+            if b in several:  # a composite: every joint at the hinges' point (slides': the first joint's)
+                own = [i for i in range(model.njnt) if model.jnt_bodyid[i] == b]
+                pos = model.jnt_pos[next((i for i in own if kinds[hinges.index(i)] == "hinge"), own[0])]
+            if kind == "slide" or b in several:
+                anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ pos
             child.append(b - 1)
-            xc.append(model.jnt_pos[j] - model.body_ipos[b])
+            xc.append(pos - model.body_ipos[b])
             ac.append(np.asarray(model.jnt_axis[j], float))
             if model.body_weldid[p] == 0:  # the world, or a body fixed to it: a joint to the world
                 parent.append(-1)
@@ -663,23 +680,38 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 parent.append(p - 1)
                 xp.append(Rp.T @ (anchor - d0.xipos[p]))
                 ap.append(Rp.T @ axis)
+        if several:  # a composite's axes in its parent's frame at qpos 0 (MuJoCo's composition)
+            dz = _at_zero(M, model, d, hinges)
+            for k, j in enumerate(hinges):
+                p = int(model.body_parentid[model.jnt_bodyid[j]])
+                if int(model.jnt_bodyid[j]) in several:
+                    ap[k] = (np.eye(3) if parent[k] < 0 else np.asarray(dz.xmat[p], float).reshape(3, 3)).T @ dz.xaxis[j]
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
         actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
         tendons, tendon_params = _tendons(M, model, hinges, dtype) if model.ntendon else (None, None)
-        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited, actuated=actuated,
-                        force_limited=force_limited, tendons=tendons)
-        arr = lambda x: jnp.asarray(np.stack(x), dtype)
-        extra = _hinge_passive(M, model, hinges, parent, dtype,
-                               reference="slide" in kinds or any(limited) or bool(model.nu) or bool(model.ntendon))
+        extra = _hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds or any(limited) or bool(model.nu)
+                               or bool(model.ntendon) or "ball" in kinds or bool(several or welded or equalities)) if hinges else {}
         loss = np.asarray(model.dof_frictionloss)[[int(model.jnt_dofadr[j]) for j in hinges]]
-        if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide)
+        if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide; a ball's is refused)
             extra["frictionloss"] = jnp.asarray(loss, dtype)
+        more = _welds_and_equalities(M, model, d, welded, equalities)
+        kinds += tuple(more["kinds"])
+        parent, child = parent + more["parent"], child + more["child"]
+        xp, xc, ap, ac = xp + more["xp"], xc + more["xc"], ap + more["axis"], ac + more["axis"]
+        joints = Joints(parent=tuple(parent), child=tuple(child), kinds=kinds, limited=limited + (False,) * len(more["kinds"]),
+                        actuated=actuated, force_limited=force_limited, tendons=tendons)
+        arr = lambda x: jnp.asarray(np.stack(x), dtype)
+        if more["kinds"]:  # the welds' and equalities' entries: no passive force, their held orientation
+            n = len(more["kinds"])
+            extra = {k: jnp.concatenate([v, jnp.zeros((n,), dtype)]) for k, v in extra.items() if k != "reference"} | {
+                "reference": arr([np.asarray(r) for r in extra.get("reference", jnp.zeros((0, 4)))] + more["reference"])}
         if tendons is not None:
             extra["tendons"] = tendon_params
         if actuators is not None:
             extra["actuators"] = actuators
-        if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide)
-            extra["range"] = jnp.asarray(np.asarray(model.jnt_range, float)[hinges], dtype)
+        if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide; a ball's cone)
+            extra["range"] = jnp.asarray(np.concatenate([np.asarray(model.jnt_range, float)[hinges],
+                                                         np.zeros((len(more["kinds"]), 2))]), dtype)
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
                                    **extra)
 
@@ -819,12 +851,18 @@ def _passive_xml(scene, jp, state):
             and scene.joints.tendons is None):  # a tendon's length sums the coordinates: written with ``ref``
         return [0.0] * J, [""] * J
     q = np.zeros(J) if jp.reference is None else np.asarray(world_joints.coordinates(scene.joints, jp, state)[0], float)
+    q = np.asarray([q[scene.joints.dof_start[j]] if scene.joints.kind(j) in world_joints.SCALAR else 0.0 for j in range(J)])
     xml = []
     for j in range(J):
         unit = (lambda x: x) if scene.joints.kind(j) == "slide" else np.degrees
-        a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None else ""
+        scalar = scene.joints.kind(j) in world_joints.SCALAR
+        a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None and scalar else ""
         if j in scene.joints.limited_joints:
             a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
+        if not scalar:  # a ball's damping and armature; a weld or an equality has none
+            xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature")
+                               if getattr(jp, n) is not None and scene.joints.kind(j) == "ball"))
+            continue
         if jp.stiffness is not None:
             ref = 0.0 if jp.springref is None else float(np.asarray(jp.springref)[j])
             a += f' stiffness="{_f(np.asarray(jp.stiffness)[j])}" springref="{_f(unit(ref))}"'
@@ -835,12 +873,127 @@ def _passive_xml(scene, jp, state):
     return [float(x) for x in q], xml
 
 
+def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, qvel) -> str:
+    """``to_mjcf``'s joints of body i that are no lone hinge or slide (its group ``g``): a welded body
+    none; a ball a ``type="ball"`` joint at its anchor (the written pose its qpos 1 0 0 0, so a limited
+    ball must be at its reference, else refused by name); a composite one joint per hinge and slide at
+    the group's anchor, each axis in the body's frame now, ``ref`` its coordinate (the written pose
+    is the state's). Appends the keyframe's qpos and qvel."""
+    joints = scene.joints
+    kind = joints.kind(g[0])
+    if kind == "welded":
+        return '<!-- welded to its parent: no joint -->'
+    body = lambda k: None if k is None or k < 0 else jax.tree_util.tree_map(lambda x: x[k], state)
+    anchor = _f(np.asarray(jp.anchor_child, float)[g[-1]])
+    d = joints.dof_start[g[0]]
+    if kind == "ball":
+        Q = np.asarray(world_joints.ball_quaternion(jp, g[0], body(i), body(parent)), float)
+        if g[0] in joints.limited_joints and np.linalg.norm(Q[1:]) > 1e-9:
+            raise ValueError(f"to_mjcf: the limited ball joint {g[0]} of {scene.body_name(i)} is turned "
+                             f"{2 * np.degrees(np.arcsin(min(1.0, np.linalg.norm(Q[1:])))):.3g}° from its reference; MuJoCo's "
+                             "ball has no ref, so its cone would move to the written pose")
+        qpos.append([1.0, 0.0, 0.0, 0.0])
+        qvel.append(rates[d:d + 3])
+        return f'<joint name="ball{i}" type="ball" pos="{anchor}"{passive_xml[g[0]]}/>'
+    Rc = np.asarray(quat_to_mat(np.asarray(state.quat[i], float)))
+    Rp = np.eye(3) if parent is None or parent < 0 else np.asarray(quat_to_mat(np.asarray(state.quat[parent], float)))
+    hinges = [j for j in g if joints.kind(j) == "hinge"]
+    out = []
+    for k, j in enumerate(g):
+        last = len(hinges) > 1 and j == hinges[-1]  # the last hinge's axis is the child's, the first the parent's
+        world = Rc @ np.asarray(jp.axis_child[j], float) if last else Rp @ np.asarray(jp.axis_parent[j], float)
+        if len(hinges) == 3 and j == hinges[1]:  # the middle one's turns with the first: R_p R(b₁, q₁) b₂
+            b1 = np.asarray(jp.axis_parent[hinges[0]], float)
+            b1 = b1 / np.linalg.norm(b1)
+            half = 0.5 * q_now[hinges[0]]
+            world = Rp @ np.asarray(quat_to_mat(np.r_[np.cos(half), np.sin(half) * b1])) @ np.asarray(jp.axis_parent[j], float)
+        axis = Rc.T @ (world / np.linalg.norm(world))
+        out.append(f'<joint name="{joints.kind(j)}{i}_{k}" type="{joints.kind(j)}" pos="{anchor}" axis="{_f(axis)}"'
+                   f'{passive_xml[j]}/>')
+        qpos.append([q_now[j]])
+        qvel.append([rates[d + k]])
+    return "".join(out)
+
+
+def _equalities_xml(scene, params) -> str:
+    """``to_mjcf``'s ``<equality>`` element of the world's connect and weld equalities (MuJoCo's
+    semantics: a connect's anchor on body 1, body 2's computed by MuJoCo at the written pose; a weld's
+    relpose, body 1's anchor and body 2's orientation in body 1's frame, and its anchor on body 2);
+    "" without any. Body 1 is the parent (the child where the parent is the world)."""
+    joints = scene.joints
+    if joints is None:
+        return ""
+    jp = params.joints
+    rows = []
+    for j in range(joints.num_joints):
+        kind = joints.kind(j)
+        if kind not in world_joints.EQUALITIES:
+            continue
+        p, c = joints.parent[j], joints.child[j]
+        ap, ac = np.asarray(jp.anchor_parent[j], float), np.asarray(jp.anchor_child[j], float)
+        ref = np.asarray(jp.reference[j], float)
+        if p < 0:  # body 1 the child, body 2 the world: relpose its orientation's inverse
+            on1, on2, rel = ac, ap, ref * np.array([1, -1, -1, -1])
+            names = f'body1="body{c}"'
+        else:
+            on1, on2, rel = ap, ac, ref
+            names = f'body1="body{p}" body2="body{c}"'
+        if kind == "connect":
+            rows.append(f'    <connect name="connect{j}" {names} anchor="{_f(on1)}"/>\n')
+        else:
+            rows.append(f'    <weld name="weld{j}" {names} relpose="{_f(np.r_[on1, rel])}" anchor="{_f(on2)}"/>\n')
+    return f'  <equality>\n{"".join(rows)}  </equality>\n' if rows else ""
+
+
 def _joint_kind(M, model, j: int) -> str | None:
-    """MuJoCo joint ``j`` as a world's joint kind (``joints.KINDS``): "hinge", "slide", or None (a
-    free or ball joint). (MuJoCo's enums compare to ints with ==, not inside a tuple: ``in`` would
+    """MuJoCo joint ``j`` as a world's joint kind (``joints.KINDS``): "hinge", "slide", "ball", or
+    None (a free joint). (MuJoCo's enums compare to ints with ==, not inside a tuple: ``in`` would
     silently be False.)"""
     t = int(model.jnt_type[j])
-    return {int(M.mjtJoint.mjJNT_HINGE): "hinge", int(M.mjtJoint.mjJNT_SLIDE): "slide"}.get(t)
+    return {int(M.mjtJoint.mjJNT_HINGE): "hinge", int(M.mjtJoint.mjJNT_SLIDE): "slide",
+            int(M.mjtJoint.mjJNT_BALL): "ball"}.get(t)
+
+
+def _composite_problems(M, model, name: str, joints: list) -> list:
+    """What a body's several joints cannot be here (``joints.Joints.groups``): anything but hinges and
+    slides, a slide after a hinge, hinges through different points, more than two hinges or three
+    slides."""
+    kinds = [_joint_kind(M, model, j) for j in joints]
+    if any(k not in ("hinge", "slide") for k in kinds):
+        return [f"{name}: {len(joints)} joints, one of them a {next(k or 'free' for k in kinds if k not in ('hinge', 'slide'))} "
+                "(a body's several joints are hinges and slides)"]
+    out = []
+    if "slide" in kinds[kinds.index("hinge"):] if "hinge" in kinds else False:
+        out.append(f"{name}: a slide after a hinge on one body (a composite joint here is its slides, then its hinges)")
+    hinges = [j for j, k in zip(joints, kinds) if k == "hinge"]
+    if len(hinges) > 3 or len(joints) - len(hinges) > 3 or len(joints) > 5:
+        out.append(f"{name}: {len(hinges)} hinges and {len(joints) - len(hinges)} slides on one body (at most three "
+                   "hinges through one point and three slides, five in all)")
+    if hinges and np.max(np.abs(model.jnt_pos[hinges] - model.jnt_pos[hinges[0]])) > 1e-9:
+        out.append(f"{name}: hinges through different points on one body (a composite joint's hinges share a point)")
+    if any(np.linalg.norm(np.cross(model.jnt_axis[a], model.jnt_axis[b])) < 1e-9 for a, b in zip(hinges, hinges[1:])):
+        out.append(f"{name}: two parallel hinges in a row on one body")
+    return out
+
+
+def _equality_problems(M, model) -> list:
+    """What the equality constraints cannot be here: a kind other than connect and weld, a weld
+    without torque (torquescale 0), two bodies (or their sites) both held still."""
+    out = []
+    fixed = lambda b: b == 0 or model.body_weldid[b] == 0
+    for e in range(int(model.neq)):
+        name = f"equality {_name(M, model, M.mjtObj.mjOBJ_EQUALITY, e)}"
+        t = int(model.eq_type[e])
+        kind = M.mjtEq(t).name[len("mjEQ_"):].lower()
+        body = ((lambda i: int(model.site_bodyid[i])) if int(model.eq_objtype[e]) == int(M.mjtObj.mjOBJ_SITE)
+                else (lambda i: i))
+        if t not in (int(M.mjtEq.mjEQ_CONNECT), int(M.mjtEq.mjEQ_WELD)):
+            out.append(f"{name}: a {kind} equality (jaxcontact's are connect and weld)")
+        elif t == int(M.mjtEq.mjEQ_WELD) and model.eq_data[e, 10] == 0:
+            out.append(f"{name}: a weld with torquescale 0 (a connect: write it as one)")
+        elif fixed(body(int(model.eq_obj1id[e]))) and fixed(body(int(model.eq_obj2id[e]))):
+            out.append(f"{name}: a {kind} between two bodies held to the world")
+    return out
 
 
 def _actuator_problems(M, model) -> list:
@@ -855,7 +1008,7 @@ def _actuator_problems(M, model) -> list:
             if model.tendon_actfrclimited[j]:
                 out.append(f"{name}: tendon {_name(M, model, M.mjtObj.mjOBJ_TENDON, j)}'s actuator force limit "
                            "(actfrcrange; jaxcontact limits each actuator's force: forcerange)")
-        elif trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) is None:
+        elif trn != int(M.mjtTrn.mjTRN_JOINT) or _joint_kind(M, model, j) not in ("hinge", "slide"):
             what = M.mjtTrn(trn).name[len("mjTRN_"):].lower()
             out.append(f"{name}: a {what} transmission (jaxcontact's actuators drive a hinge, a slide or a fixed tendon)")
             continue
@@ -992,15 +1145,88 @@ def _tendons_xml(scene, params) -> str:
 
 
 def _at_zero(M, model, d, slides):
-    """A copy of ``d`` with the ``slides``' qpos set to 0 (their children where MuJoCo's qpos 0
-    puts them), positions computed (``mj_kinematics``); ``d`` itself when there are none."""
-    if not slides:
+    """A copy of ``d`` (None: MuJoCo's ``qpos0``) with the ``slides``' qpos set to 0 (their children
+    where MuJoCo's qpos 0 puts them; a ball's its identity quaternion), positions computed
+    (``mj_kinematics``); ``d`` itself when there are none."""
+    if not slides and d is not None:
         return d
     d0 = M.MjData(model)
-    d0.qpos[:] = d.qpos
-    d0.qpos[[int(model.jnt_qposadr[j]) for j in slides]] = 0.0
+    d0.qpos[:] = model.qpos0 if d is None else d.qpos
+    for j in slides:
+        a = int(model.jnt_qposadr[j])
+        if model.jnt_type[j] == M.mjtJoint.mjJNT_BALL:
+            d0.qpos[a:a + 4] = (1.0, 0.0, 0.0, 0.0)
+        else:
+            d0.qpos[a] = 0.0
     M.mj_kinematics(model, d0)
     return d0
+
+
+def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
+    """The rows of the jointless bodies inside moving ones (kind "welded": held at their pose in the
+    parent, anchored at their centre of mass) and of the active connect and weld equalities (MuJoCo's
+    ``eq_data``: a connect's anchor on body 1, then body 2's; a weld's anchor on body 2, then body 1's,
+    then body 2's orientation in body 1's frame), each as ``joints.Joints`` entries: the child body 2
+    (body 1 where body 2 is the world or held to it), the parent the other (−1: the world, then its
+    anchor in world coordinates). Lists: kinds, parent, child, xp, xc (anchors), axis (unused:
+    +z), reference (the child's orientation in the parent's frame)."""
+    out = {k: [] for k in ("kinds", "parent", "child", "xp", "xc", "axis", "reference")}
+    held = lambda b: b == 0 or model.body_weldid[b] == 0
+    R = lambda b: np.asarray(d.xmat[b], float).reshape(3, 3)
+    quat = lambda b: np.asarray(d.xquat[b], float)
+
+    def add(kind, c, pc, p, pp, ref):  # pc, pp: the anchors in MuJoCo's body frames (p: 0 the world)
+        out["kinds"].append(kind)
+        out["child"].append(c - 1)
+        out["xc"].append(np.asarray(pc, float) - model.body_ipos[c])
+        out["axis"].append(np.array([0.0, 0.0, 1.0]))
+        out["reference"].append(ref / np.linalg.norm(ref))
+        if held(p):
+            out["parent"].append(-1)
+            out["xp"].append(np.asarray(d.xpos[p], float) + R(p) @ pp)
+        else:
+            out["parent"].append(p - 1)
+            out["xp"].append(np.asarray(pp, float) - model.body_ipos[p])
+
+    def rel(p, c):  # body c's orientation in p's frame (the world's where p is held)
+        q, inv = np.zeros(4), np.zeros(4)
+        M.mju_negQuat(inv, quat(p) if not held(p) else np.array([1.0, 0, 0, 0]))
+        M.mju_mulQuat(q, inv, quat(c))
+        return q
+
+    for b in welded:
+        p = int(model.body_parentid[b])
+        add("welded", b, model.body_ipos[b], p, R(p).T @ (d.xipos[b] - d.xpos[p]), rel(p, b))
+    for e in equalities:
+        b1, b2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        data = np.asarray(model.eq_data[e], float)
+        relpose = data[6:10].copy()
+        if int(model.eq_objtype[e]) == int(M.mjtObj.mjOBJ_SITE):  # two sites: their points, their frames aligned
+            s1, s2 = b1, b2
+            b1, b2 = int(model.site_bodyid[s1]), int(model.site_bodyid[s2])
+            on1, on2 = np.asarray(model.site_pos[s1], float), np.asarray(model.site_pos[s2], float)
+            inv = np.zeros(4)
+            M.mju_negQuat(inv, np.asarray(model.site_quat[s2], float))
+            M.mju_mulQuat(relpose, np.asarray(model.site_quat[s1], float), inv)
+        elif int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT):
+            on1, on2 = data[0:3], data[3:6]
+        else:
+            on1, on2 = data[3:6], data[0:3]
+        kind = "connect" if int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT) else "weld"
+        if kind == "connect":  # no orientation held: the reference is the start's (unused)
+            add(kind, b1, on1, b2, on2, rel(b2, b1)) if held(b2) else add(kind, b2, on2, b1, on1, rel(b1, b2))
+        elif held(b2):  # body 1 the child: its orientation in body 2's frame is relpose⁻¹
+            q = np.zeros(4)
+            M.mju_negQuat(q, relpose)
+            if held(b2) and b2 != 0:
+                M.mju_mulQuat(q, quat(b2), q.copy())
+            add(kind, b1, on1, b2, on2, q)
+        else:
+            q = relpose.copy()
+            if held(b1) and b1 != 0:
+                M.mju_mulQuat(q, quat(b1), relpose.copy())
+            add(kind, b2, on2, b1, on1, q)
+    return out
 
 
 def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> dict:
@@ -1015,10 +1241,7 @@ def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> 
                   armature=np.asarray(model.dof_armature)[dof])
     if not reference and not any(np.any(v != 0) for v in fields.values()):
         return {}
-    d0 = M.MjData(model)
-    d0.qpos[:] = model.qpos0
-    d0.qpos[adr] = 0.0
-    M.mj_kinematics(model, d0)
+    d0 = _at_zero(M, model, None, hinges)
     ref = []
     for j, p in zip(hinges, parent):
         qc = np.asarray(d0.xquat[model.jnt_bodyid[j]], float)
@@ -1030,7 +1253,8 @@ def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> 
             M.mju_mulQuat(out, inv, qc)
             ref.append(out)
     out = {k: jnp.asarray(v, dtype) for k, v in fields.items() if np.any(v != 0)}
-    out.update(springref=jnp.asarray(np.asarray(model.qpos_spring)[adr], dtype), reference=jnp.asarray(np.stack(ref), dtype))
+    springref = np.where([model.jnt_type[j] == M.mjtJoint.mjJNT_BALL for j in hinges], 0.0, np.asarray(model.qpos_spring)[adr])
+    out.update(springref=jnp.asarray(springref, dtype), reference=jnp.asarray(np.stack(ref), dtype))
     return out
 
 
@@ -1239,17 +1463,22 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
 
     # the joint tree
-    parent_of, hinge_of = {}, {}
+    parent_of, hinge_of, group_of = {}, {}, {}
     if scene.joints is not None:
         jp = params.joints
-        for j, (p, c) in enumerate(zip(scene.joints.parent, scene.joints.child)):
+        for g in scene.joints.groups:
+            p, c = scene.joints.parent[g[0]], scene.joints.child[g[0]]
+            if scene.joints.kind(g[0]) in world_joints.EQUALITIES:
+                continue
             if c in parent_of:
                 raise ValueError(f"to_mjcf: {scene.body_name(c)} is the child of two joints; MuJoCo's joints form a tree")
             parent_of[c] = p
-            hinge_of[c] = j
+            hinge_of[c] = g[0]
+            group_of[c] = g
         anchor_child = np.asarray(jp.anchor_child, float)
         axis_child = np.asarray(jp.axis_child, float)
         q_now, passive_xml = _passive_xml(scene, jp, state)
+        rates = np.asarray(world_joints.coordinates(scene.joints, jp, state)[1], float)
     children = {i: [c for c in range(N) if parent_of.get(c, -2) == i] for i in range(-1, N)}
     roots = [i for i in range(N) if parent_of.get(i, -1) == -1]
 
@@ -1283,6 +1512,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
                     f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
         if i in scene.fixed:  # fixed to the world: a body without a joint (MuJoCo welds it to the world)
             joint = '<!-- fixed to the world: no joint -->'
+        elif i in group_of and (len(group_of[i]) > 1 or scene.joints.kind(group_of[i][0]) not in world_joints.SCALAR):
+            joint = _group_xml(scene, jp, state, i, parent, group_of[i], q_now, passive_xml, rates, qpos, qvel)
         elif i in hinge_of and scene.joints.kind(hinge_of[i]) == "slide":
             j = hinge_of[i]
             joint = (f'<joint name="slide{i}" type="slide" pos="{_f(anchor_child[j])}" axis="{_f(axis_child[j])}"'
@@ -1323,6 +1554,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
     pair_xml += _plane_pairs(scene, params, friction, mu_law[0], geom or {})
     actuators, ctrl = _actuators_xml(scene, params)
+    actuators = _equalities_xml(scene, params) + actuators
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
            f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n')
     xml = (f'<mujoco model="{name}">\n'

@@ -88,8 +88,8 @@ class WorldInfo:
     """Per step of a world: ``impulse`` (N, 6) contact impulse per body (world force, body torque
     impulse); ``phi_ground`` (N, Cg) the body–ground candidates' signed distances; ``pair_phi``
     (P, n) and ``pair_kind`` (P,) (``PatchType``) of every body–body pair; the contact solve's
-    ``residual`` (m/s) and ``iterations``; ``joint_impulse`` (5·J,) of the scene's joints and
-    ``joint_error`` () their largest anchor separation before the step (m) (empty and 0 without
+    ``residual`` (m/s) and ``iterations``; ``joint_impulse`` (R,) of the scene's joints' rows
+    (``Joints.num_rows``) and ``joint_error`` () their largest anchor separation before the step (m) (empty and 0 without
     joints); ``flags``/``invalid`` as a single body's ``ContactInfo`` (OR over the bodies)."""
 
     impulse: jnp.ndarray
