@@ -306,6 +306,25 @@ def _round_body(M, model, g, b) -> Body:
     return body.replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia))
 
 
+def inertia_box(mujoco, model, b: int, name: str, fixed: bool) -> Body:
+    """Body ``b``, which has no colliding geom, as its equivalent-inertia box (MuJoCo's own picture of
+    a body's inertia, ``mjVIS_INERTIA``: the uniform box of its mass and principal inertia, along
+    ``body_iquat``) with MuJoCo's compiled mass and inertia: the world's ``Scene.contactless`` body
+    (its shape touches nothing; it is what ``worlds.animate`` draws). A moving body needs a mass and
+    an inertia (refused by name otherwise); a fixed one without them gets a nominal 1 kg cube of 1 cm."""
+    mass, I = float(model.body_mass[b]), np.asarray(model.body_inertia[b], float)
+    R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
+    if not (mass > 0 and np.all(I > 0)):
+        if not fixed:
+            raise ValueError(f"unsupported in a jaxcontact world: {name} has no colliding geom and no mass or inertia "
+                             f"(mass {mass:g}, inertia {_numbers(I)}; a moving body needs both: give it an <inertial>)")
+        return shapes.box(0.01, 1.0)
+    edges2 = 6.0 / mass * (np.sum(I) - 2 * I)  # full edges squared: I_x = m (B² + C²) / 12, ...
+    edges = np.sqrt(np.maximum(edges2, (1e-3 * np.sqrt(np.max(edges2))) ** 2 if np.max(edges2) > 0 else 1e-8))
+    verts = (BOX_SIGNS * edges / 2) @ R.T
+    return shapes._as_body(verts, mass, R @ np.diag(I) @ R.T, None)
+
+
 def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
     """Body ``b`` of several colliding geoms ``gs`` as a ``shapes.compound`` of them (boxes, meshes as
     their convex hulls, spheres, capsules: ``COMPOUND_GEOMS``) at their poses in the body frame, with
@@ -494,13 +513,17 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     fixed_mj = set(_fixed_bodies(model))
     fixed = [b - 1 for b in sorted(fixed_mj)] + [model.nbody - 1 + k for k in range(len(world_geoms))]
     n = model.nbody - 1 + len(world_geoms)
-    bodies, mus, condims, geoms = [], [], [], []
+    bodies, mus, condims, geoms, contactless = [], [], [], [], []
     for b in range(1, model.nbody):
         gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g) and g not in tilted]
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
-        if not gs:
-            raise ValueError(f"unsupported in a jaxcontact world: {name} has no colliding geom (a jaxcontact body "
-                             "is its hull)")
+        if not gs:  # collides with nothing: moves (or is fixed) with MuJoCo's mass, touches nothing
+            bodies.append(inertia_box(M, model, b, name, b in fixed_mj))
+            contactless.append(b - 1)
+            mus.append(None)
+            condims.append(set())
+            geoms.append([])
+            continue
         kinds = {int(model.geom_type[g]) for g in gs}
         if len(gs) > 1 and not approximate:  # a body of several shapes: its geoms the compound's parts
             bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj))
@@ -562,6 +585,11 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         condims.append({int(model.geom_condim[g])})
         geoms.append([g])
 
+    # a body that collides with nothing takes another's μ (never used), so that one μ stays one μ
+    known = [m for m in mus if m is not None]
+    fill = known[0] if known else (float(model.geom_friction[plane, 0]) if plane is not None else 1.0)
+    mus = [fill if m is None else m for m in mus]
+
     # explicit <contact><pair>s: body pairs (-1: the ground plane) MuJoCo collides whatever its filter
     # says, with the pair's own friction in place of max(mu_a, mu_b)
     explicit = {}
@@ -612,11 +640,11 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     ground = False
     if plane is not None:
         touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, b + 1) not in excluded
-                                             for g in geoms[b]) for b in range(n) if b not in fixed]
+                                             for g in geoms[b]) for b in range(n) if b not in fixed and b not in contactless]
         if all(touch):
             ground = True
         elif any(touch):
-            free = [b for b in range(n) if b not in fixed]
+            free = [b for b in range(n) if b not in fixed and b not in contactless]
             odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, free[i] + 1) for i, t in enumerate(touch) if not t)
             raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
                              "while others do (a world's ground touches every body)")
@@ -624,7 +652,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         ground_mu = max(mus)
     plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
     for k, g in enumerate(tilted):  # a plane touches every free body (MuJoCo's filter must agree)
-        free = [b for b in range(n) if b not in fixed]
+        free = [b for b in range(n) if b not in fixed and b not in contactless]
         odd = [b for b in free if not any(_compatible(model, g, h) for h in geoms[b])]
         if odd:
             raise ValueError(f"unsupported in a jaxcontact world: plane {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} does not "
@@ -678,10 +706,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     if all_condims != {1}:
         body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
         body_names += [_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in world_geoms]
-        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
+        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless)
     scene_kw.setdefault("names", names)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
-                                **scene_kw)
+                                contactless=contactless, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
@@ -700,7 +728,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     else:
         params = JointedParams(body=stacked, ground=groundp, law=law, joints=joint_params)
     if tilted:
-        params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed))
+        params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed + contactless))
 
     # the state at the centre of mass: world linear velocity, body angular velocity
     pos, quat, vel, omega = [], [], [], []
@@ -784,7 +812,7 @@ def _plane_pairs(scene, params, friction, mu_law, geom) -> str:
     for k in range(scene.planes):
         mu_p = float(params.planes.friction[k])
         for i in range(scene.num_bodies):
-            if i in scene.fixed:
+            if i in scene.fixed or i in scene.contactless:
                 continue
             mu_b = mu_law if friction is None else float(friction[i])
             want = mu_p if friction is None else float(np.sqrt(mu_p * mu_b))
@@ -1078,7 +1106,8 @@ def pair_friction(scene, friction, ground_mu) -> dict:
     mix = lambda a, b: float(np.sqrt(a * b)) if a * b > 0 else 0.0
     out = {(a, b): mix(friction[a], friction[b]) for a, b in scene.pairs}
     if scene.ground:
-        out.update({(-1, i): mix(friction[i], ground_mu) for i in range(scene.num_bodies) if i not in scene.fixed})
+        out.update({(-1, i): mix(friction[i], ground_mu) for i in range(scene.num_bodies)
+                    if i not in scene.fixed and i not in scene.contactless})
     return out
 
 
@@ -1175,7 +1204,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         mu = mu_law[0] if friction is None else friction[i]
         fr = f'friction="{_f(mu)} 0.005 0.0001"'
         kind = "hull" if scene.shapes is None else scene.shapes[i]
-        if kind == "compound":
+        if i in scene.contactless:  # collides with nothing: no geom, its mass and inertia alone
+            g = "<!-- collides with nothing: no geom -->"
+        elif kind == "compound":
             g = _compound_geoms(scene, body, i, verts_all[i], f"{fr}{extra_geom}", assets)
         elif kind != "hull":
             g = f'<geom name="geom{i}" {_round_geom(scene, body, i, kind, v)} {fr}{extra_geom}/>'
