@@ -202,7 +202,7 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
 
 
 @pytest.mark.parametrize("snippet, words", [
-    ('<body><freejoint/><geom type="cylinder" size=".05 .1" euler="90 0 0"/></body>', "(cylinder)"),
+    ('<body gravcomp="1"><freejoint/><geom type="cylinder" size=".05 .1"/></body>', "gravity compensation"),
     ('<body><joint type="slide" frictionloss="0.1"/><geom type="box" size=".05 .05 .05"/></body>',
      "joint friction loss 0.1"),
     ('<body><joint type="ball"/><geom type="box" size=".05 .05 .05"/></body>', "ball joint"),

@@ -250,11 +250,6 @@ def _check(mujoco, model, approximate: bool):
               and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) > 1):
             problems.append(f"{name}: a {kind} in a body of several colliding geoms (a compound's parts are "
                             f"{', '.join(COMPOUND_GEOMS)}; approximate=True or --approximate: the convex hull of them all)")
-        elif (b != 0 and kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g)
-              and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) == 1):
-            problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
-                            "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
-                            f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
         elif kind not in ROUND + ("box", "mesh"):
             problems.append(f"{name}: no jaxcontact counterpart")
         if model.geom_priority[g] != 0:
@@ -283,6 +278,14 @@ def _centred(model, g, tol: float = 1e-9) -> bool:
     at = np.linalg.norm(np.asarray(model.geom_pos[g], float) - model.body_ipos[b])
     q = np.asarray(model.geom_quat[g], float)
     return at <= tol * max(1.0, float(np.max(model.geom_size[g]))) and abs(abs(q[0]) - 1.0) <= tol
+
+
+def _offset_round(M, model, g) -> bool:
+    """Whether geom ``g`` is a cylinder or an ellipsoid off its body's centre of mass or turned in its
+    body frame: a compound of one part at its pose (``compound_body``); a body's one centred
+    cylinder or ellipsoid, and a sphere or capsule anywhere, is a round body (``_round_body``)."""
+    kind = M.mjtGeom(model.geom_type[g]).name[len("mjGEOM_"):].lower()
+    return kind in ("cylinder", "ellipsoid") and not _centred(model, g)
 
 
 def _round_body(M, model, g, b) -> Body:
@@ -525,7 +528,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             geoms.append([])
             continue
         kinds = {int(model.geom_type[g]) for g in gs}
-        if len(gs) > 1 and not approximate:  # a body of several shapes: its geoms the compound's parts
+        if (len(gs) > 1 or _offset_round(M, model, gs[0])) and not approximate:  # a body of several shapes: its
+            # geoms the compound's parts; so is one cylinder or ellipsoid off the centre of mass or turned in its body
             bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj))
             mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
             condims.append({int(model.geom_condim[g]) for g in gs})
