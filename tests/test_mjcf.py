@@ -210,8 +210,8 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
      "2 joints (one free joint, hinge or slide per body)"),
     ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><body pos=".2 0 0"><geom type="box" size=".05 .05 .05"/>'
      '</body></body>', "no joint, welded to its parent, a moving body"),
-    ('<body mocap="true"><geom type="box" size=".05 .05 .05"/></body><body><freejoint/><geom type="box" '
-     'size=".05 .05 .05"/></body>', "a mocap body"),
+    ('<body><joint type="free" damping="0.5"/><geom type="box" size=".05 .05 .05"/></body>',
+     "joint damping 0.5 (no jaxcontact counterpart on a free joint"),
     ('<body><geom type="plane" size="1 1 .1" zaxis="0 1 1"/></body><body><freejoint/><geom type="box" '
      'size=".05 .05 .05"/></body>', "a plane alone on a body without a joint"),
 ])

@@ -225,8 +225,7 @@ def _check(mujoco, model, approximate: bool):
         if len(joints) > 1:
             problems.append(f"{name}: {len(joints)} joints (one free joint, hinge or slide per body)")
         elif model.body_mocapid[b] >= 0:
-            problems.append(f"{name}: a mocap body (moved by the user through data.mocap_pos; jaxcontact's fixed "
-                            "bodies stay where they are)")
+            pass  # a mocap body: fixed scenery where its mocap_pos puts it (_fixed_bodies)
         elif not joints and model.body_weldid[b] != 0:
             problems.append(f"{name}: no joint, welded to its parent, a moving body (a body moves on a free joint or "
                             "a hinge, or is fixed to the world; put its geoms in the body it is welded to)")
@@ -239,7 +238,7 @@ def _check(mujoco, model, approximate: bool):
         if model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0:
             continue  # visual: collides with nothing
         if kind == "plane":
-            if b != 0 and model.body_weldid[b] != 0:
+            if b != 0 and not _static(model, b):
                 problems.append(f"{name}: a plane on a moving body (a plane is fixed scenery: a geom of the world body "
                                 "or of a body without a joint)")
             elif b != 0 and not any(model.geom_bodyid[h] == b and _colliding(model, h)
@@ -388,9 +387,17 @@ def _floor(model, g) -> bool:
     return bool(np.linalg.norm(_plane_normal(model, g) - [0.0, 0.0, 1.0]) < 1e-9)
 
 
+def _static(model, b: int) -> bool:
+    """Whether MuJoCo body ``b`` is welded to the world (no joint on the way to it) or is a mocap body
+    (moved only by the user, through ``data.mocap_pos``/``mocap_quat``; at rest in a simulation)."""
+    return bool(model.body_weldid[b] == 0 or model.body_mocapid[b] >= 0)
+
+
 def _fixed_bodies(model) -> list:
-    """MuJoCo's bodies welded to the world (no joint on the way to it; not mocap): fixed bodies."""
-    return [b for b in range(1, model.nbody) if model.body_weldid[b] == 0 and model.body_mocapid[b] < 0]
+    """MuJoCo's bodies welded to the world and its mocap bodies (``_static``): fixed bodies. A mocap
+    body's pose is its state's, so a user moves it between rollouts as MuJoCo's ``mocap_pos`` does
+    between steps."""
+    return [b for b in range(1, model.nbody) if _static(model, b)]
 
 
 def _nominal_inertia(verts) -> np.ndarray:
