@@ -251,8 +251,6 @@ def _check(mujoco, model, approximate: bool):
                             f"{', '.join(COMPOUND_GEOMS)}; approximate=True or --approximate: the convex hull of them all)")
         elif kind not in ROUND + ("box", "mesh"):
             problems.append(f"{name}: no jaxcontact counterpart")
-        if model.geom_priority[g] != 0:
-            problems.append(f"{name}: a geom priority (MuJoCo's friction choice by priority)")
     for p in range(int(getattr(model, "npair", 0))):
         name = f"contact pair {_name(M, model, M.mjtObj.mjOBJ_PAIR, p)}"
         for g in (model.pair_geom1[p], model.pair_geom2[p]):
@@ -610,7 +608,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             continue
         b1, b2 = (model.nbody - 1 + world_geoms.index(g) if g in world_geoms else int(model.geom_bodyid[g]) - 1
                   for g in (model.pair_geom1[p], model.pair_geom2[p]))
-        explicit[tuple(sorted((b1, b2)))] = float(model.pair_friction[p, 0])
+        explicit[tuple(sorted((b1, b2)))] = 0.0 if model.pair_dim[p] == 1 else float(model.pair_friction[p, 0])
         condims.append({int(model.pair_dim[p])})
 
     # friction: one μ (exact) or per body (the geometric mean against MuJoCo's max rule)
@@ -618,10 +616,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     all_condims |= {int(model.geom_condim[g]) for g in tilted}
     if all_condims == {1}:
         mus, ground_mu = [0.0] * n, 0.0
-    elif 1 in all_condims:
-        raise ValueError("unsupported in a jaxcontact world: geoms of condim 1 (frictionless) beside geoms with "
-                         "friction (MuJoCo gives a contact the larger condim of its two geoms; per-body μ cannot)")
-    else:
+    else:  # condim 1 beside friction: each body keeps its μ; MuJoCo's condim rule is compared (_warn_friction)
         ground_mu = float(model.geom_friction[plane, 0]) if plane is not None else None
 
     # the pair table: MuJoCo's filter
@@ -717,7 +712,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     if all_condims != {1}:
         body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
         body_names += [_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in world_geoms]
-        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless)
+        rules = ([max((int(model.geom_condim[g]) for g in gs), default=3) for gs in geoms],
+                 [max((int(model.geom_priority[g]) for g in gs), default=0) for gs in geoms],
+                 (int(model.geom_condim[plane]), int(model.geom_priority[plane])) if plane is not None else (3, 0))
+        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless, rules)
     scene_kw.setdefault("names", names)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
                                 contactless=contactless, **scene_kw)
@@ -982,25 +980,41 @@ def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> 
 FRICTION_RTOL = 1e-9  # a pair's μ in MuJoCo and here agree within this (relative): to_mjcf's pairs are exact
 
 
-def _warn_friction(mus, ground_mu, pairs, explicit, names, fixed=()):
+def mujoco_pair_friction(mu_a, mu_b, condim_a=3, condim_b=3, priority_a=0, priority_b=0):
+    """(μ, rule) MuJoCo gives a contact of two geoms without an explicit ``<pair>``: the geom of the
+    higher ``priority`` decides its condim and μ; at equal priority the larger condim and
+    max(μ_a, μ_b); condim 1 is frictionless."""
+    if priority_a != priority_b:
+        mu, dim = (mu_a, condim_a) if priority_a > priority_b else (mu_b, condim_b)
+        rule = "the higher geom priority's"
+    else:
+        mu, dim, rule = max(mu_a, mu_b), max(condim_a, condim_b), "max(mu_a, mu_b)"
+    return (0.0, "condim 1: frictionless") if dim == 1 else (float(mu), rule)
+
+
+def _warn_friction(mus, ground_mu, pairs, explicit, names, fixed=(), rules=None):
     """``FrictionRuleWarning`` when a pair's μ here (√(μ_a μ_b)) is not MuJoCo's (its explicit
-    ``<pair>``'s, else max(μ_a, μ_b)), naming the pair of the largest difference."""
+    ``<pair>``'s, else ``mujoco_pair_friction`` of the bodies' condims and priorities ``rules``:
+    (per body, per body, the ground's (condim, priority)); None: max(μ_a, μ_b)), naming the pair of
+    the largest difference."""
+    dims, prios, ground_rule = rules if rules is not None else ([3] * len(mus), [0] * len(mus), (3, 0))
     worst, where = 0.0, None
-    cases = [(mus[a], mus[b], explicit.get((a, b)), f"bodies {names[a]} and {names[b]}") for a, b in pairs]
+    cases = [(mus[a], mus[b], explicit.get((a, b)), f"bodies {names[a]} and {names[b]}", (dims[a], dims[b], prios[a], prios[b]))
+             for a, b in pairs]
     if ground_mu is not None:
-        cases += [(m, ground_mu, explicit.get((-1, i)), f"body {names[i]} and the ground") for i, m in enumerate(mus)
-                  if i not in fixed]
-    for ma, mb, given, what in cases:
+        cases += [(m, ground_mu, explicit.get((-1, i)), f"body {names[i]} and the ground",
+                   (dims[i], ground_rule[0], prios[i], ground_rule[1])) for i, m in enumerate(mus) if i not in fixed]
+    for ma, mb, given, what, (da, db, pa, pb) in cases:
         mine = float(np.sqrt(ma * mb))
-        theirs = max(ma, mb) if given is None else given
+        theirs, rule = mujoco_pair_friction(ma, mb, da, db, pa, pb) if given is None else (given, "its <contact><pair>'s friction")
         diff = abs(theirs - mine)
         if diff > FRICTION_RTOL * max(theirs, mine) and diff > worst:
-            rule = "max(mu_a, mu_b)" if given is None else "its <contact><pair>'s friction"
             worst, where = diff, (what, mine, theirs, rule)
     if where is not None:
         warnings.warn(f"the geoms' friction differs: jaxcontact gives a pair sqrt(mu_a mu_b), MuJoCo max(mu_a, mu_b) "
-                      f"or an explicit <contact><pair>'s friction; the largest difference is {where[0]}: {where[1]:.4g} "
-                      f"here, {where[2]:.4g} in MuJoCo ({where[3]})", FrictionRuleWarning, stacklevel=3)
+                      f"(the higher geom priority's, none at condim 1) or an explicit <contact><pair>'s friction; the "
+                      f"largest difference is {where[0]}: {where[1]:.4g} here, {where[2]:.4g} in MuJoCo ({where[3]})",
+                      FrictionRuleWarning, stacklevel=3)
 
 
 def from_mjcf(source, keyframe=None, approximate: bool = False, dtype=None, **scene_kw):
@@ -1288,4 +1302,4 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
 
 
 __all__ = ["COMPOUND_GEOMS", "FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "compound_body", "from_mjcf", "from_mujoco",
-           "key_quaternions", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
+           "key_quaternions", "mujoco_pair_friction", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
