@@ -22,9 +22,11 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   hulls, cylinders and ellipsoids every kind (``collision.convex_pair``); a plane on the
   world body is the ground (the floor: normal +z); every other plane (tilted, on the world body or
   on a body without a joint) is one of the world's tilted planes (``Scene.planes``, ``Params.planes``). Geoms that collide
-  with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
+  with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped; a body without a colliding
+  geom moves with MuJoCo's mass and inertia and touches nothing (``Scene.contactless``, ``inertia_box``); a
+  body's one cylinder or ellipsoid off its centre of mass or turned in its body is a compound of one part.
 * Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
-  ``body_weldid`` 0; not mocap) is a fixed body at its compiled pose; each other colliding geom on
+  ``body_weldid`` 0), and a mocap body, is a fixed body at its compiled (or keyframe) pose; each other colliding geom on
   the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
