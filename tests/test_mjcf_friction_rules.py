@@ -68,3 +68,13 @@ def test_geom_priority_loads_and_its_friction_rule_is_compared(prio, mu_box, wor
     assert mjcf.mujoco_pair_friction(0.2, 1.0, 3, 3, 1, 0) == (0.2, "the higher geom priority's")
     assert mjcf.mujoco_pair_friction(0.2, 1.0, 1, 3, 1, 0) == (0.0, "condim 1: frictionless")
     assert mjcf.mujoco_pair_friction(0.2, 1.0, 1, 3, 0, 1) == (1.0, "the higher geom priority's")
+
+
+def test_an_explicit_pair_of_condim_one_is_frictionless_in_mujoco_and_named():
+    xml = ('<mujoco><worldbody><geom type="plane" size="1 1 1" friction="0.5 0.005 0.0001"/>'
+           '<body name="a"><freejoint/><geom name="ga" type="box" size=".05 .05 .05" friction="0.5 0.005 0.0001"/></body>'
+           '<body name="b" pos=".2 0 0"><freejoint/><geom name="gb" type="box" size=".05 .05 .05" friction="0.5 0.005 0.0001"/>'
+           '</body></worldbody><contact><pair geom1="ga" geom2="gb" condim="1"/></contact></mujoco>')
+    with pytest.warns(mjcf.FrictionRuleWarning, match=r"bodies 'a' and 'b': 0.5 here, 0 in MuJoCo \(its <contact><pair>'s"):
+        scene, *_ = mjcf.from_mjcf(xml)
+    assert scene.pairs == ((0, 1),)
