@@ -334,20 +334,29 @@ def main(argv=None):
             os.chdir(cwd)
         records.append(rec)
         strict = rec.get("strict", {})
+        if (k + 1) % 10 == 0 or k + 1 == len(paths):  # the results so far: a run stopped early keeps them
+            write(args, records, sources, root, t0, argv, done=k + 1 == len(paths))
         print(f"[{k + 1}/{len(paths)} {time.perf_counter() - t0:.0f}s] {p}: {rec['status']}"
               + (f", strict {'loads' if strict.get('loads') else 'refused'}" if strict else "")
               + (f", {strict['deviation_m'] * 1000:.3g} mm" if "deviation_m" in strict else ""), flush=True)
+    summary = write(args, records, sources, root, t0, argv, done=True)
+    print(json.dumps({k: summary[k] for k in ("files", "compiled", "strict_loads", "approximate_loads",
+                                              "strict_follows", "approximate_follows")}))
+
+
+def write(args, records, sources, root, t0, argv, done: bool) -> dict:
+    """The results of ``records`` (so far, unless ``done``) to ``benchmarks/results/<out>.{json,md}``."""
+    from experiments.provenance import write_json
+
     command = "python -m benchmarks.mjcf_census " + " ".join(argv if argv is not None else sys.argv[1:])
     summary = summarise(records, sources, args.steps, args.tol, command)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
-    from experiments.provenance import write_json
-
+    summary["complete"] = done
     os.makedirs(RESULTS, exist_ok=True)
     write_json(os.path.join(RESULTS, f"{args.out}.json"), {"summary": summary, "files": records})
     with open(os.path.join(RESULTS, f"{args.out}.md"), "w") as f:
-        f.write(markdown(summary, records))
-    print(json.dumps({k: summary[k] for k in ("files", "compiled", "strict_loads", "approximate_loads",
-                                              "strict_follows", "approximate_follows")}))
+        f.write(markdown(summary, records) if done else f"(partial: {len(records)} files so far)\n\n" + markdown(summary, records))
+    return summary
 
 
 if __name__ == "__main__":
