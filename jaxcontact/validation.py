@@ -239,6 +239,25 @@ def _vertex_radii(vertex_radius, mask, ms) -> np.ndarray:
     return np.max(np.where(ms > 0, a.reshape(ms.shape), 0.0), axis=-1)
 
 
+def _part_surface_points(centres, rows) -> np.ndarray:
+    """Points on the surfaces of a compound's cylinder and ellipsoid parts (``Body.vertex_shape`` rows
+    at their centre vertices ``centres``): a cylinder's two rims (8 points each), an ellipsoid's six
+    axis ends, in the body frame; the hull of them and the other vertices holds the parts' centres
+    of mass."""
+    from .rotations import quat_to_mat
+
+    out = []
+    ring = np.stack([np.cos(np.arange(8) * np.pi / 4), np.sin(np.arange(8) * np.pi / 4)], axis=1)
+    for c, row in zip(centres, rows):
+        R = np.asarray(quat_to_mat(np.asarray(row[4:8], np.float64)))
+        if row[0] == 7:  # an ellipsoid of semi-axes row[1:4]
+            local = np.concatenate([np.diag(row[1:4]), -np.diag(row[1:4])])
+        else:  # a cylinder of radius row[1], half-length row[2] along its z
+            local = np.concatenate([np.c_[row[1] * ring, np.full(8, s * row[2])] for s in (1.0, -1.0)])
+        out.append(c + local @ R.T)
+    return np.concatenate(out) if out else np.zeros((0, 3))
+
+
 def _validate_round(body: Body, v, mask, batched: bool) -> None:
     """A body with round-shape fields (``types.Body``): each of the right shape, finite and >= 0
     (zeros: absent), 3D for a cylinder or ellipsoid; a sphere-swept body's core (its valid
@@ -260,6 +279,8 @@ def _validate_round(body: Body, v, mask, batched: bool) -> None:
     vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
     if body.vertex_radius is not None:  # a compound's per-vertex radii (shapes.compound)
         sizes["radius"] = sizes.get("radius", np.zeros((len(vs),))) + _vertex_radii(body.vertex_radius, mask, ms)
+    # a compound's cylinder and ellipsoid parts (``Body.vertex_shape``: kind > 0) shape it beyond its centre points
+    parted = None if body.vertex_shape is None else np.asarray(body.vertex_shape).reshape(len(vs), vs.shape[1], -1)[..., 0] > 0
     for k in range(len(vs)):
         pts = vs[k][ms[k] > 0]
         for name in ("cylinder", "ellipsoid"):
@@ -267,6 +288,10 @@ def _validate_round(body: Body, v, mask, batched: bool) -> None:
                 raise ValueError(f"body.{name}: every size must be positive for a {name} (all zeros: none), got "
                                  f"{sizes[name][k]}")
         shaped = any(name in sizes and np.all(sizes[name][k] > 0) for name in ("cylinder", "ellipsoid"))
+        if parted is not None and np.any(parted[k][ms[k] > 0]):  # its cylinders' and ellipsoids' surfaces
+            shaped = True
+            rows = np.asarray(body.vertex_shape).reshape(len(vs), vs.shape[1], -1)[k][ms[k] > 0]
+            pts = np.concatenate([pts, _part_surface_points(pts[parted[k][ms[k] > 0]], rows[parted[k][ms[k] > 0]])])
         if len(pts) == 0:
             if not shaped:
                 which = f" of body {k}" if len(vs) > 1 else ""

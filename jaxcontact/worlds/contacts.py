@@ -117,6 +117,8 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
         valid = valid & ((con.phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
     if scene.fixed:  # a fixed body never touches the ground
         valid = valid & ~scene.fixed_bodies[:, None]
+    if scene.contactless:  # nor does a body that collides with nothing
+        valid = valid & ~scene.contactless_bodies[:, None]
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 
@@ -149,6 +151,8 @@ def surface_contacts(model, scene: Scene, params: Params, state: State):
         valid = valid & ((phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
     if scene.fixed:  # a fixed body touches neither the ground nor a plane
         valid = valid & ~scene.fixed_bodies[:, None]
+    if scene.contactless:  # nor does a body that collides with nothing
+        valid = valid & ~scene.contactless_bodies[:, None]
     return rows, phi.reshape(-1), valid.reshape(-1), bodies
 
 

@@ -22,9 +22,11 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   hulls, cylinders and ellipsoids every kind (``collision.convex_pair``); a plane on the
   world body is the ground (the floor: normal +z); every other plane (tilted, on the world body or
   on a body without a joint) is one of the world's tilted planes (``Scene.planes``, ``Params.planes``). Geoms that collide
-  with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped.
+  with nothing (contype = conaffinity = 0) are MuJoCo's visual geoms and are skipped; a body without a colliding
+  geom moves with MuJoCo's mass and inertia and touches nothing (``Scene.contactless``, ``inertia_box``); a
+  body's one cylinder or ellipsoid off its centre of mass or turned in its body is a compound of one part.
 * Fixed scenery (``Scene.fixed``): a body without a joint welded to the world (MuJoCo's
-  ``body_weldid`` 0; not mocap) is a fixed body at its compiled pose; each other colliding geom on
+  ``body_weldid`` 0), and a mocap body, is a fixed body at its compiled (or keyframe) pose; each other colliding geom on
   the world body is a fixed body of its own (after MuJoCo's bodies, named by the geom, its frame
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
@@ -240,8 +242,7 @@ def _check(mujoco, model, approximate: bool):
         if len(joints) > 1:
             problems += _composite_problems(M, model, name, joints)
         elif model.body_mocapid[b] >= 0:
-            problems.append(f"{name}: a mocap body (moved by the user through data.mocap_pos; jaxcontact's fixed "
-                            "bodies stay where they are)")
+            pass  # a mocap body: fixed scenery where its mocap_pos puts it (_fixed_bodies)
         elif not joints and model.body_weldid[b] != 0 and not model.body_mass[b] > 0:
             problems.append(f"{name}: no joint, welded to a moving body, and massless (a welded body is a body of its "
                             "own held by 6 rows; give it a mass or put its geoms in the body it is welded to)")
@@ -254,7 +255,7 @@ def _check(mujoco, model, approximate: bool):
         if model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0:
             continue  # visual: collides with nothing
         if kind == "plane":
-            if b != 0 and model.body_weldid[b] != 0:
+            if b != 0 and not _static(model, b):
                 problems.append(f"{name}: a plane on a moving body (a plane is fixed scenery: a geom of the world body "
                                 "or of a body without a joint)")
             elif b != 0 and not any(model.geom_bodyid[h] == b and _colliding(model, h)
@@ -265,15 +266,8 @@ def _check(mujoco, model, approximate: bool):
               and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) > 1):
             problems.append(f"{name}: a {kind} in a body of several colliding geoms (a compound's parts are "
                             f"{', '.join(COMPOUND_GEOMS)}; approximate=True or --approximate: the convex hull of them all)")
-        elif (b != 0 and kind in ("cylinder", "ellipsoid") and not approximate and not _centred(model, g)
-              and sum(model.geom_bodyid[h] == b and _colliding(model, h) for h in range(model.ngeom)) == 1):
-            problems.append(f"{name}: a jaxcontact {kind} is centred on its body's centre of mass with its axes along the "
-                            "body frame's (move the geom there, or approximate=True or --approximate: the hull of "
-                            f"{len(round_points(kind, model.geom_size[g]))} points on its surface)")
         elif kind not in ROUND + ("box", "mesh"):
             problems.append(f"{name}: no jaxcontact counterpart")
-        if model.geom_priority[g] != 0:
-            problems.append(f"{name}: a geom priority (MuJoCo's friction choice by priority)")
     for p in range(int(getattr(model, "npair", 0))):
         name = f"contact pair {_name(M, model, M.mjtObj.mjOBJ_PAIR, p)}"
         for g in (model.pair_geom1[p], model.pair_geom2[p]):
@@ -300,6 +294,14 @@ def _centred(model, g, tol: float = 1e-9) -> bool:
     return at <= tol * max(1.0, float(np.max(model.geom_size[g]))) and abs(abs(q[0]) - 1.0) <= tol
 
 
+def _offset_round(M, model, g) -> bool:
+    """Whether geom ``g`` is a cylinder or an ellipsoid off its body's centre of mass or turned in its
+    body frame: a compound of one part at its pose (``compound_body``); a body's one centred
+    cylinder or ellipsoid, and a sphere or capsule anywhere, is a round body (``_round_body``)."""
+    kind = M.mjtGeom(model.geom_type[g]).name[len("mjGEOM_"):].lower()
+    return kind in ("cylinder", "ellipsoid") and not _centred(model, g)
+
+
 def _round_body(M, model, g, b) -> Body:
     """Body ``b``'s one round geom ``g`` natively (``Body.radius``, ``cylinder``, ``ellipsoid``) in the
     frame at the centre of mass, with MuJoCo's compiled sizes, mass and inertia."""
@@ -319,6 +321,25 @@ def _round_body(M, model, g, b) -> Body:
                                                                                            c + size[1] * axis])))
     body = shapes.cylinder(size[0], size[1], 1.0) if kind == "cylinder" else shapes.ellipsoid(size[:3], 1.0)
     return body.replace(mass=jnp.asarray(mass), inertia=jnp.asarray(inertia))
+
+
+def inertia_box(mujoco, model, b: int, name: str, fixed: bool) -> Body:
+    """Body ``b``, which has no colliding geom, as its equivalent-inertia box (MuJoCo's own picture of
+    a body's inertia, ``mjVIS_INERTIA``: the uniform box of its mass and principal inertia, along
+    ``body_iquat``) with MuJoCo's compiled mass and inertia: the world's ``Scene.contactless`` body
+    (its shape touches nothing; it is what ``worlds.animate`` draws). A moving body needs a mass and
+    an inertia (refused by name otherwise); a fixed one without them gets a nominal 1 kg cube of 1 cm."""
+    mass, I = float(model.body_mass[b]), np.asarray(model.body_inertia[b], float)
+    R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
+    if not (mass > 0 and np.all(I > 0)):
+        if not fixed:
+            raise ValueError(f"unsupported in a jaxcontact world: {name} has no colliding geom and no mass or inertia "
+                             f"(mass {mass:g}, inertia {_numbers(I)}; a moving body needs both: give it an <inertial>)")
+        return shapes.box(0.01, 1.0)
+    edges2 = 6.0 / mass * (np.sum(I) - 2 * I)  # full edges squared: I_x = m (B² + C²) / 12, ...
+    edges = np.sqrt(np.maximum(edges2, (1e-3 * np.sqrt(np.max(edges2))) ** 2 if np.max(edges2) > 0 else 1e-8))
+    verts = (BOX_SIGNS * edges / 2) @ R.T
+    return shapes._as_body(verts, mass, R @ np.diag(I) @ R.T, None)
 
 
 def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
@@ -381,9 +402,17 @@ def _floor(model, g) -> bool:
     return bool(np.linalg.norm(_plane_normal(model, g) - [0.0, 0.0, 1.0]) < 1e-9)
 
 
+def _static(model, b: int) -> bool:
+    """Whether MuJoCo body ``b`` is welded to the world (no joint on the way to it) or is a mocap body
+    (moved only by the user, through ``data.mocap_pos``/``mocap_quat``; at rest in a simulation)."""
+    return bool(model.body_weldid[b] == 0 or model.body_mocapid[b] >= 0)
+
+
 def _fixed_bodies(model) -> list:
-    """MuJoCo's bodies welded to the world (no joint on the way to it; not mocap): fixed bodies."""
-    return [b for b in range(1, model.nbody) if model.body_weldid[b] == 0 and model.body_mocapid[b] < 0]
+    """MuJoCo's bodies welded to the world and its mocap bodies (``_static``): fixed bodies. A mocap
+    body's pose is its state's, so a user moves it between rollouts as MuJoCo's ``mocap_pos`` does
+    between steps."""
+    return [b for b in range(1, model.nbody) if _static(model, b)]
 
 
 def _nominal_inertia(verts) -> np.ndarray:
@@ -509,15 +538,20 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     fixed_mj = set(_fixed_bodies(model))
     fixed = [b - 1 for b in sorted(fixed_mj)] + [model.nbody - 1 + k for k in range(len(world_geoms))]
     n = model.nbody - 1 + len(world_geoms)
-    bodies, mus, condims, geoms = [], [], [], []
+    bodies, mus, condims, geoms, contactless = [], [], [], [], []
     for b in range(1, model.nbody):
         gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g) and g not in tilted]
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
-        if not gs:
-            raise ValueError(f"unsupported in a jaxcontact world: {name} has no colliding geom (a jaxcontact body "
-                             "is its hull)")
+        if not gs:  # collides with nothing: moves (or is fixed) with MuJoCo's mass, touches nothing
+            bodies.append(inertia_box(M, model, b, name, b in fixed_mj))
+            contactless.append(b - 1)
+            mus.append(None)
+            condims.append(set())
+            geoms.append([])
+            continue
         kinds = {int(model.geom_type[g]) for g in gs}
-        if len(gs) > 1 and not approximate:  # a body of several shapes: its geoms the compound's parts
+        if (len(gs) > 1 or _offset_round(M, model, gs[0])) and not approximate:  # a body of several shapes: its
+            # geoms the compound's parts; so is one cylinder or ellipsoid off the centre of mass or turned in its body
             bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj))
             mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
             condims.append({int(model.geom_condim[g]) for g in gs})
@@ -577,6 +611,11 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         condims.append({int(model.geom_condim[g])})
         geoms.append([g])
 
+    # a body that collides with nothing takes another's μ (never used), so that one μ stays one μ
+    known = [m for m in mus if m is not None]
+    fill = known[0] if known else (float(model.geom_friction[plane, 0]) if plane is not None else 1.0)
+    mus = [fill if m is None else m for m in mus]
+
     # explicit <contact><pair>s: body pairs (-1: the ground plane) MuJoCo collides whatever its filter
     # says, with the pair's own friction in place of max(mu_a, mu_b)
     explicit = {}
@@ -586,7 +625,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             continue
         b1, b2 = (model.nbody - 1 + world_geoms.index(g) if g in world_geoms else int(model.geom_bodyid[g]) - 1
                   for g in (model.pair_geom1[p], model.pair_geom2[p]))
-        explicit[tuple(sorted((b1, b2)))] = float(model.pair_friction[p, 0])
+        explicit[tuple(sorted((b1, b2)))] = 0.0 if model.pair_dim[p] == 1 else float(model.pair_friction[p, 0])
         condims.append({int(model.pair_dim[p])})
 
     # friction: one μ (exact) or per body (the geometric mean against MuJoCo's max rule)
@@ -594,10 +633,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     all_condims |= {int(model.geom_condim[g]) for g in tilted}
     if all_condims == {1}:
         mus, ground_mu = [0.0] * n, 0.0
-    elif 1 in all_condims:
-        raise ValueError("unsupported in a jaxcontact world: geoms of condim 1 (frictionless) beside geoms with "
-                         "friction (MuJoCo gives a contact the larger condim of its two geoms; per-body μ cannot)")
-    else:
+    else:  # condim 1 beside friction: each body keeps its μ; MuJoCo's condim rule is compared (_warn_friction)
         ground_mu = float(model.geom_friction[plane, 0]) if plane is not None else None
 
     # the pair table: MuJoCo's filter
@@ -627,11 +663,11 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     ground = False
     if plane is not None:
         touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, b + 1) not in excluded
-                                             for g in geoms[b]) for b in range(n) if b not in fixed]
+                                             for g in geoms[b]) for b in range(n) if b not in fixed and b not in contactless]
         if all(touch):
             ground = True
         elif any(touch):
-            free = [b for b in range(n) if b not in fixed]
+            free = [b for b in range(n) if b not in fixed and b not in contactless]
             odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, free[i] + 1) for i, t in enumerate(touch) if not t)
             raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
                              "while others do (a world's ground touches every body)")
@@ -639,7 +675,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         ground_mu = max(mus)
     plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
     for k, g in enumerate(tilted):  # a plane touches every free body (MuJoCo's filter must agree)
-        free = [b for b in range(n) if b not in fixed]
+        free = [b for b in range(n) if b not in fixed and b not in contactless]
         odd = [b for b in free if not any(_compatible(model, g, h) for h in geoms[b])]
         if odd:
             raise ValueError(f"unsupported in a jaxcontact world: plane {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)} does not "
@@ -721,10 +757,13 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     if all_condims != {1}:
         body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
         body_names += [_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in world_geoms]
-        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed)
+        rules = ([max((int(model.geom_condim[g]) for g in gs), default=3) for gs in geoms],
+                 [max((int(model.geom_priority[g]) for g in gs), default=0) for gs in geoms],
+                 (int(model.geom_condim[plane]), int(model.geom_priority[plane])) if plane is not None else (3, 0))
+        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless, rules)
     scene_kw.setdefault("names", names)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
-                                **scene_kw)
+                                contactless=contactless, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
@@ -743,7 +782,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     else:
         params = JointedParams(body=stacked, ground=groundp, law=law, joints=joint_params)
     if tilted:
-        params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed))
+        params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed + contactless))
 
     # the state at the centre of mass: world linear velocity, body angular velocity
     pos, quat, vel, omega = [], [], [], []
@@ -827,7 +866,7 @@ def _plane_pairs(scene, params, friction, mu_law, geom) -> str:
     for k in range(scene.planes):
         mu_p = float(params.planes.friction[k])
         for i in range(scene.num_bodies):
-            if i in scene.fixed:
+            if i in scene.fixed or i in scene.contactless:
                 continue
             mu_b = mu_law if friction is None else float(friction[i])
             want = mu_p if friction is None else float(np.sqrt(mu_p * mu_b))
@@ -1261,25 +1300,41 @@ def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> 
 FRICTION_RTOL = 1e-9  # a pair's μ in MuJoCo and here agree within this (relative): to_mjcf's pairs are exact
 
 
-def _warn_friction(mus, ground_mu, pairs, explicit, names, fixed=()):
+def mujoco_pair_friction(mu_a, mu_b, condim_a=3, condim_b=3, priority_a=0, priority_b=0):
+    """(μ, rule) MuJoCo gives a contact of two geoms without an explicit ``<pair>``: the geom of the
+    higher ``priority`` decides its condim and μ; at equal priority the larger condim and
+    max(μ_a, μ_b); condim 1 is frictionless."""
+    if priority_a != priority_b:
+        mu, dim = (mu_a, condim_a) if priority_a > priority_b else (mu_b, condim_b)
+        rule = "the higher geom priority's"
+    else:
+        mu, dim, rule = max(mu_a, mu_b), max(condim_a, condim_b), "max(mu_a, mu_b)"
+    return (0.0, "condim 1: frictionless") if dim == 1 else (float(mu), rule)
+
+
+def _warn_friction(mus, ground_mu, pairs, explicit, names, fixed=(), rules=None):
     """``FrictionRuleWarning`` when a pair's μ here (√(μ_a μ_b)) is not MuJoCo's (its explicit
-    ``<pair>``'s, else max(μ_a, μ_b)), naming the pair of the largest difference."""
+    ``<pair>``'s, else ``mujoco_pair_friction`` of the bodies' condims and priorities ``rules``:
+    (per body, per body, the ground's (condim, priority)); None: max(μ_a, μ_b)), naming the pair of
+    the largest difference."""
+    dims, prios, ground_rule = rules if rules is not None else ([3] * len(mus), [0] * len(mus), (3, 0))
     worst, where = 0.0, None
-    cases = [(mus[a], mus[b], explicit.get((a, b)), f"bodies {names[a]} and {names[b]}") for a, b in pairs]
+    cases = [(mus[a], mus[b], explicit.get((a, b)), f"bodies {names[a]} and {names[b]}", (dims[a], dims[b], prios[a], prios[b]))
+             for a, b in pairs]
     if ground_mu is not None:
-        cases += [(m, ground_mu, explicit.get((-1, i)), f"body {names[i]} and the ground") for i, m in enumerate(mus)
-                  if i not in fixed]
-    for ma, mb, given, what in cases:
+        cases += [(m, ground_mu, explicit.get((-1, i)), f"body {names[i]} and the ground",
+                   (dims[i], ground_rule[0], prios[i], ground_rule[1])) for i, m in enumerate(mus) if i not in fixed]
+    for ma, mb, given, what, (da, db, pa, pb) in cases:
         mine = float(np.sqrt(ma * mb))
-        theirs = max(ma, mb) if given is None else given
+        theirs, rule = mujoco_pair_friction(ma, mb, da, db, pa, pb) if given is None else (given, "its <contact><pair>'s friction")
         diff = abs(theirs - mine)
         if diff > FRICTION_RTOL * max(theirs, mine) and diff > worst:
-            rule = "max(mu_a, mu_b)" if given is None else "its <contact><pair>'s friction"
             worst, where = diff, (what, mine, theirs, rule)
     if where is not None:
         warnings.warn(f"the geoms' friction differs: jaxcontact gives a pair sqrt(mu_a mu_b), MuJoCo max(mu_a, mu_b) "
-                      f"or an explicit <contact><pair>'s friction; the largest difference is {where[0]}: {where[1]:.4g} "
-                      f"here, {where[2]:.4g} in MuJoCo ({where[3]})", FrictionRuleWarning, stacklevel=3)
+                      f"(the higher geom priority's, none at condim 1) or an explicit <contact><pair>'s friction; the "
+                      f"largest difference is {where[0]}: {where[1]:.4g} here, {where[2]:.4g} in MuJoCo ({where[3]})",
+                      FrictionRuleWarning, stacklevel=3)
 
 
 def from_mjcf(source, keyframe=None, approximate: bool = False, dtype=None, **scene_kw):
@@ -1396,7 +1451,8 @@ def pair_friction(scene, friction, ground_mu) -> dict:
     mix = lambda a, b: float(np.sqrt(a * b)) if a * b > 0 else 0.0
     out = {(a, b): mix(friction[a], friction[b]) for a, b in scene.pairs}
     if scene.ground:
-        out.update({(-1, i): mix(friction[i], ground_mu) for i in range(scene.num_bodies) if i not in scene.fixed})
+        out.update({(-1, i): mix(friction[i], ground_mu) for i in range(scene.num_bodies)
+                    if i not in scene.fixed and i not in scene.contactless})
     return out
 
 
@@ -1498,7 +1554,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         mu = mu_law[0] if friction is None else friction[i]
         fr = f'friction="{_f(mu)} 0.005 0.0001"'
         kind = "hull" if scene.shapes is None else scene.shapes[i]
-        if kind == "compound":
+        if i in scene.contactless:  # collides with nothing: no geom, its mass and inertia alone
+            g = "<!-- collides with nothing: no geom -->"
+        elif kind == "compound":
             g = _compound_geoms(scene, body, i, verts_all[i], f"{fr}{extra_geom}", assets)
         elif kind != "hull":
             g = f'<geom name="geom{i}" {_round_geom(scene, body, i, kind, v)} {fr}{extra_geom}/>'
@@ -1572,4 +1630,4 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
 
 
 __all__ = ["COMPOUND_GEOMS", "FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "compound_body", "from_mjcf", "from_mujoco",
-           "key_quaternions", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
+           "key_quaternions", "mujoco_pair_friction", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]

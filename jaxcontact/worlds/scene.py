@@ -83,6 +83,10 @@ class Scene:
     planes: how many tilted planes (walls, ramps: fixed scenery, ``types.Planes`` in
     ``Params.planes``, ``worlds.planes``) the world has beside the ground (static); every body
     touches each as it touches the ground (``contacts.ground_contacts``).
+    contactless: the indices (sorted) of the bodies that collide with nothing (MuJoCo's bodies
+    without a colliding geom: a link of inertia only, or of visual geoms): they move (gravity,
+    joints, controls) but have no ground or plane contacts, are never depenetrated and are in no
+    pair; their ``Body`` shape is nominal (``worlds.mjcf``: the equivalent-inertia box).
     """
 
     topologies: tuple
@@ -102,6 +106,7 @@ class Scene:
     parts: tuple | None = None
     fast_hits: bool = False
     planes: int = 0
+    contactless: tuple = ()
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -109,7 +114,11 @@ class Scene:
             raise ValueError("Scene: a world needs at least one body")
         check_plane_count(self.planes)
         object.__setattr__(self, "fixed", check_fixed(self.fixed, n))
+        object.__setattr__(self, "contactless", check_fixed(self.contactless, n, "contactless"))
         for a, b in self.pairs:
+            if a in self.contactless or b in self.contactless:
+                raise ValueError(f"Scene.pairs: ({a}, {b}) holds {self.body_name(a if a in self.contactless else b)}, "
+                                 "which collides with nothing (Scene.contactless)")
             if a in self.fixed and b in self.fixed:
                 raise ValueError(f"Scene.pairs: ({a}, {b}) are both fixed bodies (Scene.fixed), which never touch")
         if self.vertex_counts is not None and len(self.vertex_counts) != n:
@@ -190,6 +199,13 @@ class Scene:
         return mask
 
     @property
+    def contactless_bodies(self) -> np.ndarray:
+        """(N,) static mask of the bodies that collide with nothing (``contactless``)."""
+        mask = np.zeros(self.num_bodies, bool)
+        mask[list(self.contactless)] = True
+        return mask
+
+    @property
     def jointed_bodies(self) -> np.ndarray:
         """(N,) static mask of the bodies that belong to a joint (none without ``joints``)."""
         return np.zeros(self.num_bodies, bool) if self.joints is None else self.joints.jointed(self.num_bodies)
@@ -232,24 +248,28 @@ def check_plane_count(planes) -> None:
                          f"in Params.planes), got {planes!r}")
 
 
-def check_fixed(fixed, n: int) -> tuple:
+DESCRIBED = {"fixed": "fixed to the world", "contactless": "that collide with nothing"}
+
+
+def check_fixed(fixed, n: int, what: str = "fixed") -> tuple:
     """``fixed`` (body indices, or N bools) as the sorted tuple of indices ``Scene.fixed`` holds;
-    refused by name when not ints of 0..n−1 (or n bools), or an index is listed twice."""
+    refused by name when not ints of 0..n−1 (or n bools), or an index is listed twice. ``what``: the
+    argument named in messages (``"contactless"`` for ``Scene.contactless``)."""
     if isinstance(fixed, (str, bytes)) or not hasattr(fixed, "__iter__"):
-        raise ValueError(f"fixed: expected the indices of the bodies fixed to the world (or one bool per body), "
+        raise ValueError(f"{what}: expected the indices of the bodies {DESCRIBED[what]} (or one bool per body), "
                          f"got {fixed!r}")
     items = list(np.asarray(fixed).tolist()) if isinstance(fixed, np.ndarray) else list(fixed)
     if items and all(isinstance(f, (bool, np.bool_)) for f in items):
         if len(items) != n:
-            raise ValueError(f"fixed: a mask needs one bool per body ({n}), got {len(items)}")
+            raise ValueError(f"{what}: a mask needs one bool per body ({n}), got {len(items)}")
         items = [i for i, f in enumerate(items) if f]
     for f in items:
         if not isinstance(f, numbers.Integral) or isinstance(f, (bool, np.bool_)):
-            raise ValueError(f"fixed: expected body indices (ints) or one bool per body, got {f!r}")
+            raise ValueError(f"{what}: expected body indices (ints) or one bool per body, got {f!r}")
         if not 0 <= f < n:
-            raise ValueError(f"fixed: body {f} is out of range for a world of {n} bodies (0..{n - 1})")
+            raise ValueError(f"{what}: body {f} is out of range for a world of {n} bodies (0..{n - 1})")
     if len(set(items)) != len(items):
-        raise ValueError(f"fixed: a body is listed twice in {tuple(items)}")
+        raise ValueError(f"{what}: a body is listed twice in {tuple(items)}")
     return tuple(sorted(int(f) for f in items))
 
 
@@ -317,7 +337,7 @@ def compound_parts(body: Body, label: str) -> tuple:
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
-               names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0):
+               names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0, contactless=()):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
@@ -327,7 +347,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     ground_contacts: deprecated (``Model.max_contacts`` decides; ``Scene``). fixed: the bodies fixed to
     the world (indices, or one bool per body; ``Scene.fixed``): pairs of two fixed bodies are left
     out of the table (also from an explicit ``pairs`` list). planes: how many tilted planes the world
-    has (``Scene.planes``; their values in ``Params.planes``, ``worlds.planes.make_planes``)."""
+    has (``Scene.planes``; their values in ``Params.planes``, ``worlds.planes.make_planes``). contactless:
+    the bodies that collide with nothing (``Scene.contactless``): their pairs are left out of the table."""
     if isinstance(bodies, Body) and bodies.vertex_radius is not None:
         raise ValueError("make_scene: these stacked bodies hold a compound (body.vertex_radius), whose parts "
                          "stacking drops; pass the bodies as a list (make_scene([table, box, ...]))")
@@ -359,6 +380,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     fixed = check_fixed(fixed, n)
     drop = {tuple(sorted(p)) for p in exclude} | (set() if joints is None else joints.body_pairs())
     drop |= set(itertools.combinations(fixed, 2))
+    contactless = check_fixed(contactless, n, "contactless")
+    drop |= {p for p in itertools.combinations(range(n), 2) if set(p) & set(contactless)}
     table = tuple(sorted({tuple(sorted((int(a), int(b)))) for a, b in pairs} - drop))
     round_pairs = [(a, b) for a, b in table if {kinds[a], kinds[b]} - set(collision.PAIR_KINDS + (COMPOUND,))]
     if round_pairs:
@@ -377,7 +400,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
                  names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits,
-                 planes=planes), stacked
+                 planes=planes, contactless=contactless), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
