@@ -6,6 +6,9 @@ spinning at a fixed wall neither tunnels nor overlaps it; a fast pair's contacts
 this pose, are exact for a closing along the normal, and a slow pair's are bitwise as before. (The
 census of throws, ``benchmarks.overlap_census``, is minutes per pair: not in the default tier.)"""
 
+import dataclasses
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -147,17 +150,50 @@ def _throws(kind_a, kind_b, n, seed=0):
                  omega=pair(rng.uniform(-10, 10, (n, 3)), [0.0, 0.0, 0.0]))
 
 
-@pytest.mark.parametrize("kinds", ["box-box", "box-capsule", "capsule-capsule"])
+@functools.lru_cache(maxsize=None)
+def _census(kinds, throws=32, steps=200):
+    """``throws`` census throws of ``kinds`` ("A-B"), float64: (scene, params, trajectory, info)."""
+    a, b = kinds.split("-")
+    scene, body = worlds.make_scene([_body_of(a), _body_of(b)], pairs=[(0, 1)], fast_hits=True)
+    params = _params(body)
+    traj, info = worlds.batch_rollout(MODEL, scene, params, _throws(a, b, throws), steps)
+    return scene, params, traj, info
+
+
+@pytest.mark.parametrize("kinds", ["box-box", "box-capsule", "capsule-cylinder"])
 def test_a_small_census_of_fast_throws_holds_the_overlap_bound(kinds):
     """32 throws (float64, 200 steps): no step starts with the pair more than 40 µm inside itself
     (the issue's bound, ≤ 1 % of throws: none of 32), every throw hits. Before the fast pairs'
     overlap was moved out at the end of the step (``contacts.separate_fast_pairs``) box on box had
-    20 of 100 census throws beyond 40 µm."""
-    a, b = kinds.split("-")
-    scene, body = worlds.make_scene([_body_of(a), _body_of(b)], pairs=[(0, 1)], fast_hits=True)
-    params = _params(body)
-    s = _throws(a, b, 32)
-    traj, info = worlds.batch_rollout(MODEL, scene, params, s, 200)
+    20 of 100 census throws beyond 40 µm, capsule on a standing cylinder (rotating the bodies too)
+    5 of 100."""
+    scene, params, traj, info = _census(kinds)
     assert (np.asarray(info.pair_phi).min(axis=(1, 2, 3)) < 1e-3).all()
     deepest = _deepest(scene, params, traj)
     assert deepest.max() < 40e-6, (np.sort(deepest)[-3:], np.argmax(deepest))
+
+
+def test_fast_tumbling_throws_gain_no_energy():
+    """The 32 box-on-box throws (inelastic, μ 0.5, spins up to 17 rad/s): the world's energy never
+    exceeds its start, and no step gains more than 1e-4 J (lifting the thrown 0.37 kg box by 28 µm,
+    less than the overlap bound: the position move adds no velocity; measured 3.2e-5 J at most, the
+    velocity solve's own push out of the slop; 1.3e-4 J with fast_hits off)."""
+    scene, params, traj, info = _census("box-box")
+    E = jax.vmap(jax.vmap(lambda s: worlds.energy(MODEL, params, s)))(traj)
+    E = np.asarray(E)
+    assert (E <= E[:, :1] + 1e-9).all(), (E - E[:, :1]).max()
+    assert np.diff(E, axis=1).max() < 1e-4, np.diff(E, axis=1).max()
+
+
+def test_a_resting_stack_is_bitwise_the_same_with_fast_hits():
+    """Slow pairs are neither predicted nor moved: a 3-box stack settling under its softness
+    (the boxes a few µm inside each other) takes the same 100 steps, bitwise, with fast_hits on."""
+    from jaxcontact.worlds import scenes
+
+    scene, params, s = scenes.stack(3)
+    out = {}
+    for on in (False, True):
+        sc = dataclasses.replace(scene, fast_hits=on)
+        out[on] = worlds.rollout(MODEL, sc, params, s, 100, output="final")[0]
+    for x, y in zip(jax.tree_util.tree_leaves(out[False]), jax.tree_util.tree_leaves(out[True])):
+        assert np.array_equal(np.asarray(x), np.asarray(y))

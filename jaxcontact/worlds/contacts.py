@@ -279,53 +279,54 @@ SEPARATE_SWEEPS = 4
 
 def separate_fast_pairs(model, scene: Scene, params: Params, before: State, after: State, Minv, held):
     """``after`` with the overlap of every fast pair (``fast_pairs`` at ``before`` or ``after``)
-    removed at position level (``Scene.fast_hits``; Box2D v2's position solve, an NGS step): the
-    pairs' manifolds at ``after``, and per pair slot a few Gauss–Seidel sweeps of the linearised
-    position problem φ + J M⁻¹Jᵀ λ ≥ −``SEPARATE_SLOP``, λ ≥ 0 on its normal rows, the pose moved by
-    M⁻¹Jᵀλ (a rotation in the body frame, as ``stages.integrate``). Velocities untouched (no
-    kinetic energy added). ``held`` (N,) static-or-traced: bodies not moved (fixed, jointed, or
-    resting on the ground: the thrown body is moved off the resting one, not the resting one into
-    the ground; both move when both are held but neither is fixed or jointed). A body in several
-    moved pairs takes the mean of their moves. A pair with no contact deeper than the slop is
-    untouched, bitwise: (state, moved (N,) bool)."""
-    P, n, N = scene.num_pairs, scene.pair_contacts, scene.num_bodies
+    removed at position level (``Scene.fast_hits``; the position solve of Box2D v2, an NGS step, by
+    translation): the pairs' manifolds at ``after``, and per pair slot a few Gauss–Seidel sweeps of
+    the linearised position problem φ + J M⁻¹Jᵀ λ ≥ −``SEPARATE_SLOP``, λ ≥ 0 on its normal rows,
+    with the translational block of M⁻¹ only (the narrow phase's normal is the axis of least
+    penetration: moving the bodies apart along it by the depth separates them, where a rotation
+    swings the points the manifold did not keep into the other body), each body moved by its share.
+    Velocities and orientations untouched (no kinetic energy added). ``held`` (N,): bodies not
+    moved (fixed, jointed, or resting on the ground: the thrown body is moved off the resting one,
+    not the resting one into the ground; both move when both are held but neither is fixed or
+    jointed). A body in several moved pairs takes the mean of their moves. A pair with no contact
+    deeper than the slop is untouched, bitwise: (state, moved (N,) bool)."""
+    P, N = scene.num_pairs, scene.num_bodies
     pairs = np.asarray(scene.pairs, dtype=int).reshape(P, 2)
     fast = fast_pairs(model, params, before, pairs) | fast_pairs(model, params, after, pairs)
-    rows, phi, valid, bodies, slot_pair, *_ = pair_contacts(model, dataclasses.replace(scene, fast_hits=False), params, after)
-    S = slot_pair.shape[0]
-    J = rows[:, :, 0, :].reshape(S, n, 2, 6)
-    phi, valid = phi.reshape(S, n), valid.reshape(S, n) & fast[slot_pair][:, None]
-    ab = bodies.reshape(S, n, 2)[:, 0]
     pinned = np.zeros(N, bool)
     if scene.fixed:
         pinned |= scene.fixed_bodies
     if scene.joints is not None:
         pinned |= scene.jointed_bodies
+    n = scene.pair_contacts
+    rows, phi, valid, bodies, slot_pair, *_ = pair_contacts(model, dataclasses.replace(scene, fast_hits=False), params, after)
+    S = slot_pair.shape[0]
+    J = rows[:, :, 0, :].reshape(S, n, 2, 6)
+    phi, valid = phi.reshape(S, n), valid.reshape(S, n) & fast[slot_pair][:, None]
+    ab = bodies.reshape(S, n, 2)[:, 0]
     pin = jnp.asarray(pinned)[ab]
     hold = jnp.asarray(held)[ab] | pin
     hold = jnp.where(jnp.all(hold, axis=1, keepdims=True), pin, hold)  # both resting: both move
-    M = jnp.where(hold[..., None, None], 0.0, Minv[ab])  # (S, 2, 6, 6)
-    MJ = jnp.einsum("skab,snkb->snka", M, J)  # (S, n, 2, 6)
+    J = J[..., :3]  # translation only: the axis of least penetration separates
+    M = jnp.where(hold[..., None, None], 0.0, Minv[ab][..., :3, :3])  # (S, 2, 3, 3)
+    MJ = jnp.einsum("skab,snkb->snka", M, J)  # (S, n, 2, 3)
     K = jnp.einsum("snka,snka->sn", J, MJ)
     act = valid & (K > 0)
     K = jnp.where(act, K, 1.0)
     lam = jnp.zeros_like(phi)
-    move = jnp.zeros((S, 2, 6), phi.dtype)
+    move = jnp.zeros((S, 2, 3), phi.dtype)
     for _ in range(SEPARATE_SWEEPS):
         for i in range(n):
             c = phi[:, i] + jnp.einsum("ska,ska->s", J[:, i], move)
             new = jnp.where(act[:, i], jnp.maximum(lam[:, i] - (c + SEPARATE_SLOP) / K[:, i], 0.0), 0.0)
             move = move + MJ[:, i] * (new - lam[:, i])[:, None, None]
             lam = lam.at[:, i].set(new)
-    on = jnp.any(lam > 0, axis=1)  # (S,) the slots moved
-    count = jnp.zeros(N, phi.dtype).at[ab].add(jnp.broadcast_to(on[:, None], ab.shape).astype(phi.dtype))
-    total = jnp.zeros((N, 6), phi.dtype).at[ab.reshape(-1)].add(jnp.where(on[:, None, None], move, 0.0).reshape(-1, 6))
+    on = jnp.any(lam > 0, axis=1)[:, None] & ~hold  # (S, 2) the bodies each slot moves
+    count = jnp.zeros(N, phi.dtype).at[ab].add(on.astype(phi.dtype))
+    total = jnp.zeros((N, 3), phi.dtype).at[ab.reshape(-1)].add(jnp.where(on[..., None], move, 0.0).reshape(-1, 3))
     moved = count > 0
-    d = total / jnp.maximum(count, 1.0)[:, None]
-    step = jnp.vectorize(lambda q, w: quat_normalize(quat_mul(q, quat_exp(w))), signature="(4),(3)->(4)")
-    pos = jnp.where(moved[:, None], after.pos + d[:, :3], after.pos)
-    quat = jnp.where(moved[:, None], step(after.quat, d[:, 3:]), after.quat)
-    return after.replace(pos=pos, quat=quat), moved
+    pos = jnp.where(moved[:, None], after.pos + total / jnp.maximum(count, 1.0)[:, None], after.pos)
+    return after.replace(pos=pos), moved
 
 
 def shape_dims(body, num_bodies: int, dtype):
