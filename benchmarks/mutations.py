@@ -1067,6 +1067,16 @@ MUTATIONS = (
     Mutation("priority-rule-ignored", "corpus", "jaxcontact/worlds/mjcf.py",
              "    if priority_a != priority_b:\n        mu, dim = ", "    if False:\n        mu, dim = ",
              ("tests/test_mjcf_friction_rules.py::test_geom_priority_loads_and_its_friction_rule_is_compared",)),
+    # fast hits moved out (issue 62 item 5: contacts.separate_fast_pairs, the position solve after integrate)
+    Mutation("separate-fast-pairs-skipped", "fast hits", "jaxcontact/worlds/pipeline.py",
+             "if scene.fast_hits and scene.pairs:  # the fast pairs' overlap", "if False:  # the fast pairs' overlap",
+             ("tests/test_fast_hits.py::test_a_small_census_of_fast_throws_holds_the_overlap_bound",)),
+    Mutation("separate-slow-pairs-too", "fast hits", "jaxcontact/worlds/contacts.py",
+             "valid.reshape(S, n) & fast[slot_pair][:, None]", "valid.reshape(S, n) | fast[slot_pair][:, None]",
+             ("tests/test_fast_hits.py::test_a_resting_stack_is_bitwise_the_same_with_fast_hits",)),
+    Mutation("separate-to-half-depth", "fast hits", "jaxcontact/worlds/contacts.py",
+             "jnp.maximum(lam[:, i] - (c + SEPARATE_SLOP) / K[:, i], 0.0)", "jnp.maximum(lam[:, i] - 0.5 * (c + SEPARATE_SLOP) / K[:, i], 0.0)",
+             ("tests/test_fast_hits.py::test_a_small_census_of_fast_throws_holds_the_overlap_bound",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

@@ -206,7 +206,7 @@ def test_composites_and_balls_refused_by_name():
         with pytest.raises(ValueError, match=message):
             mjcf.from_mjcf(xml)
     motor = ball_xml().replace("</mujoco>", '<actuator><motor joint="ball"/></actuator></mujoco>')
-    with pytest.raises(ValueError, match="actuators drive a hinge or a slide"):
+    with pytest.raises(ValueError, match="a joint transmission .*actuators drive a hinge, a slide or a fixed tendon"):
         mjcf.from_mjcf(motor)
     with pytest.raises(ValueError, match="a slide after a hinge"):
         J.Joints(parent=(-1, -1), child=(0, 0), kinds=("hinge", "slide"))

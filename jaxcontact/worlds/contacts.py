@@ -275,6 +275,68 @@ def fast_pairs(model, params: Params, state: State, pairs):
     r = bounding_radii(params)
     move = model.dt * (jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r)
     return jax.lax.stop_gradient(move[pairs[:, 0]] + move[pairs[:, 1]] > FAST_HIT)
+
+
+SEPARATE_SLOP = 1e-5
+"""How deep (m) a fast pair may end a step inside itself before ``separate_fast_pairs`` moves it out
+to this depth (Box2D's linear slop, at the scale of the census's 40 µm)."""
+
+SEPARATE_SWEEPS = 4
+"""Gauss–Seidel sweeps over a pair's contacts in ``separate_fast_pairs`` (Box2D v2's position solver)."""
+
+
+def separate_fast_pairs(model, scene: Scene, params: Params, before: State, after: State, Minv, held):
+    """``after`` with the overlap of every fast pair (``fast_pairs`` at ``before`` or ``after``)
+    removed at position level (``Scene.fast_hits``; the position solve of Box2D v2, an NGS step, by
+    translation): the pairs' manifolds at ``after``, and per pair slot a few Gauss–Seidel sweeps of
+    the linearised position problem φ + J M⁻¹Jᵀ λ ≥ −``SEPARATE_SLOP``, λ ≥ 0 on its normal rows,
+    with the translational block of M⁻¹ only (the narrow phase's normal is the axis of least
+    penetration: moving the bodies apart along it by the depth separates them, where a rotation
+    swings the points the manifold did not keep into the other body), each body moved by its share.
+    Velocities and orientations untouched (no kinetic energy added). ``held`` (N,): bodies not
+    moved (fixed, jointed, or resting on the ground: the thrown body is moved off the resting one,
+    not the resting one into the ground; both move when both are held but neither is fixed or
+    jointed). A body in several moved pairs takes the mean of their moves. A pair with no contact
+    deeper than the slop is untouched, bitwise: (state, moved (N,) bool)."""
+    P, N = scene.num_pairs, scene.num_bodies
+    pairs = np.asarray(scene.pairs, dtype=int).reshape(P, 2)
+    fast = fast_pairs(model, params, before, pairs) | fast_pairs(model, params, after, pairs)
+    pinned = np.zeros(N, bool)
+    if scene.fixed:
+        pinned |= scene.fixed_bodies
+    if scene.joints is not None:
+        pinned |= scene.jointed_bodies
+    n = scene.pair_contacts
+    rows, phi, valid, bodies, slot_pair, *_ = pair_contacts(model, dataclasses.replace(scene, fast_hits=False), params, after)
+    S = slot_pair.shape[0]
+    J = rows[:, :, 0, :].reshape(S, n, 2, 6)
+    phi, valid = phi.reshape(S, n), valid.reshape(S, n) & fast[slot_pair][:, None]
+    ab = bodies.reshape(S, n, 2)[:, 0]
+    pin = jnp.asarray(pinned)[ab]
+    hold = jnp.asarray(held)[ab] | pin
+    hold = jnp.where(jnp.all(hold, axis=1, keepdims=True), pin, hold)  # both resting: both move
+    J = J[..., :3]  # translation only: the axis of least penetration separates
+    M = jnp.where(hold[..., None, None], 0.0, Minv[ab][..., :3, :3])  # (S, 2, 3, 3)
+    MJ = jnp.einsum("skab,snkb->snka", M, J)  # (S, n, 2, 3)
+    K = jnp.einsum("snka,snka->sn", J, MJ)
+    act = valid & (K > 0)
+    K = jnp.where(act, K, 1.0)
+    lam = jnp.zeros_like(phi)
+    move = jnp.zeros((S, 2, 3), phi.dtype)
+    for _ in range(SEPARATE_SWEEPS):
+        for i in range(n):
+            c = phi[:, i] + jnp.einsum("ska,ska->s", J[:, i], move)
+            new = jnp.where(act[:, i], jnp.maximum(lam[:, i] - (c + SEPARATE_SLOP) / K[:, i], 0.0), 0.0)
+            move = move + MJ[:, i] * (new - lam[:, i])[:, None, None]
+            lam = lam.at[:, i].set(new)
+    on = jnp.any(lam > 0, axis=1)[:, None] & ~hold  # (S, 2) the bodies each slot moves
+    count = jnp.zeros(N, phi.dtype).at[ab].add(on.astype(phi.dtype))
+    total = jnp.zeros((N, 3), phi.dtype).at[ab.reshape(-1)].add(jnp.where(on[..., None], move, 0.0).reshape(-1, 3))
+    moved = count > 0
+    pos = jnp.where(moved[:, None], after.pos + total / jnp.maximum(count, 1.0)[:, None], after.pos)
+    return after.replace(pos=pos), moved
+
+
 def shape_dims(body, num_bodies: int, dtype):
     """(N, 3) each body's dimensions for ``collision.convex_pair``: a cylinder's (ρ, l, 0), an
     ellipsoid's (a, b, c) (zeros where a body has neither)."""
@@ -591,5 +653,5 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
 
 
 __all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_joint_contacts", "num_losses", "sides", "tendon_limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
-           "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "surface_contacts", "surface_friction", "surfaces", "warm_slots",
+           "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "SEPARATE_SLOP", "SEPARATE_SWEEPS", "separate_fast_pairs", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "surface_contacts", "surface_friction", "surfaces", "warm_slots",
            "warm_table"]

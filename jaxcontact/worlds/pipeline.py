@@ -72,6 +72,7 @@ from .contacts import (
     num_ground_contacts,
     num_joint_contacts,
     patch_phi,
+    separate_fast_pairs,
     soft_rows,
     start_overlaps,
     stiff_rows,
@@ -215,6 +216,14 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     return motion.after(p_body), p_body, info, warm, con
 
 
+def on_ground(scene: Scene, con: WorldContacts):
+    """(N,) the bodies touching the ground or a plane (a valid contact within ``Scene.margin``)."""
+    G, N = con.num_ground, scene.num_bodies
+    if not G:
+        return jnp.zeros(N, bool)
+    return jnp.any((con.valid[:G] & (con.phi[:G] <= scene.margin)).reshape(N, G // N), axis=1)
+
+
 def hold_fixed(scene: Scene, motion):
     """``motion`` with the fixed bodies (``Scene.fixed``) held: zero velocity (no gravity, no
     control) and zero rows and columns of the mobility (infinite mass), so a contact's impulse moves
@@ -282,6 +291,8 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     else:
         v_new, p_body, laws_info, warm, failed_b = _contactsper_body(model, scene, params, state, v1, Minv, warm)
     new = per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
+    if scene.fast_hits and scene.pairs:  # the fast pairs' overlap at the pose reached, moved out (position only)
+        new, _ = separate_fast_pairs(model, scene, params, state, new, Minv, on_ground(scene, con))
     if scene.fixed:  # a fixed body's state is kept exactly as given
         new = _keep(scene.fixed_bodies, given, new)
     if coupled(scene):
@@ -742,5 +753,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "actuated", "as_is", "with_ctrl", "batch_jit", "batch_rollout", "body_scene", "check_law",
-           "check_shapes", "coupled", "energy", "fixed_at_rest", "hold_fixed", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
+           "check_shapes", "coupled", "energy", "fixed_at_rest", "hold_fixed", "on_ground", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
            "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]
