@@ -17,12 +17,15 @@
   sweeps leave, the residual a damped Newton reaches, how far the split moves, and dz/ds against z
   (exact: z(s) = s z) at the sweeps' point and at the polished point.
 * ``polish`` (not in the default parts): on that throw, the steps whose solution is not the fixed point.
-* ``sysid`` (not in the default parts, ~5 min): ``tests/test_sysid.py``'s 800-step gradient with the disc
-  and ``forward_newton`` 10 against central differences at four steps.
+* ``sysid`` (not in the default parts, ~5 min): ``tests/test_sysid.py``'s 800-step gradient (``SYSID_CASES``:
+  the default, the disc without the polish, ``forward_newton`` 10, the square) against central
+  differences at four steps.
+(c) the default since issue 61: the active-set polish in the forward (``LCPSettings.forward_active_set``).
 
     python -m benchmarks.cone_designs      # writes benchmarks/results/cone_designs.{json,md}
     python -m benchmarks.cone_designs --only sysid --name cone_designs_sysid
     python -m benchmarks.cone_designs --only polish --name cone_designs_polish
+    python -m benchmarks.cone_designs --only sysid,slides,throw --name cone_designs_active_set
 """
 
 from __future__ import annotations
@@ -36,10 +39,16 @@ import numpy as np
 from benchmarks.cone_derivative import CONES, MASS, MU, SIZE, SPIN, V0, _jax, _launch, _scaled, fixed_point_map
 
 REGS = (1e-6, 1e-2, 1e-1)
-VARIANTS = tuple((f"(a) R {r:g}" if r != 1e-6 else "today (R 1e-6)", {"regularization": r}) for r in REGS) + (
-    ("(b) forward_newton 3", {"forward_newton": 3}), ("(b) forward_newton 10", {"forward_newton": 10}),
-    ("reverse-only gradient_newton 5", {"gradient_newton": 5}), ("(c) forward_active_set 2", {"forward_active_set": 2}))
-"""(label, ``LCPSettings`` fields): today's defaults, soft normals (a), the split converged in the forward (b)."""
+_NO = {"forward_active_set": 0}  # the variants before design (c): the sweeps' point as is
+VARIANTS = tuple((f"(a) R {r:g}" if r != 1e-6 else "sweeps alone (R 1e-6)", {"regularization": r, **_NO}) for r in REGS) + (
+    ("(b) forward_newton 3", {"forward_newton": 3, **_NO}), ("(b) forward_newton 10", {"forward_newton": 10, **_NO}),
+    ("reverse-only gradient_newton 5", {"gradient_newton": 5, **_NO}),
+    ("(c) the default: active set, 1 round", {}))
+"""(label, ``LCPSettings`` fields): the sweeps alone, soft normals (a), the split converged in the forward by
+Newton (b), and the default since issue 61's design (c): the active-set polish (``forward_active_set``)."""
+SYSID_CASES = (("elliptic", 0, None), ("elliptic", 0, 0), ("elliptic", 10, 0), ("box", 0, None))
+"""(cone, forward_newton, forward_active_set) of ``sysid``'s rows: the default, the disc without the polish,
+design (b), the square preset."""
 
 
 def _settings(cone, kw):
@@ -180,6 +189,7 @@ def newton():
 
 
 def sysid(cone="elliptic", forward_newton=10, forward_active_set=0):
+    """One row per θ of ``tests/test_sysid.py``'s 800-step gradient (tol 1e-13, max_iter 500)."""
     """``tests/test_sysid.py``'s 800-step gradient (tol 1e-13, max_iter 500) with ``cone`` and
     ``forward_newton``: d loss/d(μ, ε, ground height) against central differences (steps 1e-6,
     1e-6, 1e-7), and the central differences of ε and the height at steps 1e-4 … 1e-7 (is the
@@ -220,15 +230,16 @@ def polish():
 
     body = jc.shapes.box(0.1, 0.37)
     rows = []
-    for fn in (0, 10, 40):
-        law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-13, max_iter=500, cone="elliptic", forward_newton=fn))
+    for fn, fa in ((0, 0), (10, 0), (40, 0), (0, None)):
+        law = jc.CoulombLCP(solver=jc.LCPSettings(tol=1e-13, max_iter=500, cone="elliptic", forward_newton=fn,
+                                                  forward_active_set=fa))
         model = jc.Model(law=law, dt=0.002, max_contacts=4)
         s0 = jc.make_state(pos=[0, 0, 0.08], vel=[0.8, 0.3, -0.5], omega=[0, 0, 6.0])
         p = jc.Params(body=body, ground=jc.Ground.flat(3, 0.01), law=law.init_params(0.3, 0.2))
         _, info = jc.rollout(model, p, s0, 800, with_info=True)
         r = np.asarray(info.residual)
         bad = np.nonzero(r > 1e-12)[0]
-        rows.append({"forward_newton": fn, "unconverged_steps": int(len(bad)), "max_residual": float(r.max()),
+        rows.append({"forward_newton": fn if fa == 0 else f"{fn}, active set (default)", "unconverged_steps": int(len(bad)), "max_residual": float(r.max()),
                      "first": int(bad.min()) if len(bad) else -1, "last": int(bad.max()) if len(bad) else -1,
                      "four_active_steps": int((np.asarray(info.active).sum(1) == 4).sum()), "steps": [int(i) for i in bad[:10]]})
     return rows
@@ -266,10 +277,10 @@ def markdown(res) -> str:
             L.append(f"| {r['forward_newton']} | {r['unconverged_steps']} | {r['max_residual']:.1e} | {r['first']}, {r['last']} | {', '.join(map(str, r['steps']))} | {r['four_active_steps']} |")
     if res.get("sysid"):
         L += ["", "## (b) tests/test_sysid.py's 800-step throw (tol 1e-13): d loss/dθ, implicit against central differences", "",
-              "| cone | forward_newton | θ | implicit | central at steps 1e-4, 1e-5, 1e-6, 1e-7 |", "|---|---|---|---|---|"]
+              "| cone | forward_newton | forward_active_set (None: the default, 1 round) | θ | implicit | central at steps 1e-4, 1e-5, 1e-6, 1e-7 |", "|---|---|---|---|---|---|"]
         for r in res["sysid"]:
-            L.append(f"| {r['cone']} | {r['forward_newton']} | {r['parameter']} | {r['implicit']:.4f} | "
-                     + ", ".join(f"{v:.4f}" for v in r["central"].values()) + " |")
+            L.append(f"| {r['cone']} | {r['forward_newton']} | {r.get('forward_active_set', 0)} | {r['parameter']} | {r['implicit']:.6f} | "
+                     + ", ".join(f"{v:.6f}" for v in r["central"].values()) + " |")
     return "\n".join(L) + "\n"
 
 
@@ -278,7 +289,8 @@ def main(argv=None):
     p.add_argument("--name", default="cone_designs", help="results file name (without suffix)")
     p.add_argument("--only", default="newton,slides,rest,throw", help="comma-separated parts")
     args = p.parse_args(argv)
-    parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw, "sysid": sysid, "polish": polish}
+    parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw, "polish": polish,
+             "sysid": lambda: [r for case in SYSID_CASES for r in sysid(*case)]}
     res = {k: parts[k]() for k in args.only.split(",")}
     for k in parts:
         res.setdefault(k, [])
