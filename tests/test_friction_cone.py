@@ -569,12 +569,12 @@ def test_active_set_polish_lands_the_throws_stuck_steps_on_the_fixed_point():
         np.testing.assert_allclose(cos, -1.0, atol=1e-9)
 
 
-def test_the_defaults_slide_on_the_disc_with_exact_derivatives():
-    """``jc.CoulombLCP()`` with no settings named: at 45° the box slides the integrator's exact
+def test_the_disc_slides_with_exact_derivatives_at_its_defaults():
+    """``LCPSettings(cone="elliptic")`` with nothing else named: at 45° the box slides the integrator's exact
     distance (the square would fall 30 % short), and, launched spinning at 6 rad/s along 30° for 50
     steps, its derivative along the mass scale is 0 and d/dμ, d/dv₀ match central differences."""
-    model = jc.Model(law=jc.CoulombLCP())
-    assert model.law.solver.cone == "elliptic"
+    model = jc.Model(law=law())
+    assert model.law.solver.forward_active_set is None
     params = body_params(model.law, jnp.float64)
     final = jax.jit(jax.vmap(lambda s: jc.rollout(model, params, s, 170, output="final")))(
         launched(np.radians([45.0]), jnp.float64))
@@ -597,3 +597,12 @@ def test_forward_active_set_is_checked():
     with pytest.raises(ValueError, match="forward_active_set"):
         solve_body_lcp(jnp.zeros((1, 2, 3, 6)), jnp.asarray([[0, -1]]), jnp.eye(6)[None], jnp.zeros((1, 6)), z, z,
                        jnp.asarray([True]), settings=LCPSettings(forward_active_set=1))
+
+
+def test_box_preset_keeps_the_square_bit_for_bit_without_the_polish():
+    """The square's default runs no active-set polish (its iterates as before the disc existed): the
+    spinning slide's 50 steps are bitwise those of ``forward_active_set=0``; one round moves them."""
+    runs = [spinning_slide(jc.Model(law=law("box", **kw)), MU, V0, 1.0, 50)
+            for kw in ({}, {"forward_active_set": 0}, {"forward_active_set": 1})]
+    assert float(runs[0]) == float(runs[1])
+    assert float(runs[2]) != float(runs[1])

@@ -26,9 +26,10 @@ problem's rest gap ≈ ℓ (s = √(g ℓ): 0.031 m/s at ℓ = 0.1 mm, 0.099 m/s
 in closing distance.
 The friction set (``LCPSettings.cone``): ``"elliptic"`` is Coulomb's disc
 |z_t| ≤ μ z_n, an ellipse Σ_k (z_tk/μ_k)² ≤ z_n² along the two ground tangents where μ = (μ_1, μ_2)
-differ (anisotropic friction), so the friction opposes the slip in every direction (the default,
-issue 61; docs/worlds.md, "Friction cone"); ``"box"``, a preset where a paper setup used it, is the
-square |z_tk| ≤ μ_k z_n of each tangent on its own (a pyramid). Planar bodies use μ_1.
+differ (anisotropic friction), so the friction opposes the slip in every direction, its implicit
+derivative exact through the forward's active-set polish (docs/worlds.md, "Friction cone"); ``"box"``,
+the default until the default tier passes under the disc, is the square |z_tk| ≤ μ_k z_n of each
+tangent on its own (a pyramid). Planar bodies use μ_1.
 """
 
 from __future__ import annotations

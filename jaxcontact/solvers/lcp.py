@@ -8,12 +8,12 @@ find z with, for each row i and w = A z + b,
 where lo_i = lo0_i − c_i z[parent_i] and hi_i = hi0_i + c_i z[parent_i]. Normal rows have
 (lo0, hi0, c) = (0, ∞, 0); friction rows (0, 0, μ) with parent their normal row, i.e. the
 square |z_t| <= μ z_n per tangent direction (``LCPSettings.cone = "box"``); bilateral rows (−∞, ∞, 0).
-With ``cone = "elliptic"`` (the default: docs/worlds.md "Friction cone") a contact's two friction rows are one block on Coulomb's disc
+With ``cone = "elliptic"`` (opt-in until the default tier passes under it: docs/worlds.md "Friction cone") a contact's two friction rows are one block on Coulomb's disc
 Σ_k (z_tk/μ_k)² <= z_n², projected together with a common step (``disc_step``, ``project_disc``), and
 its complementarity is maximal dissipation: a sliding contact's z_t ∥ −diag(μ²) w_t.
 
 The forward solve is projected Gauss–Seidel to a stated tolerance with an iteration cap
-(``lax.while_loop``), then, in a dense solve, one round of an active-set polish
+(``lax.while_loop``), then, in a dense solve with the disc, one round of an active-set polish
 (``active_set_polish``, ``LCPSettings.forward_active_set``) that lands the sweeps' point on the
 fixed point along the directions they converge slowly (a face's normal split); the derivative is *implicit*, taken at the solution through jaxopt's
 ``custom_fixed_point`` on the projected-Jacobi map T(z) = clip(z − (A z + b)/diag A, lo, hi),
@@ -89,8 +89,9 @@ class LCPSettings:
     ``forward_newton`` if both), the value and the derivative taken at the polished point (0: none):
     the active set the sweeps' point projects into, its smooth equations solved by least-squares
     Gauss–Newton, re-identified each round, the lowest natural-map residual kept. None (default):
-    one round in a dense solve (``solve_lcp``: one body), none in the velocity form (worlds:
-    ``solve_body_lcp`` never forms A and refuses an explicit count). With it the 800-step throw's
+    one round in a dense solve (``solve_lcp``: one body) with the disc, none with the square (its
+    iterates as before) nor in the velocity form (worlds: ``solve_body_lcp`` never forms A and
+    refuses an explicit count). With it the 800-step throw's
     derivatives match central differences (docs/worlds.md, "Friction cone").
     """
 
@@ -100,7 +101,7 @@ class LCPSettings:
     fixed_iterations: bool = False
     warm_start: bool = False
     sweeps: str = "auto"
-    cone: str = "elliptic"
+    cone: str = "box"
     gradient_tol: float | None = None
     gradient_max_iter: int = 1000
     gradient_newton: int = 0
@@ -567,7 +568,10 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
             return z if newton is None or fine is None else newton(z, A, b, coupling)
 
     split = newton_polish(T, settings.forward_newton) if settings.forward_newton else None
-    rounds = DENSE_ACTIVE_SET_ROUNDS if settings.forward_active_set is None else settings.forward_active_set
+    if settings.forward_active_set is None:  # the default: the disc's dense solves polish (the square keeps its iterates)
+        rounds = DENSE_ACTIVE_SET_ROUNDS if settings.cone == "elliptic" else 0
+    else:
+        rounds = settings.forward_active_set
     active = active_set_polish(rows, settings.cone, T, rounds) if rounds else None
 
     @implicit_fixed_point(T, has_aux=True, polish=polish)
