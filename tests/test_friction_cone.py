@@ -531,7 +531,7 @@ def _throw_lcp(k):
     sliding and spinning: its four corners share three directions): (A, b, coupling, rows)."""
     from jaxcontact.laws.coulomb import normal_target
 
-    law_ = jc.CoulombLCP(solver=LCPSettings(tol=1e-13, max_iter=500))
+    law_ = jc.CoulombLCP(solver=LCPSettings(tol=1e-13, max_iter=500, cone="elliptic"))
     model = jc.Model(law=law_, dt=0.002, max_contacts=4)
     s0 = jc.make_state(pos=[0, 0, 0.08], vel=[0.8, 0.3, -0.5], omega=[0, 0, 6.0])
     p = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(3, 0.01), law=law_.init_params(0.3, 0.2))
@@ -545,17 +545,17 @@ def _throw_lcp(k):
 
 
 def test_active_set_polish_lands_the_throws_stuck_steps_on_the_fixed_point():
-    """Issue 61 design (c): at steps 14 and 33 of the 800-step throw the sweeps stop 3e-8 m/s off
-    the fixed point even at tol 1e-13 (the split of the face's normal force); the default forward's
-    active-set polish lands there (natural-map residual at round-off), at the default tolerance too,
+    """Issue 61 design (c): at steps 14 and 33 of the 800-step throw under the disc the sweeps stop
+    3e-8 m/s off the fixed point even at tol 1e-13 (the split of the face's normal force); the disc's
+    default active-set polish lands there (natural-map residual at round-off), at the default tolerance too,
     and the polished point solves the LCP: normals ≥ 0 with w_n ≥ 0 and z_n w_n = 0, friction on the
     disc, opposite the slip where it slides."""
     for k in (14, 33):
         A, b, coupling, rows = _throw_lcp(k)
         solve = jax.jit(lambda A, b, c, st: solve_lcp(A, b, c, rows, st), static_argnums=3)
-        fine = LCPSettings(tol=1e-13, max_iter=500)
+        fine = LCPSettings(tol=1e-13, max_iter=500, cone="elliptic")
         assert float(solve(A, b, coupling, dataclasses.replace(fine, forward_active_set=0)).residual) > 1e-9
-        for st in (fine, LCPSettings()):
+        for st in (fine, LCPSettings(cone="elliptic")):
             sol = solve(A, b, coupling, st)
             assert float(sol.residual) < 1e-14, (k, st.tol, float(sol.residual))
         z = np.asarray(sol.z).reshape(-1, 3)
