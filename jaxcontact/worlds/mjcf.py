@@ -684,7 +684,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     # joints: hinges, slides and balls to the parent body or the world; welded bodies; equalities
     hinges = [j for j in range(model.njnt) if _joint_kind(M, model, j) is not None]
-    welded = [b for b in range(1, model.nbody) if model.body_weldid[b] != 0 and b not in model.jnt_bodyid]
+    welded = [b for b in range(1, model.nbody) if not _static(model, b) and b not in model.jnt_bodyid]  # a mocap body: fixed
     equalities = [e for e in range(int(model.neq)) if model.eq_active0[e]]
     joints = joint_params = None
     if hinges or welded or equalities:
