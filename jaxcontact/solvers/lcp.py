@@ -157,13 +157,19 @@ def disc_step(mu1, mu2, d1, d2):
     return alpha * mu1 * mu1, alpha * mu2 * mu2
 
 
+def scaled_tangents(y1, y2, mu1, mu2):
+    """(y₁/μ₁, y₂/μ₂), a term with μ_k = 0 dropped (0): the coordinates in which the ellipse
+    Σ_k (z_k/μ_k)² ≤ z_n² is a disc (``project_disc``, ``active_set_polish``'s slip test)."""
+    on1, on2 = mu1 > 0, mu2 > 0
+    return (jnp.where(on1, y1 / jnp.where(on1, mu1, 1.0), 0.0), jnp.where(on2, y2 / jnp.where(on2, mu2, 1.0), 0.0))
+
+
 def project_disc(y1, y2, mu1, mu2, zn):
     """(y₁, y₂) scaled onto the ellipse Σ_k (z_k/μ_k)² ≤ z_n² if outside: y · min(1, z_n / s) with
     s = √Σ_k (y_k/μ_k)² (a term with μ_k = 0 dropped, its z_k = 0). Differentiable everywhere JAX
     evaluates it: s = 0 and z_n = 0 give finite derivatives (a safe norm)."""
     on1, on2 = mu1 > 0, mu2 > 0
-    l1 = jnp.where(on1, y1 / jnp.where(on1, mu1, 1.0), 0.0)
-    l2 = jnp.where(on2, y2 / jnp.where(on2, mu2, 1.0), 0.0)
+    l1, l2 = scaled_tangents(y1, y2, mu1, mu2)
     ss = l1 * l1 + l2 * l2
     slides = ss > zn * zn
     s = jnp.sqrt(jnp.where(slides & (ss > 0), ss, 1.0))
@@ -304,13 +310,12 @@ def _active_set_system(rows: RowStructure, cone: str):
     return F
 
 
-def _identify(rows: RowStructure, cone: str, z, T, A, b, coupling):
+def _identify(rows: RowStructure, cone: str, z, y, coupling):
     """The active set the projected-Jacobi step from z lands in (y = T(z): clipped rows lie
     exactly on their bounds): (at_lo, at_hi, slide) boolean (m,) masks. A disc pair's rows are
     ``slide`` where y is on the ellipse's boundary with a positive normal, ``at_hi`` (nothing
     carried) where its normal is off."""
     first, second = rows.pairs() if cone == "elliptic" else ((), ())
-    y = T(z, A, b, coupling)
     lo, hi = _bounds(rows, z, coupling)  # the bounds T clipped to (a friction row's from z's normal)
     scale = jnp.maximum(jnp.max(jnp.abs(y), initial=0.0), jnp.finfo(y.dtype).tiny)
     eps = 64 * jnp.finfo(y.dtype).eps * scale
@@ -321,8 +326,7 @@ def _identify(rows: RowStructure, cone: str, z, T, A, b, coupling):
         on = y[rows.parent[first]] > eps
         zn = z[rows.parent[first]]  # the ellipse T projected onto
         c1, c2 = coupling[first], coupling[second]
-        l1 = jnp.where(c1 > 0, y[first] / jnp.where(c1 > 0, c1, 1.0), 0.0)
-        l2 = jnp.where(c2 > 0, y[second] / jnp.where(c2 > 0, c2, 1.0), 0.0)
+        l1, l2 = scaled_tangents(y[first], y[second], c1, c2)
         sl = on & (jnp.sqrt(l1 * l1 + l2 * l2) >= zn * (1 - 1e-10))
         slide = slide.at[first].set(sl).at[second].set(sl)
         for k in (first, second):
@@ -342,11 +346,12 @@ def active_set_polish(rows: RowStructure, cone: str, T, rounds: int):
     F = _active_set_system(rows, cone)
 
     def polish(z, A, b, coupling):
-        res = lambda q: _residual(T, q, A, b, coupling)
+        d = jnp.diagonal(A)
+        res = lambda q, y: jnp.max(jnp.abs(d * (y - q)), initial=0.0)  # ``_residual`` from y = T(q), T once a point
 
         def round_(_, carry):
-            z, best, rbest = carry
-            masks = _identify(rows, cone, z, T, A, b, coupling)
+            z, y, best, rbest = carry
+            masks = _identify(rows, cone, z, y, coupling)
             f = lambda q: F(q, A, b, coupling, masks)
 
             def gn(_, q):
@@ -360,11 +365,13 @@ def active_set_polish(rows: RowStructure, cone: str, T, rounds: int):
                 return jnp.where(jnp.all(jnp.isfinite(q_new)), q_new, q)
 
             q = jax.lax.fori_loop(0, ACTIVE_SET_INNER, gn, z)
-            r = res(q)
+            yq = T(q, A, b, coupling)
+            r = res(q, yq)
             better = r < rbest
-            return q, jnp.where(better, q, best), jnp.where(better, r, rbest)
+            return q, yq, jnp.where(better, q, best), jnp.where(better, r, rbest)
 
-        _, best, _ = jax.lax.fori_loop(0, rounds, round_, (z, z, res(z)))
+        y = T(z, A, b, coupling)
+        _, _, best, _ = jax.lax.fori_loop(0, rounds, round_, (z, y, z, res(z, y)))
         return best
 
     return polish
