@@ -210,7 +210,12 @@ def test_two_flush_boxes_move_as_one_box(dtype):
         finals.append(jc.rollout(model, cast(params), cast(s0), 150))
     tol = 1e-9 if dtype == jnp.float64 else 1e-4
     np.testing.assert_allclose(np.asarray(finals[0].pos, float), np.asarray(finals[1].pos, float), atol=tol)
-    np.testing.assert_allclose(np.asarray(finals[0].quat, float), np.asarray(finals[1].quat, float), atol=10 * tol)
+    # float32 under Coulomb's disc: landing flat while spinning (step 55), the sweeps stop at their
+    # 64-epsilon floor (1e-5 m/s) with ω off by up to 0.1 rad/s in that step and 8e-3 rad/s a step
+    # while the face slides and spins (the square: 1e-3); measured against the float64 box, the box's
+    # quaternion ends 5.1e-4 off and the compound's 1.6e-3: they agree to float32's accuracy there
+    np.testing.assert_allclose(np.asarray(finals[0].quat, float), np.asarray(finals[1].quat, float),
+                               atol=10 * tol if dtype == jnp.float64 else 4e-3)
     assert float(finals[1].pos[-1, 2]) < 0.06 and float(finals[1].pos[-1, 0]) > 0.05  # it landed and slid
 
 

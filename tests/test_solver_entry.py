@@ -72,5 +72,12 @@ def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
 
     auto, dense, velocity = solve(params, s)
     np.testing.assert_array_equal(np.asarray(auto.z), np.asarray(dense.z))
-    np.testing.assert_allclose(np.asarray(velocity.z), np.asarray(dense.z), atol=1e-10)
+    # the contact impulses are not unique (a box's two ground contacts can squeeze each other along
+    # the ground; the four between the boxes share three directions): under Coulomb's disc the
+    # velocity form's sweeps stop elsewhere in that null space (±2e-3 N s of internal friction, a
+    # 2.8e-3 / 0.9e-3 split) while the dense solve's active-set polish lands on the regularised
+    # solution. What moves the bodies, the generalised impulse Jᵀz, is the same to the tolerance.
+    np.testing.assert_allclose(np.asarray(velocity.impulse), np.asarray(dense.impulse), atol=2e-7)
+    for rows in (slice(0, 2), slice(4, 8)):  # the ground's and the boxes' total normal impulse
+        assert float(velocity.z[rows, 0].sum()) == pytest.approx(float(dense.z[rows, 0].sum()), abs=1e-7)
     assert float(jnp.sum(dense.z[:, 0])) > 0

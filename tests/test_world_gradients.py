@@ -58,10 +58,13 @@ def test_push_gradient_at_the_defaults_matches_central_differences_of_the_conver
     1e-10 m/s with up to 20,000 sweeps (measured 1.4e-8 and 2.6e-8 off: 0.127022 / −0.316563). With
     the 1,000-sweep cap the reference itself stopped part-way since worlds keep 8 ground contacts
     (d/dspeed 0.125605, 1.1 % off: the strict xfail this test was). One program for the gradient,
-    one for the 4 rollouts of the differences."""
+    one for the 4 rollouts of the differences. Under Coulomb's disc the converged rollout's final x
+    has steps of about 6e-9 m in the speed where its sweep count changes (eps 2e-5 reads 0.12732,
+    1e-5 0.12762, 1e-6 0.12407), so the differences take eps 1e-4, where such a step is 2e-4 of
+    the slope (0.12702248; 3e-6 gives the same)."""
     theta = np.array([1.5, 0.3])
     grad = np.asarray(jax.jit(jax.grad(_push(scenes.DEFAULT_LAW)))(jnp.asarray(theta)))
-    fd = _central(_push(_with(**CONVERGED)), theta[None], EPS)[0]
+    fd = _central(_push(_with(**CONVERGED)), theta[None], 1e-4)[0]
     np.testing.assert_allclose(grad, fd, rtol=1e-3)
     assert grad[0] > 0 and grad[1] < 0  # faster pusher: further; more friction: shorter
 
@@ -197,7 +200,7 @@ def test_degenerate_flag_on_a_train_not_on_a_push():
     from jaxcontact.types import Flags
 
     D = int(Flags.DEGENERATE)
-    model = worlds.model(dt=0.002)
+    model = worlds.model(law=_with(cone="box"), dt=0.002)  # the square: see the disc's below
     scene, params, s0 = scenes.cradle(3, gap=0.005, speed=1.5, restitution=0.0)
     params = params.replace(law=jc.CoulombLCP.init_params(mu=0.3))
     train = params.replace(body=params.body.replace(friction=jnp.array([0.4, 0.5, 0.3])))
@@ -211,3 +214,18 @@ def test_degenerate_flag_on_a_train_not_on_a_push():
     scene, params, s0 = scenes.cradle(2, gap=0.005, speed=1.5, restitution=0.0)
     _, info = worlds.rollout(model, scene, params.replace(law=jc.CoulombLCP.init_params(mu=0.3)), s0, 300)
     assert not np.any(np.asarray(info.flags) & D)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 61, open: under Coulomb's disc (the default) the train with per-body "
+                   "friction (0.5, 0.4, 0.3) still has no converged derivative (d/dfriction1 -0.0490 against central "
+                   "-0.2816, python -m benchmarks.world_gradients --only train) but entry.degenerate does not flag it: "
+                   "the pair manifold reaches 0.96 of its disc, not the bound within 1 %, while the slip starts")
+def test_degenerate_flag_on_the_disc_train():
+    from jaxcontact.types import Flags
+
+    model = worlds.model(dt=0.002)
+    scene, params, s0 = scenes.cradle(3, gap=0.005, speed=1.5, restitution=0.0)
+    params = params.replace(law=jc.CoulombLCP.init_params(mu=0.3))
+    other = params.replace(body=params.body.replace(friction=jnp.array([0.5, 0.4, 0.3])))
+    _, info = worlds.rollout(model, scene, other, s0, 20)
+    assert np.any(np.asarray(info.flags) & int(Flags.DEGENERATE))

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxcontact as jc
 from jaxcontact import worlds
 from jaxcontact import native
 from jaxcontact.worlds import scenes
@@ -59,7 +60,10 @@ def test_kernel_gives_the_sequential_sweeps_iterates(dtype, atol, pos_atol):
     scale = float(jnp.max(jnp.abs(ib.impulse)))
     np.testing.assert_allclose(ia.impulse, ib.impulse, atol=atol * max(scale, 1.0))
     np.testing.assert_allclose(ta.pos, tb.pos, atol=pos_atol)
-    assert not np.any(np.asarray(ia.flags))
+    # nothing flagged but, under Coulomb's disc, the first step's stick/slip event (Flags.DEGENERATE:
+    # a manifold at its disc's bound with no slip), the same in both sweeps
+    assert not np.any(np.asarray(ia.flags) & ~int(jc.Flags.DEGENERATE))
+    np.testing.assert_array_equal(ia.flags, ib.flags)
 
 
 def test_coloured_sweeps_reach_the_same_solution():

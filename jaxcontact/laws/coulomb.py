@@ -27,9 +27,9 @@ in closing distance.
 The friction set (``LCPSettings.cone``): ``"elliptic"`` is Coulomb's disc
 |z_t| ≤ μ z_n, an ellipse Σ_k (z_tk/μ_k)² ≤ z_n² along the two ground tangents where μ = (μ_1, μ_2)
 differ (anisotropic friction), so the friction opposes the slip in every direction, its implicit
-derivative exact through the forward's active-set polish (docs/worlds.md, "Friction cone"); ``"box"``,
-the default until the default tier passes under the disc, is the square |z_tk| ≤ μ_k z_n of each
-tangent on its own (a pyramid). Planar bodies use μ_1.
+derivative exact through the forward's active-set polish (the default; docs/worlds.md, "Friction
+cone"); ``"box"``, the preset of the paper setups that used it (ContactNets, dacm's ground truth), is
+the square |z_tk| ≤ μ_k z_n of each tangent on its own (a pyramid). Planar bodies use μ_1.
 """
 
 from __future__ import annotations

@@ -33,15 +33,15 @@ class RelaxedCoulomb(LawDefaults):
 
     kappa: relaxation (m/s)²; the hard law is the limit kappa → 0. newton_iters: Newton steps.
     restitution_threshold: as ``CoulombLCP``. regularization: relative diagonal added to A.
-    cone: the friction set, as ``LCPSettings.cone``: ``"elliptic"`` (the smoothed disc of
-    ``solvers.relaxed_lcp``) or ``"box"`` (default, as ``LCPSettings.cone``: each tangent smoothed-clipped on its own).
+    cone: the friction set, as ``LCPSettings.cone``: ``"elliptic"`` (default, as ``LCPSettings.cone``:
+    the smoothed disc of ``solvers.relaxed_lcp``) or ``"box"`` (each tangent smoothed-clipped on its own).
     """
 
     kappa: float = 1e-4
     newton_iters: int = 30
     restitution_threshold: float = 0.05
     regularization: float = 1e-6
-    cone: str = "box"
+    cone: str = "elliptic"
 
     def __post_init__(self):
         if self.cone not in CONES:

@@ -8,7 +8,7 @@ find z with, for each row i and w = A z + b,
 where lo_i = lo0_i − c_i z[parent_i] and hi_i = hi0_i + c_i z[parent_i]. Normal rows have
 (lo0, hi0, c) = (0, ∞, 0); friction rows (0, 0, μ) with parent their normal row, i.e. the
 square |z_t| <= μ z_n per tangent direction (``LCPSettings.cone = "box"``); bilateral rows (−∞, ∞, 0).
-With ``cone = "elliptic"`` (opt-in until the default tier passes under it: docs/worlds.md "Friction cone") a contact's two friction rows are one block on Coulomb's disc
+With ``cone = "elliptic"`` (the default: docs/worlds.md "Friction cone") a contact's two friction rows are one block on Coulomb's disc
 Σ_k (z_tk/μ_k)² <= z_n², projected together with a common step (``disc_step``, ``project_disc``), and
 its complementarity is maximal dissipation: a sliding contact's z_t ∥ −diag(μ²) w_t.
 
@@ -101,7 +101,7 @@ class LCPSettings:
     fixed_iterations: bool = False
     warm_start: bool = False
     sweeps: str = "auto"
-    cone: str = "box"
+    cone: str = "elliptic"
     gradient_tol: float | None = None
     gradient_max_iter: int = 1000
     gradient_newton: int = 0
@@ -356,15 +356,23 @@ def active_set_polish(rows: RowStructure, cone: str, T, rounds: int):
 
             def gn(_, q):
                 J = jax.jacfwd(f)(q)
-                # the least-norm step Jᵀ(JJᵀ + λI)⁻¹F (λ at round-off of JJᵀ's scale): a Cholesky, not an SVD
+                # the least-norm step Jᵀ(JJᵀ + λI)⁻¹F (λ at round-off of JJᵀ's scale: 1e-15 of it, at
+                # least 4 epsilons, or float32's steps along a face's null direction are noise that
+                # creeps a resting body): a Cholesky, not an SVD
                 JJ = J @ J.T
-                lam = 1e-15 * jnp.maximum(jnp.max(jnp.abs(jnp.diagonal(JJ))), jnp.finfo(JJ.dtype).tiny)
+                rel = max(1e-15, 4 * float(jnp.finfo(JJ.dtype).eps))
+                lam = rel * jnp.maximum(jnp.max(jnp.abs(jnp.diagonal(JJ))), jnp.finfo(JJ.dtype).tiny)
                 JJ = JJ + lam * jnp.eye(JJ.shape[0], dtype=JJ.dtype)
                 dq = J.T @ jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(JJ), f(q))
                 q_new = q - dq
                 return jnp.where(jnp.all(jnp.isfinite(q_new)), q_new, q)
 
             q = jax.lax.fori_loop(0, ACTIVE_SET_INNER, gn, z)
+            # rows held at a bound sit on it exactly (the least-norm steps leave round-off there: a
+            # contact that is off carries 0, not 1e-17); normals first, then the friction bounds they set
+            for _ in range(2):
+                lo, hi = _bounds(rows, q, coupling)
+                q = jnp.where(masks[0], lo, jnp.where(masks[1], hi, q))
             yq = T(q, A, b, coupling)
             r = res(q, yq)
             better = r < rbest
