@@ -1328,29 +1328,37 @@ def _convex_attributes(kind, side: str) -> dict:
             f"lines_{side}": np.ascontiguousarray(kind.edge_array[kind.class_edges], np.int32).reshape(-1)}
 
 
-def _native_best_axis(kind_a, kind_b, va, ra, da, pa, qa, vb, rb, db, pb, qb):
-    """``_best_axis`` by the fused kernel (``native/convex.cc``): the same search, one loop per pair;
-    inputs without gradient, dims padded to 3."""
+MARGIN_SLACK = 1e-3
+"""The kernel's axis search stops at an axis that separates a pair by more than its margin plus
+this much of (|margin| + both shapes' sizes): the pair has no contact (``convex.cc``)."""
+
+
+def _native_best_axis(kind_a, kind_b, va, ra, da, pa, qa, vb, rb, db, pb, qb, margin):
+    """``_best_axis`` by the fused kernel (``native/convex.cc``): the same search, one loop per pair,
+    except that a pair separated beyond its ``margin`` (``MARGIN_SLACK``) along the centres'
+    direction or a candidate axis gets that axis at once (it has no contact either way); inputs
+    without gradient, dims padded to 3."""
     from . import native
 
     dt = va.dtype
     pad = lambda d: jnp.pad(d, [(0, 0)] * (d.ndim - 1) + [(0, 3 - d.shape[-1])]) if d.shape[-1] < 3 else d[..., :3]
     call = jax.ffi.ffi_call(native.CONVEX_TARGETS[dt.name][0], jax.ShapeDtypeStruct((3,), dt),
                             vmap_method="broadcast_all")
-    return call(va, ra, pad(da), pa, qa, vb, rb, pad(db), pb, qb, **_convex_attributes(kind_a, "a"),
+    return call(va, ra, pad(da), pa, qa, vb, rb, pad(db), pb, qb, margin, **_convex_attributes(kind_a, "a"),
                 **_convex_attributes(kind_b, "b"), lattice=np.int64(CONVEX_LATTICE),
                 iterations=np.int64(CONVEX_ITERATIONS), ring=np.int64(CONVEX_RING), starts=np.int64(CONVEX_STARTS),
                 shrink=float(CONVEX_SHRINK), threads=np.int64(native.threads()))
 
 
-def _axis(a: _Convex, b: _Convex, qa, qb, method: str):
+def _axis(a: _Convex, b: _Convex, qa, qb, margin, method: str):
     """The pair's axis of largest separation, without gradient: ``_best_axis`` (the pure-JAX
     reference, ``method="jax"``, and off a CPU) or on a CPU the fused kernel (``"auto"``,
-    ``"native"``; the reference where the kernel does not build)."""
+    ``"native"``; the reference where the kernel does not build; a pair apart beyond ``margin``
+    gets the first axis that shows it, ``_native_best_axis``)."""
     sg = jax.lax.stop_gradient
-    args = tuple(sg(x) for x in (a.verts, a.radius, a.dims, a.pos, qa, b.verts, b.radius, b.dims, b.pos, qb))
+    args = tuple(sg(x) for x in (a.verts, a.radius, a.dims, a.pos, qa, b.verts, b.radius, b.dims, b.pos, qb, margin))
 
-    def reference(va, ra, da, pa, qa, vb, rb, db, pb, qb):
+    def reference(va, ra, da, pa, qa, vb, rb, db, pb, qb, margin):
         with jax.default_matmul_precision("highest"):
             return _best_axis(_Convex(a.kind, va, ra, da, quat_to_mat(qa), pa),
                               _Convex(b.kind, vb, rb, db, quat_to_mat(qb), pb))
@@ -1388,7 +1396,8 @@ def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_
     with jax.default_matmul_precision("highest"):
         a = _convex_shape(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, dt)
         b = _convex_shape(kind_b, verts_b, radius_b, dims_b, pos_b, quat_b, dt)
-        n = sg(_axis(a, b, jnp.asarray(quat_a).astype(dt), jnp.asarray(quat_b).astype(dt), method))
+        n = sg(_axis(a, b, jnp.asarray(quat_a).astype(dt), jnp.asarray(quat_b).astype(dt), jnp.asarray(margin, dt),
+                     method))
         xa, yb = a.support(n), b.support(-n)
         deep = jnp.dot(n, yb - xa)
         pa = a.extremes(n)

@@ -79,6 +79,28 @@ def test_kernel_finds_the_reference_axis(dtype, pairs):
         assert np.array_equal(np.asarray(nat.valid)[same, 0], np.asarray(ref.valid)[same, 0]), p
 
 
+def test_pairs_apart_beyond_the_margin_have_no_contacts_either_way():
+    """The kernel stops at an axis that separates a pair beyond its margin (``collision.MARGIN_SLACK``):
+    such pairs have no contact in the kernel's answer as in the reference's (float64 and float32, a
+    cylinder against a box, centres 8–30 cm apart and a 5 mm margin); the pairs within the margin
+    search on and agree with the reference."""
+    rng = np.random.default_rng(9)
+    for dtype in (jnp.float64, jnp.float32):
+        pa, qa, pb, qb = _poses(rng, 64, dtype)
+        pb = pb * jnp.asarray(rng.uniform(0.08, 0.3, (64, 1)) / 0.08, dtype)
+        out = jax.jit(lambda *a: {m: jax.vmap(_pair("cylinder", "box", dtype, m, margin=0.005))(*a)
+                                  for m in ("native", "jax")})(pa, qa, pb, qb)
+        nat, ref = out["native"], out["jax"]
+        apart = ~np.asarray(ref.valid).any(axis=1)
+        assert 20 <= apart.sum() < 64  # both kinds of pair in the sample
+        assert not np.asarray(nat.valid)[apart].any()
+        assert np.all(np.asarray(nat.phi)[apart] == np.asarray(ref.phi)[apart])  # FAR
+        assert np.array_equal(np.asarray(nat.kind)[apart], np.asarray(ref.kind)[apart])
+        near = ~apart
+        tol = 1e-7 if dtype == jnp.float64 else 2e-5
+        assert np.max(np.abs(np.asarray(nat.phi)[near, 0] - np.asarray(ref.phi)[near, 0])) <= tol
+
+
 def test_kernel_derivatives_are_the_references():
     """The pair's φ: its gradient in the poses through the kernel's axis equals the reference's (float64, under
     jit and vmap), to the two searches' agreement (their axes ~1e-7 apart at most here): the axis

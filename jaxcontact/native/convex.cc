@@ -13,7 +13,12 @@
 // pairs (vmap_method="broadcast_all"), split over threads.
 //
 // Arguments (per pair, for a then b): verts (K, 3) body frame, radius (), dims (3), pos (3), quat
-// (4, w x y z). Attributes (static): kind_a, kind_b (0 hull, 1 sphere, 2 capsule, 3 cylinder,
+// (4, w x y z); then the pair's margin (). A pair that an axis separates by more than the margin
+// has no contact whichever axis the search would end at (φ is the largest separation), so the
+// kernel returns that axis at once: the direction of the centres, checked first, else the best
+// candidate (the reference searches on; its contacts are none too). The margin is taken with a
+// relative slack (MARGIN_SLACK) so that JAX's recomputation of φ at the axis, a round-off apart,
+// also finds it beyond the margin. Attributes (static): kind_a, kind_b (0 hull, 1 sphere, 2 capsule, 3 cylinder,
 // 4 ellipsoid); for a hull its vertex indices (via, vib), its faces' vertex rings padded to a
 // width (rings_a, width_a; collision._hull_faces) and its edge classes' end vertices (lines_a, two
 // a class); the search's constants (lattice, iterations, ring, shrink, starts). Result: n (3).
@@ -167,6 +172,8 @@ struct Shape {
   }
 };
 
+constexpr double kMarginSlack = 1e-3;  // MARGIN_SLACK (relative to the margin and the shapes' sizes)
+
 struct Search {
   int64_t lattice, iterations, ring, starts;
   double shrink;
@@ -188,8 +195,10 @@ inline void Tangents(V3<T> n, V3<T>& t1, V3<T>& t2) {  // geometry.tangent_basis
 
 template <typename T>
 V3<T> BestAxis(const Shape<T>& a, const Shape<T>& b, const std::vector<V3<T>>& own,
-               const std::vector<V3<T>>& la, const std::vector<V3<T>>& lb, const Search& s,
+               const std::vector<V3<T>>& la, const std::vector<V3<T>>& lb, const Search& s, T beyond,
                std::vector<V3<T>>& cand, std::vector<T>& vals, std::vector<V3<T>>& dirs) {
+  const V3<T> centres = unit(sub(b.pos, a.pos));
+  if (Separation(a, b, centres) > beyond) return centres;  // apart beyond the margin: no contact
   std::vector<V3<T>> lines(la);
   lines.insert(lines.end(), lb.begin(), lb.end());
   const T kappa = T(4) * (a.size() + b.size());
@@ -220,6 +229,7 @@ V3<T> BestAxis(const Shape<T>& a, const Shape<T>& b, const std::vector<V3<T>>& o
   std::partial_sort(order.begin(), order.begin() + S, order.end(), [&](int64_t i, int64_t j) {
     return vals[i] > vals[j] || (vals[i] == vals[j] && i < j);
   });
+  if (vals[order[0]] > beyond) return cand[order[0]];  // a candidate separates beyond the margin
   const T delta0 = T(std::sqrt(4 * pi / static_cast<double>(s.lattice)));
   const T golden = T(pi * (3 - std::sqrt(5.0)));
   std::vector<T> ring(s.ring);
@@ -272,7 +282,7 @@ V3<T> BestAxis(const Shape<T>& a, const Shape<T>& b, const std::vector<V3<T>>& o
 template <ffi::DataType DT>
 ffi::Error Convex(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da, ffi::Buffer<DT> pos_a,
                   ffi::Buffer<DT> quat_a, ffi::Buffer<DT> vb, ffi::Buffer<DT> rb, ffi::Buffer<DT> db,
-                  ffi::Buffer<DT> pos_b, ffi::Buffer<DT> quat_b, int64_t kind_a, int64_t kind_b, I32s via, I32s vib,
+                  ffi::Buffer<DT> pos_b, ffi::Buffer<DT> quat_b, ffi::Buffer<DT> margin, int64_t kind_a, int64_t kind_b, I32s via, I32s vib,
                   I32s rings_a, I32s rings_b, int64_t width_a, int64_t width_b, I32s lines_a, I32s lines_b,
                   int64_t lattice, int64_t iterations, int64_t ring, int64_t starts, double shrink,
                   int64_t threads, ffi::ResultBuffer<DT> normal) {
@@ -285,7 +295,7 @@ ffi::Error Convex(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da, ff
   if (static_cast<int64_t>(va.element_count()) != B * Ka * 3 || static_cast<int64_t>(vb.element_count()) != B * Kb * 3 ||
       static_cast<int64_t>(pos_a.element_count()) != B * 3 || static_cast<int64_t>(quat_b.element_count()) != B * 4 ||
       static_cast<int64_t>(da.element_count()) != B * 3 || static_cast<int64_t>(db.element_count()) != B * 3 ||
-      static_cast<int64_t>(rb.element_count()) != B)
+      static_cast<int64_t>(rb.element_count()) != B || static_cast<int64_t>(margin.element_count()) != B)
     return ffi::Error::InvalidArgument("jaxcontact convex: inconsistent batch dimensions");
   for (int64_t k : {kind_a, kind_b})
     if (k < kHull || k > kEllipsoid) return ffi::Error::InvalidArgument("jaxcontact convex: unknown kind");
@@ -313,7 +323,9 @@ ffi::Error Convex(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da, ff
       b.axes(a.pos, rings_b, width_b, xb, own);
       a.lines(lines_a, xa, la);
       b.lines(lines_b, xb, lb);
-      const V3<T> n = BestAxis(a, b, own, la, lb, search, cand, vals, dirs);
+      const T m = margin.typed_data()[i];
+      const T beyond = m + static_cast<T>(kMarginSlack) * (std::abs(m) + a.size() + b.size());
+      const V3<T> n = BestAxis(a, b, own, la, lb, search, beyond, cand, vals, dirs);
       T* out = normal->typed_data() + i * 3;
       out[0] = n.x, out[1] = n.y, out[2] = n.z;
     }
@@ -328,6 +340,7 @@ ffi::Error Convex(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da, ff
   XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                            \
       NAME, Convex<DT>,                                                                                     \
       ffi::Ffi::Bind()                                                                                      \
+          .Arg<ffi::Buffer<DT>>()                                                                           \
           .Arg<ffi::Buffer<DT>>()                                                                           \
           .Arg<ffi::Buffer<DT>>()                                                                           \
           .Arg<ffi::Buffer<DT>>()                                                                           \
