@@ -6,7 +6,7 @@ jitted, vmapped call at a settled heap, float32, W worlds of ``benchmarks.mixed_
 Each heap is loaded as ``mixed_speed`` loads it (``from_mjcf`` of ``experiments.peer_scenes.heap_scene``),
 run ``--settle`` steps (the pile formed: its contacts are what the timed step sees), then each stage
 is timed alone at that state, ``jax.vmap`` over the worlds, compiled ahead, best of ``--repeat``
-calls: the whole step (``pipeline.step_stages``), the collision stage (``contacts.collide``), its
+calls (``--broad-phase heap``: the scene as ``mixed_speed`` runs it): the whole step (``pipeline.step_stages``), the collision stage (``contacts.collide``), its
 ground contacts, its pairs (``contacts.pair_contacts``), each group of pairs of one pair of kinds
 (``contacts.round_or_hull`` over the group), the fast pairs' separation, and the rest of the step
 (step − collide: the contact problem, the solve, integration). µs per world-step; the stages run as
@@ -37,7 +37,7 @@ def _time(fn, *args, repeat=3):
     return best
 
 
-def profile(heap, worlds, settle, repeat):
+def profile(heap, worlds, settle, repeat, broad_phase="none"):
     import jax
     import jax.numpy as jnp
 
@@ -47,6 +47,10 @@ def profile(heap, worlds, settle, repeat):
     kinds, n = HEAPS[heap]
     text, qpos, _ = _worlds(kinds, n, worlds)
     scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
+    if broad_phase == "heap":  # as benchmarks.mixed_speed's default
+        from jaxcontact.worlds.scenes import heap_broad_phase
+
+        scene = heap_broad_phase(scene)
     q = qpos.reshape(worlds, n, 7).astype(np.float32)
     states = State(pos=jnp.asarray(q[..., :3]), quat=jnp.asarray(q[..., 3:]), vel=jnp.zeros((worlds, n, 3), jnp.float32),
                    omega=jnp.zeros((worlds, n, 3), jnp.float32))
@@ -83,7 +87,7 @@ def profile(heap, worlds, settle, repeat):
             model, scene, params, s, s, M, jnp.zeros(n, bool))), states, Minv, repeat=repeat)
     us = {k: 1e6 * t / worlds for k, t in out.items()}
     us["rest of the step (step − collide)"] = us["step"] - us["collide"]
-    return us, {"pairs": scene.num_pairs, "groups": len(scene.pair_groups()), "contacts per pair": scene.pair_contacts,
+    return us, {"pairs": scene.num_pairs, "slots": sum(scene.pair_slots(len(k)) for *_, k in scene.pair_groups()), "groups": len(scene.pair_groups()), "contacts per pair": scene.pair_contacts,
                 "max_pairs": scene.max_pairs, "fast_hits": scene.fast_hits}
 
 
@@ -94,18 +98,21 @@ def main(argv=None):
     ap.add_argument("--settle", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--name", default="round_profile")
+    ap.add_argument("--broad-phase", choices=("none", "heap"), default="none",
+                    help="heap: more than 3N pairs get max_pairs = 3N (worlds.scenes.heap_broad_phase)")
     args = ap.parse_args(argv)
     res = {"machine": machine_info("benchmarks.round_profile", argv), "worlds": args.worlds, "settle": args.settle,
            "heaps": {}}
     md = ["# Where a step of the round and mixed heaps spends its time", "", md_machine(res["machine"]), "",
-          f"{args.worlds} worlds, after {args.settle} steps, float32, one device; µs per world-step, best of "
-          f"{args.repeat} (module docstring).", ""]
+          f"{args.worlds} worlds, after {args.settle} steps, float32, one device; broad phase: {args.broad_phase}; µs "
+          f"per world-step, best of {args.repeat} (module docstring).", ""]
     for h in args.only.split(","):
-        us, info = profile(h, args.worlds, args.settle, args.repeat)
+        us, info = profile(h, args.worlds, args.settle, args.repeat, args.broad_phase)
         print(h, info, {k: round(x, 1) for k, x in us.items()}, flush=True)
         res["heaps"][h] = {"us_per_world_step": us, **info}
         write_json(RESULTS_DIR / f"{args.name}.json", res)
-        md += [f"## {h}: {info['pairs']} pairs in {info['groups']} groups, {info['contacts per pair']} slots each", "",
+        md += [f"## {h}: {info['pairs']} pairs in {info['groups']} groups, {info['slots']} pair slots of "
+               f"{info['contacts per pair']} contacts", "",
                md_table(["stage", "µs per world-step", "share of the step"],
                         [[k, fmt(x), f"{100 * x / us['step']:.0f} %"] for k, x in us.items()]), ""]
     (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
