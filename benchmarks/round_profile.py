@@ -41,6 +41,7 @@ def profile(heap, worlds, settle, repeat, broad_phase="none"):
     import jax
     import jax.numpy as jnp
 
+    from jaxcontact import geometry
     from jaxcontact.types import State
     from jaxcontact.worlds import contacts, mjcf, pipeline
 
@@ -82,12 +83,13 @@ def profile(heap, worlds, settle, repeat, broad_phase="none"):
         key = f"pairs {name(ta)}–{name(tb)} ({len(ks)})"
         out[key] = _time(v(group), states, repeat=repeat)
     if scene.fast_hits:
-        Minv = v(lambda s: jax.vmap(lambda b, x: __import__("jaxcontact").geometry.mass_matrix_inverse(b, x))(params.body, s))(states)
+        Minv = v(lambda s: jax.vmap(geometry.mass_matrix_inverse)(params.body, s))(states)
         out["separate fast pairs"] = _time(v(lambda s, M: contacts.separate_fast_pairs(
             model, scene, params, s, s, M, jnp.zeros(n, bool))), states, Minv, repeat=repeat)
     us = {k: 1e6 * t / worlds for k, t in out.items()}
     us["rest of the step (step − collide)"] = us["step"] - us["collide"]
-    return us, {"pairs": scene.num_pairs, "slots": sum(scene.pair_slots(len(k)) for *_, k in scene.pair_groups()), "groups": len(scene.pair_groups()), "contacts per pair": scene.pair_contacts,
+    return us, {"pairs": scene.num_pairs, "slots": sum(scene.pair_slots(len(k)) for *_, k in scene.pair_groups()),
+                "groups": len(scene.pair_groups()), "contacts per pair": scene.pair_contacts,
                 "max_pairs": scene.max_pairs, "fast_hits": scene.fast_hits}
 
 
