@@ -1081,7 +1081,7 @@ MUTATIONS = (
              ("tests/test_convex_kernel.py::test_the_kernel_is_the_default_here",)),
     Mutation("convex-kernel-round-radius", "roundspeed", "jaxcontact/native/convex.cc",
              "return kind == kHull ? w[best] : add(w[best], mul(n, radius));", "return w[best];",
-             ("tests/test_convex_kernel.py::test_kernel_finds_the_reference_axis",)),
+             ("tests/test_convex_kernel.py::test_pairs_apart_beyond_the_margin_have_no_contacts_either_way",)),
     Mutation("convex-kernel-cylinder-support", "roundspeed", "jaxcontact/native/convex.cc",
              "s = {dims[0] * (nl.x / r), dims[0] * (nl.y / r), dims[1] * sz};",
              "s = {dims[0] * (nl.x / r), dims[0] * (nl.y / r), dims[0] * sz};",

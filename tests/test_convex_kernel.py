@@ -83,14 +83,16 @@ def test_kernel_finds_the_reference_axis(dtype, pairs):
 
 def test_pairs_apart_beyond_the_margin_have_no_contacts_either_way():
     """The kernel stops at an axis that separates a pair beyond its margin (``collision.MARGIN_SLACK``):
-    such pairs have no contact in the kernel's answer as in the reference's (float64 and float32, a
-    cylinder against a box, centres 8–30 cm apart and a 5 mm margin); the pairs within the margin
-    search on and agree with the reference."""
+    such pairs have no contact in the kernel's answer as in the reference's (a cylinder against a box
+    in float64 and float32, a capsule against a cylinder in float64: its radius is in the separation
+    the exit reads; centres 8–30 cm apart and a 5 mm margin); the pairs within the margin search on
+    and agree with the reference."""
     rng = np.random.default_rng(9)
-    for dtype in (jnp.float64, jnp.float32):
+    for dtype, kinds in ((jnp.float64, ("cylinder", "box")), (jnp.float32, ("cylinder", "box")),
+                         (jnp.float64, ("capsule", "cylinder"))):
         pa, qa, pb, qb = _poses(rng, 64, dtype)
         pb = pb * jnp.asarray(rng.uniform(0.08, 0.3, (64, 1)) / 0.08, dtype)
-        out = jax.jit(lambda *a: {m: jax.vmap(_pair("cylinder", "box", dtype, m, margin=0.005))(*a)
+        out = jax.jit(lambda *a: {m: jax.vmap(_pair(*kinds, dtype, m, margin=0.005))(*a)
                                   for m in ("native", "jax")})(pa, qa, pb, qb)
         nat, ref = out["native"], out["jax"]
         apart = ~np.asarray(ref.valid).any(axis=1)
