@@ -11,7 +11,11 @@ cylinders). Each heap runs ``--worlds`` worlds × ``--steps`` steps:
 - jaxcontact: ``worlds.sharded_batch_rollout(..., output="final")`` over two CPU devices (this
   process sets ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` and ``JAXCONTACT_THREADS=1``
   before JAX starts: one core per device, as MuJoCo's two threads), float32, the defaults, compiled
-  ahead (compile time reported apart), one timed call;
+  ahead (compile time reported apart), one timed call; with ``--broad-phase heap`` (the default)
+  the scene as ``simulate --mjcf`` runs a loaded file: more than 3N pairs get the heap's broad phase
+  (``worlds.scenes.heap_broad_phase``: ``Scene.max_pairs`` = 3N; the 64 spheres' 2,016 pairs, the
+  boxes' 120; the mixed heap's groups of at most 10 pairs of one kind pair are under it), with
+  ``--broad-phase none`` every pair of the table every step (the first measurement's setting);
 - MuJoCo C 4: ``mujoco.rollout.Rollout(nthread=2)`` on the same worlds (the MJCF of the scene, each
   world's qpos), its defaults (pyramidal cone, Newton, float64), best of two timed calls after a
   warm-up.
@@ -44,7 +48,7 @@ def _worlds(kinds, n, W):
     return mjcf_text(scenes[0]), qpos, scenes
 
 
-def run_jaxcontact(text, qpos, steps):
+def run_jaxcontact(text, qpos, steps, broad_phase="heap"):
     import jax
     import jax.numpy as jnp
 
@@ -53,6 +57,10 @@ def run_jaxcontact(text, qpos, steps):
     from jaxcontact.worlds import mjcf
 
     scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
+    if broad_phase == "heap":
+        from jaxcontact.worlds.scenes import heap_broad_phase
+
+        scene = heap_broad_phase(scene)
     W, n = qpos.shape[0], qpos.shape[1] // 7
     q = qpos.reshape(W, n, 7).astype(np.float32)
     states = State(pos=jnp.asarray(q[..., :3]), quat=jnp.asarray(q[..., 3:]), vel=jnp.zeros((W, n, 3), jnp.float32),
@@ -67,7 +75,7 @@ def run_jaxcontact(text, qpos, steps):
     return {"wall_s": wall, "compile_s": compile_s, "body_steps_per_s": W * n * steps / wall,
             "mean_final_height_m": float(np.asarray(final.pos[..., 2]).mean()),
             "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
-            "devices": len(jax.devices())}
+            "devices": len(jax.devices()), "max_pairs": scene.max_pairs}
 
 
 def run_mujoco(text, qpos, steps, threads=2):
@@ -101,30 +109,34 @@ def main(argv=None):
     ap.add_argument("--worlds", type=int, default=256)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--name", default="mixed_speed")
+    ap.add_argument("--broad-phase", choices=("heap", "none"), default="heap",
+                    help="heap: more than 3N pairs get max_pairs = 3N (as simulate --mjcf); none: every pair")
     args = ap.parse_args(argv)
     for h in args.only.split(","):
         if h not in HEAPS:
             ap.error(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
     res = {"machine": machine_info("benchmarks.mixed_speed", argv), "worlds": args.worlds, "steps": args.steps,
-           "heaps": {}}
+           "broad_phase": args.broad_phase, "heaps": {}}
     for h in args.only.split(","):
         kinds, n = HEAPS[h]
         text, qpos, _ = _worlds(kinds, n, args.worlds)
         mj = run_mujoco(text, qpos, args.steps)
         print(f"{h}: mujoco {mj}", flush=True)
-        jc = run_jaxcontact(text, qpos, args.steps)
+        jc = run_jaxcontact(text, qpos, args.steps, args.broad_phase)
         print(f"{h}: jaxcontact {jc}", flush=True)
         res["heaps"][h] = {"bodies": n, "jaxcontact": jc, "mujoco": mj,
                            "behind": mj["body_steps_per_s"] / jc["body_steps_per_s"]}
         write_json(RESULTS_DIR / f"{args.name}.json", res)
     rows = [[h, r["bodies"], fmt(r["jaxcontact"]["body_steps_per_s"]), fmt(r["mujoco"]["body_steps_per_s"]),
              f"{r['behind']:.2f}×", fmt(r["jaxcontact"]["compile_s"]), fmt(r["jaxcontact"]["mean_final_height_m"]),
-             fmt(r["mujoco"]["mean_final_height_m"]), r["jaxcontact"]["flags"]] for h, r in res["heaps"].items()]
+             fmt(r["mujoco"]["mean_final_height_m"]), r["jaxcontact"]["flags"], r["jaxcontact"].get("max_pairs")]
+            for h, r in res["heaps"].items()]
     md = ["# Heaps of round and mixed bodies against MuJoCo C, both cores", "", md_machine(res["machine"]), "",
           f"{args.worlds} worlds × {args.steps} steps of 2 ms each; jaxcontact float32 on two CPU devices, MuJoCo C "
-          "with two threads (module docstring).", "",
+          f"with two threads (module docstring); broad phase: {args.broad_phase}.", "",
           md_table(["heap", "bodies", "jaxcontact body-steps/s", "MuJoCo C body-steps/s", "MuJoCo / jaxcontact",
-                    "compile (s)", "mean final z, jaxcontact (m)", "mean final z, MuJoCo (m)", "flags"], rows)]
+                    "compile (s)", "mean final z, jaxcontact (m)", "mean final z, MuJoCo (m)", "flags", "max_pairs"],
+                   rows)]
     (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
     print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
 

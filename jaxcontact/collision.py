@@ -1312,8 +1312,70 @@ def _convex_shape(kind, verts, radius, dims, pos, quat, dt):
     return _Convex(kind, verts, radius, dims, quat_to_mat(jnp.asarray(quat).astype(dt)), jnp.asarray(pos).astype(dt))
 
 
+_CONVEX_KIND_CODES = {"sphere": 1, "capsule": 2, "cylinder": 3, "ellipsoid": 4}  # convex.cc's kinds (a hull: 0)
+
+
+def _convex_attributes(kind, side: str) -> dict:
+    """One shape's static description as ``convex.cc``'s attributes: its kind code, and for a hull
+    its vertex indices, face rings (``_hull_faces``) and one edge of each direction class."""
+    none = np.zeros(1, np.int32)
+    if not isinstance(kind, HullTopology):
+        return {f"kind_{side}": np.int64(_CONVEX_KIND_CODES[kind]), f"vi{side}": none, f"rings_{side}": none,
+                f"width_{side}": np.int64(1), f"lines_{side}": none}
+    _, _, rings = _hull_faces(kind)
+    return {f"kind_{side}": np.int64(0), f"vi{side}": np.asarray(kind.vertices, np.int32),
+            f"rings_{side}": np.ascontiguousarray(rings, np.int32).reshape(-1), f"width_{side}": np.int64(rings.shape[1]),
+            f"lines_{side}": np.ascontiguousarray(kind.edge_array[kind.class_edges], np.int32).reshape(-1)}
+
+
+MARGIN_SLACK = 1e-3
+"""The kernel's axis search stops at an axis that separates a pair by more than its margin plus
+this much of (|margin| + both shapes' sizes): the pair has no contact (``convex.cc``)."""
+
+
+def _native_best_axis(kind_a, kind_b, va, ra, da, pa, qa, vb, rb, db, pb, qb, margin):
+    """``_best_axis`` by the fused kernel (``native/convex.cc``): the same search, one loop per pair,
+    except that a pair separated beyond its ``margin`` (``MARGIN_SLACK``) along the centres'
+    direction or a candidate axis gets that axis at once (it has no contact either way); inputs
+    without gradient, dims padded to 3."""
+    from . import native
+
+    dt = va.dtype
+    pad = lambda d: jnp.pad(d, [(0, 0)] * (d.ndim - 1) + [(0, 3 - d.shape[-1])]) if d.shape[-1] < 3 else d[..., :3]
+    call = jax.ffi.ffi_call(native.CONVEX_TARGETS[dt.name][0], jax.ShapeDtypeStruct((3,), dt),
+                            vmap_method="broadcast_all")
+    return call(va, ra, pad(da), pa, qa, vb, rb, pad(db), pb, qb, margin, **_convex_attributes(kind_a, "a"),
+                **_convex_attributes(kind_b, "b"), lattice=np.int64(CONVEX_LATTICE),
+                iterations=np.int64(CONVEX_ITERATIONS), ring=np.int64(CONVEX_RING), starts=np.int64(CONVEX_STARTS),
+                shrink=float(CONVEX_SHRINK), threads=np.int64(native.threads()))
+
+
+def _axis(a: _Convex, b: _Convex, qa, qb, margin, method: str):
+    """The pair's axis of largest separation, without gradient: ``_best_axis`` (the pure-JAX
+    reference, ``method="jax"``, and off a CPU) or on a CPU the fused kernel (``"auto"``,
+    ``"native"``; the reference where the kernel does not build; a pair apart beyond ``margin``
+    gets the first axis that shows it, ``_native_best_axis``)."""
+    sg = jax.lax.stop_gradient
+    args = tuple(sg(x) for x in (a.verts, a.radius, a.dims, a.pos, qa, b.verts, b.radius, b.dims, b.pos, qb, margin))
+
+    def reference(va, ra, da, pa, qa, vb, rb, db, pb, qb, margin):
+        with jax.default_matmul_precision("highest"):
+            return _best_axis(_Convex(a.kind, va, ra, da, quat_to_mat(qa), pa),
+                              _Convex(b.kind, vb, rb, db, quat_to_mat(qb), pb))
+
+    dt = a.pos.dtype
+    if method == "jax" or jax.default_backend() != "cpu" or dt.name not in ("float32", "float64"):
+        return reference(*args)
+    from . import native
+
+    if not native.available():
+        return reference(*args)
+    kernel = lambda *x: _native_best_axis(a.kind, b.kind, *x)
+    return jax.lax.platform_dependent(*args, cpu=kernel, default=reference)
+
+
 def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b, dims_b, pos_b, quat_b,
-                num: int = 4, margin: float = DEFAULT_MARGIN) -> PairContacts:
+                num: int = 4, margin: float = DEFAULT_MARGIN, method: str = "auto") -> PairContacts:
     """Contacts of two convex bodies of any kinds by their support functions (the general method
     for the pairs without a closed form: a cylinder or an ellipsoid against anything). kind_*: a
     ``HullTopology`` (a hull: ``verts_*`` its padded vertices), "sphere", "capsule" (``verts_*``
@@ -1324,14 +1386,18 @@ def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_
     cylinder's rim points, a capsule's ends) whose line along the normal meets the other shape,
     each with φ the distance along the normal to where it enters, those within ``margin`` reduced
     to ``num`` as ``hull_hull`` reduces (a cylinder standing on a face: its rim's triangle; lying:
-    the two ends of its line). Features and axis chosen without gradient, geometry traced."""
+    the two ends of its line). Features and axis chosen without gradient, geometry traced. method
+    (``METHODS``): the axis search in pure JAX (``"jax"``, the reference) or, on a CPU, by the fused
+    kernel (``"auto"``, ``"native"``: ``native/convex.cc``, the same search); the rest is JAX either way."""
+    if method not in METHODS:
+        raise ValueError(f"method: one of {METHODS}, got {method!r}")
     dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
     sg = jax.lax.stop_gradient
     with jax.default_matmul_precision("highest"):
         a = _convex_shape(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, dt)
         b = _convex_shape(kind_b, verts_b, radius_b, dims_b, pos_b, quat_b, dt)
-        frozen = lambda s: _Convex(s.kind, sg(s.verts), sg(s.radius), sg(s.dims), sg(s.rot), sg(s.pos))
-        n = sg(_best_axis(frozen(a), frozen(b)))
+        n = sg(_axis(a, b, jnp.asarray(quat_a).astype(dt), jnp.asarray(quat_b).astype(dt), jnp.asarray(margin, dt),
+                     method))
         xa, yb = a.support(n), b.support(-n)
         deep = jnp.dot(n, yb - xa)
         pa = a.extremes(n)

@@ -385,6 +385,7 @@ def run_mjcf(args: argparse.Namespace) -> int:
     from .files import file_sha256
     from .types import Flags
     from .worlds.mjcf import from_mjcf, require_mujoco
+    from .worlds.scenes import heap_broad_phase
 
     require_mujoco("simulate --mjcf")
     for option, value in (("--shape", args.shape), ("--throws", args.throws), ("--mu", args.mu),
@@ -397,8 +398,7 @@ def run_mjcf(args: argparse.Namespace) -> int:
     scene, params, state, model = from_mjcf(args.mjcf, keyframe=keyframe, approximate=args.approximate)
     N = scene.num_bodies
     controls = None if args.controls is None else read_controls(args.controls, scene, args.steps)
-    if scene.max_pairs is None and scene.num_pairs > 3 * N:  # the heap's broad phase (scenes.heap)
-        scene = dataclasses.replace(scene, max_pairs=3 * N)
+    scene = heap_broad_phase(scene)  # more than 3N pairs: the heap's broad phase (scenes.heap)
     world_law = model.law
     if args.max_sweeps is not None:
         world_law = dataclasses.replace(world_law, solver=dataclasses.replace(world_law.solver, max_iter=args.max_sweeps))

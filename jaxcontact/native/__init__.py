@@ -9,6 +9,10 @@
 - ``narrow.cc``: the narrow phase of body–body contact (``collision.hull_hull``) as one loop over
   pairs: the same choices and values as the pure-JAX reference; ``collision`` recomputes the values
   from the kernel's choices in JAX for their derivatives.
+- ``convex.cc``: the general convex method's axis search (``collision.convex_pair``'s
+  ``_best_axis``: a cylinder or an ellipsoid against any kind) as one loop over pairs: the same
+  candidates and pattern search as the pure-JAX reference; the axis is a choice without gradient,
+  from which ``collision`` computes the manifold in JAX.
 
 On first use they are compiled, as one library, with the machine's C++ compiler (``$CXX``, else
 ``c++``) against the XLA FFI headers that jaxlib ships, into ``$JAXCONTACT_NATIVE_CACHE`` (default
@@ -31,7 +35,7 @@ import threading
 import warnings
 from pathlib import Path
 
-SOURCES = tuple(Path(__file__).with_name(f) for f in ("pgs.cc", "narrow.cc", "adjoint.cc"))
+SOURCES = tuple(Path(__file__).with_name(f) for f in ("pgs.cc", "narrow.cc", "adjoint.cc", "convex.cc"))
 HEADERS = (Path(__file__).with_name("parallel.h"),)  # included by the sources (part of the cache key)
 TARGETS = {"float32": ("jaxcontact_pgs_f32", "JaxcontactPgsF32"), "float64": ("jaxcontact_pgs_f64", "JaxcontactPgsF64")}
 """The sweeps' FFI targets (registered name, library symbol) per dtype."""
@@ -41,6 +45,9 @@ NARROW_TARGETS = {"float32": ("jaxcontact_narrow_f32", "JaxcontactNarrowF32"),
 ADJOINT_TARGETS = {"float32": ("jaxcontact_adjoint_f32", "JaxcontactAdjointF32"),
                    "float64": ("jaxcontact_adjoint_f64", "JaxcontactAdjointF64")}
 """The velocity-form solve's adjoint FFI targets per dtype."""
+CONVEX_TARGETS = {"float32": ("jaxcontact_convex_f32", "JaxcontactConvexF32"),
+                  "float64": ("jaxcontact_convex_f64", "JaxcontactConvexF64")}
+"""The convex pairs' axis search FFI targets per dtype."""
 _lock = threading.Lock()
 _state: dict = {}
 
@@ -129,7 +136,8 @@ def available() -> bool:
             import jax.ffi
 
             lib = ctypes.cdll.LoadLibrary(str(_build()))
-            for target, symbol in (*TARGETS.values(), *NARROW_TARGETS.values(), *ADJOINT_TARGETS.values()):
+            for target, symbol in (*TARGETS.values(), *NARROW_TARGETS.values(), *ADJOINT_TARGETS.values(),
+                                   *CONVEX_TARGETS.values()):
                 jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
             _state.update(ok=True, lib=lib)
         except Exception as err:  # noqa: BLE001 - any failure: the pure-JAX path, said once
@@ -147,4 +155,4 @@ def threads() -> int:
         return 0
 
 
-__all__ = ["ADJOINT_TARGETS", "NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]
+__all__ = ["ADJOINT_TARGETS", "CONVEX_TARGETS", "NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]

@@ -189,7 +189,7 @@ def round_or_hull(ta, va, ra, sa, tb, vb, rb, sb, n: int, margin, method: str, d
     ``shape_dims``)."""
     if ta in collision.CONVEX_KINDS or tb in collision.CONVEX_KINDS:
         return collision.convex_pair(ta, va, ra, da, sa.pos, sa.quat, tb, vb, rb, db, sb.pos, sb.quat, num=n,
-                                     margin=margin)
+                                     margin=margin, method=method)
     if not isinstance(ta, str) and not isinstance(tb, str):
         return collision.hull_hull(va, ta, sa.pos, sa.quat, vb, tb, sb.pos, sb.quat, num=n, margin=margin, method=method)
     if isinstance(ta, str) and isinstance(tb, str):

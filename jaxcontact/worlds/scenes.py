@@ -117,6 +117,16 @@ def cradle(n: int = 5, gap: float = 0.005, speed: float = 1.0, restitution: floa
     return scene, _params(body, 0.0, restitution), _state(pos, vel)
 
 
+def heap_broad_phase(scene):
+    """``scene`` with the heap's broad phase (``Scene.max_pairs`` = 3N, ``heap``) when it has more than
+    3N pairs and none: what ``simulate --mjcf`` and ``benchmarks.mixed_speed`` run a loaded world with
+    (a body in a heap touches about six others; more pairs within reach are flagged CAPACITY)."""
+    N = scene.num_bodies
+    if scene.max_pairs is None and scene.num_pairs > 3 * N:
+        return dataclasses.replace(scene, max_pairs=3 * N)
+    return scene
+
+
 def heap(n: int = 16, key=None, height: float = 0.3, spacing: float = 0.18, **scene_kw):
     """``n`` boxes dropped from a loose grid (``spacing`` m apart, 3 × 3 per layer, the lowest
     layer ``height`` m up) with random orientations and small random velocities (``key``); every
@@ -174,5 +184,5 @@ def ramp_axes(angle: float):
     return (np.array([np.cos(angle), 0.0, -np.sin(angle)]), np.array([np.sin(angle), 0.0, np.cos(angle)]))
 
 
-__all__ = ["DEFAULT_LAW", "MASS", "RAMP_SIZE", "SIZE", "cradle", "heap", "model", "pyramid", "ramp", "ramp_axes",
+__all__ = ["DEFAULT_LAW", "MASS", "RAMP_SIZE", "SIZE", "cradle", "heap", "heap_broad_phase", "model", "pyramid", "ramp", "ramp_axes",
            "stack"]

@@ -1,0 +1,125 @@
+"""Where a step of the round and mixed heaps spends its time (issue 62 item 9): stage times of one
+jitted, vmapped call at a settled heap, float32, W worlds of ``benchmarks.mixed_speed``'s heaps.
+
+    python -m benchmarks.round_profile --worlds 32 --settle 300 --name round_profile
+
+Each heap is loaded as ``mixed_speed`` loads it (``from_mjcf`` of ``experiments.peer_scenes.heap_scene``),
+run ``--settle`` steps (the pile formed: its contacts are what the timed step sees), then each stage
+is timed alone at that state, ``jax.vmap`` over the worlds, compiled ahead, best of ``--repeat``
+calls (``--broad-phase heap``: the scene as ``mixed_speed`` runs it): the whole step (``pipeline.step_stages``), the collision stage (``contacts.collide``), its
+ground contacts, its pairs (``contacts.pair_contacts``), each group of pairs of one pair of kinds
+(``contacts.round_or_hull`` over the group), the fast pairs' separation, and the rest of the step
+(step − collide: the contact problem, the solve, integration). µs per world-step; the stages run as
+parts of the step are fused with it, so their sum is not the step's time exactly. Writes
+``benchmarks/results/<name>.{json,md}``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .mixed_speed import HEAPS, _worlds
+
+
+def _time(fn, *args, repeat=3):
+    import jax
+
+    compiled = jax.jit(fn).lower(*args).compile()
+    jax.block_until_ready(compiled(*args))
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def profile(heap, worlds, settle, repeat, broad_phase="none"):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import geometry
+    from jaxcontact.types import State
+    from jaxcontact.worlds import contacts, mjcf, pipeline
+
+    kinds, n = HEAPS[heap]
+    text, qpos, _ = _worlds(kinds, n, worlds)
+    scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
+    if broad_phase == "heap":  # as benchmarks.mixed_speed's default
+        from jaxcontact.worlds.scenes import heap_broad_phase
+
+        scene = heap_broad_phase(scene)
+    q = qpos.reshape(worlds, n, 7).astype(np.float32)
+    states = State(pos=jnp.asarray(q[..., :3]), quat=jnp.asarray(q[..., 3:]), vel=jnp.zeros((worlds, n, 3), jnp.float32),
+                   omega=jnp.zeros((worlds, n, 3), jnp.float32))
+    if settle:
+        states = jax.jit(jax.vmap(lambda s: pipeline.run(model, scene, params, s, None, settle, "final",
+                                                         with_info=False)))(states)
+    v = lambda f: jax.vmap(f)
+    warm = jax.vmap(lambda s: pipeline.initial_warm(model, scene, params, s))(states)
+    ctrl = jnp.zeros((worlds, n, 6), jnp.float32)
+    out = {}
+    out["step"] = _time(v(lambda s, u, w: pipeline.step_stages(model, scene, params, s, u, w)), states, ctrl, warm, repeat=repeat)
+    out["collide"] = _time(v(lambda s: contacts.collide(model, scene, params, s)), states, repeat=repeat)
+    out["ground contacts"] = _time(v(lambda s: contacts.ground_contacts(model, scene, params, s)), states, repeat=repeat)
+    out["pair contacts (all)"] = _time(v(lambda s: contacts.pair_contacts(model, scene, params, s)), states, repeat=repeat)
+    pairs = np.asarray(scene.pairs, dtype=int).reshape(-1, 2)
+    dims = contacts.shape_dims(params.body, scene.num_bodies, jnp.float32)
+    rad = params.body.radius if params.body.radius is not None else jnp.zeros(scene.num_bodies, jnp.float32)
+    for ta, tb, ks in scene.pair_groups():
+        ia, ib = pairs[np.asarray(ks), 0], pairs[np.asarray(ks), 1]
+        name = lambda t: t if isinstance(t, str) else "box"
+
+        def group(s, ta=ta, tb=tb, ia=ia, ib=ib):
+            sa = jax.tree_util.tree_map(lambda x: x[ia], s)
+            sb = jax.tree_util.tree_map(lambda x: x[ib], s)
+            one = lambda va, ra, sa, vb, rb, sb, da, db: contacts.round_or_hull(
+                ta, va, ra, sa, tb, vb, rb, sb, scene.pair_contacts, scene.margin, scene.narrow_phase, da, db)
+            return jax.vmap(one)(params.body.vertices[ia], rad[ia], sa, params.body.vertices[ib], rad[ib], sb,
+                                 dims[ia], dims[ib])
+        key = f"pairs {name(ta)}–{name(tb)} ({len(ks)})"
+        out[key] = _time(v(group), states, repeat=repeat)
+    if scene.fast_hits:
+        Minv = v(lambda s: jax.vmap(geometry.mass_matrix_inverse)(params.body, s))(states)
+        out["separate fast pairs"] = _time(v(lambda s, M: contacts.separate_fast_pairs(
+            model, scene, params, s, s, M, jnp.zeros(n, bool))), states, Minv, repeat=repeat)
+    us = {k: 1e6 * t / worlds for k, t in out.items()}
+    us["rest of the step (step − collide)"] = us["step"] - us["collide"]
+    return us, {"pairs": scene.num_pairs, "slots": sum(scene.pair_slots(len(k)) for *_, k in scene.pair_groups()),
+                "groups": len(scene.pair_groups()), "contacts per pair": scene.pair_contacts,
+                "max_pairs": scene.max_pairs, "fast_hits": scene.fast_hits}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(HEAPS))
+    ap.add_argument("--worlds", type=int, default=32)
+    ap.add_argument("--settle", type=int, default=300)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--name", default="round_profile")
+    ap.add_argument("--broad-phase", choices=("none", "heap"), default="none",
+                    help="heap: more than 3N pairs get max_pairs = 3N (worlds.scenes.heap_broad_phase)")
+    args = ap.parse_args(argv)
+    res = {"machine": machine_info("benchmarks.round_profile", argv), "worlds": args.worlds, "settle": args.settle,
+           "heaps": {}}
+    md = ["# Where a step of the round and mixed heaps spends its time", "", md_machine(res["machine"]), "",
+          f"{args.worlds} worlds, after {args.settle} steps, float32, one device; broad phase: {args.broad_phase}; µs "
+          f"per world-step, best of {args.repeat} (module docstring).", ""]
+    for h in args.only.split(","):
+        us, info = profile(h, args.worlds, args.settle, args.repeat, args.broad_phase)
+        print(h, info, {k: round(x, 1) for k, x in us.items()}, flush=True)
+        res["heaps"][h] = {"us_per_world_step": us, **info}
+        write_json(RESULTS_DIR / f"{args.name}.json", res)
+        md += [f"## {h}: {info['pairs']} pairs in {info['groups']} groups, {info['slots']} pair slots of "
+               f"{info['contacts per pair']} contacts", "",
+               md_table(["stage", "µs per world-step", "share of the step"],
+                        [[k, fmt(x), f"{100 * x / us['step']:.0f} %"] for k, x in us.items()]), ""]
+    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
+    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+
+
+if __name__ == "__main__":
+    main()

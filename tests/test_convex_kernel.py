@@ -1,0 +1,169 @@
+"""The convex pairs' axis search in a fused CPU kernel (``native/convex.cc``; ``collision.convex_pair``
+with ``method="native"``, the default on a CPU) against the pure-JAX reference (``method="jax"``):
+the same axis and contacts on random poses of every kind pair a cylinder or an ellipsoid is in, in
+float64 and float32; the same derivatives (the axis is a choice without gradient, the rest is the
+reference's JAX); the kernel is what a world on a CPU runs."""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcontact import collision, native, shapes, worlds
+from jaxcontact.worlds.scenes import heap_broad_phase
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_convex_pairs import I4, KINDS, MODEL, _quats, _world  # noqa: E402  (the convex-pair tests' shapes)
+
+EVERY = [("cylinder", "box"), ("box", "cylinder"), ("cylinder", "cylinder"), ("cylinder", "sphere"),
+         ("sphere", "cylinder"), ("cylinder", "capsule"), ("capsule", "cylinder"), ("ellipsoid", "box"),
+         ("ellipsoid", "sphere"), ("ellipsoid", "capsule"), ("ellipsoid", "cylinder"), ("ellipsoid", "ellipsoid")]
+QUICK = [("cylinder", "box"), ("capsule", "cylinder"), ("ellipsoid", "cylinder")]
+
+
+def _pair(ka, kb, dtype, method, num=4, margin=1.0):
+    A, B = KINDS[ka], KINDS[kb]
+    c = lambda x: jnp.asarray(x, dtype)
+    return lambda pa, qa, pb, qb: collision.convex_pair(A[0], c(A[1]), c(A[2]), c(A[3]), pa, qa, B[0], c(B[1]),
+                                                        c(B[2]), c(B[3]), pb, qb, num=num, margin=margin, method=method)
+
+
+def _poses(rng, m, dtype):
+    """b around a at 3–13 cm between centres (the shapes are 4–8 cm across): apart, touching, overlapping."""
+    d = rng.normal(size=(m, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    c = lambda x: jnp.asarray(x, dtype)
+    return c(np.zeros((m, 3))), c(_quats(rng, m)), c(d * rng.uniform(0.03, 0.13, size=(m, 1))), c(_quats(rng, m))
+
+
+def test_the_kernel_is_the_default_here():
+    assert native.available()
+    jaxpr = str(jax.make_jaxpr(_pair("cylinder", "box", jnp.float64, "auto"))(
+        jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0])))
+    assert "jaxcontact_convex_f64" in jaxpr
+    ref = str(jax.make_jaxpr(_pair("cylinder", "box", jnp.float64, "jax"))(
+        jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0])))
+    assert "jaxcontact_convex" not in ref
+
+
+@pytest.mark.parametrize("dtype, pairs", [(jnp.float64, QUICK), (jnp.float32, QUICK[:1]),
+                                          pytest.param(jnp.float64, EVERY, marks=pytest.mark.slow),
+                                          pytest.param(jnp.float32, EVERY, marks=pytest.mark.slow)])
+def test_kernel_finds_the_reference_axis(dtype, pairs):
+    """48 random poses per kind pair: most axes the same to the search's accuracy (the same
+    candidates and steps; on curved surfaces the last steps end ~1e-9 apart in float64); where a last-bit difference turns the pattern search another way (a ring's tie), the
+    kernel's axis separates the shapes as well as the reference's (φ of the first contact within
+    the search's accuracy), and every contact's φ, point and validity follow the axis."""
+    rng = np.random.default_rng(5)
+    m = 48
+    args = {p: _poses(rng, m, dtype) for p in pairs}
+    run = jax.jit(lambda a: {p: {meth: jax.vmap(_pair(*p, dtype, meth))(*a[p]) for meth in ("native", "jax")}
+                             for p in pairs})
+    out = run(args)
+    same_tol, phi_tol = (1e-7, 1e-5) if dtype == jnp.float64 else (2e-3, 2e-5)
+    for p in pairs:
+        nat, ref = out[p]["native"], out[p]["jax"]
+        dn = np.abs(np.asarray(nat.normal) - np.asarray(ref.normal)).max(axis=1)
+        assert np.all(np.isfinite(np.asarray(nat.normal))), p
+        assert np.mean(dn <= same_tol) >= 0.85, (p, np.sort(dn)[-8:])
+        assert np.median(dn) <= (1e-8 if dtype == jnp.float64 else 2e-4), (p, np.median(dn))
+        assert np.max(np.abs(np.asarray(nat.phi[:, 0]) - np.asarray(ref.phi[:, 0]))) <= phi_tol, p
+        # where the axes agree, so does the deepest contact (the other slots up to ties in the reduction)
+        same = dn <= same_tol
+        tol = 1e-7 if dtype == jnp.float64 else 1e-5
+        assert np.allclose(np.asarray(nat.phi)[same, 0], np.asarray(ref.phi)[same, 0], atol=tol, rtol=0), p
+        d0 = np.abs(np.asarray(nat.point)[same, 0] - np.asarray(ref.point)[same, 0]).max(axis=1)
+        assert np.mean(d0 <= tol) >= 0.9, (p, np.sort(d0)[-5:])
+        assert np.array_equal(np.asarray(nat.valid)[same, 0], np.asarray(ref.valid)[same, 0]), p
+
+
+def test_pairs_apart_beyond_the_margin_have_no_contacts_either_way():
+    """The kernel stops at an axis that separates a pair beyond its margin (``collision.MARGIN_SLACK``):
+    such pairs have no contact in the kernel's answer as in the reference's (a cylinder against a box
+    in float64 and float32, a capsule against a cylinder in float64: its radius is in the separation
+    the exit reads; centres 8–30 cm apart and a 5 mm margin); the pairs within the margin search on
+    and agree with the reference."""
+    rng = np.random.default_rng(9)
+    for dtype, kinds in ((jnp.float64, ("cylinder", "box")), (jnp.float32, ("cylinder", "box")),
+                         (jnp.float64, ("capsule", "cylinder"))):
+        pa, qa, pb, qb = _poses(rng, 64, dtype)
+        pb = pb * jnp.asarray(rng.uniform(0.08, 0.3, (64, 1)) / 0.08, dtype)
+        out = jax.jit(lambda *a: {m: jax.vmap(_pair(*kinds, dtype, m, margin=0.005))(*a)
+                                  for m in ("native", "jax")})(pa, qa, pb, qb)
+        nat, ref = out["native"], out["jax"]
+        apart = ~np.asarray(ref.valid).any(axis=1)
+        assert 20 <= apart.sum() < 64  # both kinds of pair in the sample
+        assert not np.asarray(nat.valid)[apart].any()
+        assert np.all(np.asarray(nat.phi)[apart] == np.asarray(ref.phi)[apart])  # FAR
+        assert np.array_equal(np.asarray(nat.kind)[apart], np.asarray(ref.kind)[apart])
+        near = ~apart
+        tol = 1e-7 if dtype == jnp.float64 else 2e-5
+        assert np.max(np.abs(np.asarray(nat.phi)[near, 0] - np.asarray(ref.phi)[near, 0])) <= tol
+
+
+def test_kernel_derivatives_are_the_references():
+    """The pair's φ: its gradient in the poses through the kernel's axis equals the reference's (float64, under
+    jit and vmap), to the two searches' agreement (their axes ~1e-7 apart at most here): the axis
+    is a choice, the derivative is JAX's own formulas either way."""
+    rng = np.random.default_rng(2)
+    pa, qa, pb, qb = _poses(rng, 8, jnp.float64)
+    pb = pb * (0.09 / jnp.linalg.norm(pb, axis=1, keepdims=True))  # touching to nearly touching
+
+    def loss(meth):
+        f = _pair("cylinder", "box", jnp.float64, meth)
+        return lambda pa, qa, pb, qb: f(pa, qa, pb, qb).phi[0]  # the pair's distance (minus its depth)
+
+    g = jax.jit(jax.vmap(lambda *a: {m: jax.grad(loss(m), argnums=(0, 1, 2, 3))(*a) for m in ("native", "jax")}))(
+        pa, qa, pb, qb)
+    for x, y in zip(g["native"], g["jax"]):
+        assert np.all(np.isfinite(np.asarray(x)))
+        assert np.allclose(np.asarray(x), np.asarray(y), atol=2e-6, rtol=0), np.abs(np.asarray(x) - np.asarray(y)).max(axis=-1)
+    assert np.max(np.abs(np.asarray(g["native"][2]))) > 0.1  # the distance moves with b
+
+
+def test_bad_methods_are_refused():
+    f = _pair("cylinder", "box", jnp.float64, "c++")
+    args = (jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0]))
+    with pytest.raises(ValueError, match="method"):
+        f(*args)
+    with pytest.raises(ValueError, match="method"):
+        jax.jit(f)(*args)
+
+
+def test_world_with_the_kernel_follows_the_reference():
+    """A cylinder and a capsule dropped tumbling onto a box and each other (float64, 120 steps, the
+    contacts from step ~30 on): the trajectories of the default narrow phase (the kernel's axes) and
+    the reference agree to 1e-5 m. Not to round-off: on curved surfaces the two searches end ~1e-9
+    apart (the search's accuracy) and the landing grows that (2e-6 m by step 120; the cylinder then
+    tips over the box's edge, a choice that 1e-6 m decides: 4e-4 m apart by step 130)."""
+    bodies = [shapes.box((0.12, 0.08, 0.06), 0.3), shapes.cylinder(0.03, 0.04, 0.2), shapes.capsule(0.02, 0.08, 0.1)]
+    pos = np.array([[0.0, 0.0, 0.03], [0.01, 0.0, 0.12], [-0.01, 0.01, 0.2]])
+    quat = np.array([I4, [0.96, 0.2, 0.1, 0.0], [0.9, 0.0, 0.3, 0.3]])
+    quat = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    scene, params, s = _world(bodies, pos, quat)
+    out = {}
+    for m in ("auto", "jax"):
+        sc = dataclasses.replace(scene, narrow_phase=m)
+        out[m] = worlds.rollout(MODEL, sc, params, s, 120)
+    (ta, ia), (tb, ib) = out["auto"], out["jax"]
+    touched = np.min(np.asarray(ib.pair_phi)[..., 0], axis=0)  # each pair's least distance over the run
+    assert touched[0] < 1e-4 and min(touched[1:]) < 1e-4, touched  # the cylinder on the box, the capsule on one
+    np.testing.assert_array_equal(np.asarray(ia.flags), np.asarray(ib.flags))
+    np.testing.assert_allclose(np.asarray(ta.pos), np.asarray(tb.pos), atol=1e-5)
+
+
+def test_heap_broad_phase():
+    """More than 3N pairs and no broad phase: max_pairs = 3N (``simulate --mjcf``'s rule); otherwise unchanged."""
+    ball = shapes.sphere(0.02, 0.1)
+    n = 8
+    scene, *_ = _world([ball] * n, np.stack([np.arange(n) * 0.05, np.zeros(n), np.full(n, 0.02)], 1))
+    assert scene.num_pairs == n * (n - 1) // 2 > 3 * n and scene.max_pairs is None
+    assert heap_broad_phase(scene).max_pairs == 3 * n
+    few, *_ = _world([ball] * 3, np.array([[0.0, 0, 0.02], [0.05, 0, 0.02], [0.1, 0, 0.02]]))
+    assert heap_broad_phase(few) is few
+    given = dataclasses.replace(scene, max_pairs=5)
+    assert heap_broad_phase(given).max_pairs == 5
