@@ -138,6 +138,46 @@ def rate(repeats: int = 3, rounds: int = 2, batch: int = 1024, steps: int = 800,
     return out
 
 
+def cpu(rounds: int = 3, batch: int = 256, steps: int = 400):
+    """Box-steps per CPU second (``time.process_time``: all threads' CPU, so a loaded shared
+    machine's other processes do not count) of one body, float64, 256 throws × 400 steps: the
+    square, the disc at its defaults (its active-set polish only where differentiated), the disc
+    polished in every solve (``forward_active_set=1``), and MuJoCo C (one thread), alternated."""
+    import time
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jaxcontact as jc
+
+    from . import throughput
+
+    states = common.throws(batch, 0)
+    cases = {"box": {"cone": "box"}, "elliptic": {}, "elliptic, polished every solve": {"forward_active_set": 1}}
+    fns = {}
+    for name, kw in cases.items():
+        model, params = common.box_workload()
+        model = dataclasses.replace(model, law=dataclasses.replace(model.law, solver=dataclasses.replace(model.law.solver, **kw)))
+        fns[name] = jax.jit(lambda s, model=model, params=params: jc.batch_rollout(model, params, s, steps, output="final"))
+        jax.block_until_ready(fns[name](states))
+    mujoco, err = throughput.load_mujoco()
+    if mujoco is None:
+        raise SystemExit(err)
+    qpos, qvel = common.to_mujoco_qpos_qvel(states)
+    out = {k: [] for k in list(cases) + ["mujoco_c_1_thread"]}
+    for r in range(rounds):
+        for name in cases:
+            t0 = time.process_time()
+            jax.block_until_ready(fns[name](states))
+            out[name].append(batch * steps / (time.process_time() - t0))
+            common.log(f"cpu {name} round {r}: {out[name][-1]:.0f} box-steps per CPU second")
+        t0 = time.process_time()
+        throughput.bench_mujoco_c(mujoco, qpos, qvel, steps, 1, ())
+        out["mujoco_c_1_thread"].append(batch * steps / (time.process_time() - t0))
+        common.log(f"cpu MuJoCo C round {r}: {out['mujoco_c_1_thread'][-1]:.0f}")
+    return {"batch": batch, "steps": steps, "rates": out}
+
+
 def sweeps(throws: int = 256, steps: int = 800, heaps: int = 8, heap_steps: int = 300):
     import jax
 
@@ -170,6 +210,14 @@ def sweeps(throws: int = 256, steps: int = 800, heaps: int = 8, heap_steps: int 
 
 def markdown(out) -> str:
     md = ["# Coulomb's disc against the square (issue 61)", "", f"From `{out['machine']['command']}`.", ""]
+    if "cpu" in out:
+        c = out["cpu"]
+        md += [f"## One body, box-steps per CPU second (float64, {c['batch']} throws × {c['steps']} steps; "
+               "process CPU time, all threads: robust to other processes' load)", ""]
+        base = float(np.median(c["rates"]["box"]))
+        rows = [[k, ", ".join(f"{x:,.0f}" for x in v), f"{np.median(v):,.0f}", f"{np.median(v) / base:.3f}"]
+                for k, v in c["rates"].items()]
+        md += [common.md_table(["variant", "per round", "median", "median / box"], rows), ""]
     if "slides" in out:
         s = out["slides"]
         md += [f"## Slides at every heading: a 0.1 m box launched flat at {V0} m/s, μ {MU}, float64, `jc.batch_rollout` "
@@ -234,6 +282,8 @@ def main(argv=None):
         out["rate"] = rate(args.repeats, args.rounds)
     if "sweeps" in parts:
         out["sweeps"] = sweeps()
+    if "cpu" in parts:
+        out["cpu"] = cpu(args.rounds)
     out_dir = Path(args.out_dir)
     common.write_json(out_dir / f"{args.name}.json", out)
     (out_dir / f"{args.name}.md").write_text(markdown(out))

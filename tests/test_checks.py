@@ -160,31 +160,30 @@ def test_solver_failure_flagged_and_warned_eagerly():
 
 
 def test_extreme_speed_warned_eagerly_and_mixed_precision_promoted():
-    # dropped straight down at 1e10 m/s: with the defaults (the disc, its active-set polish) the box
-    # lands flat where it was dropped (symmetry: it cannot move sideways) and nothing is flagged but
-    # the projection out of the ground; with the polish off the sweeps stop metres sideways and only
-    # Flags.SOLVER (and the projection) says so, and an eager call warns. The state is float32 and
-    # the parameters float64 (x64): the state is cast to float64, the promoted dtype, and the rollout
-    # runs and returns float64
+    # dropped straight down at 1e10 m/s the box ends finite but metres sideways (symmetry says it
+    # cannot move sideways): only Flags.SOLVER (and the projection out of the ground) says so, and
+    # an eager call warns. With the disc's active-set polish in every solve (``forward_active_set=1``;
+    # by default it runs only under differentiation) it lands flat where it was dropped, nothing
+    # flagged but the projection. The state is float32 and the parameters float64 (x64): the state
+    # is cast to float64, the promoted dtype, and the rollout runs and returns float64
     p64, fast64 = _f64((params(), jc.make_state(pos=[0, 0, 0.2], vel=[0, 0, -1e10])))
     fast32 = jax.tree_util.tree_map(lambda x: x.astype(jnp.float32), fast64)  # 1e10 is exact in float32
     cast, _ = jc.dynamics.as_input_dtype(p64, fast32)
     for a, b in zip(jax.tree_util.tree_leaves(cast), jax.tree_util.tree_leaves(_f64(fast32))):
         assert a.dtype == jnp.float64 and np.array_equal(a, b)
+    polished = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(forward_active_set=1)), dt=DT)
     with warnings.catch_warnings():
         warnings.simplefilter("error", jc.SolverWarning)
-        final, summary = jc.rollout(MODEL, p64, fast32, 40, output="final", with_info=True)
+        final, summary = jc.rollout(polished, p64, fast32, 40, output="final", with_info=True)
     assert all(x.dtype == jnp.float64 for x in jax.tree_util.tree_leaves(final))
     assert float(jnp.linalg.norm(final.pos[:2])) < 1e-6 and abs(float(final.pos[2]) - 0.05) < 1e-6
     assert float(jnp.linalg.norm(final.vel)) < 1e-6
     assert int(summary.flags) == jc.Flags.PENETRATION
-    unpolished = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(forward_active_set=0)), dt=DT)
     with pytest.warns(jc.SolverWarning, match=r"did not converge for the body \(first at step 0") as w:
-        final, summary = jc.rollout(unpolished, p64, fast32, 40, output="final", with_info=True)
+        final, summary = jc.rollout(MODEL, p64, fast32, 40, output="final", with_info=True)
     assert w[0].filename == __file__
     assert np.all(np.isfinite(np.asarray(final.pos))) and float(jnp.linalg.norm(final.pos[:2])) > 1.0
-    jitted = jax.jit(lambda p, s: _final_with_summary(unpolished, p, s))
-    for _, summary in ((final, summary), jitted(p64, fast64)):  # eagerly and under jit
+    for _, summary in ((final, summary), _jit_final(p64, fast64)):  # eagerly and under jit
         assert int(summary.flags) & jc.Flags.SOLVER
         assert not int(summary.flags) & (jc.Flags.NONFINITE | jc.Flags.INVALID_INPUT)
         assert "1 of 1 bodies had solver not converged (first at step 0" in diagnostics.report(summary)

@@ -379,7 +379,7 @@ def test_dense_disc_derivative_solves_the_reference_system(v0, omega_z):
     rows = RowStructure.contacts(C, 2)
     coupling = jnp.concatenate([jnp.zeros((C, 1)), mu], axis=1).reshape(-1)
     solve = lambda bb: solve_lcp(A, bb, coupling, rows, s).z
-    z = solve(b)
+    z = jax.vjp(solve, b)[0]  # the point the derivative is taken at (differentiated: the polished one)
     err, Jz = adjoint_error(regularized(A, s.regularization), b, mu, z, jax.jacrev(solve)(b))
     zt = np.asarray(z).reshape(C, 3)
     on_rim = np.hypot(zt[:, 1], zt[:, 2]) > (1 - 1e-9) * MU * zt[:, 0]
@@ -547,17 +547,23 @@ def _throw_lcp(k):
 def test_active_set_polish_lands_the_throws_stuck_steps_on_the_fixed_point():
     """Issue 61 design (c): at steps 14 and 33 of the 800-step throw under the disc the sweeps stop
     3e-8 m/s off the fixed point even at tol 1e-13 (the split of the face's normal force); the disc's
-    default active-set polish lands there (natural-map residual at round-off), at the default tolerance too,
-    and the polished point solves the LCP: normals ≥ 0 with w_n ≥ 0 and z_n w_n = 0, friction on the
-    disc, opposite the slip where it slides."""
+    active-set polish lands there (natural-map residual at round-off), at the default tolerance too —
+    in every solve with ``forward_active_set=1``, by default where the solve is differentiated (the
+    value under ``jax.vjp``) —, and the polished point solves the LCP: normals ≥ 0 with w_n ≥ 0 and
+    z_n w_n = 0, friction on the disc, opposite the slip where it slides."""
     for k in (14, 33):
         A, b, coupling, rows = _throw_lcp(k)
         solve = jax.jit(lambda A, b, c, st: solve_lcp(A, b, c, rows, st), static_argnums=3)
         fine = LCPSettings(tol=1e-13, max_iter=500, cone="elliptic")
         assert float(solve(A, b, coupling, dataclasses.replace(fine, forward_active_set=0)).residual) > 1e-9
-        for st in (fine, LCPSettings(cone="elliptic")):
+        default = LCPSettings(cone="elliptic")
+        assert float(solve(A, b, coupling, default).residual) > 1e-9  # undifferentiated: the sweeps' point
+        differentiated = jax.vjp(lambda b_: solve(A, b_, coupling, default), b)[0]
+        assert float(differentiated.residual) < 1e-14, (k, float(differentiated.residual))
+        for st in (dataclasses.replace(fine, forward_active_set=1), dataclasses.replace(default, forward_active_set=1)):
             sol = solve(A, b, coupling, st)
             assert float(sol.residual) < 1e-14, (k, st.tol, float(sol.residual))
+        np.testing.assert_array_equal(np.asarray(sol.z), np.asarray(differentiated.z))  # the same point
         z = np.asarray(sol.z).reshape(-1, 3)
         w = (np.asarray(regularized(A, 1e-6)) @ np.asarray(sol.z) + np.asarray(b)).reshape(-1, 3)
         assert z[:, 0].min() >= 0 and w[:, 0].min() > -1e-12 and np.abs(z[:, 0] * w[:, 0]).max() < 1e-14
@@ -583,7 +589,10 @@ def test_the_disc_slides_with_exact_derivatives_at_its_defaults():
     dist = lambda mu, v0, sc: spinning_slide(model, mu, v0, sc, 50)
     g = [float(x) for x in jax.jit(jax.grad(dist, argnums=(0, 1, 2)))(MU, V0, 1.0)]
     assert abs(g[2]) < 1e-9, g
-    f, e = jax.jit(jax.vmap(dist)), 1e-6
+    # central differences of the forward the gradient runs (the polish in every solve: by default it
+    # runs only where differentiated)
+    polished = jc.Model(law=law(forward_active_set=1))
+    f, e = jax.jit(jax.vmap(lambda mu, v0, sc: spinning_slide(polished, mu, v0, sc, 50))), 1e-6
     vals = np.asarray(f(jnp.asarray([MU + e, MU - e, MU, MU]), jnp.asarray([V0, V0, V0 + e, V0 - e]), jnp.ones(4)))
     fd = [(vals[0] - vals[1]) / (2 * e), (vals[2] - vals[3]) / (2 * e)]
     np.testing.assert_allclose(g[:2], fd, rtol=1e-5)
@@ -601,8 +610,9 @@ def test_forward_active_set_is_checked():
 
 def test_box_preset_keeps_the_square_bit_for_bit_without_the_polish():
     """The square's default runs no active-set polish (its iterates as before the disc existed): the
-    spinning slide's 50 steps are bitwise those of ``forward_active_set=0``; one round moves them."""
-    runs = [spinning_slide(jc.Model(law=law("box", **kw)), MU, V0, 1.0, 50)
+    spinning slide's 50 steps are bitwise those of ``forward_active_set=0``, differentiated too (where
+    the disc's default polishes); one round moves them."""
+    runs = [jax.value_and_grad(lambda mu, m=jc.Model(law=law("box", **kw)): spinning_slide(m, mu, V0, 1.0, 50))(MU)
             for kw in ({}, {"forward_active_set": 0}, {"forward_active_set": 1})]
-    assert float(runs[0]) == float(runs[1])
-    assert float(runs[2]) != float(runs[1])
+    assert float(runs[0][0]) == float(runs[1][0]) and float(runs[0][1]) == float(runs[1][1])
+    assert float(runs[2][0]) != float(runs[1][0])

@@ -59,9 +59,8 @@ def test_readme_minimal_example_does_not_warn(x64):
 def test_failed_solve_warns_with_its_numbers_and_the_flags_agree():
     """A solve capped at one sweep at a landing is off by far more than SOLVER_ACCURACY: the eager
     rollout warns with the first step and the largest residual (m/s); the same steps are flagged in
-    the infos and in the Summary under jit; float32 too. (The sweeps alone: the default active-set
-    polish lands such a landing on the fixed point; ``test_capped_solve_below_the_accuracy_is_not_flagged``.)"""
-    law = jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12, forward_active_set=0))
+    the infos and in the Summary under jit; float32 too."""
+    law = jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12))
     for dtype in ("float64", "float32"):
         model, params = _readme(dtype, law)
         s = _cast(jc.make_state(pos=[0, 0, 0.06], vel=[1.0, 0, -1.0], omega=[1.0, 2.0, 0.0]), dtype)
@@ -85,13 +84,13 @@ def test_failed_solve_warns_with_its_numbers_and_the_flags_agree():
 def test_capped_solve_below_the_accuracy_is_not_flagged():
     """A solve that reaches its cap with a residual above its tolerance but below SOLVER_ACCURACY:
     two sweeps on a box sliding and spinning on its face (residual about 1.4e-3 m/s) — no flag, no
-    warning; the residual is still in the infos. With the defaults' active-set polish after the two
-    sweeps, the same solves land on the fixed point (residual at round-off)."""
+    warning; the residual is still in the infos. With the disc's active-set polish after the two
+    sweeps (``forward_active_set=1``), the same solves land on the fixed point (residual at round-off)."""
     s = jc.make_state(pos=[0, 0, 0.05], vel=[0.5, 0, 0], omega=[0, 0, 3.0])
-    polished, params = _readme("float64", jc.CoulombLCP(solver=jc.LCPSettings(max_iter=2, tol=1e-12)))
+    polished, params = _readme("float64", jc.CoulombLCP(solver=jc.LCPSettings(max_iter=2, tol=1e-12, forward_active_set=1)))
     _, info = jc.rollout(polished, params, s, 5, with_info=True)
     assert np.all(np.asarray(info.iterations) == 2) and np.all(np.asarray(info.residual) < 1e-15)
-    law = jc.CoulombLCP(solver=jc.LCPSettings(max_iter=2, tol=1e-12, forward_active_set=0))
+    law = jc.CoulombLCP(solver=jc.LCPSettings(max_iter=2, tol=1e-12))
     model, params = _readme("float64", law)
     with warnings.catch_warnings():
         warnings.simplefilter("error", jc.SolverWarning)

@@ -62,7 +62,8 @@ def implicit_root(optimality_fun: Callable, has_aux: bool = False, ridge: float 
 
 
 def implicit_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, matrix_free: bool = False,
-                         adjoint: Callable | None = None, polish: Callable | None = None):
+                         adjoint: Callable | None = None, polish: Callable | None = None,
+                         refine: Callable | None = None):
     """Decorator (jaxopt ``custom_fixed_point``): differentiate ``solver(x0, θ)`` implicitly through
     x = T(x, θ) at the returned fixed point, with the dense guarded adjoint solve, or with
     ``matrix_free`` the Krylov one (``krylov_guarded_solve``).
@@ -78,8 +79,13 @@ def implicit_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, matri
     own output, bit for bit the undifferentiated one, and keeps the polished point for the
     backward pass). The derivative of x = T(x, θ) at an inexact x is that of another active set
     or of the wrong point on a slowly converging direction; the polish moves it to the fixed
-    point (docs/gradients.md, "Through worlds at the defaults")."""
-    if adjoint is None and polish is None:
+    point (docs/gradients.md, "Through worlds at the defaults").
+
+    ``refine(out, *args)``, when given, replaces the solver's output under differentiation only
+    (the forward rule returns it, value and derivative both taken there; an undifferentiated call
+    returns the solver's own output, at no cost): a forward that lands on the fixed point where a
+    derivative needs it (``lcp.active_set_polish``) without slowing plain rollouts."""
+    if adjoint is None and polish is None and refine is None:
         solve = krylov_guarded_solve if matrix_free else dense_guarded_solve
         return _jaxopt_implicit.custom_fixed_point(fixed_point_fun, has_aux=has_aux, solve=solve)
     if adjoint is None:
@@ -95,6 +101,8 @@ def implicit_fixed_point(fixed_point_fun: Callable, has_aux: bool = False, matri
 
         def fwd(x0, *args):
             out = solver(x0, *args)
+            if refine is not None:
+                out = jax.lax.stop_gradient(refine(jax.lax.stop_gradient(out), *args))
             sol = out[0] if has_aux else out
             if polish is not None:
                 sol = jax.lax.stop_gradient(polish(jax.lax.stop_gradient(sol), *args))

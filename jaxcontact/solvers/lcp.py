@@ -89,9 +89,12 @@ class LCPSettings:
     ``forward_newton`` if both), the value and the derivative taken at the polished point (0: none):
     the active set the sweeps' point projects into, its smooth equations solved by least-squares
     Gauss–Newton, re-identified each round, the lowest natural-map residual kept. None (default):
-    one round in a dense solve (``solve_lcp``: one body) with the disc, none with the square (its
-    iterates as before) nor in the velocity form (worlds: ``solve_body_lcp`` never forms A and
-    refuses an explicit count). With it the 800-step throw's
+    one round in a dense solve (``solve_lcp``: one body) with the disc *where it is differentiated*
+    (``jax.grad``/``vjp``: value and derivative both at the polished point; a plain rollout keeps the
+    sweeps' point, within tol of it, at the sweeps' cost: the polish's dense Gauss–Newton steps cost
+    3.6× a single body's step), none with the square (its iterates as before) nor in the velocity
+    form (worlds: ``solve_body_lcp`` never forms A and refuses an explicit count). An explicit count
+    polishes every solve. With it the 800-step throw's
     derivatives match central differences (docs/worlds.md, "Friction cone").
     """
 
@@ -553,6 +556,17 @@ def _pgs(rows: RowStructure, settings: LCPSettings, method: Method):
     return with_batching_rule(single, functools.partial(_pgs_batched, rows, settings))
 
 
+def _refined(active, T):
+    """``refine`` for ``implicit_fixed_point``: a solve's output (z, (residual, sweeps)) with z moved
+    by ``active`` (``active_set_polish``) and its residual taken again."""
+    def refine(out, A, b, coupling):
+        z, (_, it) = out
+        z = active(z, A, b, coupling)
+        return z, (_residual(T, z, A, b, coupling), it)
+
+    return refine
+
+
 def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSettings(), z0=None,
               method: Method | None = None):
     """Solve the box-friction LCP (see module docstring); differentiable in A, b and coupling.
@@ -583,13 +597,14 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
             return z if newton is None or fine is None else newton(z, A, b, coupling)
 
     split = newton_polish(T, settings.forward_newton) if settings.forward_newton else None
-    if settings.forward_active_set is None:  # the default: the disc's dense solves polish (the square keeps its iterates)
-        rounds = DENSE_ACTIVE_SET_ROUNDS if settings.cone == "elliptic" else 0
-    else:
+    if settings.forward_active_set is None:  # the default: the disc's dense solves polish where differentiated
+        rounds = DENSE_ACTIVE_SET_ROUNDS if settings.cone == "elliptic" else 0  # (the square keeps its iterates)
+        refine, active = (_refined(active_set_polish(rows, settings.cone, T, rounds), T) if rounds else None), None
+    else:  # an explicit count: every solve
         rounds = settings.forward_active_set
-    active = active_set_polish(rows, settings.cone, T, rounds) if rounds else None
+        refine, active = None, (active_set_polish(rows, settings.cone, T, rounds) if rounds else None)
 
-    @implicit_fixed_point(T, has_aux=True, polish=polish)
+    @implicit_fixed_point(T, has_aux=True, polish=polish, refine=refine)
     def _solve(z_init, A, b, coupling):
         A, b, coupling = (jax.lax.stop_gradient(x) for x in (A, b, coupling))
         z, _, it = pgs(jax.lax.stop_gradient(z_init), A, b, coupling)
