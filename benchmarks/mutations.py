@@ -1074,6 +1074,15 @@ MUTATIONS = (
     Mutation("separate-to-half-depth", "fast hits", "jaxcontact/worlds/contacts.py",
              "jnp.maximum(lam[:, i] - (c + SEPARATE_SLOP) / K[:, i], 0.0)", "jnp.maximum(lam[:, i] - 0.5 * (c + SEPARATE_SLOP) / K[:, i], 0.0)",
              ("tests/test_fast_hits.py::test_a_small_census_of_fast_throws_holds_the_overlap_bound",)),
+    # robots (issue 63 item 6: gradients through an arm's per-step controls, tests/test_arm_trajopt.py)
+    Mutation("robots-ctrl-gradient-cut", "robots", "jaxcontact/worlds/pipeline.py",
+             "ap = params.joints.actuators.replace(ctrl=jnp.asarray(control, params.joints.actuators.ctrl.dtype))",
+             "ap = params.joints.actuators.replace(ctrl=jax.lax.stop_gradient(jnp.asarray(control, params.joints.actuators.ctrl.dtype)))",
+             ("tests/test_arm_trajopt.py::test_adam_on_an_arms_torques_pushes_the_box_towards_its_target",)),
+    Mutation("robots-motor-torque-reversed", "robots", "jaxcontact/worlds/actuation.py",
+             "explicit = jnp.zeros((num_joints,), q.dtype).at[idx].add(g * f)",
+             "explicit = jnp.zeros((num_joints,), q.dtype).at[idx].add(-g * f)",
+             ("tests/test_arm_trajopt.py::test_adam_on_an_arms_torques_pushes_the_box_towards_its_target",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
