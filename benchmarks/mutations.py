@@ -1102,6 +1102,15 @@ MUTATIONS = (
     Mutation("heap-broad-phase-never", "roundspeed", "jaxcontact/worlds/scenes.py",
              "if scene.max_pairs is None and scene.num_pairs > 3 * N:", "if scene.max_pairs is None and scene.num_pairs > 30 * N:",
              ("tests/test_convex_kernel.py::test_heap_broad_phase",)),
+    # robots (issue 63 item 6: gradients through an arm's per-step controls, tests/test_arm_trajopt.py)
+    Mutation("robots-ctrl-gradient-cut", "robots", "jaxcontact/worlds/pipeline.py",
+             "ap = params.joints.actuators.replace(ctrl=jnp.asarray(control, params.joints.actuators.ctrl.dtype))",
+             "ap = params.joints.actuators.replace(ctrl=jax.lax.stop_gradient(jnp.asarray(control, params.joints.actuators.ctrl.dtype)))",
+             ("tests/test_arm_trajopt.py::test_adam_on_an_arms_torques_pushes_the_box_towards_its_target",)),
+    Mutation("robots-motor-torque-reversed", "robots", "jaxcontact/worlds/actuation.py",
+             "explicit = jnp.zeros((num_joints,), q.dtype).at[idx].add(g * f)",
+             "explicit = jnp.zeros((num_joints,), q.dtype).at[idx].add(-g * f)",
+             ("tests/test_arm_trajopt.py::test_adam_on_an_arms_torques_pushes_the_box_towards_its_target",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

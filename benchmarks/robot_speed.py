@@ -1,0 +1,299 @@
+"""Robots against MuJoCo C and MJX, in one run (issue 63, item 7): a four-legged robot on the floor and a
+7-joint arm beside a box, at 1, 64 and 1,024 worlds.
+
+    python -m benchmarks.robot_speed                      # see the results file for its wall time
+    python -m benchmarks.robot_speed --sizes 1,4 --steps 50 --profile-steps 20 --name robot_speed_smoke
+
+The robots (``jaxcontact/data/scenes``): ``quadruped.xml`` (gymnasium's ant in style: a sphere torso
+on a free joint, four legs of a hip and an ankle hinge, capsule limbs, limits, damping, armature, eight
+motors of gear 15; h = 5 ms; from its keyframe "stand", 9 cm above the floor) and ``arm7_box.xml``
+(seven hinges with limits, damping and armature, capsule links, seven position servos kp 60 kv 4;
+a 5 cm box on the floor beside it; h = 2 ms). Each world w gets its own controls, the same in every
+engine: u[w, t, a] = amplitude · sin(2π t h / period + φ[w, a]), φ uniform from ``--seed`` (the
+quadruped's amplitude 0.5 of its ±1 range, period 0.5 s; the arm's 0.6 rad about its upright pose,
+period 1 s, clipped to the ranges by each engine).
+
+Each robot runs W worlds × S steps in each engine (``--steps``, one count per size: by default 1,000
+steps at 1 world, 200 at 64 and 20 at 1,024, since on the shared 2-core machine jaxcontact's
+quadruped ran at about 50 world-steps/s: 1,024 × 1,000 steps would be hours):
+
+- jaxcontact: ``worlds.from_mjcf(..., dtype=float32, max_pairs=...)`` at the defaults otherwise,
+  ``worlds.sharded_batch_rollout(..., output="final")`` over two CPU devices (this process sets
+  ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` and ``JAXCONTACT_THREADS=1`` before JAX
+  starts, as ``benchmarks.mixed_speed``), compiled ahead (compile time apart), one timed call.
+  ``max_pairs`` (``Scene.max_pairs``, the broad phase's kept pairs) is 4 for the quadruped (of its 28
+  filtered pairs) and 2 for the arm (of 8): a jointed world's contact problem is solved densely, and
+  every kept pair adds its manifold's rows whether touching or not (``--max-pairs 0``: the default,
+  all pairs; the 1-world row below reports that too);
+- MuJoCo C 4: ``mujoco.rollout.Rollout(nthread=2)``, its defaults (Euler, Newton, pyramidal cone,
+  float64), best of two timed calls after a warm-up;
+- MJX (``mujoco-mjx``, float32, its defaults: Newton): ``jax.jit(jax.vmap(lax.scan(mjx.step)))`` with
+  the worlds sharded over the same two CPU devices (one world: one device), compiled ahead, one
+  timed call. Skipped with a note when ``mujoco.mjx`` cannot be imported.
+
+Where the time goes (jaxcontact, one world, ``--profile-steps`` steps, float32): the contact problem's
+rows, the mean and largest sweeps per step and the steps at the 1,000-sweep cap (``WorldInfo``), the
+step's flags, and the wall time of the same rollout with the solver held to one sweep
+(``LCPSettings(max_iter=1, fixed_iterations=True)``): the difference is the sweeps' share.
+Reported: world-steps/s per engine and size, the ratio to jaxcontact, compile seconds, a sanity
+check that the engines ran the same motion (the mean final height of the torso, of the arm's last
+link), and jaxcontact's flags. Writes ``benchmarks/results/<name>.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+
+SCENES = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"
+ROBOTS = {
+    # file, keyframe, amplitude, period (s), control offset, max_pairs, body whose final height is compared
+    "quadruped": ("quadruped.xml", "stand", 0.5, 0.5, 0.0, 4, "torso"),
+    "arm7_box": ("arm7_box.xml", None, 0.6, 1.0, 0.0, 2, "link7"),
+}
+
+
+def controls(m, robot: str, W: int, steps: int, seed: int) -> np.ndarray:
+    """(W, steps, nu) float64 controls: per-world phases (module docstring)."""
+    _, _, amp, period, offset, _, _ = ROBOTS[robot]
+    phase = np.random.default_rng(seed).uniform(0, 2 * np.pi, (W, 1, m.nu))
+    t = np.arange(steps)[None, :, None] * m.opt.timestep
+    return offset + amp * np.sin(2 * np.pi * t / period + phase)
+
+
+def mujoco_model(robot: str):
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_path(str(SCENES / ROBOTS[robot][0]))
+    d = mujoco.MjData(m)
+    if ROBOTS[robot][1] is not None:
+        mujoco.mj_resetDataKeyframe(m, d, m.key(ROBOTS[robot][1]).id)
+    else:
+        mujoco.mj_resetData(m, d)
+    return m, d
+
+
+def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+
+    file, key, *_, body = ROBOTS[robot]
+    kw = {"max_pairs": max_pairs} if max_pairs else {}
+    scene, params, state, model = worlds.from_mjcf(str(SCENES / file), keyframe=key, dtype=jnp.float32, **kw)
+    W = u.shape[0]
+    states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), state)
+    ctrl = jnp.asarray(u, jnp.float32)
+    fn = jax.jit(lambda p, s, c: worlds.sharded_batch_rollout(model, scene, p, s, steps, c, output="final"))
+    t = time.perf_counter()
+    compiled = fn.lower(params, states, ctrl).compile()
+    compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    final, summary = jax.block_until_ready(compiled(params, states, ctrl))
+    wall = time.perf_counter() - t
+    b = scene.names.index(body) if scene.names and body in scene.names else 0
+    return {"wall_s": wall, "compile_s": compile_s, "world_steps_per_s": W * steps / wall,
+            "mean_final_height_m": float(np.asarray(final.pos[:, b, 2]).mean()),
+            "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
+            "max_pairs": max_pairs or None, "devices": len(jax.devices())}
+
+
+def run_mujoco(robot: str, u: np.ndarray, steps: int, threads: int = 2):
+    import mujoco
+    from mujoco import rollout
+
+    m, d = mujoco_model(robot)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    init = np.zeros(mujoco.mj_stateSize(m, spec))
+    mujoco.mj_getState(m, d, init, spec)
+    W = u.shape[0]
+    init = np.tile(init, (W, 1))
+    out = np.zeros((W, steps, init.shape[1]))
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    times = []
+    with rollout.Rollout(nthread=threads) as pool:
+        for _ in range(3):
+            t = time.perf_counter()
+            pool.rollout(m, datas, init, np.ascontiguousarray(u), nstep=steps, state=out)
+            times.append(time.perf_counter() - t)
+    best = min(times[1:])
+    # the compared body's height: from its qpos when free, else by forward kinematics of the last state
+    body = m.body(ROBOTS[robot][6]).id
+    heights = []
+    for w in range(W):
+        mujoco.mj_setState(m, d, out[w, -1], spec)
+        mujoco.mj_kinematics(m, d)
+        heights.append(d.xipos[body, 2])
+    return {"wall_s": best, "times_s": times, "world_steps_per_s": W * steps / best,
+            "mean_final_height_m": float(np.mean(heights)), "threads": threads}
+
+
+def run_mjx(robot: str, u: np.ndarray, steps: int):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    try:
+        import mujoco
+        from mujoco import mjx
+    except ImportError as err:  # the optional peer
+        return {"skipped": f"mujoco.mjx not importable: {err}"}
+    m, d = mujoco_model(robot)
+    mx = mjx.put_model(m)
+    d0 = mjx.put_data(m, d)
+    W = u.shape[0]
+
+    def run(dd, uu):
+        def f(c, uk):
+            return mjx.step(mx, c.replace(ctrl=uk)), None
+
+        return jax.lax.scan(f, dd, uu)[0]
+
+    ds = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), d0)
+    ctrl = jnp.asarray(u, jnp.float32)
+    devices = jax.devices()
+    if W % len(devices) == 0 and W >= len(devices):
+        sh = NamedSharding(Mesh(np.array(devices), ("w",)), PartitionSpec("w"))
+        ds, ctrl = jax.device_put((ds, ctrl), sh)
+    fn = jax.jit(jax.vmap(run))
+    t = time.perf_counter()
+    compiled = fn.lower(ds, ctrl).compile()
+    compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    out = jax.block_until_ready(compiled(ds, ctrl))
+    wall = time.perf_counter() - t
+    body = m.body(ROBOTS[robot][6]).id
+    return {"wall_s": wall, "compile_s": compile_s, "world_steps_per_s": W * steps / wall,
+            "mean_final_height_m": float(np.asarray(out.xipos[:, body, 2]).mean()),
+            "nonfinite_worlds": int(np.sum(~np.all(np.isfinite(np.asarray(out.qpos)), axis=1))),
+            "devices": len(devices) if W % len(devices) == 0 and W >= len(devices) else 1}
+
+
+def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
+    """Where one world's step spends its time (module docstring)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+
+    file, key, *_ = ROBOTS[robot]
+    kw = {"max_pairs": max_pairs} if max_pairs else {}
+    scene, params, state, model = worlds.from_mjcf(str(SCENES / file), keyframe=key, dtype=jnp.float32, **kw)
+    c = jnp.asarray(u[0, :steps], jnp.float32)
+    out = {}
+    for label, mdl in (("full", model), ("one sweep", dataclasses.replace(model, law=dataclasses.replace(
+            model.law, solver=dataclasses.replace(model.law.solver, max_iter=1, fixed_iterations=True))))):
+        fn = jax.jit(lambda p, s, cc, mdl=mdl: worlds.rollout(mdl, scene, p, s, steps, cc))
+        compiled = fn.lower(params, state, c).compile()
+        jax.block_until_ready(compiled(params, state, c))
+        t = time.perf_counter()
+        _, info = jax.block_until_ready(compiled(params, state, c))
+        out[label] = time.perf_counter() - t
+        if label == "full":
+            it = np.asarray(info.iterations)
+            kept = min(max_pairs or scene.num_pairs, scene.num_pairs)  # the broad phase's kept pair slots
+            rows = 3 * (int(np.prod(info.phi_ground.shape[1:])) + kept * scene.pair_contacts)
+            stats = {"contact_rows": rows, "joint_rows": int(info.joint_impulse.shape[-1]),
+                     "mean_sweeps": float(it.mean()), "max_sweeps": int(it.max()),
+                     "steps_at_cap": int(np.sum(it >= model.law.solver.max_iter)),
+                     "flags": int(np.bitwise_or.reduce(np.asarray(info.flags))),
+                     "steps_flagged_solver": int(np.sum((np.asarray(info.flags) & 8) > 0))}
+    stats.update({"steps": steps, "max_pairs": max_pairs or None, "ms_per_step": 1e3 * out["full"] / steps,
+                  "ms_per_step_one_sweep": 1e3 * out["one sweep"] / steps,
+                  "sweeps_share": 1 - out["one sweep"] / out["full"]})
+    return stats
+
+
+def main(argv=None):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    os.environ["JAXCONTACT_THREADS"] = "1"
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(ROBOTS), help=f"robots, comma-separated: {', '.join(ROBOTS)}")
+    ap.add_argument("--sizes", default="1,64,1024", help="world counts, comma-separated")
+    ap.add_argument("--steps", default="1000,200,20", help="steps at each size, comma-separated (one: all sizes)")
+    ap.add_argument("--profile-steps", type=int, default=200)
+    ap.add_argument("--profile-all-pairs", action="store_true", help="profile with every pair kept too")
+    ap.add_argument("--max-pairs", type=int, default=None, help="override both robots' max_pairs (0: all pairs)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--engines", default="jaxcontact,mujoco,mjx")
+    ap.add_argument("--name", default="robot_speed")
+    args = ap.parse_args(argv)
+    robots = args.only.split(",")
+    for r in robots:
+        if r not in ROBOTS:
+            ap.error(f"--only: unknown robot {r!r} (one of {', '.join(ROBOTS)})")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    engines = args.engines.split(",")
+    steps_at = [int(s) for s in args.steps.split(",")]
+    if len(steps_at) == 1:
+        steps_at = steps_at * len(sizes)
+    if len(steps_at) != len(sizes):
+        ap.error("--steps: one count, or one per size")
+    res = {"machine": machine_info("benchmarks.robot_speed", argv), "sizes": sizes, "steps": steps_at,
+           "seed": args.seed, "robots": {}}
+    for robot in robots:
+        m, _ = mujoco_model(robot)
+        pairs = ROBOTS[robot][5] if args.max_pairs is None else args.max_pairs
+        entry = res["robots"][robot] = {"file": f"jaxcontact/data/scenes/{ROBOTS[robot][0]}", "dt": m.opt.timestep,
+                                        "sizes": {}}
+        for W, steps in zip(sizes, steps_at):
+            u = controls(m, robot, W, steps, args.seed)
+            row = entry["sizes"][str(W)] = {"worlds": W, "steps": steps}
+            for eng in engines:
+                fn = {"jaxcontact": lambda: run_jaxcontact(robot, u, steps, pairs),
+                      "mujoco": lambda: run_mujoco(robot, u, steps), "mjx": lambda: run_mjx(robot, u, steps)}[eng]
+                row[eng] = fn()
+                print(f"{robot} W={W} S={steps} {eng}: {row[eng]}", flush=True)
+                write_json(RESULTS_DIR / f"{args.name}.json", res)
+        if "jaxcontact" in engines and args.profile_steps:
+            u = controls(m, robot, 1, args.profile_steps, args.seed)
+            entry["profile"] = {"kept pairs": profile(robot, u, args.profile_steps, pairs)}
+            if pairs and args.profile_all_pairs:
+                entry["profile"]["all pairs"] = profile(robot, u, args.profile_steps, 0)
+            print(f"{robot} profile: {entry['profile']}", flush=True)
+        write_json(RESULTS_DIR / f"{args.name}.json", res)
+    rows = []
+    for robot, entry in res["robots"].items():
+        for W, r in entry["sizes"].items():
+            jc = r.get("jaxcontact", {})
+            cells = [robot, W, r["steps"]]
+            for eng in ("jaxcontact", "mujoco", "mjx"):
+                e = r.get(eng)
+                cells.append("—" if not e or "skipped" in e else fmt(e["world_steps_per_s"]))
+            for eng in ("mujoco", "mjx"):
+                e = r.get(eng)
+                cells.append("—" if not (e and jc) or "skipped" in e else f"{e['world_steps_per_s'] / jc['world_steps_per_s']:.1f}×")
+            cells += ["—" if not jc else fmt(jc["compile_s"]), "—" if not r.get("mjx") or "skipped" in r["mjx"]
+                      else fmt(r["mjx"]["compile_s"])]
+            cells += [" / ".join(fmt(r[e]["mean_final_height_m"]) if r.get(e) and "skipped" not in r[e] else "—"
+                                 for e in ("jaxcontact", "mujoco", "mjx")), jc.get("flags", "—")]
+            rows.append(cells)
+    prof = [[robot, label, p["max_pairs"] or "all", p["contact_rows"], p["joint_rows"], fmt(p["mean_sweeps"]),
+             p["max_sweeps"], p["steps_at_cap"], p["steps_flagged_solver"], fmt(p["ms_per_step"]),
+             fmt(p["ms_per_step_one_sweep"]), f"{100 * p['sweeps_share']:.0f} %"]
+            for robot, entry in res["robots"].items() for label, p in entry.get("profile", {}).items()]
+    md = ["# Robots against MuJoCo C and MJX, both cores", "", md_machine(res["machine"]), "",
+          "Each engine on two CPU cores (module docstring); world-steps/s (higher is faster), the peers' ratio to "
+          "jaxcontact (above 1: the peer is faster), and the mean final height of the compared body (torso; the arm's "
+          "last link) in jaxcontact / MuJoCo C / MJX.", "",
+          md_table(["robot", "worlds", "steps", "jaxcontact", "MuJoCo C", "MJX", "MuJoCo / jaxcontact",
+                    "MJX / jaxcontact", "compile jaxcontact (s)", "compile MJX (s)", "final height (m)",
+                    "jaxcontact flags"], rows), "",
+          "## Where jaxcontact's time goes (one world)", "",
+          md_table(["robot", "pairs", "max_pairs", "contact rows", "joint rows", "mean sweeps", "max sweeps",
+                    "steps at the cap", "steps flagged SOLVER", "ms/step", "ms/step at one sweep", "sweeps' share"],
+                   prof)]
+    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
+    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+
+
+if __name__ == "__main__":
+    main()
