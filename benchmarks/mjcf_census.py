@@ -15,7 +15,8 @@ Every problem of a refusal is bucketed by its first words with names and numbers
 (``bucket``). For a loaded file: ``worlds.rollout`` (float64) and ``mj_step`` (MuJoCo C, the file's
 own options) run ``--steps`` steps from the same state (MuJoCo's reset state, qpos0 at rest) with
 zero controls, and the largest distance between a moving body's centre of mass here and MuJoCo's
-``xipos`` over every step is the file's deviation; it *follows* when that is within ``--tol``
+(``xipos`` after each step's ``mj_kinematics``; of the bodies folded into it, ``mjcf.body_groups``,
+weighted by mass) over every step is the file's deviation; it *follows* when that is within ``--tol``
 (10 mm). Fixed bodies (welded to the world, world-body geoms) do not move in either and are left out.
 
 Also a feature count on every compiled model (which geoms, joints, and body layouts the files have),
@@ -129,6 +130,7 @@ def follow(mujoco, m, loaded, steps: int):
     import jax.numpy as jnp
 
     from jaxcontact import worlds
+    from jaxcontact.worlds import mjcf
 
     scene, params, state, model = loaded
     t0 = time.perf_counter()
@@ -139,13 +141,18 @@ def follow(mujoco, m, loaded, steps: int):
     seconds = time.perf_counter() - t0
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
-    moving = [b for b in range(1, m.nbody) if m.body_weldid[b] != 0]
-    worst = float(np.max(np.linalg.norm(pos[0, [b - 1 for b in moving]] - d.xipos[moving], axis=1))) if moving else 0.0
+    # world body i holds MuJoCo's bodies groups[i] (jointless ones folded into their host): their centre of mass
+    groups = mjcf.body_groups(m)
+    moving = [i for i, g in enumerate(groups) if m.body_weldid[g[0]] != 0 and m.body_mocapid[g[0]] < 0]
+    mass = [np.asarray(m.body_mass, float)[list(groups[i])] for i in moving]
+    com = lambda: np.stack([w @ d.xipos[list(groups[i])] / w.sum() for i, w in zip(moving, mass)])
+    worst = float(np.max(np.linalg.norm(pos[0, moving] - com(), axis=1))) if moving else 0.0
     for k in range(steps):
         d.ctrl[:] = 0.0
         mujoco.mj_step(m, d)
+        mujoco.mj_kinematics(m, d)  # mj_step leaves the positions it started from in xipos
         if moving:
-            worst = max(worst, float(np.max(np.linalg.norm(pos[k + 1, [b - 1 for b in moving]] - d.xipos[moving], axis=1))))
+            worst = max(worst, float(np.max(np.linalg.norm(pos[k + 1, moving] - com(), axis=1))))
     finite = bool(np.all(np.isfinite(pos)))
     return (worst if finite else float("inf")), seconds, bool(jnp.isfinite(jnp.asarray(worst)))
 

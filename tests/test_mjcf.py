@@ -209,8 +209,6 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
      "one of them a ball"),
     ('<body><joint type="hinge"/><joint type="hinge" axis="1 0 0" pos=".1 0 0"/><geom type="box" size=".05 .05 .05"/>'
      '</body>', "hinges through different points on one body"),
-    ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><body pos=".2 0 0"><geom type="box" size=".05 .05 .05" '
-     'mass="0"/></body></body>', "no joint, welded to a moving body, and massless"),
     ('<body><joint type="free" damping="0.5"/><geom type="box" size=".05 .05 .05"/></body>',
      "joint damping 0.5 (no jaxcontact counterpart on a free joint"),
     ('<body><geom type="plane" size="1 1 .1" zaxis="0 1 1"/></body><body><freejoint/><geom type="box" '
