@@ -504,8 +504,10 @@ def test_messages_use_plain_numbers_and_the_files_names():
     from jaxcontact.worlds.scene import check_body
 
     box = '<body name="{n}" pos="{x} 0 .05"><freejoint/><geom type="box" size=".05 .05 .05" {a}/></body>'
-    with pytest.raises(ValueError, match=r"gravity \(3, 0, -9\) is not along -z") as e:
-        mjcf.from_mjcf(f'<mujoco><option gravity="3 0 -9"/><worldbody>{box.format(n="b", x=0, a="")}</worldbody></mujoco>')
+    with pytest.raises(ValueError, match=r"anisotropic friction \(0.5, 0.2\)") as e:
+        mjcf.from_mjcf('<mujoco><worldbody><geom name="floor" type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a='name="g"')
+                       + '</worldbody><contact><pair geom1="g" geom2="floor" friction="0.5 0.2 0.005 0.0001 0.0001"/></contact>'
+                       '</mujoco>')
     assert "np." not in str(e.value)
     with pytest.raises(ValueError, match=r"bodies 'floater' do not collide with the ground plane"):
         mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a="")

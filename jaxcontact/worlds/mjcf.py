@@ -67,7 +67,7 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   ``<contact><pair>``'s friction (its geoms' bodies become a pair of the world, whatever the filter
   says); ``FrictionRuleWarning`` names the pair that differs most and by how much (none for
   ``to_mjcf``'s files, whose pairs carry √(μ_a μ_b)). condim 1 on every geom and pair: frictionless.
-* ``opt.timestep`` and ``opt.gravity`` (along −z only) give the ``Model``; a keyframe (or ``data``)
+* ``opt.timestep`` and ``opt.gravity`` (its x and y as ``Model.gravity_xy``) give the ``Model``; a keyframe (or ``data``)
   gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest).
 
 mujoco is an optional extra (``pip install "jaxcontact[mjcf]"``), imported inside the functions.
@@ -403,9 +403,6 @@ def _check(mujoco, model, approximate: bool):
         mu = np.asarray(model.pair_friction[p], float)
         if model.pair_dim[p] > 1 and mu[0] != mu[1]:
             problems.append(f"{name}: anisotropic friction {_numbers(mu[:2])} (jaxcontact's pairs are isotropic)")
-    gravity = np.asarray(model.opt.gravity, float)
-    if not model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY and np.any(gravity[:2] != 0):
-        problems.append(f"gravity {_numbers(gravity)} is not along -z")
     for field, what in (("wind", "wind"), ("density", "medium density"), ("viscosity", "medium viscosity")):
         if np.any(np.asarray(getattr(model.opt, field)) != 0):
             problems.append(f"option {field} (the {what}'s drag has no jaxcontact counterpart)")
@@ -637,8 +634,12 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         raise ValueError(f"from_mujoco: expected a mujoco.MjModel, got {type(model).__name__}")
     model = FoldedModel(M, model)  # jaxcontact body i is MuJoCo body model.kept[i]
     problems = _check(mujoco, model, approximate)
-    if model.nbody < 2:
-        problems.append("no bodies besides the world body")
+    scenery = [g for g in range(model.ngeom) if _colliding(model, g) and model.geom_type[g] != M.mjtGeom.mjGEOM_PLANE]
+    if model.nbody < 2 and not scenery:  # a world of fixed scenery alone loads (its bodies held, nothing moves)
+        what = "a ground plane" if any(_colliding(model, g) for g in range(model.ngeom)) else "no colliding geom"
+        problems.append(f"nothing to simulate: no bodies besides the world body, and {what} on it (a file of assets, "
+                        "materials or a floor to include in a model; a jaxcontact world holds at least one body, "
+                        "moving or fixed scenery)")
     if problems:
         raise ValueError("unsupported in a jaxcontact world: " + "; ".join(problems))
     dtype = jnp.result_type(float) if dtype is None else dtype
@@ -933,8 +934,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     from .scenes import model as world_model
 
-    g = 0.0 if model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY else -float(model.opt.gravity[2])
-    return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g)
+    off = bool(model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY)
+    g = 0.0 if off else -float(model.opt.gravity[2])
+    xy = {} if off or not np.any(model.opt.gravity[:2] != 0) else {"gravity_xy": tuple(float(x) for x in model.opt.gravity[:2])}
+    return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g, **xy)
 
 
 def _mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed=()):
@@ -1755,7 +1758,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     xml = (f'<mujoco model="{name}">\n'
            f'  <!-- written by jaxcontact.worlds.to_mjcf: body i is jaxcontact body i, its origin at its centre of '
            f'mass; the velocities are in the keyframe "initial" -->\n'
-           f'  <option timestep="{_f(model.dt)}" gravity="0 0 {_f(-float(model.gravity))}"{extra_option}/>\n'
+           f'  <option timestep="{_f(model.dt)}" gravity="{_f([*model.gravity_xy, -float(model.gravity)])}"{extra_option}/>\n'
            + (f'  <asset>\n{"".join(assets)}  </asset>\n' if assets else "")
            + f'  <worldbody>\n{plane}{bodies}  </worldbody>\n'
            + (f'  <contact>\n{excludes}{pair_xml}  </contact>\n' if excludes or pair_xml else "")
