@@ -229,9 +229,10 @@ def test_tendons_tendon_actuators_and_equalities_are_refused_before_any_work():
         mjcf.from_mjcf(xml)
 
 
-def test_approximate_replaces_round_shapes_and_merges_geoms_by_their_hull():
+def test_approximate_replaces_round_shapes_and_keeps_bodies_of_several_geoms_compounds():
     """approximate=True: a sphere becomes the hull of points on it (inside it, within 7 % of its
-    radius: 0.935 r); two boxes of one body their common hull, with MuJoCo's mass of both."""
+    radius: 0.935 r); two boxes of one body stay a compound of the two (as without approximate, not
+    their common hull), with MuJoCo's mass of both."""
     r = 0.05
     xml = f"""<mujoco><worldbody><body><freejoint/><geom type="sphere" size="{r}" mass="1"/></body>
       <body pos="1 0 0"><freejoint/><geom type="box" size=".05 .05 .05" mass="1"/>
@@ -244,8 +245,9 @@ def test_approximate_replaces_round_shapes_and_merges_geoms_by_their_hull():
 
     h = ConvexHull(v)
     assert -np.max(h.equations[:, 3]) > 0.93 * r  # the hull's faces are all within 7 % of the sphere
-    merged = np.asarray(params.body.vertices[1])[np.asarray(params.body.vertex_mask[1]) > 0]
-    assert len(merged) == 8 and np.ptp(merged[:, 0]) == pytest.approx(0.2)
+    both = np.asarray(params.body.vertices[1])[np.asarray(params.body.vertex_mask[1]) > 0]
+    assert scene.shapes[1] == "compound" and len(scene.parts[1]) == 2
+    assert len(both) == 16 and np.ptp(both[:, 0]) == pytest.approx(0.2)
     assert float(params.body.mass[1]) == pytest.approx(2.0)
 
 

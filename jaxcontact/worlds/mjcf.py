@@ -54,8 +54,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
 * ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
   and cylinders by the hulls of points on their surfaces (``round_points``, then they touch
-  other bodies too), several colliding
-  geoms of one body (a cylinder or ellipsoid among them) by the convex hull of them all, a mesh hull above the vertex limit by
+  other bodies too) where a body has one geom, and a mesh hull above the vertex limit (a body's, or a
+  part's of a body of several geoms, which is a compound as without approximate) by
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
   parent and child bodies by their welds, never for a body welded to the world; no two fixed
@@ -465,12 +465,13 @@ def inertia_box(mujoco, model, b: int, name: str, fixed: bool) -> Body:
     return shapes._as_body(verts, mass, R @ np.diag(I) @ R.T, None)
 
 
-def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
+def compound_body(mujoco, model, b: int, gs, fixed: bool, approximate: bool = False) -> Body:
     """Body ``b`` of several colliding geoms ``gs`` as a ``shapes.compound`` of them (boxes, meshes as
     their convex hulls, spheres, capsules: ``COMPOUND_GEOMS``) at their poses in the body frame, with
     MuJoCo's compiled mass, inertia (``body_inertia`` turned from ``body_iquat``) and centre of mass
     (``body_ipos``), which sum the geoms' as ``shapes.compound`` does by default (or an
-    ``<inertial>``'s); a massless fixed body: the parts' combined, of 1 kg each (never used)."""
+    ``<inertial>``'s); a massless fixed body: the parts' combined, of 1 kg each (never used).
+    approximate: a mesh part above ``collision.MAX_HULL_VERTICES`` is ``collision.reduce_hull``'s."""
     M = mujoco
     parts, poses = [], []
     for g in gs:
@@ -489,7 +490,7 @@ def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
             parts.append(shapes.ellipsoid(size[:3], 1.0))
         else:  # a mesh: its hull in the body frame, placed at its own centre of mass
             pts = _within_vertex_limit(_extreme(_geom_points(mujoco, model, g)), f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)}",
-                                       False)
+                                       approximate)
             hull = shapes.convex_hull(pts, 1.0)
             v = np.asarray(hull.vertices)
             pose = (pts.mean(0) - v.mean(0), np.array([1.0, 0.0, 0.0, 0.0]))  # the same vertex set, shifted
@@ -679,9 +680,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             geoms.append([])
             continue
         kinds = {int(model.geom_type[g]) for g in gs}
-        if (len(gs) > 1 or _offset_round(M, model, gs[0])) and not approximate:  # a body of several shapes: its
-            # geoms the compound's parts; so is one cylinder or ellipsoid off the centre of mass or turned in its body
-            bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj))
+        if len(gs) > 1 or (_offset_round(M, model, gs[0]) and not approximate):  # a body of several shapes: its
+            # geoms the compound's parts (approximate: a mesh part above the vertex limit reduced); so is one
+            # cylinder or ellipsoid off the centre of mass or turned in its body
+            bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj, approximate))
             mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
             condims.append({int(model.geom_condim[g]) for g in gs})
             geoms.append(gs)
