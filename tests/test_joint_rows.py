@@ -190,11 +190,12 @@ def test_a_planar_body_of_two_slides_and_a_hinge_follows_mujoco_c():
 
 def test_composites_and_balls_refused_by_name():
     """What is not supported is refused by name before any work: a slide after a hinge, hinges through
-    two points, four hinges on one body, two parallel hinges, a ball beside a slide, an actuator on a ball;
+    two points beside a slide, four hinges on one body, two parallel hinges, a ball beside a slide, an actuator on a ball;
     and Joints refuses bad kinds eagerly."""
     cases = [
         ('<joint type="hinge" axis="1 0 0"/><joint type="slide" axis="0 0 1"/>', "a slide after a hinge"),
-        ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0" pos="0 0 0.1"/>', "different points"),
+        ('<joint type="slide" axis="0 0 1"/><joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0" '
+         'pos="0 0 0.1"/>', "different points on one body beside other joints"),  # two alone: test_offset_hinges
         ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="0 0 1"/>'
          '<joint type="hinge" axis="1 0 0"/>', "4 hinges"),
         ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="1 0 0"/>', "two parallel hinges"),

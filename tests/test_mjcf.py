@@ -207,8 +207,8 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
      "joint friction loss 0.1"),
     ('<body><joint type="slide"/><joint type="ball"/><geom type="box" size=".05 .05 .05"/></body>',
      "one of them a ball"),
-    ('<body><joint type="hinge"/><joint type="hinge" axis="1 0 0" pos=".1 0 0"/><geom type="box" size=".05 .05 .05"/>'
-     '</body>', "hinges through different points on one body"),
+    ('<body><joint type="slide"/><joint type="hinge"/><joint type="hinge" axis="1 0 0" pos=".1 0 0"/><geom type="box" '
+     'size=".05 .05 .05"/></body>', "hinges through different points on one body beside other joints"),
     ('<body><joint type="free" damping="0.5"/><geom type="box" size=".05 .05 .05"/></body>',
      "joint damping 0.5 (no jaxcontact counterpart on a free joint"),
     ('<body><geom type="plane" size="1 1 .1" zaxis="0 1 1"/></body><body><freejoint/><geom type="box" '

@@ -33,7 +33,7 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
 * Joints: a free joint on a body of the world body; a hinge, slide or ball per body, or a body's
-  slides then up to two hinges through one point (a composite, ``joints.Joints.groups``), a
+  slides then up to two hinges through one point, or two hinges alone through two (a composite, ``joints.Joints.groups``), a
   jointless body inside a moving one as a welded body (6 rows; folded into that body where it, or
   the body, has no mass or inertia of its own: ``FoldedModel``), and active connect and weld
   equalities (``worlds.joints``: docs/worlds.md, "Ball joints, composite joints, welds and
@@ -823,6 +823,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         d0 = _at_zero(M, model, d, [j for j, k in zip(hinges, kinds) if k == "slide"])
         parent, child, ap, ac, xp, xc = [], [], [], [], [], []
         several = {int(model.jnt_bodyid[j]) for j in hinges if sum(model.jnt_bodyid == model.jnt_bodyid[j]) > 1}
+        offset = {b for b in several if len(own := [j for j in hinges if model.jnt_bodyid[j] == b]) == 2  # two hinges
+                  and np.max(np.abs(model.jnt_pos[own[1]] - model.jnt_pos[own[0]])) > 1e-9}  # through different points
         for j, kind in zip(hinges, kinds):
             b = int(model.jnt_bodyid[j])
             p = model.host[int(model.body_parentid[b])]
@@ -830,7 +832,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             # qpos0 = its ref; a hinge's does not move with its angle)
             anchor, axis = np.asarray(d0.xanchor[j], float), np.asarray(d0.xaxis[j], float)
             pos = model.jnt_pos[j]
-            if b in several:  # a composite: every joint at the hinges' point (slides': the first joint's)
+            if b in several and b not in offset:  # a composite: every joint at the hinges' point (slides': the first's)
                 own = [i for i in range(model.njnt) if model.jnt_bodyid[i] == b]
                 pos = model.jnt_pos[next((i for i in own if kinds[hinges.index(i)] == "hinge"), own[0])]
             if kind == "slide" or b in several:
@@ -853,6 +855,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 p = model.host[int(model.body_parentid[model.jnt_bodyid[j]])]
                 if int(model.jnt_bodyid[j]) in several:
                     ap[k] = (np.eye(3) if parent[k] < 0 else np.asarray(dz.xmat[p], float).reshape(3, 3)).T @ dz.xaxis[j]
+                if int(model.jnt_bodyid[j]) in offset:  # each hinge's own point, the parent's at q = 0
+                    b = int(model.jnt_bodyid[j])
+                    at = np.asarray(dz.xpos[b], float) + np.asarray(dz.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
+                    xp[k] = at if parent[k] < 0 else (np.asarray(dz.xmat[p], float).reshape(3, 3).T @ (at - model.xipos(dz, p)))
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
         actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
         tendons, tendon_params = _tendons(M, model, hinges, dtype) if model.ntendon else (None, None)
@@ -1070,6 +1076,8 @@ def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, 
     Rc = np.asarray(quat_to_mat(np.asarray(state.quat[i], float)))
     Rp = np.eye(3) if parent is None or parent < 0 else np.asarray(quat_to_mat(np.asarray(state.quat[parent], float)))
     hinges = [j for j in g if joints.kind(j) == "hinge"]
+    offset = len(g) == 2 and len(hinges) == 2 and not np.allclose(np.asarray(jp.anchor_parent[hinges[0]], float),
+                                                                  np.asarray(jp.anchor_parent[hinges[1]], float), atol=1e-12)
     out = []
     for k, j in enumerate(g):
         last = len(hinges) > 1 and j == hinges[-1]  # the last hinge's axis is the child's, the first the parent's
@@ -1080,7 +1088,13 @@ def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, 
             half = 0.5 * q_now[hinges[0]]
             world = Rp @ np.asarray(quat_to_mat(np.r_[np.cos(half), np.sin(half) * b1])) @ np.asarray(jp.axis_parent[j], float)
         axis = Rc.T @ (world / np.linalg.norm(world))
-        out.append(f'<joint name="{joints.kind(j)}{i}_{k}" type="{joints.kind(j)}" pos="{anchor}" axis="{_f(axis)}"'
+        at = anchor
+        if offset and j == hinges[0]:  # two hinges through different points: the first's axis is fixed in the
+            # parent, through its anchor there, which the second hinge has moved in the child's frame
+            xp1 = (np.zeros(3) if parent is None or parent < 0 else np.asarray(state.pos[parent], float)) \
+                + Rp @ np.asarray(jp.anchor_parent[j], float)
+            at = _f(Rc.T @ (xp1 - np.asarray(state.pos[i], float)))
+        out.append(f'<joint name="{joints.kind(j)}{i}_{k}" type="{joints.kind(j)}" pos="{at}" axis="{_f(axis)}"'
                    f'{passive_xml[j]}/>')
         qpos.append([q_now[j]])
         qvel.append([rates[d + k]])
@@ -1128,7 +1142,7 @@ def _joint_kind(M, model, j: int) -> str | None:
 
 def _composite_problems(M, model, name: str, joints: list) -> list:
     """What a body's several joints cannot be here (``joints.Joints.groups``): anything but hinges and
-    slides, a slide after a hinge, hinges through different points, more than two hinges or three
+    slides, a slide after a hinge, hinges through different points beside other joints, more than two hinges or three
     slides."""
     kinds = [_joint_kind(M, model, j) for j in joints]
     if any(k not in ("hinge", "slide") for k in kinds):
@@ -1141,8 +1155,9 @@ def _composite_problems(M, model, name: str, joints: list) -> list:
     if len(hinges) > 3 or len(joints) - len(hinges) > 3 or len(joints) > 5:
         out.append(f"{name}: {len(hinges)} hinges and {len(joints) - len(hinges)} slides on one body (at most three "
                    "hinges through one point and three slides, five in all)")
-    if hinges and np.max(np.abs(model.jnt_pos[hinges] - model.jnt_pos[hinges[0]])) > 1e-9:
-        out.append(f"{name}: hinges through different points on one body (a composite joint's hinges share a point)")
+    if len(joints) > 2 and hinges and np.max(np.abs(model.jnt_pos[hinges] - model.jnt_pos[hinges[0]])) > 1e-9:
+        out.append(f"{name}: hinges through different points on one body beside other joints (a composite joint's "
+                   "hinges share a point, but for two hinges alone)")
     if any(np.linalg.norm(np.cross(model.jnt_axis[a], model.jnt_axis[b])) < 1e-9 for a, b in zip(hinges, hinges[1:])):
         out.append(f"{name}: two parallel hinges in a row on one body")
     return out
