@@ -246,7 +246,6 @@ class FoldedModel:
         ipos = np.asarray(model.body_ipos, float).copy()
         iquat = np.asarray(model.body_iquat, float).copy()
         inertia = np.asarray(model.body_inertia, float).copy()
-        full = lambda b: (np.asarray(quat_to_mat(iquat[b]))) @ np.diag(inertia[b]) @ np.asarray(quat_to_mat(iquat[b])).T
         for b in range(1, n):
             p = int(model.body_parentid[b])
             if b in jointed or _static(model, b) or p == 0:
