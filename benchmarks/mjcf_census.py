@@ -308,11 +308,15 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="only files whose path contains this")
     ap.add_argument("--out", default="mjcf_census", help="results name in benchmarks/results/ (.json, .md)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds for one file's comparison with MuJoCo C")
+    ap.add_argument("--merge", default=None, help="NAME,NAME,...: results of parts of one census (runs with --only) "
+                    "merged into --out, a later part's record of a file replacing an earlier's")
     ap.add_argument("--follow", default=None, help=argparse.SUPPRESS)  # the child: one file's comparison
     ap.add_argument("--approximate", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.follow:
         return follow_main(args.follow, args.steps, args.approximate)
+    if args.merge:
+        return merge(args, args.merge.split(","), argv)
     if not args.root:
         ap.error("--root is required")
 
@@ -351,11 +355,30 @@ def main(argv=None):
                                               "strict_follows", "approximate_follows")}))
 
 
+def merge(args, names, argv) -> dict:
+    """One census's results from its parts (``benchmarks/results/<name>.json`` each, runs of the same
+    corpus with ``--only``): every part's records by file, a later part's replacing an earlier's, in
+    the corpus's order; the parts' commands are kept in the summary (``parts``)."""
+    by_file, parts, sources, complete = {}, [], [], True
+    for name in names:
+        with open(os.path.join(RESULTS, f"{name}.json")) as f:
+            got = json.load(f)
+        parts.append(got["summary"].get("command", name))
+        sources = sources or got["summary"].get("sources", [])
+        complete &= bool(got["summary"].get("complete", False))
+        by_file.update({r["file"]: r for r in got["files"]})
+    records = [by_file[k] for k in sorted(by_file)]
+    args.command = (" ; ".join(parts) + " ; merged by python -m benchmarks.mjcf_census "
+                    + " ".join(argv if argv is not None else sys.argv[1:]))
+    return write(args, records, sources, None, time.perf_counter(), argv, done=complete)
+
+
 def write(args, records, sources, root, t0, argv, done: bool) -> dict:
     """The results of ``records`` (so far, unless ``done``) to ``benchmarks/results/<out>.{json,md}``."""
     from experiments.provenance import write_json
 
-    command = "python -m benchmarks.mjcf_census " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = getattr(args, "command", None) or "python -m benchmarks.mjcf_census " + " ".join(
+        argv if argv is not None else sys.argv[1:])
     summary = summarise(records, sources, args.steps, args.tol, command)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     summary["complete"] = done
