@@ -15,7 +15,8 @@ Every problem of a refusal is bucketed by its first words with names and numbers
 (``bucket``). For a loaded file: ``worlds.rollout`` (float64) and ``mj_step`` (MuJoCo C, the file's
 own options) run ``--steps`` steps from the same state (MuJoCo's reset state, qpos0 at rest) with
 zero controls, and the largest distance between a moving body's centre of mass here and MuJoCo's
-``xipos`` over every step is the file's deviation; it *follows* when that is within ``--tol``
+(``xipos`` after each step's ``mj_kinematics``; of the bodies folded into it, ``mjcf.body_groups``,
+weighted by mass) over every step is the file's deviation; it *follows* when that is within ``--tol``
 (10 mm). Fixed bodies (welded to the world, world-body geoms) do not move in either and are left out.
 
 Also a feature count on every compiled model (which geoms, joints, and body layouts the files have),
@@ -129,6 +130,7 @@ def follow(mujoco, m, loaded, steps: int):
     import jax.numpy as jnp
 
     from jaxcontact import worlds
+    from jaxcontact.worlds import mjcf
 
     scene, params, state, model = loaded
     t0 = time.perf_counter()
@@ -139,13 +141,18 @@ def follow(mujoco, m, loaded, steps: int):
     seconds = time.perf_counter() - t0
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
-    moving = [b for b in range(1, m.nbody) if m.body_weldid[b] != 0]
-    worst = float(np.max(np.linalg.norm(pos[0, [b - 1 for b in moving]] - d.xipos[moving], axis=1))) if moving else 0.0
+    # world body i holds MuJoCo's bodies groups[i] (jointless ones folded into their host): their centre of mass
+    groups = mjcf.body_groups(m)
+    moving = [i for i, g in enumerate(groups) if m.body_weldid[g[0]] != 0 and m.body_mocapid[g[0]] < 0]
+    mass = [np.asarray(m.body_mass, float)[list(groups[i])] for i in moving]
+    com = lambda: np.stack([w @ d.xipos[list(groups[i])] / w.sum() for i, w in zip(moving, mass)])
+    worst = float(np.max(np.linalg.norm(pos[0, moving] - com(), axis=1))) if moving else 0.0
     for k in range(steps):
         d.ctrl[:] = 0.0
         mujoco.mj_step(m, d)
+        mujoco.mj_kinematics(m, d)  # mj_step leaves the positions it started from in xipos
         if moving:
-            worst = max(worst, float(np.max(np.linalg.norm(pos[k + 1, [b - 1 for b in moving]] - d.xipos[moving], axis=1))))
+            worst = max(worst, float(np.max(np.linalg.norm(pos[k + 1, moving] - com(), axis=1))))
     finite = bool(np.all(np.isfinite(pos)))
     return (worst if finite else float("inf")), seconds, bool(jnp.isfinite(jnp.asarray(worst)))
 
@@ -301,11 +308,15 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="only files whose path contains this")
     ap.add_argument("--out", default="mjcf_census", help="results name in benchmarks/results/ (.json, .md)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds for one file's comparison with MuJoCo C")
+    ap.add_argument("--merge", default=None, help="NAME,NAME,...: results of parts of one census (runs with --only) "
+                    "merged into --out, a later part's record of a file replacing an earlier's")
     ap.add_argument("--follow", default=None, help=argparse.SUPPRESS)  # the child: one file's comparison
     ap.add_argument("--approximate", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.follow:
         return follow_main(args.follow, args.steps, args.approximate)
+    if args.merge:
+        return merge(args, args.merge.split(","), argv)
     if not args.root:
         ap.error("--root is required")
 
@@ -344,11 +355,30 @@ def main(argv=None):
                                               "strict_follows", "approximate_follows")}))
 
 
+def merge(args, names, argv) -> dict:
+    """One census's results from its parts (``benchmarks/results/<name>.json`` each, runs of the same
+    corpus with ``--only``): every part's records by file, a later part's replacing an earlier's, in
+    the corpus's order; the parts' commands are kept in the summary (``parts``)."""
+    by_file, parts, sources, complete = {}, [], [], True
+    for name in names:
+        with open(os.path.join(RESULTS, f"{name}.json")) as f:
+            got = json.load(f)
+        parts.append(got["summary"].get("command", name))
+        sources = sources or got["summary"].get("sources", [])
+        complete &= bool(got["summary"].get("complete", False))
+        by_file.update({r["file"]: r for r in got["files"]})
+    records = [by_file[k] for k in sorted(by_file)]
+    args.command = (" ; ".join(parts) + " ; merged by python -m benchmarks.mjcf_census "
+                    + " ".join(argv if argv is not None else sys.argv[1:]))
+    return write(args, records, sources, None, time.perf_counter(), argv, done=complete)
+
+
 def write(args, records, sources, root, t0, argv, done: bool) -> dict:
     """The results of ``records`` (so far, unless ``done``) to ``benchmarks/results/<out>.{json,md}``."""
     from experiments.provenance import write_json
 
-    command = "python -m benchmarks.mjcf_census " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = getattr(args, "command", None) or "python -m benchmarks.mjcf_census " + " ".join(
+        argv if argv is not None else sys.argv[1:])
     summary = summarise(records, sources, args.steps, args.tol, command)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     summary["complete"] = done

@@ -12,6 +12,7 @@ entry point. No imports from the systems above (``dynamics``, ``worlds``, ``chai
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -33,8 +34,22 @@ def as_input_dtype(params: Params, state: AnyState, control=None, materials: boo
 
 
 def gravity_vector(model: Model, state: AnyState, dtype) -> jnp.ndarray:
+    """Gravity's acceleration (world frame): −``Model.gravity`` along the last axis, and in 3D
+    ``Model.gravity_xy`` along x and y (a planar body's is along −y alone: refused otherwise)."""
     d = state.dim
-    return jnp.zeros(d, dtype).at[d - 1].set(-model.gravity)
+    g = jnp.zeros(d, dtype).at[d - 1].set(-model.gravity)
+    if any(model.gravity_xy):
+        if d != 3:
+            raise ValueError(f"Model.gravity_xy {model.gravity_xy} is a 3D world's; a planar body's gravity is along -y")
+        g = g.at[:2].set(jnp.asarray(model.gravity_xy, dtype))
+    return g
+
+
+def gravity_magnitude(model: Model) -> float:
+    """|g| (m/s²): ``Model.gravity``'s size, with ``gravity_xy`` where it is not zero."""
+    if not any(model.gravity_xy):
+        return abs(model.gravity)
+    return math.sqrt(model.gravity ** 2 + model.gravity_xy[0] ** 2 + model.gravity_xy[1] ** 2)
 
 
 def free_velocity(model: Model, params: Params, state: AnyState, control=None) -> jnp.ndarray:
@@ -228,6 +243,8 @@ def energy(model: Model, params: Params, state: AnyState) -> jnp.ndarray:
         ke = 0.5 * body.mass * jnp.sum(state.vel**2) + 0.5 * body.inertia * state.omega**2
         return ke + body.mass * model.gravity * state.pos[1]
     ke = 0.5 * body.mass * jnp.sum(state.vel**2) + 0.5 * state.omega @ body.inertia @ state.omega
+    if any(model.gravity_xy):  # −m g·x
+        ke = ke - body.mass * (model.gravity_xy[0] * state.pos[0] + model.gravity_xy[1] * state.pos[1])
     return ke + body.mass * model.gravity * state.pos[2]
 
 
@@ -243,5 +260,5 @@ def penetration(params: Params, state: AnyState) -> jnp.ndarray:
 
 __all__ = ["SOLVER_ACCURACY", "SOLVER_RESIDUAL_LIMIT", "VELOCITY_ERROR_PER_RESIDUAL", "accumulate", "any_nonfinite",
            "as_input_dtype", "bounds_penetration", "depenetrate", "empty_summary", "energy", "free_velocity",
-           "full_precision", "gravity_vector", "integrate", "pad_batch", "penetration", "per_body", "first", "leading", "solver_failed", "step_flags",
+           "full_precision", "gravity_magnitude", "gravity_vector", "integrate", "pad_batch", "penetration", "per_body", "first", "leading", "solver_failed", "step_flags",
            "warm_starts"]

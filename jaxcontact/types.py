@@ -342,6 +342,8 @@ class Model:
     """Static simulation configuration (hashable; a ``jit`` static argument).
 
     dt: time step (s). gravity: magnitude (m/s²) along world −z (3D) or −y (planar).
+    gravity_xy: gravity's world x and y components (m/s²) beside it, a 3D world's (MuJoCo's
+    ``opt.gravity`` off the vertical: ``(gravity_xy[0], gravity_xy[1], −gravity)``); (0, 0) by default.
     law: the contact law, a hashable callable ``law(model, params, state, v_free) -> (p, info)``.
     max_contacts: contact candidates kept per step (the closest ones), ``None`` = all vertices.
     patch_tol: distance under which a vertex counts as touching for the contact patch (m).
@@ -364,6 +366,7 @@ class Model:
     patch_tol: float = 1e-3
     gyroscopic: bool = True
     max_correction_speed: float | None = 0.02
+    gravity_xy: tuple = (0.0, 0.0)
 
     def __post_init__(self):
         for name in ("dt", "gravity", "patch_tol", "max_correction_speed"):
@@ -374,6 +377,9 @@ class Model:
             raise ValueError(f"Model.dt must be a finite positive number of seconds, got {self.dt!r}")
         if not _finite_real(self.gravity):
             raise ValueError(f"Model.gravity must be a finite number (m/s²), got {self.gravity!r}")
+        xy = self.gravity_xy
+        if not (isinstance(xy, tuple) and len(xy) == 2 and all(_finite_real(g) for g in xy)):
+            raise ValueError(f"Model.gravity_xy must be a tuple of two finite numbers (m/s², world x and y), got {xy!r}")
         mc = self.max_contacts
         if mc is not None and (not isinstance(mc, numbers.Integral) or isinstance(mc, bool) or mc < 1):
             raise ValueError(f"Model.max_contacts must be an int >= 1 or None, got {mc!r}")

@@ -190,11 +190,12 @@ def test_a_planar_body_of_two_slides_and_a_hinge_follows_mujoco_c():
 
 def test_composites_and_balls_refused_by_name():
     """What is not supported is refused by name before any work: a slide after a hinge, hinges through
-    two points, four hinges on one body, two parallel hinges, a ball beside a slide, an actuator on a ball;
+    two points beside a slide, four hinges on one body, two parallel hinges, a ball beside a slide, an actuator on a ball;
     and Joints refuses bad kinds eagerly."""
     cases = [
         ('<joint type="hinge" axis="1 0 0"/><joint type="slide" axis="0 0 1"/>', "a slide after a hinge"),
-        ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0" pos="0 0 0.1"/>', "different points"),
+        ('<joint type="slide" axis="0 0 1"/><joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0" '
+         'pos="0 0 0.1"/>', "different points on one body beside other joints"),  # two alone: test_offset_hinges
         ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="0 0 1"/>'
          '<joint type="hinge" axis="1 0 0"/>', "4 hinges"),
         ('<joint type="hinge" axis="1 0 0"/><joint type="hinge" axis="1 0 0"/>', "two parallel hinges"),
@@ -263,8 +264,8 @@ def test_a_welded_child_moves_with_its_parent_and_a_weld_holds_a_box_to_the_worl
 
 
 def test_equalities_refused_by_name_and_bad_welds_eagerly_and_under_jit():
-    """A joint equality, a weld without torque and a massless welded body are refused by name before
-    any work; a weld whose reference is not a unit quaternion is
+    """A joint equality and a weld without torque are refused by name before any work (a massless
+    welded body loads, folded into its parent); a weld whose reference is not a unit quaternion is
     refused eagerly, and under jit the step flags it (non-finite)."""
     base = ('<mujoco><worldbody><body name="a" pos="0 0 1"><joint name="j1" type="hinge" axis="1 0 0"/>'
             '<geom type="box" size="0.1 0.1 0.1" mass="1"/><site name="s1"/></body>'
@@ -278,8 +279,8 @@ def test_equalities_refused_by_name_and_bad_welds_eagerly_and_under_jit():
         with pytest.raises(ValueError, match=message):
             mjcf.from_mjcf(base.format(eq=eq, inner=""))
     massless = base.format(eq="", inner='<body name="c" pos="0 0 0.3"><geom type="box" size="0.1 0.1 0.1" mass="0"/></body>')
-    with pytest.raises(ValueError, match="'c': no joint, welded to a moving body, and massless"):
-        mjcf.from_mjcf(massless.replace("<equality></equality>", ""))
+    folded, *_ = mjcf.from_mjcf(massless.replace("<equality></equality>", ""))  # 'c' folds into 'b' (test_mjcf_fold)
+    assert folded.names == ("a", "b") and folded.shapes == ("hull", "compound")
     scene, params, state, model = mjcf.from_mjcf(WELDS)
     bad = params.replace(joints=params.joints.replace(reference=params.joints.reference.at[2].set(jnp.nan)))
     with pytest.raises(ValueError, match=r"params\.joints\.reference: expected \(3, 4\) unit quaternions"):

@@ -13,7 +13,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco", reason="the MJCF loader needs mujoco (pip install -e '.[mjcf]')")
 
-from jaxcontact import shapes, worlds  # noqa: E402
+from jaxcontact import collision, shapes, worlds  # noqa: E402
 from jaxcontact.rotations import quat_to_mat  # noqa: E402
 from jaxcontact.worlds import mjcf, scenes  # noqa: E402
 from jaxcontact.worlds.joints import JointedParams, JointParams, Joints  # noqa: E402
@@ -207,10 +207,8 @@ def test_pair_table_follows_contype_conaffinity_and_exclude():
      "joint friction loss 0.1"),
     ('<body><joint type="slide"/><joint type="ball"/><geom type="box" size=".05 .05 .05"/></body>',
      "one of them a ball"),
-    ('<body><joint type="hinge"/><joint type="hinge" axis="1 0 0" pos=".1 0 0"/><geom type="box" size=".05 .05 .05"/>'
-     '</body>', "hinges through different points on one body"),
-    ('<body><freejoint/><geom type="box" size=".05 .05 .05"/><body pos=".2 0 0"><geom type="box" size=".05 .05 .05" '
-     'mass="0"/></body></body>', "no joint, welded to a moving body, and massless"),
+    ('<body><joint type="slide"/><joint type="hinge"/><joint type="hinge" axis="1 0 0" pos=".1 0 0"/><geom type="box" '
+     'size=".05 .05 .05"/></body>', "hinges through different points on one body beside other joints"),
     ('<body><joint type="free" damping="0.5"/><geom type="box" size=".05 .05 .05"/></body>',
      "joint damping 0.5 (no jaxcontact counterpart on a free joint"),
     ('<body><geom type="plane" size="1 1 .1" zaxis="0 1 1"/></body><body><freejoint/><geom type="box" '
@@ -231,9 +229,10 @@ def test_tendons_tendon_actuators_and_equalities_are_refused_before_any_work():
         mjcf.from_mjcf(xml)
 
 
-def test_approximate_replaces_round_shapes_and_merges_geoms_by_their_hull():
+def test_approximate_replaces_round_shapes_and_keeps_bodies_of_several_geoms_compounds():
     """approximate=True: a sphere becomes the hull of points on it (inside it, within 7 % of its
-    radius: 0.935 r); two boxes of one body their common hull, with MuJoCo's mass of both."""
+    radius: 0.935 r); two boxes of one body stay a compound of the two (as without approximate, not
+    their common hull), with MuJoCo's mass of both."""
     r = 0.05
     xml = f"""<mujoco><worldbody><body><freejoint/><geom type="sphere" size="{r}" mass="1"/></body>
       <body pos="1 0 0"><freejoint/><geom type="box" size=".05 .05 .05" mass="1"/>
@@ -246,9 +245,29 @@ def test_approximate_replaces_round_shapes_and_merges_geoms_by_their_hull():
 
     h = ConvexHull(v)
     assert -np.max(h.equations[:, 3]) > 0.93 * r  # the hull's faces are all within 7 % of the sphere
-    merged = np.asarray(params.body.vertices[1])[np.asarray(params.body.vertex_mask[1]) > 0]
-    assert len(merged) == 8 and np.ptp(merged[:, 0]) == pytest.approx(0.2)
+    both = np.asarray(params.body.vertices[1])[np.asarray(params.body.vertex_mask[1]) > 0]
+    assert scene.shapes[1] == "compound" and len(scene.parts[1]) == 2
+    assert len(both) == 16 and np.ptp(both[:, 0]) == pytest.approx(0.2)
     assert float(params.body.mass[1]) == pytest.approx(2.0)
+
+
+def test_approximate_reduces_a_large_mesh_part_of_a_body_of_several_geoms():
+    """A mesh of 200 hull vertices beside a box in one body: refused by name without approximate (the
+    vertex limit), with it a compound whose mesh part keeps ``collision.MAX_HULL_VERTICES`` extreme
+    vertices (``collision.reduce_hull``) and whose box part is the box, MuJoCo's mass of both."""
+    k = np.arange(200) + 0.5
+    z, phi = 1 - 2 * k / 200, np.pi * (1 + 5 ** 0.5) * k
+    ball = 0.05 * np.stack([np.sqrt(1 - z * z) * np.cos(phi), np.sqrt(1 - z * z) * np.sin(phi), z], axis=1)
+    xml = (f'<mujoco><asset><mesh name="ball" vertex="{" ".join(map(str, ball.ravel()))}"/></asset><worldbody>'
+           '<body name="rattle"><freejoint/><geom type="mesh" mesh="ball" mass="1"/>'
+           '<geom type="box" size=".02 .02 .05" pos="0 0 .1" mass="0.5"/></body></worldbody></mujoco>')
+    with pytest.raises(ValueError, match="'s hull has 200 vertices, above the engine's limit of 128"):
+        mjcf.from_mjcf(xml)
+    scene, params, *_ = mjcf.from_mjcf(xml, approximate=True)
+    assert scene.shapes == ("compound",) and [p[0] for p in scene.parts[0]] == ["hull", "hull"]
+    (_, a, b, _), (_, c, e, _) = scene.parts[0]
+    assert b - a == collision.MAX_HULL_VERTICES and e - c == 8
+    assert float(params.body.mass[0]) == pytest.approx(1.5)
 
 
 def test_friction_condim_one_is_frictionless_and_one_mu_is_exact():
@@ -506,8 +525,10 @@ def test_messages_use_plain_numbers_and_the_files_names():
     from jaxcontact.worlds.scene import check_body
 
     box = '<body name="{n}" pos="{x} 0 .05"><freejoint/><geom type="box" size=".05 .05 .05" {a}/></body>'
-    with pytest.raises(ValueError, match=r"gravity \(3, 0, -9\) is not along -z") as e:
-        mjcf.from_mjcf(f'<mujoco><option gravity="3 0 -9"/><worldbody>{box.format(n="b", x=0, a="")}</worldbody></mujoco>')
+    with pytest.raises(ValueError, match=r"anisotropic friction \(0.5, 0.2\)") as e:
+        mjcf.from_mjcf('<mujoco><worldbody><geom name="floor" type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a='name="g"')
+                       + '</worldbody><contact><pair geom1="g" geom2="floor" friction="0.5 0.2 0.005 0.0001 0.0001"/></contact>'
+                       '</mujoco>')
     assert "np." not in str(e.value)
     with pytest.raises(ValueError, match=r"bodies 'floater' do not collide with the ground plane"):
         mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a="")

@@ -28,7 +28,7 @@ from .. import collision, geometry
 from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
 from .joints import coordinates, limit_rows, loss_rows, rate_rows, scalar_view
 from .tendons import limit_rows as tendon_limit_rows, loss_rows as tendon_loss_rows
-from ..stages import per_body
+from ..stages import gravity_magnitude, per_body
 from ..types import Params, State
 from .planes import check_planes, plane_grounds
 from .scene import COMPOUND, Scene
@@ -96,7 +96,7 @@ def reach(model, scene: Scene, params: Params, state: State):
     gap would close this step, because its target is −φ/h)."""
     r = bounding_radii(params)
     speed = jnp.linalg.norm(state.vel, axis=-1) + jnp.linalg.norm(state.omega, axis=-1) * r
-    return jax.lax.stop_gradient(model.dt * (speed + abs(model.gravity) * model.dt) + 0.5 * scene.margin)
+    return jax.lax.stop_gradient(model.dt * (speed + gravity_magnitude(model) * model.dt) + 0.5 * scene.margin)
 
 
 def ground_contacts(model, scene: Scene, params: Params, state: State):

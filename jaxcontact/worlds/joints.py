@@ -422,12 +422,28 @@ def composite_rows(kinds: tuple, jp: JointParams, g: tuple, child: State, parent
     relative angular velocity stays within the span of the hinges' axes: m = 0, none (3 rows, world
     x, y, z; error the turn from ``reference``); m = 1, as a hinge (2 rows across its axis); m = 2,
     the first hinge's axis a₁ is the parent's and the last's a₂ the child's, and a₁·a₂ keeps its value
-    at the reference (1 row along a₁ × a₂); m = 3, none (a ball's anchor rows alone)."""
+    at the reference (1 row along a₁ × a₂); m = 3, none (a ball's anchor rows alone).
+
+    Two hinges alone (k = 0, m = 2) may pass through different points p₁, p₂ (MuJoCo composes them:
+    parent ∘ hinge₁ about p₁ ∘ hinge₂ about p₂, each point fixed in the body's frame): the child's
+    p₂ (``anchor_child`` of the second) is where hinge₁ turns the parent's p₂ at q = 0 about its axis
+    through p₁, x_c(p₂) = x_p(p₁) + e, e = R_p R(b₁, q₁) (p₂ − p₁) (b₁, p₁, p₂ the parent's
+    ``axis_parent``/``anchor_parent`` at q = 0, q₁ ``composite_coordinates``'), 3 rows; their
+    velocity v_c(p₂) − v_p(p₁ + e) − q̇₁ a₁ × e with q̇₁ the dual basis of (a₁, a₂)'s first row of
+    the relative angular velocity. Through one point (e = 0) these are the rows above, bit for bit."""
     xp, xc, Rp, Rc, S, under = composite_parts(kinds, jp, g, child, parent)
     dtype = xc.dtype
     eye = jnp.eye(3, dtype=dtype)
     hinges = [j for j, k in zip(g, kinds) if k == "hinge"]
     k, m = len(g) - len(hinges), len(hinges)
+    offset = k == 0 and m == 2  # two hinges: the second's point circles the first's axis (e, below)
+    if offset:
+        h1, h2 = hinges
+        b1 = _unit(jp.axis_parent[h1])
+        q1 = composite_coordinates(kinds, jp, g, child, parent)[0]
+        e = Rp @ (quat_to_mat(_axis_angle(b1, q1)) @ (jp.anchor_parent[h2] - jp.anchor_parent[h1]))
+        xp = jp.anchor_parent[h1] if parent is None else parent.pos + Rp @ jp.anchor_parent[h1]
+        xc = xc - e  # the error x_c(p₂) − x_p(p₁) − e
     if k == 0:
         N = eye
     elif k == 1:
@@ -461,8 +477,14 @@ def composite_rows(kinds: tuple, jp: JointParams, g: tuple, child: State, parent
         return jnp.concatenate([lin, jnp.concatenate([zl, U @ R], axis=1)], axis=0)
 
     Jc = on(child, jp.anchor_child[g[-1]], Rc)
+    if offset:  # q̇₁ a₁ × e: q̇₁ = P₁·(ω_c − ω_p), P the dual basis of the hinges' world axes (a₁, a₂)
+        P1 = _dual(jnp.stack([a1, a2], axis=1))[0]
+        turn = jnp.outer(jnp.cross(a1, e), P1)
+        Jc = Jc.at[:3, 3:].add(-turn @ Rc)
     if parent is None:
         Jp = jnp.zeros_like(Jc)
+    elif offset:
+        Jp = on(parent, jp.anchor_parent[hinges[0]] + Rp.T @ e, Rp).at[:3, 3:].add(-turn @ Rp)
     else:
         Jp = on(parent, jp.anchor_parent[g[-1]] if k == 0 else under, Rp)
     return Jc, Jp, jnp.concatenate([err_lin, err_ang])
@@ -1162,9 +1184,10 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
         if len(g) > 1:
             hinges = [i for i in g if joints.kind(i) == "hinge"]
             a = np.asarray(jp.anchor_child)[hinges] if hinges else np.zeros((0, 3))
-            if len(hinges) > 1 and np.max(np.abs(a - a[-1])) > ANCHOR_TOL:
+            if len(hinges) > 1 and len(g) > 2 and np.max(np.abs(a - a[-1])) > ANCHOR_TOL:
                 raise ValueError(f"params.joints.anchor_child[{hinges[0]}]: the hinges {hinges} of body {c} do not pass "
-                                 "through one point (a composite joint's hinges share their anchor)")
+                                 "through one point (a composite joint's hinges share their anchor, but for two hinges "
+                                 "alone)")
             if len(hinges) == 2:
                 b = np.asarray(jp.axis_parent, float)[hinges]
                 if np.linalg.norm(np.cross(b[0], b[1])) < 1e-6 * np.linalg.norm(b[0]) * np.linalg.norm(b[1]):

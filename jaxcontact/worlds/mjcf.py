@@ -8,7 +8,9 @@ a world as MJCF that MuJoCo loads with the same bodies, masses, inertias, fricti
 
 The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
 
-* jaxcontact body i is MuJoCo body i + 1 (the world body, 0, holds the ground plane). A body's
+* jaxcontact body i is MuJoCo body i + 1 (the world body, 0, holds the ground plane), or where a
+  jointless body is folded into the body it moves with (``FoldedModel``), MuJoCo body
+  ``FoldedModel.kept[i]`` (``body_groups``: each world body's MuJoCo bodies). A body's
   frame is MuJoCo's body frame moved to its centre of mass (``body_ipos``): ``State.pos`` is
   MuJoCo's ``xipos``, ``State.quat`` its ``xquat``; the inertia is ``body_inertia`` turned from the
   principal frame (``body_iquat``) into the body frame. Mass and inertia are MuJoCo's compiled
@@ -31,8 +33,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   the geom's; a sphere, capsule, cylinder or ellipsoid natively), with the geom's friction. A fixed body's mass and inertia never act (MuJoCo's, or a
   nominal 1 kg solid where MuJoCo gives none). A hinge to a fixed body is a hinge to the world.
 * Joints: a free joint on a body of the world body; a hinge, slide or ball per body, or a body's
-  slides then up to two hinges through one point (a composite, ``joints.Joints.groups``), a
-  jointless body inside a moving one as a welded body (6 rows), and active connect and weld
+  slides then up to two hinges through one point, or two hinges alone through two (a composite, ``joints.Joints.groups``), a
+  jointless body inside a moving one as a welded body (6 rows; folded into that body where it, or
+  the body, has no mass or inertia of its own: ``FoldedModel``), and active connect and weld
   equalities (``worlds.joints``: docs/worlds.md, "Ball joints, composite joints, welds and
   equalities"); each joint to its parent body, or the world, with its damping, spring (stiffness, springref) and armature
   (``joints.JointParams``: MuJoCo's compiled values; its angle or displacement measured as MuJoCo's
@@ -51,8 +54,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
 * ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
   and cylinders by the hulls of points on their surfaces (``round_points``, then they touch
-  other bodies too), several colliding
-  geoms of one body (a cylinder or ellipsoid among them) by the convex hull of them all, a mesh hull above the vertex limit by
+  other bodies too) where a body has one geom, and a mesh hull above the vertex limit (a body's, or a
+  part's of a body of several geoms, which is a compound as without approximate) by
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
   parent and child bodies by their welds, never for a body welded to the world; no two fixed
@@ -64,7 +67,7 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   ``<contact><pair>``'s friction (its geoms' bodies become a pair of the world, whatever the filter
   says); ``FrictionRuleWarning`` names the pair that differs most and by how much (none for
   ``to_mjcf``'s files, whose pairs carry √(μ_a μ_b)). condim 1 on every geom and pair: frictionless.
-* ``opt.timestep`` and ``opt.gravity`` (along −z only) give the ``Model``; a keyframe (or ``data``)
+* ``opt.timestep`` and ``opt.gravity`` (its x and y as ``Model.gravity_xy``) give the ``Model``; a keyframe (or ``data``)
   gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest).
 
 mujoco is an optional extra (``pip install "jaxcontact[mjcf]"``), imported inside the functions.
@@ -196,8 +199,132 @@ def _extreme(points) -> np.ndarray:
 # ------------------------------------------------------------------------------------ loading
 
 def _name(mujoco, model, obj, i) -> str:
-    n = mujoco.mj_id2name(model, obj, i)
+    n = mujoco.mj_id2name(_raw(model), obj, i)
     return f"{n!r}" if n else f"#{i}"
+
+
+def _raw(model):
+    """The compiled ``mujoco.MjModel`` behind ``model`` (a ``FoldedModel`` or the model itself)."""
+    return model.raw if isinstance(model, FoldedModel) else model
+
+
+def _proper(m, I) -> bool:
+    """Whether a mass ``m`` and an inertia ``I`` (principal moments) can be a moving body's own."""
+    return bool(m > 0 and np.all(np.asarray(I) > 0))
+
+
+class FoldedModel:
+    """A compiled ``mujoco.MjModel`` as the world sees it, with the jointless bodies that cannot move on
+    their own folded into the body they move with (MuJoCo welds them to it: ``body_weldid``).
+
+    A body without a joint inside a moving body moves rigidly with its parent, in MuJoCo as here.
+    When it has no mass or inertia of its own (a frame that carries geoms or sites), or when the body
+    it hangs from has none so far (a massless jointed frame whose mass is its jointless children's),
+    it is *folded* into that body, its host: its geoms and sites become the host's at their
+    relative poses, its mass and inertia are added to the host's (the combined centre of mass and
+    inertia about it), its children hang from the host. A jointless body with a mass and an inertia
+    under a host that has both stays a body of its own, welded to its parent by 6 rows
+    (``joints`` kind "welded"). Every other field is the model's own.
+
+    Reads as the model: ``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia`` are each
+    host's combined ones (MuJoCo's where nothing is folded), ``geom_bodyid``/``geom_pos``/``geom_quat``
+    and ``site_bodyid``/``site_pos``/``site_quat`` name the host and the pose in its frame. ``host``:
+    each MuJoCo body's host (itself where not folded); ``kept``: MuJoCo's bodies that are world
+    bodies, in order (jaxcontact body ``i`` is MuJoCo body ``kept[i]``); ``index(b)``: the world body
+    of MuJoCo body ``b`` (its host's); ``pose[b]``: ``(pos, quat)`` of body ``b`` in its host's frame;
+    ``folded``: the folded bodies."""
+
+    def __init__(self, mujoco, model):
+        M = mujoco
+        self.raw = model
+        n = int(model.nbody)
+        jointed = {int(b) for b in model.jnt_bodyid}
+        host = list(range(n))
+        pos, quat = np.zeros((n, 3)), np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+        parts = {b: [b] for b in range(n)}  # each host's bodies
+        mass = np.asarray(model.body_mass, float).copy()
+        ipos = np.asarray(model.body_ipos, float).copy()
+        iquat = np.asarray(model.body_iquat, float).copy()
+        inertia = np.asarray(model.body_inertia, float).copy()
+        for b in range(1, n):
+            p = int(model.body_parentid[b])
+            if b in jointed or _static(model, b) or p == 0:
+                continue
+            h = host[p]
+            if _proper(model.body_mass[b], model.body_inertia[b]) and _proper(mass[h], inertia[h]):
+                continue  # a body of its own, welded by rows
+            R = np.asarray(quat_to_mat(quat[p]))
+            pos[b] = pos[p] + R @ model.body_pos[b]
+            q = np.zeros(4)
+            M.mju_mulQuat(q, quat[p], np.asarray(model.body_quat[b], float))
+            quat[b] = q / np.linalg.norm(q)
+            host[b] = h
+            parts[h].append(b)
+            # the host's combined mass properties (about the combined centre of mass, in its frame)
+            ms, cs, Is = [], [], []
+            for k in parts[h]:
+                Rk = np.asarray(quat_to_mat(quat[k]))
+                Ri = np.asarray(quat_to_mat(np.asarray(model.body_iquat[k], float)))
+                ms.append(float(model.body_mass[k]))
+                cs.append(pos[k] + Rk @ model.body_ipos[k])
+                Is.append(Rk @ Ri @ np.diag(model.body_inertia[k]) @ Ri.T @ Rk.T)
+            total = sum(ms)
+            c = sum(m * x for m, x in zip(ms, cs)) / total if total > 0 else cs[0]
+            I = sum(Ik + m * (np.dot(x - c, x - c) * np.eye(3) - np.outer(x - c, x - c)) for m, x, Ik in zip(ms, cs, Is))
+            w, V = np.linalg.eigh(0.5 * (I + I.T))
+            if np.linalg.det(V) < 0:
+                V[:, 0] = -V[:, 0]
+            qi = np.zeros(4)
+            M.mju_mat2Quat(qi, np.ascontiguousarray(V).reshape(-1))
+            mass[h], ipos[h], iquat[h], inertia[h] = total, c, qi, np.where(np.abs(w) < 1e-15 * max(1.0, np.max(np.abs(w))), 0.0, w)
+        self.host = tuple(host)
+        self.pose = tuple((pos[b], quat[b]) for b in range(n))
+        self.folded = frozenset(b for b in range(n) if host[b] != b)
+        self.kept = tuple(b for b in range(1, n) if host[b] == b)
+        self.parts = {h: tuple(ps) for h, ps in parts.items() if h == host[h]}
+        self._index = {b: k for k, b in enumerate(self.kept)}
+        self.body_mass, self.body_ipos, self.body_iquat, self.body_inertia = mass, ipos, iquat, inertia
+        for what in ("geom", "site"):
+            bodyid = np.asarray(getattr(model, f"{what}_bodyid")).copy()
+            at = np.asarray(getattr(model, f"{what}_pos"), float).copy()
+            turn = np.asarray(getattr(model, f"{what}_quat"), float).copy()
+            for g in range(len(bodyid)):
+                b = int(bodyid[g])
+                if host[b] != b:
+                    at[g] = pos[b] + np.asarray(quat_to_mat(quat[b])) @ at[g]
+                    q = np.zeros(4)
+                    M.mju_mulQuat(q, quat[b], turn[g].copy())
+                    turn[g] = q
+                    bodyid[g] = host[b]
+            setattr(self, f"{what}_bodyid", bodyid)
+            setattr(self, f"{what}_pos", at)
+            setattr(self, f"{what}_quat", turn)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+    def index(self, b: int) -> int:
+        """The world body of MuJoCo body ``b`` (its host's index in ``kept``)."""
+        return self._index[self.host[b]]
+
+    def on_host(self, b: int, point) -> np.ndarray:
+        """A point of MuJoCo body ``b``'s frame in its host's frame."""
+        p, q = self.pose[b]
+        return p + np.asarray(quat_to_mat(q)) @ np.asarray(point, float)
+
+    def xipos(self, d, b: int) -> np.ndarray:
+        """World body ``b``'s centre of mass in ``d`` (MuJoCo's ``xipos`` where nothing is folded)."""
+        if len(self.parts.get(b, (b,))) == 1:
+            return np.asarray(d.xipos[b], float)
+        return np.asarray(d.xpos[b], float) + np.asarray(d.xmat[b], float).reshape(3, 3) @ self.body_ipos[b]
+
+
+def body_groups(model) -> tuple:
+    """For each world body ``from_mujoco(model)`` makes of MuJoCo's bodies (in order, before the world
+    body's own geoms), the MuJoCo body ids it holds: its own, then those folded into it
+    (``FoldedModel``). Its centre of mass is theirs, weighted by ``body_mass``."""
+    f = FoldedModel(require_mujoco("body_groups"), model)
+    return tuple(f.parts[b] for b in f.kept)
 
 
 def _check(mujoco, model, approximate: bool):
@@ -243,9 +370,7 @@ def _check(mujoco, model, approximate: bool):
             problems += _composite_problems(M, model, name, joints)
         elif model.body_mocapid[b] >= 0:
             pass  # a mocap body: fixed scenery where its mocap_pos puts it (_fixed_bodies)
-        elif not joints and model.body_weldid[b] != 0 and not model.body_mass[b] > 0:
-            problems.append(f"{name}: no joint, welded to a moving body, and massless (a welded body is a body of its "
-                            "own held by 6 rows; give it a mass or put its geoms in the body it is welded to)")
+        # a jointless body inside a moving one: folded into its host (FoldedModel), or welded by rows
         if hasattr(model, "body_gravcomp") and model.body_gravcomp[b] != 0:
             problems.append(f"{name}: gravity compensation")
     for g in range(model.ngeom):
@@ -277,9 +402,6 @@ def _check(mujoco, model, approximate: bool):
         mu = np.asarray(model.pair_friction[p], float)
         if model.pair_dim[p] > 1 and mu[0] != mu[1]:
             problems.append(f"{name}: anisotropic friction {_numbers(mu[:2])} (jaxcontact's pairs are isotropic)")
-    gravity = np.asarray(model.opt.gravity, float)
-    if not model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY and np.any(gravity[:2] != 0):
-        problems.append(f"gravity {_numbers(gravity)} is not along -z")
     for field, what in (("wind", "wind"), ("density", "medium density"), ("viscosity", "medium viscosity")):
         if np.any(np.asarray(getattr(model.opt, field)) != 0):
             problems.append(f"option {field} (the {what}'s drag has no jaxcontact counterpart)")
@@ -342,12 +464,13 @@ def inertia_box(mujoco, model, b: int, name: str, fixed: bool) -> Body:
     return shapes._as_body(verts, mass, R @ np.diag(I) @ R.T, None)
 
 
-def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
+def compound_body(mujoco, model, b: int, gs, fixed: bool, approximate: bool = False) -> Body:
     """Body ``b`` of several colliding geoms ``gs`` as a ``shapes.compound`` of them (boxes, meshes as
     their convex hulls, spheres, capsules: ``COMPOUND_GEOMS``) at their poses in the body frame, with
     MuJoCo's compiled mass, inertia (``body_inertia`` turned from ``body_iquat``) and centre of mass
     (``body_ipos``), which sum the geoms' as ``shapes.compound`` does by default (or an
-    ``<inertial>``'s); a massless fixed body: the parts' combined, of 1 kg each (never used)."""
+    ``<inertial>``'s); a massless fixed body: the parts' combined, of 1 kg each (never used).
+    approximate: a mesh part above ``collision.MAX_HULL_VERTICES`` is ``collision.reduce_hull``'s."""
     M = mujoco
     parts, poses = [], []
     for g in gs:
@@ -366,7 +489,7 @@ def compound_body(mujoco, model, b: int, gs, fixed: bool) -> Body:
             parts.append(shapes.ellipsoid(size[:3], 1.0))
         else:  # a mesh: its hull in the body frame, placed at its own centre of mass
             pts = _within_vertex_limit(_extreme(_geom_points(mujoco, model, g)), f"geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, g)}",
-                                       False)
+                                       approximate)
             hull = shapes.convex_hull(pts, 1.0)
             v = np.asarray(hull.vertices)
             pose = (pts.mean(0) - v.mean(0), np.array([1.0, 0.0, 0.0, 0.0]))  # the same vertex set, shifted
@@ -509,14 +632,19 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     M = mujoco
     if not isinstance(model, M.MjModel):
         raise ValueError(f"from_mujoco: expected a mujoco.MjModel, got {type(model).__name__}")
+    model = FoldedModel(M, model)  # jaxcontact body i is MuJoCo body model.kept[i]
     problems = _check(mujoco, model, approximate)
-    if model.nbody < 2:
-        problems.append("no bodies besides the world body")
+    scenery = [g for g in range(model.ngeom) if _colliding(model, g) and model.geom_type[g] != M.mjtGeom.mjGEOM_PLANE]
+    if model.nbody < 2 and not scenery:  # a world of fixed scenery alone loads (its bodies held, nothing moves)
+        what = "a ground plane" if any(_colliding(model, g) for g in range(model.ngeom)) else "no colliding geom"
+        problems.append(f"nothing to simulate: no bodies besides the world body, and {what} on it (a file of assets, "
+                        "materials or a floor to include in a model; a jaxcontact world holds at least one body, "
+                        "moving or fixed scenery)")
     if problems:
         raise ValueError("unsupported in a jaxcontact world: " + "; ".join(problems))
     dtype = jnp.result_type(float) if dtype is None else dtype
 
-    d = M.MjData(model)
+    d = M.MjData(model.raw)
     if data is not None:
         _check_start(M, model, data.qpos, data.qvel, "data")
         d.qpos[:], d.qvel[:] = data.qpos, data.qvel
@@ -524,8 +652,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         k = _keyframe_index(M, model, keyframe)
         _check_start(M, model, model.key_qpos[k], model.key_qvel[k],
                      f"keyframe {_name(M, model, M.mjtObj.mjOBJ_KEY, k)}")
-        M.mj_resetDataKeyframe(model, d, k)
-    M.mj_forward(model, d)
+        M.mj_resetDataKeyframe(model.raw, d, k)
+    M.mj_forward(model.raw, d)
 
     # bodies: geometry and mass in the frame at the centre of mass, oriented as MuJoCo's body frame;
     # then the world body's geoms, each a fixed body (after MuJoCo's bodies: body i is still MuJoCo's i + 1)
@@ -536,23 +664,25 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     world_geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] == 0 and _colliding(model, g)
                    and model.geom_type[g] != M.mjtGeom.mjGEOM_PLANE]
     fixed_mj = set(_fixed_bodies(model))
-    fixed = [b - 1 for b in sorted(fixed_mj)] + [model.nbody - 1 + k for k in range(len(world_geoms))]
-    n = model.nbody - 1 + len(world_geoms)
+    nk = len(model.kept)  # MuJoCo's bodies that are world bodies (the others folded into them)
+    fixed = [model.index(b) for b in sorted(fixed_mj)] + [nk + k for k in range(len(world_geoms))]
+    n = nk + len(world_geoms)
     bodies, mus, condims, geoms, contactless = [], [], [], [], []
-    for b in range(1, model.nbody):
+    for b in model.kept:
         gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g) and g not in tilted]
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         if not gs:  # collides with nothing: moves (or is fixed) with MuJoCo's mass, touches nothing
             bodies.append(inertia_box(M, model, b, name, b in fixed_mj))
-            contactless.append(b - 1)
+            contactless.append(model.index(b))
             mus.append(None)
             condims.append(set())
             geoms.append([])
             continue
         kinds = {int(model.geom_type[g]) for g in gs}
-        if (len(gs) > 1 or _offset_round(M, model, gs[0])) and not approximate:  # a body of several shapes: its
-            # geoms the compound's parts; so is one cylinder or ellipsoid off the centre of mass or turned in its body
-            bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj))
+        if len(gs) > 1 or (_offset_round(M, model, gs[0]) and not approximate):  # a body of several shapes: its
+            # geoms the compound's parts (approximate: a mesh part above the vertex limit reduced); so is one
+            # cylinder or ellipsoid off the centre of mass or turned in its body
+            bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj, approximate))
             mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
             condims.append({int(model.geom_condim[g]) for g in gs})
             geoms.append(gs)
@@ -623,7 +753,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if model.pair_geom1[p] in tilted or model.pair_geom2[p] in tilted:  # a plane's pair: its μ checked below
             condims.append({int(model.pair_dim[p])})
             continue
-        b1, b2 = (model.nbody - 1 + world_geoms.index(g) if g in world_geoms else int(model.geom_bodyid[g]) - 1
+        b1, b2 = (nk + world_geoms.index(g) if g in world_geoms else
+                  (model.index(int(model.geom_bodyid[g])) if model.geom_bodyid[g] else -1)
                   for g in (model.pair_geom1[p], model.pair_geom2[p]))
         explicit[tuple(sorted((b1, b2)))] = 0.0 if model.pair_dim[p] == 1 else float(model.pair_friction[p, 0])
         condims.append({int(model.pair_dim[p])})
@@ -637,15 +768,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         ground_mu = float(model.geom_friction[plane, 0]) if plane is not None else None
 
     # the pair table: MuJoCo's filter
-    body_of = {b: b - 1 for b in range(1, model.nbody)}
     excluded = set()
     for sig in np.asarray(model.exclude_signature).reshape(-1):
-        b1, b2 = int(sig) >> 16, int(sig) & 0xFFFF  # MuJoCo body ids
-        excluded.add(tuple(sorted((b1, b2))))
+        b1, b2 = int(sig) >> 16, int(sig) & 0xFFFF  # MuJoCo body ids (a folded body's: its host's)
+        excluded.add(tuple(sorted((model.host[b1], model.host[b2]))))
     filterparent = not (model.opt.disableflags & M.mjtDisableBit.mjDSBL_FILTERPARENT)
-    mj_body = lambda i: i + 1 if i < model.nbody - 1 else 0  # a world geom's body is the world body
+    mj_body = lambda i: model.kept[i] if i < nk else 0  # a world geom's body is the world body
     weld = lambda i: int(model.body_weldid[mj_body(i)])
-    weld_parent = lambda i: int(model.body_weldid[model.body_parentid[mj_body(i)]])
+    weld_parent = lambda i: int(model.body_weldid[model.body_parentid[mj_body(i)]])  # a host's parent is unfolded
     pairs = []
     for a in range(n):
         for c in range(a + 1, n):
@@ -658,17 +788,17 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             if any(_compatible(model, g1, g2) for g1 in geoms[a] for g2 in geoms[c]):
                 pairs.append((a, c))
     pairs = sorted(set(pairs) | {k for k in explicit if k[0] >= 0})
-    names = tuple(M.mj_id2name(model, M.mjtObj.mjOBJ_BODY, b) or None for b in range(1, model.nbody))
-    names += tuple(M.mj_id2name(model, M.mjtObj.mjOBJ_GEOM, g) or None for g in world_geoms)
+    names = tuple(M.mj_id2name(model.raw, M.mjtObj.mjOBJ_BODY, b) or None for b in model.kept)
+    names += tuple(M.mj_id2name(model.raw, M.mjtObj.mjOBJ_GEOM, g) or None for g in world_geoms)
     ground = False
     if plane is not None:
-        touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, b + 1) not in excluded
+        touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, mj_body(b)) not in excluded
                                              for g in geoms[b]) for b in range(n) if b not in fixed and b not in contactless]
         if all(touch):
             ground = True
         elif any(touch):
             free = [b for b in range(n) if b not in fixed and b not in contactless]
-            odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, free[i] + 1) for i, t in enumerate(touch) if not t)
+            odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, mj_body(free[i])) for i, t in enumerate(touch) if not t)
             raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
                              "while others do (a world's ground touches every body)")
     if ground_mu is None:
@@ -684,7 +814,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     # joints: hinges, slides and balls to the parent body or the world; welded bodies; equalities
     hinges = [j for j in range(model.njnt) if _joint_kind(M, model, j) is not None]
-    welded = [b for b in range(1, model.nbody) if not _static(model, b) and b not in model.jnt_bodyid]  # a mocap body: fixed
+    welded = [b for b in model.kept if not _static(model, b) and b not in model.jnt_bodyid]  # a mocap body: fixed
     equalities = [e for e in range(int(model.neq)) if model.eq_active0[e]]
     joints = joint_params = None
     if hinges or welded or equalities:
@@ -692,19 +822,21 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         d0 = _at_zero(M, model, d, [j for j, k in zip(hinges, kinds) if k == "slide"])
         parent, child, ap, ac, xp, xc = [], [], [], [], [], []
         several = {int(model.jnt_bodyid[j]) for j in hinges if sum(model.jnt_bodyid == model.jnt_bodyid[j]) > 1}
+        offset = {b for b in several if len(own := [j for j in hinges if model.jnt_bodyid[j] == b]) == 2  # two hinges
+                  and np.max(np.abs(model.jnt_pos[own[1]] - model.jnt_pos[own[0]])) > 1e-9}  # through different points
         for j, kind in zip(hinges, kinds):
             b = int(model.jnt_bodyid[j])
-            p = int(model.body_parentid[b])
+            p = model.host[int(model.body_parentid[b])]
             # the parent's anchor: where the child's is at qpos 0 (MuJoCo's xanchor of a slide stays at
             # qpos0 = its ref; a hinge's does not move with its angle)
             anchor, axis = np.asarray(d0.xanchor[j], float), np.asarray(d0.xaxis[j], float)
             pos = model.jnt_pos[j]
-            if b in several:  # a composite: every joint at the hinges' point (slides': the first joint's)
+            if b in several and b not in offset:  # a composite: every joint at the hinges' point (slides': the first's)
                 own = [i for i in range(model.njnt) if model.jnt_bodyid[i] == b]
                 pos = model.jnt_pos[next((i for i in own if kinds[hinges.index(i)] == "hinge"), own[0])]
             if kind == "slide" or b in several:
                 anchor = np.asarray(d0.xpos[b], float) + np.asarray(d0.xmat[b], float).reshape(3, 3) @ pos
-            child.append(b - 1)
+            child.append(model.index(b))
             xc.append(pos - model.body_ipos[b])
             ac.append(np.asarray(model.jnt_axis[j], float))
             if model.body_weldid[p] == 0:  # the world, or a body fixed to it: a joint to the world
@@ -713,15 +845,19 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                 ap.append(axis)
             else:
                 Rp = np.asarray(d0.xmat[p], float).reshape(3, 3)
-                parent.append(p - 1)
-                xp.append(Rp.T @ (anchor - d0.xipos[p]))
+                parent.append(model.index(p))
+                xp.append(Rp.T @ (anchor - model.xipos(d0, p)))
                 ap.append(Rp.T @ axis)
         if several:  # a composite's axes in its parent's frame at qpos 0 (MuJoCo's composition)
             dz = _at_zero(M, model, d, hinges)
             for k, j in enumerate(hinges):
-                p = int(model.body_parentid[model.jnt_bodyid[j]])
+                p = model.host[int(model.body_parentid[model.jnt_bodyid[j]])]
                 if int(model.jnt_bodyid[j]) in several:
                     ap[k] = (np.eye(3) if parent[k] < 0 else np.asarray(dz.xmat[p], float).reshape(3, 3)).T @ dz.xaxis[j]
+                if int(model.jnt_bodyid[j]) in offset:  # each hinge's own point, the parent's at q = 0
+                    b = int(model.jnt_bodyid[j])
+                    at = np.asarray(dz.xpos[b], float) + np.asarray(dz.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
+                    xp[k] = at if parent[k] < 0 else (np.asarray(dz.xmat[p], float).reshape(3, 3).T @ (at - model.xipos(dz, p)))
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
         actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
         tendons, tendon_params = _tendons(M, model, hinges, dtype) if model.ntendon else (None, None)
@@ -755,7 +891,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     if not same:
         bodies = [bd.replace(friction=jnp.asarray(mu)) for bd, mu in zip(bodies, mus)]
     if all_condims != {1}:
-        body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in range(1, model.nbody)]
+        body_names = [_name(M, model, M.mjtObj.mjOBJ_BODY, b) for b in model.kept]
         body_names += [_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in world_geoms]
         rules = ([max((int(model.geom_condim[g]) for g in gs), default=3) for gs in geoms],
                  [max((int(model.geom_priority[g]) for g in gs), default=0) for gs in geoms],
@@ -787,12 +923,12 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     # the state at the centre of mass: world linear velocity, body angular velocity
     pos, quat, vel, omega = [], [], [], []
     v6 = np.zeros(6)
-    for b in range(1, model.nbody):
-        M.mj_objectVelocity(model, d, M.mjtObj.mjOBJ_BODY, b, v6, 0)  # (ω, v) at xipos, world axes
+    for b in model.kept:
+        M.mj_objectVelocity(model.raw, d, M.mjtObj.mjOBJ_BODY, b, v6, 0)  # (ω, v) at xipos, world axes
         R = np.asarray(d.xmat[b], float).reshape(3, 3)
-        pos.append(np.asarray(d.xipos[b], float))
+        pos.append(model.xipos(d, b))
         quat.append(np.asarray(d.xquat[b], float))
-        vel.append(v6[3:].copy())
+        vel.append(v6[3:] + np.cross(v6[:3], pos[-1] - d.xipos[b]))  # at the (combined) centre of mass
         omega.append(R.T @ v6[:3])
     for g in world_geoms:  # fixed: at the geom's pose, at rest
         q = np.zeros(4)
@@ -805,8 +941,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 
     from .scenes import model as world_model
 
-    g = 0.0 if model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY else -float(model.opt.gravity[2])
-    return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g)
+    off = bool(model.opt.disableflags & M.mjtDisableBit.mjDSBL_GRAVITY)
+    g = 0.0 if off else -float(model.opt.gravity[2])
+    xy = {} if off or not np.any(model.opt.gravity[:2] != 0) else {"gravity_xy": tuple(float(x) for x in model.opt.gravity[:2])}
+    return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g, **xy)
 
 
 def _mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed=()):
@@ -824,7 +962,7 @@ def _mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed=()):
             continue
         pl, other = (g1, g2) if g1 in tilted else (g2, g1)
         mu_p = plane_mu[tilted.index(pl)]
-        b = int(model.geom_bodyid[other]) - 1
+        b = model.index(int(model.geom_bodyid[other])) if model.geom_bodyid[other] else -1
         want = mu_p if same or other in tilted or b < 0 else float(np.sqrt(mu_p * mus[b]))
         got = float(model.pair_friction[p, 0])
         if other in tilted or abs(got - want) > 1e-9 * max(1.0, want):
@@ -937,6 +1075,8 @@ def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, 
     Rc = np.asarray(quat_to_mat(np.asarray(state.quat[i], float)))
     Rp = np.eye(3) if parent is None or parent < 0 else np.asarray(quat_to_mat(np.asarray(state.quat[parent], float)))
     hinges = [j for j in g if joints.kind(j) == "hinge"]
+    offset = len(g) == 2 and len(hinges) == 2 and not np.allclose(np.asarray(jp.anchor_parent[hinges[0]], float),
+                                                                  np.asarray(jp.anchor_parent[hinges[1]], float), atol=1e-12)
     out = []
     for k, j in enumerate(g):
         last = len(hinges) > 1 and j == hinges[-1]  # the last hinge's axis is the child's, the first the parent's
@@ -947,7 +1087,13 @@ def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, 
             half = 0.5 * q_now[hinges[0]]
             world = Rp @ np.asarray(quat_to_mat(np.r_[np.cos(half), np.sin(half) * b1])) @ np.asarray(jp.axis_parent[j], float)
         axis = Rc.T @ (world / np.linalg.norm(world))
-        out.append(f'<joint name="{joints.kind(j)}{i}_{k}" type="{joints.kind(j)}" pos="{anchor}" axis="{_f(axis)}"'
+        at = anchor
+        if offset and j == hinges[0]:  # two hinges through different points: the first's axis is fixed in the
+            # parent, through its anchor there, which the second hinge has moved in the child's frame
+            xp1 = (np.zeros(3) if parent is None or parent < 0 else np.asarray(state.pos[parent], float)) \
+                + Rp @ np.asarray(jp.anchor_parent[j], float)
+            at = _f(Rc.T @ (xp1 - np.asarray(state.pos[i], float)))
+        out.append(f'<joint name="{joints.kind(j)}{i}_{k}" type="{joints.kind(j)}" pos="{at}" axis="{_f(axis)}"'
                    f'{passive_xml[j]}/>')
         qpos.append([q_now[j]])
         qvel.append([rates[d + k]])
@@ -995,7 +1141,7 @@ def _joint_kind(M, model, j: int) -> str | None:
 
 def _composite_problems(M, model, name: str, joints: list) -> list:
     """What a body's several joints cannot be here (``joints.Joints.groups``): anything but hinges and
-    slides, a slide after a hinge, hinges through different points, more than two hinges or three
+    slides, a slide after a hinge, hinges through different points beside other joints, more than two hinges or three
     slides."""
     kinds = [_joint_kind(M, model, j) for j in joints]
     if any(k not in ("hinge", "slide") for k in kinds):
@@ -1008,8 +1154,9 @@ def _composite_problems(M, model, name: str, joints: list) -> list:
     if len(hinges) > 3 or len(joints) - len(hinges) > 3 or len(joints) > 5:
         out.append(f"{name}: {len(hinges)} hinges and {len(joints) - len(hinges)} slides on one body (at most three "
                    "hinges through one point and three slides, five in all)")
-    if hinges and np.max(np.abs(model.jnt_pos[hinges] - model.jnt_pos[hinges[0]])) > 1e-9:
-        out.append(f"{name}: hinges through different points on one body (a composite joint's hinges share a point)")
+    if len(joints) > 2 and hinges and np.max(np.abs(model.jnt_pos[hinges] - model.jnt_pos[hinges[0]])) > 1e-9:
+        out.append(f"{name}: hinges through different points on one body beside other joints (a composite joint's "
+                   "hinges share a point, but for two hinges alone)")
     if any(np.linalg.norm(np.cross(model.jnt_axis[a], model.jnt_axis[b])) < 1e-9 for a, b in zip(hinges, hinges[1:])):
         out.append(f"{name}: two parallel hinges in a row on one body")
     return out
@@ -1189,7 +1336,7 @@ def _at_zero(M, model, d, slides):
     (``mj_kinematics``); ``d`` itself when there are none."""
     if not slides and d is not None:
         return d
-    d0 = M.MjData(model)
+    d0 = M.MjData(_raw(model))
     d0.qpos[:] = model.qpos0 if d is None else d.qpos
     for j in slides:
         a = int(model.jnt_qposadr[j])
@@ -1197,7 +1344,7 @@ def _at_zero(M, model, d, slides):
             d0.qpos[a:a + 4] = (1.0, 0.0, 0.0, 0.0)
         else:
             d0.qpos[a] = 0.0
-    M.mj_kinematics(model, d0)
+    M.mj_kinematics(_raw(model), d0)
     return d0
 
 
@@ -1216,7 +1363,7 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
 
     def add(kind, c, pc, p, pp, ref):  # pc, pp: the anchors in MuJoCo's body frames (p: 0 the world)
         out["kinds"].append(kind)
-        out["child"].append(c - 1)
+        out["child"].append(model.index(c))
         out["xc"].append(np.asarray(pc, float) - model.body_ipos[c])
         out["axis"].append(np.array([0.0, 0.0, 1.0]))
         out["reference"].append(ref / np.linalg.norm(ref))
@@ -1224,7 +1371,7 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
             out["parent"].append(-1)
             out["xp"].append(np.asarray(d.xpos[p], float) + R(p) @ pp)
         else:
-            out["parent"].append(p - 1)
+            out["parent"].append(model.index(p))
             out["xp"].append(np.asarray(pp, float) - model.body_ipos[p])
 
     def rel(p, c):  # body c's orientation in p's frame (the world's where p is held)
@@ -1234,8 +1381,8 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
         return q
 
     for b in welded:
-        p = int(model.body_parentid[b])
-        add("welded", b, model.body_ipos[b], p, R(p).T @ (d.xipos[b] - d.xpos[p]), rel(p, b))
+        p = model.host[int(model.body_parentid[b])]
+        add("welded", b, model.body_ipos[b], p, R(p).T @ (model.xipos(d, b) - d.xpos[p]), rel(p, b))
     for e in equalities:
         b1, b2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
         data = np.asarray(model.eq_data[e], float)
@@ -1251,6 +1398,15 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
             on1, on2 = data[0:3], data[3:6]
         else:
             on1, on2 = data[3:6], data[0:3]
+        if int(model.eq_objtype[e]) != int(M.mjtObj.mjOBJ_SITE) and (b1 in model.folded or b2 in model.folded):
+            # on folded bodies: the anchors and body 2's orientation in body 1's frame on their hosts
+            (p1, q1), (p2, q2) = model.pose[b1], model.pose[b2]
+            on1, on2 = model.on_host(b1, on1), model.on_host(b2, on2)
+            inv, q = np.zeros(4), np.zeros(4)
+            M.mju_negQuat(inv, q2)
+            M.mju_mulQuat(q, q1, relpose.copy())
+            M.mju_mulQuat(relpose, q.copy(), inv)
+            b1, b2 = model.host[b1], model.host[b2]
         kind = "connect" if int(model.eq_type[e]) == int(M.mjtEq.mjEQ_CONNECT) else "weld"
         if kind == "connect":  # no orientation held: the reference is the start's (unused)
             add(kind, b1, on1, b2, on2, rel(b2, b1)) if held(b2) else add(kind, b2, on2, b1, on1, rel(b1, b2))
@@ -1288,7 +1444,7 @@ def _hinge_passive(M, model, hinges, parent, dtype, reference: bool = False) -> 
             ref.append(qc)
         else:
             out, inv = np.zeros(4), np.zeros(4)
-            M.mju_negQuat(inv, np.asarray(d0.xquat[p + 1], float))
+            M.mju_negQuat(inv, np.asarray(d0.xquat[model.kept[p]], float))
             M.mju_mulQuat(out, inv, qc)
             ref.append(out)
     out = {k: jnp.asarray(v, dtype) for k, v in fields.items() if np.any(v != 0)}
@@ -1618,7 +1774,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     xml = (f'<mujoco model="{name}">\n'
            f'  <!-- written by jaxcontact.worlds.to_mjcf: body i is jaxcontact body i, its origin at its centre of '
            f'mass; the velocities are in the keyframe "initial" -->\n'
-           f'  <option timestep="{_f(model.dt)}" gravity="0 0 {_f(-float(model.gravity))}"{extra_option}/>\n'
+           f'  <option timestep="{_f(model.dt)}" gravity="{_f([*model.gravity_xy, -float(model.gravity)])}"{extra_option}/>\n'
            + (f'  <asset>\n{"".join(assets)}  </asset>\n' if assets else "")
            + f'  <worldbody>\n{plane}{bodies}  </worldbody>\n'
            + (f'  <contact>\n{excludes}{pair_xml}  </contact>\n' if excludes or pair_xml else "")
@@ -1629,5 +1785,5 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     return xml
 
 
-__all__ = ["COMPOUND_GEOMS", "FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "compound_body", "from_mjcf", "from_mujoco",
+__all__ = ["COMPOUND_GEOMS", "FoldedModel", "FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "body_groups", "compound_body", "from_mjcf", "from_mujoco",
            "key_quaternions", "mujoco_pair_friction", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
