@@ -743,6 +743,15 @@ MUTATIONS = (
     Mutation("forward-active-set-velocity-form-silent", "friction cone", "jaxcontact/solvers/body_lcp.py",
              "    if settings.forward_active_set:\n        raise", "    if False:\n        raise",
              ("tests/test_friction_cone.py::test_forward_active_set_is_checked",)),
+    # the polish where differentiated (implicit_fixed_point's refine): dropped, or run in every solve by default
+    Mutation("refine-dropped-under-differentiation", "friction cone", "jaxcontact/solvers/implicit.py",
+             "out = jax.lax.stop_gradient(refine(jax.lax.stop_gradient(out), *args))", "out = out",
+             ("tests/test_friction_cone.py::test_active_set_polish_lands_the_throws_stuck_steps_on_the_fixed_point",
+              "tests/test_friction_cone.py::test_the_disc_slides_with_exact_derivatives_at_its_defaults")),
+    Mutation("default-polish-in-every-solve", "friction cone", "jaxcontact/solvers/lcp.py",
+             "refine, active = (_refined(active_set_polish(rows, settings.cone, T, rounds), T) if rounds else None), None",
+             "refine, active = None, (active_set_polish(rows, settings.cone, T, rounds) if rounds else None)",
+             ("tests/test_friction_cone.py::test_active_set_polish_lands_the_throws_stuck_steps_on_the_fixed_point",)),
     # fast hits (issue 62 item 5: Scene.fast_hits, contacts.pair_contacts at the pose a fast pair reaches)
     Mutation("fast-hits-never-fast", "fast hits", "jaxcontact/worlds/contacts.py",
              "move[pairs[:, 0]] + move[pairs[:, 1]] > FAST_HIT)", "move[pairs[:, 0]] + move[pairs[:, 1]] > 1.0)",
