@@ -22,8 +22,8 @@ QZ90 = (np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4))  # 90° about z
 QY90 = (np.cos(np.pi / 4), 0.0, np.sin(np.pi / 4), 0.0)  # 90° about y: body z along world x
 
 
-def _params(body, mu=0.5, tol=1e-8):
-    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=tol, max_iter=300))
+def _params(body, mu=0.5, tol=1e-8, **solver):
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=tol, max_iter=300, **solver))
     model = jc.Model(law=law, dt=H, gravity=G)
     return model, jc.Params(body=body, ground=jc.Ground.flat(3), law=law.init_params(mu=mu))
 
@@ -206,7 +206,10 @@ def test_two_flush_boxes_move_as_one_box(dtype):
                                             else x, t)
     finals = []
     for body in (c, one):
-        model, params = _params(body, tol=1e-10 if dtype == jnp.float64 else 1e-6)
+        # the polish in every solve: landing flat and spinning, the split of the face's normal force is
+        # fixed only by the regularisation and the sweeps stop short along it, differently for 16 and
+        # 8 vertices (without it, float64: 8.1e-5 m apart from step 55); polished, both land on the fixed point
+        model, params = _params(body, tol=1e-10 if dtype == jnp.float64 else 1e-6, forward_active_set=1)
         finals.append(jc.rollout(model, cast(params), cast(s0), 150))
     tol = 1e-9 if dtype == jnp.float64 else 1e-4
     np.testing.assert_allclose(np.asarray(finals[0].pos, float), np.asarray(finals[1].pos, float), atol=tol)

@@ -230,7 +230,11 @@ def test_round_bodies_rest(dtype):
     final, summary = worlds.rollout(jc.Model(law=law), scene, params, s, steps, output="final")
     assert int(summary.flags) == 0
     np.testing.assert_allclose(np.asarray(final.pos, float), pos, atol=1e-4)
-    np.testing.assert_allclose(np.asarray(final.quat, float), quat, atol=1e-3)
+    # float32 under Coulomb's disc: the cylinder on its end turns about its axis by 3.9 mrad over the
+    # 10 s (its rim 0.16 mm; the sweeps stop at float32's floor with a small torque left about the
+    # vertical), well inside issue 61's |ω| < 0.01 rad/s for a resting face; float64 1e-3
+    np.testing.assert_allclose(np.asarray(final.quat, float), quat, atol=1e-3 if dtype == jnp.float64 else 5e-3)
+    assert float(jnp.max(jnp.abs(final.omega))) < 0.01 and float(jnp.max(jnp.abs(final.vel))) < 1e-3
     assert float(final.pos[3, 2]) == pytest.approx(0.03, abs=1e-5)
 
 
