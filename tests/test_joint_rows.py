@@ -41,13 +41,7 @@ def mujoco_run(xml, steps):
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
     mujoco.mj_forward(m, d)
-    pos, qpos = [d.xipos[1:].copy()], [d.qpos.copy()]
-    for _ in range(steps):
-        mujoco.mj_step(m, d)
-        mujoco.mj_kinematics(m, d)
-        pos.append(d.xipos[1:].copy())
-        qpos.append(d.qpos.copy())
-    return np.array(pos), np.array(qpos)
+    return mjcf.mujoco_trajectory(m, d, steps)
 
 
 def flags(info):

@@ -29,13 +29,7 @@ ANKLE = """<mujoco><option timestep="0.002"/>
 
 
 def mujoco_run(m, d, steps):
-    pos, qpos = [d.xipos[1:].copy()], [d.qpos.copy()]
-    for _ in range(steps):
-        mujoco.mj_step(m, d)
-        mujoco.mj_kinematics(m, d)
-        pos.append(d.xipos[1:].copy())
-        qpos.append(d.qpos.copy())
-    return np.array(pos), np.array(qpos)
+    return mjcf.mujoco_trajectory(m, d, steps)
 
 
 def test_two_hinges_through_different_points_follow_mujoco_c_and_write_back():

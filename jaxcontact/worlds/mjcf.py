@@ -118,6 +118,20 @@ def require_mujoco(what: str = "jaxcontact.worlds.mjcf"):
     return mujoco
 
 
+def mujoco_trajectory(model, data, steps: int):
+    """MuJoCo C's reference run from ``data``'s state: (xipos (steps + 1, nbody − 1, 3), qpos
+    (steps + 1, nq)), each step's positions read after ``mj_kinematics`` (``mj_step`` leaves the
+    previous step's in ``xipos``)."""
+    mujoco = require_mujoco("mjcf.mujoco_trajectory")
+    pos, qpos = [data.xipos[1:].copy()], [data.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(model, data)
+        mujoco.mj_kinematics(model, data)
+        pos.append(data.xipos[1:].copy())
+        qpos.append(data.qpos.copy())
+    return np.array(pos), np.array(qpos)
+
+
 def _version(text: str) -> tuple:
     out = []
     for part in str(text).split(".")[:2]:
@@ -1786,4 +1800,4 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
 
 
 __all__ = ["COMPOUND_GEOMS", "FoldedModel", "FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "body_groups", "compound_body", "from_mjcf", "from_mujoco",
-           "key_quaternions", "mujoco_pair_friction", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
+           "key_quaternions", "mujoco_pair_friction", "mujoco_trajectory", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
