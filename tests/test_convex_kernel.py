@@ -77,7 +77,9 @@ def test_kernel_finds_the_reference_axis(dtype, pairs):
         tol = 1e-7 if dtype == jnp.float64 else 1e-5
         assert np.allclose(np.asarray(nat.phi)[same, 0], np.asarray(ref.phi)[same, 0], atol=tol, rtol=0), p
         d0 = np.abs(np.asarray(nat.point)[same, 0] - np.asarray(ref.point)[same, 0]).max(axis=1)
-        assert np.mean(d0 <= tol) >= 0.9, (p, np.sort(d0)[-5:])
+        # a point on a curved surface moves with the axis: by its lever (≤ 0.1 m here) times the axes'
+        # difference, up to 2e-3 in float32 (float32 cylinder pairs: 1.5e-5 m at |Δn| 1.6e-4)
+        assert np.mean(d0 <= tol + 0.1 * dn[same]) >= 0.9, (p, np.sort(d0)[-5:])
         assert np.array_equal(np.asarray(nat.valid)[same, 0], np.asarray(ref.valid)[same, 0]), p
 
 
