@@ -79,7 +79,8 @@ def _run_data(args, log) -> dict:
     if args.window is None:  # the default; an explicit 0 never gets here (cliargs.positive_int)
         args.window = 4
     check_memory_for_data(data, args.window, substeps, args.stride or args.window)
-    law = RelaxedCoulomb(args.kappa) if args.kappa > 0 else CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200))
+    law = (RelaxedCoulomb(args.kappa, cone=args.cone) if args.kappa > 0
+           else CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200, cone=args.cone)))
     init = {"mu": 0.5, "restitution": 0.5, "ground": 0.0}
     init.update(_parse_init(args.init))
     params0 = _initial_params(data, law, init)
@@ -133,7 +134,7 @@ def _run_synthetic(args, log) -> dict:
     check_memory_for_synthetic(args.throws, args.steps)
     schedule = SCHEDULES[args.schedule] if args.schedule != "default" else None
     t0 = time.perf_counter()
-    law = syn.synthetic_law(args.restitution_target)
+    law = syn.synthetic_law(args.restitution_target, cone=args.cone)
     data = syn.make_synthetic(n_throws=args.throws, steps=args.steps, seed=args.seed, noise=args.noise, law=law)
     log(f"synthetic: {args.throws} throws x {args.steps} steps, noise {args.noise} m, restitution target "
         f"{args.restitution_target}; truth mu={syn.TRUTH['mu']}, restitution={syn.TRUTH['restitution']}, "
@@ -267,6 +268,9 @@ def register(sub) -> None:
                         "least-trimmed-squares reselection), random_start (a start far from the truth, noise-free "
                         "throws), random_start_noisy (random_start's global stages, then noisy's last stage); "
                         "when each is the better choice and what it costs: docs/sysid.md")
+    p.add_argument("--cone", choices=("elliptic", "box"), default="elliptic",
+                   help="the fitted law's friction set (and --synthetic's data's): elliptic, Coulomb's disc (the "
+                        "engine's default), or box, the square of the ContactNets and dacm presets (docs/sysid.md)")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", type=output_figure, default=None,

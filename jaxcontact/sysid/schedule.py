@@ -420,7 +420,9 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int |
             kind = method or st.kind
             if kind == "nelder-mead":  # derivative-free: no per-window variables
                 st = dataclasses.replace(st, starts=(), continuity=0.0)
-            lw = RelaxedCoulomb(st.kappa) if st.kappa > 0 else law
+            # a continuation stage smooths the given law's friction set (the disc or the square)
+            cone = law.solver.cone if hasattr(law, "solver") else getattr(law, "cone", "elliptic")
+            lw = RelaxedCoulomb(st.kappa, cone=cone) if st.kappa > 0 else law
             key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity, s.restitution_coordinate,
                              s.stride or stride)
             same = prev is not None and key(prev[0]) == key(st)

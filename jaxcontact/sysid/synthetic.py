@@ -36,15 +36,17 @@ def true_vertices(seed: int = 0, offset: float = 0.1) -> np.ndarray:
     return V + offset * np.linalg.norm(V, axis=1, keepdims=True) * d
 
 
-def synthetic_law(restitution_target: str = "position") -> CoulombLCP:
+def synthetic_law(restitution_target: str = "position", cone: str = "elliptic") -> CoulombLCP:
     """The law that generates the synthetic data and is fitted to it (the model class is exact).
 
     restitution_target="position" (default here): the position-consistent bounce target
     −ε v⁻ − (1 + ε) φ/h of ``CoulombLCP``, continuous in the distance φ, so the trajectory is
     continuous in the ground height and the vertices across a landing. "velocity": the engine's
     default −ε v⁻, under which the loss is piecewise constant in the height below the truth.
+    cone: the friction set, Coulomb's disc (the engine's default) or "box", the square (docs/sysid.md,
+    "The friction cone": the same fits under each).
     """
-    return CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200), restitution_target=restitution_target)
+    return CoulombLCP(solver=LCPSettings(tol=1e-9, max_iter=200, cone=cone), restitution_target=restitution_target)
 
 
 def make_synthetic(n_throws: int = 20, steps: int = 400, seed: int = 0, noise: float = 0.0,
