@@ -269,8 +269,8 @@ def register(sub) -> None:
                         "throws), random_start_noisy (random_start's global stages, then noisy's last stage); "
                         "when each is the better choice and what it costs: docs/sysid.md")
     p.add_argument("--cone", choices=("elliptic", "box"), default="elliptic",
-                   help="the fitted law's friction set (and --synthetic's data's): elliptic, Coulomb's disc (the "
-                        "engine's default), or box, the square of the ContactNets and dacm presets (docs/sysid.md)")
+                   help="the fitted law's friction set (and --synthetic's data's): elliptic, Coulomb's disc, or box, the "
+                        "square of the ContactNets and dacm presets (default: elliptic, the engine's; docs/sysid.md)")
     p.add_argument("--restitution-target", choices=("position", "velocity"), default="position",
                    help="--synthetic: the CoulombLCP bounce target of the data and the fit (docs/sysid.md)")
     p.add_argument("--plot", type=output_figure, default=None,
