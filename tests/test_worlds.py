@@ -3,6 +3,7 @@
 Scenes are the issue's 0.1 m, 0.37 kg boxes at 2 ms (``worlds.scenes``). Each test compiles one
 rollout program; scenes and step counts are shared so the compiled programs are too."""
 
+import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -227,7 +228,10 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     bp = jc.contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, MODEL.dt)
     assert bp.num_contacts * 3 > jc.solvers.SMALL_ROWS and 0 < int(jnp.sum(con.valid)) < bp.num_contacts
     soft = worlds.contacts.soft_rows(scene.softness, jnp.zeros(bp.num_contacts, bool))
-    settings = MODEL.law.solver
+    # the disc's dense solve polishes where differentiated (LCPSettings.forward_active_set None) and
+    # the velocity form never does: 0 rounds compares the two forms' own sweeps and derivatives
+    settings = dataclasses.replace(MODEL.law.solver, forward_active_set=0)
+    assert settings.cone == "elliptic"
     w = jax.random.normal(jax.random.PRNGKey(0), (bp.num_contacts, 3))
 
     def loss(v_free, mu, valid, velocity_form):
