@@ -40,11 +40,13 @@ def select_platform(device: str | None) -> None:
 
 
 def box_workload(max_contacts: int | None = 4, tol: float = 1e-6, max_iter: int = 100,
-                 fixed_iterations: bool = False, body=None):
-    """(model, params) of the box-throw workload with the given contact-solver settings."""
+                 fixed_iterations: bool = False, body=None, cone: str | None = None):
+    """(model, params) of the box-throw workload with the given contact-solver settings (``cone``:
+    ``LCPSettings.cone``, None its default)."""
     import jaxcontact as jc
 
-    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=tol, max_iter=max_iter, fixed_iterations=fixed_iterations))
+    extra = {} if cone is None else {"cone": cone}
+    law = jc.CoulombLCP(solver=jc.LCPSettings(tol=tol, max_iter=max_iter, fixed_iterations=fixed_iterations, **extra))
     model = jc.Model(law=law, dt=DT, max_contacts=max_contacts)
     body = jc.shapes.box(BOX_SIZE, BOX_MASS) if body is None else body
     params = jc.Params(body=body, ground=jc.Ground.flat(), law=law.init_params(mu=MU, restitution=0.0))

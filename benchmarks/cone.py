@@ -13,11 +13,18 @@ friction set before issue 61), and MuJoCo C's elliptic and pyramidal cones, in o
   MuJoCo C on one thread in the same run (``throughput.bench_mujoco_c``, ``worlds.mujoco_heap_speed``:
   pyramidal, MuJoCo's setting that the earlier rounds compared with).
 
+* ``cpu``: box-steps per CPU second (``time.process_time``) of the one-body throws, box, disc, the
+  disc polished every solve, and MuJoCo C, alternated; ``cpu_heap``: the same for heaps of 16 boxes
+  (``heap_states``, μ 0.5, float64, 32 worlds × 300 steps from the drop, ``worlds.batch_rollout`` at
+  the world's default law, box and disc) against MuJoCo C's heap (``rollout.rollout``, one thread,
+  its pyramidal and elliptic cones), alternated in one process.
+
 * ``sweeps``: the sweeps a step takes, box and disc, on the same two workloads (256 of the throws,
   800 steps; 8 of the heaps, 300 steps): a count, not a timing.
 
     python -m benchmarks.cone [--only slides,rate]     # writes benchmarks/results/cone.{json,md}
     python -m benchmarks.cone --only sweeps --name cone_sweeps
+    python -m benchmarks.cone --only cpu_heap --rounds 3 --name cone_cpu_heap
 """
 
 from __future__ import annotations
@@ -178,6 +185,62 @@ def cpu(rounds: int = 3, batch: int = 256, steps: int = 400):
     return {"batch": batch, "steps": steps, "rates": out}
 
 
+def cpu_heap(rounds: int = 3, heaps: int = 32, steps: int = 300):
+    """Box-steps per CPU second (``time.process_time``, all threads) of ``heaps`` heaps of 16 boxes,
+    float64, ``steps`` steps from the drop: the square and the disc (the world's default law, the
+    velocity form), and MuJoCo C on one thread (``mujoco.rollout.rollout``, its defaults: Newton,
+    soft contacts) with its pyramidal and elliptic cones, alternated round by round in one process
+    (compilation and MuJoCo's model set-up before the clock). Also each variant's mean sweeps a step
+    and final mean centre-of-mass height."""
+    import time
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import mujoco
+    from mujoco import rollout as mj_rollout
+
+    from jaxcontact import worlds
+
+    from .worlds import MU as MU_HEAP, heap_states, mujoco_boxes_xml, mujoco_initial_states, to_mujoco
+
+    scene, params, drops = heap_states(range(heaps))
+    n = drops.pos.shape[1]
+    fns, extra = {}, {}
+    for cone in ("box", "elliptic"):
+        law = worlds.DEFAULT_LAW
+        model = worlds.model(law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, cone=cone)))
+        fns[cone] = jax.jit(lambda s, m=model: worlds.batch_rollout(m, scene, params, s, steps, output="final"))
+        fin, summary = jax.block_until_ready(fns[cone](drops))
+        extra[cone] = {"final_com_height_mean_m": float(np.asarray(fin.pos[..., 2]).mean()),
+                       "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).ravel()))}
+        _, info = jax.jit(jax.vmap(lambda s, m=model: worlds.rollout(m, scene, params, s, steps)))(drops)
+        extra[cone]["mean_sweeps"] = float(np.asarray(info.iterations).mean())
+    mj = {}
+    for cone in ("pyramidal", "elliptic"):
+        m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU_HEAP, cone))
+        init = mujoco_initial_states(m, *to_mujoco(drops))
+        buf = np.zeros((heaps, steps, init.shape[1]))
+        data = mujoco.MjData(m)
+        mj[cone] = (lambda m=m, d=data, i=init, b=buf: mj_rollout.rollout(m, d, i, nstep=steps, state=b), buf)
+        mj[cone][0]()
+        extra[f"mujoco_c_{cone}"] = {"final_com_height_mean_m": float(buf[:, -1, 3::7][:, :n].mean())}
+    names = ["box", "elliptic", "mujoco_c_pyramidal", "mujoco_c_elliptic"]
+    out = {k: [] for k in names}
+    for r in range(rounds):
+        for cone in ("box", "elliptic"):
+            t0 = time.process_time()
+            jax.block_until_ready(fns[cone](drops))
+            out[cone].append(heaps * n * steps / (time.process_time() - t0))
+            common.log(f"cpu heap {cone} round {r}: {out[cone][-1]:.0f} box-steps per CPU second")
+        for cone in ("pyramidal", "elliptic"):
+            t0 = time.process_time()
+            mj[cone][0]()
+            out[f"mujoco_c_{cone}"].append(heaps * n * steps / (time.process_time() - t0))
+            common.log(f"cpu heap MuJoCo C {cone} round {r}: {out[f'mujoco_c_{cone}'][-1]:.0f}")
+    return {"heaps": heaps, "steps": steps, "rates": out, "extra": extra}
+
+
 def sweeps(throws: int = 256, steps: int = 800, heaps: int = 8, heap_steps: int = 300):
     import jax
 
@@ -218,6 +281,18 @@ def markdown(out) -> str:
         rows = [[k, ", ".join(f"{x:,.0f}" for x in v), f"{np.median(v):,.0f}", f"{np.median(v) / base:.3f}"]
                 for k, v in c["rates"].items()]
         md += [common.md_table(["variant", "per round", "median", "median / box"], rows), ""]
+    if "cpu_heap" in out:
+        c = out["cpu_heap"]
+        md += [f"## Heaps of 16 boxes, box-steps per CPU second (float64, {c['heaps']} worlds × {c['steps']} steps from the "
+               "drop; process CPU time, all threads; MuJoCo C one thread, its defaults)", ""]
+        base = float(np.median(c["rates"]["box"]))
+        ex = c["extra"]
+        rows = [[k, ", ".join(f"{x:,.0f}" for x in v), f"{np.median(v):,.0f}", f"{np.median(v) / base:.3f}",
+                 f"{ex[k]['mean_sweeps']:.1f}" if "mean_sweeps" in ex.get(k, {}) else "—",
+                 f"{ex[k]['final_com_height_mean_m']:.4f}" if k in ex else "—"]
+                for k, v in c["rates"].items()]
+        md += [common.md_table(["variant", "per round", "median", "median / box", "mean sweeps a step",
+                                "final mean centre height (m)"], rows), ""]
     if "slides" in out:
         s = out["slides"]
         md += [f"## Slides at every heading: a 0.1 m box launched flat at {V0} m/s, μ {MU}, float64, `jc.batch_rollout` "
@@ -284,6 +359,8 @@ def main(argv=None):
         out["sweeps"] = sweeps()
     if "cpu" in parts:
         out["cpu"] = cpu(args.rounds)
+    if "cpu_heap" in parts:
+        out["cpu_heap"] = cpu_heap(args.rounds)
     out_dir = Path(args.out_dir)
     common.write_json(out_dir / f"{args.name}.json", out)
     (out_dir / f"{args.name}.md").write_text(markdown(out))

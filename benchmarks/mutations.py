@@ -1192,6 +1192,19 @@ MUTATIONS = (
     Mutation("corpus2-offset-hinges-written-at-the-child-point", "corpus", "jaxcontact/worlds/mjcf.py",
              "if offset and j == hinges[0]:  # two hinges through different points", "if False:  # two hinges through different points",
              ("tests/test_offset_hinges.py::test_two_hinges_through_different_points_follow_mujoco_c_and_write_back",)),
+    # discruns (issue 61 item 3 of its helper): Flags.DEGENERATE under the disc, a sticking manifold with a contact at its own disc
+    Mutation("discruns-degenerate-disc-rule-dropped", "solvers", "jaxcontact/solvers/entry.py",
+             "        out = out | jnp.any(any_edge[:, None] & (cap > 0) & (force >= DEGENERATE_DISC_NET * cap) & every)\n",
+             "",
+             ("tests/test_world_gradients.py::test_degenerate_flag_on_the_disc_train",
+              "tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip")),
+    Mutation("discruns-degenerate-disc-net-ignored", "solvers", "jaxcontact/solvers/entry.py",
+             "(force >= DEGENERATE_DISC_NET * cap) & every)", "(force >= 0.0 * cap) & every)",
+             ("tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip",)),
+    Mutation("discruns-degenerate-disc-edge-of-the-manifold", "solvers", "jaxcontact/solvers/entry.py",
+             "(own >= (1 - DEGENERATE_DISC_MARGIN) * mu[:, 0] * zn)", "(own >= mu[:, 0] * zn)",
+             ("tests/test_world_gradients.py::test_degenerate_flag_on_the_disc_train",
+              "tests/test_world_gradients.py::test_degenerate_is_a_saturated_manifold_without_slip")),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

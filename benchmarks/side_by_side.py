@@ -2,10 +2,12 @@
 
     python -m benchmarks.side_by_side                  # about 4 min on 2 cores
     python -m benchmarks.side_by_side --only ramp --name side_by_side_ramp
+    python -m benchmarks.side_by_side --engines jaxcontact,jaxcontact_box,mujoco,mujoco_elliptic,bullet --name side_by_side_disc
 
 Each scene is one description (``SCENES``: shapes, sizes, poses, masses, friction, start
 velocities), written once as MJCF (``mjcf_text``). jaxcontact loads that text with
-``worlds.from_mjcf`` (float64, the package's defaults: hard contact, the default cone), MuJoCo C 4
+``worlds.from_mjcf`` (float64, the package's defaults: hard contact, the default cone, Coulomb's disc;
+the engine ``jaxcontact_box`` the same with the square, ``LCPSettings(cone="box")``), MuJoCo C 4
 compiles the same text (its defaults: soft contact, pyramidal cone, Newton solver, Euler; the
 elliptic cone as a second column), and Bullet (pybullet, ``DIRECT``) is built from the same
 description (``bullet_world``: a collision shape per geom, the masses and MuJoCo's compiled
@@ -115,7 +117,8 @@ def markdown(res) -> str:
            md_machine(res["machine"]), "",
            "Scenes, engines' settings and the tolerances (stated before the first run): the module docstring of "
            "`benchmarks/side_by_side.py`. `mujoco` is MuJoCo C with its defaults (pyramidal cone), "
-           "`mujoco_elliptic` the same with the elliptic cone. Deepest: the deepest penetration each engine "
+           "`mujoco_elliptic` the same with the elliptic cone; `jaxcontact` at its defaults (Coulomb's disc), "
+           "`jaxcontact_box` the same with the square (`LCPSettings(cone=\"box\")`). Deepest: the deepest penetration each engine "
            "reported over the run.", ""]
     for name, r in res["scenes"].items():
         out += [f"## {name} ({r['steps']} steps of {r['dt'] * 1000:g} ms, μ {r['mu']})", ""]

@@ -60,6 +60,7 @@ instead: gradients of K heap rollouts in float32 and float64 (``stress_heap_grad
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -88,6 +89,8 @@ def parse_args(argv=None):
     p.add_argument("--fast-spin", type=float, default=200.0, help="rad/s for the 'fast' categories")
     p.add_argument("--device", choices=["cpu", "gpu"], default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cone", choices=["elliptic", "box"], default=None,
+                   help="LCPSettings.cone of the law (default: the law's default, the disc)")
     p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     p.add_argument("--heaps", type=int, default=0, help="drop this many heaps of boxes instead of the box throws")
     p.add_argument("--heap-boxes", type=int, default=16)
@@ -243,7 +246,7 @@ def run(args):
     from tqdm import tqdm
 
     info = common.machine_info("benchmarks.stress", args.argv)
-    model, params = common.box_workload()
+    model, params = common.box_workload(cone=args.cone)
     st, cat = initial_states(args)
     n = args.throws
     reduce = make_chunk_fn(model, params, args.steps)
@@ -292,7 +295,7 @@ def run(args):
         "workload": {"body": "box 0.1 m, 0.37 kg", "mu": common.MU, "restitution": 0.0, "dt": common.DT,
                      "steps": args.steps, "throws": n, "chunk": args.chunk, "seed": args.seed,
                      "fast_speed": args.fast_speed, "fast_spin": args.fast_spin,
-                     "solver": {"tol": 1e-6, "max_iter": 100, "max_contacts": 4},
+                     "solver": {"tol": 1e-6, "max_iter": 100, "max_contacts": 4, "cone": model.law.solver.cone},
                      "dtype": str(np.dtype(dtype))},
         "wall_s": wall,
         "body_steps_per_s_with_diagnostics": n * args.steps / wall,
@@ -336,7 +339,8 @@ def run_heaps(args):
     from jaxcontact.worlds import scenes
 
     info = common.machine_info("benchmarks.stress", args.argv)
-    model = worlds.model()
+    model = worlds.model() if args.cone is None else worlds.model(law=dataclasses.replace(
+        worlds.DEFAULT_LAW, solver=dataclasses.replace(worlds.DEFAULT_LAW.solver, cone=args.cone)))
     cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(args.dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.heaps)
     scene, params, _ = scenes.heap(args.heap_boxes, keys[0])
@@ -461,7 +465,8 @@ def run_heap_grads(args):
     from jaxcontact.worlds import scenes
 
     info = common.machine_info("benchmarks.stress", args.argv)
-    model = worlds.model()
+    model = worlds.model() if args.cone is None else worlds.model(law=dataclasses.replace(
+        worlds.DEFAULT_LAW, solver=dataclasses.replace(worlds.DEFAULT_LAW.solver, cone=args.cone)))
     keys = jax.random.split(jax.random.PRNGKey(args.seed + 1), args.heap_grads)
     out = {"benchmark": "stress_heap_grads", "machine": info,
            "workload": {"heaps": args.heap_grads, "boxes": args.heap_boxes, "steps": args.grad_steps,
@@ -546,7 +551,8 @@ def markdown(out) -> str:
         "# jaxcontact stress test (box throws, degenerate and extreme states)", "",
         common.md_machine(out["machine"]), "",
         f"Workload: {w['body']}, μ {w['mu']}, h {w['dt']} s, {w['steps']} steps, {w['throws']} bodies in chunks of "
-        f"{w['chunk']}, PGS tol 1e-6 / cap 100, max_contacts 4, {w['dtype']}; 'fast' = {w['fast_speed']} m/s and "
+        f"{w['chunk']}, PGS tol 1e-6 / cap 100, max_contacts 4, cone {w['solver'].get('cone', 'box')}, {w['dtype']}; "
+        f"'fast' = {w['fast_speed']} m/s and "
         f"{w['fast_spin']} rad/s. Wall time {out['wall_s']:.1f} s "
         f"({f(out['body_steps_per_s_with_diagnostics'])} body-steps/s including trajectory diagnostics).", "",
         f"**NaN bodies outside extreme_speed: "

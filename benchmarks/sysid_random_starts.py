@@ -153,13 +153,22 @@ def randomized_problem_jac(prob, length, pairs, seed):
 LEVELS = (1e-3, 3e-4, 1e-4, 3e-5, 1e-5)
 
 
+CONE = None
+"""``--cone``: the friction set of the data's and the fit's law (None: ``synthetic_law()``'s, the default disc)."""
+
+
+def with_cone(law):
+    """``law`` with its solver's cone set to ``CONE`` (unchanged when None)."""
+    return law if CONE is None else dataclasses.replace(law, solver=dataclasses.replace(law.solver, cone=CONE))
+
+
 def build_problems(data, mode):
     """The mode's Problem(s), built once (same windows, chosen from the nominal start, for every
     start; one compilation per law). adaptive: one per level of ``LEVELS`` and the exact one."""
     from jaxcontact.sysid import Problem
     from jaxcontact.sysid.synthetic import SAMPLE_EVERY, start_params, synthetic_law
 
-    law = synthetic_law()
+    law = with_cone(synthetic_law())
     p0 = start_params(law)
     coord = "reflect" if mode.get("reflect") else "sigmoid"
     build = lambda lw: Problem.build(data, NAMES, p0, law=lw, window=5, substeps=SAMPLE_EVERY,
@@ -200,7 +209,7 @@ def run_start(probs, mode, p0, max_iter, seed):
         from jaxcontact.sysid.synthetic import SAMPLE_EVERY, synthetic_law
 
         try:
-            out = staged_fit(prob.data, p0, synthetic_law(), getattr(schedule, mode["schedule"]), substeps=SAMPLE_EVERY)
+            out = staged_fit(prob.data, p0, with_cone(synthetic_law()), getattr(schedule, mode["schedule"]), substeps=SAMPLE_EVERY)
         except optim.FitError as err:
             return None, None, float("nan"), None, f"FitError: {err}", time.perf_counter() - t0, prob.num_windows, [], None
         r = out["result"]
@@ -351,9 +360,9 @@ def diagnose(a, k):
     import jax.numpy as jnp
 
     from jaxcontact.sysid import optim
-    from jaxcontact.sysid.synthetic import make_synthetic, start_params, truth_params
+    from jaxcontact.sysid.synthetic import make_synthetic, start_params, synthetic_law, truth_params
 
-    data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed)
+    data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed, law=with_cone(synthetic_law()))
     truth = data.truth
     prob = build_problems(data, parse_mode("exact"))["main"]
     p0 = random_start(np.random.default_rng([a.start_seed, k]), truth, start_params())
@@ -474,9 +483,13 @@ def main(argv=None):
                     help="only diagnose start K with the exact mode (diagnose()); writes --out")
     ap.add_argument("--merge", default=None, metavar="FILE",
                     help="add the runs of another results file (same data and seeds) to --out, keeping its command")
+    ap.add_argument("--cone", choices=["elliptic", "box"], default=None,
+                    help="the friction set of the data's and the fit's law (default: the law's, the disc)")
     ap.add_argument("--check-grammar", action="store_true",
                     help="check the mode grammar on known cases (check_grammar; no compilation) and exit")
     a = ap.parse_args(argv)
+    global CONE
+    CONE = a.cone
     if a.check_grammar:
         print(f"mode grammar: {check_grammar()} checks passed")
         return 0
@@ -485,7 +498,7 @@ def main(argv=None):
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from jaxcontact.sysid.synthetic import make_synthetic, start_params
+    from jaxcontact.sysid.synthetic import make_synthetic, start_params, synthetic_law
 
     if a.diagnose is not None:
         out = diagnose(a, a.diagnose)
@@ -513,7 +526,7 @@ def main(argv=None):
     starts = [int(s) for s in a.starts.split(",")]
     starts = starts * len(modes) if len(starts) == 1 else starts
     order = start_order(a.start_list, len(modes), a.first_start, starts)
-    data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed)
+    data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed, law=with_cone(synthetic_law()))
     truth = data.truth
     out = Path(a.out)
     doc = json.loads(out.read_text()) if (a.resume and out.exists()) else {}

@@ -2,6 +2,7 @@
 
     python -m benchmarks.two_box_throws                 # 1,000 throws, float64 (about 2 min on 2 cores)
     python -m benchmarks.two_box_throws --throws 200 --dtype float32
+    python -m benchmarks.two_box_throws --cone box --out benchmarks/results/two_box_throws_box   # the square
 
 Box B (0.1 m, 0.37 kg) rests on the ground at the origin; box A starts above it, its lowest point
 0–0.15 m above B's top (a random horizontal offset within ±0.08 m, a random orientation), thrown
@@ -18,6 +19,7 @@ speed" asks for no flag over 1,000 throws; this is the measurement. Results:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import numpy as np
 
@@ -68,12 +70,17 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", default="float64", choices=["float32", "float64"])
     ap.add_argument("--out", default=str(RESULTS_DIR / "two_box_throws"))
+    ap.add_argument("--cone", choices=["elliptic", "box"], default=None,
+                    help="LCPSettings.cone of the world's law (default: the law's default, the disc)")
     args = ap.parse_args(argv)
     dtype = jnp.float64 if args.dtype == "float64" else jnp.float32
     scene, body = worlds.make_scene([shapes.box((0.1,) * 3, 0.37)] * 2, pairs=[(0, 1)])
     params = scenes._params(body, 0.5, 0.0)
     params = jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, params)
-    model = worlds.model()
+    law = scenes.DEFAULT_LAW
+    if args.cone is not None:
+        law = dataclasses.replace(law, solver=dataclasses.replace(law.solver, cone=args.cone))
+    model = worlds.model(law=law)
     states = throws(args.throws, args.seed, dtype)
 
     @jax.jit
@@ -90,7 +97,7 @@ def main(argv=None):
     hit = (phi <= 1e-3).any(axis=1)
     deepest = np.maximum(-phi.min(axis=1), 0.0)
     res = {"machine": machine_info("benchmarks.two_box_throws", argv), "throws": args.throws, "steps": args.steps,
-           "dtype": args.dtype, "seed": args.seed, "hits": int(hit.sum()), "flagged_penetration": int(flagged.sum()),
+           "dtype": args.dtype, "seed": args.seed, "cone": law.solver.cone, "hits": int(hit.sum()), "flagged_penetration": int(flagged.sum()),
            "flagged_among_hits": int((flagged & hit).sum()), "penetration_tol_m": float(model.penetration_tol),
            "pair_overlaps": int((deepest > model.penetration_tol).sum()),
            "deepest_overlap_m": {"max": float(deepest.max()), "p99": float(np.percentile(deepest, 99)),
@@ -99,7 +106,7 @@ def main(argv=None):
     print({k: v for k, v in res.items() if k != "machine"}, flush=True)
     write_json(args.out + ".json", res)
     md = ["# A box thrown onto a resting box: overlaps at the start of a step", "", md_machine(res["machine"]), "",
-          f"{args.throws} throws ({args.dtype}, seed {args.seed}, {args.steps} steps): {res['hits']} hit the resting box; "
+          f"{args.throws} throws ({args.dtype}, seed {args.seed}, {args.steps} steps, cone {res['cone']}): {res['hits']} hit the resting box; "
           f"**{res['flagged_penetration']} raised PENETRATION** ({res['flagged_among_hits']} of them hits; "
           f"{res['pair_overlaps']} started a step with the two boxes more than {res['penetration_tol_m'] * 1e6:.0f} µm "
           f"inside each other, the rest only a body below the ground). Deepest pair "

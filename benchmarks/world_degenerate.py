@@ -1,6 +1,7 @@
 """Which steps would a "degenerate contact" flag mark, by criterion and threshold (issue 60 part 4).
 
     python -m benchmarks.world_degenerate            # prints the table (float64, about 10 min on 2 shared cores)
+    python -m benchmarks.world_degenerate --save FILE.pkl   # the same, the collection kept (--load FILE.pkl: the table again)
 
 Rolls out the cases of ``benchmarks.world_gradients`` (pushes, the two 3-box trains, the drop, the
 slide) and two shots of the worlds notebook's billiards at the default law, recording every coupled
@@ -12,7 +13,12 @@ grid of (impulse, velocity) thresholds relative to the problem's largest normal 
 * F: a loaded contact's friction row at its bound |z_t| = μ z_n with slip ~0;
 * S: a manifold whose every loaded contact is at its bound along a tangent row with slip ~0;
 * T: a manifold whose net friction over its loaded contacts is at its bound along a tangent row,
-  every slip ~0 (what ``solvers.degenerate`` flags, ``Flags.DEGENERATE``, at (1e-2, 3e-5));
+  every slip ~0 (what ``solvers.degenerate`` flags, ``Flags.DEGENERATE``, at (1e-2, 3e-5)); under the
+  disc (the default cone) the norm of the net tangent pair against Σ μ z_n;
+* D (the disc): a manifold whose loaded contacts (above 1e-2 of the largest normal impulse, as the
+  flag) all stick (slip ~0) while one of them carries friction within dz of its own disc, |z_t| ≥ (1 − dz) μ z_n, and whose net friction is at least half its
+  bound, |Σ z_t| ≥ ½ Σ μ z_n (not a split cancelling inside the face); ``solvers.degenerate`` under
+  the disc at (1e-1, 3e-5), with T; ``--net F`` another fraction than ½;
 
 and the steps where the trains' trajectories at ± eps part (their difference over 2 eps grows more
 than 3× in one step: the events that make their central differences jump).
@@ -82,7 +88,7 @@ def collect():
     return res
 
 
-def steps_flagged(data, dz, dv, mode):
+def steps_flagged(data, dz, dv, mode, cone="box", net_frac=0.5):
     out = []
     for k, (z, w, free, valid, bodies, mu) in enumerate(data):
         V = np.abs(free[valid]).max() if valid.any() else 0.0
@@ -100,13 +106,26 @@ def steps_flagged(data, dz, dv, mode):
             slip0 = np.abs(w[:, 1:]) < dv * V
             if "F" in mode:
                 flag |= (atb & slip0).any()
-            if "T" in mode:  # the manifold's net friction along a direction at its bound, every slip ~0
+            if "T" in mode and cone == "box":  # the manifold's net friction along a direction at its bound, every slip ~0
                 for r in np.unique(run[loaded]):
                     sel = (run == r) & loaded
                     for j in range(mu.shape[1]):
                         net = abs(z[sel, 1 + j].sum()); cap = (mu[sel, j] * z[sel, 0]).sum()
                         if cap > 0 and net >= (1 - dz) * cap and slip0[sel, j].all():
                             flag = True
+            if ("T" in mode and cone != "box") or "D" in mode:  # the disc: norms of the tangent pairs
+                still = np.linalg.norm(w[:, 1:], axis=1) < dv * V
+                held = valid & (z[:, 0] > 1e-2 * L) if "D" in mode else loaded  # D: dz is the margin, loaded at 1e-2
+                for r in np.unique(run[held]):
+                    sel = (run == r) & held
+                    if not still[sel].all():
+                        continue
+                    cap = mu[sel, 0] * z[sel, 0]
+                    if "T" in mode and np.linalg.norm(z[sel, 1:].sum(0)) >= (1 - dz) * cap.sum() > 0:
+                        flag = True
+                    if ("D" in mode and np.linalg.norm(z[sel, 1:].sum(0)) >= net_frac * cap.sum()
+                            and np.any((cap > 0) & (np.linalg.norm(z[sel, 1:], axis=1) >= (1 - dz) * cap))):
+                        flag = True
             if "S" in mode:  # a manifold's friction saturated along a direction: every loaded row at bound, slip ~0
                 for r in np.unique(run[loaded]):
                     sel = (run == r) & loaded
@@ -125,17 +144,29 @@ import numpy as np
 
 
 def main(argv=None):
+    import pickle
     argv = sys.argv[1:] if argv is None else argv
-    res = collect()
+    if "--load" in argv:
+        with open(argv[argv.index("--load") + 1], "rb") as fh:
+            res = pickle.load(fh)
+    else:
+        res = collect()
+        if "--save" in argv:
+            with open(argv[argv.index("--save") + 1], "wb") as fh:
+                pickle.dump(res, fh)
+    from jaxcontact.worlds import DEFAULT_LAW
+    cone = DEFAULT_LAW.solver.cone
+    net = float(argv[argv.index("--net") + 1]) if "--net" in argv else 0.5
+    print("cone", cone)
     grid = [(1e-3, 1e-3), (1e-2, 1e-3), (1e-2, 3e-4), (1e-2, 1e-4), (1e-2, 3e-5), (1e-2, 1e-2), (1e-4, 1e-4)]
-    modes = ["N", "F", "S", "T"]
+    modes = ["N", "F", "S", "T"] + (["D"] if cone != "box" else [])
     for mode in modes:
         print("== mode", mode)
-        for dz, dv in grid:
+        for dz, dv in grid + ([(2e-2, 3e-5), (5e-2, 3e-5), (5e-2, 1e-4), (1e-1, 3e-5), (1e-1, 1e-4), (2e-1, 3e-5)] if mode == "D" else []):
             line = []
             for name, (pos, data) in res.items():
                 if data is None: continue
-                f = steps_flagged(data, dz, dv, mode)
+                f = steps_flagged(data, dz, dv, mode, cone, net)
                 line.append(f"{name}: {len(f)} {f[:8]}")
             print(f"dz {dz:g} dv {dv:g} | " + " | ".join(line))
     if True:

@@ -161,11 +161,17 @@ def moving(scene):
 # of the moving bodies in ``moving(scene)`` order, and the deepest penetration it reports
 # --------------------------------------------------------------------------------------------
 
-def run_jaxcontact(scene):
+def run_jaxcontact(scene, cone=None):
+    """``cone``: ``LCPSettings.cone`` of the loaded model's law (None: as loaded, the default disc)."""
+    import dataclasses
+
     from jaxcontact import worlds
     from jaxcontact.worlds import mjcf
 
     sc, params, state, model = mjcf.from_mjcf(mjcf_text(scene), keyframe="initial")
+    if cone is not None:
+        law = model.law
+        model = dataclasses.replace(model, law=dataclasses.replace(law, solver=dataclasses.replace(law.solver, cone=cone)))
     idx = [sc.names.index(g["name"]) for g in moving(scene)]
     traj, info = worlds.rollout(model, sc, params, state, scene["steps"])
     pos = np.asarray(traj.pos)[:, idx]
@@ -270,7 +276,7 @@ def run_bullet(scene):
     return {"pos": np.array(pos), "rot": np.array(rot), "vel": np.array(vel), "depth": depth}
 
 
-ENGINES = {"jaxcontact": run_jaxcontact, "mujoco": run_mujoco,
+ENGINES = {"jaxcontact": run_jaxcontact, "jaxcontact_box": lambda s: run_jaxcontact(s, "box"), "mujoco": run_mujoco,
            "mujoco_elliptic": lambda s: run_mujoco(s, "elliptic"), "bullet": run_bullet}
 
 

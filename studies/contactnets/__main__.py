@@ -15,6 +15,7 @@ COMMANDS = {
     "sensitivity": (".sensitivity", "rollout error vs perturbed first states and finer steps → results/contactnets_sensitivity.json"),
     "finetune": (".finetune", "fine-tune polytopes on rollout windows → results/contactnets_rollout_finetune.json"),
     "friction-scale": (".friction_scale", "one friction factor calibrated by rollouts → results/contactnets_friction_scale.json"),
+    "cone": (".cone", "a checkpoint's metrics under its preset cone (the square) and Coulomb's disc → results/contactnets_cone.{json,md}"),
 }
 
 if __name__ == "__main__":
