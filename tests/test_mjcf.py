@@ -530,9 +530,9 @@ def test_messages_use_plain_numbers_and_the_files_names():
                        + '</worldbody><contact><pair geom1="g" geom2="floor" friction="0.5 0.2 0.005 0.0001 0.0001"/></contact>'
                        '</mujoco>')
     assert "np." not in str(e.value)
-    with pytest.raises(ValueError, match=r"bodies 'floater' do not collide with the ground plane"):
-        mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a="")
-                       + box.format(n="floater", x=1, a='contype="2" conaffinity="2"') + "</worldbody></mujoco>")
+    kept_off = mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a="")
+                              + box.format(n="floater", x=1, a='contype="2" conaffinity="2"') + "</worldbody></mujoco>")[0]
+    assert kept_off.ground and kept_off.no_ground == (1,)  # MuJoCo's filter keeps it off the floor (Scene.no_ground)
     scene, params, state, model = mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>'
                                                  + box.format(n="left", x=0, a="") + box.format(n="right", x=0.08, a="")
                                                  + "</worldbody></mujoco>")

@@ -59,8 +59,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
   parent and child bodies by their welds, never for a body welded to the world; no two fixed
-  bodies); the ground is in the world when every free body's geom collides with the plane
-  (refused when only some do).
+  bodies); the ground is in the world when a moving body's geom collides with the floor plane, and the
+  moving bodies whose geoms the filter keeps off it do not touch it (``Scene.no_ground``).
 * Friction: the geoms' sliding μ (torsional and rolling friction, which jaxcontact does not model,
   are dropped). One μ for every geom: the law's μ, exact. Several: per-body μ
   (``worlds.materials``: √(μ_a μ_b)), where MuJoCo takes max(μ_a, μ_b) or an explicit
@@ -804,17 +804,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     pairs = sorted(set(pairs) | {k for k in explicit if k[0] >= 0})
     names = tuple(M.mj_id2name(model.raw, M.mjtObj.mjOBJ_BODY, b) or None for b in model.kept)
     names += tuple(M.mj_id2name(model.raw, M.mjtObj.mjOBJ_GEOM, g) or None for g in world_geoms)
-    ground = False
-    if plane is not None:
+    ground, no_ground = False, []
+    if plane is not None:  # MuJoCo's filter between each moving body's geoms and the floor
+        free = [b for b in range(n) if b not in fixed and b not in contactless]
         touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, mj_body(b)) not in excluded
-                                             for g in geoms[b]) for b in range(n) if b not in fixed and b not in contactless]
-        if all(touch):
+                                             for g in geoms[b]) for b in free]
+        if any(touch):  # the bodies it filters out are kept off the ground (Scene.no_ground)
             ground = True
-        elif any(touch):
-            free = [b for b in range(n) if b not in fixed and b not in contactless]
-            odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, mj_body(free[i])) for i, t in enumerate(touch) if not t)
-            raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
-                             "while others do (a world's ground touches every body)")
+            no_ground = [b for b, t in zip(free, touch) if not t]
     if ground_mu is None:
         ground_mu = max(mus)
     plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
@@ -910,10 +907,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         rules = ([max((int(model.geom_condim[g]) for g in gs), default=3) for gs in geoms],
                  [max((int(model.geom_priority[g]) for g in gs), default=0) for gs in geoms],
                  (int(model.geom_condim[plane]), int(model.geom_priority[plane])) if plane is not None else (3, 0))
-        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless, rules)
+        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless + no_ground, rules)
     scene_kw.setdefault("names", names)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
-                                contactless=contactless, **scene_kw)
+                                contactless=contactless, no_ground=no_ground, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
@@ -1686,6 +1683,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         raise ValueError(f"to_mjcf: per-body friction (body.friction) with {scene.body_name(i)} a compound: MuJoCo's "
                          "<pair>s name one geom each, a compound has several; give one μ (the law's)")
     extra_geom = "".join(f' {k}="{v}"' for k, v in (geom or {}).items())
+    if scene.no_ground and {"contype", "conaffinity"} & set(geom or {}):
+        raise ValueError(f"to_mjcf: geom= sets contype/conaffinity, which keep {scene.body_name(scene.no_ground[0])} off the "
+                         "ground (Scene.no_ground); leave them out")
     extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
 
     # the joint tree
@@ -1735,6 +1735,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         else:
             assets.append(f'    <mesh name="hull{i}" vertex="{_f(v)}"/>\n')
             g = f'<geom name="geom{i}" type="mesh" mesh="hull{i}" {fr}{extra_geom}/>'
+        if scene.no_ground and i not in scene.no_ground:  # the floor's bit 2 (below) in its affinity: touches it
+            g = g.replace("<geom ", '<geom conaffinity="3" ')
         I = np.asarray(body.inertia[i], float)
         inertial = (f'<inertial pos="0 0 0" mass="{_f(body.mass[i])}" '
                     f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
@@ -1774,6 +1776,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         n = n / np.linalg.norm(n)
         plane = (f'    <geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
                  f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"{extra_geom}/>\n')
+        if scene.no_ground:  # contype = conaffinity = 2: the floor touches the geoms of affinity 3, not the others' 1
+            plane = plane.replace('type="plane"', 'type="plane" contype="2" conaffinity="2"')
     plane += _planes_xml(scene, params, friction, mu_law[0], extra_geom)
     jointed = set() if scene.joints is None else scene.joints.body_pairs()
     keep = set(scene.pairs) | jointed
