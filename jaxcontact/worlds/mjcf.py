@@ -51,7 +51,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   fixed tendon they load: ``Joints.actuated``'s J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
-  compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
+  compiler would make it the identity) and a centre of mass (``<inertial>``) outside its body's shape (a hull,
+  a round body or a compound: every such body in one sentence each; a jointless body welded to a moving one
+  whose centre of mass lies outside its own geoms is folded into that body instead, ``FoldedModel``).
 * ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
   and cylinders by the hulls of points on their surfaces (``round_points``, then they touch
   other bodies too) where a body has one geom, and a mesh hull above the vertex limit (a body's, or a
@@ -87,7 +89,7 @@ from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
 from ..types import Body, Ground, Model, Params, Planes, State
 from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra,
-                          check_arguments, com_outside)
+                          check_arguments, com_outside, validate_body)
 from . import joints as world_joints
 from .actuation import ActuatorParams
 from .joints import JointedParams, JointParams, Joints
@@ -238,7 +240,9 @@ class FoldedModel:
     relative poses, its mass and inertia are added to the host's (the combined centre of mass and
     inertia about it), its children hang from the host. A jointless body with a mass and an inertia
     under a host that has both stays a body of its own, welded to its parent by 6 rows
-    (``joints`` kind "welded"). Every other field is the model's own.
+    (``joints`` kind "welded"), unless its centre of mass lies outside its own colliding geoms (a
+    jaxcontact body's centre of mass is inside its shape; as one rigid body with its host it is
+    exact, since MuJoCo moves the two rigidly: ``_com_outside_geoms``). Every other field is the model's own.
 
     Reads as the model: ``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia`` are each
     host's combined ones (MuJoCo's where nothing is folded), ``geom_bodyid``/``geom_pos``/``geom_quat``
@@ -265,7 +269,8 @@ class FoldedModel:
             if b in jointed or _static(model, b) or p == 0:
                 continue
             h = host[p]
-            if _proper(model.body_mass[b], model.body_inertia[b]) and _proper(mass[h], inertia[h]):
+            if (_proper(model.body_mass[b], model.body_inertia[b]) and _proper(mass[h], inertia[h])
+                    and not _com_outside_geoms(M, model, b)):
                 continue  # a body of its own, welded by rows
             R = np.asarray(quat_to_mat(quat[p]))
             pos[b] = pos[p] + R @ model.body_pos[b]
@@ -331,6 +336,20 @@ class FoldedModel:
         if len(self.parts.get(b, (b,))) == 1:
             return np.asarray(d.xipos[b], float)
         return np.asarray(d.xpos[b], float) + np.asarray(d.xmat[b], float).reshape(3, 3) @ self.body_ipos[b]
+
+
+def _com_outside_geoms(mujoco, model, b: int) -> bool:
+    """Whether MuJoCo body ``b``'s centre of mass (``body_ipos``) lies outside the convex hull of its own
+    colliding geoms (their vertices, a round geom's surface points: ``_geom_points``) by more than
+    ``COM_TOL`` of their size; False for a body without such geoms, or a flat or degenerate set."""
+    gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g)
+          and model.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE]
+    if not gs:
+        return False
+    pts = np.concatenate([_geom_points(mujoco, model, g) for g in gs]) - np.asarray(model.body_ipos[b], float)
+    if len(pts) < 4:
+        return False
+    return bool(com_outside(pts) > COM_TOL * np.max(np.linalg.norm(pts, axis=1)))
 
 
 def body_groups(model) -> tuple:
@@ -517,6 +536,26 @@ def compound_body(mujoco, model, b: int, gs, fixed: bool, approximate: bool = Fa
                            com=np.asarray(model.body_ipos[b], float))
 
 
+def _outside_sentence(name: str, out: float, what: str) -> str:
+    return (f"the centre of mass of {name} (MuJoCo's body_ipos, from its <inertial> or its geoms) lies {out:.3g} m "
+            f"outside {what} (a jaxcontact body's centre of mass is inside its shape); move the <inertial> pos inside")
+
+
+def _com_problem(body: Body, name: str) -> list:
+    """``[sentence]`` when the centre of mass of ``body`` (a round body or a compound ``from_mujoco`` built,
+    its frame at MuJoCo's ``body_ipos``) lies outside its shape (its parts' hulls swept by their radii,
+    ``validation.validate_body``'s rule, which a rollout would refuse it by), else ``[]``."""
+    try:
+        validate_body(body)
+    except ValueError as err:
+        text = str(err)
+        if "centre of mass" not in text:
+            raise
+        lies = text.split(" lies ", 1)[1].split(" m ", 1)[0]
+        return [_outside_sentence(name, float(lies), "its colliding geoms (their hulls swept by their radii)")]
+    return []
+
+
 def _within_vertex_limit(verts, name: str, approximate: bool) -> np.ndarray:
     """A hull's vertices within the engine's limit: refused by name above it, or (``approximate``)
     reduced to their extreme ``collision.MAX_HULL_VERTICES``."""
@@ -638,7 +677,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     scene_kw: ``make_scene`` settings (``max_pairs``, ``margin``, ...). Anything the world cannot
     hold raises one ``ValueError`` naming every such element and why, before any other work; so
     does a start (the keyframe, ``data``) with a NaN or infinite entry (its joint and body named),
-    and a body whose centre of mass lies outside its hull. Explicit ``<contact><pair>``s are pairs
+    and a body whose centre of mass lies outside its shape. Explicit ``<contact><pair>``s are pairs
     of the world; the bodies keep the file's names (``Scene.names``)."""
     check_arguments("worlds.from_mujoco", model=(model, MJ_MODEL), keyframe=(keyframe, KEYFRAME), data=(data, MJ_DATA),
                     approximate=(approximate, BOOL), dtype=(dtype, DTYPE))
@@ -681,7 +720,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     nk = len(model.kept)  # MuJoCo's bodies that are world bodies (the others folded into them)
     fixed = [model.index(b) for b in sorted(fixed_mj)] + [nk + k for k in range(len(world_geoms))]
     n = nk + len(world_geoms)
-    bodies, mus, condims, geoms, contactless = [], [], [], [], []
+    bodies, mus, condims, geoms, contactless, outside = [], [], [], [], [], []
     for b in model.kept:
         gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g) and g not in tilted]
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
@@ -697,12 +736,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             # geoms the compound's parts (approximate: a mesh part above the vertex limit reduced); so is one
             # cylinder or ellipsoid off the centre of mass or turned in its body
             bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj, approximate))
+            outside += _com_problem(bodies[-1], name)
             mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
             condims.append({int(model.geom_condim[g]) for g in gs})
             geoms.append(gs)
             continue
         if len(gs) == 1 and not approximate and M.mjtGeom(model.geom_type[gs[0]]).name[len("mjGEOM_"):].lower() in ROUND:
             bodies.append(_round_body(M, model, gs[0], b))  # natively: a sphere, capsule, cylinder or ellipsoid
+            outside += _com_problem(bodies[-1], name)
             mus.append(float(model.geom_friction[gs[0], 0]))
             condims.append({int(model.geom_condim[gs[0]])})
             geoms.append(gs)
@@ -714,10 +755,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             verts = _within_vertex_limit(_extreme(pts), name, approximate)
         out = com_outside(verts)
         if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):
-            raise ValueError(f"unsupported in a jaxcontact world: the centre of mass of {name} (MuJoCo's "
-                             f"body_ipos, from its <inertial> or its geoms) lies {out:.3g} m outside the convex hull "
-                             "of its colliding geoms (a jaxcontact body's centre of mass is inside its hull); move "
-                             "the <inertial> pos inside")
+            outside.append(_outside_sentence(name, out, "the convex hull of its colliding geoms"))
+            verts = verts - verts.mean(0)  # a stand-in while the other bodies are checked (refused below)
         R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
         inertia = R @ np.diag(model.body_inertia[b]) @ R.T
         mass = float(model.body_mass[b])
@@ -728,6 +767,9 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
         condims.append({int(model.geom_condim[g]) for g in gs})
         geoms.append(gs)
+
+    if outside:  # every moving body whose centre of mass lies outside its geoms, in one refusal
+        raise ValueError("unsupported in a jaxcontact world: " + "; ".join(outside))
 
     # geoms on the world body (but the floor plane): each a fixed body, its frame the geom's
     for g in world_geoms:
@@ -1368,7 +1410,7 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
     anchor in world coordinates). Lists: kinds, parent, child, xp, xc (anchors), axis (unused:
     +z), reference (the child's orientation in the parent's frame)."""
     out = {k: [] for k in ("kinds", "parent", "child", "xp", "xc", "axis", "reference")}
-    held = lambda b: b == 0 or model.body_weldid[b] == 0
+    held = lambda b: b == 0 or _static(model, b)  # the world, a body welded to it, a mocap body (fixed scenery)
     R = lambda b: np.asarray(d.xmat[b], float).reshape(3, 3)
     quat = lambda b: np.asarray(d.xquat[b], float)
 
