@@ -207,9 +207,9 @@ def _geom_points(mujoco, model, g) -> np.ndarray:
 
 
 def _extreme(points) -> np.ndarray:
-    from scipy.spatial import ConvexHull
-
-    return np.asarray(points)[np.sort(ConvexHull(points).vertices)]
+    """The corners of the convex hull of ``points`` (``collision.hull_corners``: scipy's hull vertices
+    without those on a face or an edge of the others to ``topology``'s tolerance)."""
+    return collision.hull_corners(points)
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -556,16 +556,28 @@ def _com_problem(body: Body, name: str) -> list:
     return []
 
 
+APPROXIMATE_HULL_VERTICES = 128
+"""``approximate=True``'s hulls: a mesh hull above this many corners is reduced to its extreme ones
+(``collision.reduce_hull``), for speed: a world pads every body to its largest hull, and Metaworld's
+Sawyer (its gripper's exact hull of 874 corners) steps in 356 ms exact against its reduced hull's few
+(``python -m benchmarks.hull_sizes``, ``benchmarks/results/hull_sizes.md``, with each reduction's largest
+surface deviation: 1.6 mm on that gripper, 2.7 % of its size). Strict loads keep the exact hull up to
+``collision.MAX_HULL_VERTICES``."""
+
+
 def _within_vertex_limit(verts, name: str, approximate: bool) -> np.ndarray:
-    """A hull's vertices within the engine's limit: refused by name above it, or (``approximate``)
-    reduced to their extreme ``collision.MAX_HULL_VERTICES``."""
+    """A hull's vertices within the engine's limit: the exact hull up to ``collision.MAX_HULL_VERTICES``
+    (refused by name above it); ``approximate``: reduced to its extreme ``APPROXIMATE_HULL_VERTICES``
+    above that."""
+    if approximate and len(verts) > APPROXIMATE_HULL_VERTICES:
+        return collision.reduce_hull(verts, APPROXIMATE_HULL_VERTICES)
     if len(verts) <= collision.MAX_HULL_VERTICES:
         return verts
     if not approximate:
         raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, above the "
                          f"engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or --approximate: "
                          "collision.reduce_hull keeps its extreme vertices)")
-    return collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+    return collision.reduce_hull(verts, APPROXIMATE_HULL_VERTICES)
 
 
 def _plane_normal(model, g) -> np.ndarray:
