@@ -949,6 +949,11 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide; a ball's cone)
             extra["range"] = jnp.asarray(np.concatenate([np.asarray(model.jnt_range, float)[hinges],
                                                          np.zeros((len(more["kinds"]), 2))]), dtype)
+            ref = np.asarray(model.jnt_solref, float)[hinges]
+            if np.all(ref[:, 0] > 0) and np.all(ref[:, 1] > 0):  # MuJoCo's soft-limit pace (its direct
+                # stiffness/damping form, solref < 0, keeps the hard rows alone)
+                soft = np.concatenate([ref, np.tile([0.02, 1.0], (len(more["kinds"]), 1))])  # the others': unused
+                extra["limit_soft"] = jnp.asarray(soft, dtype)
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
                                    **extra)
 

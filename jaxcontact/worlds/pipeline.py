@@ -196,6 +196,14 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
     v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
     vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
+    jp = getattr(params, "joints", None)
+    if con.num_limits and jp is not None and getattr(jp, "limit_soft", None) is not None and scene.joints.limited:
+        # a joint past its limit returns at MuJoCo's soft-limit pace (at most −φ/h), not the contact's cap
+        at = slice(con.pair_end, con.pair_end + scene.joints.num_limit_rows)
+        phi = con.phi[at]
+        soft = world_joints.soft_limit_speed(scene.joints, jp, phi, vn_pre[at], model.dt)
+        back = jnp.where(phi < 0, jnp.maximum(prob.target[at], jnp.minimum(soft, -phi / model.dt)), prob.target[at])
+        prob = prob.replace(target=prob.target.at[at].set(back))
     mu = contact_friction(params, con, v1.dtype)
     def soften(impact):  # the rows' softness outside the islands of this step's impacts
         held = scene.fixed_bodies if scene.fixed else None
