@@ -48,6 +48,9 @@ def test_a_hinge_past_its_limit_returns_at_mujocos_pace(solref, tol):
     tau = 0.05 if solref else 0.02
     np.testing.assert_allclose(np.asarray(params.joints.limit_soft)[0], [tau, 1.0])
     assert np.max(np.abs(mine - theirs)) < tol  # rad, at every step
+    scene, params, state, model = worlds.from_mjcf(PENDULUM.format(solref=solref))
+    again = worlds.from_mjcf(worlds.to_mjcf(scene, params, state, model), keyframe="initial")[1]
+    np.testing.assert_allclose(np.asarray(again.joints.limit_soft), np.asarray(params.joints.limit_soft))  # written back
     assert 0.5 - 1e-3 <= mine[-1] <= 3.0  # back in its range
     hard, _, _ = _angles(PENDULUM.format(solref=solref), soft=False)  # the contact's cap alone: 0.02 rad/s
     assert hard[-1] == pytest.approx(0.02 * STEPS * 0.01, abs=2e-3)

@@ -1106,6 +1106,8 @@ def _passive_xml(scene, jp, state):
         a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None and scalar else ""
         if j in scene.joints.limited_joints:
             a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
+            if jp.limit_soft is not None:  # MuJoCo's pace for a joint past its limit (JointParams.limit_soft)
+                a += f' solreflimit="{_f(np.asarray(jp.limit_soft, float)[j])}"'
         if not scalar:  # a ball's damping and armature; a weld or an equality has none
             xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature")
                                if getattr(jp, n) is not None and scene.joints.kind(j) == "ball"))
