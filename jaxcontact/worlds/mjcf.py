@@ -559,7 +559,7 @@ def _com_problem(body: Body, name: str) -> list:
 APPROXIMATE_HULL_VERTICES = 128
 """``approximate=True``'s hulls: a mesh hull above this many corners is reduced to its extreme ones
 (``collision.reduce_hull``), for speed: a world pads every body to its largest hull, and Metaworld's
-Sawyer (its gripper's exact hull of 874 corners) steps in 356 ms exact against its reduced hull's few
+Sawyer (its gripper's exact hull of 874 corners) steps in 562 ms of CPU exact against 230 ms reduced
 (``python -m benchmarks.hull_sizes``, ``benchmarks/results/hull_sizes.md``, with each reduction's largest
 surface deviation: 1.6 mm on that gripper, 2.7 % of its size). Strict loads keep the exact hull up to
 ``collision.MAX_HULL_VERTICES``."""
