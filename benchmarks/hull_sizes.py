@@ -50,7 +50,7 @@ def corpus(root: str, only: str | None):
     import mujoco
 
     from benchmarks.mjcf_census import is_model
-    from jaxcontact.worlds import mjcf
+    from jaxcontact import collision
 
     meshes, files, bodies, largest = {}, {}, {}, []
     paths = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs if f.endswith(".xml"))
@@ -75,7 +75,7 @@ def corpus(root: str, only: str | None):
             verts = np.asarray(m.mesh_vert[m.mesh_vertadr[k]: m.mesh_vertadr[k] + m.mesh_vertnum[k]], float)
             key = (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_MESH, k) or f"#{k}", int(m.mesh_vertnum[k]))
             if key not in meshes:
-                ours = len(mjcf._extreme(verts))
+                ours = len(collision.hull_corners(verts))
                 meshes[key] = {"mesh": key[0], "vertices": key[1], "mujoco_hull": mujoco_hull_count(m, k),
                                "scipy_hull": ours, "size_m": float(np.max(np.linalg.norm(verts - verts.mean(0), axis=1))),
                                "files": 0, "example": p}
