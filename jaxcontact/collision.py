@@ -66,12 +66,15 @@ PARALLEL_SINE = 1e-3
 # Two manifold points closer than this (times the size of the smaller body) are the same point; a
 # third point this close to the line of the first two makes a line, not a face.
 POINT_TOL = 1e-5
-MAX_HULL_VERTICES = 128
-"""The most valid vertices a hull may have (``topology`` refuses more, at once). Building a hull's
-topology grows as K² (the coplanar merge and the edge classes) and so does each pair's narrow
-phase: measured on random points on a sphere (2 shared CPU cores), 50 vertices 0.3 s, 100 1.2 s,
-150 2.7 s, 200 4.7 s (400: 31 s, 2,000: over 10 minutes); at 128 ``make_scene`` takes 2 to 4 s per
-such body. ``reduce_hull`` keeps a hull's extreme vertices to fit."""
+MAX_HULL_VERTICES = 1024
+"""The most valid vertices a hull may have (``topology`` refuses more, at once): MuJoCo's own hulls of the
+public corpus's meshes fit (Metaworld's Sawyer gripper, 874 corners, the largest one a loadable file holds;
+``python -m benchmarks.hull_sizes``, ``benchmarks/results/hull_sizes.md``). MuJoCo and MJX collide a mesh by
+its whole convex hull and cap nothing (MJX advises ``maxhullvert`` of 64 or less for speed, and caps a
+face at 20 vertices); neither is done here: the hull is exact. The cost is the pairs': a hull's faces,
+edges and edge directions grow with K, and a world pads every body to its largest K
+(``worlds.make_scene``), measured there; ``reduce_hull`` keeps a hull's extreme vertices when speed
+matters more than the shape."""
 
 DEFAULT_MARGIN = 0.005  # m: separated pairs closer than this get speculative contacts
 
@@ -163,6 +166,85 @@ def reduce_hull(points, num: int = MAX_HULL_VERTICES) -> np.ndarray:
     return pts[keep]
 
 
+def _merged_faces(pts, tol_d: float):
+    """scipy's hull of ``pts`` (P, 3) with neighbouring facets within ``tol_d`` of each other's plane
+    merged: (faces: each a ring of indices into ``pts``, counter-clockwise seen from outside; the
+    indices that are corners of the merged hull)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        hull = ConvexHull(pts)
+    except QhullError as err:
+        raise ValueError(f"vertices: degenerate hull ({err.args[0].splitlines()[0]})") from None
+    on_hull = set(int(i) for i in hull.vertices)
+    eq = hull.equations  # outward unit normals and offsets, n·x + c = 0 on the facet
+    simplices = hull.simplices
+    # merge neighbouring facets within tol_d of each other's plane (union-find)
+    parent = list(range(len(simplices)))
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, nbrs in enumerate(hull.neighbors):
+        for j in nbrs:
+            if np.all(np.abs(pts[simplices[j]] @ eq[i, :3] + eq[i, 3]) <= tol_d):
+                parent[root(i)] = root(int(j))
+    groups: dict[int, list[int]] = {}
+    for i in range(len(simplices)):
+        groups.setdefault(root(i), []).append(i)
+    faces = []
+    for members in groups.values():
+        n = eq[members, :3].mean(0)
+        n /= np.linalg.norm(n)
+        ids = np.unique(simplices[members].ravel())
+        c = pts[ids].mean(0)
+        u = pts[ids[0]] - c
+        u -= (u @ n) * n
+        u /= np.linalg.norm(u)
+        w = np.cross(n, u)
+        flat = np.stack([(pts[ids] - c) @ u, (pts[ids] - c) @ w], axis=1)
+        ang = np.arctan2(flat[:, 1], flat[:, 0])
+        ring = ids[np.argsort(ang)]  # counter-clockwise about the outward normal
+        if len(ids) > 3:  # a merged face's own corners: a point inside its polygon (a mesh's vertex a hair
+            # above a flat cap, within the tolerance) is no corner, and would break the ring's order
+            try:
+                corners = set(ids[ConvexHull(flat).vertices].tolist())
+            except QhullError:
+                corners = set(ids.tolist())
+            for i in ids:
+                if int(i) not in corners:
+                    on_hull.discard(int(i))
+            ring = np.array([i for i in ring if int(i) in corners], dtype=ids.dtype)
+        # a point of the ring on the straight line of its neighbours is not a corner
+        for r in range(len(ring)):
+            p0, p1, p2 = pts[ring[r - 1]], pts[ring[r]], pts[ring[(r + 1) % len(ring)]]
+            if np.linalg.norm(np.cross(p1 - p0, p2 - p0)) <= tol_d * np.linalg.norm(p2 - p0):
+                on_hull.discard(int(ring[r]))
+        faces.append(ring)
+    return faces, on_hull
+
+
+def hull_corners(points, tol: float = 1e-7) -> np.ndarray:
+    """The corners of the convex hull of ``points`` (P, 3), in their order: scipy's hull vertices
+    without those ``topology`` would refuse as lying on a face or an edge of the others (within
+    ``tol`` times the hull's size: a mesh's near-coplanar vertices), so that the same convex hull
+    (to that tolerance) builds a body. Any number of points (no vertex limit)."""
+    from scipy.spatial import ConvexHull
+
+    pts = np.asarray(points, np.float64)
+    keep = np.sort(ConvexHull(pts).vertices)
+    while True:
+        sub = pts[keep]
+        size = float(np.max(np.linalg.norm(sub - sub.mean(0), axis=1)))
+        _, on_hull = _merged_faces(sub, max(tol, 10 * np.finfo(np.float64).eps) * size)
+        if len(on_hull) == len(keep):
+            return sub
+        keep = keep[np.sort(np.fromiter(on_hull, int))]
+
+
 def topology(vertices, mask=None, tol: float = 1e-7) -> HullTopology:
     """Static topology of the convex body with (padded) ``vertices`` (K, 3) and ``mask`` (K,).
 
@@ -202,47 +284,8 @@ def topology(vertices, mask=None, tol: float = 1e-7) -> HullTopology:
         raise ValueError(f"vertices: degenerate hull (vertices {idx[i]} and {idx[j]} are duplicates)")
     if size == 0 or np.linalg.svd(pts - pts.mean(0), compute_uv=False)[-1] <= tol_d:
         raise ValueError("vertices: degenerate hull (the vertices are flat: all in one plane)")
-    try:
-        hull = ConvexHull(pts)
-    except QhullError as err:
-        raise ValueError(f"vertices: degenerate hull ({err.args[0].splitlines()[0]})") from None
-    on_hull = set(int(i) for i in hull.vertices)
-    eq = hull.equations  # outward unit normals and offsets, n·x + c = 0 on the facet
-    simplices = hull.simplices
-    # merge neighbouring facets within tol_d of each other's plane (union-find)
-    parent = list(range(len(simplices)))
-
-    def root(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, nbrs in enumerate(hull.neighbors):
-        for j in nbrs:
-            if np.all(np.abs(pts[simplices[j]] @ eq[i, :3] + eq[i, 3]) <= tol_d):
-                parent[root(i)] = root(int(j))
-    groups: dict[int, list[int]] = {}
-    for i in range(len(simplices)):
-        groups.setdefault(root(i), []).append(i)
-    faces = []
-    for members in groups.values():
-        n = eq[members, :3].mean(0)
-        n /= np.linalg.norm(n)
-        ids = np.unique(simplices[members].ravel())
-        c = pts[ids].mean(0)
-        u = pts[ids[0]] - c
-        u -= (u @ n) * n
-        u /= np.linalg.norm(u)
-        w = np.cross(n, u)
-        ang = np.arctan2((pts[ids] - c) @ w, (pts[ids] - c) @ u)
-        ring = ids[np.argsort(ang)]  # counter-clockwise about the outward normal
-        # a point of the ring on the straight line of its neighbours is not a corner
-        for r in range(len(ring)):
-            p0, p1, p2 = pts[ring[r - 1]], pts[ring[r]], pts[ring[(r + 1) % len(ring)]]
-            if np.linalg.norm(np.cross(p1 - p0, p2 - p0)) <= tol_d * np.linalg.norm(p2 - p0):
-                on_hull.discard(int(ring[r]))
-        faces.append(tuple(int(idx[i]) for i in ring))
+    rings, on_hull = _merged_faces(pts, tol_d)
+    faces = [tuple(int(idx[i]) for i in ring) for ring in rings]
     missing = [int(idx[i]) for i in range(len(idx)) if i not in on_hull]
     if missing:
         raise ValueError(
@@ -263,15 +306,14 @@ def topology(vertices, mask=None, tol: float = 1e-7) -> HullTopology:
     # direction classes: edges parallel within the tolerance (as unit vectors, up to sign)
     dirs = np.array([v[j] - v[i] for i, j in edges])
     dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
-    classes, reps = [], []
-    for dvec in dirs:
-        for c, r in enumerate(reps):
-            if np.linalg.norm(np.cross(dvec, r)) <= max(tol, 10 * eps) * 10:
-                classes.append(c)
-                break
+    classes, reps = [], np.zeros((0, 3))
+    for dvec in dirs:  # each edge joins the first class parallel to it (all classes at once), else opens one
+        close = np.flatnonzero(np.sqrt(np.sum(np.cross(reps, dvec) ** 2, axis=1)) <= max(tol, 10 * eps) * 10)
+        if len(close):
+            classes.append(int(close[0]))
         else:
             classes.append(len(reps))
-            reps.append(dvec)
+            reps = np.concatenate([reps, dvec[None]])
     return HullTopology(
         faces=tuple(faces),
         edges=tuple(edges),

@@ -252,21 +252,21 @@ def test_approximate_replaces_round_shapes_and_keeps_bodies_of_several_geoms_com
 
 
 def test_approximate_reduces_a_large_mesh_part_of_a_body_of_several_geoms():
-    """A mesh of 200 hull vertices beside a box in one body: refused by name without approximate (the
-    vertex limit), with it a compound whose mesh part keeps ``collision.MAX_HULL_VERTICES`` extreme
+    """A mesh of 1,100 hull vertices beside a box in one body: refused by name without approximate (the
+    vertex limit), with it a compound whose mesh part keeps ``mjcf.APPROXIMATE_HULL_VERTICES`` extreme
     vertices (``collision.reduce_hull``) and whose box part is the box, MuJoCo's mass of both."""
-    k = np.arange(200) + 0.5
-    z, phi = 1 - 2 * k / 200, np.pi * (1 + 5 ** 0.5) * k
+    k = np.arange(1100) + 0.5
+    z, phi = 1 - 2 * k / 1100, np.pi * (1 + 5 ** 0.5) * k
     ball = 0.05 * np.stack([np.sqrt(1 - z * z) * np.cos(phi), np.sqrt(1 - z * z) * np.sin(phi), z], axis=1)
     xml = (f'<mujoco><asset><mesh name="ball" vertex="{" ".join(map(str, ball.ravel()))}"/></asset><worldbody>'
            '<body name="rattle"><freejoint/><geom type="mesh" mesh="ball" mass="1"/>'
            '<geom type="box" size=".02 .02 .05" pos="0 0 .1" mass="0.5"/></body></worldbody></mujoco>')
-    with pytest.raises(ValueError, match="'s hull has 200 vertices, above the engine's limit of 128"):
+    with pytest.raises(ValueError, match="'s hull has 1100 vertices, above the engine's limit of 1024"):
         mjcf.from_mjcf(xml)
     scene, params, *_ = mjcf.from_mjcf(xml, approximate=True)
     assert scene.shapes == ("compound",) and [p[0] for p in scene.parts[0]] == ["hull", "hull"]
     (_, a, b, _), (_, c, e, _) = scene.parts[0]
-    assert b - a == collision.MAX_HULL_VERTICES and e - c == 8
+    assert b - a == mjcf.APPROXIMATE_HULL_VERTICES and e - c == 8
     assert float(params.body.mass[0]) == pytest.approx(1.5)
 
 
@@ -530,9 +530,9 @@ def test_messages_use_plain_numbers_and_the_files_names():
                        + '</worldbody><contact><pair geom1="g" geom2="floor" friction="0.5 0.2 0.005 0.0001 0.0001"/></contact>'
                        '</mujoco>')
     assert "np." not in str(e.value)
-    with pytest.raises(ValueError, match=r"bodies 'floater' do not collide with the ground plane"):
-        mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a="")
-                       + box.format(n="floater", x=1, a='contype="2" conaffinity="2"') + "</worldbody></mujoco>")
+    kept_off = mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>' + box.format(n="b", x=0, a="")
+                              + box.format(n="floater", x=1, a='contype="2" conaffinity="2"') + "</worldbody></mujoco>")[0]
+    assert kept_off.ground and kept_off.no_ground == (1,)  # MuJoCo's filter keeps it off the floor (Scene.no_ground)
     scene, params, state, model = mjcf.from_mjcf('<mujoco><worldbody><geom type="plane" size="0 0 .05"/>'
                                                  + box.format(n="left", x=0, a="") + box.format(n="right", x=0.08, a="")
                                                  + "</worldbody></mujoco>")

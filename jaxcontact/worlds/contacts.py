@@ -119,6 +119,8 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
         valid = valid & ~scene.fixed_bodies[:, None]
     if scene.contactless:  # nor does a body that collides with nothing
         valid = valid & ~scene.contactless_bodies[:, None]
+    if scene.no_ground:  # nor one whose geoms MuJoCo's filter keeps off the floor
+        valid = valid & ~scene.no_ground_bodies[:, None]
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 
@@ -153,6 +155,10 @@ def surface_contacts(model, scene: Scene, params: Params, state: State):
         valid = valid & ~scene.fixed_bodies[:, None]
     if scene.contactless:  # nor does a body that collides with nothing
         valid = valid & ~scene.contactless_bodies[:, None]
+    if scene.no_ground:  # the ground (the first surface) not for the bodies kept off it; the planes still
+        off = np.zeros((N, S * Cs), bool)
+        off[np.asarray(scene.no_ground), :Cs] = True
+        valid = valid & ~off
     return rows, phi.reshape(-1), valid.reshape(-1), bodies
 
 

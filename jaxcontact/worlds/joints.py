@@ -247,7 +247,12 @@ class JointParams:
     ``actuation.ActuatorParams`` of the actuators ``Joints.actuated`` places (None: none).
     ``frictionloss`` (J,) N·m (N for a slide; MuJoCo's ``frictionloss``): a dry friction on the
     joint's rate, |τ| ≤ frictionloss, as a bounded row of the contact problem (``loss_rows``; None:
-    none). ``tendons``: a ``tendons.TendonParams`` of the fixed tendons ``Joints.tendons`` names."""
+    none). ``tendons``: a ``tendons.TendonParams`` of the fixed tendons ``Joints.tendons`` names.
+    ``limit_soft`` (J, 2): MuJoCo's soft-limit pace of each limited joint, (time constant s, damping
+    ratio: ``jnt_solref``), with which a joint *past* its limit (a
+    file's start outside its range) returns into it (``soft_limit_speed``) instead of at
+    ``Model.max_correction_speed``; a joint inside its range still stops at the limit hard (None: the
+    hard rows alone)."""
 
     anchor_parent: jnp.ndarray
     anchor_child: jnp.ndarray
@@ -262,6 +267,7 @@ class JointParams:
     actuators: Any = None
     frictionloss: Any = None
     tendons: Any = None
+    limit_soft: Any = None
 
     def has_passive(self) -> bool:
         """Whether any passive force (a joint's or a tendon's) or an actuator is set (static: a field is
@@ -550,6 +556,21 @@ def limit_rows(joints: Joints, jp: JointParams, state: State):
             rate.append(sign * qd[d])
             bodies.append((c, p))
     return jnp.stack(rows), jnp.stack(phi), jnp.stack(rate), jnp.asarray(bodies, jnp.int32)
+
+
+def soft_limit_speed(joints: Joints, jp: JointParams, phi, rate, dt: float):
+    """(L,) the speed at which each limit row (``limit_rows``' order; its distance ``phi``, its normal
+    velocity now ``rate``) moves back into the range under MuJoCo's soft limit: one step of the
+    acceleration MuJoCo's constraint gives a row past its limit, d·a_ref with a_ref = −b v − k r, b =
+    2/(dmax τ), k = d/(dmax² τ² ζ²) and the impedance d = dmax beyond solimp's width, that is
+    a = −2v/τ − r/(τ ζ)² (the time constant τ at least 2 h, as MuJoCo's safety keeps it;
+    ``JointParams.limit_soft``): v + h·a. Used for rows past their limit (phi < 0), where it replaces
+    the contact's correction cap; one-sided as MuJoCo's limit: the row only pushes."""
+    rows = np.asarray([j for j in joints.limited_joints for _ in range(1 if joints.kind(j) == "ball" else 2)], np.int64)
+    soft = jnp.asarray(jp.limit_soft, phi.dtype)[rows]
+    tau = jnp.maximum(soft[:, 0], 2.0 * dt)
+    zeta = soft[:, 1]
+    return rate + dt * (-2.0 * rate / tau - phi / (tau * zeta) ** 2)
 
 
 def loss_rows(joints: Joints, jp: JointParams, state: State):
@@ -1136,6 +1157,15 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
             if not (np.all(np.isfinite(r[j])) and r[j, 0] < r[j, 1]):
                 raise ValueError(f"params.joints.range[{j}]: a limited joint's range must be finite with lower < upper, "
                                  f"got {r[j].tolist()}")
+    if jp.limit_soft is not None:
+        ls = np.asarray(jp.limit_soft, float)
+        if ls.shape != (J, 2):
+            raise ValueError(f"params.joints.limit_soft: expected shape ({J}, 2) (time constant, damping ratio per "
+                             f"joint), got {ls.shape}")
+        bad = [j for j in range(J) if not (np.all(np.isfinite(ls[j])) and ls[j, 0] > 0 and ls[j, 1] > 0)]
+        if bad:
+            raise ValueError(f"params.joints.limit_soft[{bad[0]}]: a time constant > 0 and a damping ratio > 0 "
+                             f"(MuJoCo's solreflimit), got {ls[bad[0]].tolist()}")
     if joints.actuated or jp.actuators is not None:
         if jp.actuators is None or not joints.actuated:
             raise ValueError("params.joints.actuators and Joints.actuated go together: the actuators' parameters "
@@ -1222,7 +1252,7 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
 __all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "KINDS",
            "Motion", "PASSIVE", "STARTS", "ANCHORS", "DOFS", "EQUALITIES", "ROWS", "SCALAR",
            "ball_quaternion", "composite_coordinates", "composite_rates", "composite_rows", "composite_parts", "group_rows", "point_rows", "turn_error", "weld_rows", "anchor_rows", "axis_drift_tolerance", "broken_passive",
-           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_rows", "scalar_view", "slide_rows",
+           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_rows", "scalar_view", "slide_rows", "soft_limit_speed",
            "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames", "REDUNDANT_REGULARIZATION", "regularized_motion",
            "motion", "rows", "system", "validate"]

@@ -51,7 +51,9 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   fixed tendon they load: ``Joints.actuated``'s J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
-  compiler would make it the identity) and a centre of mass (``<inertial>``) outside its hull.
+  compiler would make it the identity) and a centre of mass (``<inertial>``) outside its body's shape (a hull,
+  a round body or a compound: every such body in one sentence each; a jointless body welded to a moving one
+  whose centre of mass lies outside its own geoms is folded into that body instead, ``FoldedModel``).
 * ``approximate=True`` replaces what has a stated convex stand-in: spheres, ellipsoids, capsules
   and cylinders by the hulls of points on their surfaces (``round_points``, then they touch
   other bodies too) where a body has one geom, and a mesh hull above the vertex limit (a body's, or a
@@ -59,8 +61,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   ``collision.reduce_hull``. Mass properties stay MuJoCo's.
 * The pair table: MuJoCo's filter (``contype``/``conaffinity`` of the two geoms, ``<exclude>``,
   parent and child bodies by their welds, never for a body welded to the world; no two fixed
-  bodies); the ground is in the world when every free body's geom collides with the plane
-  (refused when only some do).
+  bodies); the ground is in the world when a moving body's geom collides with the floor plane, and the
+  moving bodies whose geoms the filter keeps off it do not touch it (``Scene.no_ground``).
 * Friction: the geoms' sliding μ (torsional and rolling friction, which jaxcontact does not model,
   are dropped). One μ for every geom: the law's μ, exact. Several: per-body μ
   (``worlds.materials``: √(μ_a μ_b)), where MuJoCo takes max(μ_a, μ_b) or an explicit
@@ -87,7 +89,7 @@ from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
 from ..types import Body, Ground, Model, Params, Planes, State
 from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra,
-                          check_arguments, com_outside)
+                          check_arguments, com_outside, validate_body)
 from . import joints as world_joints
 from .actuation import ActuatorParams
 from .joints import JointedParams, JointParams, Joints
@@ -205,9 +207,9 @@ def _geom_points(mujoco, model, g) -> np.ndarray:
 
 
 def _extreme(points) -> np.ndarray:
-    from scipy.spatial import ConvexHull
-
-    return np.asarray(points)[np.sort(ConvexHull(points).vertices)]
+    """The corners of the convex hull of ``points`` (``collision.hull_corners``: scipy's hull vertices
+    without those on a face or an edge of the others to ``topology``'s tolerance)."""
+    return collision.hull_corners(points)
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -238,7 +240,9 @@ class FoldedModel:
     relative poses, its mass and inertia are added to the host's (the combined centre of mass and
     inertia about it), its children hang from the host. A jointless body with a mass and an inertia
     under a host that has both stays a body of its own, welded to its parent by 6 rows
-    (``joints`` kind "welded"). Every other field is the model's own.
+    (``joints`` kind "welded"), unless its centre of mass lies outside its own colliding geoms (a
+    jaxcontact body's centre of mass is inside its shape; as one rigid body with its host it is
+    exact, since MuJoCo moves the two rigidly: ``_com_outside_geoms``). Every other field is the model's own.
 
     Reads as the model: ``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia`` are each
     host's combined ones (MuJoCo's where nothing is folded), ``geom_bodyid``/``geom_pos``/``geom_quat``
@@ -265,7 +269,8 @@ class FoldedModel:
             if b in jointed or _static(model, b) or p == 0:
                 continue
             h = host[p]
-            if _proper(model.body_mass[b], model.body_inertia[b]) and _proper(mass[h], inertia[h]):
+            if (_proper(model.body_mass[b], model.body_inertia[b]) and _proper(mass[h], inertia[h])
+                    and not _com_outside_geoms(M, model, b)):
                 continue  # a body of its own, welded by rows
             R = np.asarray(quat_to_mat(quat[p]))
             pos[b] = pos[p] + R @ model.body_pos[b]
@@ -331,6 +336,20 @@ class FoldedModel:
         if len(self.parts.get(b, (b,))) == 1:
             return np.asarray(d.xipos[b], float)
         return np.asarray(d.xpos[b], float) + np.asarray(d.xmat[b], float).reshape(3, 3) @ self.body_ipos[b]
+
+
+def _com_outside_geoms(mujoco, model, b: int) -> bool:
+    """Whether MuJoCo body ``b``'s centre of mass (``body_ipos``) lies outside the convex hull of its own
+    colliding geoms (their vertices, a round geom's surface points: ``_geom_points``) by more than
+    ``COM_TOL`` of their size; False for a body without such geoms, or a flat or degenerate set."""
+    gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g)
+          and model.geom_type[g] != mujoco.mjtGeom.mjGEOM_PLANE]
+    if not gs:
+        return False
+    pts = np.concatenate([_geom_points(mujoco, model, g) for g in gs]) - np.asarray(model.body_ipos[b], float)
+    if len(pts) < 4:
+        return False
+    return bool(com_outside(pts) > COM_TOL * np.max(np.linalg.norm(pts, axis=1)))
 
 
 def body_groups(model) -> tuple:
@@ -517,16 +536,48 @@ def compound_body(mujoco, model, b: int, gs, fixed: bool, approximate: bool = Fa
                            com=np.asarray(model.body_ipos[b], float))
 
 
+def _outside_sentence(name: str, out: float, what: str) -> str:
+    return (f"the centre of mass of {name} (MuJoCo's body_ipos, from its <inertial> or its geoms) lies {out:.3g} m "
+            f"outside {what} (a jaxcontact body's centre of mass is inside its shape); move the <inertial> pos inside")
+
+
+def _com_problem(body: Body, name: str) -> list:
+    """``[sentence]`` when the centre of mass of ``body`` (a round body or a compound ``from_mujoco`` built,
+    its frame at MuJoCo's ``body_ipos``) lies outside its shape (its parts' hulls swept by their radii,
+    ``validation.validate_body``'s rule, which a rollout would refuse it by), else ``[]``."""
+    try:
+        validate_body(body)
+    except ValueError as err:
+        text = str(err)
+        if "centre of mass" not in text:
+            raise
+        lies = text.split(" lies ", 1)[1].split(" m ", 1)[0]
+        return [_outside_sentence(name, float(lies), "its colliding geoms (their hulls swept by their radii)")]
+    return []
+
+
+APPROXIMATE_HULL_VERTICES = 128
+"""``approximate=True``'s hulls: a mesh hull above this many corners is reduced to its extreme ones
+(``collision.reduce_hull``), for speed: a world pads every body to its largest hull, and Metaworld's
+Sawyer (its gripper's exact hull of 874 corners) steps in 562 ms of CPU exact against 230 ms reduced
+(``python -m benchmarks.hull_sizes``, ``benchmarks/results/hull_sizes.md``, with each reduction's largest
+surface deviation: 1.6 mm on that gripper, 2.7 % of its size). Strict loads keep the exact hull up to
+``collision.MAX_HULL_VERTICES``."""
+
+
 def _within_vertex_limit(verts, name: str, approximate: bool) -> np.ndarray:
-    """A hull's vertices within the engine's limit: refused by name above it, or (``approximate``)
-    reduced to their extreme ``collision.MAX_HULL_VERTICES``."""
+    """A hull's vertices within the engine's limit: the exact hull up to ``collision.MAX_HULL_VERTICES``
+    (refused by name above it); ``approximate``: reduced to its extreme ``APPROXIMATE_HULL_VERTICES``
+    above that."""
+    if approximate and len(verts) > APPROXIMATE_HULL_VERTICES:
+        return collision.reduce_hull(verts, APPROXIMATE_HULL_VERTICES)
     if len(verts) <= collision.MAX_HULL_VERTICES:
         return verts
     if not approximate:
         raise ValueError(f"unsupported in a jaxcontact world: {name}'s hull has {len(verts)} vertices, above the "
                          f"engine's limit of {collision.MAX_HULL_VERTICES} (approximate=True or --approximate: "
                          "collision.reduce_hull keeps its extreme vertices)")
-    return collision.reduce_hull(verts, collision.MAX_HULL_VERTICES)
+    return collision.reduce_hull(verts, APPROXIMATE_HULL_VERTICES)
 
 
 def _plane_normal(model, g) -> np.ndarray:
@@ -638,7 +689,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     scene_kw: ``make_scene`` settings (``max_pairs``, ``margin``, ...). Anything the world cannot
     hold raises one ``ValueError`` naming every such element and why, before any other work; so
     does a start (the keyframe, ``data``) with a NaN or infinite entry (its joint and body named),
-    and a body whose centre of mass lies outside its hull. Explicit ``<contact><pair>``s are pairs
+    and a body whose centre of mass lies outside its shape. Explicit ``<contact><pair>``s are pairs
     of the world; the bodies keep the file's names (``Scene.names``)."""
     check_arguments("worlds.from_mujoco", model=(model, MJ_MODEL), keyframe=(keyframe, KEYFRAME), data=(data, MJ_DATA),
                     approximate=(approximate, BOOL), dtype=(dtype, DTYPE))
@@ -681,7 +732,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     nk = len(model.kept)  # MuJoCo's bodies that are world bodies (the others folded into them)
     fixed = [model.index(b) for b in sorted(fixed_mj)] + [nk + k for k in range(len(world_geoms))]
     n = nk + len(world_geoms)
-    bodies, mus, condims, geoms, contactless = [], [], [], [], []
+    bodies, mus, condims, geoms, contactless, outside = [], [], [], [], [], []
     for b in model.kept:
         gs = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b and _colliding(model, g) and g not in tilted]
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
@@ -697,12 +748,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             # geoms the compound's parts (approximate: a mesh part above the vertex limit reduced); so is one
             # cylinder or ellipsoid off the centre of mass or turned in its body
             bodies.append(compound_body(mujoco, model, b, gs, b in fixed_mj, approximate))
+            outside += _com_problem(bodies[-1], name)
             mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
             condims.append({int(model.geom_condim[g]) for g in gs})
             geoms.append(gs)
             continue
         if len(gs) == 1 and not approximate and M.mjtGeom(model.geom_type[gs[0]]).name[len("mjGEOM_"):].lower() in ROUND:
             bodies.append(_round_body(M, model, gs[0], b))  # natively: a sphere, capsule, cylinder or ellipsoid
+            outside += _com_problem(bodies[-1], name)
             mus.append(float(model.geom_friction[gs[0], 0]))
             condims.append({int(model.geom_condim[gs[0]])})
             geoms.append(gs)
@@ -714,10 +767,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             verts = _within_vertex_limit(_extreme(pts), name, approximate)
         out = com_outside(verts)
         if out > COM_TOL * np.max(np.linalg.norm(verts, axis=1)):
-            raise ValueError(f"unsupported in a jaxcontact world: the centre of mass of {name} (MuJoCo's "
-                             f"body_ipos, from its <inertial> or its geoms) lies {out:.3g} m outside the convex hull "
-                             "of its colliding geoms (a jaxcontact body's centre of mass is inside its hull); move "
-                             "the <inertial> pos inside")
+            outside.append(_outside_sentence(name, out, "the convex hull of its colliding geoms"))
+            verts = verts - verts.mean(0)  # a stand-in while the other bodies are checked (refused below)
         R = np.asarray(quat_to_mat(np.asarray(model.body_iquat[b], float)))
         inertia = R @ np.diag(model.body_inertia[b]) @ R.T
         mass = float(model.body_mass[b])
@@ -728,6 +779,9 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         mus.append(max(float(model.geom_friction[g, 0]) for g in gs))
         condims.append({int(model.geom_condim[g]) for g in gs})
         geoms.append(gs)
+
+    if outside:  # every moving body whose centre of mass lies outside its geoms, in one refusal
+        raise ValueError("unsupported in a jaxcontact world: " + "; ".join(outside))
 
     # geoms on the world body (but the floor plane): each a fixed body, its frame the geom's
     for g in world_geoms:
@@ -804,17 +858,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     pairs = sorted(set(pairs) | {k for k in explicit if k[0] >= 0})
     names = tuple(M.mj_id2name(model.raw, M.mjtObj.mjOBJ_BODY, b) or None for b in model.kept)
     names += tuple(M.mj_id2name(model.raw, M.mjtObj.mjOBJ_GEOM, g) or None for g in world_geoms)
-    ground = False
-    if plane is not None:
+    ground, no_ground = False, []
+    if plane is not None:  # MuJoCo's filter between each moving body's geoms and the floor
+        free = [b for b in range(n) if b not in fixed and b not in contactless]
         touch = [(-1, b) in explicit or any(_compatible(model, plane, g) and (0, mj_body(b)) not in excluded
-                                             for g in geoms[b]) for b in range(n) if b not in fixed and b not in contactless]
-        if all(touch):
+                                             for g in geoms[b]) for b in free]
+        if any(touch):  # the bodies it filters out are kept off the ground (Scene.no_ground)
             ground = True
-        elif any(touch):
-            free = [b for b in range(n) if b not in fixed and b not in contactless]
-            odd = ", ".join(_name(M, model, M.mjtObj.mjOBJ_BODY, mj_body(free[i])) for i, t in enumerate(touch) if not t)
-            raise ValueError(f"unsupported in a jaxcontact world: bodies {odd} do not collide with the ground plane "
-                             "while others do (a world's ground touches every body)")
+            no_ground = [b for b, t in zip(free, touch) if not t]
     if ground_mu is None:
         ground_mu = max(mus)
     plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
@@ -898,6 +949,11 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if any(limited):  # MuJoCo's compiled range (radians for a hinge, metres for a slide; a ball's cone)
             extra["range"] = jnp.asarray(np.concatenate([np.asarray(model.jnt_range, float)[hinges],
                                                          np.zeros((len(more["kinds"]), 2))]), dtype)
+            ref = np.asarray(model.jnt_solref, float)[hinges]
+            if np.all(ref[:, 0] > 0) and np.all(ref[:, 1] > 0):  # MuJoCo's soft-limit pace (its direct
+                # stiffness/damping form, solref < 0, keeps the hard rows alone)
+                soft = np.concatenate([ref, np.tile([0.02, 1.0], (len(more["kinds"]), 1))])  # the others': unused
+                extra["limit_soft"] = jnp.asarray(soft, dtype)
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
                                    **extra)
 
@@ -910,10 +966,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         rules = ([max((int(model.geom_condim[g]) for g in gs), default=3) for gs in geoms],
                  [max((int(model.geom_priority[g]) for g in gs), default=0) for gs in geoms],
                  (int(model.geom_condim[plane]), int(model.geom_priority[plane])) if plane is not None else (3, 0))
-        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless, rules)
+        _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless + no_ground, rules)
     scene_kw.setdefault("names", names)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
-                                contactless=contactless, **scene_kw)
+                                contactless=contactless, no_ground=no_ground, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
     stacked = stacked.replace(mass=cast(stacked.mass), inertia=cast(stacked.inertia), vertices=cast(stacked.vertices),
                               vertex_mask=cast(stacked.vertex_mask),
@@ -1050,6 +1106,8 @@ def _passive_xml(scene, jp, state):
         a = f' ref="{_f(unit(q[j]))}"' if jp.reference is not None and scalar else ""
         if j in scene.joints.limited_joints:
             a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
+            if jp.limit_soft is not None:  # MuJoCo's pace for a joint past its limit (JointParams.limit_soft)
+                a += f' solreflimit="{_f(np.asarray(jp.limit_soft, float)[j])}"'
         if not scalar:  # a ball's damping and armature; a weld or an equality has none
             xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature")
                                if getattr(jp, n) is not None and scene.joints.kind(j) == "ball"))
@@ -1371,7 +1429,7 @@ def _welds_and_equalities(M, model, d, welded, equalities) -> dict:
     anchor in world coordinates). Lists: kinds, parent, child, xp, xc (anchors), axis (unused:
     +z), reference (the child's orientation in the parent's frame)."""
     out = {k: [] for k in ("kinds", "parent", "child", "xp", "xc", "axis", "reference")}
-    held = lambda b: b == 0 or model.body_weldid[b] == 0
+    held = lambda b: b == 0 or _static(model, b)  # the world, a body welded to it, a mocap body (fixed scenery)
     R = lambda b: np.asarray(d.xmat[b], float).reshape(3, 3)
     quat = lambda b: np.asarray(d.xquat[b], float)
 
@@ -1686,6 +1744,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         raise ValueError(f"to_mjcf: per-body friction (body.friction) with {scene.body_name(i)} a compound: MuJoCo's "
                          "<pair>s name one geom each, a compound has several; give one μ (the law's)")
     extra_geom = "".join(f' {k}="{v}"' for k, v in (geom or {}).items())
+    if scene.no_ground and {"contype", "conaffinity"} & set(geom or {}):
+        raise ValueError(f"to_mjcf: geom= sets contype/conaffinity, which keep {scene.body_name(scene.no_ground[0])} off the "
+                         "ground (Scene.no_ground); leave them out")
     extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
 
     # the joint tree
@@ -1735,6 +1796,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         else:
             assets.append(f'    <mesh name="hull{i}" vertex="{_f(v)}"/>\n')
             g = f'<geom name="geom{i}" type="mesh" mesh="hull{i}" {fr}{extra_geom}/>'
+        if scene.no_ground and i not in scene.no_ground:  # the floor's bit 2 (below) in its affinity: touches it
+            g = g.replace("<geom ", '<geom conaffinity="3" ')
         I = np.asarray(body.inertia[i], float)
         inertial = (f'<inertial pos="0 0 0" mass="{_f(body.mass[i])}" '
                     f'fullinertia="{_f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
@@ -1774,6 +1837,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         n = n / np.linalg.norm(n)
         plane = (f'    <geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
                  f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"{extra_geom}/>\n')
+        if scene.no_ground:  # contype = conaffinity = 2: the floor touches the geoms of affinity 3, not the others' 1
+            plane = plane.replace('type="plane"', 'type="plane" contype="2" conaffinity="2"')
     plane += _planes_xml(scene, params, friction, mu_law[0], extra_geom)
     jointed = set() if scene.joints is None else scene.joints.body_pairs()
     keep = set(scene.pairs) | jointed

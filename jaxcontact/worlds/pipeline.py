@@ -161,12 +161,12 @@ def _contactsper_body(model, scene: Scene, params: Params, state, v1, Minv, warm
         return v + M @ p_imp, p_imp, info, w, stages.solver_failed(model, info)
 
     out = per_body(one, params, state, v1, Minv, warm)
-    if not scene.fixed and not scene.contactless:
+    if not scene.fixed and not scene.contactless and not scene.no_ground:
         return out
     v, p_imp, info, w, failed = out  # a fixed body takes no impulse (its state is kept: ``step_stages``)
     held = jnp.asarray(scene.fixed_bodies)[:, None]
-    if scene.contactless:  # a body that collides with nothing moves freely (v¹)
-        none = jnp.asarray(scene.contactless_bodies)[:, None]
+    if scene.contactless or scene.no_ground:  # a body that collides with nothing (here: the ground) moves freely (v¹)
+        none = jnp.asarray(scene.contactless_bodies | scene.no_ground_bodies)[:, None]
         v, p_imp = jnp.where(none, v1, v), jnp.where(none, 0.0, p_imp)
     return jnp.where(held, 0.0, v), jnp.where(held, 0.0, p_imp), info, w, failed
 
@@ -196,6 +196,14 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         prob = prob.replace(target=jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype)))
     v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
     vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
+    jp = getattr(params, "joints", None)
+    if con.num_limits and jp is not None and getattr(jp, "limit_soft", None) is not None and scene.joints.limited:
+        # a joint past its limit returns at MuJoCo's soft-limit pace (at most −φ/h), not the contact's cap
+        at = slice(con.pair_end, con.pair_end + scene.joints.num_limit_rows)
+        phi = con.phi[at]
+        soft = world_joints.soft_limit_speed(scene.joints, jp, phi, vn_pre[at], model.dt)
+        back = jnp.where(phi < 0, jnp.maximum(prob.target[at], jnp.minimum(soft, -phi / model.dt)), prob.target[at])
+        prob = prob.replace(target=prob.target.at[at].set(back))
     mu = contact_friction(params, con, v1.dtype)
     def soften(impact):  # the rows' softness outside the islands of this step's impacts
         held = scene.fixed_bodies if scene.fixed else None
@@ -280,8 +288,9 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
         state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
         if scene.fixed:
             state, projected_b = _keep(scene.fixed_bodies, given, state), projected_b & ~scene.fixed_bodies
-        if scene.contactless:  # a body that collides with nothing is never moved out of the ground
-            state, projected_b = _keep(scene.contactless_bodies, given, state), projected_b & ~scene.contactless_bodies
+        if scene.contactless or scene.no_ground:  # a body that does not touch the ground is never moved out of it
+            off = scene.contactless_bodies | scene.no_ground_bodies
+            state, projected_b = _keep(off, given, state), projected_b & ~off
     else:
         projected_b = jnp.zeros((scene.num_bodies,), bool)
     v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)

@@ -87,6 +87,10 @@ class Scene:
     without a colliding geom: a link of inertia only, or of visual geoms): they move (gravity,
     joints, controls) but have no ground or plane contacts, are never depenetrated and are in no
     pair; their ``Body`` shape is nominal (``worlds.mjcf``: the equivalent-inertia box).
+    no_ground: the indices (sorted) of the bodies that do not touch the ground (MuJoCo's contype/
+    conaffinity filter between their geoms and the floor, per body: a gripper that passes through the
+    floor beside a box that rests on it): no ground contacts, never moved out of the ground; they
+    keep their pairs and the tilted planes (``Scene.planes``). Only with ``ground``.
     """
 
     topologies: tuple
@@ -107,6 +111,7 @@ class Scene:
     fast_hits: bool = False
     planes: int = 0
     contactless: tuple = ()
+    no_ground: tuple = ()
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -115,6 +120,10 @@ class Scene:
         check_plane_count(self.planes)
         object.__setattr__(self, "fixed", check_fixed(self.fixed, n))
         object.__setattr__(self, "contactless", check_fixed(self.contactless, n, "contactless"))
+        object.__setattr__(self, "no_ground", check_fixed(self.no_ground, n, "no_ground"))
+        if self.no_ground and not self.ground:
+            raise ValueError(f"Scene.no_ground: {self.body_name(self.no_ground[0])} is kept off a ground the world does "
+                             "not have (Scene.ground is False)")
         for a, b in self.pairs:
             if a in self.contactless or b in self.contactless:
                 raise ValueError(f"Scene.pairs: ({a}, {b}) holds {self.body_name(a if a in self.contactless else b)}, "
@@ -206,6 +215,13 @@ class Scene:
         return mask
 
     @property
+    def no_ground_bodies(self) -> np.ndarray:
+        """(N,) static mask of the bodies that do not touch the ground (``no_ground``)."""
+        mask = np.zeros(self.num_bodies, bool)
+        mask[list(self.no_ground)] = True
+        return mask
+
+    @property
     def jointed_bodies(self) -> np.ndarray:
         """(N,) static mask of the bodies that belong to a joint (none without ``joints``)."""
         return np.zeros(self.num_bodies, bool) if self.joints is None else self.joints.jointed(self.num_bodies)
@@ -248,7 +264,8 @@ def check_plane_count(planes) -> None:
                          f"in Params.planes), got {planes!r}")
 
 
-DESCRIBED = {"fixed": "fixed to the world", "contactless": "that collide with nothing"}
+DESCRIBED = {"fixed": "fixed to the world", "contactless": "that collide with nothing",
+             "no_ground": "that do not touch the ground"}
 
 
 def check_fixed(fixed, n: int, what: str = "fixed") -> tuple:
@@ -337,7 +354,8 @@ def compound_parts(body: Body, label: str) -> tuple:
 def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: bool = True,
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
-               names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0, contactless=()):
+               names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0, contactless=(),
+               no_ground=()):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
@@ -348,7 +366,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     the world (indices, or one bool per body; ``Scene.fixed``): pairs of two fixed bodies are left
     out of the table (also from an explicit ``pairs`` list). planes: how many tilted planes the world
     has (``Scene.planes``; their values in ``Params.planes``, ``worlds.planes.make_planes``). contactless:
-    the bodies that collide with nothing (``Scene.contactless``): their pairs are left out of the table."""
+    the bodies that collide with nothing (``Scene.contactless``): their pairs are left out of the table.
+    no_ground: the bodies that do not touch the ground (``Scene.no_ground``), indices or one bool per body."""
     if isinstance(bodies, Body) and bodies.vertex_radius is not None:
         raise ValueError("make_scene: these stacked bodies hold a compound (body.vertex_radius), whose parts "
                          "stacking drops; pass the bodies as a list (make_scene([table, box, ...]))")
@@ -400,7 +419,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
                  names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits,
-                 planes=planes, contactless=contactless), stacked
+                 planes=planes, contactless=contactless, no_ground=check_fixed(no_ground, n, "no_ground")), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
