@@ -80,7 +80,7 @@ def mujoco_model(robot: str):
     return m, d
 
 
-def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs):
+def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs, sharded: bool = True):
     import jax
     import jax.numpy as jnp
 
@@ -92,7 +92,8 @@ def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs):
     W = u.shape[0]
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), state)
     ctrl = jnp.asarray(u, jnp.float32)
-    fn = jax.jit(lambda p, s, c: worlds.sharded_batch_rollout(model, scene, p, s, steps, c, output="final"))
+    run = worlds.sharded_batch_rollout if sharded else worlds.batch_rollout
+    fn = jax.jit(lambda p, s, c: run(model, scene, p, s, steps, c, output="final"))
     t = time.perf_counter()
     compiled = fn.lower(params, states, ctrl).compile()
     compile_s = time.perf_counter() - t
@@ -103,7 +104,7 @@ def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs):
     return {"wall_s": wall, "compile_s": compile_s, "world_steps_per_s": W * steps / wall,
             "mean_final_height_m": float(np.asarray(final.pos[:, b, 2]).mean()),
             "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
-            "max_pairs": max_pairs or None, "devices": len(jax.devices())}
+            "max_pairs": max_pairs or None, "devices": len(jax.devices()) if sharded else 1}
 
 
 def run_mujoco(robot: str, u: np.ndarray, steps: int, threads: int = 2):
@@ -290,9 +291,11 @@ def stage_times(robot: str, u: np.ndarray, steps: int, max_pairs, repeats: int =
 
 
 def main(argv=None):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
-    os.environ["JAXCONTACT_THREADS"] = "1"
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--one-device", action="store_true",
+                    help="jaxcontact's worlds by worlds.batch_rollout on one CPU device (XLA's own threads) instead of "
+                         "sharded over two (at 64 worlds the sharded call never returned on 2026-11-29: every thread "
+                         "idle in a futex wait, the main one in block_until_ready)")
     ap.add_argument("--only", default=",".join(ROBOTS), help=f"robots, comma-separated: {', '.join(ROBOTS)}")
     ap.add_argument("--sizes", default="1,64,1024", help="world counts, comma-separated")
     ap.add_argument("--steps", default="1000,200,20", help="steps at each size, comma-separated (one: all sizes)")
@@ -304,6 +307,9 @@ def main(argv=None):
     ap.add_argument("--engines", default="jaxcontact,mujoco,mjx")
     ap.add_argument("--name", default="robot_speed")
     args = ap.parse_args(argv)
+    if not args.one_device:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+        os.environ["JAXCONTACT_THREADS"] = "1"
     robots = args.only.split(",")
     for r in robots:
         if r not in ROBOTS:
@@ -326,7 +332,7 @@ def main(argv=None):
             u = controls(m, robot, W, steps, args.seed)
             row = entry["sizes"][str(W)] = {"worlds": W, "steps": steps}
             for eng in engines:
-                fn = {"jaxcontact": lambda: run_jaxcontact(robot, u, steps, pairs),
+                fn = {"jaxcontact": lambda: run_jaxcontact(robot, u, steps, pairs, not args.one_device),
                       "mujoco": lambda: run_mujoco(robot, u, steps), "mjx": lambda: run_mjx(robot, u, steps)}[eng]
                 row[eng] = fn()
                 print(f"{robot} W={W} S={steps} {eng}: {row[eng]}", flush=True)
