@@ -315,7 +315,7 @@ def main(argv=None):
         if r not in ROBOTS:
             ap.error(f"--only: unknown robot {r!r} (one of {', '.join(ROBOTS)})")
     sizes = [int(s) for s in args.sizes.split(",")]
-    engines = args.engines.split(",")
+    engines = [e for e in args.engines.split(",") if e]  # --engines "": the stage times alone
     steps_at = [int(s) for s in args.steps.split(",")]
     if len(steps_at) == 1:
         steps_at = steps_at * len(sizes)
@@ -343,7 +343,7 @@ def main(argv=None):
             if pairs and args.profile_all_pairs:
                 entry["profile"]["all pairs"] = profile(robot, u, args.profile_steps, 0)
             print(f"{robot} profile: {entry['profile']}", flush=True)
-        if "jaxcontact" in engines and args.stage_steps:
+        if args.stage_steps:
             u = controls(m, robot, 1, args.stage_steps, args.seed)
             entry["stages"] = stage_times(robot, u, args.stage_steps, pairs)
             print(f"{robot} stages: {entry['stages']}", flush=True)
