@@ -80,7 +80,7 @@ def mujoco_model(robot: str):
     return m, d
 
 
-def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs):
+def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs, sharded: bool = True):
     import jax
     import jax.numpy as jnp
 
@@ -92,7 +92,8 @@ def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs):
     W = u.shape[0]
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), state)
     ctrl = jnp.asarray(u, jnp.float32)
-    fn = jax.jit(lambda p, s, c: worlds.sharded_batch_rollout(model, scene, p, s, steps, c, output="final"))
+    run = worlds.sharded_batch_rollout if sharded else worlds.batch_rollout
+    fn = jax.jit(lambda p, s, c: run(model, scene, p, s, steps, c, output="final"))
     t = time.perf_counter()
     compiled = fn.lower(params, states, ctrl).compile()
     compile_s = time.perf_counter() - t
@@ -103,7 +104,7 @@ def run_jaxcontact(robot: str, u: np.ndarray, steps: int, max_pairs):
     return {"wall_s": wall, "compile_s": compile_s, "world_steps_per_s": W * steps / wall,
             "mean_final_height_m": float(np.asarray(final.pos[:, b, 2]).mean()),
             "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
-            "max_pairs": max_pairs or None, "devices": len(jax.devices())}
+            "max_pairs": max_pairs or None, "devices": len(jax.devices()) if sharded else 1}
 
 
 def run_mujoco(robot: str, u: np.ndarray, steps: int, threads: int = 2):
@@ -212,26 +213,109 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
     return stats
 
 
+def stage_times(robot: str, u: np.ndarray, steps: int, max_pairs, repeats: int = 50):
+    """Where one world's step goes, stage by stage (float32, one world): each stage compiled on its own
+    and called ``repeats`` times at the state the rollout reached after ``steps`` steps (the robot
+    moving, its contacts on): the whole step (``pipeline.step_stages``, cold: no warm start), the
+    collision stage (``contacts.collide``), the joints' elimination (``joints.motion``: v_c and the
+    jointed W), the contact problem with A formed (``solvers.problem.body_problem``, ``dense``), the
+    solve (``solvers.solve_contact`` of that problem at the scene's softness, from zero); and the
+    looped sweeps visiting every row against only the coupled ones (``lcp.VISIT_COUPLED_ROWS``),
+    the same rollout timed both ways. Milliseconds per call, CPU seconds of this process."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import geometry, solvers, worlds
+    from jaxcontact.solvers import lcp
+    from jaxcontact.solvers import problem as sp
+    from jaxcontact.worlds import contacts, joints, materials, pipeline
+
+    file, key, *_ = ROBOTS[robot]
+    kw = {"max_pairs": max_pairs} if max_pairs else {}
+    scene, params, state, model = worlds.from_mjcf(str(SCENES / file), keyframe=key, dtype=jnp.float32, **kw)
+    c = jnp.asarray(u[0, :steps], jnp.float32)
+    s = worlds.rollout(model, scene, params, state, steps, c, output="final")[0]
+    u0 = c[-1]
+    law = model.law
+
+    def pieces(s):
+        v1 = jnp.zeros((scene.num_bodies, 6), s.pos.dtype)
+        minv = jax.vmap(geometry.mass_matrix_inverse)(params.body, s)
+        return v1, minv
+
+    def motion(s):
+        v1, minv = pieces(s)
+        m = joints.motion(model, scene, params, s, v1, minv)
+        return m.velocity, m.mobility
+
+    def problem(s):
+        v, w = motion(s)
+        con = contacts.collide(model, scene, params, s)
+        return sp.dense(sp.body_problem(con.rows, con.bodies, con.phi, con.valid, w, v, model.dt)), con
+
+    def solve(s):
+        prob, con = problem(s)
+        mu = materials.contact_friction(params, con, prob.A.dtype)
+        soft = jnp.full(con.phi.shape, scene.softness, prob.A.dtype)
+        return solvers.solve_contact(prob, mu[:, :prob.num_tangents], law.solver, soft=soft).z
+
+    fns = {"whole step": lambda s: pipeline.step_stages(model, scene, params, s, u0, None)[0].pos,
+           "collide": lambda s: contacts.collide(model, scene, params, s).phi,
+           "joints.motion": lambda s: motion(s)[1],
+           "collide + motion + problem, A formed": lambda s: problem(s)[0].A,
+           "... + solve (from zero)": solve}
+    out = {}
+    for name, fn in fns.items():
+        f = jax.jit(fn)
+        jax.block_until_ready(f(s))
+        t = time.process_time()
+        for _ in range(repeats):
+            jax.block_until_ready(f(s))
+        out[name] = 1e3 * (time.process_time() - t) / repeats
+    prob, con = jax.jit(problem)(s)
+    out["contact rows"] = int(prob.A.shape[0])
+    out["contacts within reach (valid)"] = int(np.sum(np.asarray(con.valid)))
+    saved = lcp.VISIT_COUPLED_ROWS
+    try:
+        for flag, label in ((False, "rollout, every row swept"), (True, "rollout, coupled rows swept")):
+            lcp.VISIT_COUPLED_ROWS = flag
+            f = jax.jit(lambda p, st, cc: worlds.rollout(model, scene, p, st, steps, cc, output="final")[0].pos)
+            f = f.lower(params, state, c).compile()
+            jax.block_until_ready(f(params, state, c))
+            t = time.process_time()
+            jax.block_until_ready(f(params, state, c))
+            out[label + " (ms/step)"] = 1e3 * (time.process_time() - t) / steps
+    finally:
+        lcp.VISIT_COUPLED_ROWS = saved
+    return out
+
+
 def main(argv=None):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
-    os.environ["JAXCONTACT_THREADS"] = "1"
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--one-device", action="store_true",
+                    help="jaxcontact's worlds by worlds.batch_rollout on one CPU device (XLA's own threads) instead of "
+                         "sharded over two (at 64 worlds the sharded call never returned on 2026-11-29: every thread "
+                         "idle in a futex wait, the main one in block_until_ready)")
     ap.add_argument("--only", default=",".join(ROBOTS), help=f"robots, comma-separated: {', '.join(ROBOTS)}")
     ap.add_argument("--sizes", default="1,64,1024", help="world counts, comma-separated")
     ap.add_argument("--steps", default="1000,200,20", help="steps at each size, comma-separated (one: all sizes)")
     ap.add_argument("--profile-steps", type=int, default=200)
+    ap.add_argument("--stage-steps", type=int, default=0, help="stage times at the state after this many steps (0: none)")
     ap.add_argument("--profile-all-pairs", action="store_true", help="profile with every pair kept too")
     ap.add_argument("--max-pairs", type=int, default=None, help="override both robots' max_pairs (0: all pairs)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engines", default="jaxcontact,mujoco,mjx")
     ap.add_argument("--name", default="robot_speed")
     args = ap.parse_args(argv)
+    if not args.one_device:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+        os.environ["JAXCONTACT_THREADS"] = "1"
     robots = args.only.split(",")
     for r in robots:
         if r not in ROBOTS:
             ap.error(f"--only: unknown robot {r!r} (one of {', '.join(ROBOTS)})")
     sizes = [int(s) for s in args.sizes.split(",")]
-    engines = args.engines.split(",")
+    engines = [e for e in args.engines.split(",") if e]  # --engines "": the stage times alone
     steps_at = [int(s) for s in args.steps.split(",")]
     if len(steps_at) == 1:
         steps_at = steps_at * len(sizes)
@@ -248,7 +332,7 @@ def main(argv=None):
             u = controls(m, robot, W, steps, args.seed)
             row = entry["sizes"][str(W)] = {"worlds": W, "steps": steps}
             for eng in engines:
-                fn = {"jaxcontact": lambda: run_jaxcontact(robot, u, steps, pairs),
+                fn = {"jaxcontact": lambda: run_jaxcontact(robot, u, steps, pairs, not args.one_device),
                       "mujoco": lambda: run_mujoco(robot, u, steps), "mjx": lambda: run_mjx(robot, u, steps)}[eng]
                 row[eng] = fn()
                 print(f"{robot} W={W} S={steps} {eng}: {row[eng]}", flush=True)
@@ -259,6 +343,10 @@ def main(argv=None):
             if pairs and args.profile_all_pairs:
                 entry["profile"]["all pairs"] = profile(robot, u, args.profile_steps, 0)
             print(f"{robot} profile: {entry['profile']}", flush=True)
+        if args.stage_steps:
+            u = controls(m, robot, 1, args.stage_steps, args.seed)
+            entry["stages"] = stage_times(robot, u, args.stage_steps, pairs)
+            print(f"{robot} stages: {entry['stages']}", flush=True)
         write_json(RESULTS_DIR / f"{args.name}.json", res)
     rows = []
     for robot, entry in res["robots"].items():
@@ -291,6 +379,10 @@ def main(argv=None):
           md_table(["robot", "pairs", "max_pairs", "contact rows", "joint rows", "mean sweeps", "max sweeps",
                     "steps at the cap", "steps flagged SOLVER", "ms/step", "ms/step at one sweep", "sweeps' share"],
                    prof)]
+    stage_rows = [[robot, k, fmt(v)] for robot, entry in res["robots"].items() for k, v in entry.get("stages", {}).items()]
+    if stage_rows:
+        md += ["", f"## Stage times (one world, float32, at the state after {args.stage_steps} steps; CPU ms a call)", "",
+               md_table(["robot", "stage", "value"], stage_rows)]
     (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
     print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
 

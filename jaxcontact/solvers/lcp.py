@@ -96,6 +96,17 @@ class LCPSettings:
     form (worlds: ``solve_body_lcp`` never forms A and refuses an explicit count). An explicit count
     polishes every solve. With it the 800-step throw's
     derivatives match central differences (docs/worlds.md, "Friction cone").
+    stall_active_set: rounds of ``active_set_polish`` in the forward of a dense solve *where its
+    sweeps stopped at the cap* (``max_iter``; 0: none, the default here; a world's default law
+    ``worlds.DEFAULT_LAW`` runs 3), value and derivative both at the polished point, in a plain
+    rollout as under ``jax.grad`` (the world's law sets ``forward_active_set=0`` beside it, so no
+    other solve is polished under differentiation alone). Where PGS stalls on a stiff island of redundant face rows (an
+    arm striking a box, issue 63: the split along the rows' shared directions converges at the
+    regularisation's rate, 1e-6 a sweep) the derivative's own polish (``forward_active_set`` None)
+    moved only the differentiated run, so reverse mode and central differences followed two
+    trajectories. Solves that stop by the tolerance are untouched, so is every fixed trip count
+    (``fixed_iterations``); under ``vmap`` the polish runs only when some problem of the batch
+    stalled (``stalled_polish``). The velocity form (``solve_body_lcp``) ignores it.
     """
 
     tol: float = 1e-6
@@ -111,6 +122,7 @@ class LCPSettings:
     gradient_restart: bool = False
     forward_newton: int = 0
     forward_active_set: int | None = None
+    stall_active_set: int = 0
 
     def __post_init__(self):
         if self.cone not in CONES:
@@ -131,6 +143,8 @@ class LCPSettings:
             raise ValueError(f"LCPSettings.gradient_max_iter must be >= 1, got {self.gradient_max_iter}")
         if self.forward_newton < 0:
             raise ValueError(f"LCPSettings.forward_newton must be >= 0, got {self.forward_newton}")
+        if not (isinstance(self.stall_active_set, int) and self.stall_active_set >= 0):
+            raise ValueError(f"LCPSettings.stall_active_set must be an int >= 0, got {self.stall_active_set!r}")
         if self.forward_active_set is not None and not (isinstance(self.forward_active_set, int)
                                                          and self.forward_active_set >= 0):
             raise ValueError(f"LCPSettings.forward_active_set must be None or an int >= 0, got "
@@ -388,6 +402,30 @@ def active_set_polish(rows: RowStructure, cone: str, T, rounds: int):
     return polish
 
 
+def stalled_polish(active, cap: int):
+    """``polish(z, A, b, coupling, sweeps)``: ``active`` (an ``active_set_polish``) applied where the
+    sweeps reached ``cap``, z as it is elsewhere (``LCPSettings.stall_active_set``). A ``lax.cond``,
+    so a solve that stopped by the tolerance pays nothing; batched, a loop over the stalled problems
+    alone, one at a time (a ``vmap`` of a plain ``cond`` would polish every problem, always)."""
+    def keep(z, A, b, coupling):
+        return z
+
+    def single(z, A, b, coupling, sweeps):
+        return jax.lax.cond(sweeps >= cap, active, keep, z, A, b, coupling)
+
+    def batched(z, A, b, coupling, sweeps):
+        hit = sweeps >= cap
+        order = jnp.argsort(~hit, stable=True)  # the stalled problems first
+
+        def one(k, z):
+            i = order[k]
+            return z.at[i].set(active(z[i], A[i], b[i], coupling[i]))
+
+        return jax.lax.fori_loop(0, jnp.sum(hit), one, z)
+
+    return with_batching_rule(single, batched)
+
+
 def _unrolled_row(rows: RowStructure, i: int, zs, A, b, coupling):
     """Row ``i`` of an unrolled sweep updated on its own (``zs``: the impulses as scalars, current):
     its Gauss–Seidel step clipped to its own bounds (a friction row's interval, a normal's z >= 0)."""
@@ -403,17 +441,19 @@ def _unrolled_row(rows: RowStructure, i: int, zs, A, b, coupling):
     return zi
 
 
-def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str = "box"):
+def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str = "box", visit=None):
     """One projected Gauss–Seidel sweep; returns (z, max scaled change).
 
     z, b, coupling: (m, *batch); A: (m, m, *batch) — the batch, if any, is the *trailing* axis
     (``_pgs_batched``), so every row update is one contiguous vector operation. ``cone``
-    "elliptic": a contact's two tangent rows are one block (``disc_step``, ``project_disc``)."""
+    "elliptic": a contact's two tangent rows are one block (``disc_step``, ``project_disc``).
+    visit: None (every row), or ``(order, count)`` of the looped sweeps (``visited_rows``): rows
+    ``order[:count]`` in that order, the others left as they are."""
     m = z.shape[0]
     if cone == "elliptic":
         first, second = rows.pairs()
         if len(first):
-            return _pgs_sweep_disc(rows, z, A, b, coupling, unrolled, first, second)
+            return _pgs_sweep_disc(rows, z, A, b, coupling, unrolled, first, second, visit)
     if unrolled:  # the method's sweep (``problem.choose``: up to ``SMALL_ROWS`` rows)
         # Unrolled on scalars: with a trailing batch axis every row update is an elementwise
         # vector operation, so XLA fuses the sweep into few kernels with no dynamic-update-slices.
@@ -430,17 +470,18 @@ def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str 
     hi0 = jnp.asarray(rows.hi0, z.dtype)
     parent = jnp.asarray(rows.parent)
 
-    def row(i, carry):
+    def row(k, carry):
         z, change = carry
+        i = k if visit is None else visit[0][k]
         zi = z[i] - (jnp.dot(A[i], z) + b[i]) / d[i]
         zp = z[parent[i]]
         zi = jnp.clip(zi, lo0[i] - coupling[i] * zp, hi0[i] + coupling[i] * zp)
         return z.at[i].set(zi), jnp.maximum(change, jnp.abs(d[i] * (zi - z[i])))
 
-    return jax.lax.fori_loop(0, m, row, (z, jnp.zeros((), z.dtype)))
+    return jax.lax.fori_loop(0, m if visit is None else visit[1], row, (z, jnp.zeros((), z.dtype)))
 
 
-def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first, second):
+def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first, second, visit=None):
     """``_pgs_sweep`` with the elliptic cone: rows in order, each contact's tangent pair (``first``,
     ``second``) updated at its first row as one block, from the constraint velocities after its
     normal's update."""
@@ -480,8 +521,9 @@ def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first
     parent = jnp.asarray(rows.parent)
     partner_j, first_j, second_j = jnp.asarray(partner), jnp.asarray(is_first), jnp.asarray(is_second)
 
-    def row(i, carry):
+    def row(k, carry):
         z, change = carry
+        i = k if visit is None else visit[0][k]
         j = partner_j[i]
         wi, wj = jnp.dot(A[i], z) + b[i], jnp.dot(A[j], z) + b[j]
         zp = z[parent[i]]
@@ -493,7 +535,25 @@ def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first
         change = jnp.maximum(change, jnp.maximum(jnp.abs(d[i] * (zi - z[i])), jnp.abs(d[j] * (zj - z[j]))))
         return z.at[j].set(zj).at[i].set(zi), change
 
-    return jax.lax.fori_loop(0, m, row, (z, jnp.zeros((), z.dtype)))
+    return jax.lax.fori_loop(0, m if visit is None else visit[1], row, (z, jnp.zeros((), z.dtype)))
+
+
+VISIT_COUPLED_ROWS = True
+"""Whether the looped dense sweeps (``problem.choose``: above ``SMALL_ROWS`` rows, a jointed world's
+solve) visit only the rows that can change (``visited_rows``); the same iterates either way (a
+benchmark's switch: ``python -m benchmarks.robot_speed --profile-steps ...`` times both)."""
+
+
+def visited_rows(A, b, z0):
+    """``(order, count)``: the rows a looped sweep visits, in their own order, then the rest. A row
+    is skipped only where a sweep cannot change it nor anything else: no off-diagonal entry in its
+    row or column of A, b = 0 and z0 = 0 there (a padded contact's rows, which ``entry.solve_contact``
+    decouples so: its update is clip(0 − (A_ii·0 + 0)/A_ii) = 0 with a change of 0). So the sweeps'
+    iterates, counts and changes are those of visiting every row, bit for bit."""
+    off = (A != 0) & ~jnp.eye(A.shape[0], dtype=bool)
+    skip = ~jnp.any(off, axis=1) & ~jnp.any(off, axis=0) & (b == 0) & (z0 == 0)
+    order = jnp.argsort(skip, stable=True)  # the visited rows first, in their order
+    return order.astype(jnp.int32), jnp.sum(~skip).astype(jnp.int32)
 
 
 def _tolerance(settings: LCPSettings, b):
@@ -509,10 +569,11 @@ def _pgs_single(rows: RowStructure, settings: LCPSettings, unrolled: bool, z, A,
     """Sweeps of one problem until no scaled change exceeds the tolerance (or the cap):
     (z, last change, sweeps)."""
     tol = _tolerance(settings, b)
+    visit = None if unrolled or not VISIT_COUPLED_ROWS else visited_rows(A, b, z)
 
     def body(carry):
         z, _, it = carry
-        z, change = _pgs_sweep(rows, z, A, b, coupling, unrolled, settings.cone)
+        z, change = _pgs_sweep(rows, z, A, b, coupling, unrolled, settings.cone, visit)
         return z, change, it + 1
 
     init = (z, jnp.asarray(jnp.inf, b.dtype), jnp.asarray(0, jnp.int32))
@@ -604,10 +665,16 @@ def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSet
         rounds = settings.forward_active_set
         refine, active = None, (active_set_polish(rows, settings.cone, T, rounds) if rounds else None)
 
+    stall = None
+    if settings.stall_active_set and not settings.fixed_iterations:
+        stall = stalled_polish(active_set_polish(rows, settings.cone, T, settings.stall_active_set), settings.max_iter)
+
     @implicit_fixed_point(T, has_aux=True, polish=polish, refine=refine)
     def _solve(z_init, A, b, coupling):
         A, b, coupling = (jax.lax.stop_gradient(x) for x in (A, b, coupling))
         z, _, it = pgs(jax.lax.stop_gradient(z_init), A, b, coupling)
+        if stall is not None:  # a stalled solve moved onto its fixed point in the forward (issue 63)
+            z = stall(z, A, b, coupling, it)
         if split is not None:  # the split the sweeps leave converged (issue 61): the value is the fixed point
             z = split(z, A, b, coupling)
         if active is not None:  # the sweeps' point moved onto the fixed point by its active set (issue 61)

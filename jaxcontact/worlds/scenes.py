@@ -24,7 +24,10 @@ from .scene import make_scene
 # start stops one or two sweeps in and the implicit derivative is taken on a lagging active set:
 # docs/gradients.md "Through worlds at the defaults"); float32 floors the tolerance at 64 eps of the
 # velocity scale (solvers/lcp.py), so there it acts as before.
-DEFAULT_LAW = CoulombLCP(solver=LCPSettings(warm_start=True, max_iter=1000, tol=1e-7))
+# stall_active_set, forward_active_set: a stalled solve polished in the forward, no solve polished under
+# differentiation alone, so reverse mode follows the plain rollout (issue 63; docs/worlds.md, "Robots")
+DEFAULT_LAW = CoulombLCP(solver=LCPSettings(warm_start=True, max_iter=1000, tol=1e-7, stall_active_set=3,
+                                            forward_active_set=0))
 
 SIZE = 0.1  # m, the boxes' edge
 MASS = 0.37  # kg
