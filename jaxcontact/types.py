@@ -49,9 +49,8 @@ class Flags(IntFlag):
     CAPACITY: (worlds) more body–body pairs were within reach of each other than the broad phase
     keeps (``Scene.max_pairs``); the farthest were left out of the step's contact problem.
     DEGENERATE: (worlds with pairs or joints) the step's contact solution sits at a degenerate
-    complementarity point (``solvers.degenerate``: a manifold whose loaded contacts all stick while
-    its net friction is at its bound, or, under the disc, one of them is at its own disc with the net
-    friction at least half the bound), where the
+    complementarity point (``solvers.degenerate``: a contact with normal impulse and gap velocity
+    both ~0 while others carry load, or a loaded friction row at its bound with slip ~0), where the
     step is not differentiable: a derivative through it is one side's and may jump (docs/gradients.md,
     "The DEGENERATE flag"). The forward step is as exact as any other.
     """

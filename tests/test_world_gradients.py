@@ -168,10 +168,6 @@ def _one_body_problem(v_free, C=2):
     ((1.0, 0.2), 0.0, "box", False),     # one corner at its bound, the manifold still sticks (redundant friction)
     ((1.0, -1.0), 0.0, "box", False),    # both at their bounds, cancelling: no net friction (a resting float32 pyramid)
     ((1.0, 1.0), 0.0, "elliptic", True),
-    ((1.0, 0.6), 0.0, "elliptic", True),     # one contact at its own disc, the net friction 0.8 of the bound: sticking
-    ((1.0, 0.6), -0.5, "elliptic", False),   # the same sliding
-    ((0.85, 0.85), 0.0, "elliptic", False),  # both inside their discs (0.85 < 0.9)
-    ((1.0, -0.6), 0.0, "elliptic", False),   # at its disc, but the split cancels inside the face (net 0.2)
 ])
 def test_degenerate_is_a_saturated_manifold_without_slip(zt, slip, cone, expected):
     """``solvers.degenerate`` on a body resting on two contacts with normal impulse 1 each and
@@ -220,24 +216,16 @@ def test_degenerate_flag_on_a_train_not_on_a_push():
     assert not np.any(np.asarray(info.flags) & D)
 
 
+@pytest.mark.xfail(strict=True, reason="issue 61, open: under Coulomb's disc (the default) the train with per-body "
+                   "friction (0.5, 0.4, 0.3) still has no converged derivative (d/dfriction1 -0.0490 against central "
+                   "-0.2816, python -m benchmarks.world_gradients --only train) but entry.degenerate does not flag it: "
+                   "the pair manifold reaches 0.96 of its disc, not the bound within 1 %, while the slip starts")
 def test_degenerate_flag_on_the_disc_train():
-    """Under Coulomb's disc (the default law) the 3-box train with per-body friction (0.5, 0.4, 0.3)
-    has no converged derivative (d/dfriction1 -0.0490 against central -0.2816 at eps 1e-4,
-    results/world_gradients_disc_check; its trajectories at friction ± 1e-5 part at step 7):
-    ``Flags.DEGENERATE`` marks step 6, where its first pair sticks with a contact at 0.96 of its own
-    disc and the net friction at 0.59 of the manifold's bound (``solvers.degenerate``'s disc rule:
-    the whole-manifold rule of the square never fires there). Not the push at 1.5 m/s, whose
-    gradients match under the disc too (results/world_gradients_disc_pushdropslide)."""
     from jaxcontact.types import Flags
 
-    D = int(Flags.DEGENERATE)
     model = worlds.model(dt=0.002)
     scene, params, s0 = scenes.cradle(3, gap=0.005, speed=1.5, restitution=0.0)
     params = params.replace(law=jc.CoulombLCP.init_params(mu=0.3))
     other = params.replace(body=params.body.replace(friction=jnp.array([0.5, 0.4, 0.3])))
     _, info = worlds.rollout(model, scene, other, s0, 20)
-    flagged = np.nonzero(np.asarray(info.flags) & D)[0]
-    assert 0 < len(flagged) <= 3 and 5 <= flagged.min() <= 7, flagged
-    scene, params, s0 = scenes.cradle(2, gap=0.005, speed=1.5, restitution=0.0)
-    _, info = worlds.rollout(model, scene, params.replace(law=jc.CoulombLCP.init_params(mu=0.3)), s0, 300)
-    assert not np.any(np.asarray(info.flags) & D)
+    assert np.any(np.asarray(info.flags) & int(Flags.DEGENERATE))

@@ -151,12 +151,6 @@ impulse, and a manifold's friction sits at its bound within this fraction of Σ 
 DEGENERATE_VELOCITY = 3e-5
 """``degenerate``: a slip is ~0 below this fraction of the problem's velocity scale (the largest
 |J v_free − target| of its valid rows)."""
-DEGENERATE_DISC_MARGIN = 0.1
-"""``degenerate`` under the disc: a sticking manifold's contact is at its own disc when its friction
-|z_t| is within this fraction of μ z_n."""
-DEGENERATE_DISC_NET = 0.5
-"""``degenerate`` under the disc: ... and the manifold's net friction |Σ z_t| is at least this
-fraction of Σ μ z_n (the friction works on the bodies: not a split that cancels inside the face)."""
 
 
 def degenerate(problem: BodyProblem, z, mu, target=None, cone: str = "box", impulse_tol: float | None = None,
@@ -168,12 +162,7 @@ def degenerate(problem: BodyProblem, z, mu, target=None, cone: str = "box", impu
     candidates, a pair slot's points) whose net friction along a tangent row over its loaded
     contacts is at its bound |Σ z_t| = Σ μ z_n while every loaded contact's slip is ~0 (the
     manifold saturated, neither sticking nor sliding; ``cone`` "elliptic": the norm of the net
-    tangent pair). Under the disc also a manifold that sticks (every loaded slip ~0) while one of its
-    loaded contacts is at its own disc, |z_t| ≥ (1 − ``DEGENERATE_DISC_MARGIN``) μ z_n, and its net
-    friction is at least ``DEGENERATE_DISC_NET`` of Σ μ z_n: each contact's friction is its own
-    disc's, so a manifold reaches its contacts' bounds one at a time, far below the bound of the
-    whole (the 3-box train's pair: a contact at 0.96 of its disc, the net at 0.59, the trajectories
-    at friction ± 1e-5 parting the next step; docs/gradients.md). "~0" and "at" are relative to the problem's scales: ``impulse_tol`` of the
+    tangent pair). "~0" and "at" are relative to the problem's scales: ``impulse_tol`` of the
     largest normal impulse (loaded) and of Σ μ z_n,
     ``velocity_tol`` of the largest |J v_free − target| (None: the module's ``DEGENERATE_IMPULSE``,
     ``DEGENERATE_VELOCITY``). Single rows at their bound with no slip inside a manifold that still
@@ -221,13 +210,7 @@ def degenerate(problem: BodyProblem, z, mu, target=None, cone: str = "box", impu
         cap = cap[:, :1]
     still = jnp.where(loaded[:, None], slip < velocity_tol * scale, True).astype(jnp.int32)
     every = jax.ops.segment_min(still, run, num_segments=C) == 1  # every loaded contact without slip
-    out = jnp.any((cap > 0) & (force >= (1 - impulse_tol) * cap) & every)
-    if cone != "box":  # a loaded contact at its own disc inside a sticking manifold whose friction works
-        own = jnp.linalg.norm(z[:, 1:], axis=1)
-        edge = loaded & (mu[:, 0] * zn > 0) & (own >= (1 - DEGENERATE_DISC_MARGIN) * mu[:, 0] * zn)
-        any_edge = jax.ops.segment_max(edge.astype(jnp.int32), run, num_segments=C) == 1
-        out = out | jnp.any(any_edge[:, None] & (cap > 0) & (force >= DEGENERATE_DISC_NET * cap) & every)
-    return out
+    return jnp.any((cap > 0) & (force >= (1 - impulse_tol) * cap) & every)
 
 
 def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
@@ -244,5 +227,4 @@ def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regul
                            iterations=sol.iterations)
 
 
-__all__ = ["DEGENERATE_DISC_MARGIN", "DEGENERATE_DISC_NET", "DEGENERATE_IMPULSE", "DEGENERATE_VELOCITY", "body_impulse",
-           "degenerate", "solve_contact"]
+__all__ = ["DEGENERATE_IMPULSE", "DEGENERATE_VELOCITY", "body_impulse", "degenerate", "solve_contact"]
