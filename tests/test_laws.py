@@ -103,3 +103,18 @@ def test_law_in_rollout_under_jit_vmap_grad(name):
     assert leaves and all(np.all(np.isfinite(np.asarray(g))) for g in leaves), name
     if name in TOUCHING:  # contact makes the final state depend on the law's geometry or friction
         assert any(np.any(np.asarray(g) != 0) for g in jax.tree_util.tree_leaves(grads.law) + [grads.body.mass])
+
+
+def test_each_law_names_its_friction_set():
+    """``friction_cone`` (an optional member, ``laws.base``): a Coulomb law's solver's ``cone``, the
+    smoothed law's own ``cone``, None for a law without Coulomb friction; what sysid's smoothed stages
+    read to smooth the same set."""
+    from jaxcontact.solvers import LCPSettings
+
+    assert CoulombLCP().friction_cone == "elliptic"
+    assert CoulombLCP(solver=LCPSettings(cone="box")).friction_cone == "box"
+    assert RelaxedCoulomb(cone="box").friction_cone == "box" and RelaxedCoulomb().friction_cone == "elliptic"
+    assert NoContact().friction_cone is None
+    for name, make in LAWS.items():
+        cone = make()[0].friction_cone
+        assert cone in (None, "elliptic", "box"), (name, cone)

@@ -25,6 +25,9 @@ Optional members, with the defaults of ``LawDefaults`` (every law in jaxcontact 
   params, state, v_free, warm) -> (impulse, info, warm⁺)`` (a cold ``__call__``): a law whose
   solver starts from the previous step's solution; rollouts carry ``warm`` (never differentiated).
 * ``coupling_refusal`` (a sentence; None for a law with ``solve_coupled``).
+* ``friction_cone`` (the ``solver``'s ``cone``, else None): the law's friction set, ``"elliptic"``
+  (Coulomb's disc) or ``"box"``; None for a law without Coulomb friction (what ``sysid``'s smoothed
+  stages read to smooth the same set).
 * ``with_friction(law_params, mu)`` (refused by default): the law's parameters of one body whose
   material has friction ``mu`` (a world's per-body ``params.body.friction``, on the per-body route).
 """
@@ -74,6 +77,11 @@ class LawDefaults:
     coupling_refusal: ClassVar[str | None] = (
         "describes a body against the ground only (its contact model, learned or not, has no body–body contact "
         "and no coupled solve)")
+
+    @property
+    def friction_cone(self) -> str | None:
+        """The law's friction set: its ``solver``'s ``cone`` (``LCPSettings.cone``), None without one."""
+        return getattr(self.solver, "cone", None)
 
     def init_warm(self, model, params: Params, state: AnyState):
         """No warm start: None."""

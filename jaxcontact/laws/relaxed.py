@@ -43,6 +43,11 @@ class RelaxedCoulomb(LawDefaults):
     regularization: float = 1e-6
     cone: str = "elliptic"
 
+    @property
+    def friction_cone(self) -> str:
+        """The smoothed friction set (``cone``)."""
+        return self.cone
+
     def __post_init__(self):
         if self.cone not in CONES:
             raise ValueError(f"RelaxedCoulomb.cone must be one of {CONES}, got {self.cone!r}")

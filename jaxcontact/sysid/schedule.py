@@ -421,7 +421,7 @@ def staged_fit(data, params0, law, schedule=DEFAULT_SCHEDULE, *, substeps: int |
             if kind == "nelder-mead":  # derivative-free: no per-window variables
                 st = dataclasses.replace(st, starts=(), continuity=0.0)
             # a continuation stage smooths the given law's friction set (the disc or the square)
-            cone = law.solver.cone if hasattr(law, "solver") else getattr(law, "cone", "elliptic")
+            cone = getattr(law, "friction_cone", None) or "elliptic"  # a law without Coulomb friction: the disc
             lw = RelaxedCoulomb(st.kappa, cone=cone) if st.kappa > 0 else law
             key = lambda s: (s.names, s.window, s.kappa, tuple(s.starts), s.continuity, s.restitution_coordinate,
                              s.stride or stride)

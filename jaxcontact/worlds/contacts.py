@@ -117,10 +117,8 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
         valid = valid & ((con.phi <= reach(model, scene, params, state)[:, None]) | scene.jointed_bodies[:, None])
     if scene.fixed:  # a fixed body never touches the ground
         valid = valid & ~scene.fixed_bodies[:, None]
-    if scene.contactless:  # nor does a body that collides with nothing
-        valid = valid & ~scene.contactless_bodies[:, None]
-    if scene.no_ground:  # nor one whose geoms MuJoCo's filter keeps off the floor
-        valid = valid & ~scene.no_ground_bodies[:, None]
+    if scene.off_ground:  # nor does a body that collides with nothing or that MuJoCo's filter keeps off the floor
+        valid = valid & ~scene.off_ground_bodies[:, None]
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 

@@ -161,12 +161,12 @@ def _contactsper_body(model, scene: Scene, params: Params, state, v1, Minv, warm
         return v + M @ p_imp, p_imp, info, w, stages.solver_failed(model, info)
 
     out = per_body(one, params, state, v1, Minv, warm)
-    if not scene.fixed and not scene.contactless and not scene.no_ground:
+    if not scene.fixed and not scene.off_ground:
         return out
     v, p_imp, info, w, failed = out  # a fixed body takes no impulse (its state is kept: ``step_stages``)
     held = jnp.asarray(scene.fixed_bodies)[:, None]
-    if scene.contactless or scene.no_ground:  # a body that collides with nothing (here: the ground) moves freely (v¹)
-        none = jnp.asarray(scene.contactless_bodies | scene.no_ground_bodies)[:, None]
+    if scene.off_ground:  # a body that collides with nothing (here: the ground) moves freely (v¹)
+        none = jnp.asarray(scene.off_ground_bodies)[:, None]
         v, p_imp = jnp.where(none, v1, v), jnp.where(none, 0.0, p_imp)
     return jnp.where(held, 0.0, v), jnp.where(held, 0.0, p_imp), info, w, failed
 
@@ -288,8 +288,8 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
         state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
         if scene.fixed:
             state, projected_b = _keep(scene.fixed_bodies, given, state), projected_b & ~scene.fixed_bodies
-        if scene.contactless or scene.no_ground:  # a body that does not touch the ground is never moved out of it
-            off = scene.contactless_bodies | scene.no_ground_bodies
+        if scene.off_ground:  # a body that does not touch the ground is never moved out of it
+            off = scene.off_ground_bodies
             state, projected_b = _keep(off, given, state), projected_b & ~off
     else:
         projected_b = jnp.zeros((scene.num_bodies,), bool)

@@ -222,6 +222,19 @@ class Scene:
         return mask
 
     @property
+    def off_ground(self) -> tuple:
+        """The bodies (sorted indices) that never touch the ground: those that collide with nothing
+        (``contactless``) and those MuJoCo's filter keeps off the floor (``no_ground``)."""
+        return tuple(sorted(set(self.contactless) | set(self.no_ground)))
+
+    @property
+    def off_ground_bodies(self) -> np.ndarray:
+        """(N,) static mask of ``off_ground``."""
+        mask = np.zeros(self.num_bodies, bool)
+        mask[list(self.off_ground)] = True
+        return mask
+
+    @property
     def jointed_bodies(self) -> np.ndarray:
         """(N,) static mask of the bodies that belong to a joint (none without ``joints``)."""
         return np.zeros(self.num_bodies, bool) if self.joints is None else self.joints.jointed(self.num_bodies)
