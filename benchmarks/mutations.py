@@ -1049,7 +1049,7 @@ MUTATIONS = (
     Mutation("contactless-surface-touched", "corpus", "jaxcontact/worlds/contacts.py",
              "    if scene.contactless:  # nor does a body that collides with nothing\n        valid = valid & ~",
              "    if False:  # nor does a body that collides with nothing\n        valid = valid & ~",
-             ("tests/test_mjcf_contactless.py::test_bodies_without_colliding_geoms_load_move_through_the_floor_and_follow_mujoco",)),
+             ("tests/test_mjcf_contactless.py::test_a_body_without_colliding_geom_falls_through_the_floor_beside_a_tilted_plane",)),
     Mutation("contactless-depenetrated", "corpus", "jaxcontact/worlds/pipeline.py",
              "if scene.off_ground:  # a body that does not touch the ground is never moved out of it",
              "if False:  # a body that does not touch the ground is never moved out of it",
@@ -1118,11 +1118,11 @@ MUTATIONS = (
     Mutation("robots-ctrl-gradient-cut", "robots", "jaxcontact/worlds/pipeline.py",
              "ap = params.joints.actuators.replace(ctrl=jnp.asarray(control, params.joints.actuators.ctrl.dtype))",
              "ap = params.joints.actuators.replace(ctrl=jax.lax.stop_gradient(jnp.asarray(control, params.joints.actuators.ctrl.dtype)))",
-             ("tests/test_arm_trajopt.py::test_adam_on_an_arms_torques_pushes_the_box_towards_its_target",)),
+             ("tests/test_actuators.py::test_per_step_controls_drive_the_actuators_with_gradients_and_batches",)),
     Mutation("robots-motor-torque-reversed", "robots", "jaxcontact/worlds/actuation.py",
              "explicit = jnp.zeros((num_joints,), q.dtype).at[idx].add(g * f)",
              "explicit = jnp.zeros((num_joints,), q.dtype).at[idx].add(-g * f)",
-             ("tests/test_arm_trajopt.py::test_adam_on_an_arms_torques_pushes_the_box_towards_its_target",)),
+             ("tests/test_actuators.py::test_a_motor_spins_the_rotor_at_gear_times_control_over_inertia_within_its_ranges",)),
     # corpus2 (issue 63 item 4): jointless bodies folded into their host (mjcf.FoldedModel), gravity off the
     # vertical (Model.gravity_xy), a file of fixed scenery alone, approximate=True keeping compounds
     Mutation("corpus2-fold-pose-uncomposed", "corpus", "jaxcontact/worlds/mjcf.py",

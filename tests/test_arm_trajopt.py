@@ -15,6 +15,7 @@ from jaxcontact import worlds
 SCENE = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes" / "arm_trajopt.xml"
 
 
+@pytest.mark.slow
 def test_adam_on_an_arms_torques_pushes_the_box_towards_its_target():
     pytest.importorskip("mujoco")
     optax = pytest.importorskip("optax")

@@ -111,6 +111,7 @@ def test_powell_hybrid_solves_a_nonlinear_system_and_reports_failure():
     assert float(res.residual) >= 1.0 - 1e-6  # the best point found is returned, flagged
 
 
+@pytest.mark.slow
 def test_gradient_through_the_root_matches_finite_differences(swing):
     """d(distal pose after an Algorithm-2 step)/d(initial joint rate, friction) in sliding contact."""
     params, _, gt, gi = swing
@@ -274,6 +275,7 @@ F32_STATES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(F32_STATES))
 def test_float32_chain_step_where_the_jointed_contact_problem_is_degenerate(case):
     params = C.make_chain(pin=(0.0, 0.0, 0.45), dtype=jnp.float32)

@@ -334,6 +334,7 @@ def test_simulate_refuses_what_does_not_fit_in_memory_instantly(tmp_path, capsys
     check_memory(2**30, "x", "hint", available=2 * 2**30)
 
 
+@pytest.mark.slow
 def test_simulate_prints_the_file_it_wrote_and_a_failed_plot_comes_after_it(tmp_path, capsys, monkeypatch):
     import jaxcontact.simulate as S
 

@@ -137,6 +137,7 @@ def test_simulate_shapes_save_their_mass_properties_and_fly_freely(shape, tmp_pa
     assert np.abs(L - L[:, :1]).max() < 1e-3 * np.abs(L[:, 0]).max()
 
 
+@pytest.mark.slow
 def test_x64_writes_float64_states_exact_to_round_off(tmp_path):
     out = tmp_path / "x64.npz"
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -111,6 +111,7 @@ def test_kernel_derivatives_are_the_references(shapes):
         np.testing.assert_allclose(a, b, atol=1e-10 * float(jnp.max(jnp.abs(b))))
 
 
+@pytest.mark.slow
 def test_world_with_the_kernel_follows_the_reference():
     """A falling, landing heap of 8 boxes (the broad phase on): float64 trajectories of the default
     narrow phase and the reference agree to 1e-9 m over 150 steps."""

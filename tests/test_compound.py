@@ -192,7 +192,7 @@ def test_hammer_in_flight_keeps_energy_and_momentum():
     np.testing.assert_allclose(np.asarray(tr.pos[1:]), ref, rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+@pytest.mark.parametrize("dtype", [jnp.float64, pytest.param(jnp.float32, marks=pytest.mark.slow)])
 def test_two_flush_boxes_move_as_one_box(dtype):
     """Two boxes stacked flush as one compound and the single box of their union, thrown tilted
     and spinning to land on an edge and slide: the same trajectory (the seam's vertices never touch;

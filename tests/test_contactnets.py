@@ -145,6 +145,7 @@ def test_fixed_iteration_fista_matches_jaxopt_and_differentiates():
         NonnegSettings(method="newton")
 
 
+@pytest.mark.slow
 def test_fista_loss_matches_jaxopt_loss_and_gradient(sim):
     model, params, traj = sim
     fns = ContactFunctions("polytope")

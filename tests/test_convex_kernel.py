@@ -136,6 +136,7 @@ def test_bad_methods_are_refused():
         jax.jit(f)(*args)
 
 
+@pytest.mark.slow
 def test_world_with_the_kernel_follows_the_reference():
     """A cylinder and a capsule dropped tumbling onto a box and each other (float64, 120 steps, the
     contacts from step ~30 on): the trajectories of the default narrow phase (the kernel's axes) and

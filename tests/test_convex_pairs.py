@@ -311,12 +311,7 @@ def test_two_cylinders_collide_conserving_momentum_without_gaining_energy():
     assert v[-1, 1, 0] > 0.3  # they did hit
 
 
-def test_mjcf_round_scenery_and_cylinder_pairs_load_natively():
-    """From a file: a cylinder, a sphere and a capsule on the world body are fixed bodies of their
-    own kind (not hulls); a free cylinder standing on the fixed cylinder's end and a free ellipsoid
-    on a fixed slab stay where they are (< 0.1 mm over 1 s)."""
-    pytest.importorskip("mujoco")
-    xml = """<mujoco><worldbody>
+ROUND_SCENERY_XML = """<mujoco><worldbody>
       <geom name="post" type="cylinder" size=".06 .05" pos="0 0 .05"/>
       <geom name="ball" type="sphere" size=".05" pos="0 1 .05"/>
       <geom name="bar" type="capsule" size=".02 .1" pos="0 -1 .02" euler="0 90 0"/>
@@ -324,9 +319,23 @@ def test_mjcf_round_scenery_and_cylinder_pairs_load_natively():
       <body name="can" pos="0.01 0 .15"><freejoint/><geom type="cylinder" size=".04 .05" mass=".3"/></body>
       <body name="egg" pos="1 0 .07"><freejoint/><geom type="ellipsoid" size=".06 .04 .03" mass=".2"/></body>
       </worldbody></mujoco>"""
-    scene, params, state, _ = worlds.from_mjcf(xml)
+
+
+def test_mjcf_round_scenery_and_cylinder_pairs_load_natively():
+    """From a file: a cylinder, a sphere and a capsule on the world body are fixed bodies of their
+    own kind (not hulls), paired with the free cylinder and ellipsoid that rest on them."""
+    pytest.importorskip("mujoco")
+    scene, params, state, _ = worlds.from_mjcf(ROUND_SCENERY_XML)
     assert scene.shapes == ("cylinder", "ellipsoid", "cylinder", "sphere", "capsule", "hull")
     assert scene.fixed == (2, 3, 4, 5) and (0, 2) in scene.pairs and (1, 5) in scene.pairs
+
+
+@pytest.mark.slow
+def test_mjcf_round_scenery_holds_a_cylinder_and_an_ellipsoid_at_rest():
+    """The file above: a free cylinder standing on the fixed cylinder's end and a free ellipsoid on a
+    fixed slab stay where they are (< 0.1 mm over 1 s)."""
+    pytest.importorskip("mujoco")
+    scene, params, state, _ = worlds.from_mjcf(ROUND_SCENERY_XML)
     final, summary = worlds.rollout(MODEL, scene, params, state, 500, output="final")
     np.testing.assert_allclose(np.asarray(final.pos), np.asarray(state.pos), atol=1e-4)
     assert int(summary.flags) == 0

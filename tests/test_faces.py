@@ -183,6 +183,7 @@ SPIN = dict(pos=[0.0, 0.0, 0.3], vel=[1.0, 0.0, 0.0], omega=[1.0, 2.0, 3.0])
 README = dict(pos=[0.0, 0.0, 0.3], vel=[1.0, 0.0, 0.0])
 
 
+@pytest.mark.slow
 def test_two_doors_one_answer():
     """Issue 60: the box thrown with spin (ω = (1, 2, 3) rad/s) and the README's throw, 500 steps in
     float64: ``jc.rollout`` and the one-body world of ``worlds.make_scene([box])`` with the same

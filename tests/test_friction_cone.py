@@ -109,6 +109,7 @@ def test_box_preset_keeps_the_square():
     assert abs(turn[2]) > 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,rtol", [(jnp.float64, 2e-4), (jnp.float32, 2e-3)])
 def test_a_one_body_world_slides_the_same_distance_straight_at_every_heading(dtype, rtol):
     """The same slides in a world of one box (``worlds.make_scene``): the same answer."""
@@ -152,6 +153,7 @@ def test_stick_and_slip_at_the_same_push_in_every_direction():
     np.testing.assert_allclose(np.sum(v * u, axis=1), expect, rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_a_sliding_spinning_box_stops_both_when_a_ten_times_finer_step_does():
     """A box launched at 1 m/s along 30° and spun at 10 rad/s about the vertical: friction couples
     the two, and both stop at once. The stop times (|v| < 1 mm/s, |ω| < 0.01 rad/s) at h = 2 ms equal

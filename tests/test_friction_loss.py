@@ -97,6 +97,7 @@ def test_a_spinning_wheel_stops_at_the_analytic_time_and_stays_stopped():
     assert int(np.bitwise_or.reduce(np.asarray(info.flags))) == 0
 
 
+@pytest.mark.slow
 def test_the_final_angle_s_gradient_along_the_friction_loss_is_the_closed_form():
     """While the wheel slips (100 steps, it stops at 200), θ_n = h Σ_k (ω₀ − k h loss/I), k = 1..n:
     dθ_n/d loss = −h² n(n + 1)/(2 I). jax.grad through the bounded row equals it and central differences."""

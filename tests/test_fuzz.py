@@ -130,6 +130,7 @@ def run_final(params, state):
     return jc.rollout(MODEL, params, state, 20, output="final", with_info=True)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(bad=BAD)
 def test_invalid_inputs_named_eagerly_and_under_jit(bad):

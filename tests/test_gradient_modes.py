@@ -33,6 +33,7 @@ def _two_contacts():
     return A, b, c, RowStructure.contacts(2, 2)
 
 
+@pytest.mark.slow
 def test_relaxed_derivative_tends_to_the_exact_one_as_the_scale_goes_to_zero():
     A, b, c, rows = _two_contacts()
     Je = jax.jacrev(lambda bb: solve_lcp(A, bb, c, rows, TIGHT).z)(b)
@@ -76,6 +77,7 @@ def _throw_setup(gradient="exact", ell=1e-3):
     return model, params, s0
 
 
+@pytest.mark.slow
 def test_forward_values_are_bit_identical_across_modes_and_gradients_work_under_jit_vmap_grad():
     outs, grads = [], []
     for mode in ("exact", "relaxed"):

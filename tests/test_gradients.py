@@ -46,6 +46,7 @@ def test_grad_wrt_friction_matches_finite_differences():
     assert g < 0  # more friction, shorter slide
 
 
+@pytest.mark.slow
 def test_grad_wrt_anisotropic_friction_and_initial_velocity():
     model, body, law = sliding_setup()
 

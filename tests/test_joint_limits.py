@@ -77,6 +77,7 @@ def test_a_slide_falls_onto_its_lower_limit_and_holds_the_weight():
     np.testing.assert_allclose(q[stop + 3:], -0.6, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_resting_angle_s_gradient_with_respect_to_the_limit_is_one():
     """Resting against its limit, the rod's final angle follows the limit: d q_final / d upper = 1,
     against central differences (float64)."""

@@ -314,6 +314,7 @@ def test_to_mjcf_writes_balls_composites_welds_and_equalities_back(name):
         assert "<connect" in out
 
 
+@pytest.mark.slow
 def test_gradients_through_loop_rows_match_central_differences():
     """d(final x)/d(an initial velocity) through 30 steps of the four-bar (hinge rows and its regularised
     loop rows) against central differences (1e-6 relative)."""
@@ -359,6 +360,7 @@ SITES = """<mujoco><option timestep="0.001"/>
 <keyframe><key name="k" qvel="2 0 0 0 0 0 0 0 0 0 0 0 0"/></keyframe></mujoco>"""
 
 
+@pytest.mark.slow
 def test_equalities_between_sites_are_those_between_their_bodies():
     """MuJoCo's site semantics (a connect of two sites' points, a weld of two sites' frames): the same
     rows as the body equalities through the same points and orientations, so the two rollouts agree to

@@ -231,6 +231,7 @@ GRIPPER = """<mujoco model="gripper">
 </mujoco>"""
 
 
+@pytest.mark.slow
 def test_two_slide_fingers_hold_a_box_against_gravity_by_friction():
     """Two fingers on slides, each pushed by a 5 N motor, hold a 0.1 kg box between them (μ 0.8:
     8 N of friction against 0.98 N of weight) for 1 s without the ground: with the scene's softness

@@ -45,7 +45,11 @@ def _states():
     )
 
 
-@pytest.mark.parametrize("name", list(LAWS))
+# the costliest laws' runs (8-24 CPU s each, compile-bound) in the slow tier; their own files test them in the default one
+SLOW_LAWS = {"smoothed", "dacm", "pdd", "contactnets_deep"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_LAWS else n for n in LAWS])
 def test_law_in_rollout_under_jit_vmap_grad(name):
     law, kw = LAWS[name]()
     assert isinstance(law, ContactLaw)

@@ -56,6 +56,7 @@ def test_a_hinge_past_its_limit_returns_at_mujocos_pace(solref, tol):
     assert hard[-1] == pytest.approx(0.02 * STEPS * 0.01, abs=2e-3)
 
 
+@pytest.mark.slow
 def test_a_hinge_inside_its_range_still_stops_hard_at_the_limit():
     """Swung into its lower limit from inside the range: it stops at the limit (no penetration beyond
     the drift, no bounce), as without the soft pace; MuJoCo's soft limit lets it pass by some."""

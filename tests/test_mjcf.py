@@ -343,6 +343,7 @@ def test_simulate_mjcf_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "o.npz").exists()
 
 
+@pytest.mark.slow
 def test_simulate_mjcf_command_runs_batched_worlds_and_animates(tmp_path, capsys):
     """A box dropped 0.2 m onto the ground, two worlds: world 0 falls straight as the file says (its
     centre lands at rest 0.05 m up), world 1 with a perturbed velocity; the animation is written."""

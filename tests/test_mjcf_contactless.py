@@ -92,6 +92,19 @@ def test_a_body_without_colliding_geom_falls_through_the_floor_on_the_per_body_r
     assert float(traj.pos[-1, 1, 2]) == pytest.approx(0.05, abs=2e-4)
 
 
+def test_a_body_without_colliding_geom_falls_through_the_floor_beside_a_tilted_plane():
+    """With a tilted plane in the world the ground and the plane are the world's surfaces
+    (``contacts.surfaces``): the body that collides with nothing falls through both, the box lands."""
+    ramp = '<geom name="ramp" type="plane" size="0 0 0.05" pos="0 0 -1" euler="0 5 0"/>\n    '  # far below, tilted
+    xml = ARM.split('<body name="upper"')[0] + ramp + ARM[ARM.index('<body name="ghost"'):]
+    scene, params, state, model = worlds.from_mjcf(xml, dtype=jnp.float64)
+    assert scene.contactless == (0,) and scene.planes == 1
+    traj, _ = worlds.rollout(model, scene, params, state, STEPS)
+    h, n = model.dt, STEPS
+    assert float(traj.pos[-1, 0, 2]) == pytest.approx(0.05 - 9.81 * h * h * n * (n + 1) / 2, abs=1e-9)
+    assert float(traj.pos[-1, 1, 2]) == pytest.approx(0.05, abs=2e-4)
+
+
 def test_contactless_bodies_write_back_and_are_refused_in_pairs():
     scene, params, state, model = worlds.from_mjcf(ARM, dtype=jnp.float64)
     text = mjcf.to_mjcf(scene, params, state, model)

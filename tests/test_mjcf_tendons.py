@@ -126,6 +126,7 @@ def test_two_hinges_coupled_by_a_limited_tendon_follow_mujoco_c():
     assert flags(info) == 0
 
 
+@pytest.mark.slow
 def test_a_gripper_whose_fingers_are_coupled_by_a_tendon_follows_mujoco_c_and_round_trips():
     """A hand on a vertical spring slide, two finger slides on it coupled by the tendon opening = left
     + right (range [0, 0.02] m, a spring toward 0.01 m, friction loss 0.2 N): thrown open at 0.5 and

@@ -133,6 +133,7 @@ def test_a_ball_in_the_corner_of_a_tilted_wall_and_the_ground_neither_leaves_nor
     assert np.max(np.abs(np.asarray(traj.pos[:, 1]) - np.asarray(traj.pos[0, 1]))) < 1e-5
 
 
+@pytest.mark.slow
 def test_the_final_position_of_a_box_sliding_down_a_plane_has_the_gradient_of_central_differences():
     """d(x after 0.2 s)/dθ of a box sliding on a tilted plane (θ = 0.5, μ 0.2; the plane traced in
     ``Params.planes``) against central differences (1 %)."""

@@ -116,6 +116,7 @@ def test_a_box_dropped_on_a_fixed_table_rests_on_it():
     assert not np.any(np.asarray(info.flags))
 
 
+@pytest.mark.slow
 def test_the_final_position_is_differentiable_in_the_ramps_angle():
     """d(final x of the box)/d(θ) through 100 steps of the box sliding down the ramp (θ = 0.4,
     μ = 0.2; the box placed on the ramp as a function of θ), against central differences (1 %).

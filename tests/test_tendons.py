@@ -103,6 +103,7 @@ def test_a_tendon_limit_stops_the_coupled_joints_without_bounce(dtype, tol):
     assert int(np.bitwise_or.reduce(np.asarray(info.flags))) == 0
 
 
+@pytest.mark.slow
 def test_the_final_length_s_gradient_along_the_tendon_limit_is_one():
     """Stopped on its limit, the tendon's final length follows the limit: d L_final / d upper = 1
     through the limit's rows, jax.grad against central differences (float64)."""

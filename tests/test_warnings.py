@@ -155,6 +155,7 @@ def dataclasses_replace_cap(law, cap):
     return dataclasses.replace(law, solver=dataclasses.replace(law.solver, max_iter=cap))
 
 
+@pytest.mark.slow
 def test_cli_warning_names_an_option_and_counts_steps_over_the_whole_rollout(tmp_path, capsys):
     """``jaxcontact simulate`` with a solver capped at one sweep: one line on stderr (not a Python
     warning pointing at simulate.py) naming --max-sweeps, with the first flagged step counted from

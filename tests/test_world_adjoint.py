@@ -50,7 +50,8 @@ def vjps(prob, sweeps, seed, cone="elliptic"):
     return z, vjp(g)
 
 
-@pytest.mark.parametrize("seed,cone", [(0, "elliptic"), (1, "elliptic"), (2, "box"), (3, "box")])
+@pytest.mark.parametrize("seed,cone", [pytest.param(0, "elliptic", marks=pytest.mark.slow), (1, "elliptic"), (2, "box"),
+                                       pytest.param(3, "box", marks=pytest.mark.slow)])
 def test_adjoint_kernel_gives_the_reference_derivatives(seed, cone):
     assert native.available()
     prob = random_problem(seed, anisotropic=seed == 1)

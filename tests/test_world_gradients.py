@@ -52,6 +52,7 @@ def _central(loss, thetas, eps):
     return ((values[: n * k] - values[n * k:]) / (2 * eps)).reshape(n, k)
 
 
+@pytest.mark.slow
 def test_push_gradient_at_the_defaults_matches_central_differences_of_the_converged_rollout():
     """The default world law (tolerance 1e-7 m/s, warm start): d(B's final x)/d(A's speed, μ) at
     1.5 m/s, μ 0.3 within 1e-3 of central differences (eps 1e-5) of the same rollout solved to

@@ -99,6 +99,7 @@ def test_a_batch_is_each_world_on_its_own(how):
     np.testing.assert_array_equal(final.pos[0], final.pos[2])
 
 
+@pytest.mark.slow
 def test_gradient_through_the_kernel_is_the_sequential_sweeps_gradient():
     """The derivative is implicit (at the solution), the same map for every way of sweeping: the
     kernel's gradient equals the reference's and finite differences'."""
