@@ -453,3 +453,27 @@ def test_sat_separation_gauss_map_edge_test_matches_brute_force():
     assert 5 < overlap.sum() < n
     np.testing.assert_allclose(got[overlap], want[overlap], atol=1e-12)
     assert np.all(got <= want + 1e-12)
+
+
+@pytest.mark.parametrize("far", [False, True])
+def test_sphere_capsule_gradient_is_finite_in_float32(far):
+    """A sphere against a capsule in float32 (a sphere's core is a segment of length 0): the
+    derivative of φ is finite whether the pair touches or is beyond the margin (it was NaN in both:
+    a floor of 1e-30 under a divisor squares to 0 in float32 in the quotient's derivative), and
+    the touching pair's is the float64 one, the unit normal's."""
+    sp, cp = shapes.sphere(0.03, 0.2), shapes.capsule(0.02, 0.08, 0.3)
+    qc = (0.7071068, 0.0, 0.7071068, 0.0)  # the capsule lying along x
+
+    def jac(dtype):
+        c = lambda x: jnp.asarray(x, dtype)
+        f = lambda pa, pb: collision.round_round("sphere", c(sp.vertices), c(sp.radius), pa, c((1, 0, 0, 0)), "capsule",
+                                                 c(cp.vertices), c(cp.radius), pb, c(qc), num=4, margin=0.01).phi[0]
+        pa, pb = c([0.01, 0.0, 0.13]), c([0.0, 0.0705, 0.02] if far else [0.0, 0.03, 0.13])
+        return np.asarray(jax.jacobian(f, argnums=(0, 1))(pa, pb))
+
+    j32, j64 = jac(jnp.float32), jac(jnp.float64)
+    assert np.all(np.isfinite(j32))
+    np.testing.assert_allclose(j32, j64, atol=1e-6)
+    if not far:
+        np.testing.assert_allclose(j64[0], -j64[1], atol=1e-12)
+        assert np.linalg.norm(j64[0]) == pytest.approx(1.0)
