@@ -18,7 +18,8 @@ cylinders). Each heap runs ``--worlds`` worlds × ``--steps`` steps:
   groups of at most 10 pairs) 3N slots across them (``Scene.max_slots``); ``group``: ``max_pairs``
   alone (the design before ``max_slots``); ``none``: every pair of the table every step (the first
   measurement's setting). Several, comma-separated, run each beside the others against the same
-  MuJoCo run; ``--fast-hits`` turns ``Scene.fast_hits`` on;
+  MuJoCo run; ``--fast-hits`` turns ``Scene.fast_hits`` on, a design's suffix ``+fast`` on it alone
+  (``--broad-phase heap,heap+fast``: its cost in one run);
 - MuJoCo C 4: ``mujoco.rollout.Rollout(nthread=2)`` on the same worlds (the MJCF of the scene, each
   world's qpos), its defaults (pyramidal cone, Newton, float64), best of two timed calls after a
   warm-up.
@@ -93,7 +94,7 @@ def run_jaxcontact(text, qpos, steps, broad_phase="heap", fast_hits=False):
             "mean_final_height_m": float(np.asarray(final.pos[..., 2]).mean()),
             "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
             "devices": len(jax.devices()), "max_pairs": scene.max_pairs, "max_slots": scene.max_slots,
-            "slots": scene.num_pair_slots, "broad_phase": broad_phase}
+            "slots": scene.num_pair_slots, "broad_phase": broad_phase, "fast_hits": scene.fast_hits}
 
 
 def run_mujoco(text, qpos, steps, threads=2):
@@ -130,7 +131,7 @@ def main(argv=None):
     ap.add_argument("--broad-phase", default="heap",
                     help="comma-separated, each run beside the others: heap (more than 3N pairs get max_pairs = 3N "
                          "and 3N slots across the groups, as simulate --mjcf), group (max_pairs alone: the design "
-                         "before max_slots), none (every pair)")
+                         "before max_slots), none (every pair); a suffix +fast: with Scene.fast_hits")
     ap.add_argument("--fast-hits", action="store_true", help="Scene.fast_hits on (off by default)")
     args = ap.parse_args(argv)
     for h in args.only.split(","):
@@ -138,7 +139,7 @@ def main(argv=None):
             ap.error(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
     designs = args.broad_phase.split(",")
     for b in designs:
-        if b not in BROAD_PHASES:
+        if b.removesuffix("+fast") not in BROAD_PHASES:
             ap.error(f"--broad-phase: unknown {b!r} (one of {', '.join(BROAD_PHASES)})")
     res = {"machine": machine_info("benchmarks.mixed_speed", argv), "worlds": args.worlds, "steps": args.steps,
            "broad_phase": args.broad_phase, "fast_hits": args.fast_hits, "heaps": {}}
@@ -148,7 +149,7 @@ def main(argv=None):
         mj = run_mujoco(text, qpos, args.steps)
         print(f"{h}: mujoco {mj}", flush=True)
         for b in designs:
-            jc = run_jaxcontact(text, qpos, args.steps, b, args.fast_hits)
+            jc = run_jaxcontact(text, qpos, args.steps, b.removesuffix("+fast"), args.fast_hits or b.endswith("+fast"))
             print(f"{h}: jaxcontact {jc}", flush=True)
             key = h if len(designs) == 1 else f"{h} ({b})"
             res["heaps"][key] = {"bodies": n, "jaxcontact": jc, "mujoco": mj,

@@ -882,7 +882,8 @@ def _safe(x, ok):
 
 def _seg_seg(p0, p1, q0, q1):
     """Closest points (on p0–p1, on q0–q1) of two segments, either possibly a point (Ericson's
-    clamped parameters; parallel segments: the point of q nearest p0's projection)."""
+    clamped parameters; parallel segments: the point of q nearest p0's projection; q a point: the
+    point of p nearest it)."""
     d1, d2, r = p1 - p0, q1 - q0, p0 - q0
     a, e, f = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d2, r)
     c, b = jnp.dot(d1, r), jnp.dot(d1, d2)
@@ -891,6 +892,7 @@ def _seg_seg(p0, p1, q0, q1):
     crossed = denom > 1e-12 * jnp.maximum(a * e, tiny)
     s = jnp.where(crossed, jnp.clip((b * f - c * e) / _safe(denom, crossed), 0.0, 1.0), 0.0)
     s = jnp.where(a > tiny, s, 0.0)
+    s = jnp.where(e > tiny, s, jnp.where(a > tiny, jnp.clip(-c / _safe(a, a > tiny), 0.0, 1.0), 0.0))  # q a point
     t = jnp.where(e > tiny, (b * s + f) / _safe(e, e > tiny), 0.0)
     t_c = jnp.clip(t, 0.0, 1.0)
     s = jnp.where(t != t_c, jnp.where(a > tiny, jnp.clip((b * t_c - c) / _safe(a, a > tiny), 0.0, 1.0), 0.0), s)
