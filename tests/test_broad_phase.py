@@ -70,6 +70,9 @@ def test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow():
         a, b = np.asarray(getattr(capped, name)), np.asarray(getattr(every, name))
         np.testing.assert_array_equal(a, b[:G + 2 * n], err_msg=name)
     np.testing.assert_array_equal(np.asarray(capped.pair_phi), np.asarray(every.pair_phi))
+    # the eager rollout's start check (every pair, whatever the caps) sees all three pairs
+    np.testing.assert_array_equal(np.asarray(contacts.start_overlaps(MODEL, capped_scene, params, s)),
+                                  np.asarray(contacts.start_overlaps(MODEL, scene, params, s)))
     over = dataclasses.replace(scene, max_slots=1)
     one = _collide(over)(params, s)
     assert bool(one.capacity) and one.slot_pair.tolist() == [0]  # the sphere rests on the box: nearest

@@ -671,7 +671,7 @@ def warm_table(scene: Scene, con: WorldContacts, z):
 def start_overlaps(model, scene: Scene, params: Params, state: State):
     """(P,) how deep (m, 0 if apart) the two bodies of every pair of the scene overlap at ``state``
     (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
-    every = dataclasses.replace(scene, max_pairs=None, fast_hits=False)
+    every = dataclasses.replace(scene, max_pairs=None, max_slots=None, fast_hits=False)
     _, phi, valid, *_ = pair_contacts(model, every, params, state)
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
