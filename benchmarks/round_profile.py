@@ -9,7 +9,8 @@ is timed alone at that state, ``jax.vmap`` over the worlds, compiled ahead, best
 calls (``--broad-phase heap``: the scene as ``mixed_speed`` runs it): the whole step (``pipeline.step_stages``), the collision stage (``contacts.collide``), its
 ground contacts, its pairs (``contacts.pair_contacts``), each group of pairs of one pair of kinds
 (``contacts.round_or_hull`` over the group), the fast pairs' separation, and the rest of the step
-(step − collide: the contact problem, the solve, integration). µs per world-step; the stages run as
+(step − collide: the contact problem, the solve, integration), and for a heap with cylinders the step
+without the pairs that hold one (every other pair in the problem, no cap). µs per world-step; the stages run as
 parts of the step are fused with it, so their sum is not the step's time exactly. Writes
 ``benchmarks/results/<name>.{json,md}``."""
 
@@ -61,6 +62,13 @@ def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
     ctrl = jnp.zeros((worlds, n, 6), jnp.float32)
     out = {}
     out["step"] = _time(v(lambda s, u, w: pipeline.step_stages(model, scene, params, s, u, w)), states, ctrl, warm, repeat=repeat)
+    cyl = [i for i, k in enumerate(scene.shapes or ()) if k == "cylinder"]
+    if cyl:  # the same state and step without the pairs that hold a cylinder (every other pair in the problem)
+        rest = dataclasses.replace(scene, pairs=tuple(p for p in scene.pairs if p[0] not in cyl and p[1] not in cyl),
+                                   max_pairs=None, max_slots=None)
+        warm_r = jax.vmap(lambda s: pipeline.initial_warm(model, rest, params, s))(states)
+        out["step without the pairs holding a cylinder"] = _time(v(lambda s, u, w: pipeline.step_stages(
+            model, rest, params, s, u, w)), states, ctrl, warm_r, repeat=repeat)
     out["collide"] = _time(v(lambda s: contacts.collide(model, scene, params, s)), states, repeat=repeat)
     out["ground contacts"] = _time(v(lambda s: contacts.ground_contacts(model, scene, params, s)), states, repeat=repeat)
     out["pair contacts (all)"] = _time(v(lambda s: contacts.pair_contacts(model, scene, params, s)), states, repeat=repeat)
