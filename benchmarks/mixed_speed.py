@@ -12,10 +12,14 @@ cylinders). Each heap runs ``--worlds`` worlds × ``--steps`` steps:
   process sets ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` and ``JAXCONTACT_THREADS=1``
   before JAX starts: one core per device, as MuJoCo's two threads), float32, the defaults, compiled
   ahead (compile time reported apart), one timed call; with ``--broad-phase heap`` (the default)
-  the scene as ``simulate --mjcf`` runs a loaded file: more than 3N pairs get the heap's broad phase
-  (``worlds.scenes.heap_broad_phase``: ``Scene.max_pairs`` = 3N; the 64 spheres' 2,016 pairs, the
-  boxes' 120; the mixed heap's groups of at most 10 pairs of one kind pair are under it), with
-  ``--broad-phase none`` every pair of the table every step (the first measurement's setting);
+  the scene as ``simulate --mjcf`` runs a loaded file (``worlds.scenes.heap_broad_phase``): more
+  than 3N pairs get ``Scene.max_pairs`` = 3N per group of pairs (the 64 spheres' 2,016 pairs, the
+  boxes' 120), and a table whose groups hold more than 3N slots together (the mixed heap: 16
+  groups of at most 10 pairs) 3N slots across them (``Scene.max_slots``); ``group``: ``max_pairs``
+  alone (the design before ``max_slots``); ``none``: every pair of the table every step (the first
+  measurement's setting). Several, comma-separated, run each beside the others against the same
+  MuJoCo run; ``--fast-hits`` turns ``Scene.fast_hits`` on, a design's suffix ``+fast`` on it alone
+  (``--broad-phase heap,heap+fast``: its cost in one run);
 - MuJoCo C 4: ``mujoco.rollout.Rollout(nthread=2)`` on the same worlds (the MJCF of the scene, each
   world's qpos), its defaults (pyramidal cone, Newton, float64), best of two timed calls after a
   warm-up.
@@ -28,6 +32,7 @@ Writes ``benchmarks/results/<name>.{json,md}``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 
@@ -48,7 +53,23 @@ def _worlds(kinds, n, W):
     return mjcf_text(scenes[0]), qpos, scenes
 
 
-def run_jaxcontact(text, qpos, steps, broad_phase="heap"):
+BROAD_PHASES = ("heap", "group", "none")
+
+
+def broad_phased(scene, broad_phase: str):
+    """``scene`` with one of ``BROAD_PHASES``: "heap" (``worlds.scenes.heap_broad_phase``: more than 3N
+    pairs get ``max_pairs`` = 3N per group and, when the groups hold more than 3N slots together,
+    ``max_slots`` = 3N across them), "group" (``max_pairs`` alone: the design before ``max_slots``),
+    "none" (every pair)."""
+    from jaxcontact.worlds.scenes import heap_broad_phase
+
+    if broad_phase == "none":
+        return scene
+    scene = heap_broad_phase(scene)
+    return dataclasses.replace(scene, max_slots=None) if broad_phase == "group" else scene
+
+
+def run_jaxcontact(text, qpos, steps, broad_phase="heap", fast_hits=False):
     import jax
     import jax.numpy as jnp
 
@@ -57,10 +78,7 @@ def run_jaxcontact(text, qpos, steps, broad_phase="heap"):
     from jaxcontact.worlds import mjcf
 
     scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
-    if broad_phase == "heap":
-        from jaxcontact.worlds.scenes import heap_broad_phase
-
-        scene = heap_broad_phase(scene)
+    scene = dataclasses.replace(broad_phased(scene, broad_phase), fast_hits=fast_hits)
     W, n = qpos.shape[0], qpos.shape[1] // 7
     q = qpos.reshape(W, n, 7).astype(np.float32)
     states = State(pos=jnp.asarray(q[..., :3]), quat=jnp.asarray(q[..., 3:]), vel=jnp.zeros((W, n, 3), jnp.float32),
@@ -75,7 +93,8 @@ def run_jaxcontact(text, qpos, steps, broad_phase="heap"):
     return {"wall_s": wall, "compile_s": compile_s, "body_steps_per_s": W * n * steps / wall,
             "mean_final_height_m": float(np.asarray(final.pos[..., 2]).mean()),
             "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
-            "devices": len(jax.devices()), "max_pairs": scene.max_pairs}
+            "devices": len(jax.devices()), "max_pairs": scene.max_pairs, "max_slots": scene.max_slots,
+            "slots": scene.num_pair_slots, "broad_phase": broad_phase, "fast_hits": scene.fast_hits}
 
 
 def run_mujoco(text, qpos, steps, threads=2):
@@ -109,33 +128,44 @@ def main(argv=None):
     ap.add_argument("--worlds", type=int, default=256)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--name", default="mixed_speed")
-    ap.add_argument("--broad-phase", choices=("heap", "none"), default="heap",
-                    help="heap: more than 3N pairs get max_pairs = 3N (as simulate --mjcf); none: every pair")
+    ap.add_argument("--broad-phase", default="heap",
+                    help="comma-separated, each run beside the others: heap (more than 3N pairs get max_pairs = 3N "
+                         "and 3N slots across the groups, as simulate --mjcf), group (max_pairs alone: the design "
+                         "before max_slots), none (every pair); a suffix +fast: with Scene.fast_hits")
+    ap.add_argument("--fast-hits", action="store_true", help="Scene.fast_hits on (off by default)")
     args = ap.parse_args(argv)
     for h in args.only.split(","):
         if h not in HEAPS:
             ap.error(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
+    designs = args.broad_phase.split(",")
+    for b in designs:
+        if b.removesuffix("+fast") not in BROAD_PHASES:
+            ap.error(f"--broad-phase: unknown {b!r} (one of {', '.join(BROAD_PHASES)})")
     res = {"machine": machine_info("benchmarks.mixed_speed", argv), "worlds": args.worlds, "steps": args.steps,
-           "broad_phase": args.broad_phase, "heaps": {}}
+           "broad_phase": args.broad_phase, "fast_hits": args.fast_hits, "heaps": {}}
     for h in args.only.split(","):
         kinds, n = HEAPS[h]
         text, qpos, _ = _worlds(kinds, n, args.worlds)
         mj = run_mujoco(text, qpos, args.steps)
         print(f"{h}: mujoco {mj}", flush=True)
-        jc = run_jaxcontact(text, qpos, args.steps, args.broad_phase)
-        print(f"{h}: jaxcontact {jc}", flush=True)
-        res["heaps"][h] = {"bodies": n, "jaxcontact": jc, "mujoco": mj,
-                           "behind": mj["body_steps_per_s"] / jc["body_steps_per_s"]}
-        write_json(RESULTS_DIR / f"{args.name}.json", res)
+        for b in designs:
+            jc = run_jaxcontact(text, qpos, args.steps, b.removesuffix("+fast"), args.fast_hits or b.endswith("+fast"))
+            print(f"{h}: jaxcontact {jc}", flush=True)
+            key = h if len(designs) == 1 else f"{h} ({b})"
+            res["heaps"][key] = {"bodies": n, "jaxcontact": jc, "mujoco": mj,
+                                 "behind": mj["body_steps_per_s"] / jc["body_steps_per_s"]}
+            write_json(RESULTS_DIR / f"{args.name}.json", res)
     rows = [[h, r["bodies"], fmt(r["jaxcontact"]["body_steps_per_s"]), fmt(r["mujoco"]["body_steps_per_s"]),
              f"{r['behind']:.2f}×", fmt(r["jaxcontact"]["compile_s"]), fmt(r["jaxcontact"]["mean_final_height_m"]),
-             fmt(r["mujoco"]["mean_final_height_m"]), r["jaxcontact"]["flags"], r["jaxcontact"].get("max_pairs")]
+             fmt(r["mujoco"]["mean_final_height_m"]), r["jaxcontact"]["flags"], r["jaxcontact"].get("max_pairs"),
+             r["jaxcontact"].get("slots")]
             for h, r in res["heaps"].items()]
     md = ["# Heaps of round and mixed bodies against MuJoCo C, both cores", "", md_machine(res["machine"]), "",
           f"{args.worlds} worlds × {args.steps} steps of 2 ms each; jaxcontact float32 on two CPU devices, MuJoCo C "
-          f"with two threads (module docstring); broad phase: {args.broad_phase}.", "",
+          f"with two threads (module docstring); broad phase: {args.broad_phase}; fast_hits: {args.fast_hits}.", "",
           md_table(["heap", "bodies", "jaxcontact body-steps/s", "MuJoCo C body-steps/s", "MuJoCo / jaxcontact",
-                    "compile (s)", "mean final z, jaxcontact (m)", "mean final z, MuJoCo (m)", "flags", "max_pairs"],
+                    "compile (s)", "mean final z, jaxcontact (m)", "mean final z, MuJoCo (m)", "flags", "max_pairs",
+                    "pair slots"],
                    rows)]
     (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
     print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")

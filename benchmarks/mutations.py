@@ -52,6 +52,7 @@ FACES = "tests/test_faces.py"
 CONE = "tests/test_friction_cone.py"
 SCENERY = "tests/test_scenery.py"
 MJCF_SCENERY = "tests/test_mjcf_scenery.py"
+BROAD = "tests/test_broad_phase.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1114,6 +1115,47 @@ MUTATIONS = (
     Mutation("heap-broad-phase-never", "roundspeed", "jaxcontact/worlds/scenes.py",
              "if scene.max_pairs is None and scene.num_pairs > 3 * N:", "if scene.max_pairs is None and scene.num_pairs > 30 * N:",
              ("tests/test_convex_kernel.py::test_heap_broad_phase",)),
+    # mixed (issue 62 item 9: the broad phase across the groups of pairs, Scene.max_slots; round pairs' float32 gradient)
+    Mutation("slots-overflow-not-flagged", "mixed", "jaxcontact/worlds/contacts.py",
+             "return jnp.sort(sel[:limit]), touch[sel[limit]]", "return jnp.sort(sel[:limit]), jnp.zeros((), bool)",
+             (f"{BROAD}::test_keep_slots_prefers_slots_within_reach_nearest_first_in_table_order",
+              f"{BROAD}::test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow")),
+    Mutation("slots-farthest-first", "mixed", "jaxcontact/worlds/contacts.py",
+             "near = jnp.where(touch, -jnp.min(", "near = jnp.where(touch, jnp.min(",
+             (f"{BROAD}::test_keep_slots_prefers_slots_within_reach_nearest_first_in_table_order",
+              f"{BROAD}::test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow")),
+    Mutation("slots-touching-not-preferred", "mixed", "jaxcontact/worlds/contacts.py",
+             "top, sel = jax.lax.top_k(near, limit + 1)", "top, sel = jax.lax.top_k(jnp.zeros_like(near), limit + 1)",
+             (f"{BROAD}::test_keep_slots_prefers_slots_within_reach_nearest_first_in_table_order",
+              f"{BROAD}::test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow")),
+    Mutation("slots-out-of-table-order", "mixed", "jaxcontact/worlds/contacts.py",
+             "return jnp.sort(sel[:limit]), touch[sel[limit]]", "return sel[:limit], touch[sel[limit]]",
+             (f"{BROAD}::test_keep_slots_prefers_slots_within_reach_nearest_first_in_table_order",)),
+    Mutation("slots-cap-ignored", "mixed", "jaxcontact/worlds/contacts.py",
+             "if scene.max_slots is not None and slot_pair.shape[0] > scene.max_slots:", "if False:",
+             (f"{BROAD}::test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow",)),
+    Mutation("slots-capacity-dropped", "mixed", "jaxcontact/worlds/contacts.py",
+             "        capacity = capacity | over\n", "",
+             (f"{BROAD}::test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow",)),
+    Mutation("slots-start-overlaps-capped", "mixed", "jaxcontact/worlds/contacts.py",
+             "every = dataclasses.replace(scene, max_pairs=None, max_slots=None, fast_hits=False)",
+             "every = dataclasses.replace(scene, max_pairs=None, fast_hits=False)",
+             (f"{BROAD}::test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow",)),
+    Mutation("slots-heap-never", "mixed", "jaxcontact/worlds/scenes.py",
+             "if scene.max_slots is None and scene.num_narrow_slots > 3 * N:",
+             "if scene.max_slots is None and scene.num_narrow_slots > 30 * N:",
+             (f"{BROAD}::test_heap_broad_phase_caps_the_slots_of_a_heap_of_several_kinds",)),
+    Mutation("round-segment-floor-divisor", "mixed", "jaxcontact/collision.py",
+             "t = jnp.where(e > tiny, (b * s + f) / _safe(e, e > tiny), 0.0)",
+             "t = jnp.where(e > tiny, (b * s + f) / jnp.maximum(e, tiny), 0.0)",
+             (f"{COLL}::test_sphere_capsule_gradient_is_finite_in_float32",)),
+    Mutation("round-segment-point-q-first-end", "mixed", "jaxcontact/collision.py",
+             "    s = jnp.where(e > tiny, s, jnp.where(a > tiny, jnp.clip(-c / _safe(a, a > tiny), 0.0, 1.0), 0.0))  # q a point\n",
+             "", (f"{COLL}::test_sphere_capsule_gradient_is_finite_in_float32",)),
+    Mutation("round-segment-floor-divisor-a", "mixed", "jaxcontact/collision.py",
+             "jnp.clip((b * t_c - c) / _safe(a, a > tiny), 0.0, 1.0)",
+             "jnp.clip((b * t_c - c) / jnp.maximum(a, tiny), 0.0, 1.0)",
+             (f"{COLL}::test_sphere_capsule_gradient_is_finite_in_float32",)),
     # robots (issue 63 item 6: gradients through an arm's per-step controls, tests/test_arm_trajopt.py)
     Mutation("robots-ctrl-gradient-cut", "robots", "jaxcontact/worlds/pipeline.py",
              "ap = params.joints.actuators.replace(ctrl=jnp.asarray(control, params.joints.actuators.ctrl.dtype))",

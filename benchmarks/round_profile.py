@@ -9,19 +9,21 @@ is timed alone at that state, ``jax.vmap`` over the worlds, compiled ahead, best
 calls (``--broad-phase heap``: the scene as ``mixed_speed`` runs it): the whole step (``pipeline.step_stages``), the collision stage (``contacts.collide``), its
 ground contacts, its pairs (``contacts.pair_contacts``), each group of pairs of one pair of kinds
 (``contacts.round_or_hull`` over the group), the fast pairs' separation, and the rest of the step
-(step − collide: the contact problem, the solve, integration). µs per world-step; the stages run as
+(step − collide: the contact problem, the solve, integration), and for a heap with cylinders the step
+without the pairs that hold one (every other pair in the problem, no cap). µs per world-step; the stages run as
 parts of the step are fused with it, so their sum is not the step's time exactly. Writes
 ``benchmarks/results/<name>.{json,md}``."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
 
 from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
-from .mixed_speed import HEAPS, _worlds
+from .mixed_speed import BROAD_PHASES, HEAPS, _worlds, broad_phased
 
 
 def _time(fn, *args, repeat=3):
@@ -37,7 +39,7 @@ def _time(fn, *args, repeat=3):
     return best
 
 
-def profile(heap, worlds, settle, repeat, broad_phase="none"):
+def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
     import jax
     import jax.numpy as jnp
 
@@ -48,10 +50,7 @@ def profile(heap, worlds, settle, repeat, broad_phase="none"):
     kinds, n = HEAPS[heap]
     text, qpos, _ = _worlds(kinds, n, worlds)
     scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
-    if broad_phase == "heap":  # as benchmarks.mixed_speed's default
-        from jaxcontact.worlds.scenes import heap_broad_phase
-
-        scene = heap_broad_phase(scene)
+    scene = dataclasses.replace(broad_phased(scene, broad_phase), fast_hits=fast_hits)
     q = qpos.reshape(worlds, n, 7).astype(np.float32)
     states = State(pos=jnp.asarray(q[..., :3]), quat=jnp.asarray(q[..., 3:]), vel=jnp.zeros((worlds, n, 3), jnp.float32),
                    omega=jnp.zeros((worlds, n, 3), jnp.float32))
@@ -63,6 +62,13 @@ def profile(heap, worlds, settle, repeat, broad_phase="none"):
     ctrl = jnp.zeros((worlds, n, 6), jnp.float32)
     out = {}
     out["step"] = _time(v(lambda s, u, w: pipeline.step_stages(model, scene, params, s, u, w)), states, ctrl, warm, repeat=repeat)
+    cyl = [i for i, k in enumerate(scene.shapes or ()) if k == "cylinder"]
+    if cyl:  # the same state and step without the pairs that hold a cylinder (every other pair in the problem)
+        rest = dataclasses.replace(scene, pairs=tuple(p for p in scene.pairs if p[0] not in cyl and p[1] not in cyl),
+                                   max_pairs=None, max_slots=None)
+        warm_r = jax.vmap(lambda s: pipeline.initial_warm(model, rest, params, s))(states)
+        out["step without the pairs holding a cylinder"] = _time(v(lambda s, u, w: pipeline.step_stages(
+            model, rest, params, s, u, w)), states, ctrl, warm_r, repeat=repeat)
     out["collide"] = _time(v(lambda s: contacts.collide(model, scene, params, s)), states, repeat=repeat)
     out["ground contacts"] = _time(v(lambda s: contacts.ground_contacts(model, scene, params, s)), states, repeat=repeat)
     out["pair contacts (all)"] = _time(v(lambda s: contacts.pair_contacts(model, scene, params, s)), states, repeat=repeat)
@@ -88,9 +94,9 @@ def profile(heap, worlds, settle, repeat, broad_phase="none"):
             model, scene, params, s, s, M, jnp.zeros(n, bool))), states, Minv, repeat=repeat)
     us = {k: 1e6 * t / worlds for k, t in out.items()}
     us["rest of the step (step − collide)"] = us["step"] - us["collide"]
-    return us, {"pairs": scene.num_pairs, "slots": sum(scene.pair_slots(len(k)) for *_, k in scene.pair_groups()),
+    return us, {"pairs": scene.num_pairs, "slots": scene.num_pair_slots, "narrow slots": scene.num_narrow_slots,
                 "groups": len(scene.pair_groups()), "contacts per pair": scene.pair_contacts,
-                "max_pairs": scene.max_pairs, "fast_hits": scene.fast_hits}
+                "max_pairs": scene.max_pairs, "max_slots": scene.max_slots, "fast_hits": scene.fast_hits}
 
 
 def main(argv=None):
@@ -100,16 +106,19 @@ def main(argv=None):
     ap.add_argument("--settle", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--name", default="round_profile")
-    ap.add_argument("--broad-phase", choices=("none", "heap"), default="none",
-                    help="heap: more than 3N pairs get max_pairs = 3N (worlds.scenes.heap_broad_phase)")
+    ap.add_argument("--broad-phase", choices=BROAD_PHASES, default="none",
+                    help="heap: more than 3N pairs get max_pairs = 3N and 3N slots across the groups "
+                         "(worlds.scenes.heap_broad_phase); group: max_pairs alone; none: every pair")
+    ap.add_argument("--fast-hits", action="store_true", help="Scene.fast_hits on")
     args = ap.parse_args(argv)
     res = {"machine": machine_info("benchmarks.round_profile", argv), "worlds": args.worlds, "settle": args.settle,
            "heaps": {}}
     md = ["# Where a step of the round and mixed heaps spends its time", "", md_machine(res["machine"]), "",
-          f"{args.worlds} worlds, after {args.settle} steps, float32, one device; broad phase: {args.broad_phase}; µs "
+          f"{args.worlds} worlds, after {args.settle} steps, float32, one device; broad phase: {args.broad_phase}; "
+          f"fast_hits: {args.fast_hits}; µs "
           f"per world-step, best of {args.repeat} (module docstring).", ""]
     for h in args.only.split(","):
-        us, info = profile(h, args.worlds, args.settle, args.repeat, args.broad_phase)
+        us, info = profile(h, args.worlds, args.settle, args.repeat, args.broad_phase, args.fast_hits)
         print(h, info, {k: round(x, 1) for k, x in us.items()}, flush=True)
         res["heaps"][h] = {"us_per_world_step": us, **info}
         write_json(RESULTS_DIR / f"{args.name}.json", res)

@@ -868,23 +868,34 @@ general convex method). A sphere-swept hull touches the ground only."""
 def _seg_point(p0, p1, x):
     """Closest point to x on the segment p0–p1 (a point when p0 = p1)."""
     d = p1 - p0
-    t = jnp.clip(jnp.dot(x - p0, d) / jnp.maximum(jnp.dot(d, d), 1e-30), 0.0, 1.0)
+    dd = jnp.dot(d, d)
+    t = jnp.clip(jnp.dot(x - p0, d) / _safe(dd, dd > 1e-30), 0.0, 1.0)
     return p0 + t * d
+
+
+def _safe(x, ok):
+    """x where ``ok``, else 1: a divisor whose quotient is used only where ``ok`` (a floor such as
+    max(x, 1e-30) instead squares to 0 in float32 in the quotient's derivative, 0/0 = NaN, which
+    the floor's own derivative, a multiplication by 0, carries into every gradient)."""
+    return jnp.where(ok, x, jnp.ones_like(x))
 
 
 def _seg_seg(p0, p1, q0, q1):
     """Closest points (on p0–p1, on q0–q1) of two segments, either possibly a point (Ericson's
-    clamped parameters; parallel segments: the point of q nearest p0's projection)."""
+    clamped parameters; parallel segments: the point of q nearest p0's projection; q a point: the
+    point of p nearest it)."""
     d1, d2, r = p1 - p0, q1 - q0, p0 - q0
     a, e, f = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d2, r)
     c, b = jnp.dot(d1, r), jnp.dot(d1, d2)
     tiny = 1e-30
     denom = a * e - b * b
-    s = jnp.where(denom > 1e-12 * jnp.maximum(a * e, tiny), jnp.clip((b * f - c * e) / jnp.maximum(denom, tiny), 0.0, 1.0), 0.0)
+    crossed = denom > 1e-12 * jnp.maximum(a * e, tiny)
+    s = jnp.where(crossed, jnp.clip((b * f - c * e) / _safe(denom, crossed), 0.0, 1.0), 0.0)
     s = jnp.where(a > tiny, s, 0.0)
-    t = jnp.where(e > tiny, (b * s + f) / jnp.maximum(e, tiny), 0.0)
+    s = jnp.where(e > tiny, s, jnp.where(a > tiny, jnp.clip(-c / _safe(a, a > tiny), 0.0, 1.0), 0.0))  # q a point
+    t = jnp.where(e > tiny, (b * s + f) / _safe(e, e > tiny), 0.0)
     t_c = jnp.clip(t, 0.0, 1.0)
-    s = jnp.where(t != t_c, jnp.where(a > tiny, jnp.clip((b * t_c - c) / jnp.maximum(a, tiny), 0.0, 1.0), 0.0), s)
+    s = jnp.where(t != t_c, jnp.where(a > tiny, jnp.clip((b * t_c - c) / _safe(a, a > tiny), 0.0, 1.0), 0.0), s)
     return p0 + s * d1, q0 + t_c * d2
 
 

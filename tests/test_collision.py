@@ -453,3 +453,38 @@ def test_sat_separation_gauss_map_edge_test_matches_brute_force():
     assert 5 < overlap.sum() < n
     np.testing.assert_allclose(got[overlap], want[overlap], atol=1e-12)
     assert np.all(got <= want + 1e-12)
+
+
+@pytest.mark.parametrize("far", [False, True])
+@pytest.mark.parametrize("sphere_first", [True, False])
+def test_sphere_capsule_gradient_is_finite_in_float32(far, sphere_first):
+    """A sphere against a capsule in float32, in either order (a sphere's core is a segment of length 0): the
+    derivative of φ is finite whether the pair touches or is beyond the margin (it was NaN in both:
+    a floor of 1e-30 under a divisor squares to 0 in float32 in the quotient's derivative), and
+    the touching pair's is the float64 one, the unit normal's. The capsule first, its closest point
+    to the sphere is on its axis (it was its first end: no contact where the sphere lay midway)."""
+    sp, cp = shapes.sphere(0.03, 0.2), shapes.capsule(0.02, 0.08, 0.3)
+    qc = (0.7071068, 0.0, 0.7071068, 0.0)  # the capsule lying along x
+
+    def jac(dtype):
+        c = lambda x: jnp.asarray(x, dtype)
+        sphere = ("sphere", c(sp.vertices), c(sp.radius))
+        capsule = ("capsule", c(cp.vertices), c(cp.radius))
+
+        def f(pa, pb):
+            if sphere_first:
+                return collision.round_round(*sphere, pa, c((1, 0, 0, 0)), *capsule, pb, c(qc), num=4, margin=0.01).phi[0]
+            return collision.round_round(*capsule, pb, c(qc), *sphere, pa, c((1, 0, 0, 0)), num=4, margin=0.01).phi[0]
+        pa, pb = c([0.01, 0.0, 0.13]), c([0.0, 0.0705, 0.02] if far else [0.0, 0.03, 0.13])
+        return np.asarray(jax.jacobian(f, argnums=(0, 1))(pa, pb))
+
+    phi = collision.round_round("capsule", cp.vertices, cp.radius, jnp.asarray([0.0, 0.03, 0.13]), jnp.asarray(qc),
+                                "sphere", sp.vertices, sp.radius, jnp.asarray([0.01, 0.0, 0.13]), jnp.asarray((1.0, 0, 0, 0)),
+                                num=4, margin=0.01).phi[0]
+    assert float(phi) == pytest.approx(0.03 - 0.03 - 0.02, abs=1e-9)  # the capsule first: its axis, not its end
+    j32, j64 = jac(jnp.float32), jac(jnp.float64)
+    assert np.all(np.isfinite(j32))
+    np.testing.assert_allclose(j32, j64, atol=1e-6)
+    if not far:
+        np.testing.assert_allclose(j64[0], -j64[1], atol=1e-12)
+        assert np.linalg.norm(j64[0]) == pytest.approx(1.0)

@@ -360,11 +360,25 @@ def pair_gaps(scene: Scene, params: Params, state: State):
     return jnp.linalg.norm(state.pos[a] - state.pos[b], axis=-1) - radius[a] - radius[b]
 
 
+def keep_slots(limit: int, phi, valid):
+    """The broad phase across the groups of pairs (``Scene.max_slots``): of the slots the narrow
+    phase filled (``phi``, ``valid``: (S, n)), the ``limit`` to keep, those with a contact within
+    reach first, the nearest (least φ of a valid contact) first, returned in the table's order
+    (indices (limit,)), and whether one more had a contact within reach (left out: ``CAPACITY``).
+    A choice without gradient."""
+    touch = jnp.any(valid, axis=1)
+    near = jnp.where(touch, -jnp.min(jnp.where(valid, jax.lax.stop_gradient(phi), jnp.inf), axis=1), -jnp.inf)
+    top, sel = jax.lax.top_k(near, limit + 1)
+    return jnp.sort(sel[:limit]), touch[sel[limit]]
+
+
 def pair_contacts(model, scene: Scene, params: Params, state: State):
     """The manifolds (``collision.hull_hull``, within the pair's ``reach``) of the pairs the broad
     phase keeps (every pair without ``Scene.max_pairs``: there, the pairs with the least gap less
-    reach), one vmap per topology pair: (rows (S·n, 2, 3, 6), phi, valid, bodies (S·n, 2),
-    slot_pair (S,), pair_phi (P, n), pair_kind (P,), capacity)."""
+    reach), one vmap per topology pair, then at most ``Scene.max_slots`` of them across the groups
+    (``keep_slots``): (rows (S·n, 2, 3, 6), phi, valid, bodies (S·n, 2), slot_pair (S,),
+    pair_phi (P, n), pair_kind (P,), capacity); ``pair_phi``/``pair_kind`` of every pair the narrow
+    phase ran on."""
     n, P = scene.pair_contacts, scene.num_pairs
     pairs = np.asarray(scene.pairs, dtype=int).reshape(P, 2)
     dtype = state.pos.dtype
@@ -421,12 +435,16 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
         order = np.argsort(np.concatenate([o[0] for o in out]), kind="stable")
         cols = [c[order] for c in cols]
     slot_pair, slot_bodies, rows, phi, valid, kind = cols
-    S = slot_pair.shape[0]
     if broad:
         pair_phi = jnp.broadcast_to(gaps[:, None], (P, n)).astype(dtype).at[slot_pair].set(phi)
         pair_kind = jnp.zeros((P,), jnp.int32).at[slot_pair].set(kind)
     else:
         pair_phi, pair_kind = phi, kind
+    if scene.max_slots is not None and slot_pair.shape[0] > scene.max_slots:  # one cap across the groups
+        keep, over = keep_slots(scene.max_slots, phi, valid)
+        capacity = capacity | over
+        slot_pair, slot_bodies, rows, phi, valid = (c[keep] for c in (slot_pair, slot_bodies, rows, phi, valid))
+    S = slot_pair.shape[0]
     bodies = jnp.repeat(slot_bodies, n, axis=0)
     return (rows.reshape(S * n, 2, 3, 6), phi.reshape(-1), valid.reshape(-1), bodies, slot_pair, pair_phi,
             pair_kind, capacity)
@@ -651,11 +669,11 @@ def warm_table(scene: Scene, con: WorldContacts, z):
 def start_overlaps(model, scene: Scene, params: Params, state: State):
     """(P,) how deep (m, 0 if apart) the two bodies of every pair of the scene overlap at ``state``
     (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
-    every = dataclasses.replace(scene, max_pairs=None, fast_hits=False)
+    every = dataclasses.replace(scene, max_pairs=None, max_slots=None, fast_hits=False)
     _, phi, valid, *_ = pair_contacts(model, every, params, state)
     return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
 
 
-__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_joint_contacts", "num_losses", "sides", "tendon_limit_contacts", "fast_pairs", "is_compound", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
+__all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_joint_contacts", "num_losses", "sides", "tendon_limit_contacts", "fast_pairs", "is_compound", "keep_slots", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",
            "pair_contacts", "pair_gaps", "patch_phi", "predicted", "reach", "round_or_hull", "SEPARATE_SLOP", "SEPARATE_SWEEPS", "separate_fast_pairs", "shape_dims", "soft_rows", "start_overlaps", "stiff_rows", "surface_contacts", "surface_friction", "surfaces", "warm_slots",
            "warm_table"]

@@ -51,6 +51,12 @@ class Scene:
     closest (a static number, so the problem keeps fixed shapes); pairs further apart than the
     margin cannot touch and are skipped. When more than K pairs are within reach of each other
     the farthest are left out of that step and the step is flagged ``Flags.CAPACITY``.
+    max_slots: the broad phase across the groups of pairs (one cap on the table, not per group).
+    None: every pair the narrow phase ran on (per group: ``max_pairs``) is a slot of the contact
+    problem. An int S: the problem keeps S pair slots, the pairs with a contact within reach
+    (the nearest first; ``contacts.keep_slots``), in the table's order, whatever their groups;
+    when more than S pairs have a contact within reach, the farthest are left out and the step
+    is flagged ``Flags.CAPACITY``. ``scenes.heap_broad_phase`` sets it for a heap of several kinds.
     joints: None, or the world's revolute ``joints.Joints`` (their anchors and axes are traced, in
     ``joints.JointedParams``); a jointed body keeps every ground candidate (no reach filter: its
     joints can move it faster than its own velocity says).
@@ -112,6 +118,7 @@ class Scene:
     planes: int = 0
     contactless: tuple = ()
     no_ground: tuple = ()
+    max_slots: int | None = None
 
     def __post_init__(self):
         n = len(self.topologies)
@@ -153,6 +160,10 @@ class Scene:
         if self.max_pairs is not None and (not isinstance(self.max_pairs, numbers.Integral)
                                            or isinstance(self.max_pairs, bool) or self.max_pairs < 1):
             raise ValueError(f"Scene.max_pairs must be None (every pair) or an int >= 1, got {self.max_pairs!r}")
+        if self.max_slots is not None and (not isinstance(self.max_slots, numbers.Integral)
+                                           or isinstance(self.max_slots, bool) or self.max_slots < 1):
+            raise ValueError(f"Scene.max_slots must be None (every pair the narrow phase ran on) or an int >= 1, "
+                             f"got {self.max_slots!r}")
         if self.narrow_phase not in collision.METHODS:
             raise ValueError(f"Scene.narrow_phase must be one of {collision.METHODS}, got {self.narrow_phase!r}")
         if not (isinstance(self.margin, numbers.Real) and np.isfinite(self.margin) and self.margin >= 0):
@@ -265,9 +276,15 @@ class Scene:
         return group_size if self.max_pairs is None else min(group_size, self.max_pairs)
 
     @property
-    def num_pair_slots(self) -> int:
+    def num_narrow_slots(self) -> int:
         """Pairs the narrow phase runs on each step (every pair without a broad phase)."""
         return sum(self.pair_slots(len(ks)) for _, _, ks in self.pair_groups())
+
+    @property
+    def num_pair_slots(self) -> int:
+        """Pair slots of the contact problem each step: the narrow phase's, at most ``max_slots``."""
+        ran = self.num_narrow_slots
+        return ran if self.max_slots is None else min(ran, self.max_slots)
 
 
 def check_plane_count(planes) -> None:
@@ -368,13 +385,13 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
                names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0, contactless=(),
-               no_ground=()):
+               no_ground=(), max_slots: int | None = None):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
     of a joint meet there, so their pair is excluded too). Each body's hull topology is computed here from
     its concrete vertices (``collision.topology``, which refuses degenerate hulls by name).
-    max_pairs: the broad phase; narrow_phase: its method; names: the bodies' names (``Scene``).
+    max_pairs: the broad phase (per group of pairs), max_slots: across the groups; narrow_phase: its method; names: the bodies' names (``Scene``).
     ground_contacts: deprecated (``Model.max_contacts`` decides; ``Scene``). fixed: the bodies fixed to
     the world (indices, or one bool per body; ``Scene.fixed``): pairs of two fixed bodies are left
     out of the table (also from an explicit ``pairs`` list). planes: how many tilted planes the world
@@ -432,7 +449,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                  margin=margin, ground_contacts=ground_contacts, softness=softness,
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
                  names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits,
-                 planes=planes, contactless=contactless, no_ground=check_fixed(no_ground, n, "no_ground")), stacked
+                 planes=planes, contactless=contactless, no_ground=check_fixed(no_ground, n, "no_ground"),
+                 max_slots=max_slots), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:

@@ -122,11 +122,15 @@ def cradle(n: int = 5, gap: float = 0.005, speed: float = 1.0, restitution: floa
 
 def heap_broad_phase(scene):
     """``scene`` with the heap's broad phase (``Scene.max_pairs`` = 3N, ``heap``) when it has more than
-    3N pairs and none: what ``simulate --mjcf`` and ``benchmarks.mixed_speed`` run a loaded world with
-    (a body in a heap touches about six others; more pairs within reach are flagged CAPACITY)."""
+    3N pairs and none, and then, when its groups of pairs hold more than 3N slots together (a heap
+    of several kinds: each group is under the cap), 3N slots across them (``Scene.max_slots``):
+    what ``simulate --mjcf`` and ``benchmarks.mixed_speed`` run a loaded world with (a body in a
+    heap touches about six others; more pairs within reach are flagged CAPACITY)."""
     N = scene.num_bodies
     if scene.max_pairs is None and scene.num_pairs > 3 * N:
-        return dataclasses.replace(scene, max_pairs=3 * N)
+        scene = dataclasses.replace(scene, max_pairs=3 * N)
+        if scene.max_slots is None and scene.num_narrow_slots > 3 * N:
+            scene = dataclasses.replace(scene, max_slots=3 * N)
     return scene
 
 
