@@ -78,6 +78,7 @@ def test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow():
     assert bool(one.capacity) and one.slot_pair.tolist() == [0]  # the sphere rests on the box: nearest
 
 
+@pytest.mark.slow
 def test_slots_across_groups_keep_the_gradient_float32():
     """float32, as users run: the gradient of the valid contacts' summed φ with respect to the
     bodies' positions is the same with two slots as with every slot (the choice has no gradient)."""
