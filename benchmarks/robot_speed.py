@@ -34,7 +34,9 @@ quadruped ran at about 50 world-steps/s: 1,024 × 1,000 steps would be hours):
 Where the time goes (jaxcontact, one world, ``--profile-steps`` steps, float32): the contact problem's
 rows, the mean and largest sweeps per step and the steps at the 1,000-sweep cap (``WorldInfo``), the
 step's flags, and the wall time of the same rollout with the solver held to one sweep
-(``LCPSettings(max_iter=1, fixed_iterations=True)``): the difference is the sweeps' share.
+(``LCPSettings(max_iter=1, fixed_iterations=True)``): the difference is the sweeps' share; and the
+same rollout with the step's linear algebra on jax's LAPACK kernels instead of ``jaxcontact.linalg``'s
+loops (what the loops cost at one world, where the kernels cannot hang: no batch to share out).
 Reported: world-steps/s per engine and size, the ratio to jaxcontact, compile seconds, a sanity
 check that the engines ran the same motion (the mean final height of the torso, of the arm's last
 link), and jaxcontact's flags. Writes ``benchmarks/results/<name>.{json,md}``.
@@ -183,17 +185,27 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
     import jax
     import jax.numpy as jnp
 
-    from jaxcontact import worlds
+    from jaxcontact import linalg, worlds
 
     file, key, *_ = ROBOTS[robot]
     kw = {"max_pairs": max_pairs} if max_pairs else {}
     scene, params, state, model = worlds.from_mjcf(str(SCENES / file), keyframe=key, dtype=jnp.float32, **kw)
     c = jnp.asarray(u[0, :steps], jnp.float32)
     out = {}
-    for label, mdl in (("full", model), ("one sweep", dataclasses.replace(model, law=dataclasses.replace(
-            model.law, solver=dataclasses.replace(model.law.solver, max_iter=1, fixed_iterations=True))))):
-        fn = jax.jit(lambda p, s, cc, mdl=mdl: worlds.rollout(mdl, scene, p, s, steps, cc))
-        compiled = fn.lower(params, state, c).compile()
+    one_sweep = dataclasses.replace(model, law=dataclasses.replace(
+        model.law, solver=dataclasses.replace(model.law.solver, max_iter=1, fixed_iterations=True)))
+    for label, mdl, loops in (("full", model, True), ("one sweep", one_sweep, True), ("LAPACK", model, False)):
+        saved = linalg.without_lapack
+        if not loops:  # "LAPACK": jax's kernels (one world: no batch to share out), traced afresh
+            linalg.without_lapack = lambda: False
+            jax.clear_caches()
+        try:
+            fn = jax.jit(lambda p, s, cc, mdl=mdl: worlds.rollout(mdl, scene, p, s, steps, cc))
+            compiled = fn.lower(params, state, c).compile()
+        finally:
+            if not loops:
+                linalg.without_lapack = saved
+                jax.clear_caches()  # no later trace reuses the kernels' program
         jax.block_until_ready(compiled(params, state, c))
         t = time.perf_counter()
         _, info = jax.block_until_ready(compiled(params, state, c))
@@ -209,6 +221,7 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
                      "steps_flagged_solver": int(np.sum((np.asarray(info.flags) & 8) > 0))}
     stats.update({"steps": steps, "max_pairs": max_pairs or None, "ms_per_step": 1e3 * out["full"] / steps,
                   "ms_per_step_one_sweep": 1e3 * out["one sweep"] / steps,
+                  "ms_per_step_lapack": 1e3 * out["LAPACK"] / steps,
                   "sweeps_share": 1 - out["one sweep"] / out["full"]})
     return stats
 
@@ -294,8 +307,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--one-device", action="store_true",
                     help="jaxcontact's worlds by worlds.batch_rollout on one CPU device (XLA's own threads) instead of "
-                         "sharded over two (at 64 worlds the sharded call never returned on 2026-11-29: every thread "
-                         "idle in a futex wait, the main one in block_until_ready)")
+                         "sharded over two")
     ap.add_argument("--only", default=",".join(ROBOTS), help=f"robots, comma-separated: {', '.join(ROBOTS)}")
     ap.add_argument("--sizes", default="1,64,1024", help="world counts, comma-separated")
     ap.add_argument("--steps", default="1000,200,20", help="steps at each size, comma-separated (one: all sizes)")
@@ -366,7 +378,8 @@ def main(argv=None):
             rows.append(cells)
     prof = [[robot, label, p["max_pairs"] or "all", p["contact_rows"], p["joint_rows"], fmt(p["mean_sweeps"]),
              p["max_sweeps"], p["steps_at_cap"], p["steps_flagged_solver"], fmt(p["ms_per_step"]),
-             fmt(p["ms_per_step_one_sweep"]), f"{100 * p['sweeps_share']:.0f} %"]
+             fmt(p["ms_per_step_one_sweep"]), f"{100 * p['sweeps_share']:.0f} %",
+             fmt(p["ms_per_step_lapack"]) if "ms_per_step_lapack" in p else "—"]
             for robot, entry in res["robots"].items() for label, p in entry.get("profile", {}).items()]
     md = ["# Robots against MuJoCo C and MJX, both cores", "", md_machine(res["machine"]), "",
           "Each engine on two CPU cores (module docstring); world-steps/s (higher is faster), the peers' ratio to "
@@ -377,7 +390,8 @@ def main(argv=None):
                     "jaxcontact flags"], rows), "",
           "## Where jaxcontact's time goes (one world)", "",
           md_table(["robot", "pairs", "max_pairs", "contact rows", "joint rows", "mean sweeps", "max sweeps",
-                    "steps at the cap", "steps flagged SOLVER", "ms/step", "ms/step at one sweep", "sweeps' share"],
+                    "steps at the cap", "steps flagged SOLVER", "ms/step", "ms/step at one sweep", "sweeps' share",
+                    "ms/step, jax's LAPACK kernels"],
                    prof)]
     stage_rows = [[robot, k, fmt(v)] for robot, entry in res["robots"].items() for k, v in entry.get("stages", {}).items()]
     if stage_rows:
