@@ -33,10 +33,13 @@ quadruped ran at about 50 world-steps/s: 1,024 × 1,000 steps would be hours):
 
 Where the time goes (jaxcontact, one world, ``--profile-steps`` steps, float32): the contact problem's
 rows, the mean and largest sweeps per step and the steps at the 1,000-sweep cap (``WorldInfo``), the
-step's flags, and the wall time of the same rollout with the solver held to one sweep
+step's flags, and the CPU time (the median of five rounds, the variants in turn) of the same rollout
+with the solver held to one sweep
 (``LCPSettings(max_iter=1, fixed_iterations=True)``): the difference is the sweeps' share; and the
 same rollout with the step's linear algebra on jax's LAPACK kernels instead of ``jaxcontact.linalg``'s
 loops (what the loops cost at one world, where the kernels cannot hang: no batch to share out).
+``--batch-sweeps W,S``: a W-world batch's sweeps over S steps on one device (``batch_sweeps``: each
+world's own against the batch's slowest, which a vmapped loop runs them all to).
 Reported: world-steps/s per engine and size, the ratio to jaxcontact, compile seconds, a sanity
 check that the engines ran the same motion (the mean final height of the torso, of the arm's last
 link), and jaxcontact's flags. Writes ``benchmarks/results/<name>.{json,md}``.
@@ -191,9 +194,9 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
     kw = {"max_pairs": max_pairs} if max_pairs else {}
     scene, params, state, model = worlds.from_mjcf(str(SCENES / file), keyframe=key, dtype=jnp.float32, **kw)
     c = jnp.asarray(u[0, :steps], jnp.float32)
-    out = {}
     one_sweep = dataclasses.replace(model, law=dataclasses.replace(
         model.law, solver=dataclasses.replace(model.law.solver, max_iter=1, fixed_iterations=True)))
+    programs = {}
     for label, mdl, loops in (("full", model, True), ("one sweep", one_sweep, True), ("LAPACK", model, False)):
         saved = linalg.without_lapack
         if not loops:  # "LAPACK": jax's kernels (one world: no batch to share out), traced afresh
@@ -206,13 +209,8 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
             if not loops:
                 linalg.without_lapack = saved
                 jax.clear_caches()  # no later trace reuses the kernels' program
-        jax.block_until_ready(compiled(params, state, c))
-        times = []
-        for _ in range(3):  # the best of three calls (the shared machine's load)
-            t = time.perf_counter()
-            _, info = jax.block_until_ready(compiled(params, state, c))
-            times.append(time.perf_counter() - t)
-        out[label] = min(times)
+        _, info = jax.block_until_ready(compiled(params, state, c))
+        programs[label] = compiled
         if label == "full":
             it = np.asarray(info.iterations)
             kept = min(max_pairs or scene.num_pairs, scene.num_pairs)  # the broad phase's kept pair slots
@@ -222,6 +220,13 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
                      "steps_at_cap": int(np.sum(it >= model.law.solver.max_iter)),
                      "flags": int(np.bitwise_or.reduce(np.asarray(info.flags))),
                      "steps_flagged_solver": int(np.sum((np.asarray(info.flags) & 8) > 0))}
+    cpu = {label: [] for label in programs}
+    for _ in range(5):  # the variants in turn, five rounds: the median CPU seconds of each (the machine's load)
+        for label, compiled in programs.items():
+            t = time.process_time()
+            jax.block_until_ready(compiled(params, state, c))
+            cpu[label].append(time.process_time() - t)
+    out = {label: float(np.median(v)) for label, v in cpu.items()}
     stats.update({"steps": steps, "max_pairs": max_pairs or None, "ms_per_step": 1e3 * out["full"] / steps,
                   "ms_per_step_one_sweep": 1e3 * out["one sweep"] / steps,
                   "ms_per_step_lapack": 1e3 * out["LAPACK"] / steps,
@@ -420,8 +425,8 @@ def main(argv=None):
                     "jaxcontact flags"], rows), "",
           "## Where jaxcontact's time goes (one world)", "",
           md_table(["robot", "pairs", "max_pairs", "contact rows", "joint rows", "mean sweeps", "max sweeps",
-                    "steps at the cap", "steps flagged SOLVER", "ms/step", "ms/step at one sweep", "sweeps' share",
-                    "ms/step, jax's LAPACK kernels"],
+                    "steps at the cap", "steps flagged SOLVER", "CPU ms/step", "CPU ms/step at one sweep",
+                    "sweeps' share", "CPU ms/step, jax's LAPACK kernels"],
                    prof)]
     sweep_rows = [[robot, b["worlds"], b["steps"], fmt(b["mean_sweeps"]), fmt(b["mean_largest_sweeps"]), b["largest_sweeps"],
                    b["steps_at_cap_any_world"], f"{100 * b['sweep_work_of_own_worlds']:.0f} %"]
