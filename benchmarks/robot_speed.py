@@ -33,8 +33,13 @@ quadruped ran at about 50 world-steps/s: 1,024 × 1,000 steps would be hours):
 
 Where the time goes (jaxcontact, one world, ``--profile-steps`` steps, float32): the contact problem's
 rows, the mean and largest sweeps per step and the steps at the 1,000-sweep cap (``WorldInfo``), the
-step's flags, and the wall time of the same rollout with the solver held to one sweep
-(``LCPSettings(max_iter=1, fixed_iterations=True)``): the difference is the sweeps' share.
+step's flags, and the CPU time (the median of five rounds, the variants in turn) of the same rollout
+with the solver held to one sweep
+(``LCPSettings(max_iter=1, fixed_iterations=True)``): the difference is the sweeps' share; and the
+same rollout with the step's linear algebra on jax's LAPACK kernels instead of ``jaxcontact.linalg``'s
+loops (what the loops cost at one world, where the kernels cannot hang: no batch to share out).
+``--batch-sweeps W,S``: a W-world batch's sweeps over S steps on one device (``batch_sweeps``: each
+world's own against the batch's slowest, which a vmapped loop runs them all to).
 Reported: world-steps/s per engine and size, the ratio to jaxcontact, compile seconds, a sanity
 check that the engines ran the same motion (the mean final height of the torso, of the arm's last
 link), and jaxcontact's flags. Writes ``benchmarks/results/<name>.{json,md}``.
@@ -183,21 +188,29 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
     import jax
     import jax.numpy as jnp
 
-    from jaxcontact import worlds
+    from jaxcontact import linalg, worlds
 
     file, key, *_ = ROBOTS[robot]
     kw = {"max_pairs": max_pairs} if max_pairs else {}
     scene, params, state, model = worlds.from_mjcf(str(SCENES / file), keyframe=key, dtype=jnp.float32, **kw)
     c = jnp.asarray(u[0, :steps], jnp.float32)
-    out = {}
-    for label, mdl in (("full", model), ("one sweep", dataclasses.replace(model, law=dataclasses.replace(
-            model.law, solver=dataclasses.replace(model.law.solver, max_iter=1, fixed_iterations=True))))):
-        fn = jax.jit(lambda p, s, cc, mdl=mdl: worlds.rollout(mdl, scene, p, s, steps, cc))
-        compiled = fn.lower(params, state, c).compile()
-        jax.block_until_ready(compiled(params, state, c))
-        t = time.perf_counter()
+    one_sweep = dataclasses.replace(model, law=dataclasses.replace(
+        model.law, solver=dataclasses.replace(model.law.solver, max_iter=1, fixed_iterations=True)))
+    programs = {}
+    for label, mdl, loops in (("full", model, True), ("one sweep", one_sweep, True), ("LAPACK", model, False)):
+        saved = linalg.without_lapack
+        if not loops:  # "LAPACK": jax's kernels (one world: no batch to share out), traced afresh
+            linalg.without_lapack = lambda: False
+            jax.clear_caches()
+        try:
+            fn = jax.jit(lambda p, s, cc, mdl=mdl: worlds.rollout(mdl, scene, p, s, steps, cc))
+            compiled = fn.lower(params, state, c).compile()
+        finally:
+            if not loops:
+                linalg.without_lapack = saved
+                jax.clear_caches()  # no later trace reuses the kernels' program
         _, info = jax.block_until_ready(compiled(params, state, c))
-        out[label] = time.perf_counter() - t
+        programs[label] = compiled
         if label == "full":
             it = np.asarray(info.iterations)
             kept = min(max_pairs or scene.num_pairs, scene.num_pairs)  # the broad phase's kept pair slots
@@ -207,10 +220,40 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
                      "steps_at_cap": int(np.sum(it >= model.law.solver.max_iter)),
                      "flags": int(np.bitwise_or.reduce(np.asarray(info.flags))),
                      "steps_flagged_solver": int(np.sum((np.asarray(info.flags) & 8) > 0))}
+    cpu = {label: [] for label in programs}
+    for _ in range(5):  # the variants in turn, five rounds: the median CPU seconds of each (the machine's load)
+        for label, compiled in programs.items():
+            t = time.process_time()
+            jax.block_until_ready(compiled(params, state, c))
+            cpu[label].append(time.process_time() - t)
+    out = {label: float(np.median(v)) for label, v in cpu.items()}
     stats.update({"steps": steps, "max_pairs": max_pairs or None, "ms_per_step": 1e3 * out["full"] / steps,
                   "ms_per_step_one_sweep": 1e3 * out["one sweep"] / steps,
+                  "ms_per_step_lapack": 1e3 * out["LAPACK"] / steps,
                   "sweeps_share": 1 - out["one sweep"] / out["full"]})
     return stats
+
+
+def batch_sweeps(robot: str, u: np.ndarray, steps: int, max_pairs):
+    """What a batch's looped dense solve costs over its worlds' own (jaxcontact, W worlds on one device,
+    float32): ``worlds.batch_rollout`` with every step's info; per step the sweeps of each world, their mean
+    and their largest (a vmapped ``while_loop`` runs every world of the batch as long as its slowest)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcontact import worlds
+
+    file, key, *_ = ROBOTS[robot]
+    kw = {"max_pairs": max_pairs} if max_pairs else {}
+    scene, params, state, model = worlds.from_mjcf(str(SCENES / file), keyframe=key, dtype=jnp.float32, **kw)
+    W = u.shape[0]
+    states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (W,) + x.shape), state)
+    fn = jax.jit(lambda p, s, c: worlds.batch_rollout(model, scene, p, s, steps, c)[1].iterations)
+    it = np.asarray(fn(params, states, jnp.asarray(u, jnp.float32)))  # (W, steps)
+    mean, largest = it.mean(axis=0), it.max(axis=0)
+    return {"worlds": W, "steps": steps, "mean_sweeps": float(mean.mean()), "mean_largest_sweeps": float(largest.mean()),
+            "largest_sweeps": int(largest.max()), "steps_at_cap_any_world": int(np.sum(largest >= model.law.solver.max_iter)),
+            "sweep_work_of_own_worlds": float(mean.sum() / largest.sum())}
 
 
 def stage_times(robot: str, u: np.ndarray, steps: int, max_pairs, repeats: int = 50):
@@ -294,14 +337,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--one-device", action="store_true",
                     help="jaxcontact's worlds by worlds.batch_rollout on one CPU device (XLA's own threads) instead of "
-                         "sharded over two (at 64 worlds the sharded call never returned on 2026-11-29: every thread "
-                         "idle in a futex wait, the main one in block_until_ready)")
+                         "sharded over two")
     ap.add_argument("--only", default=",".join(ROBOTS), help=f"robots, comma-separated: {', '.join(ROBOTS)}")
     ap.add_argument("--sizes", default="1,64,1024", help="world counts, comma-separated")
     ap.add_argument("--steps", default="1000,200,20", help="steps at each size, comma-separated (one: all sizes)")
     ap.add_argument("--profile-steps", type=int, default=200)
     ap.add_argument("--stage-steps", type=int, default=0, help="stage times at the state after this many steps (0: none)")
     ap.add_argument("--profile-all-pairs", action="store_true", help="profile with every pair kept too")
+    ap.add_argument("--batch-sweeps", default="", help="W,S: the sweeps of W worlds' batch over S steps (batch_sweeps)")
     ap.add_argument("--max-pairs", type=int, default=None, help="override both robots' max_pairs (0: all pairs)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engines", default="jaxcontact,mujoco,mjx")
@@ -343,6 +386,10 @@ def main(argv=None):
             if pairs and args.profile_all_pairs:
                 entry["profile"]["all pairs"] = profile(robot, u, args.profile_steps, 0)
             print(f"{robot} profile: {entry['profile']}", flush=True)
+        if args.batch_sweeps:
+            W, S = (int(x) for x in args.batch_sweeps.split(","))
+            entry["batch_sweeps"] = batch_sweeps(robot, controls(m, robot, W, S, args.seed), S, pairs)
+            print(f"{robot} batch sweeps: {entry['batch_sweeps']}", flush=True)
         if args.stage_steps:
             u = controls(m, robot, 1, args.stage_steps, args.seed)
             entry["stages"] = stage_times(robot, u, args.stage_steps, pairs)
@@ -366,7 +413,8 @@ def main(argv=None):
             rows.append(cells)
     prof = [[robot, label, p["max_pairs"] or "all", p["contact_rows"], p["joint_rows"], fmt(p["mean_sweeps"]),
              p["max_sweeps"], p["steps_at_cap"], p["steps_flagged_solver"], fmt(p["ms_per_step"]),
-             fmt(p["ms_per_step_one_sweep"]), f"{100 * p['sweeps_share']:.0f} %"]
+             fmt(p["ms_per_step_one_sweep"]), f"{100 * p['sweeps_share']:.0f} %",
+             fmt(p["ms_per_step_lapack"]) if "ms_per_step_lapack" in p else "—"]
             for robot, entry in res["robots"].items() for label, p in entry.get("profile", {}).items()]
     md = ["# Robots against MuJoCo C and MJX, both cores", "", md_machine(res["machine"]), "",
           "Each engine on two CPU cores (module docstring); world-steps/s (higher is faster), the peers' ratio to "
@@ -377,8 +425,17 @@ def main(argv=None):
                     "jaxcontact flags"], rows), "",
           "## Where jaxcontact's time goes (one world)", "",
           md_table(["robot", "pairs", "max_pairs", "contact rows", "joint rows", "mean sweeps", "max sweeps",
-                    "steps at the cap", "steps flagged SOLVER", "ms/step", "ms/step at one sweep", "sweeps' share"],
+                    "steps at the cap", "steps flagged SOLVER", "CPU ms/step", "CPU ms/step at one sweep",
+                    "sweeps' share", "CPU ms/step, jax's LAPACK kernels"],
                    prof)]
+    sweep_rows = [[robot, b["worlds"], b["steps"], fmt(b["mean_sweeps"]), fmt(b["mean_largest_sweeps"]), b["largest_sweeps"],
+                   b["steps_at_cap_any_world"], f"{100 * b['sweep_work_of_own_worlds']:.0f} %"]
+                  for robot, entry in res["robots"].items() if (b := entry.get("batch_sweeps"))]
+    if sweep_rows:
+        md += ["", "## A batch's sweeps (one device): each world's own against the batch's slowest", "",
+               md_table(["robot", "worlds", "steps", "mean sweeps (a world)", "mean of the largest (the batch)",
+                         "largest", "steps at the cap in some world", "the worlds' own share of the swept work"],
+                        sweep_rows)]
     stage_rows = [[robot, k, fmt(v)] for robot, entry in res["robots"].items() for k, v in entry.get("stages", {}).items()]
     if stage_rows:
         md += ["", f"## Stage times (one world, float32, at the state after {args.stage_steps} steps; CPU ms a call)", "",

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import linalg
 from .types import Body, Ground, Params, PlanarState, State
 
 QUAT_TOL = 1e-3
@@ -671,7 +672,7 @@ def broken_rules(params: Params, state, control=None) -> jnp.ndarray:
         asym = jnp.max(jnp.abs(I - I.T)) > 1e-9 * jnp.maximum(1.0, jnp.max(jnp.abs(I)))
         S = 0.5 * (I + I.T)
         second = (0.5 + INERTIA_TOL) * jnp.trace(S) * jnp.eye(3, dtype=S.dtype) - S
-        chol = jnp.linalg.cholesky(jnp.stack([S, second]))
+        chol = jax.vmap(linalg.cholesky)(jnp.stack([S, second]))
         add(7, _bad_nonfinite(I) | asym | _bad_nonfinite(chol[0]))
         add(16, ~_bad_nonfinite(chol[0]) & _bad_nonfinite(chol[1]))
     else:

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from .. import geometry
+from .. import geometry, linalg
 from ..chains.model import (
     ChainModel,
     ChainParams,
@@ -149,7 +149,7 @@ def _step(cmodel: ChainModel, law, settings: RootSettings, params: ChainParams, 
     if settings.init == "eq7":
         f0 = jnp.linalg.pinv(Au, rtol=1e-6) @ (Jhat @ vc_u)
     else:
-        f0 = -jnp.linalg.solve(A, th["J"] @ v1[d] - Jhat @ vc_u + th["bias"])
+        f0 = -linalg.solve(A, th["J"] @ v1[d] - Jhat @ vc_u + th["bias"])
     scale = (jnp.linalg.norm(S * (J @ v1[d])) + jnp.linalg.norm(S * (Jhat @ vc_u)) + cmodel.gravity * h)
     tol = jax.lax.stop_gradient(settings.rtol * scale + settings.atol)
     r = _residual_fn(law, model_d)

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from .. import contact, geometry
+from .. import contact, geometry, linalg
 from ..rotations import perp2d
 from ..solvers import LCPSettings
 from ..types import Body, Ground, PatchType, PlanarState
@@ -258,7 +258,7 @@ def static_impulse(body: Body, ground: Ground, state, v_free, patch: DPatch, dt:
     Minv = geometry.mass_matrix_inverse(body, state)
     A = G @ Minv @ G.T
     A = A * mask[:, None] * mask[None, :] + jnp.diag(1.0 - mask)
-    lam = jnp.linalg.solve(A, mask * (g - G @ v_free))
+    lam = linalg.solve(A, mask * (g - G @ v_free))
     return G.T @ (mask * lam)
 
 

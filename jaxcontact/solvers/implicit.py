@@ -19,13 +19,14 @@ import jax
 import jax.numpy as jnp
 from jaxopt import implicit_diff as _jaxopt_implicit
 
+from .. import linalg
 
 def dense_guarded_solve(matvec: Callable, rhs, ridge: float = 1e-10):
     """Dense LU solve of the implicit-differentiation system (relative ridge) with a finiteness guard."""
     n = rhs.shape[0]
     M = jax.vmap(matvec, in_axes=1, out_axes=1)(jnp.eye(n, dtype=rhs.dtype))
     scale = jnp.maximum(jnp.max(jnp.abs(M)), 1.0)
-    x = jnp.linalg.solve(M + (ridge * scale) * jnp.eye(n, dtype=rhs.dtype), rhs)
+    x = linalg.solve(M + (ridge * scale) * jnp.eye(n, dtype=rhs.dtype), rhs)
     return jnp.where(jnp.all(jnp.isfinite(x)), x, jnp.zeros_like(x))
 
 

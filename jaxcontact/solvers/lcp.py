@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from .. import linalg
 from .implicit import implicit_fixed_point, newton_polish
 
 from .batching import MIN_TAIL_DENSE, tail_sweeps, with_batching_rule
@@ -380,7 +381,7 @@ def active_set_polish(rows: RowStructure, cone: str, T, rounds: int):
                 rel = max(1e-15, 4 * float(jnp.finfo(JJ.dtype).eps))
                 lam = rel * jnp.maximum(jnp.max(jnp.abs(jnp.diagonal(JJ))), jnp.finfo(JJ.dtype).tiny)
                 JJ = JJ + lam * jnp.eye(JJ.shape[0], dtype=JJ.dtype)
-                dq = J.T @ jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(JJ), f(q))
+                dq = J.T @ linalg.cho_solve((linalg.cholesky(JJ), True), f(q))
                 q_new = q - dq
                 return jnp.where(jnp.all(jnp.isfinite(q_new)), q_new, q)
 

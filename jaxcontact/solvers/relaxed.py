@@ -33,6 +33,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from .. import linalg
 from .implicit import implicit_root
 from .lcp import RowStructure
 from .relaxed_lcp import relaxed_residual
@@ -81,7 +82,7 @@ def relaxed_solution(z_hard, A, b, coupling, rows: RowStructure, valid, settings
         f = lambda zz: opt(zz, A, b, coupling, valid)
 
         def step(_, z):
-            dz = jnp.linalg.solve(jax.jacfwd(f)(z), -f(z))
+            dz = linalg.solve(jax.jacfwd(f)(z), -f(z))
             return jnp.where(jnp.all(jnp.isfinite(dz)), z + dz, z)
 
         z = z_init - f(z_init)  # g_κ(z*): one smoothed fixed-point map

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import linalg
 from .lcp import LCPSolution, RowStructure, disc_step
 
 
@@ -93,7 +94,7 @@ def solve_relaxed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, n
         f = lambda zz: F(zz, A0, b0, c0, kap)
         r = f(z)
         Jz = jax.jacfwd(f)(z)
-        dz = jnp.linalg.solve(Jz, -r)
+        dz = linalg.solve(Jz, -r)
         dz = jnp.where(jnp.all(jnp.isfinite(dz)), dz, jnp.zeros_like(dz))
         # keep normal impulses positive (fraction-to-boundary on the normal rows)
         zn_new = z + dz
@@ -108,6 +109,6 @@ def solve_relaxed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, n
     kap = jnp.asarray(kappa, z.dtype)
     Jz = jax.jacfwd(lambda zz: F(zz, A0, b0, c0, kap))(z)
     r = F(z, A, b, coupling, kap)
-    z = z - jnp.linalg.solve(Jz, r)
+    z = z - linalg.solve(Jz, r)
     res = jnp.max(jnp.abs(jnp.diagonal(A0) * sg(r)), initial=0.0)
     return LCPSolution(z=z, residual=res, iterations=jnp.asarray(newton_iters, jnp.int32))

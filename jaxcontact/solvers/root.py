@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from .. import linalg
 from .implicit import implicit_root
 
 
@@ -45,7 +46,7 @@ class RootResult:
 
 def _dogleg(B, r, delta):
     """Powell's dogleg step for min ‖r + B s‖ within ‖s‖ ≤ delta."""
-    newton = -jnp.linalg.solve(B, r)
+    newton = -linalg.solve(B, r)
     grad = B.T @ r
     Bg = B @ grad
     t = jnp.dot(grad, grad) / jnp.maximum(jnp.dot(Bg, Bg), jnp.finfo(r.dtype).tiny)

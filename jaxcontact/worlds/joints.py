@@ -28,6 +28,7 @@ import numpy as np
 from flax import struct
 
 from .. import geometry
+from .. import linalg
 from ..contact import block_diag
 from .actuation import broken_actuators, check_actuators, joint_forces
 from .tendons import Tendons, broken as broken_tendons, check as check_tendons, lengths as tendon_lengths
@@ -400,7 +401,7 @@ def _unit(a):
 
 def _dual(A):
     """(m, 3) the rows that read the coefficients of a vector in the span of A's m columns."""
-    return jnp.linalg.solve(A.T @ A, A.T)
+    return linalg.solve(A.T @ A, A.T)
 
 
 def composite_parts(kinds: tuple, jp: JointParams, g: tuple, child: State, parent: State | None):
@@ -887,7 +888,7 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     C = arm + h * damp
     MG = Minv @ G.T  # (6N, D)
     S = jnp.eye(D, dtype=dtype) + C[:, None] * (G @ MG)
-    Minv_p = Minv - MG @ jnp.linalg.solve(S, C[:, None] * MG.T)
+    Minv_p = Minv - MG @ linalg.solve(S, C[:, None] * MG.T)
     force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1) - h * pushed
     if jp.armature is not None:  # the rotor's inertia force is a·q̈, q̈ = G v̇ + Ġ v: its Ġ v part
         force = force + h * arm * rate_drift(joints, jp, state)
@@ -903,7 +904,7 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
             ct, ft = ct + h * t_extra, ft + h * t_extra * (Gt @ v1) - h * t_pushed
         MG = Minv_p @ Gt.T
         S = jnp.eye(Gt.shape[0], dtype=dtype) + ct[:, None] * (Gt @ MG)
-        Minv_p = Minv_p - MG @ jnp.linalg.solve(S, ct[:, None] * MG.T)
+        Minv_p = Minv_p - MG @ linalg.solve(S, ct[:, None] * MG.T)
         push = push + Gt.T @ ft
     v = v1 - Minv_p @ push
     return v, 0.5 * (Minv_p + Minv_p.T)
@@ -919,14 +920,14 @@ def regularized_motion(Minv, Jb, target, v1):
     in float64), so the impulse in a redundant direction is the least one and the rest are met to
     that relative accuracy. W = M⁻¹ − B Bᵀ with B = M⁻¹Jᵀ L⁻ᵀ (L the Cholesky factor of the
     regularised matrix), symmetrised. Returns as ``constrained_motion``."""
-    R = jnp.linalg.cholesky(Minv)
+    R = linalg.cholesky(Minv)
     A = R.T @ Jb.T
     K = A.T @ A
     eps = REDUNDANT_REGULARIZATION * jnp.sqrt(jnp.finfo(K.dtype).eps) * jax.lax.stop_gradient(jnp.max(jnp.diag(K)))
-    L = jnp.linalg.cholesky(K + eps * jnp.eye(K.shape[0], dtype=K.dtype))
+    L = linalg.cholesky(K + eps * jnp.eye(K.shape[0], dtype=K.dtype))
     fac = (L, True)
-    vc = v1 + Minv @ (Jb.T @ jax.scipy.linalg.cho_solve(fac, target - Jb @ v1))
-    B = R @ jax.scipy.linalg.solve_triangular(L, A.T, lower=True).T
+    vc = v1 + Minv @ (Jb.T @ linalg.cho_solve(fac, target - Jb @ v1))
+    B = R @ linalg.solve_triangular(L, A.T, lower=True).T
     W = Minv - B @ B.T
     return vc, 0.5 * (W + W.T), fac
 
@@ -945,11 +946,11 @@ def constrained_motion(Minv, Jb, target, v1):
     3-link chain's impulse reached 10⁹ N·s in one step; docs/chains.md). For the same reason v_c
     and the factor come from the QR (Rᵀ Jᵀ = Q T, so J M⁻¹ Jᵀ = Tᵀ T), not from forming
     J M⁻¹ Jᵀ, which squares the condition number."""
-    R = jnp.linalg.cholesky(Minv)
-    Q, T = jnp.linalg.qr(R.T @ Jb.T)  # Rᵀ Jᵀ = Q T, so J M⁻¹ Jᵀ = Tᵀ T (T: its Cholesky factor, up to signs)
+    R = linalg.cholesky(Minv)
+    Q, T = linalg.qr(R.T @ Jb.T)  # Rᵀ Jᵀ = Q T, so J M⁻¹ Jᵀ = Tᵀ T (T: its Cholesky factor, up to signs)
     fac = (T, False)
     # v_c = v¹ + M⁻¹Jᵀ(JM⁻¹Jᵀ)⁻¹(target − J v¹) = v¹ + R Q T⁻ᵀ(target − J v¹), without forming JM⁻¹Jᵀ
-    vc = v1 + R @ (Q @ jax.scipy.linalg.solve_triangular(T, target - Jb @ v1, trans="T", lower=False))
+    vc = v1 + R @ (Q @ linalg.solve_triangular(T, target - Jb @ v1, lower=False, trans=True))
     F = R - (R @ Q) @ Q.T
     W = F @ F.T
     return vc, 0.5 * (W + W.T), fac
@@ -983,7 +984,7 @@ class Motion:
         v⁺ = v¹ + M⁻¹(J_bᵀλ + p)."""
         if self.factor is None:
             return jnp.zeros((0,), p.dtype)
-        return jax.scipy.linalg.cho_solve(self.factor, self.target - self.jac @ (self.v1 + self.minv @ p.reshape(-1)))
+        return linalg.cho_solve(self.factor, self.target - self.jac @ (self.v1 + self.minv @ p.reshape(-1)))
 
     def joint_error(self):
         """() the largest anchor separation of a joint before the step (m; 0 without joints)."""
