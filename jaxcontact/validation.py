@@ -184,7 +184,7 @@ def validate_body(body: Body, batched: bool = False) -> None:
     if d == 3:
         _shape(inertia, (3, 3), "body.inertia", batched)
         I = inertia.reshape(-1, 3, 3)
-        if np.any(np.abs(I - np.swapaxes(I, -1, -2)) > 1e-9 * max(1.0, np.abs(I).max())):
+        if np.any(np.abs(I - np.swapaxes(I, -1, -2)) > 1e-9 * max(1.0, np.abs(I).max(initial=0.0))):
             raise ValueError("body.inertia: must be symmetric")
         if np.any(np.linalg.eigvalsh(I) <= 0):
             raise ValueError("body.inertia: must be positive definite (all principal moments > 0)")
@@ -205,6 +205,8 @@ def validate_body(body: Body, batched: bool = False) -> None:
             raise ValueError(f"body.friction: friction coefficients must be >= 0, got {mu}")
     if body.is_round:
         _validate_round(body, v, mask, batched)
+        return
+    if v.size == 0:  # a world of no bodies (a file of scenery or assets alone): nothing to check
         return
     vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
     # each distinct (vertices, mask) once: a batch of one shape costs one hull

@@ -699,12 +699,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         raise ValueError(f"from_mujoco: expected a mujoco.MjModel, got {type(model).__name__}")
     model = FoldedModel(M, model)  # jaxcontact body i is MuJoCo body model.kept[i]
     problems = _check(mujoco, model, approximate)
-    scenery = [g for g in range(model.ngeom) if _colliding(model, g) and model.geom_type[g] != M.mjtGeom.mjGEOM_PLANE]
-    if model.nbody < 2 and not scenery:  # a world of fixed scenery alone loads (its bodies held, nothing moves)
-        what = "a ground plane" if any(_colliding(model, g) for g in range(model.ngeom)) else "no colliding geom"
-        problems.append(f"nothing to simulate: no bodies besides the world body, and {what} on it (a file of assets, "
-                        "materials or a floor to include in a model; a jaxcontact world holds at least one body, "
-                        "moving or fixed scenery)")
+    # a world of fixed scenery alone loads (its bodies held, nothing moves); so does a file of a floor or assets
+    # alone (no bodies besides the world body: a world of none, which steps as MuJoCo's does, with nothing to move)
     if problems:
         raise ValueError("unsupported in a jaxcontact world: " + "; ".join(problems))
     dtype = jnp.result_type(float) if dtype is None else dtype
@@ -867,7 +863,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
             ground = True
             no_ground = [b for b, t in zip(free, touch) if not t]
     if ground_mu is None:
-        ground_mu = max(mus)
+        ground_mu = max(mus, default=fill)
     plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
     for k, g in enumerate(tilted):  # a plane touches every free body (MuJoCo's filter must agree)
         free = [b for b in range(n) if b not in fixed and b not in contactless]
@@ -957,7 +953,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
                                    **extra)
 
-    same = len({*mus, ground_mu} if ground else set(mus)) == 1
+    same = len({*mus, ground_mu} if ground else set(mus)) <= 1  # none: a world of no bodies
     if not same:
         bodies = [bd.replace(friction=jnp.asarray(mu)) for bd, mu in zip(bodies, mus)]
     if all_condims != {1}:
@@ -981,7 +977,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         groundp = Ground(normal=cast(normal), height=cast(normal @ d.geom_xpos[plane]))
     else:
         groundp = Ground(normal=cast([0.0, 0.0, 1.0]), height=cast(0.0))
-    law = CoulombLCP.init_params(mu=ground_mu if not same else mus[0], restitution=0.0)
+    law = CoulombLCP.init_params(mu=ground_mu if not same or not mus else mus[0], restitution=0.0)
     law = law.replace(mu=cast(law.mu), restitution=cast(law.restitution))
     if joints is None:
         params = Params(body=stacked, ground=groundp, law=law)
@@ -1007,7 +1003,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         quat.append(q)
         vel.append(np.zeros(3))
         omega.append(np.zeros(3))
-    state = State(pos=cast(np.stack(pos)), quat=cast(np.stack(quat)), vel=cast(np.stack(vel)), omega=cast(np.stack(omega)))
+    stack = lambda x, k: cast(np.reshape(np.asarray(x, float), (-1, k)))  # (N, k); a world of no bodies: (0, k)
+    state = State(pos=stack(pos, 3), quat=stack(quat, 4), vel=stack(vel, 3), omega=stack(omega, 3))
 
     from .scenes import model as world_model
 
@@ -1849,7 +1846,8 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     actuators, ctrl = _actuators_xml(scene, params)
     actuators = _equalities_xml(scene, params) + actuators
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
-           f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n')
+           f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n') if qpos else (
+        '  <keyframe>\n    <key name="initial"/>\n  </keyframe>\n')  # a world of no bodies: no coordinates
     xml = (f'<mujoco model="{name}">\n'
            f'  <!-- written by jaxcontact.worlds.to_mjcf: body i is jaxcontact body i, its origin at its centre of '
            f'mass; the velocities are in the keyframe "initial" -->\n'

@@ -330,7 +330,7 @@ def _checksper_body(scene: Scene, params: Params, laws_info, invalid_b, projecte
                         params, invalid_b, p_body, new, projected_b, failed_b)
     one = scene.num_bodies == 1
     pick = (lambda x: x[0]) if one else (lambda x: _or(x))
-    most = (lambda x: x[0]) if one else (lambda x: jnp.max(x))
+    most = (lambda x: x[0]) if one else (lambda x: jnp.max(x, initial=0))  # no bodies: 0
     dtype = p_body.dtype
     return WorldInfo(
         impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), dtype),
