@@ -634,9 +634,11 @@ RULES: tuple[tuple[str, str], ...] = (
     ("state.vel", "a fixed body (Scene.fixed) must be at rest: zero vel and omega"),
     ("params.joints", "damping, stiffness and armature must be finite and >= 0, springref finite; frictionloss "
                        "and the tendons' fields (tendons.TendonParams) likewise"),
+    ("params.medium", "density and viscosity must be finite and >= 0, the wind and the principal frames finite"),
 )
 FIXED_MOVING = 19  # the rule a world's step sets for a fixed body given a velocity (worlds.pipeline)
 JOINT_PASSIVE = 20  # the rule a jointed world's step sets for a bad passive joint field (worlds.pipeline)
+MEDIUM = 21  # the rule a world's step sets for a bad fluid medium (worlds.pipeline, worlds.medium)
 
 
 def rule_names(bits) -> list[str]:

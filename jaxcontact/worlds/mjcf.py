@@ -93,6 +93,7 @@ from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPT
 from . import joints as world_joints
 from .actuation import ActuatorParams
 from .joints import JointedParams, JointParams, Joints
+from .medium import make_medium
 from .tendons import TendonParams, Tendons
 from .scene import Scene, make_scene
 
@@ -435,10 +436,24 @@ def _check(mujoco, model, approximate: bool):
         mu = np.asarray(model.pair_friction[p], float)
         if model.pair_dim[p] > 1 and mu[0] != mu[1]:
             problems.append(f"{name}: anisotropic friction {_numbers(mu[:2])} (jaxcontact's pairs are isotropic)")
-    for field, what in (("wind", "wind"), ("density", "medium density"), ("viscosity", "medium viscosity")):
-        if np.any(np.asarray(getattr(model.opt, field)) != 0):
-            problems.append(f"option {field} (the {what}'s drag has no jaxcontact counterpart)")
+    if _has_medium(model):  # MuJoCo's inertia-box fluid model loads (worlds.medium); its ellipsoid model does not
+        for b in range(1, model.nbody):
+            name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
+            mass = float(model.raw.body_mass[b])
+            ellipsoid = [g for g in range(model.ngeom) if model.raw.geom_bodyid[g] == b
+                         and np.ravel(model.geom_fluid)[g * M.mjNFLUID] > 0]
+            if ellipsoid and mass >= 1e-15:
+                problems.append(f"{name}: the ellipsoid fluid model (geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, ellipsoid[0])}"
+                                " fluidshape=\"ellipsoid\"; jaxcontact's medium is MuJoCo's inertia-box model)")
+            elif b in model.folded and mass >= 1e-15:
+                problems.append(f"{name}: a jointless body with a mass of its own folded into its host under a fluid "
+                                "medium (MuJoCo drags each body's own inertia box, the world would drag the host's)")
     return problems
+
+
+def _has_medium(model) -> bool:
+    """Whether MuJoCo's passive fluid forces act (``opt.density``, ``opt.viscosity``; wind alone drags nothing)."""
+    return bool(model.opt.density != 0 or model.opt.viscosity != 0)
 
 
 def _centred(model, g, tol: float = 1e-9) -> bool:
@@ -983,6 +998,10 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         params = Params(body=stacked, ground=groundp, law=law)
     else:
         params = JointedParams(body=stacked, ground=groundp, law=law, joints=joint_params)
+    if _has_medium(model):  # MuJoCo's fluid: each body's principal frame (body_iquat; a world geom's: its own)
+        frame = np.reshape([model.body_iquat[b] for b in model.kept] + [[1.0, 0.0, 0.0, 0.0]] * len(world_geoms), (-1, 4))
+        params = params.replace(medium=make_medium(float(model.opt.density), float(model.opt.viscosity),
+                                                   np.asarray(model.opt.wind, float), frame, dtype=dtype))
     if tilted:
         params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed + contactless))
 
@@ -1744,7 +1763,10 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     if scene.no_ground and {"contype", "conaffinity"} & set(geom or {}):
         raise ValueError(f"to_mjcf: geom= sets contype/conaffinity, which keep {scene.body_name(scene.no_ground[0])} off the "
                          "ground (Scene.no_ground); leave them out")
-    extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
+    medium = getattr(params, "medium", None)  # a fluid medium: MuJoCo's own options (its compiler picks the frames)
+    fluid = {} if medium is None else {"density": _f(medium.density), "viscosity": _f(medium.viscosity),
+                                       "wind": _f(medium.wind)}
+    extra_option = "".join(f' {k}="{v}"' for k, v in (fluid | (option or {})).items())
 
     # the joint tree
     parent_of, hinge_of, group_of = {}, {}, {}
