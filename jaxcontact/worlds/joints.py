@@ -31,7 +31,7 @@ from .. import geometry
 from ..contact import block_diag
 from .actuation import broken_actuators, check_actuators, joint_forces
 from .tendons import Tendons, broken as broken_tendons, check as check_tendons, lengths as tendon_lengths
-from .tendons import passive as tendon_passive
+from .tendons import equality_rows as tendon_equality_rows, passive as tendon_passive
 from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
@@ -174,8 +174,13 @@ class Joints:
 
     @property
     def num_rows(self) -> int:
-        """Every group's rows, in all (5 per joint when every joint is a lone hinge or slide)."""
-        return sum(self.group_rows(g) for g in self.groups)
+        """Every group's rows, in all (5 per joint when every joint is a lone hinge or slide), then one per
+        tendon equality (``tendons.Tendons.equal``)."""
+        return sum(self.group_rows(g) for g in self.groups) + self.num_tendon_equalities
+
+    @property
+    def num_tendon_equalities(self) -> int:
+        return len(self.tendons.equal) if isinstance(self.tendons, Tendons) else 0
 
     @property
     def uniform(self) -> bool:
@@ -636,6 +641,12 @@ def system(joints: Joints, jp: JointParams, state: State):
         if p >= 0:
             J = J.at[rs, 6 * p:6 * p + 6].add(-Jp)
         errs.append(err)
+    if joints.num_tendon_equalities:  # the tendon equalities' rows, after the groups' (tendons.equality_rows)
+        G = scalar_view(joints, rate_rows(joints, state, jp))
+        q = scalar_view(joints, coordinates(joints, jp, state)[0])
+        rows, err = tendon_equality_rows(joints.tendons, jp.tendons, G, q)
+        J = J.at[start:].set(rows.astype(J.dtype))
+        errs.append(err)
     return J, jnp.concatenate(errs)
 
 
@@ -1012,10 +1023,11 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
         v, M = passive_motion(model, joints, params.joints, state, v1, M)
     Jb, err = system(joints, params.joints, state)
     target = -(joints.baumgarte / model.dt) * err
-    loops = any(joints.kind(j) in EQUALITIES for j in range(joints.num_joints))
+    loops = any(joints.kind(j) in EQUALITIES for j in range(joints.num_joints)) or bool(joints.num_tendon_equalities)
     vc, W, fac = (regularized_motion if loops else constrained_motion)(M, Jb, target, v)
+    plain = joints.kinds == () and joints.uniform and not joints.num_tendon_equalities
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
-                  target=target, factor=fac, anchors=None if joints.kinds == () and joints.uniform else anchor_rows(joints))
+                  target=target, factor=fac, anchors=None if plain else anchor_rows(joints))
 
 
 def check_start(start) -> str:

@@ -77,6 +77,7 @@ mujoco is an optional extra (``pip install "jaxcontact[mjcf]"``), imported insid
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 
@@ -891,7 +892,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     # joints: hinges, slides and balls to the parent body or the world; welded bodies; equalities
     hinges = [j for j in range(model.njnt) if _joint_kind(M, model, j) is not None]
     welded = [b for b in model.kept if not _static(model, b) and b not in model.jnt_bodyid]  # a mocap body: fixed
-    equalities = [e for e in range(int(model.neq)) if model.eq_active0[e]]
+    equalities = [e for e in range(int(model.neq)) if model.eq_active0[e] and int(model.eq_type[e]) != int(M.mjtEq.mjEQ_TENDON)]
     joints = joint_params = None
     if hinges or welded or equalities:
         kinds = tuple(_joint_kind(M, model, j) for j in hinges)
@@ -1188,6 +1189,30 @@ def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, 
     return "".join(out)
 
 
+def _tendon_equalities_xml(scene, params, state) -> str:
+    """The ``<tendon>`` equalities of ``to_mjcf``'s file (``tendons.Tendons.equal``), their polynomials
+    rewritten for the written file's reference lengths: MuJoCo takes L⁰ at the file's qpos0, the coordinates
+    at ``state`` (the joints' ``ref``), so a₀ and the shift of L₂ are moved to keep L₁ − L₁⁰ = p(L₂ − L₂⁰)
+    the same relation; "" without any."""
+    joints = scene.joints
+    if joints is None or joints.tendons is None or not joints.tendons.equal:
+        return ""
+    tp = params.joints.tendons
+    q = world_joints.scalar_view(joints, world_joints.coordinates(joints, params.joints, state)[0])
+    written = np.asarray(joints.tendons.matrix(tp.coef, joints.num_joints) @ q, float)  # the file's tendon_length0
+    ours, a = np.asarray(tp.length0, float), np.asarray(tp.polycoef, float)
+    rows = []
+    for k, (t1, t2) in enumerate(joints.tendons.equal):
+        c = a[k].copy()
+        if t2 >= 0:  # p(x' + δ) with δ = written L₂⁰ − ours: the binomial shift of the quartic
+            d = written[t2] - ours[t2]
+            c = np.array([sum(a[k, n] * math.comb(n, i) * d ** (n - i) for n in range(i, 5)) for i in range(5)])
+        c[0] += ours[t1] - written[t1]
+        other = f' tendon2="tendon{t2}"' if t2 >= 0 else ""
+        rows.append(f'    <tendon name="tendon_equality{k}" tendon1="tendon{t1}"{other} polycoef="{_f(c)}"/>\n')
+    return f'  <equality>\n{"".join(rows)}  </equality>\n'
+
+
 def _equalities_xml(scene, params) -> str:
     """``to_mjcf``'s ``<equality>`` element of the world's connect and weld equalities (MuJoCo's
     semantics: a connect's anchor on body 1, body 2's computed by MuJoCo at the written pose; a weld's
@@ -1261,8 +1286,10 @@ def _equality_problems(M, model) -> list:
         kind = M.mjtEq(t).name[len("mjEQ_"):].lower()
         body = ((lambda i: int(model.site_bodyid[i])) if int(model.eq_objtype[e]) == int(M.mjtObj.mjOBJ_SITE)
                 else (lambda i: i))
+        if t == int(M.mjtEq.mjEQ_TENDON):  # two fixed tendons (or one) of the world's (tendons.Tendons.equal)
+            continue  # a spatial tendon in it is refused by _tendon_problems
         if t not in (int(M.mjtEq.mjEQ_CONNECT), int(M.mjtEq.mjEQ_WELD)):
-            out.append(f"{name}: a {kind} equality (jaxcontact's are connect and weld)")
+            out.append(f"{name}: a {kind} equality (jaxcontact's are connect, weld and tendon)")
         elif t == int(M.mjtEq.mjEQ_WELD) and model.eq_data[e, 10] == 0:
             out.append(f"{name}: a weld with torquescale 0 (a connect: write it as one)")
         elif fixed(body(int(model.eq_obj1id[e]))) and fixed(body(int(model.eq_obj2id[e]))):
@@ -1346,10 +1373,15 @@ def _tendons(M, model, hinges, dtype):
     f = lambda x: jnp.asarray(np.asarray(x, float), dtype)
     some = lambda x: f(x) if np.any(np.asarray(x) != 0) else None
     stiffness = some(model.tendon_stiffness)
+    # MuJoCo's active tendon equalities: L1 − L1⁰ = p(L2 − L2⁰) (eq_data's polynomial; tendon_length0 at qpos0)
+    eqs = [e for e in range(int(model.neq)) if model.eq_active0[e] and int(model.eq_type[e]) == int(M.mjtEq.mjEQ_TENDON)]
+    equal = tuple((int(model.eq_obj1id[e]), int(model.eq_obj2id[e])) for e in eqs)
     params = TendonParams(coef=f(coef), range=f(model.tendon_range) if any(limited) else None, stiffness=stiffness,
                           springlength=None if stiffness is None else f(model.tendon_lengthspring),
-                          damping=some(model.tendon_damping), frictionloss=some(model.tendon_frictionloss))
-    return Tendons(joints=joints, limited=limited), params
+                          damping=some(model.tendon_damping), frictionloss=some(model.tendon_frictionloss),
+                          polycoef=f(np.asarray(model.eq_data, float)[eqs, :5]) if eqs else None,
+                          length0=f(model.tendon_length0) if eqs else None)
+    return Tendons(joints=joints, limited=limited, equal=equal), params
 
 
 def _actuators(M, model, d, hinges, dtype):
@@ -1866,7 +1898,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
     pair_xml += _plane_pairs(scene, params, friction, mu_law[0], geom or {})
     actuators, ctrl = _actuators_xml(scene, params)
-    actuators = _equalities_xml(scene, params) + actuators
+    actuators = _equalities_xml(scene, params) + _tendon_equalities_xml(scene, params, state) + actuators
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
            f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n') if qpos else (
         '  <keyframe>\n    <key name="initial"/>\n  </keyframe>\n')  # a world of no bodies: no coordinates
