@@ -88,3 +88,33 @@ def test_bad_tendon_equality_coefficients_are_refused_and_flagged_under_jit():
     assert int(step(bad)) & int(Flags.INVALID_INPUT) and not int(step(params))
     with pytest.raises(ValueError, match="Tendons.equal"):
         Tendons(joints=((0,), (1,)), equal=((1, 1),))
+
+
+# a tendon actuator in a world whose jointless, massive "weight" is welded to its link by rows: the
+# actuator's index (J + t) counts the weld among the world's joints
+WELDED = """<mujoco><option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <body name="a" pos="0 0 1"><joint name="ja" type="hinge" axis="0 0 1"/>
+      <geom type="box" size=".2 .02 .02" pos=".2 0 0" mass="1" contype="0" conaffinity="0"/>
+      <body name="weight" pos=".4 0 0"><geom type="sphere" size=".05" mass="2" contype="0" conaffinity="0"/></body></body>
+    <body name="b" pos="1 0 1"><joint name="jb" type="hinge" axis="0 0 1"/>
+      <geom type="box" size=".2 .02 .02" pos=".2 0 0" mass="1" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <tendon><fixed name="t"><joint joint="ja" coef="1"/><joint joint="jb" coef="-1"/></fixed></tendon>
+  <actuator><motor tendon="t" gear="2"/></actuator>
+  <keyframe><key ctrl="0.5"/></keyframe></mujoco>"""
+
+
+def test_a_tendon_actuator_beside_a_welded_body_drives_its_tendon():
+    """The motor on tendon t drives index J + t of ``Joints.actuated`` (J the hinges and the weld): the
+    two links turn opposite ways as in MuJoCo C (0.1 mm over 100 steps, the weld held by rows)."""
+    m = mujoco.MjModel.from_xml_string(WELDED)
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    scene, params, state, model = mjcf.from_mujoco(m, keyframe=0)
+    assert scene.joints.kinds.count("welded") == 1 and scene.joints.actuated == (scene.joints.num_joints,)
+    ref, _ = mjcf.mujoco_trajectory(m, d, 100)
+    traj, _ = worlds.rollout(model, scene, params, state, 100)
+    assert np.max(np.abs(ref[-1] - ref[0])) > 0.05
+    np.testing.assert_allclose(np.asarray(traj.pos), ref, atol=1e-4)

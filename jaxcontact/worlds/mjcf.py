@@ -936,7 +936,6 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                     at = np.asarray(dz.xpos[b], float) + np.asarray(dz.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
                     xp[k] = at if parent[k] < 0 else (np.asarray(dz.xmat[p], float).reshape(3, 3).T @ (at - model.xipos(dz, p)))
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
-        actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
         tendons, tendon_params = _tendons(M, model, hinges, dtype) if model.ntendon else (None, None)
         extra = _hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds or any(limited) or bool(model.nu)
                                or bool(model.ntendon) or "ball" in kinds or bool(several or welded or equalities)) if hinges else {}
@@ -944,6 +943,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide; a ball's is refused)
             extra["frictionloss"] = jnp.asarray(loss, dtype)
         more = _welds_and_equalities(M, model, d, welded, equalities)
+        actuated, force_limited, actuators = (_actuators(M, model, d, hinges, dtype, len(more["kinds"])) if model.nu
+                                              else ((), (), None))
         kinds += tuple(more["kinds"])
         parent, child = parent + more["parent"], child + more["child"]
         xp, xc, ap, ac = xp + more["xp"], xc + more["xc"], ap + more["axis"], ac + more["axis"]
@@ -1384,9 +1385,11 @@ def _tendons(M, model, hinges, dtype):
     return Tendons(joints=joints, limited=limited, equal=equal), params
 
 
-def _actuators(M, model, d, hinges, dtype):
+def _actuators(M, model, d, hinges, dtype, extra: int = 0):
     """(``Joints.actuated``, ``force_limited``, ``actuation.ActuatorParams``) of MuJoCo's compiled
-    actuators (each on a joint among ``hinges``), the control ``d.ctrl`` (a keyframe's or 0)."""
+    actuators (each on a joint among ``hinges``, or on a fixed tendon: index J + t with J the world's
+    joints, ``hinges`` and the ``extra`` welds and equalities after them), the control ``d.ctrl`` (a
+    keyframe's or 0)."""
     index = {j: k for k, j in enumerate(hinges)}
     nu = int(model.nu)
     inf = np.tile([-np.inf, np.inf], (nu, 1))
@@ -1398,7 +1401,7 @@ def _actuators(M, model, d, hinges, dtype):
         ctrl=f(d.ctrl), ctrlrange=f(np.where(ctrl_lim, model.actuator_ctrlrange, inf)),
         forcerange=f(np.where(force_lim[:, None], model.actuator_forcerange, inf)))
     tendon = int(M.mjtTrn.mjTRN_TENDON)  # an actuator on tendon t drives index J + t (Joints.actuated)
-    actuated = tuple(len(hinges) + int(model.actuator_trnid[a, 0]) if int(model.actuator_trntype[a]) == tendon
+    actuated = tuple(len(hinges) + extra + int(model.actuator_trnid[a, 0]) if int(model.actuator_trntype[a]) == tendon
                      else index[int(model.actuator_trnid[a, 0])] for a in range(nu))
     return actuated, tuple(bool(x) for x in force_lim), params
 
