@@ -991,7 +991,7 @@ MUTATIONS = (
              "ft + h * t_extra * (Gt @ v1) - h * t_pushed", "ft + h * t_extra * (Gt @ v1)",
              ("tests/test_tendons.py::test_a_motor_on_a_tendon_drives_its_joints_through_the_coefficients",)),
     Mutation("mjcf-tendon-actuator-first-tendon", "tendons", "jaxcontact/worlds/mjcf.py",
-             "len(hinges) + int(model.actuator_trnid[a, 0]) if", "len(hinges) if",
+             "len(hinges) + extra + int(model.actuator_trnid[a, 0]) if", "len(hinges) + extra if",
              ("tests/test_mjcf_tendons.py::test_actuators_on_tendons_follow_mujoco_c_and_write_back",)),
     # ball joints, composite joints, welded bodies and connect/weld equalities (issue 63, items 1, 3, 4: issue-rows2)
     Mutation("ball-rows-at-centre", "joints", "jaxcontact/worlds/joints.py",
