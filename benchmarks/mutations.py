@@ -1312,6 +1312,18 @@ MUTATIONS = (
     Mutation("mjcf-tendon-actuator-index-without-welds", "mjcf", "jaxcontact/worlds/mjcf.py",
              "len(hinges) + extra + int(model.actuator_trnid[a, 0])", "len(hinges) + int(model.actuator_trnid[a, 0])",
              ("tests/test_mjcf_tendon_equality.py::test_a_tendon_actuator_beside_a_welded_body_drives_its_tendon",)),
+    # a ball joint's friction loss: one bounded row per dof (joints.loss_dofs)
+    Mutation("ball-friction-loss-first-dof-only", "worlds", "jaxcontact/worlds/joints.py",
+             "out += [(j, start + k) for k in range(n)] if n else [(j, -1)]",
+             "out += [(j, start + k if k == 0 else -1) for k in range(n)] if n else [(j, -1)]",
+             ("tests/test_mjcf_ball_friction.py::test_a_ball_joints_friction_loss_follows_mujoco_c_and_writes_back",)),
+    Mutation("ball-friction-loss-bound-of-another-joint", "worlds", "jaxcontact/worlds/contacts.py",
+             "bound.append(jnp.asarray(jp.frictionloss, dtype)[np.asarray([j for j, _ in loss_dofs(joints)], np.int64)])",
+             "bound.append(0.5 * jnp.asarray(jp.frictionloss, dtype)[np.asarray([j for j, _ in loss_dofs(joints)], np.int64)])",
+             ("tests/test_mjcf_ball_friction.py::test_a_ball_joints_friction_loss_follows_mujoco_c_and_writes_back",)),
+    Mutation("mjcf-ball-friction-loss-not-written", "mjcf", "jaxcontact/worlds/mjcf.py",
+             'for n in ("damping", "armature", "frictionloss")', 'for n in ("damping", "armature")',
+             ("tests/test_mjcf_ball_friction.py::test_a_ball_joints_friction_loss_follows_mujoco_c_and_writes_back",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

@@ -16,7 +16,7 @@ mujoco = pytest.importorskip("mujoco")
 from jaxcontact.worlds import mjcf  # noqa: E402
 
 # two hinged links and a slider: link a's angle tied to link b's and the slider's by a quadratic (two tendons),
-# the slider held at its length by a one-tendon equality; the keyframe starts a off the relation by 12 mrad
+# the slider held 5 cm up by a one-tendon equality; the keyframe starts a off the relation by 12 mrad
 XML = """<mujoco><option timestep="0.002"/>
   <worldbody>
     <body name="a" pos="0 0 1"><joint name="ja" type="hinge" axis="0 1 0"/>
@@ -30,15 +30,15 @@ XML = """<mujoco><option timestep="0.002"/>
     <fixed name="tb"><joint joint="jb" coef="1"/><joint joint="jc" coef="-2"/></fixed>
     <fixed name="tc"><joint joint="jc" coef="1"/></fixed></tendon>
   <equality><tendon tendon1="ta" tendon2="tb" polycoef="0 0.5 0.3 0 0" solref="0.004 1"/>
-    <tendon tendon1="tc" solref="0.004 1" active="ACTIVE"/></equality>
-  <keyframe><key qpos="0.1 0.2 0" qvel="2 0 0"/></keyframe></mujoco>"""
+    <tendon tendon1="tc" polycoef="0.05 0 0 0 0" solref="0.004 1" active="ACTIVE"/></equality>
+  <keyframe><key qpos="0.065 0.2 0.05" qvel="2 0 0"/></keyframe></mujoco>"""
 
 
 def relation(scene, params, state):
-    """Both equalities' errors at ``state``: a − 0.5 x − 0.3 x² with x = b − 2c, and c."""
+    """Both equalities' errors at ``state``: a − 0.5 x − 0.3 x² with x = b − 2c, and c − 0.05."""
     q = np.asarray(world_joints.coordinates(scene.joints, params.joints, state)[0])
     x = q[1] - 2 * q[2]
-    return np.array([q[0] - 0.5 * x - 0.3 * x * x, q[2]])
+    return np.array([q[0] - 0.5 * x - 0.3 * x * x, q[2] - 0.05])
 
 
 def test_tendon_equalities_follow_mujoco_c_and_write_back():
@@ -55,7 +55,7 @@ def test_tendon_equalities_follow_mujoco_c_and_write_back():
     ref, _ = mjcf.mujoco_trajectory(m, d, 200)
     scene, params, state, model = mjcf.from_mujoco(m, keyframe=0)
     assert scene.joints.tendons.equal == ((0, 1), (2, -1))
-    np.testing.assert_allclose(relation(scene, params, state), [-0.012, 0.0], atol=1e-12)
+    np.testing.assert_allclose(relation(scene, params, state), [0.012, 0.0], atol=1e-12)
     traj, info = worlds.rollout(model, scene, params, state, 200)
     assert not np.any(np.asarray(info.flags))
     assert np.max(np.abs(np.asarray(traj.pos) - ref)) < 5e-4

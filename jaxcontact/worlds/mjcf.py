@@ -45,8 +45,8 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   rollout's controls give one per step); a hinge's or slide's friction loss (``JointParams.frictionloss``:
   a bounded row, MuJoCo's ``dof_frictionloss``); fixed tendons (``worlds.tendons``: ``wrap_prm``,
   ``tendon_range``, ``tendon_stiffness`` with ``tendon_lengthspring``, ``tendon_damping``,
-  ``tendon_frictionloss``; hard limits). A ball's spring toward anything but its zero, a ball's friction
-  loss, a free joint's damping, armature or friction loss, spatial tendons (and a tendon's armature,
+  ``tendon_frictionloss``; hard limits); a ball's friction loss (each of its three dofs bounded on its own).
+  A ball's spring toward anything but its zero, a free joint's damping, armature or friction loss, spatial tendons (and a tendon's armature,
   nonlinear spring or damper, plasticity, limit margin), other equality kinds, other actuators (on a
   fixed tendon they load: ``Joints.actuated``'s J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
@@ -395,9 +395,10 @@ def _check(mujoco, model, approximate: bool):
             if np.any(v != 0) and not hinge:
                 problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart on a free "
                                 "joint: a hinge's or slide's loads)")
-            elif np.any(v != 0) and what == "friction loss" and _joint_kind(M, model, j) not in ("hinge", "slide"):
-                problems.append(f"{name}: joint friction loss {float(np.max(np.abs(v))):g} on a "
-                                f"{_joint_kind(M, model, j)} joint (a hinge's or slide's loads)")
+            elif np.any(v != 0) and what == "friction loss" and (_joint_kind(M, model, j) not in ("hinge", "slide", "ball")
+                                                                 or np.ptp(v) != 0):
+                problems.append(f"{name}: joint friction loss {_numbers(v)} on a {_joint_kind(M, model, j)} joint (a "
+                                "hinge's, a slide's or a ball's, one value for its three dofs, loads)")
     for b in range(1, model.nbody):
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
@@ -940,7 +941,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         extra = _hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds or any(limited) or bool(model.nu)
                                or bool(model.ntendon) or "ball" in kinds or bool(several or welded or equalities)) if hinges else {}
         loss = np.asarray(model.dof_frictionloss)[[int(model.jnt_dofadr[j]) for j in hinges]]
-        if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide; a ball's is refused)
+        if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide; a ball's first dof: all three's)
             extra["frictionloss"] = jnp.asarray(loss, dtype)
         more = _welds_and_equalities(M, model, d, welded, equalities)
         actuated, force_limited, actuators = (_actuators(M, model, d, hinges, dtype, len(more["kinds"])) if model.nu
@@ -1126,8 +1127,8 @@ def _passive_xml(scene, jp, state):
             a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
             if jp.limit_soft is not None:  # MuJoCo's pace for a joint past its limit (JointParams.limit_soft)
                 a += f' solreflimit="{_f(np.asarray(jp.limit_soft, float)[j])}"'
-        if not scalar:  # a ball's damping and armature; a weld or an equality has none
-            xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature")
+        if not scalar:  # a ball's damping, armature and friction loss; a weld or an equality has none
+            xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature", "frictionloss")
                                if getattr(jp, n) is not None and scene.joints.kind(j) == "ball"))
             continue
         if jp.stiffness is not None:
