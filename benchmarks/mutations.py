@@ -1317,7 +1317,7 @@ MUTATIONS = (
              "out += [(j, start + k) for k in range(n)] if n else [(j, -1)]",
              "out += [(j, start + k if k == 0 else -1) for k in range(n)] if n else [(j, -1)]",
              ("tests/test_mjcf_ball_friction.py::test_a_ball_joints_friction_loss_follows_mujoco_c_and_writes_back",)),
-    Mutation("ball-friction-loss-bound-of-another-joint", "worlds", "jaxcontact/worlds/contacts.py",
+    Mutation("ball-friction-loss-bound-halved", "worlds", "jaxcontact/worlds/contacts.py",
              "bound.append(jnp.asarray(jp.frictionloss, dtype)[np.asarray([j for j, _ in loss_dofs(joints)], np.int64)])",
              "bound.append(0.5 * jnp.asarray(jp.frictionloss, dtype)[np.asarray([j for j, _ in loss_dofs(joints)], np.int64)])",
              ("tests/test_mjcf_ball_friction.py::test_a_ball_joints_friction_loss_follows_mujoco_c_and_writes_back",)),
