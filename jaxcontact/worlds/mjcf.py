@@ -45,9 +45,10 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   rollout's controls give one per step); a hinge's or slide's friction loss (``JointParams.frictionloss``:
   a bounded row, MuJoCo's ``dof_frictionloss``); fixed tendons (``worlds.tendons``: ``wrap_prm``,
   ``tendon_range``, ``tendon_stiffness`` with ``tendon_lengthspring``, ``tendon_damping``,
-  ``tendon_frictionloss``; hard limits); a ball's friction loss (each of its three dofs bounded on its own).
-  A ball's spring toward anything but its zero, a free joint's damping, armature or friction loss, spatial tendons (and a tendon's armature,
-  nonlinear spring or damper, plasticity, limit margin), other equality kinds, other actuators (on a
+  ``tendon_frictionloss``; hard limits) and their equalities (``Tendons.equal``: L₁ − L₁⁰ = p(L₂ − L₂⁰), a
+  bilateral row); a ball's friction loss (each of its three dofs bounded on its own). A ball's spring toward
+  anything but its zero, a free joint's damping, armature or friction loss, spatial tendons (and a tendon's
+  armature, nonlinear spring or damper, plasticity, limit margin), other equality kinds, other actuators (on a
   fixed tendon they load: ``Joints.actuated``'s J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
@@ -70,7 +71,11 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   says); ``FrictionRuleWarning`` names the pair that differs most and by how much (none for
   ``to_mjcf``'s files, whose pairs carry √(μ_a μ_b)). condim 1 on every geom and pair: frictionless.
 * ``opt.timestep`` and ``opt.gravity`` (its x and y as ``Model.gravity_xy``) give the ``Model``; a keyframe (or ``data``)
-  gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest).
+  gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest). ``opt.density``,
+  ``opt.viscosity`` and ``opt.wind`` give ``Params.medium`` (``worlds.medium``: MuJoCo's inertia-box fluid model,
+  each body's principal frame ``body_iquat``; its ellipsoid model, ``fluidshape``, refused by name, and so is a
+  massive body folded into its host under a medium). A file of no bodies besides the world body (a floor, assets)
+  is a world of no bodies, as MuJoCo's.
 
 mujoco is an optional extra (``pip install "jaxcontact[mjcf]"``), imported inside the functions.
 """
