@@ -1324,6 +1324,13 @@ MUTATIONS = (
     Mutation("mjcf-ball-friction-loss-not-written", "mjcf", "jaxcontact/worlds/mjcf.py",
              'for n in ("damping", "armature", "frictionloss")', 'for n in ("damping", "armature")',
              ("tests/test_mjcf_ball_friction.py::test_a_ball_joints_friction_loss_follows_mujoco_c_and_writes_back",)),
+    # MuJoCo's option flags that switch collisions or constraints off
+    Mutation("mjcf-contact-disabled-ignored", "mjcf", "jaxcontact/worlds/mjcf.py",
+             "    if model.opt.disableflags & (M.mjtDisableBit.mjDSBL_CONTACT | M.mjtDisableBit.mjDSBL_CONSTRAINT):",
+             "    if False:", ("tests/test_mjcf_flags.py::test_contacts_disabled_collide_nothing_as_mujoco_and_disabled_constraints_are_refused",)),
+    Mutation("mjcf-constraint-disabled-loads", "mjcf", "jaxcontact/worlds/mjcf.py",
+             "        if rows:\n            problems.append(f\"option flag constraint",
+             "        if False:\n            problems.append(f\"option flag constraint", ("tests/test_mjcf_flags.py::test_contacts_disabled_collide_nothing_as_mujoco_and_disabled_constraints_are_refused",)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

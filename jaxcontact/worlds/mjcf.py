@@ -443,6 +443,13 @@ def _check(mujoco, model, approximate: bool):
         mu = np.asarray(model.pair_friction[p], float)
         if model.pair_dim[p] > 1 and mu[0] != mu[1]:
             problems.append(f"{name}: anisotropic friction {_numbers(mu[:2])} (jaxcontact's pairs are isotropic)")
+    if model.opt.disableflags & M.mjtDisableBit.mjDSBL_CONSTRAINT:  # MuJoCo drops every constraint row
+        rows = [what for what, has in (("joint limits", np.any(model.jnt_limited)), ("equalities", model.neq > 0),
+                                        ("friction loss", np.any(model.dof_frictionloss != 0)),
+                                        ("tendon limits", np.any(getattr(model, "tendon_limited", [])))) if has]
+        if rows:
+            problems.append(f"option flag constraint disabled beside {', '.join(rows)} (MuJoCo drops them; a jaxcontact "
+                            "world keeps them)")
     if _has_medium(model):  # MuJoCo's inertia-box fluid model loads (worlds.medium); its ellipsoid model does not
         for b in range(1, model.nbody):
             name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
@@ -884,6 +891,9 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if any(touch):  # the bodies it filters out are kept off the ground (Scene.no_ground)
             ground = True
             no_ground = [b for b, t in zip(free, touch) if not t]
+    if model.opt.disableflags & (M.mjtDisableBit.mjDSBL_CONTACT | M.mjtDisableBit.mjDSBL_CONSTRAINT):
+        pairs, ground, no_ground, explicit, tilted = [], False, [], {}, []  # MuJoCo collides nothing: no pairs,
+        # no ground, no tilted planes (their geoms are no bodies either way)
     if ground_mu is None:
         ground_mu = max(mus, default=fill)
     plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
