@@ -1,7 +1,7 @@
 """A census of public MJCF files: what MuJoCo compiles, what ``worlds.from_mujoco`` loads (strict and
 ``approximate=True``), every refusal bucketed, and whether each loaded world follows MuJoCo C.
 
-    python -m benchmarks.mjcf_census --root /tmp/corpus [--steps 100] [--tol 0.01] [--only SUBSTR]
+    python -m benchmarks.mjcf_census --root /tmp/corpus [--steps 100] [--tol 0.01] [--only SUBSTR[,SUBSTR...]]
 
 ``--root`` holds the corpus (every ``*.xml`` below it is tried; a file whose root element is not
 ``<mujoco>`` is an include fragment or another XML, counted apart; so is a file MuJoCo itself cannot
