@@ -1,7 +1,7 @@
 """A census of public MJCF files: what MuJoCo compiles, what ``worlds.from_mujoco`` loads (strict and
 ``approximate=True``), every refusal bucketed, and whether each loaded world follows MuJoCo C.
 
-    python -m benchmarks.mjcf_census --root /tmp/corpus [--steps 100] [--tol 0.01] [--only SUBSTR]
+    python -m benchmarks.mjcf_census --root /tmp/corpus [--steps 100] [--tol 0.01] [--only SUBSTR[,SUBSTR...]]
 
 ``--root`` holds the corpus (every ``*.xml`` below it is tried; a file whose root element is not
 ``<mujoco>`` is an include fragment or another XML, counted apart; so is a file MuJoCo itself cannot
@@ -126,7 +126,8 @@ def features(mujoco, m) -> list:
 
 def follow(mujoco, m, loaded, steps: int):
     """The largest distance (m) between a moving body's centre of mass here and MuJoCo's ``xipos``
-    over ``steps`` steps from MuJoCo's reset state with zero controls, and the run's seconds."""
+    over ``steps`` steps from MuJoCo's reset state with zero controls, the run's seconds, whether
+    it stayed finite, and the centres of mass here (steps + 1, N, 3)."""
     import jax.numpy as jnp
 
     from jaxcontact import worlds
@@ -154,7 +155,52 @@ def follow(mujoco, m, loaded, steps: int):
         if moving:
             worst = max(worst, float(np.max(np.linalg.norm(pos[k + 1, moving] - com(), axis=1))))
     finite = bool(np.all(np.isfinite(pos)))
-    return (worst if finite else float("inf")), seconds, bool(jnp.isfinite(jnp.asarray(worst)))
+    return (worst if finite else float("inf")), seconds, bool(jnp.isfinite(jnp.asarray(worst))), pos
+
+
+def mujoco_causes(mujoco, m, pos, steps: int) -> dict:
+    """What sets a file's deviation apart, from MuJoCo C runs alone (cheap beside ours): ``euler_m``, ours
+    against MuJoCo C with the Euler integrator where the file names another (RK4, implicit: jaxcontact's
+    step is semi-implicit Euler), and ``integrator_gap_m``, MuJoCo's own two runs apart; ``limit_steps``,
+    the steps at which MuJoCo has a joint or tendon limit row active; ``max_penetration_m``, MuJoCo's
+    deepest contact; ``started_past_limit``, whether a limited joint starts outside its range."""
+    from jaxcontact.worlds import mjcf
+
+    groups = mjcf.body_groups(m)
+    moving = [i for i, g in enumerate(groups) if m.body_weldid[g[0]] != 0 and m.body_mocapid[g[0]] < 0]
+    mass = [np.asarray(m.body_mass, float)[list(groups[i])] for i in moving]
+
+    def run(integrator):
+        mm = m
+        old = int(mm.opt.integrator)
+        mm.opt.integrator = integrator
+        d = mujoco.MjData(mm)
+        mujoco.mj_forward(mm, d)
+        coms, limits, pen = [], 0, 0.0
+        for _ in range(steps):
+            mujoco.mj_step(mm, d)
+            types = np.asarray(d.efc_type[:d.nefc])
+            limits += bool(np.any((types == int(mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT))
+                                  | (types == int(mujoco.mjtConstraint.mjCNSTR_LIMIT_TENDON))))
+            pen = max(pen, max([-float(c.dist) for c in d.contact[:d.ncon]], default=0.0))
+            mujoco.mj_kinematics(mm, d)
+            coms.append(np.stack([w @ d.xipos[list(groups[i])] / w.sum() for i, w in zip(moving, mass)])
+                        if moving else np.zeros((0, 3)))
+        mm.opt.integrator = old
+        return np.array(coms), limits, pen
+
+    own, limits, pen = run(int(m.opt.integrator))
+    out = {"integrator": mujoco.mjtIntegrator(int(m.opt.integrator)).name[len("mjINT_"):].lower(),
+           "limit_steps": int(limits), "max_penetration_m": pen}
+    q = np.asarray(m.qpos0, float)
+    out["started_past_limit"] = bool(any(m.jnt_limited[j] and m.jnt_type[j] in (2, 3) and not
+                                         (m.jnt_range[j, 0] <= q[m.jnt_qposadr[j]] <= m.jnt_range[j, 1])
+                                         for j in range(m.njnt)))
+    if moving and int(m.opt.integrator) != int(mujoco.mjtIntegrator.mjINT_EULER):
+        euler, _, _ = run(int(mujoco.mjtIntegrator.mjINT_EULER))
+        out["euler_m"] = float(np.max(np.linalg.norm(pos[1:, moving] - euler, axis=-1)))
+        out["integrator_gap_m"] = float(np.max(np.linalg.norm(own - euler, axis=-1)))
+    return out
 
 
 def census_file(mujoco, path: str, steps: int, tol: float, timeout: float = 300.0) -> dict:
@@ -208,7 +254,7 @@ def follow_in_child(path: str, steps: int, tol: float, approximate: bool, timeou
     got = json.loads(lines[-1])
     if "error" in got:
         return {"follows": False, "run_error": got["error"]}
-    return {"deviation_m": got["deviation_m"], "follows": bool(got["deviation_m"] <= tol), "run_s": got["run_s"]}
+    return {"follows": bool(got["deviation_m"] <= tol)} | {k: v for k, v in got.items() if k != "error"}
 
 
 def follow_main(path: str, steps: int, approximate: bool) -> None:
@@ -225,8 +271,8 @@ def follow_main(path: str, steps: int, approximate: bool) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loaded = worlds.from_mujoco(m, approximate=approximate)
-        worst, seconds, _ = follow(mujoco, m, loaded, steps)
-        print(json.dumps({"deviation_m": worst, "run_s": round(seconds, 2)}))
+        worst, seconds, _, pos = follow(mujoco, m, loaded, steps)
+        print(json.dumps({"deviation_m": worst, "run_s": round(seconds, 2)} | mujoco_causes(mujoco, m, pos, steps)))
     except Exception as err:
         print(json.dumps({"error": f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"}))
 
@@ -291,13 +337,40 @@ def markdown(summary, records) -> str:
     lines += ["", "What the compiled files hold (files with each):", "", "| feature | files |", "|---|---|"]
     lines += [f"| {f} | {n} |" for f, n in s["features"]]
     loaded = [r for r in records if r["status"] == "compiled" and r["strict"]["loads"]]
+    causes = Counter(cause(r["strict"], s["tol_m"]) for r in loaded if "deviation_m" in r["strict"]
+                     and not r["strict"]["follows"])
+    if causes:
+        lines += ["", "Strict loads that do not follow, by the first cause that fits (`cause`):", "",
+                  "| cause | files |", "|---|---|"] + [f"| {c} | {n} |" for c, n in causes.most_common()]
+    mm = lambda x: "—" if x is None else f"{x * 1000:.3g}"
     if loaded:
-        lines += ["", "Strict loads against MuJoCo C:", "", "| file | bodies | deviation (mm) | follows |", "|---|---|---|---|"]
+        lines += ["", "Strict loads against MuJoCo C (MuJoCo's integrator, ours against MuJoCo with Euler where the "
+                  "file names another, the steps with a MuJoCo limit row active, MuJoCo's deepest contact):", "",
+                  "| file | bodies | deviation (mm) | follows | integrator | vs MuJoCo Euler (mm) | limit steps | "
+                  "MuJoCo's deepest contact (mm) |", "|---|---|---|---|---|---|---|---|"]
         for r in loaded:
-            dev = r["strict"].get("deviation_m")
-            lines.append(f"| {r['file']} | {r['nbody'] - 1} | {'—' if dev is None else f'{dev * 1000:.3g}'} | "
-                         f"{r['strict'].get('follows', r['strict'].get('run_error', '—'))} |")
+            x = r["strict"]
+            lines.append(f"| {r['file']} | {r['nbody'] - 1} | {mm(x.get('deviation_m'))} | "
+                         f"{x.get('follows', x.get('run_error', '—'))} | {x.get('integrator', '—')} | "
+                         f"{mm(x.get('euler_m'))} | {x.get('limit_steps', '—')} | {mm(x.get('max_penetration_m'))} |")
     return "\n".join(lines) + "\n"
+
+
+def cause(x: dict, tol: float) -> str:
+    """The first of these that fits a compared file that does not follow: ``integrator`` (the file names
+    RK4 or an implicit integrator and ours follows MuJoCo C with Euler), ``started past a limit``,
+    ``soft limit reached`` (a MuJoCo joint or tendon limit row active on some step: its soft limit lets
+    the joint pass where the hard row stops it), ``soft contact`` (MuJoCo's deepest contact at least
+    half the tolerance), ``other``."""
+    if x.get("euler_m") is not None and x["euler_m"] <= tol:
+        return "integrator"
+    if x.get("started_past_limit"):
+        return "started past a limit"
+    if x.get("limit_steps"):
+        return "soft limit reached"
+    if x.get("max_penetration_m", 0.0) >= tol / 2:
+        return "soft contact"
+    return "other" if "integrator" in x else "not measured (an earlier run)"
 
 
 def main(argv=None):
@@ -305,7 +378,7 @@ def main(argv=None):
     ap.add_argument("--root", default=None, help="the corpus: every *.xml below it")
     ap.add_argument("--steps", type=int, default=100, help="steps compared with MuJoCo C (0: load only)")
     ap.add_argument("--tol", type=float, default=0.01, help="metres: a loaded file follows MuJoCo C within this")
-    ap.add_argument("--only", default=None, help="only files whose path contains this")
+    ap.add_argument("--only", default=None, help="only files whose path contains this (or any of A,B,...)")
     ap.add_argument("--out", default="mjcf_census", help="results name in benchmarks/results/ (.json, .md)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds for one file's comparison with MuJoCo C")
     ap.add_argument("--merge", default=None, help="NAME,NAME,...: results of parts of one census (runs with --only) "
@@ -332,8 +405,8 @@ def main(argv=None):
         sources = [ln.strip() for ln in open(os.path.join(root, "SOURCES.txt")) if ln.strip()]
     paths = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
                    if f.endswith(".xml"))
-    if args.only:
-        paths = [p for p in paths if args.only in p]
+    if args.only:  # SUBSTR[,SUBSTR...]: files whose path holds any of them
+        paths = [p for p in paths if any(o and o in p for o in args.only.split(","))]
     records = []
     t0 = time.perf_counter()
     cwd = os.getcwd()

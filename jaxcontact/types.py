@@ -232,12 +232,14 @@ class Planes:
 @struct.dataclass
 class Params:
     """All differentiable parameters: body, ground and the contact law's own pytree; ``planes``: a
-    world's tilted planes (``Planes``, ``Scene.planes`` of them), None without."""
+    world's tilted planes (``Planes``, ``Scene.planes`` of them), None without; ``medium``: a world's
+    fluid medium (``worlds.medium.Medium``: MuJoCo's inertia-box drag), None without."""
 
     body: Body
     ground: Ground
     law: Any
     planes: Planes | None = None
+    medium: Any = None
 
 
 @struct.dataclass

@@ -185,7 +185,7 @@ def validate_body(body: Body, batched: bool = False) -> None:
     if d == 3:
         _shape(inertia, (3, 3), "body.inertia", batched)
         I = inertia.reshape(-1, 3, 3)
-        if np.any(np.abs(I - np.swapaxes(I, -1, -2)) > 1e-9 * max(1.0, np.abs(I).max())):
+        if np.any(np.abs(I - np.swapaxes(I, -1, -2)) > 1e-9 * max(1.0, np.abs(I).max(initial=0.0))):
             raise ValueError("body.inertia: must be symmetric")
         if np.any(np.linalg.eigvalsh(I) <= 0):
             raise ValueError("body.inertia: must be positive definite (all principal moments > 0)")
@@ -206,6 +206,8 @@ def validate_body(body: Body, batched: bool = False) -> None:
             raise ValueError(f"body.friction: friction coefficients must be >= 0, got {mu}")
     if body.is_round:
         _validate_round(body, v, mask, batched)
+        return
+    if v.size == 0:  # a world of no bodies (a file of scenery or assets alone): nothing to check
         return
     vs, ms = v.reshape(-1, *v.shape[-2:]), mask.reshape(-1, v.shape[-2])
     # each distinct (vertices, mask) once: a batch of one shape costs one hull
@@ -633,9 +635,11 @@ RULES: tuple[tuple[str, str], ...] = (
     ("state.vel", "a fixed body (Scene.fixed) must be at rest: zero vel and omega"),
     ("params.joints", "damping, stiffness and armature must be finite and >= 0, springref finite; frictionloss "
                        "and the tendons' fields (tendons.TendonParams) likewise"),
+    ("params.medium", "density and viscosity must be finite and >= 0, the wind and the principal frames finite"),
 )
 FIXED_MOVING = 19  # the rule a world's step sets for a fixed body given a velocity (worlds.pipeline)
 JOINT_PASSIVE = 20  # the rule a jointed world's step sets for a bad passive joint field (worlds.pipeline)
+MEDIUM = 21  # the rule a world's step sets for a bad fluid medium (worlds.pipeline, worlds.medium)
 
 
 def rule_names(bits) -> list[str]:

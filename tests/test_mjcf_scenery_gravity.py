@@ -1,5 +1,5 @@
 """Two MJCF load blockers of the public corpus (issue 63 item 4): a file of fixed scenery alone (a
-world whose bodies are all held, or nothing to simulate, refused by name), and gravity off the
+world whose bodies are all held, or of no bodies at all), and gravity off the
 vertical (``Model.gravity_xy``, MuJoCo's ``opt.gravity`` x and y)."""
 
 import jax
@@ -13,10 +13,10 @@ mujoco = pytest.importorskip("mujoco")
 from jaxcontact.worlds import mjcf  # noqa: E402
 
 
-def test_a_file_of_fixed_scenery_alone_loads_and_one_of_nothing_is_refused_by_name():
+def test_a_file_of_fixed_scenery_alone_loads_and_so_does_one_of_nothing():
     """Geoms on the world body and nothing else: a world of fixed bodies that stay where they are;
-    a file with only a floor, or only assets, is refused in one line that says there is nothing to
-    simulate and why."""
+    a file with only a floor, or only assets, is a world of no bodies (as MuJoCo's: nothing moves),
+    which steps, batches and writes back, its states of shape (steps + 1, 0, ...)."""
     xml = """<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/>
       <geom name="table" type="box" size=".4 .3 .02" pos="0 0 .5"/>
       <geom name="post" type="cylinder" size=".02 .25" pos=".3 .2 .25"/></worldbody></mujoco>"""
@@ -25,10 +25,17 @@ def test_a_file_of_fixed_scenery_alone_loads_and_one_of_nothing_is_refused_by_na
     traj, info = worlds.rollout(model, scene, params, state, 3)
     np.testing.assert_array_equal(np.asarray(traj.pos), np.broadcast_to(np.asarray(state.pos), (4, 2, 3)))
     assert not np.any(np.asarray(info.flags))
-    for body, what in (('<geom type="plane" size="1 1 .1"/>', "a ground plane"), ("", "no colliding geom")):
-        with pytest.raises(ValueError, match=f"nothing to simulate: no bodies besides the world body, and {what}") as e:
-            mjcf.from_mjcf(f'<mujoco><asset><material name="m"/></asset><worldbody>{body}</worldbody></mujoco>')
-        assert "\n" not in str(e.value)
+    for body in ('<geom type="plane" size="1 1 .1"/>', ""):
+        xml = f'<mujoco><option timestep="0.005"/><asset><material name="m"/></asset><worldbody>{body}</worldbody></mujoco>'
+        scene, params, state, model = mjcf.from_mjcf(xml)
+        assert scene.num_bodies == 0 and state.pos.shape == (0, 3) and state.quat.shape == (0, 4) and model.dt == 0.005
+        traj, info = worlds.rollout(model, scene, params, state, 4)
+        assert traj.pos.shape == (5, 0, 3) and traj.quat.shape == (5, 0, 4) and not np.any(np.asarray(info.flags))
+        states = jax.tree_util.tree_map(lambda x: np.stack([x, x, x]), state)
+        btraj, binfo = worlds.batch_rollout(model, scene, params, states, 2)
+        assert btraj.pos.shape == (3, 3, 0, 3) and not np.any(np.asarray(binfo.flags))
+        back = mjcf.from_mjcf(mjcf.to_mjcf(scene, params, state, model), keyframe="initial")
+        assert back[0].num_bodies == 0 and back[3].dt == 0.005
 
 
 # a frictionless floor under gravity (3, −1, −9.81): a box slides on it with gravity's horizontal part,

@@ -82,6 +82,10 @@ def with_batching_rule(single, batched):
     @solve.def_vmap
     def _(axis_size, in_batched, *args):
         args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, bat in zip(args, in_batched)]
+        if axis_size == 0:  # no problems (a world of no bodies): single's outputs, none of them
+            one = jax.eval_shape(single, *[jax.ShapeDtypeStruct(x.shape[1:], x.dtype) for x in args])
+            out = jax.tree_util.tree_map(lambda s: jnp.zeros((0,) + s.shape, s.dtype), one)
+            return out, jax.tree_util.tree_map(lambda _: True, out)
         out = batched(*args)
         return out, jax.tree_util.tree_map(lambda _: True, out)
 

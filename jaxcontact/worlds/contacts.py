@@ -26,7 +26,7 @@ from flax import struct
 
 from .. import collision, geometry
 from ..rotations import quat_exp, quat_mul, quat_normalize, quat_to_mat
-from .joints import coordinates, limit_rows, loss_rows, rate_rows, scalar_view
+from .joints import coordinates, limit_rows, loss_dofs, loss_rows, rate_rows, scalar_view
 from .tendons import limit_rows as tendon_limit_rows, loss_rows as tendon_loss_rows
 from ..stages import gravity_magnitude, per_body
 from ..types import Params, State
@@ -497,14 +497,14 @@ def limit_contacts(model, scene: Scene, params: Params, state: State):
 
 
 def num_losses(scene: Scene, params: Params) -> int:
-    """How many friction-loss contacts a world has (static): one per joint when its
-    ``JointParams.frictionloss`` is set, one per tendon when its ``TendonParams.frictionloss`` is
+    """How many friction-loss contacts a world has (static): one per joint's coordinate (a ball's three, a
+    weld's one zero row: ``joints.loss_dofs``) when its ``JointParams.frictionloss`` is set, one per tendon when its ``TendonParams.frictionloss`` is
     (``loss_contacts``)."""
     jp = getattr(params, "joints", None)
     if scene.joints is None or jp is None:
         return 0
     tendons = jp.tendons is not None and jp.tendons.frictionloss is not None
-    return ((scene.joints.num_joints if jp.frictionloss is not None else 0)
+    return ((len(loss_dofs(scene.joints)) if jp.frictionloss is not None else 0)
             + (scene.joints.tendons.num_tendons if tendons else 0))
 
 
@@ -538,7 +538,7 @@ def loss_contacts(model, scene: Scene, params: Params, state: State):
     parts, bound = [], []
     if jp.frictionloss is not None:
         parts.append(loss_rows(joints, jp, state))
-        bound.append(jnp.asarray(jp.frictionloss, dtype))
+        bound.append(jnp.asarray(jp.frictionloss, dtype)[np.asarray([j for j, _ in loss_dofs(joints)], np.int64)])
     if jp.tendons is not None and jp.tendons.frictionloss is not None:
         parts.append(tendon_loss_rows(joints.tendons, jp.tendons, scalar_view(joints, rate_rows(joints, state, jp)),
                                       joints.child, joints.parent))

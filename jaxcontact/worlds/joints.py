@@ -32,7 +32,7 @@ from .. import linalg
 from ..contact import block_diag
 from .actuation import broken_actuators, check_actuators, joint_forces
 from .tendons import Tendons, broken as broken_tendons, check as check_tendons, lengths as tendon_lengths
-from .tendons import passive as tendon_passive
+from .tendons import equality_rows as tendon_equality_rows, passive as tendon_passive
 from ..rotations import quat_conj, quat_mul, quat_to_mat
 from ..types import Params, State
 
@@ -175,8 +175,13 @@ class Joints:
 
     @property
     def num_rows(self) -> int:
-        """Every group's rows, in all (5 per joint when every joint is a lone hinge or slide)."""
-        return sum(self.group_rows(g) for g in self.groups)
+        """Every group's rows, in all (5 per joint when every joint is a lone hinge or slide), then one per
+        tendon equality (``tendons.Tendons.equal``)."""
+        return sum(self.group_rows(g) for g in self.groups) + self.num_tendon_equalities
+
+    @property
+    def num_tendon_equalities(self) -> int:
+        return len(self.tendons.equal) if isinstance(self.tendons, Tendons) else 0
 
     @property
     def uniform(self) -> bool:
@@ -574,14 +579,33 @@ def soft_limit_speed(joints: Joints, jp: JointParams, phi, rate, dt: float):
     return rate + dt * (-2.0 * rate / tau - phi / (tau * zeta) ** 2)
 
 
+def loss_dofs(joints: Joints) -> tuple:
+    """(joint, coordinate) of every friction-loss row (static, ``loss_rows``' order): a hinge's or slide's
+    one coordinate, a ball's three (MuJoCo's ``dof_frictionloss`` bounds each of its dofs on its own), a
+    weld's or an equality's none (coordinate −1: a zero row; its loss must be 0, ``validate``)."""
+    out = []
+    for j in range(joints.num_joints):
+        start, n = joints.dof_start[j], DOFS[joints.kind(j)]
+        out += [(j, start + k) for k in range(n)] if n else [(j, -1)]
+    return tuple(out)
+
+
 def loss_rows(joints: Joints, jp: JointParams, state: State):
-    """Every joint's friction loss as a contact of the contact problem whose normal impulse is held
-    at 1 (``BodyProblem.fixed_normal``) and whose first tangent row is the joint's rate row G on its
-    two bodies (``rate_rows``), so that its friction μ = frictionloss·h bounds the joint's impulse
-    |z| ≤ frictionloss·h, as MuJoCo's friction loss bounds its force (|τ| ≤ frictionloss): (rows
-    (J, 2, 3, 6), bodies (J, 2): child and parent, −1 the world)."""
-    G = scalar_view(joints, rate_rows(joints, state, jp))
-    return _rate_contacts(G, joints.child, joints.parent, state.pos.dtype)
+    """Every joint's friction loss as contacts of the contact problem whose normal impulse is held
+    at 1 (``BodyProblem.fixed_normal``) and whose first tangent row is one of the joint's rate rows G on
+    its two bodies (``rate_rows``; a ball's three, each its own: ``loss_dofs``), so that its friction
+    μ = frictionloss·h bounds the joint's impulse |z| ≤ frictionloss·h per coordinate, as MuJoCo's
+    friction loss bounds its force (|τ| ≤ frictionloss per dof): (rows (K, 2, 3, 6), bodies (K, 2):
+    child and parent, −1 the world), K = ``len(loss_dofs(joints))``."""
+    rows = loss_dofs(joints)
+    if all(k >= 0 for _, k in rows) and len(rows) == joints.num_dofs and joints.num_dofs == joints.num_joints:
+        G = rate_rows(joints, state, jp)  # hinges and slides alone: one row each, in order
+    else:
+        Gd = rate_rows(joints, state, jp)
+        idx = np.asarray([max(k, 0) for _, k in rows], np.int64)
+        G = jnp.where(jnp.asarray([k >= 0 for _, k in rows])[:, None], Gd[idx], 0)
+    js = [j for j, _ in rows]
+    return _rate_contacts(G, [joints.child[j] for j in js], [joints.parent[j] for j in js], state.pos.dtype)
 
 
 def scalar_view(joints: Joints, x):
@@ -636,6 +660,12 @@ def system(joints: Joints, jp: JointParams, state: State):
         J = J.at[rs, 6 * c:6 * c + 6].set(Jc)
         if p >= 0:
             J = J.at[rs, 6 * p:6 * p + 6].add(-Jp)
+        errs.append(err)
+    if joints.num_tendon_equalities:  # the tendon equalities' rows, after the groups' (tendons.equality_rows)
+        G = scalar_view(joints, rate_rows(joints, state, jp))
+        q = scalar_view(joints, coordinates(joints, jp, state)[0])
+        rows, err = tendon_equality_rows(joints.tendons, jp.tendons, G, q)
+        J = J.at[start:].set(rows.astype(J.dtype))
         errs.append(err)
     return J, jnp.concatenate(errs)
 
@@ -1013,10 +1043,11 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
         v, M = passive_motion(model, joints, params.joints, state, v1, M)
     Jb, err = system(joints, params.joints, state)
     target = -(joints.baumgarte / model.dt) * err
-    loops = any(joints.kind(j) in EQUALITIES for j in range(joints.num_joints))
+    loops = any(joints.kind(j) in EQUALITIES for j in range(joints.num_joints)) or bool(joints.num_tendon_equalities)
     vc, W, fac = (regularized_motion if loops else constrained_motion)(M, Jb, target, v)
+    plain = joints.kinds == () and joints.uniform and not joints.num_tendon_equalities
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
-                  target=target, factor=fac, anchors=None if joints.kinds == () and joints.uniform else anchor_rows(joints))
+                  target=target, factor=fac, anchors=None if plain else anchor_rows(joints))
 
 
 def check_start(start) -> str:
@@ -1178,10 +1209,10 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
                              "(Joints(..., tendons=tendons.Tendons(...)))")
         check_tendons(joints.tendons, jp.tendons, J)
     if jp.frictionloss is not None:
-        odd = [j for j in range(J) if joints.kind(j) not in SCALAR and np.asarray(jp.frictionloss, float)[j] != 0]
+        odd = [j for j in range(J) if joints.kind(j) not in SCALAR + ("ball",) and np.asarray(jp.frictionloss, float)[j] != 0]
         if odd:
-            raise ValueError(f"params.joints.frictionloss: joints {odd} are not hinges or slides (a {joints.kind(odd[0])}); "
-                             "a friction loss acts on a hinge's or a slide's coordinate only: give them 0")
+            raise ValueError(f"params.joints.frictionloss: joints {odd} are not hinges, slides or balls (a "
+                             f"{joints.kind(odd[0])}); a friction loss acts on a joint's coordinates: give them 0")
     lengths = joints.tendons is not None and (bool(joints.tendons.limited) or jp.tendons.stiffness is not None)
     kinds = set(joints.kinds)
     needs = [why for why, given in (("a slide keeps the child's orientation in the parent's frame", joints.has_slides),
@@ -1253,7 +1284,7 @@ def validate(joints: Joints, params, state: State, start: str = "initial", dt: f
 __all__ = ["ANCHOR_TOL", "AXIS_TOL", "CONTINUED_SPEED", "CONTINUED_TURN", "JointParams", "JointedParams", "Joints", "KINDS",
            "Motion", "PASSIVE", "STARTS", "ANCHORS", "DOFS", "EQUALITIES", "ROWS", "SCALAR",
            "ball_quaternion", "composite_coordinates", "composite_rates", "composite_rows", "composite_parts", "group_rows", "point_rows", "turn_error", "weld_rows", "anchor_rows", "axis_drift_tolerance", "broken_passive",
-           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_rows", "scalar_view", "slide_rows", "soft_limit_speed",
+           "check_passive", "coordinates", "joint_rows", "limit_rows", "loss_dofs", "loss_rows", "scalar_view", "slide_rows", "soft_limit_speed",
            "passive_motion", "rate_drift", "rate_rows", "check_joint_arrays", "check_start", "consistency_error", "drift_tolerance",
            "constrained_motion", "frames", "REDUNDANT_REGULARIZATION", "regularized_motion",
            "motion", "rows", "system", "validate"]

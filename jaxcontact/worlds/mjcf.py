@@ -45,9 +45,10 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   rollout's controls give one per step); a hinge's or slide's friction loss (``JointParams.frictionloss``:
   a bounded row, MuJoCo's ``dof_frictionloss``); fixed tendons (``worlds.tendons``: ``wrap_prm``,
   ``tendon_range``, ``tendon_stiffness`` with ``tendon_lengthspring``, ``tendon_damping``,
-  ``tendon_frictionloss``; hard limits). A ball's spring toward anything but its zero, a ball's friction
-  loss, a free joint's damping, armature or friction loss, spatial tendons (and a tendon's armature,
-  nonlinear spring or damper, plasticity, limit margin), other equality kinds, other actuators (on a
+  ``tendon_frictionloss``; hard limits) and their equalities (``Tendons.equal``: L₁ − L₁⁰ = p(L₂ − L₂⁰), a
+  bilateral row); a ball's friction loss (each of its three dofs bounded on its own). A ball's spring toward
+  anything but its zero, a free joint's damping, armature or friction loss, spatial tendons (and a tendon's
+  armature, nonlinear spring or damper, plasticity, limit margin), other equality kinds, other actuators (on a
   fixed tendon they load: ``Joints.actuated``'s J + t), heightfields, flexes and plugins
   are refused by name before any work, and so are a keyframe (or ``data``) with a NaN or infinite
   entry (named by its joint and body), a keyframe quaternion 0 0 0 0 (``from_mjcf``: MuJoCo's
@@ -70,13 +71,18 @@ The mapping (docs/worlds.md, "Scenes from MuJoCo files"):
   says); ``FrictionRuleWarning`` names the pair that differs most and by how much (none for
   ``to_mjcf``'s files, whose pairs carry √(μ_a μ_b)). condim 1 on every geom and pair: frictionless.
 * ``opt.timestep`` and ``opt.gravity`` (its x and y as ``Model.gravity_xy``) give the ``Model``; a keyframe (or ``data``)
-  gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest).
+  gives the initial ``qpos``/``qvel``, else MuJoCo's reset state (``qpos0``, at rest). ``opt.density``,
+  ``opt.viscosity`` and ``opt.wind`` give ``Params.medium`` (``worlds.medium``: MuJoCo's inertia-box fluid model,
+  each body's principal frame ``body_iquat``; its ellipsoid model, ``fluidshape``, refused by name, and so is a
+  massive body folded into its host under a medium). A file of no bodies besides the world body (a floor, assets)
+  is a world of no bodies, as MuJoCo's.
 
 mujoco is an optional extra (``pip install "jaxcontact[mjcf]"``), imported inside the functions.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 
@@ -93,6 +99,7 @@ from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPT
 from . import joints as world_joints
 from .actuation import ActuatorParams
 from .joints import JointedParams, JointParams, Joints
+from .medium import make_medium
 from .tendons import TendonParams, Tendons
 from .scene import Scene, make_scene
 
@@ -393,9 +400,10 @@ def _check(mujoco, model, approximate: bool):
             if np.any(v != 0) and not hinge:
                 problems.append(f"{name}: joint {what} {float(np.max(np.abs(v))):g} (no jaxcontact counterpart on a free "
                                 "joint: a hinge's or slide's loads)")
-            elif np.any(v != 0) and what == "friction loss" and _joint_kind(M, model, j) not in ("hinge", "slide"):
-                problems.append(f"{name}: joint friction loss {float(np.max(np.abs(v))):g} on a "
-                                f"{_joint_kind(M, model, j)} joint (a hinge's or slide's loads)")
+            elif np.any(v != 0) and what == "friction loss" and (_joint_kind(M, model, j) not in ("hinge", "slide", "ball")
+                                                                 or np.ptp(v) != 0):
+                problems.append(f"{name}: joint friction loss {_numbers(v)} on a {_joint_kind(M, model, j)} joint (a "
+                                "hinge's, a slide's or a ball's, one value for its three dofs, loads)")
     for b in range(1, model.nbody):
         name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
@@ -435,10 +443,31 @@ def _check(mujoco, model, approximate: bool):
         mu = np.asarray(model.pair_friction[p], float)
         if model.pair_dim[p] > 1 and mu[0] != mu[1]:
             problems.append(f"{name}: anisotropic friction {_numbers(mu[:2])} (jaxcontact's pairs are isotropic)")
-    for field, what in (("wind", "wind"), ("density", "medium density"), ("viscosity", "medium viscosity")):
-        if np.any(np.asarray(getattr(model.opt, field)) != 0):
-            problems.append(f"option {field} (the {what}'s drag has no jaxcontact counterpart)")
+    if model.opt.disableflags & M.mjtDisableBit.mjDSBL_CONSTRAINT:  # MuJoCo drops every constraint row
+        rows = [what for what, has in (("joint limits", np.any(model.jnt_limited)), ("equalities", model.neq > 0),
+                                        ("friction loss", np.any(model.dof_frictionloss != 0)),
+                                        ("tendon limits", np.any(getattr(model, "tendon_limited", [])))) if has]
+        if rows:
+            problems.append(f"option flag constraint disabled beside {', '.join(rows)} (MuJoCo drops them; a jaxcontact "
+                            "world keeps them)")
+    if _has_medium(model):  # MuJoCo's inertia-box fluid model loads (worlds.medium); its ellipsoid model does not
+        for b in range(1, model.nbody):
+            name = f"body {_name(M, model, M.mjtObj.mjOBJ_BODY, b)}"
+            mass = float(model.raw.body_mass[b])
+            ellipsoid = [g for g in range(model.ngeom) if model.raw.geom_bodyid[g] == b
+                         and np.ravel(model.geom_fluid)[g * M.mjNFLUID] > 0]
+            if ellipsoid and mass >= 1e-15:
+                problems.append(f"{name}: the ellipsoid fluid model (geom {_name(M, model, M.mjtObj.mjOBJ_GEOM, ellipsoid[0])}"
+                                " fluidshape=\"ellipsoid\"; jaxcontact's medium is MuJoCo's inertia-box model)")
+            elif b in model.folded and mass >= 1e-15:
+                problems.append(f"{name}: a jointless body with a mass of its own folded into its host under a fluid "
+                                "medium (MuJoCo drags each body's own inertia box, the world would drag the host's)")
     return problems
+
+
+def _has_medium(model) -> bool:
+    """Whether MuJoCo's passive fluid forces act (``opt.density``, ``opt.viscosity``; wind alone drags nothing)."""
+    return bool(model.opt.density != 0 or model.opt.viscosity != 0)
 
 
 def _centred(model, g, tol: float = 1e-9) -> bool:
@@ -699,12 +728,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         raise ValueError(f"from_mujoco: expected a mujoco.MjModel, got {type(model).__name__}")
     model = FoldedModel(M, model)  # jaxcontact body i is MuJoCo body model.kept[i]
     problems = _check(mujoco, model, approximate)
-    scenery = [g for g in range(model.ngeom) if _colliding(model, g) and model.geom_type[g] != M.mjtGeom.mjGEOM_PLANE]
-    if model.nbody < 2 and not scenery:  # a world of fixed scenery alone loads (its bodies held, nothing moves)
-        what = "a ground plane" if any(_colliding(model, g) for g in range(model.ngeom)) else "no colliding geom"
-        problems.append(f"nothing to simulate: no bodies besides the world body, and {what} on it (a file of assets, "
-                        "materials or a floor to include in a model; a jaxcontact world holds at least one body, "
-                        "moving or fixed scenery)")
+    # a world of fixed scenery alone loads (its bodies held, nothing moves); so does a file of a floor or assets
+    # alone (no bodies besides the world body: a world of none, which steps as MuJoCo's does, with nothing to move)
     if problems:
         raise ValueError("unsupported in a jaxcontact world: " + "; ".join(problems))
     dtype = jnp.result_type(float) if dtype is None else dtype
@@ -866,8 +891,11 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if any(touch):  # the bodies it filters out are kept off the ground (Scene.no_ground)
             ground = True
             no_ground = [b for b, t in zip(free, touch) if not t]
+    if model.opt.disableflags & (M.mjtDisableBit.mjDSBL_CONTACT | M.mjtDisableBit.mjDSBL_CONSTRAINT):
+        pairs, ground, no_ground, explicit, tilted = [], False, [], {}, []  # MuJoCo collides nothing: no pairs,
+        # no ground, no tilted planes (their geoms are no bodies either way)
     if ground_mu is None:
-        ground_mu = max(mus)
+        ground_mu = max(mus, default=fill)
     plane_mu = [0.0 if all_condims == {1} else float(model.geom_friction[g, 0]) for g in tilted]
     for k, g in enumerate(tilted):  # a plane touches every free body (MuJoCo's filter must agree)
         free = [b for b in range(n) if b not in fixed and b not in contactless]
@@ -880,7 +908,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     # joints: hinges, slides and balls to the parent body or the world; welded bodies; equalities
     hinges = [j for j in range(model.njnt) if _joint_kind(M, model, j) is not None]
     welded = [b for b in model.kept if not _static(model, b) and b not in model.jnt_bodyid]  # a mocap body: fixed
-    equalities = [e for e in range(int(model.neq)) if model.eq_active0[e]]
+    equalities = [e for e in range(int(model.neq)) if model.eq_active0[e] and int(model.eq_type[e]) != int(M.mjtEq.mjEQ_TENDON)]
     joints = joint_params = None
     if hinges or welded or equalities:
         kinds = tuple(_joint_kind(M, model, j) for j in hinges)
@@ -924,14 +952,15 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                     at = np.asarray(dz.xpos[b], float) + np.asarray(dz.xmat[b], float).reshape(3, 3) @ model.jnt_pos[j]
                     xp[k] = at if parent[k] < 0 else (np.asarray(dz.xmat[p], float).reshape(3, 3).T @ (at - model.xipos(dz, p)))
         limited = tuple(bool(model.jnt_limited[j]) for j in hinges)
-        actuated, force_limited, actuators = _actuators(M, model, d, hinges, dtype) if model.nu else ((), (), None)
         tendons, tendon_params = _tendons(M, model, hinges, dtype) if model.ntendon else (None, None)
         extra = _hinge_passive(M, model, hinges, parent, dtype, reference="slide" in kinds or any(limited) or bool(model.nu)
                                or bool(model.ntendon) or "ball" in kinds or bool(several or welded or equalities)) if hinges else {}
         loss = np.asarray(model.dof_frictionloss)[[int(model.jnt_dofadr[j]) for j in hinges]]
-        if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide; a ball's is refused)
+        if np.any(loss != 0):  # MuJoCo's compiled dof_frictionloss (N·m, N for a slide; a ball's first dof: all three's)
             extra["frictionloss"] = jnp.asarray(loss, dtype)
         more = _welds_and_equalities(M, model, d, welded, equalities)
+        actuated, force_limited, actuators = (_actuators(M, model, d, hinges, dtype, len(more["kinds"])) if model.nu
+                                              else ((), (), None))
         kinds += tuple(more["kinds"])
         parent, child = parent + more["parent"], child + more["child"]
         xp, xc, ap, ac = xp + more["xp"], xc + more["xc"], ap + more["axis"], ac + more["axis"]
@@ -957,7 +986,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         joint_params = JointParams(anchor_parent=arr(xp), anchor_child=arr(xc), axis_parent=arr(ap), axis_child=arr(ac),
                                    **extra)
 
-    same = len({*mus, ground_mu} if ground else set(mus)) == 1
+    same = len({*mus, ground_mu} if ground else set(mus)) <= 1  # none: a world of no bodies
     if not same:
         bodies = [bd.replace(friction=jnp.asarray(mu)) for bd, mu in zip(bodies, mus)]
     if all_condims != {1}:
@@ -981,12 +1010,16 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         groundp = Ground(normal=cast(normal), height=cast(normal @ d.geom_xpos[plane]))
     else:
         groundp = Ground(normal=cast([0.0, 0.0, 1.0]), height=cast(0.0))
-    law = CoulombLCP.init_params(mu=ground_mu if not same else mus[0], restitution=0.0)
+    law = CoulombLCP.init_params(mu=ground_mu if not same or not mus else mus[0], restitution=0.0)
     law = law.replace(mu=cast(law.mu), restitution=cast(law.restitution))
     if joints is None:
         params = Params(body=stacked, ground=groundp, law=law)
     else:
         params = JointedParams(body=stacked, ground=groundp, law=law, joints=joint_params)
+    if _has_medium(model):  # MuJoCo's fluid: each body's principal frame (body_iquat; a world geom's: its own)
+        frame = np.reshape([model.body_iquat[b] for b in model.kept] + [[1.0, 0.0, 0.0, 0.0]] * len(world_geoms), (-1, 4))
+        params = params.replace(medium=make_medium(float(model.opt.density), float(model.opt.viscosity),
+                                                   np.asarray(model.opt.wind, float), frame, dtype=dtype))
     if tilted:
         params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed + contactless))
 
@@ -1007,7 +1040,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         quat.append(q)
         vel.append(np.zeros(3))
         omega.append(np.zeros(3))
-    state = State(pos=cast(np.stack(pos)), quat=cast(np.stack(quat)), vel=cast(np.stack(vel)), omega=cast(np.stack(omega)))
+    stack = lambda x, k: cast(np.reshape(np.asarray(x, float), (-1, k)))  # (N, k); a world of no bodies: (0, k)
+    state = State(pos=stack(pos, 3), quat=stack(quat, 4), vel=stack(vel, 3), omega=stack(omega, 3))
 
     from .scenes import model as world_model
 
@@ -1108,8 +1142,8 @@ def _passive_xml(scene, jp, state):
             a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
             if jp.limit_soft is not None:  # MuJoCo's pace for a joint past its limit (JointParams.limit_soft)
                 a += f' solreflimit="{_f(np.asarray(jp.limit_soft, float)[j])}"'
-        if not scalar:  # a ball's damping and armature; a weld or an equality has none
-            xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature")
+        if not scalar:  # a ball's damping, armature and friction loss; a weld or an equality has none
+            xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature", "frictionloss")
                                if getattr(jp, n) is not None and scene.joints.kind(j) == "ball"))
             continue
         if jp.stiffness is not None:
@@ -1170,6 +1204,30 @@ def _group_xml(scene, jp, state, i, parent, g, q_now, passive_xml, rates, qpos, 
         qpos.append([q_now[j]])
         qvel.append([rates[d + k]])
     return "".join(out)
+
+
+def _tendon_equalities_xml(scene, params, state) -> str:
+    """The ``<tendon>`` equalities of ``to_mjcf``'s file (``tendons.Tendons.equal``), their polynomials
+    rewritten for the written file's reference lengths: MuJoCo takes L⁰ at the file's qpos0, the coordinates
+    at ``state`` (the joints' ``ref``), so a₀ and the shift of L₂ are moved to keep L₁ − L₁⁰ = p(L₂ − L₂⁰)
+    the same relation; "" without any."""
+    joints = scene.joints
+    if joints is None or joints.tendons is None or not joints.tendons.equal:
+        return ""
+    tp = params.joints.tendons
+    q = world_joints.scalar_view(joints, world_joints.coordinates(joints, params.joints, state)[0])
+    written = np.asarray(joints.tendons.matrix(tp.coef, joints.num_joints) @ q, float)  # the file's tendon_length0
+    ours, a = np.asarray(tp.length0, float), np.asarray(tp.polycoef, float)
+    rows = []
+    for k, (t1, t2) in enumerate(joints.tendons.equal):
+        c = a[k].copy()
+        if t2 >= 0:  # p(x' + δ) with δ = written L₂⁰ − ours: the binomial shift of the quartic
+            d = written[t2] - ours[t2]
+            c = np.array([sum(a[k, n] * math.comb(n, i) * d ** (n - i) for n in range(i, 5)) for i in range(5)])
+        c[0] += ours[t1] - written[t1]
+        other = f' tendon2="tendon{t2}"' if t2 >= 0 else ""
+        rows.append(f'    <tendon name="tendon_equality{k}" tendon1="tendon{t1}"{other} polycoef="{_f(c)}"/>\n')
+    return f'  <equality>\n{"".join(rows)}  </equality>\n'
 
 
 def _equalities_xml(scene, params) -> str:
@@ -1245,8 +1303,10 @@ def _equality_problems(M, model) -> list:
         kind = M.mjtEq(t).name[len("mjEQ_"):].lower()
         body = ((lambda i: int(model.site_bodyid[i])) if int(model.eq_objtype[e]) == int(M.mjtObj.mjOBJ_SITE)
                 else (lambda i: i))
+        if t == int(M.mjtEq.mjEQ_TENDON):  # two fixed tendons (or one) of the world's (tendons.Tendons.equal)
+            continue  # a spatial tendon in it is refused by _tendon_problems
         if t not in (int(M.mjtEq.mjEQ_CONNECT), int(M.mjtEq.mjEQ_WELD)):
-            out.append(f"{name}: a {kind} equality (jaxcontact's are connect and weld)")
+            out.append(f"{name}: a {kind} equality (jaxcontact's are connect, weld and tendon)")
         elif t == int(M.mjtEq.mjEQ_WELD) and model.eq_data[e, 10] == 0:
             out.append(f"{name}: a weld with torquescale 0 (a connect: write it as one)")
         elif fixed(body(int(model.eq_obj1id[e]))) and fixed(body(int(model.eq_obj2id[e]))):
@@ -1330,15 +1390,22 @@ def _tendons(M, model, hinges, dtype):
     f = lambda x: jnp.asarray(np.asarray(x, float), dtype)
     some = lambda x: f(x) if np.any(np.asarray(x) != 0) else None
     stiffness = some(model.tendon_stiffness)
+    # MuJoCo's active tendon equalities: L1 − L1⁰ = p(L2 − L2⁰) (eq_data's polynomial; tendon_length0 at qpos0)
+    eqs = [e for e in range(int(model.neq)) if model.eq_active0[e] and int(model.eq_type[e]) == int(M.mjtEq.mjEQ_TENDON)]
+    equal = tuple((int(model.eq_obj1id[e]), int(model.eq_obj2id[e])) for e in eqs)
     params = TendonParams(coef=f(coef), range=f(model.tendon_range) if any(limited) else None, stiffness=stiffness,
                           springlength=None if stiffness is None else f(model.tendon_lengthspring),
-                          damping=some(model.tendon_damping), frictionloss=some(model.tendon_frictionloss))
-    return Tendons(joints=joints, limited=limited), params
+                          damping=some(model.tendon_damping), frictionloss=some(model.tendon_frictionloss),
+                          polycoef=f(np.asarray(model.eq_data, float)[eqs, :5]) if eqs else None,
+                          length0=f(model.tendon_length0) if eqs else None)
+    return Tendons(joints=joints, limited=limited, equal=equal), params
 
 
-def _actuators(M, model, d, hinges, dtype):
+def _actuators(M, model, d, hinges, dtype, extra: int = 0):
     """(``Joints.actuated``, ``force_limited``, ``actuation.ActuatorParams``) of MuJoCo's compiled
-    actuators (each on a joint among ``hinges``), the control ``d.ctrl`` (a keyframe's or 0)."""
+    actuators (each on a joint among ``hinges``, or on a fixed tendon: index J + t with J the world's
+    joints, ``hinges`` and the ``extra`` welds and equalities after them), the control ``d.ctrl`` (a
+    keyframe's or 0)."""
     index = {j: k for k, j in enumerate(hinges)}
     nu = int(model.nu)
     inf = np.tile([-np.inf, np.inf], (nu, 1))
@@ -1350,7 +1417,7 @@ def _actuators(M, model, d, hinges, dtype):
         ctrl=f(d.ctrl), ctrlrange=f(np.where(ctrl_lim, model.actuator_ctrlrange, inf)),
         forcerange=f(np.where(force_lim[:, None], model.actuator_forcerange, inf)))
     tendon = int(M.mjtTrn.mjTRN_TENDON)  # an actuator on tendon t drives index J + t (Joints.actuated)
-    actuated = tuple(len(hinges) + int(model.actuator_trnid[a, 0]) if int(model.actuator_trntype[a]) == tendon
+    actuated = tuple(len(hinges) + extra + int(model.actuator_trnid[a, 0]) if int(model.actuator_trntype[a]) == tendon
                      else index[int(model.actuator_trnid[a, 0])] for a in range(nu))
     return actuated, tuple(bool(x) for x in force_lim), params
 
@@ -1747,7 +1814,10 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     if scene.no_ground and {"contype", "conaffinity"} & set(geom or {}):
         raise ValueError(f"to_mjcf: geom= sets contype/conaffinity, which keep {scene.body_name(scene.no_ground[0])} off the "
                          "ground (Scene.no_ground); leave them out")
-    extra_option = "".join(f' {k}="{v}"' for k, v in (option or {}).items())
+    medium = getattr(params, "medium", None)  # a fluid medium: MuJoCo's own options (its compiler picks the frames)
+    fluid = {} if medium is None else {"density": _f(medium.density), "viscosity": _f(medium.viscosity),
+                                       "wind": _f(medium.wind)}
+    extra_option = "".join(f' {k}="{v}"' for k, v in (fluid | (option or {})).items())
 
     # the joint tree
     parent_of, hinge_of, group_of = {}, {}, {}
@@ -1847,9 +1917,10 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
     pair_xml += _plane_pairs(scene, params, friction, mu_law[0], geom or {})
     actuators, ctrl = _actuators_xml(scene, params)
-    actuators = _equalities_xml(scene, params) + actuators
+    actuators = _equalities_xml(scene, params) + _tendon_equalities_xml(scene, params, state) + actuators
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
-           f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n')
+           f'         qvel="{_f(np.concatenate(qvel))}"{ctrl}/>\n  </keyframe>\n') if qpos else (
+        '  <keyframe>\n    <key name="initial"/>\n  </keyframe>\n')  # a world of no bodies: no coordinates
     xml = (f'<mujoco model="{name}">\n'
            f'  <!-- written by jaxcontact.worlds.to_mjcf: body i is jaxcontact body i, its origin at its centre of '
            f'mass; the velocities are in the keyframe "initial" -->\n'

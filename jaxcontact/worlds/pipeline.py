@@ -52,6 +52,7 @@ from ..types import Flags, Model, Params, State
 from ..validation import (
     FIXED_MOVING,
     JOINT_PASSIVE,
+    MEDIUM,
     OPTIONAL_ARRAY,
     OUTPUT,
     STEPS,
@@ -81,6 +82,7 @@ from .contacts import (
 )
 from .materials import contact_friction
 from . import joints as world_joints
+from .medium import broken_medium, check_medium, fluid_wrench
 from .scene import Scene, check_body
 
 
@@ -293,6 +295,11 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
             state, projected_b = _keep(off, given, state), projected_b & ~off
     else:
         projected_b = jnp.zeros((scene.num_bodies,), bool)
+    medium = getattr(params, "medium", None)
+    if medium is not None:  # the fluid's drag at the state the step starts from, a wrench beside the control
+        invalid_b = invalid_b | jnp.where(broken_medium(medium), jnp.int32(1 << MEDIUM), jnp.int32(0))
+        drag = fluid_wrench(params.body, medium, state)
+        control = drag if control is None else control + drag
     v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
     Minv = per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
     if coupled(scene):
@@ -330,7 +337,7 @@ def _checksper_body(scene: Scene, params: Params, laws_info, invalid_b, projecte
                         params, invalid_b, p_body, new, projected_b, failed_b)
     one = scene.num_bodies == 1
     pick = (lambda x: x[0]) if one else (lambda x: _or(x))
-    most = (lambda x: x[0]) if one else (lambda x: jnp.max(x))
+    most = (lambda x: x[0]) if one else (lambda x: jnp.max(x, initial=0))  # no bodies: 0
     dtype = p_body.dtype
     return WorldInfo(
         impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), dtype),
@@ -674,6 +681,8 @@ def check_shapes(scene: Scene, params: Params, state: State, control=None, n_ste
         raise ValueError(f"state: a world needs a State with a leading body axis, got {type(state).__name__}")
     N = scene.num_bodies
     check_body(scene, params.body, concrete)
+    if getattr(params, "medium", None) is not None:
+        check_medium(params.medium, N)
     lead = np.shape(state.pos)[:1] if batched else ()
     for name in ("pos", "quat", "vel", "omega"):
         shape = np.shape(getattr(state, name))

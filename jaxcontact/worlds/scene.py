@@ -122,8 +122,6 @@ class Scene:
 
     def __post_init__(self):
         n = len(self.topologies)
-        if n < 1:
-            raise ValueError("Scene: a world needs at least one body")
         check_plane_count(self.planes)
         object.__setattr__(self, "fixed", check_fixed(self.fixed, n))
         object.__setattr__(self, "contactless", check_fixed(self.contactless, n, "contactless"))
@@ -322,10 +320,13 @@ def check_fixed(fixed, n: int, what: str = "fixed") -> tuple:
 
 def stack_bodies(bodies: Sequence[Body]) -> Body:
     """One ``Body`` with a leading body axis from N bodies, their vertices padded (masked) to the
-    largest count."""
+    largest count; none: an empty stack (N = 0, one padded vertex), a world of no bodies (a file of
+    a floor or assets alone, ``mjcf.from_mujoco``)."""
     bodies = list(bodies)
     if not bodies:
-        raise ValueError("stack_bodies: no bodies")
+        z = jnp.zeros((0,), jnp.result_type(float))
+        return Body(mass=z, inertia=z.reshape(0, 1, 1) * jnp.zeros((3, 3)), vertices=jnp.zeros((0, 1, 3), z.dtype),
+                    vertex_mask=jnp.zeros((0, 1), z.dtype))
     dims = {np.shape(b.vertices)[-1] for b in bodies}
     if dims != {3}:
         raise ValueError(f"a world holds 3D bodies; got vertex dimensions {sorted(dims)}")
@@ -475,7 +476,7 @@ def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:
         if topo is not None and topo.num_vertices != K:
             raise ValueError(f"params.body.vertices: {scene.body_name(i)}'s hull was built from {topo.num_vertices} (padded) "
                              f"vertices, got {K}; use the bodies the scene was made from (make_scene)")
-    if scene.shapes is not None and not body.is_round:
+    if scene.shapes is not None and not body.is_round and any(k != "hull" for k in scene.shapes):
         i = next(i for i, k in enumerate(scene.shapes) if k != "hull")
         raise ValueError(f"params.body: the scene was built with {scene.body_name(i)} a {scene.shapes[i]}, but these bodies "
                          "have no round-shape fields (radius, cylinder, ellipsoid); use the bodies the scene was made from")

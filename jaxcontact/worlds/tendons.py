@@ -31,10 +31,13 @@ from flax import struct
 class Tendons:
     """The fixed tendons of a world (static, hashable): tendon t sums the coordinates of the joints
     ``joints[t]`` (indices into ``Joints``, each at most once); ``limited``: one bool per tendon
-    (empty: none limited), the tendons whose ``TendonParams.range`` is enforced."""
+    (empty: none limited), the tendons whose ``TendonParams.range`` is enforced; ``equal``: MuJoCo's
+    tendon equalities, each ``(t1, t2)`` (t2 = −1: tendon t1 alone), a bilateral row of the joints'
+    system holding L₁ − L₁⁰ = p(L₂ − L₂⁰) (``equality_rows``; ``TendonParams.polycoef``, ``length0``)."""
 
     joints: tuple
     limited: tuple = ()
+    equal: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "joints", tuple(tuple(t) for t in self.joints))
@@ -53,6 +56,11 @@ class Tendons:
             raise ValueError(f"Tendons.limited: one bool per tendon ({len(self.joints)}), got {len(self.limited)}")
         if self.limited and not any(self.limited):
             object.__setattr__(self, "limited", ())
+        object.__setattr__(self, "equal", tuple(tuple(int(t) for t in e) for e in self.equal))
+        for e in self.equal:
+            if len(e) != 2 or not 0 <= e[0] < len(self.joints) or not -1 <= e[1] < len(self.joints) or e[0] == e[1]:
+                raise ValueError(f"Tendons.equal: each equality is (t1, t2), two different tendons of the {len(self.joints)}"
+                                 f" (t2 = -1: t1 alone), got {e!r}")
 
     @property
     def num_tendons(self) -> int:
@@ -92,7 +100,9 @@ class TendonParams:
     limits of L, read for the tendons ``Tendons.limited`` marks. ``stiffness`` (T,) N/m: a spring
     −k (L − clip(L, lo, hi)) with ``springlength`` (T, 2) its dead band [lo, hi] (MuJoCo's
     ``tendon_lengthspring``), taken explicitly; ``damping`` (T,) N·s/m, implicit as a joint's;
-    ``frictionloss`` (T,) N, |f| ≤ frictionloss. None: none."""
+    ``frictionloss`` (T,) N, |f| ≤ frictionloss. ``polycoef`` (E, 5) and ``length0`` (T,): the tendon
+    equalities' (``Tendons.equal``) polynomial a₀ + a₁x + … + a₄x⁴ and every tendon's reference length
+    (MuJoCo's ``eq_data`` and ``tendon_length0``). None: none."""
 
     coef: jnp.ndarray
     range: Any = None
@@ -100,6 +110,8 @@ class TendonParams:
     springlength: Any = None
     damping: Any = None
     frictionloss: Any = None
+    polycoef: Any = None
+    length0: Any = None
 
     def has_passive(self) -> bool:
         return self.stiffness is not None or self.damping is not None
@@ -114,6 +126,29 @@ def lengths(tendons: Tendons, tp: TendonParams, q, qd):
 def rate_rows(tendons: Tendons, tp: TendonParams, G):
     """(T, 6N) every tendon's rate row G_T = Σ_i c_i G_i from the joints' rate rows G (J, 6N)."""
     return tendons.matrix(tp.coef, G.shape[0]).astype(G.dtype) @ G
+
+
+def equality_rows(tendons: Tendons, tp: TendonParams, G, q):
+    """The tendon equalities (``Tendons.equal``) as bilateral rows over the bodies' 6N velocities, MuJoCo's
+    ``mjEQ_TENDON``: with x = L₂ − L₂⁰, error e = L₁ − L₁⁰ − p(x) and row G_T₁ − p′(x) G_T₂ (tendon t1
+    alone: e = L₁ − L₁⁰ − a₀, row G_T₁), from the joints' rate rows G (J, 6N) and coordinates q (J,):
+    (rows (E, 6N), error (E,))."""
+    Gt = rate_rows(tendons, tp, G)
+    L = tendons.matrix(tp.coef, q.shape[0]).astype(G.dtype) @ q
+    a = jnp.asarray(tp.polycoef, G.dtype)
+    L0 = jnp.asarray(tp.length0, G.dtype)
+    rows, errs = [], []
+    for k, (t1, t2) in enumerate(tendons.equal):
+        if t2 < 0:
+            rows.append(Gt[t1])
+            errs.append(L[t1] - L0[t1] - a[k, 0])
+            continue
+        x = L[t2] - L0[t2]
+        p = a[k, 0] + x * (a[k, 1] + x * (a[k, 2] + x * (a[k, 3] + x * a[k, 4])))
+        dp = a[k, 1] + x * (2 * a[k, 2] + x * (3 * a[k, 3] + x * 4 * a[k, 4]))
+        rows.append(Gt[t1] - dp * Gt[t2])
+        errs.append(L[t1] - L0[t1] - p)
+    return jnp.stack(rows), jnp.stack(errs)
 
 
 def _contacts(Gt, bodies, row: int, signs, dtype):
@@ -203,6 +238,12 @@ def check(tendons: Tendons, tp, num_joints: int, prefix: str = "params.joints.te
         if a.shape != (T,) or not np.all(np.isfinite(a)) or np.any(a < 0):
             raise ValueError(f"{prefix}.{name}: expected ({T},) finite values >= 0, one per tendon, got "
                              f"{a.tolist() if a.ndim <= 1 else a.shape}")
+    E = len(tendons.equal)
+    for name, shape in (("polycoef", (E, 5)), ("length0", (T,))):
+        a = getattr(tp, name)
+        if E and (a is None or np.shape(a) != shape or not np.all(np.isfinite(np.asarray(a, float)))):
+            raise ValueError(f"{prefix}.{name}: the {E} tendon equalities (Tendons.equal) need {shape} finite values, got "
+                             f"{None if a is None else np.shape(a)}")
     for name, needed in (("range", bool(tendons.limited)), ("springlength", tp.stiffness is not None)):
         a = getattr(tp, name)
         if a is None:
@@ -224,6 +265,9 @@ def broken(tp: TendonParams):
     """() whether a tendon's stiffness, damping or friction loss is negative or not finite, or its
     coefficients not finite: ``check``'s traced part (``validation.JOINT_PASSIVE``'s bit)."""
     bad = ~jnp.all(jnp.isfinite(tp.coef))
+    for name in ("polycoef", "length0"):
+        if getattr(tp, name) is not None:
+            bad = bad | ~jnp.all(jnp.isfinite(getattr(tp, name)))
     for name in TENDON_PASSIVE:
         a = getattr(tp, name)
         if a is not None:
@@ -231,5 +275,5 @@ def broken(tp: TendonParams):
     return bad
 
 
-__all__ = ["TENDON_PASSIVE", "TendonParams", "Tendons", "broken", "check", "lengths", "limit_rows", "loss_rows", "passive",
+__all__ = ["TENDON_PASSIVE", "TendonParams", "Tendons", "broken", "check", "equality_rows", "lengths", "limit_rows", "loss_rows", "passive",
            "rate_rows"]
