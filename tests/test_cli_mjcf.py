@@ -186,11 +186,9 @@ def _files(tmp_path):
     ["--mjcf", "{d}/nan_key.xml", "--keyframe", "k"],
     ["--mjcf", "{d}/keyed.xml", "--keyframe", "nope"],
     ["--mjcf", "{d}/keyed.xml", "--keyframe", "3"],
-    ["--mjcf", "{d}/plane_alone.xml"],
     ["--mjcf", "{d}/mesh_5000.xml"],
     ["--mjcf", "{d}"],  # a directory
-], ids=["missing", "malformed", "nan-keyframe", "unknown-keyframe", "keyframe-index", "plane-alone", "mesh-5000",
-        "directory"])
+], ids=["missing", "malformed", "nan-keyframe", "unknown-keyframe", "keyframe-index", "mesh-5000", "directory"])
 def test_simulate_mjcf_bad_files_are_one_line_and_exit_2(case, tmp_path, capsys, monkeypatch):
     """Each bad file ends the command with one line on stderr (no traceback) and exit status 2,
     before any rollout (no output file). The wording is the loader's (``worlds.mjcf``), not
@@ -202,6 +200,18 @@ def test_simulate_mjcf_bad_files_are_one_line_and_exit_2(case, tmp_path, capsys,
                               "--no-progress"], capsys)
     assert rc == 2 and len(err) == 1 and "Traceback" not in err[0], (rc, err)
     assert not out.exists()
+
+
+def test_simulate_mjcf_of_scenery_alone_runs_and_says_it_has_no_bodies(tmp_path, capsys, monkeypatch):
+    """A file of a plane alone loads as MuJoCo's does (a world of no bodies, ``worlds.from_mujoco``): the
+    command runs, writes its states and says the world has 0 bodies."""
+    monkeypatch.chdir(tmp_path)
+    d = _files(tmp_path)
+    out = tmp_path / "o.npz"
+    rc = main(["simulate", "--mjcf", f"{d}/plane_alone.xml", "--steps", "5", "--out", str(out), "--no-progress"])
+    text = capsys.readouterr()
+    assert rc in (0, None) and out.exists(), (rc, text.err)
+    assert "1 world of 0 bodies" in text.out + text.err
 
 
 def test_the_solver_warning_of_batched_worlds_counts_worlds():
