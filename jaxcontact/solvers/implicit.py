@@ -21,6 +21,7 @@ from jaxopt import implicit_diff as _jaxopt_implicit
 
 from .. import linalg
 
+
 def dense_guarded_solve(matvec: Callable, rhs, ridge: float = 1e-10):
     """Dense LU solve of the implicit-differentiation system (relative ridge) with a finiteness guard."""
     n = rhs.shape[0]

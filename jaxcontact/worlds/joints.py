@@ -27,8 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from .. import geometry
-from .. import linalg
+from .. import geometry, linalg
 from ..contact import block_diag
 from .actuation import broken_actuators, check_actuators, joint_forces
 from .tendons import Tendons, broken as broken_tendons, check as check_tendons, lengths as tendon_lengths
@@ -598,12 +597,11 @@ def loss_rows(joints: Joints, jp: JointParams, state: State):
     friction loss bounds its force (|τ| ≤ frictionloss per dof): (rows (K, 2, 3, 6), bodies (K, 2):
     child and parent, −1 the world), K = ``len(loss_dofs(joints))``."""
     rows = loss_dofs(joints)
-    if all(k >= 0 for _, k in rows) and len(rows) == joints.num_dofs and joints.num_dofs == joints.num_joints:
-        G = rate_rows(joints, state, jp)  # hinges and slides alone: one row each, in order
-    else:
-        Gd = rate_rows(joints, state, jp)
-        idx = np.asarray([max(k, 0) for _, k in rows], np.int64)
-        G = jnp.where(jnp.asarray([k >= 0 for _, k in rows])[:, None], Gd[idx], 0)
+    G = rate_rows(joints, state, jp)
+    dofs = [k for _, k in rows]
+    if dofs != list(range(G.shape[0])):  # not every coordinate once, in order: gather, a weld's row zero
+        valid = jnp.asarray([k >= 0 for k in dofs])[:, None]
+        G = jnp.where(valid, G[np.asarray([max(k, 0) for k in dofs], np.int64)], 0)
     js = [j for j, _ in rows]
     return _rate_contacts(G, [joints.child[j] for j in js], [joints.parent[j] for j in js], state.pos.dtype)
 

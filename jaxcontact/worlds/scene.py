@@ -209,26 +209,26 @@ class Scene:
     def num_bodies(self) -> int:
         return len(self.topologies)
 
+    def _mask(self, indices) -> np.ndarray:
+        """(N,) static mask, True at ``indices``."""
+        mask = np.zeros(self.num_bodies, bool)
+        mask[list(indices)] = True
+        return mask
+
     @property
     def fixed_bodies(self) -> np.ndarray:
         """(N,) static mask of the bodies fixed to the world (``fixed``)."""
-        mask = np.zeros(self.num_bodies, bool)
-        mask[list(self.fixed)] = True
-        return mask
+        return self._mask(self.fixed)
 
     @property
     def contactless_bodies(self) -> np.ndarray:
         """(N,) static mask of the bodies that collide with nothing (``contactless``)."""
-        mask = np.zeros(self.num_bodies, bool)
-        mask[list(self.contactless)] = True
-        return mask
+        return self._mask(self.contactless)
 
     @property
     def no_ground_bodies(self) -> np.ndarray:
         """(N,) static mask of the bodies that do not touch the ground (``no_ground``)."""
-        mask = np.zeros(self.num_bodies, bool)
-        mask[list(self.no_ground)] = True
-        return mask
+        return self._mask(self.no_ground)
 
     @property
     def off_ground(self) -> tuple:
@@ -239,9 +239,7 @@ class Scene:
     @property
     def off_ground_bodies(self) -> np.ndarray:
         """(N,) static mask of ``off_ground``."""
-        mask = np.zeros(self.num_bodies, bool)
-        mask[list(self.off_ground)] = True
-        return mask
+        return self._mask(self.off_ground)
 
     @property
     def jointed_bodies(self) -> np.ndarray:
