@@ -163,6 +163,15 @@ def _shape(a, shape, name, batched=False):
         raise ValueError(f"{name}: expected shape {want}, got {a.shape}")
 
 
+class ComOutsideError(ValueError):
+    """``validate_body``'s refusal of a body whose centre of mass (its origin) lies outside its shape;
+    ``distance``: how far outside (m), for callers that report it in their own terms (``from_mujoco``)."""
+
+    def __init__(self, message: str, distance: float):
+        super().__init__(message)
+        self.distance = float(distance)
+
+
 def validate_body(body: Body, batched: bool = False) -> None:
     if not isinstance(body, Body):
         raise ValueError(f"params.body: expected a jaxcontact Body, got {type(body).__name__}")
@@ -222,9 +231,9 @@ def validate_body(body: Body, batched: bool = False) -> None:
         out = com_outside(pts)
         if out > COM_TOL * np.max(np.linalg.norm(pts, axis=1)):
             which = f" of body {int(k)}" if len(vs) > 1 else ""
-            raise ValueError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside the "
-                             "hull of the vertices; give vertices relative to the centre of mass "
-                             "(shapes.convex_hull does)")
+            raise ComOutsideError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside "
+                                  "the hull of the vertices; give vertices relative to the centre of mass "
+                                  "(shapes.convex_hull does)", out)
 
 
 ROUND_FIELDS = {"radius": (), "cylinder": (2,), "ellipsoid": (3,)}
@@ -314,8 +323,9 @@ def _validate_round(body: Body, v, mask, batched: bool) -> None:
             out = com_outside(pts) - r
         if out > COM_TOL * max(np.max(np.linalg.norm(pts, axis=1)) + r, 1e-12):
             which = f" of body {int(k)}" if len(vs) > 1 else ""
-            raise ValueError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside the "
-                             "body (its vertices swept by its radius); give vertices relative to the centre of mass")
+            raise ComOutsideError(f"body.vertices: the centre of mass{which} (the body's origin, 0) lies {out:.3g} m outside "
+                                  "the body (its vertices swept by its radius); give vertices relative to the centre of mass",
+                                  out)
 
 
 def com_outside(points) -> float:

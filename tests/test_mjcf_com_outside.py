@@ -54,8 +54,9 @@ def test_the_same_compound_is_flagged_under_jit():
                                                       make_state((0.0, 0.0, 0.3))))
     assert "body.vertices" in " ".join(validation.rule_names(rules(body)))
     assert int(rules(inside)) == 0
-    with pytest.raises(ValueError, match="centre of mass"):
+    with pytest.raises(validation.ComOutsideError, match="centre of mass") as e:
         validation.validate_body(body)
+    assert 0.2 < e.value.distance < 0.3  # the number from_mjcf reports in its own terms
 
 
 # A hinged arm whose jointless 'hand' (0.01 kg, a mesh-like box) carries an <inertial> 0.2 m off its

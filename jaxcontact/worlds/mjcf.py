@@ -95,7 +95,7 @@ from ..laws import CoulombLCP
 from ..rotations import quat_to_mat
 from ..types import Body, Ground, Model, Params, Planes, State
 from ..validation import (BOOL, COM_TOL, DTYPE, KEYFRAME, MJ_DATA, MJ_MODEL, OPTIONAL_PATH, SOURCE, MissingExtra,
-                          check_arguments, com_outside, validate_body)
+                          ComOutsideError, check_arguments, com_outside, validate_body)
 from . import joints as world_joints
 from .actuation import ActuatorParams
 from .joints import JointedParams, JointParams, Joints
@@ -576,12 +576,8 @@ def _com_problem(body: Body, name: str) -> list:
     ``validation.validate_body``'s rule, which a rollout would refuse it by), else ``[]``."""
     try:
         validate_body(body)
-    except ValueError as err:
-        text = str(err)
-        if "centre of mass" not in text:
-            raise
-        lies = text.split(" lies ", 1)[1].split(" m ", 1)[0]
-        return [_outside_sentence(name, float(lies), "its colliding geoms (their hulls swept by their radii)")]
+    except ComOutsideError as err:
+        return [_outside_sentence(name, err.distance, "its colliding geoms (their hulls swept by their radii)")]
     return []
 
 
