@@ -397,8 +397,7 @@ def test_from_mjcf_loads_bodies_of_several_geoms_and_writes_them_back():
         assert float(params.body.mass[i]) == pytest.approx(m.body_mass[i + 1], rel=1e-12)
         np.testing.assert_allclose(np.asarray(params.body.inertia[i]), R @ np.diag(m.body_inertia[i + 1]) @ R.T,
                                    atol=1e-12)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m)
     np.testing.assert_allclose(np.asarray(state.pos), d.xipos[1:], atol=1e-12)
     for i in range(4):  # each part at its geom's pose in the body frame, about the centre of mass (body_ipos)
         gs = [g for g in range(m.ngeom) if m.geom_bodyid[g] == i + 1]

@@ -38,9 +38,7 @@ def mujoco_run(xml, steps):
     """MuJoCo C from keyframe 0: (xipos (steps + 1, nbody − 1, 3), qpos (steps + 1, nq)), positions
     after each step (``mj_kinematics``: ``mj_step`` leaves the previous ones)."""
     m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m, keyframe=0)
     return mjcf.mujoco_trajectory(m, d, steps)
 
 

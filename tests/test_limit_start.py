@@ -33,8 +33,7 @@ def _angles(xml, soft=True):
                                         type(traj)(**{f: getattr(traj, f)[k] for f in ("pos", "quat", "vel", "omega")}))[0][0])
          for k in range(STEPS + 1)]
     m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m)
     _, qpos = mjcf.mujoco_trajectory(m, d, STEPS)
     return np.array(q), qpos[:, 0], params
 

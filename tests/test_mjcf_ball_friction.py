@@ -21,9 +21,7 @@ XML = """<mujoco><option timestep="0.002"/>
 
 def run(xml, steps=300):
     m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m, keyframe=0)
     ref, _ = mjcf.mujoco_trajectory(m, d, steps)
     return ref, mjcf.from_mujoco(m, keyframe=0)
 

@@ -50,13 +50,7 @@ ARM = """
 
 def _mujoco_path(xml, steps):
     m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
-    out = [d.xipos[1:].copy()]
-    for _ in range(steps):
-        mujoco.mj_step(m, d)
-        out.append(d.xipos[1:].copy())
-    return m, np.stack(out)
+    return m, mjcf.mujoco_trajectory(m, mjcf.mujoco_data(m), steps)[0]
 
 
 def test_bodies_without_colliding_geoms_load_move_through_the_floor_and_follow_mujoco():

@@ -24,8 +24,7 @@ def test_contacts_disabled_collide_nothing_as_mujoco_and_disabled_constraints_ar
     scene, params, state, model = mjcf.from_mjcf(XML)
     assert not scene.ground and scene.pairs == () and scene.planes == 0
     m = mujoco.MjModel.from_xml_string(XML)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m)
     ref, _ = mjcf.mujoco_trajectory(m, d, 100)
     traj, _ = worlds.rollout(model, scene, params, state, 100)
     assert ref[-1, 0, 2] < 0.0

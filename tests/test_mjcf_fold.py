@@ -67,9 +67,7 @@ def test_a_massless_jointless_frame_folds_into_its_host_and_follows_mujoco_c():
     groups = mjcf.body_groups(m)
     assert groups == ((1, 2, 3), (4, 5, 6), (7, 8))
     assert scene.shapes == ("compound", "compound", "hull") and len(scene.parts[0]) == 3 and len(scene.parts[1]) == 2
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m, keyframe=0)
     folded = mjcf.FoldedModel(mujoco, m)
     for g in range(1, m.ngeom):  # every geom at its host's pose composed with its own: where MuJoCo puts it
         h = folded.geom_bodyid[g]
@@ -134,8 +132,7 @@ def test_an_equality_on_a_folded_body_and_a_folded_site_name_the_host():
     assert folded.kept == (1, 4, 7) and folded.folded == {2, 3, 5, 6, 8}
     scene, params, state, model = mjcf.from_mujoco(m)
     assert scene.joints.kinds[-1] == "connect" and scene.joints.child[-1] == 1 and scene.joints.parent[-1] == -1
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m)
     tip = d.xpos[5] + d.xmat[5].reshape(3, 3) @ [0.02, 0.0, 0.0]
     np.testing.assert_allclose(np.asarray(params.joints.anchor_parent[-1]), tip, atol=1e-12)
     traj, info = worlds.rollout(model, scene, params, state, 200)

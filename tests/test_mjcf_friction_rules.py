@@ -34,15 +34,9 @@ def test_condim_one_beside_friction_loads_slides_as_mujoco_and_names_the_frictio
         scene, params, state, model = worlds.from_mjcf(WORLD, keyframe=0, dtype=jnp.float64)
     assert scene.pairs == ((0, 1),) and np.allclose(params.law.mu, 0.5)
     m = mujoco.MjModel.from_xml_string(WORLD)
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
-    theirs = [d.xipos[1:].copy()]
-    for _ in range(100):
-        mujoco.mj_step(m, d)
-        theirs.append(d.xipos[1:].copy())
+    theirs, _ = mjcf.mujoco_trajectory(m, mjcf.mujoco_data(m, keyframe=0), 100)
     traj, _ = worlds.rollout(model, scene, params, state, 100)
-    assert np.max(np.linalg.norm(np.asarray(traj.pos) - np.stack(theirs), axis=-1)) < 0.01
+    assert np.max(np.linalg.norm(np.asarray(traj.pos) - theirs, axis=-1)) < 0.01
     # box a slides on the floor with μ 0.5 (not frictionless: the floor's condim 3 wins): stopped
     # after v²/(2 μ g) = 0.102 m
     assert float(traj.pos[-1, 0, 0]) == pytest.approx(1.0 / (2 * 0.5 * 9.81), abs=3e-3)

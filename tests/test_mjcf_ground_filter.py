@@ -37,8 +37,7 @@ def test_a_body_kept_off_the_floor_rests_on_another_and_follows_mujoco():
     scene, params, state, model = worlds.from_mjcf(STACK, dtype=jnp.float64)
     assert scene.ground and scene.no_ground == (1, 2) and scene.pairs == ((0, 1),)
     m = mujoco.MjModel.from_xml_string(STACK)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m)
     theirs, _ = mjcf.mujoco_trajectory(m, d, STEPS)
     traj, _ = worlds.rollout(model, scene, params, state, STEPS)
     mine = np.asarray(traj.pos)
@@ -52,9 +51,7 @@ def test_a_body_kept_off_the_floor_rests_on_another_and_follows_mujoco():
     again = worlds.from_mjcf(xml, keyframe="initial", dtype=jnp.float64)[0]
     assert again.no_ground == scene.no_ground and again.pairs == scene.pairs
     back = mujoco.MjModel.from_xml_string(xml)
-    dd = mujoco.MjData(back)
-    mujoco.mj_resetDataKeyframe(back, dd, 0)
-    mujoco.mj_forward(back, dd)
+    dd = mjcf.mujoco_data(back, keyframe=0)
     path, _ = mjcf.mujoco_trajectory(back, dd, STEPS)
     assert np.max(np.linalg.norm(path - theirs, axis=-1)) < 1e-3
 

@@ -31,9 +31,7 @@ def test_the_drag_is_mujocos_qfrc_fluid_and_a_rollout_follows_mujoco_c():
     ``qfrc_fluid`` of its free joint (1e-10 relative); over 100 steps the bodies' centres of mass follow
     MuJoCo C within 0.1 mm, where without the medium they end more than 10 mm from where it puts them."""
     m = mujoco.MjModel.from_xml_string(XML)
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m, keyframe=0)
     scene, params, state, model = mjcf.from_mujoco(m, keyframe=0)
     assert float(params.medium.density) == 1000.0 and float(params.medium.viscosity) == 0.5
     got = np.asarray(fluid.fluid_wrench(params.body, params.medium, state))

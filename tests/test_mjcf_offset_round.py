@@ -42,13 +42,7 @@ def test_off_centre_and_turned_round_geoms_load_roll_as_mujoco_and_write_back():
     scene, params, state, model = worlds.from_mjcf(WORLD, dtype=jnp.float64)
     assert scene.shapes == ("compound", "compound") and [len(p) for p in scene.parts] == [1, 1]
     m = mujoco.MjModel.from_xml_string(WORLD)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
-    theirs = [d.xipos[1:].copy()]
-    for _ in range(STEPS):
-        mujoco.mj_step(m, d)
-        theirs.append(d.xipos[1:].copy())
-    theirs = np.stack(theirs)
+    theirs, _ = mjcf.mujoco_trajectory(m, mjcf.mujoco_data(m), STEPS)
     traj, _ = worlds.rollout(model, scene, params, state, STEPS)
     mine = np.asarray(traj.pos)
     assert np.max(np.linalg.norm(mine[:101] - theirs[:101], axis=-1)) < FOLLOW

@@ -61,14 +61,7 @@ def test_gravity_off_the_vertical_follows_mujoco_c_and_writes_back():
     g = np.array([3.0, -1.0, -9.81])
     np.testing.assert_allclose(np.asarray(traj.pos[-1, 1]), [2.0, 0.0, 5.0] + h * h * g * n * (n + 1) / 2, atol=1e-12)
     m = mujoco.MjModel.from_xml_string(GRAVITY)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
-    ref = [d.xipos[1:].copy()]
-    for _ in range(n):
-        mujoco.mj_step(m, d)
-        mujoco.mj_kinematics(m, d)
-        ref.append(d.xipos[1:].copy())
-    ref = np.array(ref)
+    ref, _ = mjcf.mujoco_trajectory(m, mjcf.mujoco_data(m), n)
     np.testing.assert_allclose(np.asarray(traj.pos[:, 1]), ref[:, 1], atol=1e-9)
     np.testing.assert_allclose(np.asarray(traj.pos[:, 0, :2]), ref[:, 0, :2], atol=1e-9)
     np.testing.assert_allclose(np.asarray(traj.pos[:, 0, 2]), ref[:, 0, 2], atol=5e-4)  # MuJoCo's soft floor: 0.17 mm

@@ -48,9 +48,7 @@ def test_tendon_equalities_follow_mujoco_c_and_write_back():
     written file holds the same relations (MuJoCo's errors at its start equal the original's) and reads
     back to the same world (1e-12)."""
     m = mujoco.MjModel.from_xml_string(XML.replace("ACTIVE", "true"))
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m, keyframe=0)
     start = d.efc_pos[:d.nefc].copy()
     ref, _ = mjcf.mujoco_trajectory(m, d, 200)
     scene, params, state, model = mjcf.from_mujoco(m, keyframe=0)
@@ -67,9 +65,7 @@ def test_tendon_equalities_follow_mujoco_c_and_write_back():
     assert np.max(np.abs(np.asarray(loose.pos[-1]) - ref[-1])) > 1e-2
     text = mjcf.to_mjcf(scene, params, state, model)
     mm = mujoco.MjModel.from_xml_string(text)
-    dd = mujoco.MjData(mm)
-    mujoco.mj_resetDataKeyframe(mm, dd, 0)
-    mujoco.mj_forward(mm, dd)
+    dd = mjcf.mujoco_data(mm, keyframe=0)
     np.testing.assert_allclose(dd.efc_pos[:dd.nefc], start, atol=1e-12)
     back = mjcf.from_mjcf(text, keyframe="initial")
     again, _ = worlds.rollout(back[3], back[0], back[1], back[2], 200)
@@ -109,9 +105,7 @@ def test_a_tendon_actuator_beside_a_welded_body_drives_its_tendon():
     """The motor on tendon t drives index J + t of ``Joints.actuated`` (J the hinges and the weld): the
     two links turn opposite ways as in MuJoCo C (0.1 mm over 100 steps, the weld held by rows)."""
     m = mujoco.MjModel.from_xml_string(WELDED)
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
+    d = mjcf.mujoco_data(m, keyframe=0)
     scene, params, state, model = mjcf.from_mujoco(m, keyframe=0)
     assert scene.joints.kinds.count("welded") == 1 and scene.joints.actuated == (scene.joints.num_joints,)
     ref, _ = mjcf.mujoco_trajectory(m, d, 100)

@@ -28,10 +28,6 @@ ANKLE = """<mujoco><option timestep="0.002"/>
 <keyframe><key name="k" qpos="0.3 -0.5 0.7" qvel="1 2 -3"/></keyframe></mujoco>"""
 
 
-def mujoco_run(m, d, steps):
-    return mjcf.mujoco_trajectory(m, d, steps)
-
-
 def test_two_hinges_through_different_points_follow_mujoco_c_and_write_back():
     """The ankle's group has 4 rows (the knee's 5); from the keyframe the two bodies follow MuJoCo C
     within 1 mm over 150 steps (measured 0.5 mm at 100) and the three coordinates read MuJoCo's qpos
@@ -46,10 +42,8 @@ def test_two_hinges_through_different_points_follow_mujoco_c_and_write_back():
     jp = params.joints
     np.testing.assert_allclose(np.asarray(jp.anchor_parent[2] - jp.anchor_parent[1]), [0.0, 0.0, -0.04], atol=1e-12)
     traj, info = worlds.rollout(model, scene, params, state, 150)
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    mujoco.mj_forward(m, d)
-    ref, qref = mujoco_run(m, d, 150)
+    d = mjcf.mujoco_data(m, keyframe=0)
+    ref, qref = mjcf.mujoco_trajectory(m, d, 150)
     err = np.linalg.norm(np.asarray(traj.pos) - ref, axis=-1)
     assert err.max() < 1e-3, err.max(axis=0)
     q = np.asarray(jax.vmap(lambda s: J.coordinates(scene.joints, jp, s)[0])(traj))
@@ -68,9 +62,7 @@ def test_two_hinges_through_different_points_follow_mujoco_c_and_write_back():
                                np.asarray(J.coordinates(scene.joints, jp, at)[1]), atol=1e-6)
     more, _ = worlds.rollout(model, scene, params, at, 150, start="continued")
     m2 = mujoco.MjModel.from_xml_string(xml)
-    d2 = mujoco.MjData(m2)
-    mujoco.mj_resetDataKeyframe(m2, d2, 0)
-    mujoco.mj_forward(m2, d2)
-    ref2, _ = mujoco_run(m2, d2, 150)
+    d2 = mjcf.mujoco_data(m2, keyframe=0)
+    ref2, _ = mjcf.mujoco_trajectory(m2, d2, 150)
     err2 = np.linalg.norm(np.asarray(more.pos) - ref2, axis=-1)
     assert err2.max() < 1e-3, err2.max(axis=0)

@@ -127,6 +127,17 @@ def require_mujoco(what: str = "jaxcontact.worlds.mjcf"):
     return mujoco
 
 
+def mujoco_data(model, keyframe: int | None = None):
+    """MuJoCo C's ``MjData`` of ``model`` at its reset state (or keyframe ``keyframe``), after
+    ``mj_forward``: the start of a reference run (``mujoco_trajectory``) and of a comparison."""
+    mujoco = require_mujoco("mjcf.mujoco_data")
+    data = mujoco.MjData(model)
+    if keyframe is not None:
+        mujoco.mj_resetDataKeyframe(model, data, keyframe)
+    mujoco.mj_forward(model, data)
+    return data
+
+
 def mujoco_trajectory(model, data, steps: int):
     """MuJoCo C's reference run from ``data``'s state: (xipos (steps + 1, nbody − 1, 3), qpos
     (steps + 1, nq)), each step's positions read after ``mj_kinematics`` (``mj_step`` leaves the
@@ -1932,4 +1943,4 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
 
 
 __all__ = ["COMPOUND_GEOMS", "FoldedModel", "FrictionRuleWarning", "MUJOCO_MIN_VERSION", "MujocoUnavailable", "body_groups", "compound_body", "from_mjcf", "from_mujoco",
-           "key_quaternions", "mujoco_pair_friction", "mujoco_trajectory", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
+           "key_quaternions", "mujoco_data", "mujoco_pair_friction", "mujoco_trajectory", "pair_friction", "require_mujoco", "round_points", "to_mjcf"]
