@@ -97,14 +97,15 @@ def command_line(module: str, argv=None) -> str:
     return " ".join(["python", "-m", module] + [shlex.quote(a) for a in args])
 
 
-def machine_info(module: str, argv=None) -> dict:
-    """Cores, JAX devices, versions, date and the exact command line (``python -m module ...``)."""
+def machine_info(module: str, argv=None, command: str | None = None) -> dict:
+    """Cores, JAX devices, versions, date and the exact command line (``python -m module ...``, or
+    ``command`` as given)."""
     import jax
     import numpy as np
 
     info = {
         "date": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": command_line(module, argv),
+        "command": command or command_line(module, argv),
         "host_cpu": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "affinity_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
