@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
+from .common import stage_times as stage_times_of_step
 
 SIZE, MASS, MU, DT = 0.1, 0.37, 0.5, 0.002
 PARTS = ("stack", "pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx", "mjcf")
@@ -618,69 +619,43 @@ def jaxcontact_heap_speed(scene, params, drops, steps: int, windows, window_step
 
 
 def stage_times(model, scene, params, state, repeats: int = 5):
-    """Seconds per call of each stage of a world's step at ``state`` (1 world, float32, jitted,
-    best of ``repeats``): collision (``worlds.collide``), problem assembly
-    (``contact.body_problem`` with the pipeline's target and softening), the solve
-    (``solvers.solve_contact``, as the law calls it) cold and warm-started from the previous
-    step's impulses."""
+    """Where a settled heap's step goes (1 world, float32, best of ``repeats``), timed on the engine's own
+    stages (``common.stage_times``: each named stage of ``pipeline.step_stages`` compiled alone, in the
+    step's order, on the step's own inputs): cold (the law's initial warm start: zero impulses) at
+    ``state``, and warm-started at the next state from that step's impulses; the collision alone
+    (``contacts.collide``, the first part of the contact stage); the sweeps of both solves; one step of
+    a 10-step ``worlds.rollout`` from ``state``."""
     import jax
     import jax.numpy as jnp
 
-    from jaxcontact import contact, dynamics, geometry, solvers, worlds
-    from jaxcontact.types import Params
-    from jaxcontact.worlds import contacts
+    from jaxcontact import worlds
 
-    law = model.law
-    N = scene.num_bodies
-
-    def per_body(fn, p, s):
-        return jax.vmap(lambda b, x: fn(Params(body=b, ground=p.ground, law=p.law), x))(p.body, s)
-
-    def best(fn, *args):
-        out = jax.block_until_ready(fn(*args))
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            jax.block_until_ready(fn(*args))
-            times.append(time.perf_counter() - t)
-        return min(times), out
-
+    control = jnp.zeros((scene.num_bodies, 6), state.pos.dtype)
+    cold, (nxt, info_cold, warm) = stage_times_of_step(model, scene, params, state, control, None, repeats)
+    warm_t, (_, info_warm, _) = stage_times_of_step(model, scene, params, nxt, control, warm, repeats)
     collide = jax.jit(lambda p, s: worlds.collide(model, scene, p, s))
-    free = jax.jit(lambda p, s: (per_body(lambda q, x: dynamics.free_velocity(model, q, x, jnp.zeros(6, x.pos.dtype)), p, s),
-                                 per_body(lambda q, x: geometry.mass_matrix_inverse(q.body, x), p, s)))
+    con = jax.block_until_ready(collide(params, state))
+    t_col = _best(lambda: collide(params, state), repeats)
+    window = jax.jit(lambda p, s: _warm_window(model, scene, p, s))
+    jax.block_until_ready(window(params, state))
+    t_step = _best(lambda: window(params, state), repeats)
+    return {"contacts": int(con.phi.shape[0]), "valid_contacts": int(np.sum(np.asarray(con.valid))),
+            "stages_cold_s": cold, "stages_warm_s": warm_t, "collide_s": t_col,
+            "sweeps_cold": int(info_cold.iterations), "sweeps_warm": int(info_warm.iterations),
+            "residual_warm": float(info_warm.residual), "rollout_step_s": t_step / 10,
+            "note": "stages_*: pipeline.step_stages's own stages, each jitted alone (common.stage_times); "
+                    "rollout_step_s: a 10-step worlds.rollout from this state (warm-started), per step"}
 
-    def assemble(con, Minv, v1):
-        prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
-        target = jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype))
-        # a settled heap has no impacts: every contact is softened, as the pipeline does then
-        return prob, target, contacts.soft_rows(scene.softness, jnp.zeros(prob.num_contacts, bool))
 
-    assemble = jax.jit(assemble)
-    mu = params.law.mu[0]
+def _best(fn, repeats):
+    import jax
 
-    @jax.jit
-    def solve(prob, target, soft, z0):
-        sol = solvers.solve_contact(prob, mu, law.solver, target, z0=z0, soft=soft)
-        return sol.z, sol.iterations, sol.residual
-
-    t_col, con = best(collide, params, state)
-    t_free, (v1, Minv) = best(free, params, state)
-    t_asm, (prob, target, soft) = best(assemble, con, Minv, v1)
-    z0 = jnp.zeros((prob.num_contacts, 3), prob.v_free.dtype)
-    t_cold, (z_prev, it_cold, _) = best(solve, prob, target, soft, z0)
-    nxt = worlds.step(model, scene, params, state)  # the next step's problem, warm-started from this one's impulses
-    con1 = collide(params, nxt)
-    v1b, Minvb = free(params, nxt)
-    prob1, target1, soft1 = assemble(con1, Minvb, v1b)
-    t_warm, (_, it_warm, res_warm) = best(solve, prob1, target1, soft1, z_prev)
-    step = jax.jit(lambda p, s: _warm_window(model, scene, p, s))
-    t_step, _ = best(step, params, state)
-    C = prob.num_contacts
-    return {"contacts": int(C), "rows": int(C * prob.rows_per_contact), "valid_contacts": int(np.sum(np.asarray(con.valid))),
-            "collide_s": t_col, "free_velocity_and_mass_s": t_free, "assembly_s": t_asm, "solve_cold_s": t_cold,
-            "sweeps_cold": int(it_cold), "solve_warm_s": t_warm, "sweeps_warm": int(it_warm),
-            "residual_warm": float(res_warm), "rollout_step_s": t_step / 10,
-            "note": "rollout_step_s: a 10-step worlds.rollout from this state (warm-started), per step"}
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t)
+    return min(times)
 
 
 def _warm_window(model, scene, params, state):
@@ -955,6 +930,26 @@ def render_speed(sp, mjx, mjs=None):
                               ["default (to tolerance)", f"{d:.0f}", f"+ {d - o:.0f}: the further sweeps (the fused kernel)"]]), ""]
         s = j["stages"]
         f = j["one_world_full"]["sweeps"]
+        if "stages_cold_s" in s:  # the engine's own stages (pipeline.STAGES), timed by common.stage_times
+            cold, warm = s["stages_cold_s"], s["stages_warm_s"]
+            srows = [[f"`{k}`" + (f" (of it `contacts.collide`: {1e3 * s['collide_s']:.1f})" if k == "contact" else ""),
+                      f"{1e3 * cold[k]:.2f}", f"{1e3 * warm[k]:.2f}"] for k in cold if k != "step"]
+            srows += [["sum of the stages", f"{1e3 * sum(v for k, v in cold.items() if k != 'step'):.1f}",
+                       f"{1e3 * sum(v for k, v in warm.items() if k != 'step'):.1f}"],
+                      ["the whole step (`pipeline.step_stages`, one program)", f"{1e3 * cold['step']:.1f}", f"{1e3 * warm['step']:.1f}"],
+                      ["sweeps", str(s["sweeps_cold"]), str(s["sweeps_warm"])],
+                      ["one step of a 10-step `worlds.rollout` from this state", f"{1e3 * s['rollout_step_s']:.1f}", ""]]
+            out += ["### Where jaxcontact's time goes (1 world, float32, a settled heap, each of the step's own stages "
+                    "jitted alone, best of 5)", "",
+                    f"{s['contacts']} contact slots ({s['valid_contacts']} within the margin); cold: the law's initial warm "
+                    "start (zero impulses); warm: the next step from this one's impulses.", "",
+                    md_table(["stage (`pipeline.STAGES`)", "ms, cold", "ms, warm-started"], srows), "",
+                    f"Sweeps per step over the whole float32 drop (1 world, {j['one_world_full']['steps']} steps): mean "
+                    f"{f['mean']:.0f}, median {f['median']:.0f}, p90 {f['p90']:.0f}, max {f['max']}"
+                    + (f"; mean per 100 steps: {', '.join('%.0f' % x for x in f['per_100_steps_mean'])}"
+                       if f.get("per_100_steps_mean") else "")
+                    + f". Flags raised over that drop: {_flag_names(j['one_world_full']['flags'])}."]
+            return out
         tot = s["collide_s"] + s["free_velocity_and_mass_s"] + s["assembly_s"] + s["solve_warm_s"]
         srows = [["collision (`worlds.collide`: 16 bodies × ground, 120 pairs' manifolds)", f"{1e3 * s['collide_s']:.1f}"],
                  ["free velocities and inverse masses", f"{1e3 * s['free_velocity_and_mass_s']:.2f}"],
