@@ -175,7 +175,8 @@ REGISTRY = (
     _b("world_solvers", "three ways to sweep a world's contact problem, side by side",
        ("world_solvers.json", "world_solvers.md")),
     _b("worlds", "worlds of many bodies against MuJoCo C and MJX: stacks, cross-checks, the heap's speed",
-       ("worlds.json", "worlds.md")),
+       ("worlds.json", "worlds.md"), legacy=False, parts=WORLDS_PARTS,
+       aliases={"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx")}),
 )
 
 BY_NAME = {b.name: b for b in REGISTRY}

@@ -1,13 +1,14 @@
 """Worlds of many bodies against MuJoCo C (and MJX), measured in one module: the 10-box stack
 standing for 10 s, cross-checks on the same scenes with stated tolerances, and the heap's speed.
 
-    python -m benchmarks.worlds                       # every part
-    python -m benchmarks.worlds --only stack          # parts: stack, pyramid, collision, heapcheck, mjspeed, heapspeed, mjx, mjcf
-    python -m benchmarks.worlds --only crosscheck     # = collision,heapcheck
-    python -m benchmarks.worlds --only heapcheck --heap-seed-start 3 --heap-seeds 3   # 3 more jaxcontact seeds
-    python -m benchmarks.worlds --render              # the .md again from the .json
+    python -m benchmarks worlds                       # every part
+    python -m benchmarks worlds --only stack          # parts: stack, pyramid, collision, heapcheck, mjspeed, heapspeed, mjx, mjcf
+    python -m benchmarks worlds --only crosscheck     # = collision,heapcheck
+    python -m benchmarks worlds --only heapcheck --heap-seed-start 3 --heap-seeds 3   # 3 more jaxcontact seeds
+    python -m benchmarks worlds --render              # the .md again from the .json
 
-Each part writes its own section of ``benchmarks/results/worlds.json`` (with the command, date and
+The parts are workloads declared in ``benchmarks/runner.py`` (``WORLDS_PARTS``), each run by its
+``part_<name>``. Each part writes its own section of ``benchmarks/results/worlds.json`` (with the command, date and
 commit of the run that made it) and leaves the other sections as they are; the ``.md`` is rendered
 from the whole file.
 
@@ -53,10 +54,9 @@ import numpy as np
 
 from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
 from .common import stage_times as stage_times_of_step
+from .runner import run_info
 
 SIZE, MASS, MU, DT = 0.1, 0.37, 0.5, 0.002
-PARTS = ("stack", "pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx", "mjcf")
-ALIASES = {"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx"), "all": PARTS}
 
 # tolerances of the cross-checks (why: docs/worlds.md and the .md these write)
 ANALYTIC_TOL = 1e-4  # m/s: jaxcontact's two boxes against the analytic common velocity v/2
@@ -73,11 +73,6 @@ MJCF_POS_TOL = 0.005  # m: MuJoCo's soft contacts let bodies sink mm (its 10-box
 # end of the run, and during it plus MuJoCo's deepest contact penetration of the run (an impact sinks a body into
 # MuJoCo's soft contact by up to that depth, where jaxcontact's hard contact stops it)
 MJCF_ANGLE_TOL = 0.05  # rad
-
-
-def _run_info(argv):
-    info = machine_info("benchmarks.worlds", argv)
-    return {k: info[k] for k in ("date", "command", "git_commit", "load_average_at_start", "jax_x64")}
 
 
 # ------------------------------------------------------------------------------------ MuJoCo models
@@ -713,7 +708,7 @@ def run_mjx(batches, steps: int, timeout: float, spacing: float):
     res = {"timeout_s": timeout, "steps": steps, "runs": []}
     for W in batches:
         with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as prog:
-            cmd = [sys.executable, "-m", "benchmarks.worlds", "--mjx-child", str(W), "--speed-steps", str(steps),
+            cmd = [sys.executable, "-m", "benchmarks", "worlds", "--mjx-child", str(W), "--speed-steps", str(steps),
                    "--spacing", str(spacing), "--progress", prog.name]
             t = time.perf_counter()
             proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
@@ -1079,18 +1074,6 @@ def _ints(s):
     return [int(x) for x in str(s).split(",") if x]
 
 
-def parts_of(spec: str):
-    out = []
-    for p in spec.split(","):
-        p = p.strip()
-        for q in ALIASES.get(p, (p,)):
-            if q not in PARTS:
-                raise SystemExit(f"--only: unknown part {q!r} (parts: {', '.join(PARTS)}; aliases: {', '.join(ALIASES)})")
-            if q not in out:
-                out.append(q)
-    return out
-
-
 def run_mjspeed(args):
     """MuJoCo C's heap speed: ``--speed-batches`` worlds (seeds 0..W − 1), 1 and 2 threads."""
     import jax
@@ -1179,7 +1162,7 @@ def sharded_batch(worlds_: int, steps: int, spacing: float):
 
     env = {**os.environ, "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip(),
            "JAXCONTACT_THREADS": "1"}
-    cmd = [sys.executable, "-m", "benchmarks.worlds", "--sharded-child", str(worlds_), "--speed-steps", str(steps),
+    cmd = [sys.executable, "-m", "benchmarks", "worlds", "--sharded-child", str(worlds_), "--speed-steps", str(steps),
            "--spacing", str(spacing)]
     r = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True)
     if r.returncode != 0:
@@ -1240,9 +1223,8 @@ def measured_batch(scene, params, spacing: float, worlds_: int, steps: int):
     return row
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="all", help=f"comma-separated parts: {', '.join(PARTS)}; or {', '.join(ALIASES)}")
+def arguments(ap):
+    """worlds' own options (the runner adds ``--out``, ``--name``, ``--only``)."""
     ap.add_argument("--boxes", type=int, default=10, help="stack: boxes")
     ap.add_argument("--seconds", type=float, default=10.0, help="stack: seconds")
     ap.add_argument("--batch", type=int, default=8, help="stack: worlds in the batched speed run (500 steps)")
@@ -1267,68 +1249,87 @@ def main(argv=None):
     ap.add_argument("--mjx-timeout", type=float, default=300.0)
     ap.add_argument("--mjx-child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--progress", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--out", default=str(RESULTS_DIR / "worlds"))
     ap.add_argument("--render", action="store_true", help="only write the .md again from the .json")
-    args = ap.parse_args(argv)
+
+
+def prepare(args, out) -> bool:
+    """Before the parts: ``--render`` (the .md again), a child process's own entry (MJX, sharded), or
+    float64 on; True ends the run here."""
     if args.render:
-        res = json.loads(Path(args.out + ".json").read_text())
-        Path(args.out + ".md").write_text(render(res))
-        return print(render(res))
+        res = out.load()
+        out.md.write_text(render(res))
+        print(render(res))
+        return True
     if args.mjx_child is not None:
-        return mjx_child(args.mjx_child, args.speed_steps, args.spacing, args.progress)
+        mjx_child(args.mjx_child, args.speed_steps, args.spacing, args.progress)
+        return True
     if args.sharded_child is not None:
-        return sharded_child(args.sharded_child, args.speed_steps, args.spacing)
+        sharded_child(args.sharded_child, args.speed_steps, args.spacing)
+        return True
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    parts = parts_of(args.only)
-    path = Path(args.out + ".json")
-    res = json.loads(path.read_text()) if path.exists() else {}
-    res.pop("provenance", None)
-    for part in parts:
-        run = _run_info(argv)
-        if part == "stack":
-            res["machine"] = machine_info("benchmarks.worlds", argv)
-            st = {"boxes": args.boxes, "seconds": args.seconds, "dt": DT, "mu": MU, "run": run}
-            for cone in ("pyramidal", "elliptic"):
-                st[f"mujoco_{cone}"] = mujoco_stack(args.boxes, args.seconds, cone, 1)
-                print(cone, st[f"mujoco_{cone}"], flush=True)
-            st["mujoco_pyramidal_batch"] = mujoco_stack(args.boxes, min(args.seconds, 1.0), "pyramidal", args.batch)
-            for dtype in ("float64", "float32"):
-                st[f"jaxcontact_{dtype}"] = jaxcontact_stack(args.boxes, args.seconds, dtype,
-                                                             args.batch if dtype == "float32" else 1)
-                print(dtype, st[f"jaxcontact_{dtype}"], flush=True)
-            res["stack"] = st
-        elif part == "pyramid":
-            res["pyramid"] = {**run_pyramid(4, args.seconds), "run": run}
-        elif part == "collision":
-            res["collision"] = {**run_collision(args.collision_steps), "run": run}
-        elif part == "heapcheck":
-            prev = res.get("heapcheck") if args.heap_seed_start else None
-            res["heapcheck"] = {**run_heapcheck(args.heap_seconds, args.heap_seeds, args.heap_mujoco_seeds,
-                                                args.heap_dtype, args.spacing, args.heap_seed_start, prev), "run": run}
-            if prev:
-                res["heapcheck"]["earlier_runs"] = prev.get("earlier_runs", []) + [prev["run"]]
-        elif part == "mjspeed":
-            res["mjspeed"] = {**run_mjspeed(args), "run": run}
-            if "heapspeed" in res:
-                res["heapspeed"].pop("mujoco", None)  # an earlier layout kept MuJoCo's speed there
-        elif part == "heapspeed":
-            res["heapspeed"] = {**run_heapspeed(args), "run": run}
-        elif part == "mjcf":
-            res["mjcf"] = {**run_mjcf_files(), "run": run}
-        elif part == "mjx":
-            from importlib.metadata import version
+    return False
 
-            # a shorter run (--speed-steps below 1,000: a rate where the full run does not finish) is kept beside it
-            key = "mjx" if args.speed_steps == 1000 else f"mjx_{args.speed_steps}_steps"
-            res[key] = {**run_mjx(_ints(args.mjx_batches), args.speed_steps, args.mjx_timeout, args.spacing),
-                        "version": version("mujoco-mjx"), "run": run}
-        write_json(path, res)  # after every part: a later part's failure keeps the earlier ones
-        res.pop("provenance", None)
-        Path(args.out + ".md").write_text(render(res))
-    print(render(res))
+
+# the parts (declared in benchmarks/runner.py, WORLDS_PARTS): each adds its section to ``res``
+
+
+def part_stack(args, res):
+    res["machine"] = machine_info("benchmarks.worlds", command=args.command)
+    st = {"boxes": args.boxes, "seconds": args.seconds, "dt": DT, "mu": MU, "run": run_info()}
+    for cone in ("pyramidal", "elliptic"):
+        st[f"mujoco_{cone}"] = mujoco_stack(args.boxes, args.seconds, cone, 1)
+        print(cone, st[f"mujoco_{cone}"], flush=True)
+    st["mujoco_pyramidal_batch"] = mujoco_stack(args.boxes, min(args.seconds, 1.0), "pyramidal", args.batch)
+    for dtype in ("float64", "float32"):
+        st[f"jaxcontact_{dtype}"] = jaxcontact_stack(args.boxes, args.seconds, dtype, args.batch if dtype == "float32" else 1)
+        print(dtype, st[f"jaxcontact_{dtype}"], flush=True)
+    res["stack"] = st
+
+
+def part_pyramid(args, res):
+    res["pyramid"] = {**run_pyramid(4, args.seconds), "run": run_info()}
+
+
+def part_collision(args, res):
+    res["collision"] = {**run_collision(args.collision_steps), "run": run_info()}
+
+
+def part_heapcheck(args, res):
+    run = run_info()
+    prev = res.get("heapcheck") if args.heap_seed_start else None
+    res["heapcheck"] = {**run_heapcheck(args.heap_seconds, args.heap_seeds, args.heap_mujoco_seeds,
+                                        args.heap_dtype, args.spacing, args.heap_seed_start, prev), "run": run}
+    if prev:
+        res["heapcheck"]["earlier_runs"] = prev.get("earlier_runs", []) + [prev["run"]]
+
+
+def part_mjspeed(args, res):
+    res["mjspeed"] = {**run_mjspeed(args), "run": run_info()}
+    if "heapspeed" in res:
+        res["heapspeed"].pop("mujoco", None)  # an earlier layout kept MuJoCo's speed there
+
+
+def part_heapspeed(args, res):
+    res["heapspeed"] = {**run_heapspeed(args), "run": run_info()}
+
+
+def part_mjcf(args, res):
+    res["mjcf"] = {**run_mjcf_files(), "run": run_info()}
+
+
+def part_mjx(args, res):
+    from importlib.metadata import version
+
+    run = run_info()
+    # a shorter run (--speed-steps below 1,000: a rate where the full run does not finish) is kept beside it
+    key = "mjx" if args.speed_steps == 1000 else f"mjx_{args.speed_steps}_steps"
+    res[key] = {**run_mjx(_ints(args.mjx_batches), args.speed_steps, args.mjx_timeout, args.spacing),
+                "version": version("mujoco-mjx"), "run": run}
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])
