@@ -10,9 +10,8 @@ import sys
 def run(args, out):
     """Prints the relative errors (no results file)."""
     import numpy as np, jax, jax.numpy as jnp
-    from benchmarks import cone_active_set as m
-    from benchmarks.cone_derivative import _jax, fixed_point_map
-    _jax()
+    from .common import active_set_polish, fixed_point_map, x64
+    x64()
     import jaxcontact as jc
     from jaxcontact.laws.coulomb import normal_target
     from jaxcontact.solvers import RowStructure, solve_lcp
@@ -34,7 +33,7 @@ def run(args, out):
         Tf = jax.jit(lambda q, bb: fixed_point_map(q, jnp.asarray(A), bb, jnp.asarray(mu), "elliptic"))
         def solve(bb, polish):
             z0 = np.asarray(solve_lcp(prob.A, jnp.asarray(bb), coupling, RowStructure.contacts(C, 2), law.solver).z)
-            return m.active_set_polish(z0, A, bb, mu, lambda q: np.asarray(Tf(jnp.asarray(q), jnp.asarray(bb))))[0] if polish else z0
+            return active_set_polish(z0, A, bb, mu, lambda q: np.asarray(Tf(jnp.asarray(q), jnp.asarray(bb))))[0] if polish else z0
         z = solve(b, True)
         Jz, Jb = (np.asarray(x) for x in jax.jacfwd(Tf, argnums=(0, 1))(jnp.asarray(z), jnp.asarray(b)))
         imp = np.linalg.solve(np.eye(3 * C) - Jz, Jb @ v)

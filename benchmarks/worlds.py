@@ -53,6 +53,8 @@ from pathlib import Path
 import numpy as np
 
 from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
+from .common import (HEAP_SPACING, heap_states, heap_stats, mjx_child, mujoco_boxes_run, mujoco_boxes_xml, mujoco_heap,  # noqa: F401
+                     mujoco_heap_speed, mujoco_initial_states, run_mjx, to_mujoco)  # (mixed_speed reads two here)
 from .common import stage_times as stage_times_of_step
 from .runner import run_info
 
@@ -63,7 +65,6 @@ ANALYTIC_TOL = 1e-4  # m/s: jaxcontact's two boxes against the analytic common v
 MJ_COLLISION_TOL = 0.01  # m/s (1 % of the approach speed): jaxcontact against MuJoCo's overdamped contact
 MJ_COLLISION_DAMPING = 4.0  # MuJoCo's damping ratio for that check (its default 1 bounces back, ε ≈ 0.12)
 MOMENTUM_TOL = 1e-6  # relative
-HEAP_SPACING = 0.18  # m: more than a box's diagonal (0.173 m), so no two boxes start inside each other
 HEAP_SIGMAS = 2.0  # the heap statistics agree within this many standard errors of their difference
 HEAP_FLOOR = 0.002  # m: and never tighter than this on the centre-of-mass height (MuJoCo's soft contacts sink mm)
 # the mjcf part: jaxcontact and MuJoCo C on the same file, every body's centre of mass and orientation
@@ -76,56 +77,6 @@ MJCF_ANGLE_TOL = 0.05  # rad
 
 
 # ------------------------------------------------------------------------------------ MuJoCo models
-
-def mujoco_boxes_xml(n: int, mu: float, cone: str = "pyramidal", condim: int = 3, solref=None,
-                     ground: bool = True, option: str = "") -> str:
-    """``n`` free 0.1 m, 0.37 kg boxes (placed by qpos) over a plane, every pair colliding, written
-    by ``worlds.to_mjcf``; MuJoCo's defaults otherwise (solver Newton, 100 iterations, tolerance
-    1e-8, Euler, solimp 0.9 0.95 0.001, solref 0.02 1 unless ``solref`` is given, on every geom).
-    The plane gets the boxes' friction (MuJoCo takes the maximum of the two geoms'). ``option``
-    adds attributes to ``<option>`` (``'impratio="10"'``, say). The same MuJoCo model as the
-    hand-written XML this replaced (``tests/test_mjcf.py`` makes this same ``to_mjcf`` call, keep
-    them alike, and compares it with that XML field by field)."""
-    import re
-
-    from jaxcontact import shapes
-    from jaxcontact.laws import CoulombLCP
-    from jaxcontact.types import Ground, Params, State
-    from jaxcontact.worlds import make_scene, model as world_model, to_mjcf
-
-    scene, body = make_scene([shapes.box((SIZE,) * 3, MASS)] * n, pairs="all", ground=ground)
-    params = Params(body=body, ground=Ground.flat(), law=CoulombLCP.init_params(mu=mu))
-    pos = np.array([[0.0, 0.0, 1.0 + i] for i in range(n)])
-    state = State(pos=pos, quat=np.tile([1.0, 0.0, 0.0, 0.0], (n, 1)), vel=np.zeros((n, 3)), omega=np.zeros((n, 3)))
-    geom = {"condim": condim, **({"solref": f"{solref[0]} {solref[1]}"} if solref is not None else {})}
-    return to_mjcf(scene, params, state, world_model(dt=DT), option={"cone": cone, **dict(re.findall(r'(\w+)="([^"]*)"', option))},
-                   geom=geom)
-
-
-def mujoco_initial_states(model, qpos, qvel):
-    """(B, nstate) MuJoCo FULLPHYSICS states from (B, nq) qpos and (B, nv) qvel."""
-    import mujoco
-
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    data = mujoco.MjData(model)
-    out = np.zeros((qpos.shape[0], mujoco.mj_stateSize(model, spec)))
-    for i in range(qpos.shape[0]):
-        mujoco.mj_resetData(model, data)
-        data.qpos[:] = qpos[i]
-        data.qvel[:] = qvel[i]
-        mujoco.mj_getState(model, data, out[i], spec)
-    return out
-
-
-def to_mujoco(states):
-    """jaxcontact world states (B, N, …) → MuJoCo free joints (B, 7N) qpos and (B, 6N) qvel:
-    position and unit quaternion (w, x, y, z); world linear and body angular velocity."""
-    pos, quat = np.asarray(states.pos, np.float64), np.asarray(states.quat, np.float64)
-    vel, omega = np.asarray(states.vel, np.float64), np.asarray(states.omega, np.float64)
-    quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
-    B = pos.shape[0]
-    return (np.concatenate([pos, quat], -1).reshape(B, -1), np.concatenate([vel, omega], -1).reshape(B, -1))
-
 
 # ------------------------------------------------------------------------------------ the stack
 
@@ -332,19 +283,6 @@ def collision_checks(res):
 
 # ------------------------------------------------------------------------------------ the heap
 
-def heap_states(seeds, spacing: float = HEAP_SPACING):
-    """(scene, params, states (S, 16, …)) of ``scenes.heap(16, PRNGKey(seed), spacing)`` per seed."""
-    import jax
-    import jax.numpy as jnp
-
-    from jaxcontact.worlds import scenes
-
-    scene, params, _ = scenes.heap(16, jax.random.PRNGKey(int(seeds[0])), spacing=spacing)
-    keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
-    states = jax.vmap(lambda k: scenes.heap(16, k, spacing=spacing)[2])(keys)
-    return scene, params, states
-
-
 def initial_overlaps(scene, params, state):
     """(pairs whose manifold starts below zero distance, deepest (m)) of one world's state."""
     from jaxcontact import worlds
@@ -355,40 +293,6 @@ def initial_overlaps(scene, params, state):
     valid = np.asarray(con.valid[con.num_ground:]).reshape(-1, scene.pair_contacts)
     d = np.where(valid, phi, np.inf).min(axis=1)
     return int(np.sum(d < 0)), float(min(d.min(), 0.0))
-
-
-def heap_stats(z, speed):
-    """Per world: the centre-of-mass height (m), boxes whose centre is below 0.1 m (on the
-    ground, maybe tilted), the fastest box (m/s)."""
-    z = np.asarray(z, np.float64)
-    return {"com_height_m": z.mean(axis=1).tolist(), "on_ground": (z < SIZE).sum(axis=1).tolist(),
-            "max_speed_m_per_s": np.asarray(speed, np.float64).max(axis=1).tolist(),
-            "heights_m": np.sort(z, axis=1).tolist()}
-
-
-def mujoco_boxes_run(qpos, qvel, n: int, steps: int, cone: str = "pyramidal", solref=None, option: str = ""):
-    """``n`` boxes (``mujoco_boxes_xml``) in MuJoCo C from (B, 7n) qpos and (B, 6n) qvel for
-    ``steps`` steps (``mujoco.rollout``, one thread): final (B, n, 7) qpos, (B, n, 6) qvel, the
-    wall time of the rollout and the model."""
-    import mujoco
-    from mujoco import rollout
-
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, cone, solref=solref, option=option))
-    init = mujoco_initial_states(m, qpos, qvel)
-    t = time.perf_counter()
-    out, _ = rollout.rollout(m, mujoco.MjData(m), init, nstep=steps)
-    wall = time.perf_counter() - t
-    final = out[:, -1]
-    return final[:, 1:1 + m.nq].reshape(-1, n, 7), final[:, 1 + m.nq:1 + m.nq + m.nv].reshape(-1, n, 6), wall, m
-
-
-def mujoco_heap(states, steps: int, cone: str, solref=None, option: str = ""):
-    n = states.pos.shape[1]
-    qp, qv, wall, m = mujoco_boxes_run(*to_mujoco(states), n, steps, cone, solref=solref, option=option)
-    res = heap_stats(qp[:, :, 2], np.linalg.norm(qv[:, :, :3], axis=-1))
-    res.update({"cone": cone, "solref": [float(x) for x in m.geom_solref[0]], "worlds": int(qp.shape[0]), "steps": steps,
-                "wall_s": wall})
-    return res
 
 
 def jaxcontact_heap(scene, params, states, steps: int, dtype: str):
@@ -492,41 +396,6 @@ def heap_checks(res):
 
 
 # ------------------------------------------------------------------------------------ heap speed
-
-def mujoco_heap_speed(states, steps: int, threads: int, repeats: int = 2):
-    import mujoco
-    from mujoco import rollout
-
-    W, n = states.pos.shape[:2]
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, "pyramidal"))
-    init = mujoco_initial_states(m, *to_mujoco(states))
-    nstate = init.shape[1]
-    out = np.zeros((W, steps, nstate))
-    datas = [mujoco.MjData(m) for _ in range(threads)]
-    times = []
-    if threads == 1:
-        run = lambda: rollout.rollout(m, datas[0], init, nstep=steps, state=out)
-        for _ in range(repeats + 1):
-            t = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t)
-        method = "mujoco.rollout.rollout, one MjData (1 thread)"
-    else:
-        with rollout.Rollout(nthread=threads) as pool:  # one persistent pool, made before the clock starts
-            for _ in range(repeats + 1):
-                t = time.perf_counter()
-                pool.rollout(m, datas, init, nstep=steps, state=out)
-                times.append(time.perf_counter() - t)
-        method = f"mujoco.rollout.Rollout(nthread={threads}) (a persistent pool), {threads} MjData"
-    best = min(times[1:])
-    z = out[:, -1, 1:1 + m.nq].reshape(W, n, 7)[:, :, 2]
-    return {"engine": "MuJoCo C 4.0 (pyramidal cone, float64)", "method": method, "worlds": W, "steps": steps,
-            "threads": threads, "wall_s": best, "times_s": times, "box_steps_per_s": W * n * steps / best,
-            "world_steps_per_s": W * steps / best, "compile_s": 0.0,
-            "memory_per_world_bytes": steps * nstate * 8, "memory_note":
-                f"rollout's output trajectory: {nstate} float64 per step (FULLPHYSICS state); plus {m.narena} bytes of "
-                "arena per MjData (one per thread)", "final_com_height_mean_m": float(z.mean()), "measured": True}
-
 
 def _jit_batch(model, scene, steps):
     import jax
@@ -660,77 +529,6 @@ def _warm_window(model, scene, params, state):
 
 
 # ------------------------------------------------------------------------------------ MJX
-
-def mjx_child(worlds_: int, steps: int, spacing: float, progress: str):
-    """In a child process: MJX's heap of ``worlds_`` worlds for ``steps`` steps; each stage's
-    result is appended to ``progress`` as a JSON line as soon as it is known (the parent may kill
-    this process at its timeout)."""
-    import jax
-    import jax.numpy as jnp
-    import mujoco
-    from mujoco import mjx
-
-    def say(**kw):
-        with open(progress, "a") as f:
-            f.write(json.dumps(kw) + "\n")
-
-    _, _, states = heap_states(list(range(worlds_)), spacing)
-    n = states.pos.shape[1]
-    qpos, qvel = to_mujoco(states)
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, "pyramidal"))
-    mx = mjx.put_model(m)
-    d0 = mjx.make_data(mx)
-    dtype = d0.qpos.dtype
-
-    @jax.jit
-    def run(qp, qv):
-        dxs = jax.vmap(lambda a, b: d0.replace(qpos=a, qvel=b))(qp, qv)
-        dxs, _ = jax.lax.scan(lambda d, _: (jax.vmap(mjx.step, in_axes=(None, 0))(mx, d), None), dxs, None, length=steps)
-        return dxs.qpos
-
-    qp, qv = jnp.asarray(qpos, dtype), jnp.asarray(qvel, dtype)
-    say(stage="start", dtype=str(dtype), impl=str(getattr(mx, "impl", "jax")), devices=[str(d) for d in jax.devices()])
-    t = time.perf_counter()
-    compiled = run.lower(qp, qv).compile()
-    say(stage="compiled", compile_s=time.perf_counter() - t)
-    t = time.perf_counter()
-    out = np.asarray(jax.block_until_ready(compiled(qp, qv)))
-    wall = time.perf_counter() - t
-    z = out.reshape(worlds_, n, 7)[:, :, 2]
-    say(stage="done", wall_s=wall, box_steps_per_s=worlds_ * n * steps / wall, world_steps_per_s=worlds_ * steps / wall,
-        nan=int(np.sum(~np.isfinite(out))), final_com_height_mean_m=float(np.nanmean(z)))
-
-
-def run_mjx(batches, steps: int, timeout: float, spacing: float):
-    """MJX per batch in a child process, killed after ``timeout`` seconds (start, compile and run)."""
-    import tempfile
-
-    res = {"timeout_s": timeout, "steps": steps, "runs": []}
-    for W in batches:
-        with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as prog:
-            cmd = [sys.executable, "-m", "benchmarks", "worlds", "--mjx-child", str(W), "--speed-steps", str(steps),
-                   "--spacing", str(spacing), "--progress", prog.name]
-            t = time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, text=True)
-            try:
-                _, err = proc.communicate(timeout=timeout)
-                finished = proc.returncode == 0
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-                finished = False
-            elapsed = time.perf_counter() - t
-            stages = [json.loads(line) for line in open(prog.name) if line.strip()]
-        row = {"worlds": W, "steps": steps, "elapsed_s": elapsed, "finished": finished,
-               "stages": {s["stage"]: s for s in stages}}
-        if not finished:
-            row["reason"] = (f"did not finish in {timeout:g} s" if proc.returncode in (-9, None) or elapsed >= timeout
-                             else f"failed (exit {proc.returncode}): {err.strip().splitlines()[-1] if err.strip() else ''}")
-        res["runs"].append(row)
-        print("mjx", row, flush=True)
-    return res
-
 
 # ------------------------------------------------------------------------------------ report
 
