@@ -36,8 +36,8 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 # the shared options, parsed here once: name -> (flag, argparse keywords without the default)
 SHARED = {
-    "out": ("--out", dict(help="results folder (default: benchmarks/results)")),
-    "name": ("--name", dict(help="results files' stem (default: the benchmark's name)")),
+    "out": (("--out", "--out-dir"), dict(dest="out", help="results folder")),
+    "name": ("--name", dict(help="results files' stem")),
     "quick": ("--quick", dict(action="store_true", help="a smoke run: tiny sizes, results in a temporary place")),
     "dtype": ("--dtype", dict(choices=["float32", "float64"], help="floating-point type")),
     "worlds": ("--worlds", dict(help="batch sizes (worlds), comma-separated")),
@@ -104,7 +104,7 @@ REGISTRY = (
     _b("breakdown", "where a box-throw rollout's time goes; how far a solver change moves the finals",
        ("breakdown_after.json", "breakdown.md")),
     _b("chain_stress", "random swings of the 3-link chain: non-finite or energy-gaining runs",
-       ("chain_stress.json", "chain_stress.md")),
+       ("chain_stress.json", "chain_stress.md"), legacy=False, options={"steps": 400, "dtype": "float32", "seed": 1}),
     _b("compile_count", "programs compiled and compile seconds of the users' commands",
        ("compile_count_after.json", "compile_count_after.md")),
     _b("cone", "Coulomb's disc against the square and MuJoCo C's cones: slides, sweeps, speed",
@@ -122,7 +122,7 @@ REGISTRY = (
     _b("faces", "faces at rest, the two doors and the heap's cost", ("faces.json", "faces.md")),
     _b("fast_hits_scenes", "fast hits on and off on the slow scenes, 200 steps in float64, bitwise"),
     _b("friction_cone", "the pyramidal cone's friction against a sliding direction",
-       ("friction_cone.json", "friction_cone.md")),
+       ("friction_cone.json", "friction_cone.md"), legacy=False, options={"steps": 50}),
     _b("gpu_compare", "a GPU run's float32 finals against CPU float32 and float64 rollouts"),
     _b("gpu_run", "everything a GPU lease measures, in one process: jaxcontact on a GPU against MJX"),
     _b("gradient_quality", "each gradient mode against the loss smoothed at the scale of real data",
@@ -158,7 +158,8 @@ REGISTRY = (
        ("side_by_side.json", "side_by_side.md")),
     _b("small_rows", "where the dense solve and its unrolled sweep pay", ("small_rows.json", "small_rows.md")),
     _b("solver_warnings", "how often the contact solve stops at its sweep cap on random throws",
-       ("solver_warnings_float32.json", "solver_warnings_float32.md")),
+       ("solver_warnings_float32.json", "solver_warnings_float32.md"), legacy=False,
+       options={"seed": 7, "steps": 800, "dtype": "float32"}),
     _b("stress", "10,000 boxes, degenerate and extreme starts; heaps of 16 boxes", ("stress.json", "stress.md")),
     _b("sysid_random_starts", "system identification from random starts, per gradient mode",
        ("sysid_random_starts.json", "sysid_random_starts.md")),
@@ -166,7 +167,8 @@ REGISTRY = (
        ("throughput.json", "throughput.md")),
     _b("tier_cpu", "CPU seconds of each test of the default tier"),
     _b("two_box_throws", "a box thrown onto a resting box: how often a step starts inside",
-       ("two_box_throws.json", "two_box_throws.md")),
+       ("two_box_throws.json", "two_box_throws.md"), legacy=False,
+       options={"steps": 250, "seed": 0, "dtype": "float64"}),
     _b("world_degenerate", "which steps a degenerate-contact flag would mark, by criterion and threshold (printed)",
        legacy=False),
     _b("world_gradients", "gradients through worlds at the default settings against central differences"),
@@ -235,15 +237,16 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
     if bench.parts:
         options.setdefault("only", "all")
     for key, default in options.items():
-        flag, kw = SHARED[key]
-        kw = dict(kw)
+        flags, kw = SHARED[key]
+        flags, kw = ((flags,) if isinstance(flags, str) else flags), dict(kw)
         if key == "only" and bench.parts:
             kw["help"] = (f"comma-separated parts: {', '.join(p.name for p in bench.parts)}"
                           + (f"; or {', '.join(bench.aliases)}" if bench.aliases else "") + " (default: all)")
         if kw.get("action") == "store_true":
-            ap.add_argument(flag, **kw)
+            ap.add_argument(*flags, **kw)
         else:
-            ap.add_argument(flag, default=default, **kw)
+            kw["help"] += " (default: %(default)s)"
+            ap.add_argument(*flags, default=default, **kw)
     if hasattr(module, "arguments"):
         module.arguments(ap)
     return ap
