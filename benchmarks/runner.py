@@ -36,7 +36,8 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 # the shared options, parsed here once: name -> (flag, argparse keywords without the default)
 SHARED = {
-    "out": (("--out", "--out-dir"), dict(dest="out", help="results folder")),
+    "out": (("--out", "--out-dir"), dict(dest="out", help="results folder (a path ending in the benchmark's name or in "
+                                                          ".json, as earlier commands gave: its folder and stem)")),
     "name": ("--name", dict(help="results files' stem")),
     "quick": ("--quick", dict(action="store_true", help="a smoke run: tiny sizes, results in a temporary place")),
     "dtype": ("--dtype", dict(choices=["float32", "float64"], help="floating-point type")),
@@ -144,7 +145,7 @@ REGISTRY = (
     _b("mutations", "small physics bugs planted one at a time; the tests that should notice run",
        ("mutations.json", "mutations.md")),
     _b("overlap_census", "how often a two-body throw starts a step inside, per pair of kinds",
-       ("overlap_census.json", "overlap_census.md")),
+       ("overlap_census.json", "overlap_census.md"), legacy=False, options={"steps": 250, "seed": 0, "dtype": "float64"}),
     _b("passive_arm", "a damped, sprung two-link arm against MuJoCo C", ("passive_arm.md",), legacy=False),
     _b("precision", "float32 against float64 final states of the same box throws", ("precision.json",)),
     _b("robot_speed", "a four-legged robot and a 7-joint arm against MuJoCo C and MJX"),
@@ -217,7 +218,7 @@ class Results:
             self.md.write_text(markdown if markdown.endswith("\n") else markdown + "\n")
 
 
-def run_info(args=None) -> dict:
+def run_info() -> dict:
     """Date, command, commit, load average and x64 of this run (a part's ``run`` record)."""
     from .common import machine_info
 
@@ -230,7 +231,7 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
     module = module or importlib.import_module(bench.module_name)
     doc = (module.__doc__ or bench.about).strip()
     ap = argparse.ArgumentParser(prog=f"python -m benchmarks {bench.name}", description=doc.split("\n\n")[0],
-                                 epilog=f"results: {', '.join(bench.results) or 'see --help'}")
+                                 epilog=f"results: {', '.join(bench.results) or 'printed'}")
     options = dict(bench.options)
     options.setdefault("out", str(RESULTS_DIR))
     options.setdefault("name", bench.name)
@@ -279,6 +280,10 @@ def run(name: str, argv=None, module=None):
         from .common import select_platform
 
         select_platform(args.device)
+    given = Path(args.out)
+    if given.suffix == ".json" or (not given.is_dir() and given.name.startswith(bench.name)):
+        # an earlier command's --out, the results' path (without or with .json): its folder and stem
+        args.out, args.name = str(given.parent), given.with_suffix("").name if given.suffix == ".json" else given.name
     if getattr(args, "quick", False) and args.out == str(RESULTS_DIR):
         import tempfile
 
