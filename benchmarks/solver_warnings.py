@@ -34,6 +34,7 @@ def arguments(ap):
 
 def run(a, results):
     """``python -m benchmarks solver_warnings``: writes ``<out>/<name>_<dtype>.json`` and ``.md``."""
+    from .common import cast_floats as cast
     from .runner import Results
 
     results = Results(results.folder, f"{results.stem}_{a.dtype}")
@@ -46,10 +47,6 @@ def run(a, results):
     from jaxcontact.states import random_throws
 
     dtype = jnp.dtype(a.dtype)
-
-    def cast(tree, d):
-        return jax.tree_util.tree_map(
-            lambda x: jnp.asarray(x, d) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
 
     law = jc.CoulombLCP()
     s = law.solver

@@ -59,14 +59,10 @@ from pathlib import Path
 import numpy as np
 
 from . import common
-from .common import bench_jaxcontact, bench_mujoco_c, load_mujoco  # noqa: F401  (cone reads them in common)
+from .common import bench_jaxcontact, bench_mujoco_c, load_mujoco, log  # noqa: F401  (cone reads them in common)
 
 CPU_BATCHES = "1,64,1024,4096"
 GPU_BATCHES = "1024,16384,131072,1048576"
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def parse_args(argv=None):
