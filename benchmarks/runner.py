@@ -134,7 +134,7 @@ REGISTRY = (
     _b("hull_sizes", "mesh hulls' vertex counts in public MJCF files and what a hull's size costs",
        ("hull_sizes.json", "hull_sizes.md")),
     _b("joint_drift", "how far a swinging chain's joints drift apart under Baumgarte stabilisation",
-       ("joint_drift.json", "joint_drift.md")),
+       ("joint_drift.json", "joint_drift.md"), legacy=False),
     _b("joint_rows", "ball joints, composite joints, welds and equalities against MuJoCo C",
        ("joint_rows.json", "joint_rows.md"), legacy=False),
     _b("memory", "device memory per body of a final-state rollout (XLA's memory analysis)", ("memory.json",),
