@@ -92,7 +92,7 @@ def stage_times(model, scene, params, state, control, warm=None, repeats: int = 
     ((N, 6) zeros for a world without actuators); ``warm`` the law's warm start (None: the cold start,
     ``pipeline.initial_warm``). Returns ``({stage: seconds}, (state⁺, WorldInfo, warm⁺))``. A stage alone
     pays a dispatch and writes out all it returns, which the whole step's one program fuses away: the
-    stages' sum exceeds ``"step"`` (on the 16-box heap and the 7-joint arm, about 2×)."""
+    stages' sum exceeds ``"step"``."""
     import jax
 
     from jaxcontact.worlds import pipeline
