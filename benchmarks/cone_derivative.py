@@ -14,14 +14,12 @@
   is equivariant: z(s) = s z) in z and in the body impulse Jᵀ dz/ds, with the adjoint's ridge 1e-10
   and 1e-4.
 
-    python -m benchmarks.cone_derivative     # writes benchmarks/results/cone_derivative.{json,md}
+    python -m benchmarks cone_derivative     # writes benchmarks/results/cone_derivative.{json,md}
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
+import sys
 
 import numpy as np
 
@@ -152,17 +150,15 @@ def markdown(res) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--name", default="cone_derivative", help="results file name (without suffix)")
-    args = p.parse_args(argv)
+def run(args, out):
+    """``python -m benchmarks cone_derivative``: ``out`` (``runner.Results``) gets the JSON and the .md."""
     res = {"slides": slides(), "throw": throw(), "face": face()}
-    out = Path(__file__).resolve().parent / "results"
-    (out / f"{args.name}.json").write_text(json.dumps(res, indent=1))
     md = markdown(res)
-    (out / f"{args.name}.md").write_text(md)
+    out.write(res, md)
     print(md)
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -114,7 +114,7 @@ REGISTRY = (
        ("cone_active_set.json", "cone_active_set.md")),
     _b("cone_active_set_fd", "one step's dz/d(target) at the throw's stuck steps: central differences", legacy=False),
     _b("cone_derivative", "where the implicit derivative of a sliding face goes wrong, disc and square",
-       ("cone_derivative.json", "cone_derivative.md")),
+       ("cone_derivative.json", "cone_derivative.md"), legacy=False),
     _b("cone_designs", "the designs for a face's normal split, side by side (float64, small cases)",
        ("cone_designs.json", "cone_designs.md")),
     _b("convex_pairs", "collision.convex_pair against a brute-force reference: φ's accuracy, cost per pair"),
