@@ -31,7 +31,7 @@ from unittest import mock
 import numpy as np
 
 from . import common
-from .stress import heap_height_grad
+from .common import heap_height_grad
 
 
 @contextlib.contextmanager

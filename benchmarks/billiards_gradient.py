@@ -1,6 +1,6 @@
 """The billiards shot's gradient against central differences, under the disc and the square.
 
-    python -m benchmarks.billiards_gradient      # writes results/billiards_gradient.{json,md} (a minute or two)
+    python -m benchmarks billiards_gradient      # writes results/billiards_gradient.{json,md} (a minute or two)
 
 ``worlds.billiards``: the pusher's launch velocity v = (vx, vy) and the loss |struck box's rest
 (x, y) − target|² after 500 steps (``billiards.objective``: ``jax.value_and_grad`` through the
@@ -14,6 +14,7 @@ same compiled forward (the value half of the same batched call).
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import numpy as np
 
@@ -23,7 +24,7 @@ POINTS = ((2.2408, 0.155), (2.2421, 0.200))
 EPS = (1e-4, 1e-5, 1e-6)
 
 
-def run() -> dict:
+def measure() -> dict:
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -68,16 +69,18 @@ def markdown(res) -> str:
     return "\n".join(md)
 
 
-def main(argv=None):
+def run(args, out):
+    """``python -m benchmarks billiards_gradient``: ``out`` (``runner.Results``) gets the JSON and the .md."""
     import jax
 
     jax.config.update("jax_enable_x64", True)  # before machine_info, which records it
-    res = {"machine": common.machine_info("benchmarks.billiards_gradient", argv)}
-    res.update(run())
-    common.write_json(common.RESULTS_DIR / "billiards_gradient.json", res)
-    (common.RESULTS_DIR / "billiards_gradient.md").write_text(markdown(res) + "\n")
+    res = {"machine": common.machine_info("benchmarks.billiards_gradient", command=args.command)}
+    res.update(measure())
+    out.write(res, markdown(res))
     print(markdown(res))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

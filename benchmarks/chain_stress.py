@@ -1,6 +1,6 @@
 """Random swings of the 3-link chain in float32 (or float64): how many go non-finite or gain energy.
 
-    python -m benchmarks.chain_stress [--chains 64] [--steps 400] [--dtype float32] [--seed 1]
+    python -m benchmarks chain_stress [--chains 64] [--steps 400] [--dtype float32] [--seed 1]
 
 The chain of ``chains.make_chain(pin=(0, 0, 0.45))`` (three 0.2 m links, 0.6 m long, so it strikes
 the ground when it swings down) released from random joint angles (±1.5 rad about hanging) and
@@ -12,19 +12,18 @@ Writes ``results/chain_stress.json`` and ``.md`` (a run appends its row to those
 
 from __future__ import annotations
 
-import argparse
-import json
+import sys
 import time
 import warnings
 
 import numpy as np
 
-from .common import RESULTS_DIR, write_json
+from experiments.provenance import stamp
 
 GAIN = 0.01  # J: "gains energy"
 
 
-def run(chains: int, steps: int, dtype: str, seed: int):
+def swings(chains: int, steps: int, dtype: str, seed: int):
     import jax
     import jax.numpy as jnp
 
@@ -57,7 +56,7 @@ def run(chains: int, steps: int, dtype: str, seed: int):
 
 
 def render(res) -> str:
-    out = ["# Random swings of the 3-link chain (`python -m benchmarks.chain_stress`)", "",
+    out = ["# Random swings of the 3-link chain (`python -m benchmarks chain_stress`)", "",
            "| commit | dtype | chains × steps | non-finite | gaining > 0.01 J | largest gain (J) | warnings | command |",
            "|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
@@ -69,23 +68,20 @@ def render(res) -> str:
     return "\n".join(out) + "\n"
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(ap):
     ap.add_argument("--chains", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args(argv)
-    from experiments.provenance import stamp
 
-    path = RESULTS_DIR / "chain_stress.json"
-    res = json.loads(path.read_text()) if path.exists() else {"runs": []}
-    row = {**run(args.chains, args.steps, args.dtype, args.seed), "provenance": stamp()}
+
+def run(args, out):
+    """``python -m benchmarks chain_stress``: appends this run's row to ``out``'s JSON and renders the .md."""
+    res = out.load() or {"runs": []}
+    row = {**swings(args.chains, args.steps, args.dtype, args.seed), "provenance": stamp()}
     print(row, flush=True)
     res["runs"].append(row)
-    write_json(path, res)
-    (RESULTS_DIR / "chain_stress.md").write_text(render(res))
+    out.write(res, render(res))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

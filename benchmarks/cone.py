@@ -10,7 +10,7 @@ friction set before issue 61), and MuJoCo C's elliptic and pyramidal cones, in o
   workload of ``benchmarks.throughput`` (``common.box_workload``, μ 0.18, ``max_contacts=4``,
   1,024 random throws, 800 steps, float64) and 64 heaps of 16 boxes (``benchmarks.worlds``'
   ``heap_states``, μ 0.5, 300 steps from the drop, float32, ``worlds.batch_rollout``), each against
-  MuJoCo C on one thread in the same run (``throughput.bench_mujoco_c``, ``worlds.mujoco_heap_speed``:
+  MuJoCo C on one thread in the same run (``common.bench_mujoco_c``, ``common.mujoco_heap_speed``:
   pyramidal, MuJoCo's setting that the earlier rounds compared with).
 
 * ``cpu``: box-steps per CPU second (``time.process_time``) of the one-body throws, box, disc, the
@@ -70,7 +70,7 @@ def slides(steps: int = 250):
         import mujoco
         from mujoco import rollout
 
-        from .worlds import mujoco_boxes_xml, mujoco_initial_states, to_mujoco
+        from .common import mujoco_boxes_xml, mujoco_initial_states, to_mujoco
     except ImportError as e:  # pragma: no cover - mujoco is an optional peer
         out["mujoco"] = f"skipped: {e}"
         return out
@@ -95,8 +95,7 @@ def rate(repeats: int = 3, rounds: int = 2, batch: int = 1024, steps: int = 800,
     import jaxcontact as jc
     from jaxcontact import worlds
 
-    from . import throughput
-    from .worlds import heap_states, mujoco_heap_speed
+    from .common import heap_states, mujoco_heap_speed
 
     out = {"one_body": {"box": [], "elliptic": []}, "heap": {"box": [], "elliptic": []}}
     states = common.throws(batch, 0)
@@ -104,15 +103,15 @@ def rate(repeats: int = 3, rounds: int = 2, batch: int = 1024, steps: int = 800,
         for cone in ("box", "elliptic"):
             model, params = common.box_workload()
             model = dataclasses.replace(model, law=dataclasses.replace(model.law, solver=dataclasses.replace(model.law.solver, cone=cone)))
-            res = throughput.bench_jaxcontact(model, params, states, steps, repeats)
+            res = common.bench_jaxcontact(model, params, states, steps, repeats)
             res.pop("final")
             out["one_body"][cone].append(res)
             common.log(f"one body {cone} round {r}: {res['rate']:.0f} box-steps/s")
-    mujoco, err = throughput.load_mujoco()
+    mujoco, err = common.load_mujoco()
     if mujoco is None:
         raise SystemExit(err)
     qpos, qvel = common.to_mujoco_qpos_qvel(states)
-    mj, _ = throughput.bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, ())
+    mj, _ = common.bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, ())
     out["one_body"]["mujoco_c_1_thread"] = {k: v for k, v in mj.items() if k in ("rate", "best_s", "times_s", "method")}
     common.log(f"one body MuJoCo C: {mj['rate']:.0f}")
 
@@ -157,7 +156,6 @@ def cpu(rounds: int = 3, batch: int = 256, steps: int = 400):
     jax.config.update("jax_enable_x64", True)
     import jaxcontact as jc
 
-    from . import throughput
 
     states = common.throws(batch, 0)
     cases = {"box": {"cone": "box"}, "elliptic": {}, "elliptic, polished every solve": {"forward_active_set": 1}}
@@ -167,7 +165,7 @@ def cpu(rounds: int = 3, batch: int = 256, steps: int = 400):
         model = dataclasses.replace(model, law=dataclasses.replace(model.law, solver=dataclasses.replace(model.law.solver, **kw)))
         fns[name] = jax.jit(lambda s, model=model, params=params: jc.batch_rollout(model, params, s, steps, output="final"))
         jax.block_until_ready(fns[name](states))
-    mujoco, err = throughput.load_mujoco()
+    mujoco, err = common.load_mujoco()
     if mujoco is None:
         raise SystemExit(err)
     qpos, qvel = common.to_mujoco_qpos_qvel(states)
@@ -179,7 +177,7 @@ def cpu(rounds: int = 3, batch: int = 256, steps: int = 400):
             out[name].append(batch * steps / (time.process_time() - t0))
             common.log(f"cpu {name} round {r}: {out[name][-1]:.0f} box-steps per CPU second")
         t0 = time.process_time()
-        throughput.bench_mujoco_c(mujoco, qpos, qvel, steps, 1, ())
+        common.bench_mujoco_c(mujoco, qpos, qvel, steps, 1, ())
         out["mujoco_c_1_thread"].append(batch * steps / (time.process_time() - t0))
         common.log(f"cpu MuJoCo C round {r}: {out['mujoco_c_1_thread'][-1]:.0f}")
     return {"batch": batch, "steps": steps, "rates": out}
@@ -202,7 +200,7 @@ def cpu_heap(rounds: int = 3, heaps: int = 32, steps: int = 300):
 
     from jaxcontact import worlds
 
-    from .worlds import MU as MU_HEAP, heap_states, mujoco_boxes_xml, mujoco_initial_states, to_mujoco
+    from .common import HEAP_MU as MU_HEAP, heap_states, mujoco_boxes_xml, mujoco_initial_states, to_mujoco
 
     scene, params, drops = heap_states(range(heaps))
     n = drops.pos.shape[1]
@@ -248,7 +246,7 @@ def sweeps(throws: int = 256, steps: int = 800, heaps: int = 8, heap_steps: int 
     import jaxcontact as jc
     from jaxcontact import worlds
 
-    from .worlds import heap_states
+    from .common import heap_states
 
     out = {}
     states = common.throws(throws, 0)

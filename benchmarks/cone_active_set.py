@@ -18,51 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.cone_derivative import _jax, fixed_point_map
+from .common import active_set_polish, fixed_point_map, x64 as _jax  # noqa: F401
 
 STEPS = (14, 33, 39, 44, 49, 54, 58)
-
-
-def _system(z, A, b, mu, normal, slide):
-    C = len(normal)
-    zc, w = z.reshape(C, 3), (A @ z + b).reshape(C, 3)
-    F = np.zeros((C, 3))
-    for c in range(C):
-        F[c, 0] = w[c, 0] if normal[c] else zc[c, 0]
-        if not normal[c]:
-            F[c, 1:] = zc[c, 1:]
-        elif slide[c]:
-            s = np.sqrt((mu[c] * w[c, 1:]) @ (mu[c] * w[c, 1:]))
-            F[c, 1:] = zc[c, 1:] + mu[c] ** 2 * zc[c, 0] * w[c, 1:] / max(s, 1e-300)
-        else:
-            F[c, 1:] = w[c, 1:]
-    return F.reshape(-1)
-
-
-def _jac(f, z, h=1e-7):
-    f0 = f(z)
-    return np.stack([(f(z + h * e) - f0) / h for e in np.eye(len(z))], 1)
-
-
-def active_set_polish(z0, A, b, mu, T, rounds=8, tol=1e-10):
-    res = lambda q: float(np.abs(np.diag(A) * (T(q) - q)).max())
-    z, best = z0.copy(), res(z0)
-    for _ in range(rounds):
-        zc, w = z.reshape(-1, 3), (A @ z + b).reshape(-1, 3)
-        normal = zc[:, 0] > tol * max(1.0, np.abs(zc[:, 0]).max())
-        inner = np.sqrt(((zc[:, 1:] / mu) ** 2).sum(1))
-        slide = inner >= zc[:, 0] * (1 - 1e-8)
-        f = lambda q: _system(q, A, b, mu, normal, slide)
-        for _ in range(20):
-            F = f(z)
-            if np.abs(F).max() < 1e-15:
-                break
-            z = z - np.linalg.lstsq(_jac(f, z), F, rcond=1e-12)[0]
-        if res(z) < best:
-            best, zbest = res(z), z.copy()
-        else:
-            break
-    return (zbest, best) if best < res(z0) else (z0, res(z0))
 
 
 def run(steps=STEPS):

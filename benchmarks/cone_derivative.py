@@ -14,40 +14,18 @@
   is equivariant: z(s) = s z) in z and in the body impulse Jᵀ dz/ds, with the adjoint's ridge 1e-10
   and 1e-4.
 
-    python -m benchmarks.cone_derivative     # writes benchmarks/results/cone_derivative.{json,md}
+    python -m benchmarks cone_derivative     # writes benchmarks/results/cone_derivative.{json,md}
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
+import sys
 
 import numpy as np
 
-MU, V0, SIZE, MASS, SPIN = 0.5, 1.58, 0.1, 0.37, 6.0
-HEADING = np.radians(30.0)
-CONES = ("elliptic", "box")
-
-
-def _jax():
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
-def _launch(omega_z):
-    import jax.numpy as jnp
-    import jaxcontact as jc
-
-    u = np.array([np.cos(HEADING), np.sin(HEADING), 0.0])
-    return jc.State(pos=jnp.asarray([0.0, 0.0, SIZE / 2]), quat=jnp.asarray([1.0, 0, 0, 0]),
-                    vel=jnp.asarray(V0 * u), omega=jnp.asarray([0.0, 0.0, omega_z])), u
-
-
-def _scaled(body, sc):
-    return body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
+from .common import BOX_MASS as MASS, BOX_SIZE as SIZE, CONES, SLIDE_HEADING as HEADING, SLIDE_MU as MU  # noqa: F401
+from .common import SLIDE_SPIN as SPIN, SLIDE_V0 as V0, fixed_point_map, scaled_mass as _scaled, slide_launch as _launch
+from .common import x64 as _jax
 
 
 def slides():
@@ -99,26 +77,6 @@ def throw():
                     L(p.replace(body=p.body.replace(mass=p.body.mass - e)))) / (2 * e))
         out.append({"cone": cone, "d_mass": float(g.body.mass), "d_mass_central": fd, "along_with_mass": along})
     return out
-
-
-def fixed_point_map(z, A, b, mu, cone):
-    """The projected-Jacobi map of ``solve_lcp`` (rows [n, t₁, t₂] per contact, A regularised),
-    written here from the public ``disc_step``/``project_disc``: its Jacobian is the one the implicit
-    derivative solves with."""
-    import jax.numpy as jnp
-    from jaxcontact.solvers.lcp import disc_step, project_disc
-
-    d = jnp.diagonal(A).reshape(-1, 3)
-    w = (A @ z + b).reshape(-1, 3)
-    zc = z.reshape(-1, 3)
-    zn = jnp.maximum(zc[:, 0] - w[:, 0] / d[:, 0], 0.0)
-    if cone == "box":
-        bound = mu * zc[:, :1]
-        zt = jnp.clip(zc[:, 1:] - w[:, 1:] / d[:, 1:], -bound, bound)
-    else:
-        s1, s2 = disc_step(mu[:, 0], mu[:, 1], d[:, 1], d[:, 2])
-        zt = jnp.stack(project_disc(zc[:, 1] - s1 * w[:, 1], zc[:, 2] - s2 * w[:, 2], mu[:, 0], mu[:, 1], zc[:, 0]), 1)
-    return jnp.concatenate([zn[:, None], zt], 1).reshape(-1)
 
 
 def face():
@@ -192,17 +150,15 @@ def markdown(res) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--name", default="cone_derivative", help="results file name (without suffix)")
-    args = p.parse_args(argv)
+def run(args, out):
+    """``python -m benchmarks cone_derivative``: ``out`` (``runner.Results``) gets the JSON and the .md."""
     res = {"slides": slides(), "throw": throw(), "face": face()}
-    out = Path(__file__).resolve().parent / "results"
-    (out / f"{args.name}.json").write_text(json.dumps(res, indent=1))
     md = markdown(res)
-    (out / f"{args.name}.md").write_text(md)
+    out.write(res, md)
     print(md)
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.cone_derivative import CONES, MASS, MU, SIZE, SPIN, V0, _jax, _launch, _scaled, fixed_point_map
+from .common import BOX_MASS as MASS, BOX_SIZE as SIZE, CONES, SLIDE_MU as MU, SLIDE_SPIN as SPIN, SLIDE_V0 as V0  # noqa: F401
+from .common import fixed_point_map, scaled_mass as _scaled, slide_launch as _launch, x64 as _jax
 
 REGS = (1e-6, 1e-2, 1e-1)
 _NO = {"forward_active_set": 0}  # the variants before design (c): the sweeps' point as is

@@ -1,7 +1,7 @@
 """Faces at rest, the two doors and the heap's cost (issues 61 and 60, part 3).
 
-    python -m benchmarks.faces                      # all three parts (about 3 min on 2 cores)
-    python -m benchmarks.faces --only rest,doors
+    python -m benchmarks faces                      # all three parts (about 3 min on 2 cores)
+    python -m benchmarks faces --only rest,doors
 
 - ``rest``: a box, the 8-, 12- and 24-gon prisms (``shapes.regular_prism``, radius 0.06 m) and a
   120-vertex hull with a 40-vertex bottom face, each placed at rest on its bottom face, 260 steps
@@ -21,12 +21,12 @@ Prints one line per measurement and writes ``--out`` (.json). Runs on older chec
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 
 import numpy as np
 
-from .common import RESULTS_DIR, machine_info, write_json
+from .common import machine_info
 
 
 def _shapes(K=128):
@@ -142,24 +142,26 @@ def heap(res, repeats=3, max_contacts=None):
     print(f"heap: {res['heap']}", flush=True)
 
 
-def main(argv=None):
+def arguments(ap):
+    ap.add_argument("--heap-max-contacts", type=int, default=None, help="the heap's Model.max_contacts "
+                    "(default: worlds.model()'s, 8)")
+
+
+def run(args, out):
+    """``python -m benchmarks faces``: ``out`` (``runner.Results``) gets the JSON (of the cases run)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="rest,doors,heap")
-    ap.add_argument("--heap-max-contacts", type=int, default=None, help="the heap's Model.max_contacts "
-                    "(default: worlds.model()'s, 8)")
-    ap.add_argument("--out", default=str(RESULTS_DIR / "faces.json"))
-    args = ap.parse_args(argv)
-    res = {"machine": machine_info("benchmarks.faces", argv)}
+    res = {"machine": machine_info("benchmarks.faces", command=args.command)}
     for part in args.only.split(","):
         if part == "heap":
             heap(res, max_contacts=args.heap_max_contacts)
         else:
             {"rest": rest, "doors": doors}[part](res)
-    write_json(args.out, res)
+    out.write(res)
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

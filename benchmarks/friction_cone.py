@@ -10,12 +10,11 @@ direction θ for ``--steps`` steps, μ_eff = (speed lost along the initial direc
 the pyramid's μ to data from a circular-cone world with μ_c therefore lands near μ_c / mean μ_eff/μ
 over the data's sliding directions (4/π ≈ 1.27 for uniformly spread directions).
 
-    python -m benchmarks.friction_cone    # writes benchmarks/results/friction_cone.{json,md}
+    python -m benchmarks friction_cone    # writes benchmarks/results/friction_cone.{json,md}
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -24,18 +23,17 @@ import numpy as np
 from . import common
 
 
-def main(argv=None):
+def arguments(p):
     from jaxcontact.files import cube_tosses_path
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mu", type=float, default=0.18)
     p.add_argument("--angles", type=int, default=19, help="directions from 0 to 90 degrees")
-    p.add_argument("--steps", type=int, default=50)
     p.add_argument("--tosses", default=str(cube_tosses_path()),
                    help="real cube tosses: the factor over their measured sliding directions (skipped if absent)")
-    p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
-    args = p.parse_args(argv)
 
+
+def run(args, results):
+    """``python -m benchmarks friction_cone``: ``results`` (``runner.Results``) gets the JSON and the .md."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -58,7 +56,7 @@ def main(argv=None):
     dv = v0 - np.sum(np.asarray(fin.vel) * u, -1)
     mu_eff = dv / (model.gravity * args.steps * model.dt)
     ratio = mu_eff / args.mu
-    out = {"machine": common.machine_info("benchmarks.friction_cone", argv), "mu": args.mu, "steps": args.steps,
+    out = {"machine": common.machine_info("benchmarks.friction_cone", command=args.command), "mu": args.mu, "steps": args.steps,
            "theta_deg": np.degrees(theta).tolist(), "mu_eff": mu_eff.tolist(), "ratio": ratio.tolist(),
            "mean_ratio_uniform_directions": float(np.trapezoid(ratio, theta) / (np.pi / 2)),
            "analytic": "mu_eff/mu = |cos θ| + |sin θ| (mean 4/π = 1.273 over uniform θ)"}
@@ -75,8 +73,6 @@ def main(argv=None):
         out["real_tosses"] = {"file": Path(args.tosses).name, "sliding_runs": km["runs"],
                               "sliding_samples": km["samples"], "mean_factor": km["pyramid_factor_mean"],
                               "mu_nominal": mu_nom, "pyramid_mu_matching_nominal": mu_nom / km["pyramid_factor_mean"]}
-    out_dir = Path(args.out_dir)
-    common.write_json(out_dir / "friction_cone.json", out)
     rows = [[f"{d:.0f}", common.fmt(m), common.fmt(r), common.fmt(abs(np.cos(t)) + abs(np.sin(t)))]
             for d, m, r, t in zip(out["theta_deg"], mu_eff, ratio, theta)]
     md = ["# Pyramidal friction cone: friction against the sliding direction", "",
@@ -91,9 +87,11 @@ def main(argv=None):
                f"face (`sysid.kinematic.kinematic_mu`); the run-length-weighted mean of |cos θ| + |sin θ| over their "
                f"sliding directions is {r['mean_factor']:.3f}, so the pyramid's μ that gives the same mean deceleration "
                f"as the quoted circular μ {r['mu_nominal']} is {r['pyramid_mu_matching_nominal']:.3f}.", ""]
-    (out_dir / "friction_cone.md").write_text("\n".join(md))
+    results.write(out, "\n".join(md))
     print("\n".join(md))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

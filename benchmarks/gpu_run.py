@@ -357,11 +357,13 @@ def phase_split(a, clock, reserve_s):
 
 
 def phase_stress(a, out_dir):
-    from . import stress
+    from .runner import run as run_benchmark
 
-    sa = stress.parse_args(["--throws", str(a.stress_throws), "--steps", str(a.steps), "--chunk",
-                            str(a.stress_chunk), "--out-dir", str(out_dir)])
-    res = stress.run(sa)
+    # the stress benchmark itself, through the runner (it writes stress.json and .md in out_dir)
+    run_benchmark("stress", ["--throws", str(a.stress_throws), "--steps", str(a.steps), "--chunk",
+                             str(a.stress_chunk), "--out-dir", str(out_dir)])
+    res = json.loads((Path(out_dir) / "stress.json").read_text())
+    res.pop("provenance", None)
     if a.provenance:
         res["provenance"] = a.provenance
     common.write_json(Path(out_dir) / "stress.json", res)
@@ -464,7 +466,7 @@ def phase_worlds(a, clock, out_dir, reserve_s=0.0):
     from jaxcontact import worlds
     from jaxcontact.worlds import scenes
 
-    from .worlds import heap_states, run_mjx
+    from .common import heap_states, run_mjx
 
     f32 = lambda t: jax.tree_util.tree_map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
     model = worlds.model()

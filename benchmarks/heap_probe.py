@@ -48,7 +48,7 @@ SEEDS = 9
 
 
 def creep():
-    from .worlds import heap_states, mujoco_heap
+    from .common import heap_states, mujoco_heap
 
     _, _, states = heap_states(list(range(16)))
     rows = []
@@ -68,7 +68,7 @@ def softness():
     from jaxcontact import worlds
     from jaxcontact.worlds import scenes
 
-    from .worlds import heap_states
+    from .common import heap_states
 
     scene, params, states = heap_states(list(range(SEEDS)))
     model = scenes.model()
@@ -90,7 +90,7 @@ def speculative():
     from jaxcontact import worlds
     from jaxcontact.worlds import materials, pipeline, scenes
 
-    from .worlds import heap_states
+    from .common import heap_states
 
     def no_speculative_friction(params, con, dtype):
         return jnp.where((con.phi > 0)[:, None], 0.0, materials.contact_friction(params, con, dtype))
@@ -122,7 +122,7 @@ MJHARD = [  # (label, cone, solref, option)
 
 
 def mjhard():
-    from .worlds import heap_states, mujoco_heap
+    from .common import heap_states, mujoco_heap
 
     _, _, states = heap_states(list(range(16)))
     rows = []
@@ -142,7 +142,7 @@ def reach_probe():
     from jaxcontact import worlds
     from jaxcontact.worlds import contacts
 
-    from .worlds import heap_states
+    from .common import heap_states
 
     scene, params, states = heap_states(list(range(SEEDS)))
     original = contacts.reach
@@ -220,7 +220,7 @@ def _mujoco_contacts(qpos, num_bodies: int, touching: float):
     """MuJoCo C's contacts (the heap's model) at ``qpos`` (7n,), as rows on each box's velocity."""
     import mujoco
 
-    from .worlds import MU, mujoco_boxes_xml
+    from .common import HEAP_MU as MU, mujoco_boxes_xml
 
     m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(num_bodies, MU, "pyramidal"))
     d = mujoco.MjData(m)
@@ -254,7 +254,7 @@ def manifold():
 
     from jaxcontact import worlds
 
-    from .worlds import MASS, heap_states, to_mujoco
+    from .common import BOX_MASS as MASS, heap_states, to_mujoco
 
     scene, params, states = heap_states(list(range(SEEDS)))
     n = states.pos.shape[1]
@@ -281,7 +281,7 @@ def manifold():
 
 def _mujoco_run(qpos, qvel, n: int, steps: int, option: str = ""):
     """MuJoCo C (pyramidal, the heap's settings) from (B, 7n) qpos and (B, 6n) qvel: final qpos, qvel."""
-    from .worlds import mujoco_boxes_run
+    from .common import mujoco_boxes_run
 
     return mujoco_boxes_run(qpos, qvel, n, steps, option=option)[:2]
 
@@ -292,7 +292,7 @@ def swap():
 
     from jaxcontact import worlds
 
-    from .worlds import heap_states, to_mujoco
+    from .common import heap_states, to_mujoco
 
     scene, params, states = heap_states(list(range(SEEDS)))
     n = states.pos.shape[1]

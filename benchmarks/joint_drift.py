@@ -12,16 +12,15 @@ of the two anchors' centripetal accelerations, r the anchor from each body's cen
 so e ≤ h²·max c / (2β). A continued rollout's start is accepted up to
 ``worlds.joints.drift_tolerance`` (h·2 m/s/β, 2 cm at 2 ms, β 0.2); the ratio is the margin.
 
-    python -m benchmarks.joint_drift                      # 2 and 7 links, float64 and float32, 10 s
-    python -m benchmarks.joint_drift --links 2 --seconds 1 --out /tmp/d.json
+    python -m benchmarks joint_drift                      # 2 and 7 links, float64 and float32, 10 s
+    python -m benchmarks joint_drift --links 2 --seconds 1 --out /tmp/d.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import time
-from pathlib import Path
 
 import jax
 
@@ -34,7 +33,6 @@ from jaxcontact import chains  # noqa: E402
 from jaxcontact.rotations import quat_to_mat  # noqa: E402
 from jaxcontact.worlds.joints import drift_tolerance  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def centripetal_gap(params, state) -> jnp.ndarray:
@@ -53,7 +51,7 @@ def centripetal_gap(params, state) -> jnp.ndarray:
     return jnp.max(jnp.stack(out))
 
 
-def run(links: int, dtype: str, seconds: float, dt: float = 0.002) -> dict:
+def swing(links: int, dtype: str, seconds: float, dt: float = 0.002) -> dict:
     model = chains.ChainModel(dt=dt)
     params = chains.make_chain(sizes=((0.2, 0.05, 0.05),) * links, masses=(0.185,) * links, pin=(0.0, 0.0, 2.0),
                                dtype=jnp.dtype(dtype))
@@ -90,27 +88,25 @@ def markdown(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(ap):
     ap.add_argument("--links", default="2,7", help="chain lengths, comma-separated (default: 2,7)")
     ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--out", default=str(RESULTS / "joint_drift.json"), help="JSON (a .md beside it)")
-    a = ap.parse_args(argv)
+
+
+def run(a, results) -> int:
+    """``python -m benchmarks joint_drift``: ``results`` (``runner.Results``) gets the JSON and the .md."""
     rows = []
     for n in (int(x) for x in a.links.split(",")):
         for dt in a.dtypes.split(","):
-            rows.append(run(n, dt, a.seconds))
+            rows.append(swing(n, dt, a.seconds))
             print(json.dumps(rows[-1]), flush=True)
-    import sys
-
-    command = "python -m benchmarks.joint_drift " + " ".join(argv if argv is not None else sys.argv[1:])
-    out = Path(a.out)
-    out.write_text(json.dumps({"command": command.strip(), "rows": rows}, indent=1) + "\n")
-    out.with_suffix(".md").write_text(markdown(rows, command.strip()))
-    print(markdown(rows, command.strip()))
+    results.write({"command": a.command, "rows": rows}, markdown(rows, a.command))
+    print(markdown(rows, a.command))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -26,14 +26,12 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from experiments.provenance import write_json  # noqa: E402
 from jaxcontact import worlds  # noqa: E402
 from jaxcontact.worlds import joints as J  # noqa: E402
 from jaxcontact.worlds import mjcf  # noqa: E402
 
 SCENES = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"
-RESULTS = Path(__file__).resolve().parent / "results"
-COMMAND = "python -m benchmarks.joint_rows"
+COMMAND = "python -m benchmarks joint_rows"
 
 
 def mujoco_run(xml: str, steps: int, key: bool):
@@ -106,7 +104,8 @@ def float32_drift(steps: int = 1000) -> dict:
     return out
 
 
-def main(argv=None) -> int:
+def run(args, out) -> int:
+    """``python -m benchmarks joint_rows``: ``out`` (``runner.Results``) gets the JSON and the .md."""
     rows = against_mujoco()
     energy = ball_energy()
     gap = four_bar_gap()
@@ -127,12 +126,11 @@ def main(argv=None) -> int:
                   f"{k} {v['joint_error_m']:.2g} m (flags {v['flags']}{'' if v['finite'] else ', NaN'})" for k, v in f32.items())
               + "."]
     print("\n".join(lines))
-    RESULTS.mkdir(exist_ok=True)
-    write_json(RESULTS / "joint_rows.json", dict(command=COMMAND, scenes=rows, ball_energy=energy, four_bar_gap_m=gap,
-                                                 float32=f32))
-    (RESULTS / "joint_rows.md").write_text("\n".join(lines) + "\n")
+    out.write(dict(command=COMMAND, scenes=rows, ball_energy=energy, four_bar_gap_m=gap, float32=f32), "\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

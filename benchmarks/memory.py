@@ -4,7 +4,7 @@ Compiles ``batch_rollout(..., output="final")`` of the box-throw workload at two
 reports the bytes per body (slope between them) of arguments, outputs and temporaries, for the
 default device (run on a GPU machine to measure GPU memory; the figure is what XLA allocates).
 
-    python -m benchmarks.memory --json    # writes benchmarks/results/memory.json (unless --out)
+    python -m benchmarks memory --json    # writes benchmarks/results/memory.json (unless --out)
 
 The rollout is the public ``jc.batch_rollout`` inside ``jax.jit`` (traced, so it skips input
 validation), with ``chunk_size=None``: the whole batch in one vmap, as on a GPU.
@@ -12,16 +12,14 @@ validation), with ``chunk_size=None``: the whole batch in one vmap, as on a GPU.
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
+import sys
 
 import jax
 
 import jaxcontact as jc
 from jaxcontact.states import random_throws
 
-from .common import RESULTS_DIR, command_line, write_json
 
 
 def analysis(batch: int, steps: int, max_iter: int, fixed: bool):
@@ -40,15 +38,15 @@ def analysis(batch: int, steps: int, max_iter: int, fixed: bool):
     }
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(ap):
     ap.add_argument("--batches", default="1024,16384")
-    ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--out", default=str(RESULTS_DIR / "memory.json"), help="results JSON")
-    args = ap.parse_args(argv)
+
+
+def run(args, results):
+    """``python -m benchmarks memory``: ``results`` (``runner.Results``) gets the JSON."""
     b1, b2 = (int(x) for x in args.batches.split(","))
-    out = {"command": command_line("benchmarks.memory", argv),
+    out = {"command": args.command,
            "device": str(jax.devices()[0]), "dtype": str(jax.numpy.result_type(float)), "configs": {}}
     for name, (max_iter, fixed) in {"tolerance (max_iter 100)": (100, False), "fixed 20 sweeps": (20, True)}.items():
         a1, a2 = analysis(b1, args.steps, max_iter, fixed), analysis(b2, args.steps, max_iter, fixed)
@@ -56,8 +54,7 @@ def main(argv=None):
             f"batch_{b1}": a1, f"batch_{b2}": a2,
             "bytes_per_body": {k: (a2[k] - a1[k]) / (b2 - b1) for k in a1},
         }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_json(Path(args.out), out)
+    results.write(out)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -66,4 +63,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -1,8 +1,8 @@
 """Fast hits: how often does a two-body throw start a step with the bodies inside each other, per pair of kinds?
 
-    python -m benchmarks.overlap_census                           # 1,000 throws per pair, float64
-    python -m benchmarks.overlap_census --throws 100 --pairs box-box,box-sphere
-    python -m benchmarks.overlap_census --fast-hits off            # the contacts of the current pose only
+    python -m benchmarks overlap_census                           # 1,000 throws per pair, float64
+    python -m benchmarks overlap_census --throws 100 --pairs box-box,box-sphere
+    python -m benchmarks overlap_census --fast-hits off            # the contacts of the current pose only
 
 For each pair of kinds (``--kinds``, default box, sphere, capsule: every pair of them; or ``--pairs``):
 body B rests on the ground at the origin (a 0.1 m box on a face, a 0.05 m sphere, a capsule of radius
@@ -19,13 +19,13 @@ most 1 % of throws beyond 40 µm, none beyond 0.5 mm. Results: ``benchmarks/resu
 
 from __future__ import annotations
 
-import argparse
 import itertools
+import sys
 import time
 
 import numpy as np
 
-from .common import RESULTS_DIR, machine_info, md_machine, write_json
+from .common import machine_info, md_machine
 
 KINDS = ("box", "sphere", "capsule", "cylinder")
 TOL = 40e-6
@@ -110,21 +110,19 @@ def census(kind_a: str, kind_b: str, n: int, seed: int = 0, steps: int = 250, dt
     return over.max(axis=1), (phi <= 1e-3).any(axis=1)
 
 
-def main(argv=None):
+def arguments(ap):
+    ap.add_argument("--throws", type=int, default=1000)
+    ap.add_argument("--kinds", default="box,sphere,capsule", help=f"comma-separated, of {KINDS}: every pair of them")
+    ap.add_argument("--pairs", default=None, help="comma-separated A-B pairs (A thrown onto a resting B) instead of --kinds")
+    ap.add_argument("--fast-hits", default="on", choices=["on", "off"], help="Scene.fast_hits")
+
+
+def run(args, out):
+    """``python -m benchmarks overlap_census``: ``out`` (``runner.Results``) gets the JSON and the .md."""
     import jax
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--throws", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=250)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kinds", default="box,sphere,capsule", help=f"comma-separated, of {KINDS}: every pair of them")
-    ap.add_argument("--pairs", default=None, help="comma-separated A-B pairs (A thrown onto a resting B) instead of --kinds")
-    ap.add_argument("--fast-hits", default="on", choices=["on", "off"], help="Scene.fast_hits")
-    ap.add_argument("--dtype", default="float64", choices=["float32", "float64"])
-    ap.add_argument("--out", default=str(RESULTS_DIR / "overlap_census"))
-    args = ap.parse_args(argv)
     dtype = jnp.float64 if args.dtype == "float64" else jnp.float32
     if args.pairs:
         pairs = [tuple(p.split("-")) for p in args.pairs.split(",")]
@@ -142,9 +140,8 @@ def main(argv=None):
         row["meets_target"] = row["beyond_40um"] <= 0.01 * args.throws and row["beyond_0_5mm"] == 0
         print(row, flush=True)
         rows.append(row)
-    res = {"machine": machine_info("benchmarks.overlap_census", argv), "steps": args.steps, "seed": args.seed,
+    res = {"machine": machine_info("benchmarks.overlap_census", command=args.command), "steps": args.steps, "seed": args.seed,
            "dtype": args.dtype, "fast_hits": args.fast_hits, "pairs": rows}
-    write_json(args.out + ".json", res)
     md = ["# Fast hits: overlaps at the start of a step, per pair of kinds", "", md_machine(res["machine"]), "",
           f"{args.dtype}, seed {args.seed}, {args.steps} steps of 2 ms, `Scene.fast_hits` {args.fast_hits}. "
           "Target: at most 1 % of throws beyond 40 µm, none beyond 0.5 mm.", "",
@@ -154,8 +151,10 @@ def main(argv=None):
         md.append(f"| {r['pair']} | {r['throws']} | {r['hits']} | {r['beyond_40um']} | {r['beyond_0_5mm']} | "
                   f"{r['deepest_m'] * 1e3:.3f} mm | {r['p99_m'] * 1e3:.3f} mm | {'yes' if r['meets_target'] else 'no'} | "
                   f"{r['seconds']:.0f} |")
-    open(args.out + ".md", "w").write("\n".join(md) + "\n")
+    out.write(res, "\n".join(md))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

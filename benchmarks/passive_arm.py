@@ -21,11 +21,11 @@ import numpy as np  # noqa: E402
 from jaxcontact import worlds  # noqa: E402
 from jaxcontact.worlds import joints, mjcf  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 ARM = (Path(__file__).resolve().parents[1] / "tests" / "test_joint_passive.py").read_text().split('ARM = """')[1].split('"""')[0]
 
 
-def main() -> int:
+def run(args, out) -> int:
+    """``python -m benchmarks passive_arm``: ``out`` (``runner.Results``) gets the .md."""
     import mujoco
 
     scene, params, state, model = mjcf.from_mjcf(ARM, keyframe="k", dtype=jnp.float64)
@@ -43,14 +43,17 @@ def main() -> int:
         dq = float(np.abs(np.asarray(q) - d.qpos).max())
         rows.append(f"| {steps} | {dx * 1e3:.3f} mm | {dq:.2e} rad | {np.round(np.asarray(q), 5).tolist()} | "
                     f"{np.round(d.qpos, 5).tolist()} |")
-    lines = ["# A damped, sprung two-link arm against MuJoCo C", "", "`python -m benchmarks.passive_arm` (float64; "
+    lines = ["# A damped, sprung two-link arm against MuJoCo C", "", "`python -m benchmarks passive_arm` (float64; "
              "the arm of tests/test_joint_passive.py: damping, armature, springs, keyframe q = (0.4, −0.7), "
              "q̇ = (1.5, −2))", "", "| steps | max centre difference | max angle difference | q here | q MuJoCo |",
              "| --- | --- | --- | --- | --- |", *rows, ""]
     print("\n".join(lines))
-    (RESULTS / "passive_arm.md").write_text("\n".join(lines))
+    out.md.parent.mkdir(parents=True, exist_ok=True)
+    out.md.write_text("\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

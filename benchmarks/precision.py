@@ -6,22 +6,19 @@ and reports the distribution of final-state differences (position, orientation a
 the throws' impact counts, so outliers can be traced to chaotic tumbling. On a GPU machine run
 ``--platform gpu`` for the float32 side; the float64 reference always runs on the CPU.
 
-    python -m benchmarks.precision --throws 1000 --steps 800 --json   # → benchmarks/results/precision.json
+    python -m benchmarks precision --throws 1000 --steps 800 --json   # → benchmarks/results/precision.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, command_line, write_json
 
 _WORKER = r"""
 import sys, numpy as np, jax
@@ -58,15 +55,14 @@ def quat_angle(q1, q2):
     return 2 * np.arccos(np.clip(d, 0, 1))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(ap):
     ap.add_argument("--throws", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=800)
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--platform", default="cpu", help="JAX platform of the float32 run (cpu or gpu)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--out", default=str(RESULTS_DIR / "precision.json"), help="results JSON")
-    args = ap.parse_args(argv)
+
+
+def run(args, results):
+    """``python -m benchmarks precision``: ``results`` (``runner.Results``) gets the JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         ref = run_worker(args.throws, args.steps, args.seed, True, "cpu", f"{tmp}/f64.npz")
         f32 = run_worker(args.throws, args.steps, args.seed, False, args.platform, f"{tmp}/f32.npz", init_from=f"{tmp}/f64.npz")
@@ -76,7 +72,7 @@ def main(argv=None):
     imp = ref["impacts"]
     worst = np.argsort(dpos)[-5:][::-1]
     res = {
-        "command": command_line("benchmarks.precision", argv),
+        "command": args.command,
         "throws": args.throws,
         "steps": args.steps,
         "reference": f"float64 on {ref['device']}",
@@ -91,11 +87,12 @@ def main(argv=None):
                           "impacts": int(imp[i])} for i in worst],
         "corr_posdiff_vs_impacts": float(np.corrcoef(dpos, imp)[0, 1]) if np.std(imp) > 0 else None,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_json(Path(args.out), res)
+    results.write(res)
     print(json.dumps(res, indent=2) if args.json else
           f"f32 vs f64 final position diff p50/p90/p99/max: {[round(v, 6) for v in res['final_position_diff_m'].values()]} m")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

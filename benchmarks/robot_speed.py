@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import stage_times as common_stage_times
 
 SCENES = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"
 ROBOTS = {
@@ -257,21 +258,19 @@ def batch_sweeps(robot: str, u: np.ndarray, steps: int, max_pairs):
 
 
 def stage_times(robot: str, u: np.ndarray, steps: int, max_pairs, repeats: int = 50):
-    """Where one world's step goes, stage by stage (float32, one world): each stage compiled on its own
-    and called ``repeats`` times at the state the rollout reached after ``steps`` steps (the robot
-    moving, its contacts on): the whole step (``pipeline.step_stages``, cold: no warm start), the
-    collision stage (``contacts.collide``), the joints' elimination (``joints.motion``: v_c and the
-    jointed W), the contact problem with A formed (``solvers.problem.body_problem``, ``dense``), the
-    solve (``solvers.solve_contact`` of that problem at the scene's softness, from zero); and the
-    looped sweeps visiting every row against only the coupled ones (``lcp.VISIT_COUPLED_ROWS``),
-    the same rollout timed both ways. Milliseconds per call, CPU seconds of this process."""
+    """Where one world's step goes, stage by stage (float32, one world), at the state the rollout reached
+    after ``steps`` steps (the robot moving, its contacts on), timed on the engine's own stages
+    (``common.stage_times``: each named stage of ``pipeline.step_stages`` compiled alone and called
+    ``repeats`` times, in the step's order on the step's own inputs, cold: no warm start; then the whole
+    step), the collision alone (``contacts.collide``, the first part of the contact stage); and the
+    looped sweeps visiting every row against only the coupled ones (``lcp.VISIT_COUPLED_ROWS``), the
+    same rollout timed both ways. Milliseconds per call, CPU seconds of this process."""
     import jax
     import jax.numpy as jnp
 
-    from jaxcontact import geometry, solvers, worlds
+    from jaxcontact import worlds
     from jaxcontact.solvers import lcp
-    from jaxcontact.solvers import problem as sp
-    from jaxcontact.worlds import contacts, joints, materials, pipeline
+    from jaxcontact.worlds import contacts
 
     file, key, *_ = ROBOTS[robot]
     kw = {"max_pairs": max_pairs} if max_pairs else {}
@@ -279,44 +278,15 @@ def stage_times(robot: str, u: np.ndarray, steps: int, max_pairs, repeats: int =
     c = jnp.asarray(u[0, :steps], jnp.float32)
     s = worlds.rollout(model, scene, params, state, steps, c, output="final")[0]
     u0 = c[-1]
-    law = model.law
-
-    def pieces(s):
-        v1 = jnp.zeros((scene.num_bodies, 6), s.pos.dtype)
-        minv = jax.vmap(geometry.mass_matrix_inverse)(params.body, s)
-        return v1, minv
-
-    def motion(s):
-        v1, minv = pieces(s)
-        m = joints.motion(model, scene, params, s, v1, minv)
-        return m.velocity, m.mobility
-
-    def problem(s):
-        v, w = motion(s)
-        con = contacts.collide(model, scene, params, s)
-        return sp.dense(sp.body_problem(con.rows, con.bodies, con.phi, con.valid, w, v, model.dt)), con
-
-    def solve(s):
-        prob, con = problem(s)
-        mu = materials.contact_friction(params, con, prob.A.dtype)
-        soft = jnp.full(con.phi.shape, scene.softness, prob.A.dtype)
-        return solvers.solve_contact(prob, mu[:, :prob.num_tangents], law.solver, soft=soft).z
-
-    fns = {"whole step": lambda s: pipeline.step_stages(model, scene, params, s, u0, None)[0].pos,
-           "collide": lambda s: contacts.collide(model, scene, params, s).phi,
-           "joints.motion": lambda s: motion(s)[1],
-           "collide + motion + problem, A formed": lambda s: problem(s)[0].A,
-           "... + solve (from zero)": solve}
-    out = {}
-    for name, fn in fns.items():
-        f = jax.jit(fn)
-        jax.block_until_ready(f(s))
-        t = time.process_time()
-        for _ in range(repeats):
-            jax.block_until_ready(f(s))
-        out[name] = 1e3 * (time.process_time() - t) / repeats
-    prob, con = jax.jit(problem)(s)
-    out["contact rows"] = int(prob.A.shape[0])
+    times, _ = common_stage_times(model, scene, params, s, u0, None, repeats, clock=time.process_time)
+    out = {("whole step" if k == "step" else f"stage: {k}"): 1e3 * v for k, v in times.items()}
+    collide = jax.jit(lambda st: contacts.collide(model, scene, params, st))
+    con = jax.block_until_ready(collide(s))
+    t = time.process_time()
+    for _ in range(repeats):
+        jax.block_until_ready(collide(s))
+    out["collide (of the contact stage)"] = 1e3 * (time.process_time() - t) / repeats
+    out["contacts"] = int(con.phi.shape[0])
     out["contacts within reach (valid)"] = int(np.sum(np.asarray(con.valid)))
     saved = lcp.VISIT_COUPLED_ROWS
     try:

@@ -1,7 +1,7 @@
 """Round shapes against the ground (issue 62, first slice): the closed-form checks over longer
 horizons than the tests, in float64 and float32, and a box's resting drift beside them.
 
-    python -m benchmarks.round_shapes            # about a minute on 2 cores
+    python -m benchmarks round_shapes            # about a minute on 2 cores
 
 Prints and writes ``benchmarks/results/round_shapes.{json,md}``: a sliding sphere's and
 cylinder's time, distance and speed at rolling against 2 v0/(7 μ g), 12 v0²/(49 μ g), 5/7 v0 and
@@ -12,10 +12,7 @@ a capsule and a cylinder lying, a cylinder on its end, an ellipsoid on its short
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
 
 import jax
 
@@ -27,11 +24,9 @@ import numpy as np  # noqa: E402
 import jaxcontact as jc  # noqa: E402
 from jaxcontact import shapes  # noqa: E402
 
-from experiments.provenance import write_json  # noqa: E402
 
 G, H = 9.81, 0.002
 QX = (np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0)  # body z along world −y: lying on the side
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _cast(tree, dtype):
@@ -87,16 +82,14 @@ def resting(dtype, steps=5000):
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(RESULTS / "round_shapes"), help="results path without suffix")
-    args = ap.parse_args(argv)
+def run(args, results) -> int:
+    """``python -m benchmarks round_shapes``: ``results`` (``runner.Results``) gets the JSON and the .md."""
     res = {}
     for dtype in (jnp.float64, jnp.float32):
         name = jnp.dtype(dtype).name
         res[name] = dict(sphere=rolling("sphere", dtype), cylinder=rolling("cylinder", dtype), bounce=bounce(dtype),
                          resting=resting(dtype))
-    lines = ["# Round shapes against the ground", "", "`python -m benchmarks.round_shapes`", ""]
+    lines = ["# Round shapes against the ground", "", "`python -m benchmarks round_shapes`", ""]
     for name, r in res.items():
         lines += [f"## {name}", "", "| rolling | t* | closed form | x* | closed form | v* | closed form |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -112,11 +105,11 @@ def main(argv=None) -> int:
             lines.append(f"| {k} | {a['displacement'] * 1e6:.3g} µm | {a['final_height']:.6f} m |")
         lines.append("")
     print("\n".join(lines))
-    out = Path(args.out)
-    write_json(out.with_suffix(".json"), dict(results=res))
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    results.write(dict(results=res), "\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -1,7 +1,7 @@
 """Fixed scenery (issue 62, items 3 and 8) against the hand calculation and MuJoCo C.
 
-    python -m benchmarks.scenery                    # about 3 min on 2 shared cores
-    python -m benchmarks.scenery --only ramp
+    python -m benchmarks scenery                    # about 3 min on 2 shared cores
+    python -m benchmarks scenery --only ramp
 
 - ``ramp``: a 0.1 m box on a fixed ramp (``scenes.ramp``: a 2 m board turned by θ about y), from
   rest, 0.5 s (250 steps of 2 ms), float64, for (θ, μ) in (0.4, 0.2), (0.6, 0.3), (0.3, 0.4) (the last
@@ -21,11 +21,11 @@ Writes ``--out`` (.json) and prints one line per measurement.
 
 from __future__ import annotations
 
-import argparse
+import sys
 
 import numpy as np
 
-from .common import RESULTS_DIR, machine_info, write_json
+from .common import RESULTS_DIR, machine_info
 
 RAMP_CASES = ((0.4, 0.2), (0.6, 0.3), (0.3, 0.4))
 T_RAMP = 250
@@ -126,19 +126,18 @@ def bin_(res, steps=1000):
     print(f"bin: {res['bin']}", flush=True)
 
 
-def main(argv=None):
+def run(args, out):
+    """``python -m benchmarks scenery``: ``out`` (``runner.Results``) gets the JSON (of the cases run)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="ramp,table,bin")
-    ap.add_argument("--out", default=str(RESULTS_DIR / "scenery.json"))
-    args = ap.parse_args(argv)
-    res = {"machine": machine_info("benchmarks.scenery", argv)}
+    res = {"machine": machine_info("benchmarks.scenery", command=args.command)}
     for part in args.only.split(","):
         {"ramp": ramp, "table": table, "bin": bin_}[part](res)
-    write_json(args.out, res)
+    out.write(res)
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

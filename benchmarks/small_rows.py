@@ -16,17 +16,15 @@ programs dropped in between), and the largest difference of the final positions 
 * the 3-link chain swinging onto the ground (300 steps, ``chains.rollout``: a jointed world's
   full mobility, dense).
 
-    python -m benchmarks.small_rows            # about 3 minutes on 2 cores
+    python -m benchmarks small_rows            # about 3 minutes on 2 cores
 
 Prints and writes ``benchmarks/results/small_rows.{json,md}`` (``--out`` another stem).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
 import jax
 
@@ -40,9 +38,6 @@ from jaxcontact import chains, worlds  # noqa: E402
 from jaxcontact.solvers import problem  # noqa: E402
 from jaxcontact.worlds import scenes  # noqa: E402
 
-from experiments.provenance import write_json  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
 SETTINGS = {"before": (64, 64), "now": (32, 64), "both 32": (32, 32)}  # (DENSE_WORLD_ROWS, SMALL_ROWS)
 
 
@@ -121,11 +116,9 @@ def measure(name: str, setting: str) -> dict:
     return dict(compile_s=compile_s, run_s=run_s, per_s=work / run_s, out=np.asarray(out))
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(RESULTS / "small_rows"), help="results stem (.json and .md)")
-    ap.add_argument("--only", default="", help="comma-separated substrings of workload names")
-    args = ap.parse_args(argv)
+def run(args, results) -> int:
+    """``python -m benchmarks small_rows`` (``--only``: comma-separated substrings of workload names):
+    ``results`` (``runner.Results``) gets the JSON and the .md."""
     keep = [n for n in WORKLOADS if not args.only or any(s in n for s in args.only.split(","))]
     original = problem.DENSE_WORLD_ROWS, problem.SMALL_ROWS
     rows, res = [], {}
@@ -145,16 +138,16 @@ def main(argv=None) -> int:
     heads = [f"compile s ({t})" for t in SETTINGS] + [f"run s ({t})" for t in SETTINGS] + \
         [f"max |Δ final| ({t})" for t in SETTINGS if t != "before"]
     lines = ["# The dense solve's thresholds: `DENSE_WORLD_ROWS` and `SMALL_ROWS`", "",
-             "`python -m benchmarks.small_rows` (float64, CPU; compile and best-of-3 run seconds in one process; "
+             "`python -m benchmarks small_rows` (float64, CPU; compile and best-of-3 run seconds in one process; "
              "settings (DENSE_WORLD_ROWS, SMALL_ROWS): " + ", ".join(f"{k} {v}" for k, v in SETTINGS.items())
              + "; the run's work, body-steps or steps, in the JSON)", "",
              "| workload | " + " | ".join(heads) + " |", "| --- " * (len(heads) + 1) + "|", *rows, ""]
-    out = Path(args.out)
-    write_json(out.with_suffix(".json"), dict(results=res, settings=SETTINGS))
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    results.write(dict(results=res, settings=SETTINGS), "\n".join(lines))
     print("\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

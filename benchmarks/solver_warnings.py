@@ -1,7 +1,7 @@
 """How often the default contact solve stops at its sweep cap on random box throws, and how far
 such a capped answer is from a converged one (issue 50: warnings that mean something).
 
-``python -m benchmarks.solver_warnings --seed 7 --throws 10000 --dtype float32``
+``python -m benchmarks solver_warnings --seed 7 --throws 10000 --dtype float32``
 
 The README's minimal example's setup (a 0.1 m box of 0.37 kg, ``CoulombLCP()`` with its default
 ``LCPSettings``, μ = 0.18, dt = 2 ms, 800 steps) on ``states.random_throws(PRNGKey(seed), n)``.
@@ -16,7 +16,7 @@ the plain ``batch_rollout`` (final states, no info) of the README's 64 throws.
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 
 import jax
@@ -26,30 +26,27 @@ import numpy as np
 HALF_DIAGONAL = 0.1 * 3 ** 0.5 / 2  # m: the 0.1 m box's corner from its centre
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=7)
+def arguments(ap):
     ap.add_argument("--throws", type=int, default=10000)
-    ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--chunk", type=int, default=512)
-    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--compare", type=int, default=200, help="capped steps compared with a converged solve")
-    ap.add_argument("--out", default="benchmarks/results/solver_warnings")
-    a = ap.parse_args(argv)
+
+
+def run(a, results):
+    """``python -m benchmarks solver_warnings``: writes ``<out>/<name>_<dtype>.json`` and ``.md``."""
+    from .common import cast_floats as cast
+    from .runner import Results
+
+    results = Results(results.folder, f"{results.stem}_{a.dtype}")
     jax.config.update("jax_enable_x64", True)
     import warnings
 
     import jaxcontact as jc
-    from benchmarks.common import write_json
     from jaxcontact import dynamics
     from jaxcontact.solvers import LCPSettings
     from jaxcontact.states import random_throws
 
     dtype = jnp.dtype(a.dtype)
-
-    def cast(tree, d):
-        return jax.tree_util.tree_map(
-            lambda x: jnp.asarray(x, d) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
 
     law = jc.CoulombLCP()
     s = law.solver
@@ -159,7 +156,6 @@ def main(argv=None):
         final_shift_m=dict(flagged=sorted(shift_flagged.tolist()), unflagged_max=float(shift_unflagged.max(initial=0.0)),
                            unflagged_median=float(np.median(shift_unflagged)) if shift_unflagged.size else 0.0),
     )
-    write_json(f"{a.out}_{a.dtype}.json", out)
     lines = [f"# Solver warnings on {n:,} random throws (seed {a.seed}, {a.dtype}, {a.steps} steps)", "",
              f"- default settings: tol {s.tol:g} m/s, cap {s.max_iter} sweeps",
              f"- bodies with a step at the cap above tol: {int(body_capped.sum())} ({100 * body_capped.mean():.2f} %)",
@@ -174,10 +170,11 @@ def main(argv=None):
              f"max {1e3 * out['final_shift_m']['unflagged_max']:.3f} mm; flagged ({shift_flagged.size}): "
              + ", ".join(f"{1e3 * x:.3f}" for x in shift_flagged) + " mm",
              f"- README batch (64 throws, 800 steps): {throughput:,.0f} box-steps/s"]
-    with open(f"{a.out}_{a.dtype}.md", "w") as f:
-        f.write("\n".join(lines) + "\n")
+    results.write(out, "\n".join(lines))
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

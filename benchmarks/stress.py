@@ -71,7 +71,7 @@ import numpy as np
 from jaxcontact.worlds.checks import SETTLED_PENETRATION
 
 from . import common
-from .common import log
+from .common import heap_height_grad, log
 
 CATEGORIES = ["flat_rest", "flat_yaw", "edge_touch", "corner_touch", "zero_vel", "fast", "fast_down",
               "penetrating", "extreme_speed"]
@@ -436,23 +436,6 @@ def report_partial(args):
                        repr(model.law.solver), R, wall)
     out["partial"] = {"done": len(R["finite"]), "of": args.heaps, "code": tag["code"]}
     return out
-
-
-def heap_height_grad(model, scene, params, steps: int):
-    """state -> d(mean final centre-of-mass height)/d(initial velocities) (N, 3), through ``steps``
-    steps of ``worlds.rollout`` (not jitted: the caller jits it, under whatever it patches)."""
-    import jax
-    import jax.numpy as jnp
-
-    from jaxcontact import worlds
-
-    def grad(s):
-        def height(vel):
-            final, _ = worlds.rollout(model, scene, params, s.replace(vel=vel), steps, output="final")
-            return jnp.mean(final.pos[:, 2])
-        return jax.grad(height)(s.vel)
-
-    return grad
 
 
 def run_heap_grads(args):

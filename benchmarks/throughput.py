@@ -59,13 +59,10 @@ from pathlib import Path
 import numpy as np
 
 from . import common
+from .common import bench_jaxcontact, bench_mujoco_c, load_mujoco, log  # noqa: F401  (cone reads them in common)
 
 CPU_BATCHES = "1,64,1024,4096"
 GPU_BATCHES = "1024,16384,131072,1048576"
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def parse_args(argv=None):
@@ -127,22 +124,6 @@ def parse_args(argv=None):
 
 
 # ------------------------------------------------------------------------------------ jaxcontact
-
-def bench_jaxcontact(model, params, states, steps, repeats):
-    import jax
-    import jaxcontact as jc
-
-    r = common.timed(lambda: jax.block_until_ready(jc.batch_rollout(model, params, states, steps)), repeats)
-    b = states.pos.shape[0]
-    return {
-        "steps": steps,
-        "best_s": r["best_s"],
-        "times_s": r["times_s"],
-        "compile_s": max(r["first_s"] - r["best_s"], 0.0),
-        "rate": b * steps / r["best_s"],
-        "final": r["out"],
-    }
-
 
 def fibonacci_sphere(n: int, radius: float = 0.05) -> np.ndarray:
     i = np.arange(n) + 0.5
@@ -247,76 +228,6 @@ def bench_sweep(args, reference_finals):
 
 
 # ------------------------------------------------------------------------------------ MuJoCo
-
-def load_mujoco():
-    try:
-        import mujoco
-    except Exception as err:  # noqa: BLE001
-        return None, f"mujoco not importable ({err}); MuJoCo peers skipped"
-    return mujoco, None
-
-
-def bench_mujoco_c(mujoco, qpos, qvel, steps, repeats, snapshot_steps, chunk=1024, threads=1):
-    """MuJoCo C rollout of all bodies on ``threads`` threads (one ``MjData`` each); also returns
-    (qpos, qvel) at ``snapshot_steps``."""
-    m = mujoco.MjModel.from_xml_string(common.mujoco_xml())
-    d = mujoco.MjData(m)
-    datas = d if threads == 1 else [mujoco.MjData(m) for _ in range(threads)]
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    nstate = mujoco.mj_stateSize(m, spec)
-    B = qpos.shape[0]
-    init = np.zeros((B, nstate))
-    for i in range(B):
-        mujoco.mj_resetData(m, d)
-        d.qpos[:] = qpos[i]
-        d.qvel[:] = qvel[i]
-        mujoco.mj_getState(m, d, init[i], spec)
-    snaps = {s: (np.zeros((B, m.nq)), np.zeros((B, m.nv))) for s in snapshot_steps}
-    try:
-        from mujoco import rollout as mj_rollout
-    except Exception:  # noqa: BLE001
-        mj_rollout = None
-
-    if mj_rollout is not None:
-        method = ("mujoco.rollout.rollout, one MjData (1 thread), C loop over mj_step" if threads == 1 else
-                  f"mujoco.rollout.rollout, {threads} MjData ({threads} threads, its thread pool)")
-        n = min(B, chunk) if threads == 1 else B
-        out = np.zeros((n, steps, nstate))
-
-        def run():
-            for s0 in range(0, B, n):
-                k = min(n, B - s0)
-                mj_rollout.rollout(m, datas, init[s0:s0 + k], nstep=steps, state=out[:k], skip_checks=False)
-                for s, (qp, qv) in snaps.items():
-                    qp[s0:s0 + k] = out[:k, s - 1, 1:1 + m.nq]
-                    qv[s0:s0 + k] = out[:k, s - 1, 1 + m.nq:1 + m.nq + m.nv]
-            return out
-    else:
-        method = "Python loop over mujoco.mj_step (includes Python call overhead per step)"
-
-        def run():
-            for i in range(B):
-                mujoco.mj_setState(m, d, init[i], spec)
-                for t in range(1, steps + 1):
-                    mujoco.mj_step(m, d)
-                    if t in snaps:
-                        snaps[t][0][i] = d.qpos
-                        snaps[t][1][i] = d.qvel
-            return None
-
-    r = common.timed(run, repeats)
-    final_z = None
-    if mj_rollout is not None:
-        final_z = out[: min(B, chunk), -1, 3]
-    return {
-        "method": method, "steps": steps, "best_s": r["best_s"], "times_s": r["times_s"],
-        "rate": B * steps / r["best_s"], "threads": threads, "options": {
-            "cone": common.MJ_CONE, "solver": common.MJ_SOLVER, "integrator": common.MJ_INTEGRATOR,
-            "iterations": int(m.opt.iterations), "tolerance": float(m.opt.tolerance),
-        },
-        "final_z_median": None if final_z is None else float(np.median(final_z)),
-    }, snaps
-
 
 def bench_mjx(mujoco, window_starts, steps_window, total_steps, repeats, device):
     """MJX timing on windows; ``window_starts`` maps start step -> (qpos, qvel) arrays."""

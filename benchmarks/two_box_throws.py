@@ -1,8 +1,8 @@
 """A box thrown onto a resting box: how often does a step start with the two inside each other?
 
-    python -m benchmarks.two_box_throws                 # 1,000 throws, float64 (about 2 min on 2 cores)
-    python -m benchmarks.two_box_throws --throws 200 --dtype float32
-    python -m benchmarks.two_box_throws --cone box --out benchmarks/results/two_box_throws_box   # the square
+    python -m benchmarks two_box_throws                 # 1,000 throws, float64 (about 2 min on 2 cores)
+    python -m benchmarks two_box_throws --throws 200 --dtype float32
+    python -m benchmarks two_box_throws --cone box --name two_box_throws_box   # the square
 
 Box B (0.1 m, 0.37 kg) rests on the ground at the origin; box A starts above it, its lowest point
 0–0.15 m above B's top (a random horizontal offset within ±0.08 m, a random orientation), thrown
@@ -18,12 +18,12 @@ speed" asks for no flag over 1,000 throws; this is the measurement. Results:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import sys
 
 import numpy as np
 
-from .common import RESULTS_DIR, machine_info, md_machine, write_json
+from .common import machine_info, md_machine
 
 
 def throws(n: int, seed: int, dtype):
@@ -55,7 +55,14 @@ def throws(n: int, seed: int, dtype):
     return State(pos=cast(pos), quat=cast(quat), vel=cast(vel), omega=cast(omega))
 
 
-def main(argv=None):
+def arguments(ap):
+    ap.add_argument("--throws", type=int, default=1000)
+    ap.add_argument("--cone", choices=["elliptic", "box"], default=None,
+                    help="LCPSettings.cone of the world's law (default: the law's default, the disc)")
+
+
+def run(args, out):
+    """``python -m benchmarks two_box_throws``: ``out`` (``runner.Results``) gets the JSON and the .md."""
     import jax
     import jax.numpy as jnp
 
@@ -64,15 +71,6 @@ def main(argv=None):
     from jaxcontact.types import Flags
     from jaxcontact.worlds import scenes
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--throws", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=250)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dtype", default="float64", choices=["float32", "float64"])
-    ap.add_argument("--out", default=str(RESULTS_DIR / "two_box_throws"))
-    ap.add_argument("--cone", choices=["elliptic", "box"], default=None,
-                    help="LCPSettings.cone of the world's law (default: the law's default, the disc)")
-    args = ap.parse_args(argv)
     dtype = jnp.float64 if args.dtype == "float64" else jnp.float32
     scene, body = worlds.make_scene([shapes.box((0.1,) * 3, 0.37)] * 2, pairs=[(0, 1)])
     params = scenes._params(body, 0.5, 0.0)
@@ -84,19 +82,19 @@ def main(argv=None):
     states = throws(args.throws, args.seed, dtype)
 
     @jax.jit
-    def run(s):
+    def roll(s):
         def one(s0):
             traj, info = worlds.rollout(model, scene, params, s0, args.steps)
             return info.flags, info.pair_phi[:, 0].min(axis=-1)
 
         return jax.vmap(one)(s)
 
-    flags, phi = map(np.asarray, run(states))
+    flags, phi = map(np.asarray, roll(states))
     pen = (flags & int(Flags.PENETRATION)) != 0
     flagged = pen.any(axis=1)
     hit = (phi <= 1e-3).any(axis=1)
     deepest = np.maximum(-phi.min(axis=1), 0.0)
-    res = {"machine": machine_info("benchmarks.two_box_throws", argv), "throws": args.throws, "steps": args.steps,
+    res = {"machine": machine_info("benchmarks.two_box_throws", command=args.command), "throws": args.throws, "steps": args.steps,
            "dtype": args.dtype, "seed": args.seed, "cone": law.solver.cone, "hits": int(hit.sum()), "flagged_penetration": int(flagged.sum()),
            "flagged_among_hits": int((flagged & hit).sum()), "penetration_tol_m": float(model.penetration_tol),
            "pair_overlaps": int((deepest > model.penetration_tol).sum()),
@@ -104,7 +102,6 @@ def main(argv=None):
                                  "median_of_flagged": float(np.median(deepest[flagged])) if flagged.any() else 0.0},
            "other_flags": int(np.bitwise_or.reduce((flags & ~int(Flags.PENETRATION)).reshape(-1)))}
     print({k: v for k, v in res.items() if k != "machine"}, flush=True)
-    write_json(args.out + ".json", res)
     md = ["# A box thrown onto a resting box: overlaps at the start of a step", "", md_machine(res["machine"]), "",
           f"{args.throws} throws ({args.dtype}, seed {args.seed}, {args.steps} steps, cone {res['cone']}): {res['hits']} hit the resting box; "
           f"**{res['flagged_penetration']} raised PENETRATION** ({res['flagged_among_hits']} of them hits; "
@@ -113,8 +110,10 @@ def main(argv=None):
           f"overlap at the start of a step: max {res['deepest_overlap_m']['max'] * 1e3:.2f} mm, p99 "
           f"{res['deepest_overlap_m']['p99'] * 1e3:.2f} mm, median of the flagged throws "
           f"{res['deepest_overlap_m']['median_of_flagged'] * 1e3:.2f} mm. Other flags raised (bits): {res['other_flags']}.", ""]
-    open(args.out + ".md", "w").write("\n".join(md))
+    out.write(res, "\n".join(md))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -1,7 +1,7 @@
 """Which steps would a "degenerate contact" flag mark, by criterion and threshold (issue 60 part 4).
 
-    python -m benchmarks.world_degenerate            # prints the table (float64, about 10 min on 2 shared cores)
-    python -m benchmarks.world_degenerate --save FILE.pkl   # the same, the collection kept (--load FILE.pkl: the table again)
+    python -m benchmarks world_degenerate            # prints the table (float64, about 10 min on 2 shared cores)
+    python -m benchmarks world_degenerate --save FILE.pkl   # the same, the collection kept (--load FILE.pkl: the table again)
 
 Rolls out the cases of ``benchmarks.world_gradients`` (pushes, the two 3-box trains, the drop, the
 slide) and two shots of the worlds notebook's billiards at the default law, recording every coupled
@@ -143,20 +143,26 @@ def events(res, name, k, e):
 import numpy as np
 
 
-def main(argv=None):
+def arguments(ap):
+    ap.add_argument("--save", metavar="FILE.pkl", help="keep the collection (pickle)")
+    ap.add_argument("--load", metavar="FILE.pkl", help="the table again from a kept collection")
+    ap.add_argument("--net", type=float, default=0.5, help="D: the net friction's fraction of its bound")
+
+
+def run(args, out):
+    """``python -m benchmarks world_degenerate``: prints the table (no results file)."""
     import pickle
-    argv = sys.argv[1:] if argv is None else argv
-    if "--load" in argv:
-        with open(argv[argv.index("--load") + 1], "rb") as fh:
+    if args.load:
+        with open(args.load, "rb") as fh:
             res = pickle.load(fh)
     else:
         res = collect()
-        if "--save" in argv:
-            with open(argv[argv.index("--save") + 1], "wb") as fh:
+        if args.save:
+            with open(args.save, "wb") as fh:
                 pickle.dump(res, fh)
     from jaxcontact.worlds import DEFAULT_LAW
     cone = DEFAULT_LAW.solver.cone
-    net = float(argv[argv.index("--net") + 1]) if "--net" in argv else 0.5
+    net = args.net
     print("cone", cone)
     grid = [(1e-3, 1e-3), (1e-2, 1e-3), (1e-2, 3e-4), (1e-2, 1e-4), (1e-2, 3e-5), (1e-2, 1e-2), (1e-4, 1e-4)]
     modes = ["N", "F", "S", "T"] + (["D"] if cone != "box" else [])
@@ -179,4 +185,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -32,12 +32,12 @@ Writes ``results/world_gradients[_TAG].json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 
 import numpy as np
 
 from . import common
+from .common import law_with
 
 EPS = (1e-3, 1e-4, 1e-5, 1e-6)
 REF_EPS = 1e-4
@@ -53,14 +53,6 @@ def _value(text: str):
         except ValueError:
             pass
     return {"true": True, "false": False}.get(text.lower(), text)
-
-
-def law_with(changes: dict):
-    """The world's default law with ``changes`` (``LCPSettings`` fields) in its solver."""
-    from jaxcontact.worlds import scenes
-
-    law = scenes.DEFAULT_LAW
-    return dataclasses.replace(law, solver=dataclasses.replace(law.solver, **changes))
 
 
 def cases(law):

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from . import common
-from .world_gradients import law_with
+from .common import law_with
 
 # The names are the keys of the stored results: "today" is the default these were measured against,
 # warm at 1e-5 (before issue 60 part 4 made warm 1e-7 the default); each candidate's tolerance is

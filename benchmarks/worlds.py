@@ -1,13 +1,14 @@
 """Worlds of many bodies against MuJoCo C (and MJX), measured in one module: the 10-box stack
 standing for 10 s, cross-checks on the same scenes with stated tolerances, and the heap's speed.
 
-    python -m benchmarks.worlds                       # every part
-    python -m benchmarks.worlds --only stack          # parts: stack, pyramid, collision, heapcheck, mjspeed, heapspeed, mjx, mjcf
-    python -m benchmarks.worlds --only crosscheck     # = collision,heapcheck
-    python -m benchmarks.worlds --only heapcheck --heap-seed-start 3 --heap-seeds 3   # 3 more jaxcontact seeds
-    python -m benchmarks.worlds --render              # the .md again from the .json
+    python -m benchmarks worlds                       # every part
+    python -m benchmarks worlds --only stack          # parts: stack, pyramid, collision, heapcheck, mjspeed, heapspeed, mjx, mjcf
+    python -m benchmarks worlds --only crosscheck     # = collision,heapcheck
+    python -m benchmarks worlds --only heapcheck --heap-seed-start 3 --heap-seeds 3   # 3 more jaxcontact seeds
+    python -m benchmarks worlds --render              # the .md again from the .json
 
-Each part writes its own section of ``benchmarks/results/worlds.json`` (with the command, date and
+The parts are workloads declared in ``benchmarks/runner.py`` (``WORLDS_PARTS``), each run by its
+``part_<name>``. Each part writes its own section of ``benchmarks/results/worlds.json`` (with the command, date and
 commit of the run that made it) and leaves the other sections as they are; the ``.md`` is rendered
 from the whole file.
 
@@ -52,17 +53,18 @@ from pathlib import Path
 import numpy as np
 
 from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
+from .common import (HEAP_SPACING, heap_states, heap_stats, mjx_child, mujoco_boxes_run, mujoco_boxes_xml, mujoco_heap,  # noqa: F401
+                     mujoco_heap_speed, mujoco_initial_states, run_mjx, to_mujoco)  # (mixed_speed reads two here)
+from .common import stage_times as stage_times_of_step
+from .runner import run_info
 
 SIZE, MASS, MU, DT = 0.1, 0.37, 0.5, 0.002
-PARTS = ("stack", "pyramid", "collision", "heapcheck", "mjspeed", "heapspeed", "mjx", "mjcf")
-ALIASES = {"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx"), "all": PARTS}
 
 # tolerances of the cross-checks (why: docs/worlds.md and the .md these write)
 ANALYTIC_TOL = 1e-4  # m/s: jaxcontact's two boxes against the analytic common velocity v/2
 MJ_COLLISION_TOL = 0.01  # m/s (1 % of the approach speed): jaxcontact against MuJoCo's overdamped contact
 MJ_COLLISION_DAMPING = 4.0  # MuJoCo's damping ratio for that check (its default 1 bounces back, ε ≈ 0.12)
 MOMENTUM_TOL = 1e-6  # relative
-HEAP_SPACING = 0.18  # m: more than a box's diagonal (0.173 m), so no two boxes start inside each other
 HEAP_SIGMAS = 2.0  # the heap statistics agree within this many standard errors of their difference
 HEAP_FLOOR = 0.002  # m: and never tighter than this on the centre-of-mass height (MuJoCo's soft contacts sink mm)
 # the mjcf part: jaxcontact and MuJoCo C on the same file, every body's centre of mass and orientation
@@ -74,62 +76,7 @@ MJCF_POS_TOL = 0.005  # m: MuJoCo's soft contacts let bodies sink mm (its 10-box
 MJCF_ANGLE_TOL = 0.05  # rad
 
 
-def _run_info(argv):
-    info = machine_info("benchmarks.worlds", argv)
-    return {k: info[k] for k in ("date", "command", "git_commit", "load_average_at_start", "jax_x64")}
-
-
 # ------------------------------------------------------------------------------------ MuJoCo models
-
-def mujoco_boxes_xml(n: int, mu: float, cone: str = "pyramidal", condim: int = 3, solref=None,
-                     ground: bool = True, option: str = "") -> str:
-    """``n`` free 0.1 m, 0.37 kg boxes (placed by qpos) over a plane, every pair colliding, written
-    by ``worlds.to_mjcf``; MuJoCo's defaults otherwise (solver Newton, 100 iterations, tolerance
-    1e-8, Euler, solimp 0.9 0.95 0.001, solref 0.02 1 unless ``solref`` is given, on every geom).
-    The plane gets the boxes' friction (MuJoCo takes the maximum of the two geoms'). ``option``
-    adds attributes to ``<option>`` (``'impratio="10"'``, say). The same MuJoCo model as the
-    hand-written XML this replaced (``tests/test_mjcf.py`` makes this same ``to_mjcf`` call, keep
-    them alike, and compares it with that XML field by field)."""
-    import re
-
-    from jaxcontact import shapes
-    from jaxcontact.laws import CoulombLCP
-    from jaxcontact.types import Ground, Params, State
-    from jaxcontact.worlds import make_scene, model as world_model, to_mjcf
-
-    scene, body = make_scene([shapes.box((SIZE,) * 3, MASS)] * n, pairs="all", ground=ground)
-    params = Params(body=body, ground=Ground.flat(), law=CoulombLCP.init_params(mu=mu))
-    pos = np.array([[0.0, 0.0, 1.0 + i] for i in range(n)])
-    state = State(pos=pos, quat=np.tile([1.0, 0.0, 0.0, 0.0], (n, 1)), vel=np.zeros((n, 3)), omega=np.zeros((n, 3)))
-    geom = {"condim": condim, **({"solref": f"{solref[0]} {solref[1]}"} if solref is not None else {})}
-    return to_mjcf(scene, params, state, world_model(dt=DT), option={"cone": cone, **dict(re.findall(r'(\w+)="([^"]*)"', option))},
-                   geom=geom)
-
-
-def mujoco_initial_states(model, qpos, qvel):
-    """(B, nstate) MuJoCo FULLPHYSICS states from (B, nq) qpos and (B, nv) qvel."""
-    import mujoco
-
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    data = mujoco.MjData(model)
-    out = np.zeros((qpos.shape[0], mujoco.mj_stateSize(model, spec)))
-    for i in range(qpos.shape[0]):
-        mujoco.mj_resetData(model, data)
-        data.qpos[:] = qpos[i]
-        data.qvel[:] = qvel[i]
-        mujoco.mj_getState(model, data, out[i], spec)
-    return out
-
-
-def to_mujoco(states):
-    """jaxcontact world states (B, N, …) → MuJoCo free joints (B, 7N) qpos and (B, 6N) qvel:
-    position and unit quaternion (w, x, y, z); world linear and body angular velocity."""
-    pos, quat = np.asarray(states.pos, np.float64), np.asarray(states.quat, np.float64)
-    vel, omega = np.asarray(states.vel, np.float64), np.asarray(states.omega, np.float64)
-    quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
-    B = pos.shape[0]
-    return (np.concatenate([pos, quat], -1).reshape(B, -1), np.concatenate([vel, omega], -1).reshape(B, -1))
-
 
 # ------------------------------------------------------------------------------------ the stack
 
@@ -336,19 +283,6 @@ def collision_checks(res):
 
 # ------------------------------------------------------------------------------------ the heap
 
-def heap_states(seeds, spacing: float = HEAP_SPACING):
-    """(scene, params, states (S, 16, …)) of ``scenes.heap(16, PRNGKey(seed), spacing)`` per seed."""
-    import jax
-    import jax.numpy as jnp
-
-    from jaxcontact.worlds import scenes
-
-    scene, params, _ = scenes.heap(16, jax.random.PRNGKey(int(seeds[0])), spacing=spacing)
-    keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
-    states = jax.vmap(lambda k: scenes.heap(16, k, spacing=spacing)[2])(keys)
-    return scene, params, states
-
-
 def initial_overlaps(scene, params, state):
     """(pairs whose manifold starts below zero distance, deepest (m)) of one world's state."""
     from jaxcontact import worlds
@@ -359,40 +293,6 @@ def initial_overlaps(scene, params, state):
     valid = np.asarray(con.valid[con.num_ground:]).reshape(-1, scene.pair_contacts)
     d = np.where(valid, phi, np.inf).min(axis=1)
     return int(np.sum(d < 0)), float(min(d.min(), 0.0))
-
-
-def heap_stats(z, speed):
-    """Per world: the centre-of-mass height (m), boxes whose centre is below 0.1 m (on the
-    ground, maybe tilted), the fastest box (m/s)."""
-    z = np.asarray(z, np.float64)
-    return {"com_height_m": z.mean(axis=1).tolist(), "on_ground": (z < SIZE).sum(axis=1).tolist(),
-            "max_speed_m_per_s": np.asarray(speed, np.float64).max(axis=1).tolist(),
-            "heights_m": np.sort(z, axis=1).tolist()}
-
-
-def mujoco_boxes_run(qpos, qvel, n: int, steps: int, cone: str = "pyramidal", solref=None, option: str = ""):
-    """``n`` boxes (``mujoco_boxes_xml``) in MuJoCo C from (B, 7n) qpos and (B, 6n) qvel for
-    ``steps`` steps (``mujoco.rollout``, one thread): final (B, n, 7) qpos, (B, n, 6) qvel, the
-    wall time of the rollout and the model."""
-    import mujoco
-    from mujoco import rollout
-
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, cone, solref=solref, option=option))
-    init = mujoco_initial_states(m, qpos, qvel)
-    t = time.perf_counter()
-    out, _ = rollout.rollout(m, mujoco.MjData(m), init, nstep=steps)
-    wall = time.perf_counter() - t
-    final = out[:, -1]
-    return final[:, 1:1 + m.nq].reshape(-1, n, 7), final[:, 1 + m.nq:1 + m.nq + m.nv].reshape(-1, n, 6), wall, m
-
-
-def mujoco_heap(states, steps: int, cone: str, solref=None, option: str = ""):
-    n = states.pos.shape[1]
-    qp, qv, wall, m = mujoco_boxes_run(*to_mujoco(states), n, steps, cone, solref=solref, option=option)
-    res = heap_stats(qp[:, :, 2], np.linalg.norm(qv[:, :, :3], axis=-1))
-    res.update({"cone": cone, "solref": [float(x) for x in m.geom_solref[0]], "worlds": int(qp.shape[0]), "steps": steps,
-                "wall_s": wall})
-    return res
 
 
 def jaxcontact_heap(scene, params, states, steps: int, dtype: str):
@@ -497,41 +397,6 @@ def heap_checks(res):
 
 # ------------------------------------------------------------------------------------ heap speed
 
-def mujoco_heap_speed(states, steps: int, threads: int, repeats: int = 2):
-    import mujoco
-    from mujoco import rollout
-
-    W, n = states.pos.shape[:2]
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, "pyramidal"))
-    init = mujoco_initial_states(m, *to_mujoco(states))
-    nstate = init.shape[1]
-    out = np.zeros((W, steps, nstate))
-    datas = [mujoco.MjData(m) for _ in range(threads)]
-    times = []
-    if threads == 1:
-        run = lambda: rollout.rollout(m, datas[0], init, nstep=steps, state=out)
-        for _ in range(repeats + 1):
-            t = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t)
-        method = "mujoco.rollout.rollout, one MjData (1 thread)"
-    else:
-        with rollout.Rollout(nthread=threads) as pool:  # one persistent pool, made before the clock starts
-            for _ in range(repeats + 1):
-                t = time.perf_counter()
-                pool.rollout(m, datas, init, nstep=steps, state=out)
-                times.append(time.perf_counter() - t)
-        method = f"mujoco.rollout.Rollout(nthread={threads}) (a persistent pool), {threads} MjData"
-    best = min(times[1:])
-    z = out[:, -1, 1:1 + m.nq].reshape(W, n, 7)[:, :, 2]
-    return {"engine": "MuJoCo C 4.0 (pyramidal cone, float64)", "method": method, "worlds": W, "steps": steps,
-            "threads": threads, "wall_s": best, "times_s": times, "box_steps_per_s": W * n * steps / best,
-            "world_steps_per_s": W * steps / best, "compile_s": 0.0,
-            "memory_per_world_bytes": steps * nstate * 8, "memory_note":
-                f"rollout's output trajectory: {nstate} float64 per step (FULLPHYSICS state); plus {m.narena} bytes of "
-                "arena per MjData (one per thread)", "final_com_height_mean_m": float(z.mean()), "measured": True}
-
-
 def _jit_batch(model, scene, steps):
     import jax
 
@@ -618,69 +483,43 @@ def jaxcontact_heap_speed(scene, params, drops, steps: int, windows, window_step
 
 
 def stage_times(model, scene, params, state, repeats: int = 5):
-    """Seconds per call of each stage of a world's step at ``state`` (1 world, float32, jitted,
-    best of ``repeats``): collision (``worlds.collide``), problem assembly
-    (``contact.body_problem`` with the pipeline's target and softening), the solve
-    (``solvers.solve_contact``, as the law calls it) cold and warm-started from the previous
-    step's impulses."""
+    """Where a settled heap's step goes (1 world, float32, best of ``repeats``), timed on the engine's own
+    stages (``common.stage_times``: each named stage of ``pipeline.step_stages`` compiled alone, in the
+    step's order, on the step's own inputs): cold (the law's initial warm start: zero impulses) at
+    ``state``, and warm-started at the next state from that step's impulses; the collision alone
+    (``contacts.collide``, the first part of the contact stage); the sweeps of both solves; one step of
+    a 10-step ``worlds.rollout`` from ``state``."""
     import jax
     import jax.numpy as jnp
 
-    from jaxcontact import contact, dynamics, geometry, solvers, worlds
-    from jaxcontact.types import Params
-    from jaxcontact.worlds import contacts
+    from jaxcontact import worlds
 
-    law = model.law
-    N = scene.num_bodies
-
-    def per_body(fn, p, s):
-        return jax.vmap(lambda b, x: fn(Params(body=b, ground=p.ground, law=p.law), x))(p.body, s)
-
-    def best(fn, *args):
-        out = jax.block_until_ready(fn(*args))
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            jax.block_until_ready(fn(*args))
-            times.append(time.perf_counter() - t)
-        return min(times), out
-
+    control = jnp.zeros((scene.num_bodies, 6), state.pos.dtype)
+    cold, (nxt, info_cold, warm) = stage_times_of_step(model, scene, params, state, control, None, repeats)
+    warm_t, (_, info_warm, _) = stage_times_of_step(model, scene, params, nxt, control, warm, repeats)
     collide = jax.jit(lambda p, s: worlds.collide(model, scene, p, s))
-    free = jax.jit(lambda p, s: (per_body(lambda q, x: dynamics.free_velocity(model, q, x, jnp.zeros(6, x.pos.dtype)), p, s),
-                                 per_body(lambda q, x: geometry.mass_matrix_inverse(q.body, x), p, s)))
+    con = jax.block_until_ready(collide(params, state))
+    t_col = _best(lambda: collide(params, state), repeats)
+    window = jax.jit(lambda p, s: _warm_window(model, scene, p, s))
+    jax.block_until_ready(window(params, state))
+    t_step = _best(lambda: window(params, state), repeats)
+    return {"contacts": int(con.phi.shape[0]), "valid_contacts": int(np.sum(np.asarray(con.valid))),
+            "stages_cold_s": cold, "stages_warm_s": warm_t, "collide_s": t_col,
+            "sweeps_cold": int(info_cold.iterations), "sweeps_warm": int(info_warm.iterations),
+            "residual_warm": float(info_warm.residual), "rollout_step_s": t_step / 10,
+            "note": "stages_*: pipeline.step_stages's own stages, each jitted alone (common.stage_times); "
+                    "rollout_step_s: a 10-step worlds.rollout from this state (warm-started), per step"}
 
-    def assemble(con, Minv, v1):
-        prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, Minv, v1, model.dt)
-        target = jnp.minimum(prob.target, jnp.asarray(model.max_correction_speed, prob.target.dtype))
-        # a settled heap has no impacts: every contact is softened, as the pipeline does then
-        return prob, target, contacts.soft_rows(scene.softness, jnp.zeros(prob.num_contacts, bool))
 
-    assemble = jax.jit(assemble)
-    mu = params.law.mu[0]
+def _best(fn, repeats):
+    import jax
 
-    @jax.jit
-    def solve(prob, target, soft, z0):
-        sol = solvers.solve_contact(prob, mu, law.solver, target, z0=z0, soft=soft)
-        return sol.z, sol.iterations, sol.residual
-
-    t_col, con = best(collide, params, state)
-    t_free, (v1, Minv) = best(free, params, state)
-    t_asm, (prob, target, soft) = best(assemble, con, Minv, v1)
-    z0 = jnp.zeros((prob.num_contacts, 3), prob.v_free.dtype)
-    t_cold, (z_prev, it_cold, _) = best(solve, prob, target, soft, z0)
-    nxt = worlds.step(model, scene, params, state)  # the next step's problem, warm-started from this one's impulses
-    con1 = collide(params, nxt)
-    v1b, Minvb = free(params, nxt)
-    prob1, target1, soft1 = assemble(con1, Minvb, v1b)
-    t_warm, (_, it_warm, res_warm) = best(solve, prob1, target1, soft1, z_prev)
-    step = jax.jit(lambda p, s: _warm_window(model, scene, p, s))
-    t_step, _ = best(step, params, state)
-    C = prob.num_contacts
-    return {"contacts": int(C), "rows": int(C * prob.rows_per_contact), "valid_contacts": int(np.sum(np.asarray(con.valid))),
-            "collide_s": t_col, "free_velocity_and_mass_s": t_free, "assembly_s": t_asm, "solve_cold_s": t_cold,
-            "sweeps_cold": int(it_cold), "solve_warm_s": t_warm, "sweeps_warm": int(it_warm),
-            "residual_warm": float(res_warm), "rollout_step_s": t_step / 10,
-            "note": "rollout_step_s: a 10-step worlds.rollout from this state (warm-started), per step"}
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t)
+    return min(times)
 
 
 def _warm_window(model, scene, params, state):
@@ -690,77 +529,6 @@ def _warm_window(model, scene, params, state):
 
 
 # ------------------------------------------------------------------------------------ MJX
-
-def mjx_child(worlds_: int, steps: int, spacing: float, progress: str):
-    """In a child process: MJX's heap of ``worlds_`` worlds for ``steps`` steps; each stage's
-    result is appended to ``progress`` as a JSON line as soon as it is known (the parent may kill
-    this process at its timeout)."""
-    import jax
-    import jax.numpy as jnp
-    import mujoco
-    from mujoco import mjx
-
-    def say(**kw):
-        with open(progress, "a") as f:
-            f.write(json.dumps(kw) + "\n")
-
-    _, _, states = heap_states(list(range(worlds_)), spacing)
-    n = states.pos.shape[1]
-    qpos, qvel = to_mujoco(states)
-    m = mujoco.MjModel.from_xml_string(mujoco_boxes_xml(n, MU, "pyramidal"))
-    mx = mjx.put_model(m)
-    d0 = mjx.make_data(mx)
-    dtype = d0.qpos.dtype
-
-    @jax.jit
-    def run(qp, qv):
-        dxs = jax.vmap(lambda a, b: d0.replace(qpos=a, qvel=b))(qp, qv)
-        dxs, _ = jax.lax.scan(lambda d, _: (jax.vmap(mjx.step, in_axes=(None, 0))(mx, d), None), dxs, None, length=steps)
-        return dxs.qpos
-
-    qp, qv = jnp.asarray(qpos, dtype), jnp.asarray(qvel, dtype)
-    say(stage="start", dtype=str(dtype), impl=str(getattr(mx, "impl", "jax")), devices=[str(d) for d in jax.devices()])
-    t = time.perf_counter()
-    compiled = run.lower(qp, qv).compile()
-    say(stage="compiled", compile_s=time.perf_counter() - t)
-    t = time.perf_counter()
-    out = np.asarray(jax.block_until_ready(compiled(qp, qv)))
-    wall = time.perf_counter() - t
-    z = out.reshape(worlds_, n, 7)[:, :, 2]
-    say(stage="done", wall_s=wall, box_steps_per_s=worlds_ * n * steps / wall, world_steps_per_s=worlds_ * steps / wall,
-        nan=int(np.sum(~np.isfinite(out))), final_com_height_mean_m=float(np.nanmean(z)))
-
-
-def run_mjx(batches, steps: int, timeout: float, spacing: float):
-    """MJX per batch in a child process, killed after ``timeout`` seconds (start, compile and run)."""
-    import tempfile
-
-    res = {"timeout_s": timeout, "steps": steps, "runs": []}
-    for W in batches:
-        with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as prog:
-            cmd = [sys.executable, "-m", "benchmarks.worlds", "--mjx-child", str(W), "--speed-steps", str(steps),
-                   "--spacing", str(spacing), "--progress", prog.name]
-            t = time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, text=True)
-            try:
-                _, err = proc.communicate(timeout=timeout)
-                finished = proc.returncode == 0
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-                finished = False
-            elapsed = time.perf_counter() - t
-            stages = [json.loads(line) for line in open(prog.name) if line.strip()]
-        row = {"worlds": W, "steps": steps, "elapsed_s": elapsed, "finished": finished,
-               "stages": {s["stage"]: s for s in stages}}
-        if not finished:
-            row["reason"] = (f"did not finish in {timeout:g} s" if proc.returncode in (-9, None) or elapsed >= timeout
-                             else f"failed (exit {proc.returncode}): {err.strip().splitlines()[-1] if err.strip() else ''}")
-        res["runs"].append(row)
-        print("mjx", row, flush=True)
-    return res
-
 
 # ------------------------------------------------------------------------------------ report
 
@@ -955,6 +723,26 @@ def render_speed(sp, mjx, mjs=None):
                               ["default (to tolerance)", f"{d:.0f}", f"+ {d - o:.0f}: the further sweeps (the fused kernel)"]]), ""]
         s = j["stages"]
         f = j["one_world_full"]["sweeps"]
+        if "stages_cold_s" in s:  # the engine's own stages (pipeline.STAGES), timed by common.stage_times
+            cold, warm = s["stages_cold_s"], s["stages_warm_s"]
+            srows = [[f"`{k}`" + (f" (of it `contacts.collide`: {1e3 * s['collide_s']:.1f})" if k == "contact" else ""),
+                      f"{1e3 * cold[k]:.2f}", f"{1e3 * warm[k]:.2f}"] for k in cold if k != "step"]
+            srows += [["sum of the stages", f"{1e3 * sum(v for k, v in cold.items() if k != 'step'):.1f}",
+                       f"{1e3 * sum(v for k, v in warm.items() if k != 'step'):.1f}"],
+                      ["the whole step (`pipeline.step_stages`, one program)", f"{1e3 * cold['step']:.1f}", f"{1e3 * warm['step']:.1f}"],
+                      ["sweeps", str(s["sweeps_cold"]), str(s["sweeps_warm"])],
+                      ["one step of a 10-step `worlds.rollout` from this state", f"{1e3 * s['rollout_step_s']:.1f}", ""]]
+            out += ["### Where jaxcontact's time goes (1 world, float32, a settled heap, each of the step's own stages "
+                    "jitted alone, best of 5)", "",
+                    f"{s['contacts']} contact slots ({s['valid_contacts']} within the margin); cold: the law's initial warm "
+                    "start (zero impulses); warm: the next step from this one's impulses.", "",
+                    md_table(["stage (`pipeline.STAGES`)", "ms, cold", "ms, warm-started"], srows), "",
+                    f"Sweeps per step over the whole float32 drop (1 world, {j['one_world_full']['steps']} steps): mean "
+                    f"{f['mean']:.0f}, median {f['median']:.0f}, p90 {f['p90']:.0f}, max {f['max']}"
+                    + (f"; mean per 100 steps: {', '.join('%.0f' % x for x in f['per_100_steps_mean'])}"
+                       if f.get("per_100_steps_mean") else "")
+                    + f". Flags raised over that drop: {_flag_names(j['one_world_full']['flags'])}."]
+            return out
         tot = s["collide_s"] + s["free_velocity_and_mass_s"] + s["assembly_s"] + s["solve_warm_s"]
         srows = [["collision (`worlds.collide`: 16 bodies × ground, 120 pairs' manifolds)", f"{1e3 * s['collide_s']:.1f}"],
                  ["free velocities and inverse masses", f"{1e3 * s['free_velocity_and_mass_s']:.2f}"],
@@ -1084,18 +872,6 @@ def _ints(s):
     return [int(x) for x in str(s).split(",") if x]
 
 
-def parts_of(spec: str):
-    out = []
-    for p in spec.split(","):
-        p = p.strip()
-        for q in ALIASES.get(p, (p,)):
-            if q not in PARTS:
-                raise SystemExit(f"--only: unknown part {q!r} (parts: {', '.join(PARTS)}; aliases: {', '.join(ALIASES)})")
-            if q not in out:
-                out.append(q)
-    return out
-
-
 def run_mjspeed(args):
     """MuJoCo C's heap speed: ``--speed-batches`` worlds (seeds 0..W − 1), 1 and 2 threads."""
     import jax
@@ -1184,7 +960,7 @@ def sharded_batch(worlds_: int, steps: int, spacing: float):
 
     env = {**os.environ, "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip(),
            "JAXCONTACT_THREADS": "1"}
-    cmd = [sys.executable, "-m", "benchmarks.worlds", "--sharded-child", str(worlds_), "--speed-steps", str(steps),
+    cmd = [sys.executable, "-m", "benchmarks", "worlds", "--sharded-child", str(worlds_), "--speed-steps", str(steps),
            "--spacing", str(spacing)]
     r = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True)
     if r.returncode != 0:
@@ -1245,9 +1021,8 @@ def measured_batch(scene, params, spacing: float, worlds_: int, steps: int):
     return row
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="all", help=f"comma-separated parts: {', '.join(PARTS)}; or {', '.join(ALIASES)}")
+def arguments(ap):
+    """worlds' own options (the runner adds ``--out``, ``--name``, ``--only``)."""
     ap.add_argument("--boxes", type=int, default=10, help="stack: boxes")
     ap.add_argument("--seconds", type=float, default=10.0, help="stack: seconds")
     ap.add_argument("--batch", type=int, default=8, help="stack: worlds in the batched speed run (500 steps)")
@@ -1272,68 +1047,87 @@ def main(argv=None):
     ap.add_argument("--mjx-timeout", type=float, default=300.0)
     ap.add_argument("--mjx-child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--progress", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--out", default=str(RESULTS_DIR / "worlds"))
     ap.add_argument("--render", action="store_true", help="only write the .md again from the .json")
-    args = ap.parse_args(argv)
+
+
+def prepare(args, out) -> bool:
+    """Before the parts: ``--render`` (the .md again), a child process's own entry (MJX, sharded), or
+    float64 on; True ends the run here."""
     if args.render:
-        res = json.loads(Path(args.out + ".json").read_text())
-        Path(args.out + ".md").write_text(render(res))
-        return print(render(res))
+        res = out.load()
+        out.md.write_text(render(res))
+        print(render(res))
+        return True
     if args.mjx_child is not None:
-        return mjx_child(args.mjx_child, args.speed_steps, args.spacing, args.progress)
+        mjx_child(args.mjx_child, args.speed_steps, args.spacing, args.progress)
+        return True
     if args.sharded_child is not None:
-        return sharded_child(args.sharded_child, args.speed_steps, args.spacing)
+        sharded_child(args.sharded_child, args.speed_steps, args.spacing)
+        return True
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    parts = parts_of(args.only)
-    path = Path(args.out + ".json")
-    res = json.loads(path.read_text()) if path.exists() else {}
-    res.pop("provenance", None)
-    for part in parts:
-        run = _run_info(argv)
-        if part == "stack":
-            res["machine"] = machine_info("benchmarks.worlds", argv)
-            st = {"boxes": args.boxes, "seconds": args.seconds, "dt": DT, "mu": MU, "run": run}
-            for cone in ("pyramidal", "elliptic"):
-                st[f"mujoco_{cone}"] = mujoco_stack(args.boxes, args.seconds, cone, 1)
-                print(cone, st[f"mujoco_{cone}"], flush=True)
-            st["mujoco_pyramidal_batch"] = mujoco_stack(args.boxes, min(args.seconds, 1.0), "pyramidal", args.batch)
-            for dtype in ("float64", "float32"):
-                st[f"jaxcontact_{dtype}"] = jaxcontact_stack(args.boxes, args.seconds, dtype,
-                                                             args.batch if dtype == "float32" else 1)
-                print(dtype, st[f"jaxcontact_{dtype}"], flush=True)
-            res["stack"] = st
-        elif part == "pyramid":
-            res["pyramid"] = {**run_pyramid(4, args.seconds), "run": run}
-        elif part == "collision":
-            res["collision"] = {**run_collision(args.collision_steps), "run": run}
-        elif part == "heapcheck":
-            prev = res.get("heapcheck") if args.heap_seed_start else None
-            res["heapcheck"] = {**run_heapcheck(args.heap_seconds, args.heap_seeds, args.heap_mujoco_seeds,
-                                                args.heap_dtype, args.spacing, args.heap_seed_start, prev), "run": run}
-            if prev:
-                res["heapcheck"]["earlier_runs"] = prev.get("earlier_runs", []) + [prev["run"]]
-        elif part == "mjspeed":
-            res["mjspeed"] = {**run_mjspeed(args), "run": run}
-            if "heapspeed" in res:
-                res["heapspeed"].pop("mujoco", None)  # an earlier layout kept MuJoCo's speed there
-        elif part == "heapspeed":
-            res["heapspeed"] = {**run_heapspeed(args), "run": run}
-        elif part == "mjcf":
-            res["mjcf"] = {**run_mjcf_files(), "run": run}
-        elif part == "mjx":
-            from importlib.metadata import version
+    return False
 
-            # a shorter run (--speed-steps below 1,000: a rate where the full run does not finish) is kept beside it
-            key = "mjx" if args.speed_steps == 1000 else f"mjx_{args.speed_steps}_steps"
-            res[key] = {**run_mjx(_ints(args.mjx_batches), args.speed_steps, args.mjx_timeout, args.spacing),
-                        "version": version("mujoco-mjx"), "run": run}
-        write_json(path, res)  # after every part: a later part's failure keeps the earlier ones
-        res.pop("provenance", None)
-        Path(args.out + ".md").write_text(render(res))
-    print(render(res))
+
+# the parts (declared in benchmarks/runner.py, WORLDS_PARTS): each adds its section to ``res``
+
+
+def part_stack(args, res):
+    res["machine"] = machine_info("benchmarks.worlds", command=args.command)
+    st = {"boxes": args.boxes, "seconds": args.seconds, "dt": DT, "mu": MU, "run": run_info()}
+    for cone in ("pyramidal", "elliptic"):
+        st[f"mujoco_{cone}"] = mujoco_stack(args.boxes, args.seconds, cone, 1)
+        print(cone, st[f"mujoco_{cone}"], flush=True)
+    st["mujoco_pyramidal_batch"] = mujoco_stack(args.boxes, min(args.seconds, 1.0), "pyramidal", args.batch)
+    for dtype in ("float64", "float32"):
+        st[f"jaxcontact_{dtype}"] = jaxcontact_stack(args.boxes, args.seconds, dtype, args.batch if dtype == "float32" else 1)
+        print(dtype, st[f"jaxcontact_{dtype}"], flush=True)
+    res["stack"] = st
+
+
+def part_pyramid(args, res):
+    res["pyramid"] = {**run_pyramid(4, args.seconds), "run": run_info()}
+
+
+def part_collision(args, res):
+    res["collision"] = {**run_collision(args.collision_steps), "run": run_info()}
+
+
+def part_heapcheck(args, res):
+    run = run_info()
+    prev = res.get("heapcheck") if args.heap_seed_start else None
+    res["heapcheck"] = {**run_heapcheck(args.heap_seconds, args.heap_seeds, args.heap_mujoco_seeds,
+                                        args.heap_dtype, args.spacing, args.heap_seed_start, prev), "run": run}
+    if prev:
+        res["heapcheck"]["earlier_runs"] = prev.get("earlier_runs", []) + [prev["run"]]
+
+
+def part_mjspeed(args, res):
+    res["mjspeed"] = {**run_mjspeed(args), "run": run_info()}
+    if "heapspeed" in res:
+        res["heapspeed"].pop("mujoco", None)  # an earlier layout kept MuJoCo's speed there
+
+
+def part_heapspeed(args, res):
+    res["heapspeed"] = {**run_heapspeed(args), "run": run_info()}
+
+
+def part_mjcf(args, res):
+    res["mjcf"] = {**run_mjcf_files(), "run": run_info()}
+
+
+def part_mjx(args, res):
+    from importlib.metadata import version
+
+    run = run_info()
+    # a shorter run (--speed-steps below 1,000: a rate where the full run does not finish) is kept beside it
+    key = "mjx" if args.speed_steps == 1000 else f"mjx_{args.speed_steps}_steps"
+    res[key] = {**run_mjx(_ints(args.mjx_batches), args.speed_steps, args.mjx_timeout, args.spacing),
+                "version": version("mujoco-mjx"), "run": run}
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

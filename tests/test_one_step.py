@@ -159,3 +159,37 @@ def test_a_chain_reports_as_a_chain():
     _, info = chains.rollout(chains.ChainModel(), params, s0, 3)
     assert isinstance(info, worlds.WorldInfo) and info.unit == "chains"
     assert "chain" in diagnostics.report(info)
+
+
+
+@pytest.mark.parametrize("kind", ["per body", "coupled"])
+def test_the_step_runs_its_named_stages_in_order_through_its_hook(kind):
+    """``step_stages`` runs every named stage (``pipeline.STAGES``) through its ``stage`` hook, once and in
+    order, each a function of its arguments alone (no traced value closed over: a profiler that jits a stage
+    on its own times the stage, not constants), and the hooked step is the step's own program on both routes."""
+    from jaxcontact.worlds import pipeline
+
+    law = jc.CoulombLCP()
+    model = jc.Model(law=law)
+    scene, params, _ = _world(law, law.init_params(mu=0.3, restitution=0.0), 2,
+                              pairs="all" if kind == "coupled" else [])
+    state = jax.tree_util.tree_map(lambda *x: jnp.stack(x), jc.make_state(pos=(0.0, 0.0, 0.049), vel=(0.3, 0.0, -0.2)),
+                                   jc.make_state(pos=(0.0, 0.099, 0.049), omega=(0.0, 0.0, 1.0)))
+    control = jnp.zeros((2, 6))
+    warm = pipeline.initial_warm(model, scene, params, state)
+    assert pipeline.coupled(scene) == (kind == "coupled")
+    seen, consts = [], []
+
+    def recorded(name, fn, *args):
+        seen.append(name)
+        # a value closed over from the step's own trace would be a tracer among the stage's constants
+        consts.append(sum(isinstance(c, jax.core.Tracer) for c in jax.make_jaxpr(fn)(*args).consts))
+        return fn(*args)
+
+    # the hooked step traces to the step's own program (compared as jaxprs: nothing compiled)
+    ref = jax.make_jaxpr(lambda p, s, u, w: pipeline.step_stages(model, scene, p, s, u, w))(params, state, control, warm)
+    got = jax.make_jaxpr(lambda p, s, u, w: pipeline.step_stages(model, scene, p, s, u, w, stage=recorded))(
+        params, state, control, warm)
+    assert tuple(seen) == pipeline.STAGES and consts == [0] * len(seen), (seen, consts)
+    assert str(got) == str(ref)
+    assert "while" in str(got) and len(str(got)) > 10_000  # the contact solve and the rest are in it

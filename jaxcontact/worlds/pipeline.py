@@ -263,8 +263,18 @@ def _keep(mask, kept, other):
     return jax.tree_util.tree_map(lambda k, o: jnp.where(m.reshape((-1,) + (1,) * (o.ndim - 1)), k, o), kept, other)
 
 
+STAGES = ("checks in", "depenetrate", "free motion", "contact", "integrate", "checks out")
+
+
+def direct(name: str, fn, *args):
+    """How ``step_stages`` runs each of its named stages (``STAGES``) by default: ``fn(*args)``. A
+    profiler passes its own ``stage(name, fn, *args)`` (``fn`` closes over nothing but the static
+    model and scene; every array is in ``args``), so it times the step's own stages in their order."""
+    return fn(*args)
+
+
 @stages.full_precision
-def step_stages(model, scene: Scene, params: Params, state, control, warm):
+def step_stages(model, scene: Scene, params: Params, state, control, warm, stage=direct):
     """The step, of every system: ``(state⁺, WorldInfo, warm⁺)``. A recipe of pure stages over
     the stacked bodies (N, …; a single body is a world of one, a chain a world with joints):
 
@@ -277,43 +287,78 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
        (``_contacts_coupled``);
     4. integrate: ``stages.integrate`` per body;
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
-    ``warm``: the law's warm start (None: cold), returned updated."""
+    ``warm``: the law's warm start (None: cold), returned updated. ``stage``: how each named stage
+    is run (``direct``: called; a profiler's hook times them)."""
+    params, control, invalid_b = stage("checks in", lambda p, s, u: _checks_in(scene, p, s, u), params, state, control)
+    given = state
+    state, projected_b = stage("depenetrate", lambda p, s: _depenetrate(model, scene, p, s), params, state)
+    v1, Minv, invalid_b = stage("free motion", lambda p, s, u, i: _free_motion(model, p, s, u, i),
+                                params, state, control, invalid_b)
+    if coupled(scene):
+        v_new, p_body, info, warm, con = stage(
+            "contact", lambda p, s, v, M, w: _contacts_coupled(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
+    else:
+        v_new, p_body, laws_info, warm, failed_b = stage(
+            "contact", lambda p, s, v, M, w: _contactsper_body(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
+        con = None
+    new = stage("integrate", lambda p, g, s, v, M, c: _integrate(model, scene, p, g, s, v, M, c),
+                params, given, state, v_new, Minv, con)
+    if coupled(scene):
+        info = stage("checks out", lambda c, i, ib, pb, bp, n: _checks_coupled(model, scene, c, i, ib, pb, bp, n),
+                     con, info, invalid_b, projected_b, p_body, new)
+    else:
+        info = stage("checks out", lambda p, li, ib, pb, fb, bp, n: _checksper_body(scene, p, li, ib, pb, fb, bp, n),
+                     params, laws_info, invalid_b, projected_b, failed_b, p_body, new)
+    return new, info, warm
+
+
+def _checks_in(scene: Scene, params: Params, state, control):
+    """Stage 0: ``(params, control, invalid bits (N,))``: the actuators' ``ctrl`` set, each body's broken rules."""
     params, control = with_ctrl(scene, params, state, control)
     invalid_b = per_body(lambda p, s, u: broken_rules(p, s, u), params, state, control)
-    given = state
     if scene.fixed:  # fixed bodies: at rest (a rule), never moved, no gravity or control
         invalid_b = invalid_b | fixed_at_rest(scene, state)
     jp = getattr(params, "joints", None)
     if scene.joints is not None and isinstance(jp, world_joints.JointParams) and jp.has_checks():
         invalid_b = invalid_b | jnp.where(world_joints.broken_passive(jp, scene.joints), jnp.int32(1 << JOINT_PASSIVE), jnp.int32(0))
-    if scene.ground:
-        state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
-        if scene.fixed:
-            state, projected_b = _keep(scene.fixed_bodies, given, state), projected_b & ~scene.fixed_bodies
-        if scene.off_ground:  # a body that does not touch the ground is never moved out of it
-            off = scene.off_ground_bodies
-            state, projected_b = _keep(off, given, state), projected_b & ~off
-    else:
-        projected_b = jnp.zeros((scene.num_bodies,), bool)
+    return params, control, invalid_b
+
+
+def _depenetrate(model, scene: Scene, params: Params, state):
+    """Stage 1: ``(state, moved out (N,))``: each body out of the ground (not a fixed one, not one off the ground)."""
+    if not scene.ground:
+        return state, jnp.zeros((scene.num_bodies,), bool)
+    given = state
+    state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
+    if scene.fixed:
+        state, projected_b = _keep(scene.fixed_bodies, given, state), projected_b & ~scene.fixed_bodies
+    if scene.off_ground:  # a body that does not touch the ground is never moved out of it
+        off = scene.off_ground_bodies
+        state, projected_b = _keep(off, given, state), projected_b & ~off
+    return state, projected_b
+
+
+def _free_motion(model, params: Params, state, control, invalid_b):
+    """Stage 2: ``(v¹, M⁻¹, invalid bits)``: the fluid's drag at the state the step starts from (a wrench
+    beside the control, its rule checked), v¹ and M⁻¹ per body."""
     medium = getattr(params, "medium", None)
-    if medium is not None:  # the fluid's drag at the state the step starts from, a wrench beside the control
+    if medium is not None:
         invalid_b = invalid_b | jnp.where(broken_medium(medium), jnp.int32(1 << MEDIUM), jnp.int32(0))
         drag = fluid_wrench(params.body, medium, state)
         control = drag if control is None else control + drag
     v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
     Minv = per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
-    if coupled(scene):
-        v_new, p_body, info, warm, con = _contacts_coupled(model, scene, params, state, v1, Minv, warm)
-    else:
-        v_new, p_body, laws_info, warm, failed_b = _contactsper_body(model, scene, params, state, v1, Minv, warm)
+    return v1, Minv, invalid_b
+
+
+def _integrate(model, scene: Scene, params: Params, given, state, v_new, Minv, con):
+    """Stage 4: the state⁺ of every body (``stages.integrate``), fast pairs separated, fixed bodies kept."""
     new = per_body(lambda p, s, v: stages.integrate(model, s, v), params, state, v_new)
     if scene.fast_hits and scene.pairs:  # the fast pairs' overlap at the pose reached, moved out (position only)
         new, _ = separate_fast_pairs(model, scene, params, state, new, Minv, on_ground(scene, con))
     if scene.fixed:  # a fixed body's state is kept exactly as given
         new = _keep(scene.fixed_bodies, given, new)
-    if coupled(scene):
-        return new, _checks_coupled(model, scene, con, info, invalid_b, projected_b, p_body, new), warm
-    return new, _checksper_body(scene, params, laws_info, invalid_b, projected_b, failed_b, p_body, new), warm
+    return new
 
 
 def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, invalid_b, projected_b, p_body, new):
