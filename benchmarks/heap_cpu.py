@@ -10,7 +10,9 @@ two compiles of the same program alternated window by window (A B A B …, ``--r
 (``worlds.pipeline.compiler_options()``: what a world's eager entry points compile with on a CPU) and
 ``xla`` (XLA's defaults). Also per heap: the solve's sweeps per step and the valid contacts per world
 at the windows' states (``WorldInfo.iterations``; ``contacts.collide``), the compiled program's size
-(HLO lines, fusions, YNNPACK fusions, custom calls) and its compile time in CPU seconds. Writes
+(HLO lines, fusions, YNNPACK fusions, custom calls) and its compile time in CPU seconds; ``--trace``: each
+operation's time in one more window of each (JAX's profiler), summed per stage of the step by the
+operation's source (``trace``). Writes
 ``benchmarks/results/<name>.{json,md}``."""
 
 from __future__ import annotations
@@ -28,13 +30,81 @@ from .mixed_speed import HEAPS, _worlds, broad_phased
 COMPILES = ("world", "xla")
 
 
+def _frames(text: str):
+    """{instruction name: its innermost-first chain of (file, function)} from a compiled program's text
+    (XLA's stack-frame tables)."""
+    def section(name):
+        m = re.search(rf"^{name}\n(.*?)(?:\n\n|\Z)", text, re.S | re.M)
+        return m.group(1).splitlines() if m else []
+
+    def table(name):
+        return {int(line.split()[0]): dict(re.findall(r"(\w+)=(\d+)", line)) for line in section(name)}
+
+    files = {int(line.split()[0]): line.split(None, 1)[1].strip('"') for line in section("FileNames")}
+    funcs = {int(line.split()[0]): line.split(None, 1)[1].strip('"') for line in section("FunctionNames")}
+    locs, frames = table("FileLocations"), table("StackFrames")
+
+    def chain(fid):
+        out = []
+        while fid in frames:
+            loc = locs.get(int(frames[fid].get("file_location_id", 0)), {})
+            out.append((files.get(int(loc.get("file_name_id", 0)), "?").split("/")[-1],
+                        funcs.get(int(loc.get("function_name_id", 0)), "?")))
+            parent = int(frames[fid].get("parent_frame_id", 0))
+            if parent in (0, fid):
+                break
+            fid = parent
+        return out
+
+    return {m.group(1): chain(int(m.group(2)))
+            for m in re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?stack_frame_id=(\d+)", text, re.M)}
+
+
+STAGES = (("the PGS kernel", ("_native_sweeps",)), ("solve, around the kernel", ("solve_body_lcp", "solve_coupled")),
+          ("narrow phase: convex pairs (cylinders)", ("convex_pair",)),
+          ("narrow phase: round–hull pairs", ("round_hull",)), ("narrow phase: round–round pairs", ("round_round",)),
+          ("narrow phase: hull–hull kernel", ("hull_hull",)), ("ground contacts", ("ground_contacts",)),
+          ("pairs' rows and slots", ("pair_contacts", "keep_slots")), ("contact problem", ("body_problem",)),
+          ("impacts' islands", ("stiff_rows",)))
+
+
+def trace(program, state, worlds, window, directory):
+    """Each XLA operation's time in one call of ``program`` (JAX's profiler; CPU µs per world-step summed
+    per stage of ``STAGES`` by the operation's source, and how many operations ran per step): the
+    profiler's own cost inflates many small operations, so read shares, not totals."""
+    import glob
+    import gzip
+    import json
+    import shutil
+
+    import jax
+
+    shutil.rmtree(directory, ignore_errors=True)
+    with jax.profiler.trace(directory, create_perfetto_trace=True):
+        jax.block_until_ready(program(state))
+    events = json.load(gzip.open(glob.glob(f"{directory}/**/perfetto_trace.json.gz", recursive=True)[0]))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    frames = _frames(program.as_text())
+    us, count = {}, {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("ph") != "X" or name.startswith(("$", "end:", "Pjit", "Common")) or "Thunk" in name:
+            continue
+        funcs = " ".join(f for _, f in frames.get(name, ()))
+        stage = "YNNPACK fusions" if name.startswith("ynn_fusion") else next(
+            (k for k, keys in STAGES if any(x in funcs for x in keys)), "other" if funcs else "no source (XLA's copies)")
+        us[stage] = us.get(stage, 0.0) + e.get("dur", 0) / (worlds * window)
+        count[stage] = count.get(stage, 0) + 1
+    return {k: {"us_per_world_step": us[k], "ops_per_step": count[k] / window} for k in sorted(us, key=lambda k: -us[k])}
+
+
 def _program_size(text: str) -> dict:
     ops = re.findall(r"=\s*\S+\s+([a-z\-]+)\(", text)
     return {"hlo_lines": text.count("\n"), "fusions": ops.count("fusion"), "ynn_fusions": text.count("__ynn_fusion"),
             "custom_calls": ops.count("custom-call")}
 
 
-def measure(heap, worlds, settle, window, rounds):
+def measure(heap, worlds, settle, window, rounds, traced=False):
     import jax
     import jax.numpy as jnp
 
@@ -82,6 +152,8 @@ def measure(heap, worlds, settle, window, rounds):
             cpu[c].append(1e6 * (time.process_time() - t) / (worlds * window))
     out["cpu_us_per_world_step"] = cpu
     out["mean_final_height_m"] = {c: float(np.asarray(s[c].pos[..., 2]).mean()) for c in COMPILES}
+    if traced:
+        out["trace"] = {c: trace(programs[c], s[c], worlds, window, f"/tmp/heap_cpu_trace_{heap}_{c}") for c in COMPILES}
     return out
 
 
@@ -94,12 +166,14 @@ def main(argv=None):
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--name", default="heap_cpu")
+    ap.add_argument("--trace", action="store_true", help="also each operation's time in one window (JAX's profiler), "
+                                                          "summed per stage of the step")
     args = ap.parse_args(argv)
     res = {"machine": machine_info("benchmarks.heap_cpu", argv), "worlds": args.worlds, "settle": args.settle,
            "window": args.window, "rounds": args.rounds, "heaps": {}}
     rows, info = [], []
     for h in args.only.split(","):
-        r = measure(h, args.worlds, args.settle, args.window, args.rounds)
+        r = measure(h, args.worlds, args.settle, args.window, args.rounds, args.trace)
         print(h, r, flush=True)
         res["heaps"][h] = r
         write_json(RESULTS_DIR / f"{args.name}.json", res)
@@ -120,6 +194,11 @@ def main(argv=None):
                         "mean final z (m)"], rows),
           "", md_table(["heap", "pair slots", "pair groups", "sweeps per step (mean / median / max)",
                         "valid contacts per world (ground + pairs of slots)"], info)]
+    for h, r in res["heaps"].items():
+        for c, t in r.get("trace", {}).items():
+            md += ["", f"## {h}, compile {c}: one window traced (JAX's profiler; µs per world-step, inflated by it)", "",
+                   md_table(["stage (by the operation's source)", "µs per world-step", "operations per step"],
+                            [[k, fmt(v["us_per_world_step"]), fmt(v["ops_per_step"])] for k, v in t.items()])]
     (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
     print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
 

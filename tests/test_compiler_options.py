@@ -32,15 +32,11 @@ def _world(dtype=jnp.float64, n=3):
 
 
 def test_the_eager_program_has_no_ynn_fusions():
-    """The world's program the eager rollout compiles (``top_level(rollout_jit)``) has no YNNPACK
-    fusion; XLA's default for the same program has some (else the options would not matter here)."""
+    """The world's program the eager rollout compiles (``top_level(rollout_jit)``, a one-box world) has
+    no YNNPACK fusion (XLA's default compile of it has some: ``benchmarks.heap_cpu`` counts them)."""
     scene, params, state = _world(jnp.float32, n=1)
-    args = (MODEL, scene, params, state, None, 2, "final")
-    plain = pipeline.rollout_jit.lower(*args).compile().as_text()
-    top = pipeline.top_level(pipeline.rollout_jit).lower(*args).compile().as_text()
-    if "__ynn_fusion" not in plain:
-        pytest.skip("this XLA makes no YNNPACK fusions of a world's step")
-    assert "__ynn_fusion" not in top
+    top = pipeline.top_level(pipeline.rollout_jit).lower(MODEL, scene, params, state, None, 1, "final").compile()
+    assert "fusion" in top.as_text() and "__ynn_fusion" not in top.as_text()
     assert pipeline.compiler_options() == dict(pipeline.CPU_COMPILER_OPTIONS)
 
 
