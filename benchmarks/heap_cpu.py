@@ -60,17 +60,19 @@ def _frames(text: str):
             for m in re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?stack_frame_id=(\d+)", text, re.M)}
 
 
-STAGES = (("the PGS kernel", ("_native_sweeps",)), ("solve, around the kernel", ("solve_body_lcp", "solve_coupled")),
-          ("narrow phase: convex pairs (cylinders)", ("convex_pair",)),
-          ("narrow phase: round–hull pairs", ("round_hull",)), ("narrow phase: round–round pairs", ("round_round",)),
-          ("narrow phase: hull–hull kernel", ("hull_hull",)), ("ground contacts", ("ground_contacts",)),
-          ("pairs' rows and slots", ("pair_contacts", "keep_slots")), ("contact problem", ("body_problem",)),
-          ("impacts' islands", ("stiff_rows",)))
+FILES = {"collision.py": "narrow phase (collision.py)", "narrow.cc": "narrow phase (collision.py)",
+         "body_lcp.py": "solve (solvers/)", "lcp.py": "solve (solvers/)", "entry.py": "solve (solvers/)",
+         "implicit.py": "solve (solvers/)", "problem.py": "solve (solvers/)", "coulomb.py": "solve (solvers/)",
+         "contacts.py": "collision stage's bookkeeping (worlds/contacts.py)",
+         "geometry.py": "rows, candidates, mass matrices (geometry.py)", "rotations.py": "rotations.py",
+         "contact.py": "contact problem (contact.py)", "pipeline.py": "the step (pipeline.py, stages.py)",
+         "stages.py": "the step (pipeline.py, stages.py)"}
+"""The stage of an operation: its innermost source frame's file (XLA keeps a few frames per operation)."""
 
 
 def trace(program, state, worlds, window, directory):
     """Each XLA operation's time in one call of ``program`` (JAX's profiler; CPU µs per world-step summed
-    per stage of ``STAGES`` by the operation's source, and how many operations ran per step): the
+    per stage by the operation's source file, ``FILES``, and how many operations ran per step): the
     profiler's own cost inflates many small operations, so read shares, not totals."""
     import glob
     import gzip
@@ -84,15 +86,19 @@ def trace(program, state, worlds, window, directory):
         jax.block_until_ready(program(state))
     events = json.load(gzip.open(glob.glob(f"{directory}/**/perfetto_trace.json.gz", recursive=True)[0]))
     events = events["traceEvents"] if isinstance(events, dict) else events
-    frames = _frames(program.as_text())
+    text = program.as_text()
+    frames = _frames(text)
+    kernels = dict(re.findall(r'%([\w.\-]+) = .*?custom_call_target="(\w+?)_f(?:32|64)"', text))
     us, count = {}, {}
     for e in events:
         name = e.get("name", "")
         if e.get("ph") != "X" or name.startswith(("$", "end:", "Pjit", "Common")) or "Thunk" in name:
             continue
-        funcs = " ".join(f for _, f in frames.get(name, ()))
-        stage = "YNNPACK fusions" if name.startswith("ynn_fusion") else next(
-            (k for k, keys in STAGES if any(x in funcs for x in keys)), "other" if funcs else "no source (XLA's copies)")
+        if name.startswith(("while", "conditional", "call")):  # containers: their operations are counted
+            continue
+        chain = frames.get(name, ())
+        stage = ("YNNPACK fusions" if name.startswith("ynn_fusion") else f"kernel {kernels[name]}" if name in kernels
+                 else "no source (XLA's copies)" if not chain else FILES.get(chain[0][0], chain[0][0]))
         us[stage] = us.get(stage, 0.0) + e.get("dur", 0) / (worlds * window)
         count[stage] = count.get(stage, 0) + 1
     return {k: {"us_per_world_step": us[k], "ops_per_step": count[k] / window} for k in sorted(us, key=lambda k: -us[k])}

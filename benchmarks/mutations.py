@@ -1400,7 +1400,7 @@ MUTATIONS = (
              "static_argnames=static, compiler_options=compiler_options())", "static_argnames=static)", (OPTIONS,)),
     Mutation("world-options-keep-ynn", "worlds", "jaxcontact/worlds/pipeline.py",
              'CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", ""),)',
-             'CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_REDUCE"),)', (OPTIONS,)),
+             'CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_DOT"),)', (OPTIONS,)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
