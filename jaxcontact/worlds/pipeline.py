@@ -512,10 +512,11 @@ rollout_jit = jax.jit(run, static_argnames=RUN_STATIC)
 CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", ""),)
 """XLA's options for a world's programs compiled on a CPU by the eager entry points (``rollout``,
 ``batch_rollout``, ``worlds.sharded_batch_rollout``): no YNNPACK fusions. XLA's CPU default hands
-small reductions, fused with their producers (a 3-vector's dot, an argmax over a hull's faces, the
-solve's largest |b|), to YNNPACK, which runs a world's shapes several times slower than XLA's own
-loops: 1.38× the 16-box heap's step, 1.52× the mixed heap's (docs/worlds.md, "Where the mixed heap's
-time goes"). A user's own top-level ``jit`` of a world passes ``compiler_options=compiler_options()``."""
+small dots and reductions, fused with their producers (a 3-vector's dot, a max over a hull's faces,
+the solve's largest |b|), to YNNPACK, which runs a world's shapes slower than XLA's own loops: off,
+the 16-box heap's step takes 1/1.32 of the CPU time, the mixed heap's 1/1.60 (docs/worlds.md, "Where
+the mixed heap's time goes"). A user's own top-level ``jit`` of a world passes
+``compiler_options=compiler_options()``."""
 
 
 def compiler_options() -> dict | None:
