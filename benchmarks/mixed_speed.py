@@ -19,7 +19,9 @@ cylinders). Each heap runs ``--worlds`` worlds × ``--steps`` steps:
   alone (the design before ``max_slots``); ``none``: every pair of the table every step (the first
   measurement's setting). Several, comma-separated, run each beside the others against the same
   MuJoCo run; ``--fast-hits`` turns ``Scene.fast_hits`` on, a design's suffix ``+fast`` on it alone
-  (``--broad-phase heap,heap+fast``: its cost in one run);
+  (``--broad-phase heap,heap+fast``: its cost in one run); ``--compile world`` (the default) compiles
+  with the options a world's eager entry points use on a CPU (``worlds.pipeline.compiler_options()``:
+  no YNNPACK fusions), ``xla`` with XLA's defaults (the design before; ``--compile world,xla``: both);
 - MuJoCo C 4: ``mujoco.rollout.Rollout(nthread=2)`` on the same worlds (the MJCF of the scene, each
   world's qpos), its defaults (pyramidal cone, Newton, float64), best of two timed calls after a
   warm-up.
@@ -69,13 +71,16 @@ def broad_phased(scene, broad_phase: str):
     return dataclasses.replace(scene, max_slots=None) if broad_phase == "group" else scene
 
 
-def run_jaxcontact(text, qpos, steps, broad_phase="heap", fast_hits=False):
+COMPILES = ("world", "xla")
+
+
+def run_jaxcontact(text, qpos, steps, broad_phase="heap", fast_hits=False, compile_with="world"):
     import jax
     import jax.numpy as jnp
 
     from jaxcontact import worlds
     from jaxcontact.types import State
-    from jaxcontact.worlds import mjcf
+    from jaxcontact.worlds import mjcf, pipeline
 
     scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
     scene = dataclasses.replace(broad_phased(scene, broad_phase), fast_hits=fast_hits)
@@ -85,7 +90,7 @@ def run_jaxcontact(text, qpos, steps, broad_phase="heap", fast_hits=False):
                    omega=jnp.zeros((W, n, 3), jnp.float32))
     fn = jax.jit(lambda p, s: worlds.sharded_batch_rollout(model, scene, p, s, steps, output="final"))
     t = time.perf_counter()
-    compiled = fn.lower(params, states).compile()
+    compiled = fn.lower(params, states).compile(pipeline.compiler_options() if compile_with == "world" else None)
     compile_s = time.perf_counter() - t
     t = time.perf_counter()
     final, summary = jax.block_until_ready(compiled(params, states))
@@ -94,7 +99,8 @@ def run_jaxcontact(text, qpos, steps, broad_phase="heap", fast_hits=False):
             "mean_final_height_m": float(np.asarray(final.pos[..., 2]).mean()),
             "flags": int(np.bitwise_or.reduce(np.asarray(summary.flags).reshape(-1))),
             "devices": len(jax.devices()), "max_pairs": scene.max_pairs, "max_slots": scene.max_slots,
-            "slots": scene.num_pair_slots, "broad_phase": broad_phase, "fast_hits": scene.fast_hits}
+            "slots": scene.num_pair_slots, "broad_phase": broad_phase, "fast_hits": scene.fast_hits,
+            "compile": compile_with}
 
 
 def run_mujoco(text, qpos, steps, threads=2):
@@ -133,25 +139,32 @@ def main(argv=None):
                          "and 3N slots across the groups, as simulate --mjcf), group (max_pairs alone: the design "
                          "before max_slots), none (every pair); a suffix +fast: with Scene.fast_hits")
     ap.add_argument("--fast-hits", action="store_true", help="Scene.fast_hits on (off by default)")
+    ap.add_argument("--compile", default="world",
+                    help="comma-separated, each run beside the others: world (XLA's options of a world's eager entry "
+                         "points on a CPU, worlds.pipeline.CPU_COMPILER_OPTIONS: no YNNPACK fusions), xla (XLA's "
+                         "defaults: the design before)")
     args = ap.parse_args(argv)
     for h in args.only.split(","):
         if h not in HEAPS:
             ap.error(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
-    designs = args.broad_phase.split(",")
-    for b in designs:
+    for b in args.broad_phase.split(","):
         if b.removesuffix("+fast") not in BROAD_PHASES:
             ap.error(f"--broad-phase: unknown {b!r} (one of {', '.join(BROAD_PHASES)})")
+    for c in args.compile.split(","):
+        if c not in COMPILES:
+            ap.error(f"--compile: unknown {c!r} (one of {', '.join(COMPILES)})")
+    designs = [(b, c) for b in args.broad_phase.split(",") for c in args.compile.split(",")]
     res = {"machine": machine_info("benchmarks.mixed_speed", argv), "worlds": args.worlds, "steps": args.steps,
-           "broad_phase": args.broad_phase, "fast_hits": args.fast_hits, "heaps": {}}
+           "broad_phase": args.broad_phase, "fast_hits": args.fast_hits, "compile": args.compile, "heaps": {}}
     for h in args.only.split(","):
         kinds, n = HEAPS[h]
         text, qpos, _ = _worlds(kinds, n, args.worlds)
         mj = run_mujoco(text, qpos, args.steps)
         print(f"{h}: mujoco {mj}", flush=True)
-        for b in designs:
-            jc = run_jaxcontact(text, qpos, args.steps, b.removesuffix("+fast"), args.fast_hits or b.endswith("+fast"))
+        for b, c in designs:
+            jc = run_jaxcontact(text, qpos, args.steps, b.removesuffix("+fast"), args.fast_hits or b.endswith("+fast"), c)
             print(f"{h}: jaxcontact {jc}", flush=True)
-            key = h if len(designs) == 1 else f"{h} ({b})"
+            key = h if len(designs) == 1 else f"{h} ({b}, {c})"
             res["heaps"][key] = {"bodies": n, "jaxcontact": jc, "mujoco": mj,
                                  "behind": mj["body_steps_per_s"] / jc["body_steps_per_s"]}
             write_json(RESULTS_DIR / f"{args.name}.json", res)
@@ -162,7 +175,8 @@ def main(argv=None):
             for h, r in res["heaps"].items()]
     md = ["# Heaps of round and mixed bodies against MuJoCo C, both cores", "", md_machine(res["machine"]), "",
           f"{args.worlds} worlds × {args.steps} steps of 2 ms each; jaxcontact float32 on two CPU devices, MuJoCo C "
-          f"with two threads (module docstring); broad phase: {args.broad_phase}; fast_hits: {args.fast_hits}.", "",
+          f"with two threads (module docstring); broad phase: {args.broad_phase}; fast_hits: {args.fast_hits}; "
+          f"compile: {args.compile}.", "",
           md_table(["heap", "bodies", "jaxcontact body-steps/s", "MuJoCo C body-steps/s", "MuJoCo / jaxcontact",
                     "compile (s)", "mean final z, jaxcontact (m)", "mean final z, MuJoCo (m)", "flags", "max_pairs",
                     "pair slots"],

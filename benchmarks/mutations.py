@@ -53,6 +53,7 @@ CONE = "tests/test_friction_cone.py"
 SCENERY = "tests/test_scenery.py"
 MJCF_SCENERY = "tests/test_mjcf_scenery.py"
 BROAD = "tests/test_broad_phase.py"
+OPTIONS = "tests/test_compiler_options.py::test_the_eager_program_has_no_ynn_fusions"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1394,6 +1395,12 @@ MUTATIONS = (
     Mutation("mjcf-constraint-disabled-loads", "mjcf", "jaxcontact/worlds/mjcf.py",
              "        if rows:\n            problems.append(f\"option flag constraint",
              "        if False:\n            problems.append(f\"option flag constraint", ("tests/test_mjcf_flags.py::test_contacts_disabled_collide_nothing_as_mujoco_and_disabled_constraints_are_refused",)),
+    # a world's eager programs on a CPU: compiled without YNNPACK fusions (docs/worlds.md)
+    Mutation("world-options-not-passed", "worlds", "jaxcontact/worlds/pipeline.py",
+             "static_argnames=static, compiler_options=compiler_options())", "static_argnames=static)", (OPTIONS,)),
+    Mutation("world-options-keep-ynn", "worlds", "jaxcontact/worlds/pipeline.py",
+             'CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", ""),)',
+             'CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_DOT"),)', (OPTIONS,)),
 )
 def _copy_repo(dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,

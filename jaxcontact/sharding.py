@@ -77,17 +77,21 @@ def sharded_batch_rollout(
 
 
 @functools.lru_cache(maxsize=64)
-def per_device_rollout(model, scene, n_steps, params_batched, output, with_info, chunk, lift, with_controls, mesh):
+def per_device_rollout(model, scene, n_steps, params_batched, output, with_info, chunk, lift, with_controls, mesh,
+                       options=None):
     """The sharded program of bodies and worlds alike: a jitted ``shard_map`` over ``mesh``'s batch
     axis of ``worlds.pipeline.batch_jit`` (each device its own batch, its own solver loops; its own
-    chunks of ``chunk`` systems), cached per setting; called as ``(params, states, controls)``."""
+    chunks of ``chunk`` systems), cached per setting; called as ``(params, states, controls)``.
+    ``options``: XLA's compiler options as (name, value) pairs (``pipeline.CPU_COMPILER_OPTIONS``), for a
+    call at the top level only; None: XLA's defaults."""
 
     def local(params, states, controls):  # traced: no validation again
         return pipeline.batch_jit(model, scene, params, states, controls, n_steps, params_batched, output, with_info,
                                   chunk, False, lift)
 
     specs = (P(BATCH_AXIS) if params_batched else P(), P(BATCH_AXIS), P(BATCH_AXIS) if with_controls else P())
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False))
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False),
+                   compiler_options=None if options is None else dict(options))
 
 
 __all__ = ["BATCH_AXIS", "batch_mesh", "per_device_rollout", "shard_batch", "sharded_batch_rollout"]

@@ -38,6 +38,7 @@ Softness (``Scene.softness``) and the reach filter act on coupled worlds only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from typing import Any
 
@@ -550,7 +551,31 @@ def run(model, scene: Scene, params: Params, state, controls, n_steps: int, outp
     return (out, failed) if watch else out
 
 
-rollout_jit = jax.jit(run, static_argnames=("model", "scene", "n_steps", "output", "with_info", "watch"))
+RUN_STATIC = ("model", "scene", "n_steps", "output", "with_info", "watch")
+rollout_jit = jax.jit(run, static_argnames=RUN_STATIC)
+
+CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", ""),)
+"""XLA's options for a world's programs compiled on a CPU by the eager entry points (``rollout``,
+``batch_rollout``, ``worlds.sharded_batch_rollout``): no YNNPACK fusions. XLA's CPU default hands
+small dots and reductions, fused with their producers (a 3-vector's dot, a max over a hull's faces,
+the solve's largest |b|), to YNNPACK, which runs a world's shapes slower than XLA's own loops: off,
+the 16-box heap's step takes 1/1.32 of the CPU time, the mixed heap's 1/1.60 (docs/worlds.md, "Where
+the mixed heap's time goes"). A user's own top-level ``jit`` of a world passes
+``compiler_options=compiler_options()``."""
+
+
+def compiler_options() -> dict | None:
+    """``CPU_COMPILER_OPTIONS`` as ``jax.jit``'s ``compiler_options`` where JAX's default backend is a
+    CPU; None elsewhere (XLA's defaults)."""
+    return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else None
+
+
+@functools.cache
+def top_level(program):
+    """``program`` (``rollout_jit`` or ``batch_jit``) jitted again with ``compiler_options()``: what
+    the eager entry points call (at the top level: JAX refuses compiler options in a nested ``jit``)."""
+    static = RUN_STATIC if program is rollout_jit else BATCH_STATIC
+    return jax.jit(program.__wrapped__, static_argnames=static, compiler_options=compiler_options())
 
 
 # Systems per sequential chunk of a batched rollout on a CPU (chosen by the chunk-size sweep of the
@@ -590,8 +615,8 @@ def as_is(fn, p, s, u):
     return fn(p, s, u)
 
 
-batch_jit = jax.jit(_batch, static_argnames=("model", "scene", "n_steps", "params_batched", "output", "with_info",
-                                             "chunk_size", "watch", "lift"))
+BATCH_STATIC = ("model", "scene", "n_steps", "params_batched", "output", "with_info", "chunk_size", "watch", "lift")
+batch_jit = jax.jit(_batch, static_argnames=BATCH_STATIC)
 
 
 def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, controls=None, *,
@@ -627,7 +652,7 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     if not is_concrete((params, state, controls)):
         return world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
     validate(scene, params, state, controls, control_steps=True, start=start, dt=model.dt)
-    out = world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
+    out = world_out(top_level(rollout_jit)(model, scene, params, state, controls, n_steps, output), output, scene)
     if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
         if scene.ground:
             eager.warn_world_penetration(model, params, state, batched=False)
@@ -703,8 +728,8 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     check = is_concrete((params, states, controls))
     if check:
         validate_batch(scene, params, states, controls, start=start, dt=model.dt)
-    out = batch_jit(model, scene, params, states, controls, n_steps, False, output, True, None, False, as_is)
-    out = world_out(out, output, scene)
+    args = (model, scene, params, states, controls, n_steps, False, output, True, None, False, as_is)
+    out = world_out((top_level(batch_jit) if check else batch_jit)(*args), output, scene)
     if check:
         if _penetrated_at_start(out, output):
             if scene.ground:
@@ -816,5 +841,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "actuated", "as_is", "with_ctrl", "batch_jit", "batch_rollout", "body_scene", "check_law",
-           "check_shapes", "coupled", "energy", "fixed_at_rest", "hold_fixed", "on_ground", "initial_warm", "lift_body", "rollout", "rollout_jit", "run",
+           "BATCH_STATIC", "CPU_COMPILER_OPTIONS", "RUN_STATIC", "check_shapes", "compiler_options", "coupled", "energy", "fixed_at_rest", "hold_fixed", "on_ground", "initial_warm", "lift_body", "rollout", "rollout_jit", "run", "top_level",
            "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]
