@@ -700,3 +700,33 @@ def heap_height_grad(model, scene, params, steps: int):
         return jax.grad(height)(s.vel)
 
     return grad
+
+
+# the heaps of round and mixed bodies (mixed_speed, round_profile, heap_cpu, fast_hits_scenes)
+HEAPS = {"boxes16": (("box",), 16), "spheres64": (("sphere",), 64),
+         "mixed16": (("box", "sphere", "capsule", "cylinder"), 16)}
+
+
+def heap_worlds(kinds, n, W):
+    """(MJCF of seed 0, per-world qpos (W, 7n), the descriptions) of W worlds of one heap."""
+    from experiments.peer_scenes import heap_scene, mjcf_text, moving
+
+    scenes = [heap_scene(kinds, n, seed) for seed in range(W)]
+    qpos = np.array([[x for g in moving(sc) for x in g["pos"] + g["quat"]] for sc in scenes])
+    return mjcf_text(scenes[0]), qpos, scenes
+
+
+BROAD_PHASES = ("heap", "group", "none")
+
+
+def broad_phased(scene, broad_phase: str):
+    """``scene`` with one of ``BROAD_PHASES``: "heap" (``worlds.scenes.heap_broad_phase``: more than 3N
+    pairs get ``max_pairs`` = 3N per group and, when the groups hold more than 3N slots together,
+    ``max_slots`` = 3N across them), "group" (``max_pairs`` alone: the design before ``max_slots``),
+    "none" (every pair)."""
+    from jaxcontact.worlds.scenes import heap_broad_phase
+
+    if broad_phase == "none":
+        return scene
+    scene = heap_broad_phase(scene)
+    return _dc.replace(scene, max_slots=None) if broad_phase == "group" else scene

@@ -42,7 +42,7 @@ def heap_speed(heaps, W, steps, repeats):
     from jaxcontact.types import State
     from jaxcontact.worlds import mjcf
 
-    from .mixed_speed import HEAPS
+    from .common import HEAPS
 
     for name in heaps:
         kinds, n = HEAPS[name]

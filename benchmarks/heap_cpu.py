@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
-from .mixed_speed import HEAPS, _worlds, broad_phased
+from .common import HEAPS, broad_phased, heap_worlds
 
 COMPILES = ("world", "xla")
 
@@ -118,7 +118,7 @@ def measure(heap, worlds, settle, window, rounds, traced=False):
     from jaxcontact.worlds import contacts, mjcf, pipeline
 
     kinds, n = HEAPS[heap]
-    text, qpos, _ = _worlds(kinds, n, worlds)
+    text, qpos, _ = heap_worlds(kinds, n, worlds)
     scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
     scene = broad_phased(scene, "heap")
     q = qpos.reshape(worlds, n, 7).astype(np.float32)

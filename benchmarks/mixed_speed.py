@@ -40,36 +40,8 @@ import time
 
 import numpy as np
 
-from experiments.peer_scenes import heap_scene, mjcf_text, moving
-
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
-
-HEAPS = {"boxes16": (("box",), 16), "spheres64": (("sphere",), 64),
-         "mixed16": (("box", "sphere", "capsule", "cylinder"), 16)}
-
-
-def _worlds(kinds, n, W):
-    """(MJCF of seed 0, per-world qpos (W, 7n), the descriptions) of W worlds of one heap."""
-    scenes = [heap_scene(kinds, n, seed) for seed in range(W)]
-    qpos = np.array([[x for g in moving(sc) for x in g["pos"] + g["quat"]] for sc in scenes])
-    return mjcf_text(scenes[0]), qpos, scenes
-
-
-BROAD_PHASES = ("heap", "group", "none")
-
-
-def broad_phased(scene, broad_phase: str):
-    """``scene`` with one of ``BROAD_PHASES``: "heap" (``worlds.scenes.heap_broad_phase``: more than 3N
-    pairs get ``max_pairs`` = 3N per group and, when the groups hold more than 3N slots together,
-    ``max_slots`` = 3N across them), "group" (``max_pairs`` alone: the design before ``max_slots``),
-    "none" (every pair)."""
-    from jaxcontact.worlds.scenes import heap_broad_phase
-
-    if broad_phase == "none":
-        return scene
-    scene = heap_broad_phase(scene)
-    return dataclasses.replace(scene, max_slots=None) if broad_phase == "group" else scene
-
+from .common import (BROAD_PHASES, HEAPS, RESULTS_DIR, broad_phased, fmt, heap_worlds, machine_info, md_machine,
+                     md_table, write_json)
 
 COMPILES = ("world", "xla")
 
@@ -158,7 +130,7 @@ def main(argv=None):
            "broad_phase": args.broad_phase, "fast_hits": args.fast_hits, "compile": args.compile, "heaps": {}}
     for h in args.only.split(","):
         kinds, n = HEAPS[h]
-        text, qpos, _ = _worlds(kinds, n, args.worlds)
+        text, qpos, _ = heap_worlds(kinds, n, args.worlds)
         mj = run_mujoco(text, qpos, args.steps)
         print(f"{h}: mujoco {mj}", flush=True)
         for b, c in designs:

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
-from .mixed_speed import BROAD_PHASES, HEAPS, _worlds, broad_phased
+from .common import BROAD_PHASES, HEAPS, broad_phased, heap_worlds
 
 
 def _time(fn, *args, repeat=3):
@@ -48,7 +48,7 @@ def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
     from jaxcontact.worlds import contacts, mjcf, pipeline
 
     kinds, n = HEAPS[heap]
-    text, qpos, _ = _worlds(kinds, n, worlds)
+    text, qpos, _ = heap_worlds(kinds, n, worlds)
     scene, params, _, model = mjcf.from_mjcf(text, dtype=jnp.float32)
     scene = dataclasses.replace(broad_phased(scene, broad_phase), fast_hits=fast_hits)
     q = qpos.reshape(worlds, n, 7).astype(np.float32)

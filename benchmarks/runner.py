@@ -129,6 +129,8 @@ REGISTRY = (
     _b("gpu_run", "everything a GPU lease measures, in one process: jaxcontact on a GPU against MJX"),
     _b("gradient_quality", "each gradient mode against the loss smoothed at the scale of real data",
        ("gradient_quality.json", "gradient_quality.md", "gradient_quality.npz")),
+    _b("heap_cpu", "where the heaps' steps go in CPU seconds: compiler options alternated, sweeps, program size",
+       ("heap_cpu.json", "heap_cpu.md")),
     _b("heap_probe", "probes of why jaxcontact's settled heaps stand taller than MuJoCo C's",
        ("heap_probe.json", "heap_probe.md")),
     _b("heap_profile", "a jax.profiler trace of one compiled batch of 16-box heaps"),

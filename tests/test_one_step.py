@@ -45,17 +45,28 @@ def _world(law, law_params, n, **scene_kw):
 
 def test_a_single_body_is_a_world_of_one_body():
     """``jaxcontact.rollout`` is the world rollout of a one-body world without pairs: the same
-    trajectory, bit for bit, and its ``ContactInfo`` is the world info's ``contacts``."""
+    trajectory, bit for bit, and its ``ContactInfo`` is the world info's ``contacts``, compiled
+    alike (both inside one ``jit``). Eagerly a world's program is compiled with its CPU options
+    (``pipeline.CPU_COMPILER_OPTIONS``), the body's with XLA's defaults: the same within round-off."""
     law = jc.CoulombLCP()
     model = jc.Model(law=law)
     scene, params, box = _world(law, law.init_params(mu=0.3, restitution=0.2), 1)
     s = jc.make_state(pos=(0.0, 0.0, 0.2), vel=(1.0, 0.0, -0.5), omega=(1.0, 2.0, 0.3))
-    traj, winfo = worlds.rollout(model, scene, params, jax.tree_util.tree_map(lambda x: x[None], s), 150)
-    ref, info = jc.rollout(model, params.replace(body=box), s, 150, with_info=True)
+    one = jax.tree_util.tree_map(lambda x: x[None], s)
+
+    @jax.jit
+    def both(params, s, one):
+        return (worlds.rollout(model, scene, params, one, 150),
+                jc.rollout(model, params.replace(body=box), s, 150, with_info=True))
+
+    (traj, winfo), (ref, info) = both(params, s, one)
     for a, b in zip(jax.tree_util.tree_leaves(traj), jax.tree_util.tree_leaves(ref)):
         np.testing.assert_array_equal(np.asarray(a)[:, 0], np.asarray(b))
     np.testing.assert_array_equal(np.asarray(winfo.contacts.impulse)[:, 0], np.asarray(info.impulse))
     np.testing.assert_array_equal(np.asarray(winfo.flags), np.asarray(info.flags))
+    eager, _ = worlds.rollout(model, scene, params, one, 150)
+    for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(ref)):
+        np.testing.assert_allclose(np.asarray(a)[:, 0], np.asarray(b), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", [n if n == "dacm" else pytest.param(n, marks=pytest.mark.slow) for n in LEARNED])
