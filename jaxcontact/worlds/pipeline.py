@@ -52,6 +52,7 @@ from ..types import Flags, Model, Params, State
 from ..validation import (
     FIXED_MOVING,
     JOINT_PASSIVE,
+    SOFT,
     MEDIUM,
     OPTIONAL_ARRAY,
     OUTPUT,
@@ -83,6 +84,7 @@ from .contacts import (
 from .materials import contact_friction
 from . import joints as world_joints
 from .medium import broken_medium, check_medium, fluid_wrench
+from . import soft as world_soft
 from .scene import Scene, check_body
 
 
@@ -110,9 +112,10 @@ class WorldInfo:
 
 
 def coupled(scene: Scene) -> bool:
-    """Whether the world's bodies share one contact problem (static): body–body pairs or joints.
+    """Whether the world's bodies share one contact problem (static): body–body pairs, joints, tilted
+    planes, or MuJoCo's soft constraints (``Scene.constraints``: built in the coupled contact stage).
     Otherwise each body's contact with the ground is its own (the per-body route of ``step``)."""
-    return bool(scene.pairs) or scene.joints is not None or scene.planes > 0
+    return bool(scene.pairs) or scene.joints is not None or scene.planes > 0 or scene.constraints == "mujoco"
 
 
 def check_law(model, scene: Scene) -> None:
@@ -199,7 +202,8 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
     vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
     jp = getattr(params, "joints", None)
-    if con.num_limits and jp is not None and getattr(jp, "limit_soft", None) is not None and scene.joints.limited:
+    if (con.num_limits and jp is not None and getattr(jp, "limit_soft", None) is not None and scene.joints.limited
+            and scene.constraints == "hard"):
         # a joint past its limit returns at MuJoCo's soft-limit pace (at most −φ/h), not the contact's cap
         at = slice(con.pair_end, con.pair_end + scene.joints.num_limit_rows)
         phi = con.phi[at]
@@ -207,9 +211,21 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         back = jnp.where(phi < 0, jnp.maximum(prob.target[at], jnp.minimum(soft, -phi / model.dt)), prob.target[at])
         prob = prob.replace(target=prob.target.at[at].set(back))
     mu = contact_friction(params, con, v1.dtype)
+    mujoco = None
+    if scene.constraints == "mujoco":  # MuJoCo's soft rows: their targets, R / A_ii, in the problem once r < 0
+        target, r_soft, soft_row, active = world_soft.rows(scene, params, con, prob, mu, vn_pre, model.dt)
+        prob = prob.replace(target=target, valid=prob.valid & active)
+        mujoco = (r_soft, soft_row)
+
     def soften(impact):  # the rows' softness outside the islands of this step's impacts
         held = scene.fixed_bodies if scene.fixed else None
-        return soft_rows(scene.softness, stiff_rows(con, impact, N, held)) if scene.softness else None
+        ours = soft_rows(scene.softness, stiff_rows(con, impact, N, held)) if scene.softness else None
+        if mujoco is None:
+            return ours
+        r_soft, soft_row = mujoco  # the soft rows' normal row takes R / A_ii, their friction rows ours
+        d = prob.rows_per_contact
+        base = jnp.zeros(r_soft.shape, r_soft.dtype) if ours is None else jnp.asarray(ours, r_soft.dtype)
+        return jnp.broadcast_to(base[:, None], (base.shape[0], d)).at[:, 0].set(jnp.where(soft_row, r_soft, base))
 
     sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
                             None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
@@ -286,7 +302,7 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
     jp = getattr(params, "joints", None)
     if scene.joints is not None and isinstance(jp, world_joints.JointParams) and jp.has_checks():
         invalid_b = invalid_b | jnp.where(world_joints.broken_passive(jp, scene.joints), jnp.int32(1 << JOINT_PASSIVE), jnp.int32(0))
-    if scene.ground:
+    if scene.ground and scene.constraints == "hard":  # MuJoCo's soft contacts sink: nothing is projected out
         state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
         if scene.fixed:
             state, projected_b = _keep(scene.fixed_bodies, given, state), projected_b & ~scene.fixed_bodies
@@ -295,6 +311,8 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm):
             state, projected_b = _keep(off, given, state), projected_b & ~off
     else:
         projected_b = jnp.zeros((scene.num_bodies,), bool)
+    if scene.constraints == "mujoco":  # MuJoCo-soft values out of range: flagged (validation.SOFT)
+        invalid_b = invalid_b | jnp.where(world_soft.broken_soft(scene, params), jnp.int32(1 << SOFT), jnp.int32(0))
     medium = getattr(params, "medium", None)
     if medium is not None:  # the fluid's drag at the state the step starts from, a wrench beside the control
         invalid_b = invalid_b | jnp.where(broken_medium(medium), jnp.int32(1 << MEDIUM), jnp.int32(0))
@@ -322,7 +340,7 @@ def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, in
     failed = stages.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
     # capped target separates them without launching them (as the ground does); flagged
-    if scene.pairs:
+    if scene.pairs and scene.constraints == "hard":
         pair_phi = con.phi[con.num_ground:con.pair_end]
         projected = projected | jnp.any(con.valid[con.num_ground:con.pair_end] & (pair_phi < -model.penetration_tol))
     flags = stages.step_flags(invalid, stages.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
@@ -683,6 +701,7 @@ def check_shapes(scene: Scene, params: Params, state: State, control=None, n_ste
     check_body(scene, params.body, concrete)
     if getattr(params, "medium", None) is not None:
         check_medium(params.medium, N)
+    world_soft.check_soft(scene, params)
     lead = np.shape(state.pos)[:1] if batched else ()
     for name in ("pos", "quat", "vel", "omega"):
         shape = np.shape(getattr(state, name))
