@@ -636,7 +636,7 @@ RULES: tuple[tuple[str, str], ...] = (
     ("params.joints", "damping, stiffness and armature must be finite and >= 0, springref finite; frictionloss "
                        "and the tendons' fields (tendons.TendonParams) likewise"),
     ("params.medium", "density and viscosity must be finite and >= 0, the wind and the principal frames finite"),
-    ("params.soft", "solref (τ, ζ) > 0 or direct (< 0, ≤ 0), solimp d0, d_max, midpoint in (0, 1), width >= 0, "
+    ("params.soft", "solref (τ, ζ) > 0 or direct (< 0, ≤ 0), solimp d0, d_max, midpoint in [0, 1], width >= 0, "
                     "power >= 1, solmix, margins and inverse weights finite and >= 0, impratio > 0 "
                     "(params.joints.limit_soft: the limits' solref)"),
 )

@@ -997,6 +997,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                  (int(model.geom_condim[plane]), int(model.geom_priority[plane])) if plane is not None else (3, 0))
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless + no_ground, rules)
     scene_kw.setdefault("names", names)
+    if scene_kw.get("constraints") == "mujoco":  # MuJoCo's contacts act from their margin: the rows must reach it
+        gm = [float(model.geom_margin[g] - model.geom_gap[g]) for gs in geoms for g in gs]
+        gm += [float(model.geom_margin[plane] - model.geom_gap[plane])] if plane is not None else []
+        if int(model.opt.enableflags) & int(M.mjtEnableBit.mjENBL_OVERRIDE):
+            gm = [float(model.opt.o_margin)]
+        gm += [float(x) for x in np.asarray(model.jnt_margin, float)[np.asarray(model.jnt_limited, bool)]]
+        widest = 2.0 * max(gm, default=0.0)  # the ground's reach holds half the scene's margin
+        scene_kw["margin"] = max(scene_kw.get("margin", 0.002), widest)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
                                 contactless=contactless, no_ground=no_ground, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)

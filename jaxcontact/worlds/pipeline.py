@@ -211,24 +211,20 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         back = jnp.where(phi < 0, jnp.maximum(prob.target[at], jnp.minimum(soft, -phi / model.dt)), prob.target[at])
         prob = prob.replace(target=prob.target.at[at].set(back))
     mu = contact_friction(params, con, v1.dtype)
-    mujoco = None
-    if scene.constraints == "mujoco":  # MuJoCo's soft rows: their targets, R / A_ii, in the problem once r < 0
-        target, r_soft, soft_row, active = world_soft.rows(scene, params, con, prob, mu, vn_pre, model.dt)
-        prob = prob.replace(target=target, valid=prob.valid & active)
-        mujoco = (r_soft, soft_row)
-
     def soften(impact):  # the rows' softness outside the islands of this step's impacts
         held = scene.fixed_bodies if scene.fixed else None
-        ours = soft_rows(scene.softness, stiff_rows(con, impact, N, held)) if scene.softness else None
-        if mujoco is None:
-            return ours
-        r_soft, soft_row = mujoco  # the soft rows' normal row takes R / A_ii, their friction rows ours
-        d = prob.rows_per_contact
-        base = jnp.zeros(r_soft.shape, r_soft.dtype) if ours is None else jnp.asarray(ours, r_soft.dtype)
-        return jnp.broadcast_to(base[:, None], (base.shape[0], d)).at[:, 0].set(jnp.where(soft_row, r_soft, base))
+        return soft_rows(scene.softness, stiff_rows(con, impact, N, held)) if scene.softness else None
 
-    sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
-                            None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
+    if scene.constraints == "mujoco":  # MuJoCo's soft rows (worlds.soft): their targets, R / A_ii, active once r < 0
+        ours = soften(jnp.zeros(con.phi.shape, bool))
+        vel_pre = contact.relative_velocity(prob, v_pre)
+        sp = world_soft.problem(scene, params, con, prob, mu, vel_pre, model.dt, ours)
+        sol = law.solve_coupled(model, params, sp.prob, sp.mu, sp.vn_pre, sp.prob.phi, lambda impact: sp.soft, None,
+                                None if sp.edges > 1 else manifold_size(model, scene, params))
+        sol = sol.replace(z=sp.collapse(sol.z))
+    else:
+        sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
+                                None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
     p_body = sol.impulse.reshape(N, 6)
     if warm is not None:
         warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))

@@ -174,45 +174,72 @@ def limit_joint_of_rows(joints) -> np.ndarray:
     return np.asarray([j for j in joints.limited_joints for _ in range(1 if joints.kind(j) == "ball" else 2)], np.int64)
 
 
-def rows(scene, params, con, prob, mu, vn_pre, dt: float):
-    """The soft rows of a world's contact problem (``Scene.constraints = "mujoco"``): ``(target (C,),
-    soft (C,) the normal rows' R / A_ii, soft_rows (C,) bool, active (C,) bool)`` for ``con``'s contacts
-    (``contacts.WorldContacts``) and ``prob`` (its ``BodyProblem``), ``mu`` (C, 2) their friction and
-    ``vn_pre`` (C,) their normal velocities at the step's start. Soft rows: the body–ground and body–body
-    contacts and the joints' range limits; a soft row is in the problem (``active``) once its distance
-    is below its margin, and asks for v + h a_ref with R on its diagonal; other rows (tendon limits,
-    friction losses) are returned as they are (``soft_rows`` False, ``active`` True)."""
+@struct.dataclass
+class SoftProblem:
+    """A world's contact problem with MuJoCo's soft rows (``problem``): ``prob`` (its ``BodyProblem``,
+    C' contacts), ``mu`` (C', 2), ``vn_pre`` (C',) each row's normal velocity at the step's start,
+    ``soft`` (C', 3) the relative diagonal of each row (R / A_ii on a soft row's normal, ``ours`` on the
+    others), ``edges``: how many pyramid edges replace each of the first ``contacts`` contacts (4, or 1
+    without the pyramid: ``collapse``)."""
+
+    prob: Any
+    mu: jnp.ndarray
+    vn_pre: jnp.ndarray
+    soft: jnp.ndarray
+    edge_mu: jnp.ndarray
+    contacts: int = struct.field(pytree_node=False, default=0)
+    edges: int = struct.field(pytree_node=False, default=1)
+
+    def collapse(self, z):
+        """(C, 3) the impulses of the world's contacts from the rows' ``z`` (C', 3): a contact's pyramid
+        edges n ± μ_j t_j summed into its normal and tangents (z_n = Σ z_e, z_tj = μ_j (z_j⁺ − z_j⁻))."""
+        if self.edges == 1:
+            return z
+        P = self.contacts
+        e = z[:4 * P, 0].reshape(P, 4)
+        mu = self.edge_mu
+        z_c = jnp.stack([e.sum(axis=1), mu[:, 0] * (e[:, 0] - e[:, 1]), mu[:, 1] * (e[:, 2] - e[:, 3])], axis=1)
+        return jnp.concatenate([z_c, z[4 * P:]])
+
+
+def problem(scene, params, con, prob, mu, vel_pre, dt: float, ours=None) -> SoftProblem:
+    """A world's contact problem with MuJoCo's soft rows (``Scene.constraints = "mujoco"``) from ``con``'s
+    contacts (``contacts.WorldContacts``), ``prob`` (their ``BodyProblem``), ``mu`` (C, 2) their friction,
+    ``vel_pre`` (C, 3) their rows' velocities at the step's start (normal, tangents) and ``ours`` (C,) or None the scene's
+    softness of the others. Soft: the body–ground and body–body contacts and the joints' range limits;
+    each is in the problem once its distance r = φ − margin is below 0 and asks for v + h a_ref with R on
+    its diagonal. Under MuJoCo's pyramidal cone (``SoftParams.cone``) each contact becomes its four edges
+    n ± μ_j t_j, frictionless rows ≥ 0 of velocity v_e (normal and slip) and target v_e + h a_ref(v_e),
+    each with MuJoCo's R = 2 μ²/impratio · (1 − d)/d · Â (1 + μ²) (a frictionless contact, condim 1:
+    4 (1 − d)/d Â, its four rows the normal's); under the elliptic cone the contact keeps this engine's
+    friction rows beside a soft normal row. Other rows (tendon limits, friction losses) are as given."""
     sp = params.soft
     C = con.phi.shape[0]
     dtype = con.phi.dtype
-    phi = con.phi
-    pair_end = con.pair_end
+    P = con.pair_end
+    vn_pre = vel_pre[:, 0]
     soft_row = np.zeros(C, bool)
-    soft_row[:pair_end] = True
+    soft_row[:P] = True
     solref = jnp.zeros((C, 2), dtype).at[:, 0].set(DEFAULT_SOLREF[0]).at[:, 1].set(DEFAULT_SOLREF[1])
     solimp = jnp.broadcast_to(jnp.asarray(DEFAULT_SOLIMP, dtype), (C, 5))
     margin = jnp.zeros((C,), dtype)
-    factor = jnp.ones((C,), dtype)  # Â / A_ii's numerator: the inverse weight (or A_ii itself)
     approx = jnp.zeros((C,), dtype)
     given = np.zeros(C, bool)
-    if pair_end:
-        ref_c, imp_c, margin_c, condim = _mixed(sp, con.bodies[:pair_end, :2])
-        solref, solimp = solref.at[:pair_end].set(ref_c), solimp.at[:pair_end].set(imp_c)
-        margin = margin.at[:pair_end].set(margin_c)
-        m0 = jnp.asarray(mu, dtype)[:pair_end, 0]
-        pyramid = m0 ** 2 * (1.0 + m0 ** 2) / (sp.impratio * jnp.maximum(condim - 1, 1))
-        if sp.cone == "pyramidal":
-            factor = factor.at[:pair_end].set(jnp.where(condim > 1, pyramid, 1.0))
+    mu = jnp.asarray(mu, dtype)
+    condim = jnp.full((P,), 3, jnp.int32)
+    if P:
+        ref_c, imp_c, margin_c, condim = _mixed(sp, con.bodies[:P, :2])
+        solref, solimp = solref.at[:P].set(ref_c), solimp.at[:P].set(imp_c)
+        margin = margin.at[:P].set(margin_c)
         if sp.invweight is not None:
             w = jnp.concatenate([jnp.asarray(sp.invweight, dtype), jnp.zeros((1,), dtype)])
-            b = con.bodies[:pair_end, :2]
-            approx = approx.at[:pair_end].set(w[jnp.where(b[:, 0] < 0, -1, b[:, 0])]
-                                              + w[jnp.where(b[:, 1] < 0, -1, b[:, 1])])
-            given[:pair_end] = True
+            b = con.bodies[:P, :2]
+            approx = approx.at[:P].set(w[jnp.where(b[:, 0] < 0, -1, b[:, 0])] + w[jnp.where(b[:, 1] < 0, -1, b[:, 1])])
+            given[:P] = True
     joints = scene.joints
     if joints is not None and joints.limited:
         L = joints.num_limit_rows
-        at = slice(pair_end, pair_end + L)
+        at = slice(P, P + L)
         j = limit_joint_of_rows(joints)
         soft_row[at] = True
         solref = solref.at[at].set(jnp.asarray(params.joints.limit_soft, dtype)[j])
@@ -220,22 +247,59 @@ def rows(scene, params, con, prob, mu, vn_pre, dt: float):
         margin = margin.at[at].set(jnp.asarray(sp.limit_margin, dtype)[j])
         if sp.limit_invweight is not None:
             approx = approx.at[at].set(jnp.asarray(sp.limit_invweight, dtype)[j])
-            given[pair_end:pair_end + L] = True
-    r = phi - margin
-    aref, _, ratio = reference(solref, solimp, r, vn_pre, dt)
-    target = jnp.where(soft_row, vn_pre + dt * aref, prob.target)
-    diag = normal_diagonal(prob)
-    own = jnp.where(given, approx / jnp.where(diag > MIN_VALUE, diag, 1.0), 1.0)
-    soft = jnp.where(soft_row, jnp.maximum(ratio * factor * own, 0.0), 0.0)
+            given[P:P + L] = True
+    r = con.phi - margin
     active = ~jnp.asarray(soft_row) | (jax.lax.stop_gradient(r) < 0)
-    return target, soft, jnp.asarray(soft_row), active
+    base = jnp.zeros((C,), dtype) if ours is None else jnp.asarray(ours, dtype)
+    pyramid = sp.cone == "pyramidal" and P > 0
+    if pyramid:  # each contact its four edges n ± μ_j t_j (MuJoCo's pyramidal cone), after them the other rows
+        frictionless = (condim <= 1)[:, None]
+        m_e = jnp.where(frictionless, 0.0, mu[:P])
+        sign = jnp.asarray([1.0, -1.0, 1.0, -1.0], dtype)
+        tan = jnp.asarray([1, 1, 2, 2])
+        n = prob.rows[:P, :, 0]  # (P, S, 6)
+        t = prob.rows[:P][:, :, tan]  # (P, S, 4, 6)
+        m4 = m_e[:, jnp.asarray([0, 0, 1, 1])] * sign  # (P, 4)
+        e_rows = n[:, :, None, :] + m4[:, None, :, None] * t  # (P, S, 4, 6)
+        e_rows = jnp.moveaxis(e_rows, 2, 1).reshape(4 * P, n.shape[1], 1, 6)
+        e_rows = jnp.concatenate([e_rows, jnp.zeros(e_rows.shape[:2] + (2, 6), dtype)], axis=2)
+        rep = lambda x: jnp.repeat(x[:P], 4, axis=0)
+        rows = jnp.concatenate([e_rows, prob.rows[P:]])
+        bodies = jnp.concatenate([rep(prob.bodies), prob.bodies[P:]])
+        v_pre = jnp.concatenate([(rep(vn_pre) + (m4 * jnp.repeat(vel_pre[:P, 1:], 2, axis=1)
+                                                    ).reshape(-1)), vn_pre[P:]])
+        phi = jnp.concatenate([rep(prob.phi), prob.phi[P:]])
+        valid = jnp.concatenate([rep(prob.valid & active), (prob.valid & active)[P:]])
+        target_other = prob.target[P:]
+        expand = lambda x: jnp.concatenate([rep(x), x[P:]])
+        solref, solimp, r, approx, base = expand(solref), expand(solimp), expand(r), expand(approx), expand(base)
+        given = np.concatenate([np.repeat(given[:P], 4), given[P:]])
+        soft_row = np.concatenate([np.repeat(soft_row[:P], 4), soft_row[P:]])
+        me = jnp.repeat(m_e[:, 0], 4)
+        factor = jnp.concatenate([jnp.where(jnp.repeat(frictionless[:, 0], 4), 4.0,
+                                            2.0 * me ** 2 / sp.impratio * (1.0 + me ** 2)), jnp.ones((C - P,), dtype)])
+        mu_new = jnp.concatenate([jnp.zeros((4 * P, 2), dtype), mu[P:]])
+        new = prob.replace(rows=rows, bodies=bodies, phi=phi, valid=valid,
+                           target=jnp.concatenate([jnp.zeros((4 * P,), dtype), target_other]),
+                           fixed_normal=None if prob.fixed_normal is None else expand(prob.fixed_normal))
+    else:
+        v_pre, new, mu_new, factor = vn_pre, prob.replace(valid=prob.valid & active), mu, jnp.ones((C,), dtype)
+    aref, _, ratio = reference(solref, solimp, r, v_pre, dt)
+    new = new.replace(target=jnp.where(soft_row, v_pre + dt * aref, new.target))
+    diag = normal_diagonal(new)
+    own = jnp.where(given, approx / jnp.where(diag > MIN_VALUE, diag, 1.0), 1.0)
+    normal = jnp.where(soft_row, jnp.maximum(ratio * factor * own, 0.0), base)
+    soft = jnp.stack([normal, base, base], axis=1)
+    return SoftProblem(prob=new, mu=mu_new, vn_pre=v_pre, soft=soft, edge_mu=mu[:P] if pyramid else mu[:0],
+                       contacts=P if pyramid else 0, edges=4 if pyramid else 1)
 
 
 def check_soft(scene, params) -> None:
     """Refuse, by name, what a world's MuJoCo-soft constraints cannot use: ``params.soft`` missing (or
     given to a hard world), its shapes (static, also under ``jit``), and concrete values out of range
-    (``broken_soft``'s rules, eagerly): a solref not both > 0 (standard) or both < 0 (direct), a solimp
-    whose d0, d_max or midpoint is outside (0, 1), whose width is < 0 or whose power is < 1, a solmix,
+    (``broken_soft``'s rules, eagerly): a solref not both > 0 (standard) or < 0 and ≤ 0 (direct), a solimp
+    whose d0, d_max or midpoint is outside [0, 1] (MuJoCo clamps them into [1e-4, 0.9999]), whose width
+    is < 0 or whose power is < 1, a solmix,
     margin or inverse weight < 0 or not finite."""
     sp = getattr(params, "soft", None)
     mode = getattr(scene, "constraints", "hard")
@@ -287,10 +351,11 @@ def check_soft(scene, params) -> None:
     for name in ("solimp", "ground_solimp", "limit_solimp"):
         if name in vals:
             for row in vals[name].reshape(-1, 5):
-                if not (np.all(np.isfinite(row)) and 0 < row[0] < 1 and 0 < row[1] < 1 and row[2] >= 0
-                        and 0 < row[3] < 1 and row[4] >= 1):
-                    raise ValueError(f"params.soft.{name}: a solimp is (d0, d_max in (0, 1), width ≥ 0, midpoint in "
-                                     f"(0, 1), power ≥ 1), got {row.tolist()}")
+                if not (np.all(np.isfinite(row)) and 0 <= row[0] <= 1 and 0 <= row[1] <= 1 and row[2] >= 0
+                        and 0 <= row[3] <= 1 and row[4] >= 1):
+                    raise ValueError(f"params.soft.{name}: a solimp is (d0, d_max in [0, 1], width ≥ 0, midpoint in "
+                                     f"[0, 1], power ≥ 1; MuJoCo clamps d0, d_max, midpoint into [1e-4, 0.9999]), "
+                                     f"got {row.tolist()}")
     for name in ("solmix", "margin", "ground_solmix", "ground_margin", "invweight", "limit_margin", "limit_invweight"):
         if name in vals and not (np.all(np.isfinite(vals[name])) and np.all(vals[name] >= 0)):
             raise ValueError(f"params.soft.{name}: must be finite and >= 0, got {vals[name].tolist()}")
@@ -314,8 +379,8 @@ def broken_soft(scene, params):
 
     def solimp_bad(imp):
         imp = imp.reshape(-1, 5)
-        ok = (jnp.all(jnp.isfinite(imp), axis=1) & (imp[:, 0] > 0) & (imp[:, 0] < 1) & (imp[:, 1] > 0) & (imp[:, 1] < 1)
-              & (imp[:, 2] >= 0) & (imp[:, 3] > 0) & (imp[:, 3] < 1) & (imp[:, 4] >= 1))
+        ok = (jnp.all(jnp.isfinite(imp), axis=1) & (imp[:, 0] >= 0) & (imp[:, 0] <= 1) & (imp[:, 1] >= 0)
+              & (imp[:, 1] <= 1) & (imp[:, 2] >= 0) & (imp[:, 3] >= 0) & (imp[:, 3] <= 1) & (imp[:, 4] >= 1))
         return ~jnp.all(ok)
 
     nonneg = lambda x: ~jnp.all(jnp.isfinite(x) & (x >= 0))
@@ -342,4 +407,4 @@ def check_mode(constraints) -> str:
 
 
 __all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "SoftParams", "broken_soft", "check_mode", "check_soft",
-           "impedance", "limit_joint_of_rows", "reference", "rows", "soft_params"]
+           "impedance", "limit_joint_of_rows", "problem", "reference", "soft_params", "SoftProblem"]
