@@ -1003,7 +1003,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         if int(model.opt.enableflags) & int(M.mjtEnableBit.mjENBL_OVERRIDE):
             gm = [float(model.opt.o_margin)]
         gm += [float(x) for x in np.asarray(model.jnt_margin, float)[np.asarray(model.jnt_limited, bool)]]
-        widest = 2.0 * max(gm, default=0.0)  # the ground's reach holds half the scene's margin
+        widest = 4.0 * max(gm, default=0.0)  # a contact's margin: its two sides' sum; the ground's reach holds half
         scene_kw["margin"] = max(scene_kw.get("margin", 0.002), widest)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
                                 contactless=contactless, no_ground=no_ground, **scene_kw)

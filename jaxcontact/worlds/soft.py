@@ -56,8 +56,8 @@ class SoftParams:
 
     Per body (N, …), for its contacts: ``solref`` (N, 2) (time constant s, damping ratio; or the
     direct form, both < 0), ``solimp`` (N, 5) (d0, d_max, width m, midpoint, power), ``solmix`` (N,)
-    (the weight of a body's values where two of equal priority meet), ``margin`` (N,) m (a contact is
-    in the problem once φ < the larger margin of its two sides, and r = φ − margin), ``invweight`` (N,)
+    (the weight of a body's values where two of equal priority meet), ``margin`` (N,) m (margin − gap: a
+    contact is in the problem once φ < the sum of its two sides', and r = φ − that sum), ``invweight`` (N,)
     1/kg or None (MuJoCo's ``body_invweight0`` translational part, 0 for a fixed body: Â of a contact
     is the sum of its two sides'; None: the row's own A_ii). The ground's: ``ground_solref`` (2,),
     ``ground_solimp`` (5,), ``ground_solmix`` (), ``ground_margin`` (). ``impratio`` (): MuJoCo's
@@ -143,7 +143,7 @@ def _mixed(sp: SoftParams, bodies):
     """(solref (C, 2), solimp (C, 5), margin (C,), condim (C,)) of contacts between ``bodies`` (C, 2)
     (−1: the ground), as MuJoCo's ``mj_contactParam``: the higher priority side's values; at equal
     priority solref and solimp mixed by solmix (solref by the minimum where either is direct), condim
-    the larger; the margin the larger of the two."""
+    the larger; the margin the sum of the two sides' (MuJoCo's ``getMargin``: geom margins add, as do gaps)."""
     N = sp.solref.shape[0]
     ext = lambda body, ground: jnp.concatenate([body, jnp.asarray(ground, body.dtype)[None]])
     at = lambda x, b: x[jnp.where(b < 0, N, b)]
@@ -165,7 +165,7 @@ def _mixed(sp: SoftParams, bodies):
     solref = jnp.where(first, r1, jnp.where(second, r2, ref_eq))
     solimp = jnp.where(first, i1, jnp.where(second, i2, imp_eq))
     condim = jnp.where(p1 > p2, c1, jnp.where(p1 < p2, c2, jnp.maximum(c1, c2)))
-    return solref, solimp, jnp.maximum(g1, g2), condim
+    return solref, solimp, g1 + g2, condim
 
 
 def limit_joint_of_rows(joints) -> np.ndarray:
