@@ -71,6 +71,25 @@ def test_a_box_on_the_floor_sinks_to_mujocos_depth():
     assert int(np.max(np.asarray(info.flags))) == 0  # sunk by design: no penetration flag, no warning
 
 
+def test_a_sliding_box_hops_as_mujocos_pyramid():
+    """The cube launched along the floor at 1 m/s (μ 0.4): MuJoCo's pyramidal cone asks each edge
+    n ± μ t for −b (v_n ± μ v_t), so the slip lifts the box off the floor (3.4 mm after one step, 7.9 mm
+    at the top); ours follows MuJoCo C's centre within 1e-5 m at every step (measured 1.2e-6 m over 100
+    steps); this engine's cone with a soft normal row stays on the floor (8.2 mm off)."""
+    m = mujoco.MjModel.from_xml_string(BOX.format(z=0.0999).replace('"/>', '" friction=".4 .1 .1"/>'))
+    d = mujoco.MjData(m)
+    d.qvel[0] = 1.0
+    mujoco.mj_forward(m, d)
+    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco", dtype=jnp.float64)
+    traj, _ = worlds.rollout(model, scene, params, state, 30)
+    pos = []
+    for _ in range(30):
+        mujoco.mj_step(m, d)
+        pos.append(d.qpos[:3].copy())
+    np.testing.assert_allclose(np.asarray(traj.pos[1:, 0]), np.array(pos), atol=1e-5)
+    assert np.max(np.array(pos)[:, 2]) > 0.105  # it hopped
+
+
 def _hinge_angle(scene, params, traj):
     return np.array([float(world_joints.coordinates(scene.joints, params.joints, jax.tree_util.tree_map(
         lambda x: x[k], traj))[0][0]) for k in range(traj.pos.shape[0])])

@@ -266,8 +266,8 @@ def problem(scene, params, con, prob, mu, vel_pre, dt: float, ours=None) -> Soft
         rep = lambda x: jnp.repeat(x[:P], 4, axis=0)
         rows = jnp.concatenate([e_rows, prob.rows[P:]])
         bodies = jnp.concatenate([rep(prob.bodies), prob.bodies[P:]])
-        v_pre = jnp.concatenate([(rep(vn_pre) + (m4 * jnp.repeat(vel_pre[:P, 1:], 2, axis=1)
-                                                    ).reshape(-1)), vn_pre[P:]])
+        slip = (m4 * jnp.repeat(vel_pre[:P, 1:], 2, axis=1)).reshape(-1)  # each edge's ±μ_j v_tj
+        v_pre = jnp.concatenate([rep(vn_pre) + slip, vn_pre[P:]])
         phi = jnp.concatenate([rep(prob.phi), prob.phi[P:]])
         valid = jnp.concatenate([rep(prob.valid & active), (prob.valid & active)[P:]])
         target_other = prob.target[P:]
