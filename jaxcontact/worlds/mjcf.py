@@ -1069,8 +1069,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
 def _soft_params(M, model, geoms, plane, fixed, hinges, num_joints: int, dtype):
     """``worlds.soft.SoftParams`` of MuJoCo's compiled values: each body's contact solref, solimp,
     solmix, margin (``geom_margin − geom_gap``), priority and condim from its colliding geoms (the mean
-    of several geoms' values, the largest priority and condim), its inverse weight ``body_invweight0``
-    (0 for a fixed body: MuJoCo's world); the floor's as the ground's (MuJoCo's defaults without one;
+    of several geoms' values, the largest priority and condim), its inverse weight ``body_invweight0`` of
+    its geoms' MuJoCo bodies (a folded body's geoms keep theirs; 0 for a fixed body: MuJoCo's world); the floor's as the ground's (MuJoCo's defaults without one;
     tilted planes share it); ``opt.o_solref``/``o_solimp``/``o_margin`` where the override flag is on;
     each joint's ``jnt_solimp``, ``jnt_margin`` and ``dof_invweight0`` (the welds' and equalities' that
     follow the joints: unused defaults)."""
@@ -1092,7 +1092,9 @@ def _soft_params(M, model, geoms, plane, fixed, hinges, num_joints: int, dtype):
     per = [values(gs) for gs in geoms]
     floor = values([] if plane is None else [plane])
     nk = len(model.kept)
-    inv = [0.0 if i in fixed or i >= nk else float(model.body_invweight0[model.kept[i], 0]) for i in range(len(geoms))]
+    inv = [0.0 if i in fixed or i >= nk else  # a contact's Â: its geom's MuJoCo body's (a folded body's own)
+           float(np.mean([model.raw.body_invweight0[model.raw.geom_bodyid[g], 0] for g in gs] if gs
+                         else model.body_invweight0[model.kept[i], 0])) for i, gs in enumerate(geoms)]
     arr = lambda x: jnp.asarray(np.asarray(x, float), dtype)
     J = int(num_joints)
     limit = {}
