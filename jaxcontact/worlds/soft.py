@@ -13,17 +13,17 @@ on the row's diagonal, Â MuJoCo's approximation of A_ii (``mj_diagApprox``: the
 inverse weight at qpos0). In this engine's velocity-level problem that is a per-row target velocity
 v + h a_ref (v the row's velocity at the step's start) and a per-row diagonal R added to A's (in
 ``soften``'s relative form, R / A_ii), built once in the step's contact stage
-(``pipeline._contacts_coupled``: ``rows``) so that every solve path and the implicit adjoint see the
+(``pipeline._contacts_coupled``: ``problem``) so that every solve path and the implicit adjoint see the
 same rows. Where ``SoftParams.invweight`` (or ``limit_invweight``) is None, Â is the row's own A_ii.
 
-What is soft: every body–ground and body–body contact's normal row (solref, solimp and margin mixed
-from the two sides' as MuJoCo's ``mj_contactParam``: the higher priority's, else by solmix; the
+What is soft: every body–ground and body–body contact (solref, solimp and margin mixed from the two
+sides' as MuJoCo's ``mj_contactParam``: the higher priority's, else by solmix, the margins added; the
 ground's from ``ground_*``) and every range limit of a hinge, slide or ball (``JointParams.limit_soft``:
-MuJoCo's ``jnt_solref``; ``SoftParams.limit_*``). A contact's friction rows stay this engine's (the
-law's cone, bounded by μ times the soft normal impulse); for MuJoCo's pyramidal cone (its default) the
-normal row takes the regulariser MuJoCo's four pyramid edges give their sum, R μ²(1 + μ²)/(impratio
-(condim − 1)) with R of the edge's Â = (1 + μ²) Â_n, exact where the edges are all loaded (a body at
-rest, sliding inside the cone). Tendon limits and friction losses stay hard.
+MuJoCo's ``jnt_solref``; ``SoftParams.limit_*``). Under MuJoCo's pyramidal cone (its default) a contact is
+its four edges n ± μ_j t_j, each a frictionless row ≥ 0 whose velocity holds the slip, with MuJoCo's
+R = 2 μ²/impratio · (1 − d)/d · Â (1 + μ²) (``problem``); under the elliptic cone its normal row is soft
+and its friction rows stay this engine's (the law's cone, bounded by μ times the soft normal impulse).
+Tendon limits, friction losses, welds and equalities stay hard.
 ``worlds.from_mjcf(path, constraints="mujoco")`` loads a file's compiled values; ``soft_params``
 builds MuJoCo's defaults for a world made by hand. docs/worlds.md, "MuJoCo's soft constraints".
 """
