@@ -55,8 +55,8 @@ def _mujoco(xml, steps):
 def test_a_box_on_the_floor_sinks_to_mujocos_depth():
     """A 1 kg cube at rest on its four corners: each corner row carries m g h / 4 and rests where
     R p = h k d(r)|r| (Â = 1/m, the pyramid's factor μ²(1 + μ²)/2 = 1 at μ = 1): |r| = 0.1078 mm, the
-    closed form to 1e-9 m and MuJoCo C's trajectory within 1e-7 m at every step (measured 7.8e-9 m:
-    the same law in float64); the hard rows hold it at 3e-11 m."""
+    closed form to 5e-9 m and MuJoCo C's trajectory within 1e-7 m at every step (the same law in
+    float64); the hard rows hold it at 3e-11 m."""
     xml = BOX.format(z=0.1)
     _, qpos = _mujoco(xml, 400)
     scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float64)
@@ -67,7 +67,7 @@ def test_a_box_on_the_floor_sinks_to_mujocos_depth():
     k = 1.0 / (0.95 ** 2 * 0.02 ** 2)
     depth = _rest_depth(soft.DEFAULT_SOLIMP, 9.81 / 4.0 / k)
     assert depth == pytest.approx(1.0776e-4, rel=1e-3)
-    assert 0.1 - z[-1] == pytest.approx(depth, abs=1e-9)
+    assert 0.1 - z[-1] == pytest.approx(depth, abs=5e-9)  # the warm-started solve's tolerance (2.0e-9 measured)
     assert int(np.max(np.asarray(info.flags))) == 0  # sunk by design: no penetration flag, no warning
 
 

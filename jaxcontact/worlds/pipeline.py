@@ -219,7 +219,8 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         ours = soften(jnp.zeros(con.phi.shape, bool))
         vel_pre = contact.relative_velocity(prob, v_pre)
         sp = world_soft.problem(scene, params, con, prob, mu, vel_pre, model.dt, ours)
-        sol = law.solve_coupled(model, params, sp.prob, sp.mu, sp.vn_pre, sp.prob.phi, lambda impact: sp.soft, None,
+        sol = law.solve_coupled(model, params, sp.prob, sp.mu, sp.vn_pre, sp.prob.phi, lambda impact: sp.soft,
+                                None if warm is None else sp.spread(warm_slots(scene, con, warm)),
                                 None if sp.edges > 1 else manifold_size(model, scene, params))
         sol = sol.replace(z=sp.collapse(sol.z))
     else:

@@ -179,8 +179,9 @@ class SoftProblem:
     """A world's contact problem with MuJoCo's soft rows (``problem``): ``prob`` (its ``BodyProblem``,
     C' contacts), ``mu`` (C', 2), ``vn_pre`` (C',) each row's normal velocity at the step's start,
     ``soft`` (C', 3) the relative diagonal of each row (R / A_ii on a soft row's normal, ``ours`` on the
-    others), ``edges``: how many pyramid edges replace each of the first ``contacts`` contacts (4, or 1
-    without the pyramid: ``collapse``)."""
+    others), ``edge_mu`` (contacts, 2) the edges' μ (0 for a frictionless contact), ``edges``: how many
+    pyramid edges replace each of the first ``contacts`` contacts (4, or 1 without the pyramid:
+    ``collapse``, ``spread``)."""
 
     prob: Any
     mu: jnp.ndarray
@@ -200,6 +201,19 @@ class SoftProblem:
         mu = self.edge_mu
         z_c = jnp.stack([e.sum(axis=1), mu[:, 0] * (e[:, 0] - e[:, 1]), mu[:, 1] * (e[:, 2] - e[:, 3])], axis=1)
         return jnp.concatenate([z_c, z[4 * P:]])
+
+    def spread(self, z):
+        """``collapse``'s inverse for a warm start: (C', 3) rows from the contacts' impulses ``z`` (C, 3),
+        a contact's normal shared by its four edges and its tangents split between each pair's two
+        (z_j± = z_n/4 ± z_tj/(2 μ_j), at least 0)."""
+        if self.edges == 1:
+            return z
+        P = self.contacts
+        mu = jnp.where(self.edge_mu > 0, self.edge_mu, 1.0)
+        zn, t1, t2 = z[:P, 0] / 4.0, z[:P, 1] / (2.0 * mu[:, 0]), z[:P, 2] / (2.0 * mu[:, 1])
+        t1, t2 = jnp.where(self.edge_mu[:, 0] > 0, t1, 0.0), jnp.where(self.edge_mu[:, 1] > 0, t2, 0.0)
+        e = jnp.maximum(jnp.stack([zn + t1, zn - t1, zn + t2, zn - t2], axis=1), 0.0).reshape(-1)
+        return jnp.concatenate([jnp.zeros((4 * P, 3), z.dtype).at[:, 0].set(e), z[P:]])
 
 
 def problem(scene, params, con, prob, mu, vel_pre, dt: float, ours=None) -> SoftProblem:
@@ -290,7 +304,7 @@ def problem(scene, params, con, prob, mu, vel_pre, dt: float, ours=None) -> Soft
     own = jnp.where(given, approx / jnp.where(diag > MIN_VALUE, diag, 1.0), 1.0)
     normal = jnp.where(soft_row, jnp.maximum(ratio * factor * own, 0.0), base)
     soft = jnp.stack([normal, base, base], axis=1)
-    return SoftProblem(prob=new, mu=mu_new, vn_pre=v_pre, soft=soft, edge_mu=mu[:P] if pyramid else mu[:0],
+    return SoftProblem(prob=new, mu=mu_new, vn_pre=v_pre, soft=soft, edge_mu=m_e if pyramid else mu[:0],
                        contacts=P if pyramid else 0, edges=4 if pyramid else 1)
 
 
