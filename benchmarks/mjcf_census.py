@@ -2,6 +2,7 @@
 ``approximate=True``), every refusal bucketed, and whether each loaded world follows MuJoCo C.
 
     python -m benchmarks.mjcf_census --root /tmp/corpus [--steps 100] [--tol 0.01] [--only SUBSTR[,SUBSTR...]]
+        [--constraints hard|mujoco]
 
 ``--root`` holds the corpus (every ``*.xml`` below it is tried; a file whose root element is not
 ``<mujoco>`` is an include fragment or another XML, counted apart; so is a file MuJoCo itself cannot
@@ -17,7 +18,7 @@ own options) run ``--steps`` steps from the same state (MuJoCo's reset state, qp
 zero controls, and the largest distance between a moving body's centre of mass here and MuJoCo's
 (``xipos`` after each step's ``mj_kinematics``; of the bodies folded into it, ``mjcf.body_groups``,
 weighted by mass) over every step is the file's deviation; it *follows* when that is within ``--tol``
-(10 mm). Fixed bodies (welded to the world, world-body geoms) do not move in either and are left out.
+(10 mm); ``--constraints mujoco`` loads every world with MuJoCo's soft constraints (``worlds.soft``). Fixed bodies (welded to the world, world-body geoms) do not move in either and are left out.
 
 Also a feature count on every compiled model (which geoms, joints, and body layouts the files have),
 so that what blocks the most files can be read before it is the first refusal.
@@ -203,7 +204,7 @@ def mujoco_causes(mujoco, m, pos, steps: int) -> dict:
     return out
 
 
-def census_file(mujoco, path: str, steps: int, tol: float, timeout: float = 300.0) -> dict:
+def census_file(mujoco, path: str, steps: int, tol: float, timeout: float = 300.0, constraints: str = "hard") -> dict:
     from jaxcontact import worlds
 
     rec = {"file": path}
@@ -224,7 +225,7 @@ def census_file(mujoco, path: str, steps: int, tol: float, timeout: float = 300.
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                loaded = worlds.from_mujoco(m, approximate=approximate)
+                loaded = worlds.from_mujoco(m, approximate=approximate, constraints=constraints)
         except Exception as err:
             rec[mode] = {"loads": False, "problems": problems_of(err)[:50],
                          "buckets": sorted({bucket(p) for p in problems_of(err)})}
@@ -232,16 +233,18 @@ def census_file(mujoco, path: str, steps: int, tol: float, timeout: float = 300.
         rec[mode] = {"loads": True, "load_s": round(time.perf_counter() - t0, 3)}
         del loaded
         if steps and (mode == "strict" or not rec["strict"]["loads"]):
-            rec[mode].update(follow_in_child(path, steps, tol, approximate, timeout))
+            rec[mode].update(follow_in_child(path, steps, tol, approximate, timeout, constraints))
     return rec
 
 
-def follow_in_child(path: str, steps: int, tol: float, approximate: bool, timeout: float) -> dict:
+def follow_in_child(path: str, steps: int, tol: float, approximate: bool, timeout: float,
+                    constraints: str = "hard") -> dict:
     """``follow`` of one file in its own process (a compile that takes too long, or a crash, costs
     that file alone): ``deviation_m``, ``follows``, ``run_s``; or ``run_error``."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    cmd = [sys.executable, "-m", "benchmarks.mjcf_census", "--follow", os.path.abspath(path), "--steps", str(steps)]
+    cmd = [sys.executable, "-m", "benchmarks.mjcf_census", "--follow", os.path.abspath(path), "--steps", str(steps),
+           "--constraints", constraints]
     try:
         out = subprocess.run(cmd + (["--approximate"] if approximate else []), cwd=here, env=env, capture_output=True,
                              text=True, timeout=timeout)
@@ -257,7 +260,7 @@ def follow_in_child(path: str, steps: int, tol: float, approximate: bool, timeou
     return {"follows": bool(got["deviation_m"] <= tol)} | {k: v for k, v in got.items() if k != "error"}
 
 
-def follow_main(path: str, steps: int, approximate: bool) -> None:
+def follow_main(path: str, steps: int, approximate: bool, constraints: str = "hard") -> None:
     """The child of ``follow_in_child``: one JSON line."""
     import jax
 
@@ -270,7 +273,7 @@ def follow_main(path: str, steps: int, approximate: bool) -> None:
         m = mujoco.MjModel.from_xml_path(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            loaded = worlds.from_mujoco(m, approximate=approximate)
+            loaded = worlds.from_mujoco(m, approximate=approximate, constraints=constraints)
         worst, seconds, _, pos = follow(mujoco, m, loaded, steps)
         print(json.dumps({"deviation_m": worst, "run_s": round(seconds, 2)} | mujoco_causes(mujoco, m, pos, steps)))
     except Exception as err:
@@ -383,11 +386,13 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds for one file's comparison with MuJoCo C")
     ap.add_argument("--merge", default=None, help="NAME,NAME,...: results of parts of one census (runs with --only) "
                     "merged into --out, a later part's record of a file replacing an earlier's")
+    ap.add_argument("--constraints", default="hard", choices=("hard", "mujoco"),
+                    help="the worlds' constraints (Scene.constraints): hard rows or MuJoCo's soft law")
     ap.add_argument("--follow", default=None, help=argparse.SUPPRESS)  # the child: one file's comparison
     ap.add_argument("--approximate", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.follow:
-        return follow_main(args.follow, args.steps, args.approximate)
+        return follow_main(args.follow, args.steps, args.approximate, args.constraints)
     if args.merge:
         return merge(args, args.merge.split(","), argv)
     if not args.root:
@@ -413,7 +418,7 @@ def main(argv=None):
     for k, p in enumerate(paths):
         os.chdir(root)  # the records name files relative to the root
         try:
-            rec = census_file(mujoco, p, args.steps, args.tol, args.timeout)
+            rec = census_file(mujoco, p, args.steps, args.tol, args.timeout, args.constraints)
         finally:
             os.chdir(cwd)
         records.append(rec)

@@ -233,13 +233,16 @@ class Planes:
 class Params:
     """All differentiable parameters: body, ground and the contact law's own pytree; ``planes``: a
     world's tilted planes (``Planes``, ``Scene.planes`` of them), None without; ``medium``: a world's
-    fluid medium (``worlds.medium.Medium``: MuJoCo's inertia-box drag), None without."""
+    fluid medium (``worlds.medium.Medium``: MuJoCo's inertia-box drag), None without; ``soft``: the
+    values of MuJoCo's soft constraints (``worlds.soft.SoftParams``) of a world whose
+    ``Scene.constraints`` is "mujoco", None otherwise."""
 
     body: Body
     ground: Ground
     law: Any
     planes: Planes | None = None
     medium: Any = None
+    soft: Any = None
 
 
 @struct.dataclass

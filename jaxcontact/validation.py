@@ -646,10 +646,14 @@ RULES: tuple[tuple[str, str], ...] = (
     ("params.joints", "damping, stiffness and armature must be finite and >= 0, springref finite; frictionloss "
                        "and the tendons' fields (tendons.TendonParams) likewise"),
     ("params.medium", "density and viscosity must be finite and >= 0, the wind and the principal frames finite"),
+    ("params.soft", "solref (τ, ζ) > 0 or direct (< 0, ≤ 0), solimp d0, d_max, midpoint in [0, 1], width >= 0, "
+                    "power >= 1, solmix, margins and inverse weights finite and >= 0, impratio > 0 "
+                    "(params.joints.limit_soft: the limits' solref)"),
 )
 FIXED_MOVING = 19  # the rule a world's step sets for a fixed body given a velocity (worlds.pipeline)
 JOINT_PASSIVE = 20  # the rule a jointed world's step sets for a bad passive joint field (worlds.pipeline)
 MEDIUM = 21  # the rule a world's step sets for a bad fluid medium (worlds.pipeline, worlds.medium)
+SOFT = 22  # the rule a world's step sets for bad MuJoCo-soft constraint values (worlds.pipeline, worlds.soft)
 
 
 def rule_names(bits) -> list[str]:

@@ -24,7 +24,8 @@ from .body_lcp import ground_index, solve_body_lcp, with_ground
 from .entry import degenerate, solve_contact
 from .implicit import dense_guarded_solve, implicit_fixed_point, implicit_root, krylov_guarded_solve
 from .lcp import CONES, LCPSettings, LCPSolution, RowStructure, disc_step, project_disc, regularized, solve_lcp
-from .problem import DENSE_WORLD_ROWS, SMALL_ROWS, BodyProblem, ContactProblem, ContactSolution, Method, choose
+from .problem import (DENSE_WORLD_ROWS, SMALL_ROWS, BodyProblem, ContactProblem, ContactSolution, Method, choose,
+                      normal_diagonal)
 from .nonneg import NonnegSettings, NonnegSolution, minimize_nonneg, minimize_nonneg_qp
 from .qp import QPSettings, QPSolution, solve_qp
 from .root import HybridSettings, RootResult, find_root, powell_hybrid
@@ -42,6 +43,7 @@ __all__ = [
     "ContactSolution",
     "Method",
     "choose",
+    "normal_diagonal",
     "degenerate",
     "solve_contact",
     "tail_sweeps",

@@ -29,8 +29,8 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
     mu: friction coefficient per tangent row, broadcast to (C, num_tangents) (a scalar, (nt,) per
     direction, or (C, nt)); settings: the law's ``LCPSettings``; target: (C,) normal-row target,
     default the problem's (−φ/h); z0: (C, d) start of the sweeps (a warm start; padded contacts
-    start at zero; not differentiated); soft: (C,) relative diagonal added to each contact's rows
-    (constraint-force mixing; a world's softness); gradient: a ``RelaxedGradient`` for the relaxed
+    start at zero; not differentiated); soft: (C,) relative diagonal added to each contact's rows, or
+    (C, d) to each row (constraint-force mixing; a world's softness; MuJoCo-soft rows' R / A_ii); gradient: a ``RelaxedGradient`` for the relaxed
     derivative (same value; dense form); group: the contacts' manifold size (the coloured sweeps);
     relaxed: ``(kappa, newton_iters, regularization[, cone])`` for the relaxed-complementarity solution
     (``RelaxedCoulomb``; ``settings`` unused); form: force "dense" or "velocity" (``problem.choose``)."""
@@ -48,7 +48,8 @@ def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target
                          "(RelaxedCoulomb)" if relaxed is not None else "in velocity form"))
     method = choose(kind, rows, settings, gradient, full, group, relaxed is not None, "dense" if held else form)
     if held and soft is not None:  # a fixed bound holds without the softness's creep
-        soft = jnp.where(problem.fixed_normal, 0.0, soft)
+        soft = jnp.asarray(soft)
+        soft = jnp.where(problem.fixed_normal if soft.ndim == 1 else problem.fixed_normal[:, None], 0.0, soft)
     if method.form == "relaxed":
         if kind == "bodies":
             problem = dense(problem)

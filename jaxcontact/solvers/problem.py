@@ -180,10 +180,26 @@ def dense(problem: BodyProblem) -> ContactProblem:
 
 
 def soften(problem: ContactProblem, soft) -> ContactProblem:
-    """The dense problem with ``soft`` ((C,) per contact) added to A's diagonal, relative to it
-    (what ``solve_bodies`` does row by row): constraint-force mixing (``worlds.contacts.soft_rows``)."""
-    row_soft = jnp.repeat(soft, problem.rows_per_contact).astype(problem.A.dtype)
+    """The dense problem with ``soft`` ((C,) per contact, or (C, d) per row) added to A's diagonal,
+    relative to it (what ``solve_bodies`` does row by row): constraint-force mixing
+    (``worlds.contacts.soft_rows``; a MuJoCo-soft row's R / A_ii, ``worlds.soft.rows``)."""
+    soft = jnp.asarray(soft)
+    row_soft = (jnp.repeat(soft, problem.rows_per_contact) if soft.ndim == 1 else soft.reshape(-1)).astype(problem.A.dtype)
     return problem.replace(A=problem.A + jnp.diag(row_soft * jnp.diagonal(problem.A)))
+
+
+def normal_diagonal(problem: BodyProblem) -> jnp.ndarray:
+    """(C,) the diagonal of A = J W Jᵀ at each contact's normal row, without forming A: Σ over a
+    contact's sides of r M⁻¹ rᵀ (free bodies), or j W jᵀ with the row j over every body (a full W)."""
+    n = problem.rows[:, :, 0, :]  # (C, S, 6)
+    N = problem.v_free.shape[0]
+    if problem.full_mobility:
+        onehot = jax.nn.one_hot(problem.bodies, N, dtype=n.dtype)  # the ground's −1: a zero row
+        j = jnp.einsum("csk,csn->cnk", n, onehot).reshape(n.shape[0], -1)
+        return jnp.einsum("ci,ij,cj->c", j, problem.mobility, j)
+    M = jnp.concatenate([problem.mobility, jnp.zeros((1, 6, 6), problem.mobility.dtype)])
+    idx = jnp.where(problem.bodies < 0, N, problem.bodies)
+    return jnp.einsum("csi,csij,csj->c", n, M[idx], n)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,16 +8,18 @@ world with joints, ``chains.as_world``; ``mjcf``: worlds from MuJoCo's MJCF/URDF
 ``checks``: physics checks of a batch of rollouts, ``rollout_checks``; ``planes``: tilted planes, walls
 and ramps, as fixed scenery)."""
 
-from . import billiards, contacts, joints, materials, planes, scenes
+from . import billiards, contacts, joints, materials, planes, scenes, soft
 from .mjcf import from_mjcf, from_mujoco, to_mjcf
 from .joints import JointedParams, JointParams, Joints
 from .scenes import DEFAULT_LAW, model
 from .scene import Scene, make_scene, stack_bodies
+from .soft import SoftParams, soft_params
 from .sharding import sharded_batch_rollout
 from .contacts import WorldContacts, collide
 from .pipeline import WorldInfo, batch_rollout, check_law, energy, rollout, step, step_with_info, validate
 from .checks import rollout_checks
 
-__all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "billiards", "contacts", "joints", "materials", "model", "planes", "scenes",
+__all__ = ["DEFAULT_LAW", "JointParams", "JointedParams", "Joints", "SoftParams", "billiards", "contacts", "joints", "materials",
+           "model", "planes", "scenes", "soft", "soft_params",
            "Scene", "WorldContacts", "WorldInfo", "batch_rollout", "check_law", "collide", "energy", "make_scene",
            "from_mjcf", "from_mujoco", "to_mjcf", "rollout", "rollout_checks", "sharded_batch_rollout", "stack_bodies", "step", "step_with_info", "validate"]

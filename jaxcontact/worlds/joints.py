@@ -257,7 +257,8 @@ class JointParams:
     ratio: ``jnt_solref``), with which a joint *past* its limit (a
     file's start outside its range) returns into it (``soft_limit_speed``) instead of at
     ``Model.max_correction_speed``; a joint inside its range still stops at the limit hard (None: the
-    hard rows alone)."""
+    hard rows alone). Under ``Scene.constraints = "mujoco"`` it is the limits' solref of MuJoCo's soft
+    law (``worlds.soft``), inside the range and past it."""
 
     anchor_parent: jnp.ndarray
     anchor_child: jnp.ndarray

@@ -1004,6 +1004,14 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                  (int(model.geom_condim[plane]), int(model.geom_priority[plane])) if plane is not None else (3, 0))
         _warn_friction(mus, ground_mu if ground else None, pairs, explicit, body_names, fixed + contactless + no_ground, rules)
     scene_kw.setdefault("names", names)
+    if scene_kw.get("constraints") == "mujoco":  # MuJoCo's contacts act from their margin: the rows must reach it
+        gm = [float(model.geom_margin[g] - model.geom_gap[g]) for gs in geoms for g in gs]
+        gm += [float(model.geom_margin[plane] - model.geom_gap[plane])] if plane is not None else []
+        if int(model.opt.enableflags) & int(M.mjtEnableBit.mjENBL_OVERRIDE):
+            gm = [float(model.opt.o_margin)]
+        gm += [float(x) for x in np.asarray(model.jnt_margin, float)[np.asarray(model.jnt_limited, bool)]]
+        widest = 4.0 * max(gm, default=0.0)  # a contact's margin: its two sides' sum; the ground's reach holds half
+        scene_kw["margin"] = max(scene_kw.get("margin", 0.002), widest)
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
                                 contactless=contactless, no_ground=no_ground, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)
@@ -1029,6 +1037,13 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
                                                    np.asarray(model.opt.wind, float), frame, dtype=dtype))
     if tilted:
         params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed + contactless))
+    if scene.constraints == "mujoco":  # MuJoCo's soft constraints with the file's compiled values (worlds.soft)
+        params = params.replace(soft=_soft_params(M, model, geoms, plane, fixed, hinges if joints is not None else [],
+                                                  0 if joints is None else joints.num_joints, dtype))
+        if joints is not None and joints.limited and getattr(params.joints, "limit_soft", None) is None:
+            raise ValueError("unsupported in a jaxcontact world: constraints='mujoco' with a limited joint whose "
+                             "solreflimit is MuJoCo's direct form (negative stiffness and damping); the soft "
+                             "limits take a time constant and a damping ratio")
 
     # the state at the centre of mass: world linear velocity, body angular velocity
     pos, quat, vel, omega = [], [], [], []
@@ -1056,6 +1071,54 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     g = 0.0 if off else -float(model.opt.gravity[2])
     xy = {} if off or not np.any(model.opt.gravity[:2] != 0) else {"gravity_xy": tuple(float(x) for x in model.opt.gravity[:2])}
     return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g, **xy)
+
+
+def _soft_params(M, model, geoms, plane, fixed, hinges, num_joints: int, dtype):
+    """``worlds.soft.SoftParams`` of MuJoCo's compiled values: each body's contact solref, solimp,
+    solmix, margin (``geom_margin − geom_gap``), priority and condim from its colliding geoms (the mean
+    of several geoms' values, the largest priority and condim), its inverse weight ``body_invweight0`` of
+    its geoms' MuJoCo bodies (a folded body's geoms keep theirs; 0 for a fixed body: MuJoCo's world); the floor's as the ground's (MuJoCo's defaults without one;
+    tilted planes share it); ``opt.o_solref``/``o_solimp``/``o_margin`` where the override flag is on;
+    each joint's ``jnt_solimp``, ``jnt_margin`` and ``dof_invweight0`` (the welds' and equalities' that
+    follow the joints: unused defaults)."""
+    from .soft import DEFAULT_SOLIMP, DEFAULT_SOLREF, SoftParams
+
+    override = bool(int(model.opt.enableflags) & int(M.mjtEnableBit.mjENBL_OVERRIDE))
+
+    def values(gs):
+        if not gs:
+            return np.asarray(DEFAULT_SOLREF), np.asarray(DEFAULT_SOLIMP), 1.0, 0.0, 0, 3
+        ref = np.mean([model.geom_solref[g] for g in gs], axis=0)
+        imp = np.mean([model.geom_solimp[g] for g in gs], axis=0)
+        margin = max(float(model.geom_margin[g] - model.geom_gap[g]) for g in gs)
+        if override:
+            ref, imp, margin = np.asarray(model.opt.o_solref), np.asarray(model.opt.o_solimp), float(model.opt.o_margin)
+        return (ref, imp, float(np.mean([model.geom_solmix[g] for g in gs])), margin,
+                max(int(model.geom_priority[g]) for g in gs), max(int(model.geom_condim[g]) for g in gs))
+
+    per = [values(gs) for gs in geoms]
+    floor = values([] if plane is None else [plane])
+    nk = len(model.kept)
+    inv = [0.0 if i in fixed or i >= nk else  # a contact's Â: its geom's MuJoCo body's (a folded body's own)
+           float(np.mean([model.raw.body_invweight0[model.raw.geom_bodyid[g], 0] for g in gs] if gs
+                         else model.body_invweight0[model.kept[i], 0])) for i, gs in enumerate(geoms)]
+    arr = lambda x: jnp.asarray(np.asarray(x, float), dtype)
+    J = int(num_joints)
+    limit = {}
+    if J:
+        pad = J - len(hinges)
+        limit = dict(limit_solimp=arr(np.concatenate([np.asarray(model.jnt_solimp, float)[hinges].reshape(-1, 5),
+                                                      np.tile(DEFAULT_SOLIMP, (pad, 1))])),
+                     limit_margin=arr(np.concatenate([np.asarray(model.jnt_margin, float)[hinges], np.zeros(pad)])),
+                     limit_invweight=arr(np.concatenate([np.asarray(model.dof_invweight0, float)[
+                         np.asarray(model.jnt_dofadr, int)[hinges]], np.zeros(pad)])))
+    return SoftParams(
+        solref=arr([p[0] for p in per]).reshape(-1, 2), solimp=arr([p[1] for p in per]).reshape(-1, 5),
+        solmix=arr([p[2] for p in per]), margin=arr([p[3] for p in per]), ground_solref=arr(floor[0]),
+        ground_solimp=arr(floor[1]), ground_solmix=arr(floor[2]), ground_margin=arr(floor[3]),
+        impratio=arr(model.opt.impratio), invweight=arr(inv), priority=tuple(p[4] for p in per),
+        ground_priority=floor[4], condim=tuple(p[5] for p in per), ground_condim=floor[5],
+        cone="pyramidal" if int(model.opt.cone) == int(M.mjtCone.mjCONE_PYRAMIDAL) else "elliptic", **limit)
 
 
 def _mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed=()):

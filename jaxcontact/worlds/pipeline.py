@@ -53,6 +53,7 @@ from ..types import Flags, Model, Params, State
 from ..validation import (
     FIXED_MOVING,
     JOINT_PASSIVE,
+    SOFT,
     MEDIUM,
     OPTIONAL_ARRAY,
     OUTPUT,
@@ -84,6 +85,7 @@ from .contacts import (
 from .materials import contact_friction
 from . import joints as world_joints
 from .medium import broken_medium, check_medium, fluid_wrench
+from . import soft as world_soft
 from .scene import Scene, check_body
 
 
@@ -111,9 +113,10 @@ class WorldInfo:
 
 
 def coupled(scene: Scene) -> bool:
-    """Whether the world's bodies share one contact problem (static): body–body pairs or joints.
+    """Whether the world's bodies share one contact problem (static): body–body pairs, joints, tilted
+    planes, or MuJoCo's soft constraints (``Scene.constraints``: built in the coupled contact stage).
     Otherwise each body's contact with the ground is its own (the per-body route of ``step``)."""
-    return bool(scene.pairs) or scene.joints is not None or scene.planes > 0
+    return bool(scene.pairs) or scene.joints is not None or scene.planes > 0 or scene.constraints == "mujoco"
 
 
 def check_law(model, scene: Scene) -> None:
@@ -200,7 +203,8 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     v_pre = jax.vmap(lambda s: s.generalized_velocity())(state)
     vn_pre = contact.relative_velocity(prob, v_pre)[:, 0]
     jp = getattr(params, "joints", None)
-    if con.num_limits and jp is not None and getattr(jp, "limit_soft", None) is not None and scene.joints.limited:
+    if (con.num_limits and jp is not None and getattr(jp, "limit_soft", None) is not None and scene.joints.limited
+            and scene.constraints == "hard"):
         # a joint past its limit returns at MuJoCo's soft-limit pace (at most −φ/h), not the contact's cap
         at = slice(con.pair_end, con.pair_end + scene.joints.num_limit_rows)
         phi = con.phi[at]
@@ -212,8 +216,19 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         held = scene.fixed_bodies if scene.fixed else None
         return soft_rows(scene.softness, stiff_rows(con, impact, N, held)) if scene.softness else None
 
-    sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
-                            None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
+    if scene.constraints == "mujoco":  # MuJoCo's soft rows (worlds.soft): their targets, R / A_ii, active once r < 0
+        ours = soften(jnp.zeros(con.phi.shape, bool))
+        vel_pre = contact.relative_velocity(prob, v_pre)
+        sp = world_soft.problem(scene, params, con, prob, mu, vel_pre, model.dt, ours)
+        sol = law.solve_coupled(model, params, sp.prob, sp.mu, sp.vn_pre, sp.prob.phi, lambda impact: sp.soft,
+                                # the pyramid's edges warm-started; an elliptic world's soft rows start cold (a
+                                # warm start sent Metaworld's mug to 6e6 mm, not yet understood)
+                                None if warm is None or sp.edges == 1 else sp.spread(warm_slots(scene, con, warm)),
+                                None if sp.edges > 1 else manifold_size(model, scene, params))
+        sol = sol.replace(z=sp.collapse(sol.z))
+    else:
+        sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
+                                None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
     p_body = sol.impulse.reshape(N, 6)
     if warm is not None:
         warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
@@ -322,12 +337,15 @@ def _checks_in(scene: Scene, params: Params, state, control):
     jp = getattr(params, "joints", None)
     if scene.joints is not None and isinstance(jp, world_joints.JointParams) and jp.has_checks():
         invalid_b = invalid_b | jnp.where(world_joints.broken_passive(jp, scene.joints), jnp.int32(1 << JOINT_PASSIVE), jnp.int32(0))
+    if scene.constraints == "mujoco":  # MuJoCo-soft values out of range: flagged (validation.SOFT)
+        invalid_b = invalid_b | jnp.where(world_soft.broken_soft(scene, params), jnp.int32(1 << SOFT), jnp.int32(0))
     return params, control, invalid_b
 
 
 def _depenetrate(model, scene: Scene, params: Params, state):
-    """Stage 1: ``(state, moved out (N,))``: each body out of the ground (not a fixed one, not one off the ground)."""
-    if not scene.ground:
+    """Stage 1: ``(state, moved out (N,))``: each body out of the ground (not a fixed one, not one off the ground;
+    none under MuJoCo's soft contacts, which sink by design)."""
+    if not scene.ground or scene.constraints != "hard":
         return state, jnp.zeros((scene.num_bodies,), bool)
     given = state
     state, projected_b = per_body(lambda p, s: stages.depenetrate(model, p, s), params, state)
@@ -368,7 +386,7 @@ def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, in
     failed = stages.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
     # capped target separates them without launching them (as the ground does); flagged
-    if scene.pairs:
+    if scene.pairs and scene.constraints == "hard":
         pair_phi = con.phi[con.num_ground:con.pair_end]
         projected = projected | jnp.any(con.valid[con.num_ground:con.pair_end] & (pair_phi < -model.penetration_tol))
     flags = stages.step_flags(invalid, stages.any_nonfinite(p_body, new, info.joint_impulse), projected, failed,
@@ -753,6 +771,7 @@ def check_shapes(scene: Scene, params: Params, state: State, control=None, n_ste
     check_body(scene, params.body, concrete)
     if getattr(params, "medium", None) is not None:
         check_medium(params.medium, N)
+    world_soft.check_soft(scene, params)
     lead = np.shape(state.pos)[:1] if batched else ()
     for name in ("pos", "quat", "vel", "omega"):
         shape = np.shape(getattr(state, name))

@@ -25,6 +25,7 @@ from .. import collision
 from ..shapes import shape_kind
 from ..types import Body
 from .joints import Joints
+from .soft import check_mode
 
 
 COMPOUND = "compound"  # the shape of a body of several parts (shapes.compound; Scene.parts)
@@ -97,6 +98,8 @@ class Scene:
     conaffinity filter between their geoms and the floor, per body: a gripper that passes through the
     floor beside a box that rests on it): no ground contacts, never moved out of the ground; they
     keep their pairs and the tilted planes (``Scene.planes``). Only with ``ground``.
+    constraints: "hard" (the default: contacts and range limits are hard rows) or "mujoco" (MuJoCo's
+    soft constraint law on them, with ``Params.soft``'s values: ``worlds.soft``).
     """
 
     topologies: tuple
@@ -119,9 +122,11 @@ class Scene:
     contactless: tuple = ()
     no_ground: tuple = ()
     max_slots: int | None = None
+    constraints: str = "hard"
 
     def __post_init__(self):
         n = len(self.topologies)
+        check_mode(self.constraints)
         check_plane_count(self.planes)
         object.__setattr__(self, "fixed", check_fixed(self.fixed, n))
         object.__setattr__(self, "contactless", check_fixed(self.contactless, n, "contactless"))
@@ -384,7 +389,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
                names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0, contactless=(),
-               no_ground=(), max_slots: int | None = None):
+               no_ground=(), max_slots: int | None = None, constraints: str = "hard"):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
@@ -396,7 +401,8 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     out of the table (also from an explicit ``pairs`` list). planes: how many tilted planes the world
     has (``Scene.planes``; their values in ``Params.planes``, ``worlds.planes.make_planes``). contactless:
     the bodies that collide with nothing (``Scene.contactless``): their pairs are left out of the table.
-    no_ground: the bodies that do not touch the ground (``Scene.no_ground``), indices or one bool per body."""
+    no_ground: the bodies that do not touch the ground (``Scene.no_ground``), indices or one bool per body.
+    constraints: "hard" or "mujoco" (``Scene.constraints``)."""
     if isinstance(bodies, Body) and bodies.vertex_radius is not None:
         raise ValueError("make_scene: these stacked bodies hold a compound (body.vertex_radius), whose parts "
                          "stacking drops; pass the bodies as a list (make_scene([table, box, ...]))")
@@ -449,7 +455,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
                  names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits,
                  planes=planes, contactless=contactless, no_ground=check_fixed(no_ground, n, "no_ground"),
-                 max_slots=max_slots), stacked
+                 max_slots=max_slots, constraints=constraints), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:

@@ -1,0 +1,181 @@
+"""MuJoCo's soft constraints (``Scene.constraints = "mujoco"``, ``worlds.soft``): contacts and range limits
+follow MuJoCo's soft law, a_ref = −b v − k d(r) r with R = (1 − d)/d · Â on the row's diagonal, with a
+file's compiled values. Checked against closed forms of the law's rest states and against MuJoCo C
+(float64), gradients through the soft rows (R among them) against central differences, refusals."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcontact import worlds
+from jaxcontact.validation import SOFT, rule_names
+from jaxcontact.worlds import joints as world_joints, soft
+
+mujoco = pytest.importorskip("mujoco", reason="the MJCF loader needs mujoco (pip install -e '.[mjcf]')")
+
+BOX = """<mujoco><option timestep="0.002"/><worldbody><geom type="plane" size="5 5 .1"/>
+<body pos="0 0 {z}"><freejoint/><geom type="box" size=".1 .1 .1" mass="1"/></body></worldbody></mujoco>"""
+
+# A rod on a horizontal hinge (gravity turns it toward +q), at qpos0 on the upper limit 0 of range="-1.5 0".
+ROD = """<mujoco><compiler angle="radian"/><option timestep="0.005"/><worldbody>
+  <body name="rod" pos="0 0 1"><joint name="hinge" type="hinge" axis="0 1 0" limited="true" range="{range}"
+    {solref}/><geom type="capsule" fromto="0 0 0 .4 0 0" size=".02" mass="1"/></body>
+</worldbody></mujoco>"""
+
+
+def _rest_depth(solimp, load):
+    """The rest state of one soft row under a steady ``load`` (the row's impulse each step, per unit of
+    h k Â (1 − d)/d): R p = h k d(r) |r| at v = 0, i.e. |r| d(r)² / (1 − d(r)) = load, by bisection on |r|
+    with MuJoCo's impedance written out (d0 + (d_max − d0) y, y = x²/mid below the midpoint)."""
+    d0, dmax, width, mid, _ = solimp
+
+    def d(r):
+        x = min(r / width, 1.0)
+        y = x * x / mid if x <= mid else 1.0 - (1.0 - x) ** 2 / (1.0 - mid)
+        return d0 + (dmax - d0) * y
+
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        r = 0.5 * (lo + hi)
+        lo, hi = (r, hi) if r * d(r) ** 2 / (1.0 - d(r)) < load else (lo, r)
+    return 0.5 * (lo + hi)
+
+
+def _mujoco(xml, steps):
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    qpos = []
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+    return m, np.array(qpos)
+
+
+def test_a_box_on_the_floor_sinks_to_mujocos_depth():
+    """A 1 kg cube at rest on its four corners: each corner row carries m g h / 4 and rests where
+    R p = h k d(r)|r| (Â = 1/m, the pyramid's factor μ²(1 + μ²)/2 = 1 at μ = 1): |r| = 0.1078 mm, the
+    closed form to 5e-9 m and MuJoCo C's trajectory within 1e-7 m at every step (the same law in
+    float64); the hard rows hold it at 3e-11 m."""
+    xml = BOX.format(z=0.1)
+    _, qpos = _mujoco(xml, 400)
+    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float64)
+    assert scene.constraints == "mujoco" and params.soft.invweight[0] == pytest.approx(1.0)
+    traj, info = worlds.rollout(model, scene, params, state, 400)
+    z = np.asarray(traj.pos[1:, 0, 2])
+    np.testing.assert_allclose(z, qpos[:, 2], atol=1e-7)
+    k = 1.0 / (0.95 ** 2 * 0.02 ** 2)
+    depth = _rest_depth(soft.DEFAULT_SOLIMP, 9.81 / 4.0 / k)
+    assert depth == pytest.approx(1.0776e-4, rel=1e-3)
+    assert 0.1 - z[-1] == pytest.approx(depth, abs=5e-9)  # the warm-started solve's tolerance (2.0e-9 measured)
+    assert int(np.max(np.asarray(info.flags))) == 0  # sunk by design: no penetration flag, no warning
+
+
+def test_a_sliding_box_hops_as_mujocos_pyramid():
+    """The cube launched along the floor at 1 m/s (μ 0.4, h = 2 ms): MuJoCo's pyramidal cone asks each edge
+    n ± μ t for −b (v_n ± μ v_t), so the slip lifts the box off the floor (0.5 mm above its rest height here,
+    7.9 mm at h = 10 ms: docs/worlds.md); ours follows MuJoCo C's centre within 1e-5 m at every step; this
+    engine's cone beside a soft normal row keeps it on the floor."""
+    xml = BOX.format(z=0.0999).replace('size="5 5 .1"', 'size="5 5 .1" friction=".4 .1 .1"')
+    m = mujoco.MjModel.from_xml_string(xml.replace('mass="1"', 'mass="1" friction=".4 .1 .1"'))
+    d = mujoco.MjData(m)
+    d.qvel[0] = 1.0
+    mujoco.mj_forward(m, d)
+    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco", dtype=jnp.float64)
+    traj, _ = worlds.rollout(model, scene, params, state, 30)
+    pos = []
+    for _ in range(30):
+        mujoco.mj_step(m, d)
+        pos.append(d.qpos[:3].copy())
+    np.testing.assert_allclose(np.asarray(traj.pos[1:, 0]), np.array(pos), atol=1e-5)
+    assert np.max(np.array(pos)[:, 2]) > 0.1003  # it hopped (its rest height: 0.09989 m)
+
+
+def _hinge_angle(scene, params, traj):
+    return np.array([float(world_joints.coordinates(scene.joints, params.joints, jax.tree_util.tree_map(
+        lambda x: x[k], traj))[0][0]) for k in range(traj.pos.shape[0])])
+
+
+def test_a_loaded_hinge_rests_on_its_limit_at_mujocos_deflection():
+    """A 1 kg rod of 0.4 m held on its upper limit by gravity: MuJoCo's limit yields to the torque, to
+    |r| with |r| d² / (1 − d) = τ Â / k (Â = MuJoCo's dof_invweight0): 0.784 mrad. Ours follows MuJoCo C
+    within 1e-7 rad at every step (measured 1.2e-8) and rests at the closed form within 5e-8 rad (8e-9)."""
+    xml = ROD.format(range="-1.5 0", solref="")
+    m, qpos = _mujoco(xml, 200)
+    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float64)
+    traj, _ = worlds.rollout(model, scene, params, state, 200)
+    q = _hinge_angle(scene, params, traj)
+    np.testing.assert_allclose(q[1:], qpos[:, 0], atol=1e-7)
+    k = 1.0 / (0.95 ** 2 * 0.02 ** 2)
+    depth = _rest_depth(soft.DEFAULT_SOLIMP, 1.0 * 9.81 * 0.2 * float(m.dof_invweight0[0]) / k)
+    assert depth == pytest.approx(7.8376e-4, rel=1e-4)
+    assert q[-1] == pytest.approx(depth, abs=5e-8)
+
+
+@pytest.mark.parametrize("solref, tol", [("", 1.5e-3), ('solreflimit="0.05 1"', 1e-5)])
+def test_a_joint_past_its_limit_returns_at_mujocos_pace(solref, tol):
+    """A hinge 0.5 rad past its lower limit (a reset state outside the range) is kicked back in as MuJoCo
+    C's: over the first 10 steps within 1e-5 rad at τ = 0.05 s (measured 3.2e-6; the hard rows' soft
+    return, ``joints.soft_limit_speed``, 6.8e-4) and 1.5e-3 rad at MuJoCo's default 0.02 s (1.0e-3; hard
+    2.7e-3), where the rod then spins at 9.8 rad/s and this engine's joint rows lose 0.08 % of its speed
+    a step (their projection onto the turned constraint; MuJoCo's coordinates lose none)."""
+    xml = ROD.format(range="0.5 1.5", solref=solref).replace('axis="0 1 0"', 'axis="0 0 1"')
+    _, qpos = _mujoco(xml, 10)
+    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float64)
+    traj, _ = worlds.rollout(model, scene, params, state, 10)
+    q = _hinge_angle(scene, params, traj)
+    assert np.max(np.abs(q[1:] - qpos[:, 0])) < tol
+
+
+def test_gradients_through_soft_rows_match_central_differences():
+    """d(the box's height after 10 steps)/d(the body's inverse weight Â, which enters through R alone;
+    the floor's time constant τ, through a_ref) against central differences (float64), within 1e-3
+    (measured 1.3e-4 and 1e-6: the solve's tolerance): the implicit adjoint holds R."""
+    scene, params, state, model = worlds.from_mjcf(BOX.format(z=0.0999), constraints="mujoco", dtype=jnp.float64)
+
+    def height(inv, tau):
+        sp = params.soft.replace(invweight=params.soft.invweight.at[0].set(inv),
+                                 ground_solref=params.soft.ground_solref.at[0].set(tau))
+        return worlds.rollout(model, scene, params.replace(soft=sp), state, 10)[0].pos[-1, 0, 2]
+
+    g = jax.grad(height, argnums=(0, 1))(1.0, 0.02)
+    for i, (x0, eps) in enumerate(((1.0, 1e-4), (0.02, 1e-6))):
+        args = [1.0, 0.02]
+        args[i] = x0 + eps
+        up = float(height(*args))
+        args[i] = x0 - eps
+        fd = (up - float(height(*args))) / (2 * eps)
+        assert abs(fd) > 1e-6
+        assert float(g[i]) == pytest.approx(fd, rel=1e-3)
+
+
+def test_bad_soft_values_refused_by_name_and_flagged_under_jit():
+    scene, params, state, model = worlds.from_mjcf(BOX.format(z=0.1), constraints="mujoco", dtype=jnp.float64)
+    bad = params.replace(soft=params.soft.replace(solimp=params.soft.solimp.at[0, 0].set(1.5)))
+    with pytest.raises(ValueError, match=r"params.soft.solimp: a solimp is \(d0, d_max in \[0, 1\]"):
+        worlds.rollout(model, scene, bad, state, 2)
+    badref = params.replace(soft=params.soft.replace(ground_solref=jnp.array([0.02, -1.0])))
+    with pytest.raises(ValueError, match=r"params.soft.ground_solref: a solref is"):
+        worlds.step(model, scene, badref, state)
+    for p in (bad, badref):
+        info = jax.jit(lambda p: worlds.step_with_info(model, scene, p, state)[1])(p)
+        assert int(info.invalid) >> SOFT & 1 and any(n.startswith("params.soft") for n in rule_names(int(info.invalid)))
+    ok = jax.jit(lambda p: worlds.step_with_info(model, scene, p, state)[1])(params)
+    assert int(ok.invalid) == 0
+    with pytest.raises(ValueError, match=r"Scene.constraints must be one of \('hard', 'mujoco'\)"):
+        worlds.from_mjcf(BOX.format(z=0.1), constraints="soft")
+    with pytest.raises(ValueError, match=r"Scene.constraints='mujoco' needs params.soft"):
+        worlds.rollout(model, scene, params.replace(soft=None), state, 2)
+    hard = worlds.from_mjcf(BOX.format(z=0.1), dtype=jnp.float64)
+    with pytest.raises(ValueError, match=r"params.soft: MuJoCo's soft-constraint values are given"):
+        worlds.rollout(hard[3], hard[0], hard[1].replace(soft=params.soft), hard[2], 2)
+
+
+def test_impedance_is_mujocos_curve():
+    """d(r) at the ends, the midpoint and both branches (MuJoCo's getimpedance, written out)."""
+    imp = jnp.asarray([0.5, 0.9, 0.01, 0.3, 3.0])
+    r = jnp.asarray([0.0, -0.0015, 0.003, 0.006, 0.02, -0.02])
+    x = np.abs(np.asarray(r)) / 0.01
+    y = np.where(x <= 0.3, x ** 3 / 0.3 ** 2, 1 - (1 - x) ** 3 / 0.7 ** 2)
+    np.testing.assert_allclose(soft.impedance(imp, r), np.where(x >= 1, 0.9, 0.5 + 0.4 * y), rtol=1e-6)
+    assert float(soft.impedance(jnp.asarray([0.9, 0.9, 0.01, 0.5, 2.0]), 0.003)) == pytest.approx(0.9)
