@@ -161,6 +161,8 @@ REGISTRY = (
     _b("same_physics", "the finals of fixed workloads, saved before a refactor and compared after"),
     _b("scenery", "fixed scenery against the hand calculation and MuJoCo C", ("scenery.json",), legacy=False,
        options={"only": "ramp,table,bin"}),
+    _b("soft_speed", "what MuJoCo's soft constraints cost a robot's step against the hard rows",
+       ("soft_speed.json", "soft_speed.md")),
     _b("side_by_side", "three mixed scenes in jaxcontact, MuJoCo C and Bullet",
        ("side_by_side.json", "side_by_side.md")),
     _b("small_rows", "where the dense solve and its unrolled sweep pay", ("small_rows.json", "small_rows.md"),
