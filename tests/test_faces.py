@@ -193,23 +193,33 @@ def test_two_doors_one_answer():
     stacks and gradients); with the square (the default) 6.9e-8 m and 4.5e-8 m (5.1e-8 and 4.4e-8 at the
     earlier 1e-5 m/s), with Coulomb's disc (opt-in) 3.7e-4 m (spin: the warm start carries the sliding and
     spinning contacts' split along) and 1.3e-8 m (README) apart over the 500 steps, held here under
-    5e-4 m; without the warm start (tol 1e-6) the world is the single body bit for bit."""
+    5e-4 m; without the warm start (tol 1e-6) the world is the single body bit for bit. Bit for bit
+    where both compile alike (inside one ``jit``); eagerly a world compiles with its CPU options
+    (``pipeline.CPU_COMPILER_OPTIONS``), the body with XLA's defaults: the same to 1e-9 m."""
     law = jc.CoulombLCP()
     model = jc.Model(law=law, dt=0.002)
     box = shapes.box(0.1, 0.37)
     scene, body = worlds.make_scene([box])
+    cold = worlds.model(jc.CoulombLCP(solver=LCPSettings(max_iter=1000)))  # the world's law without its warm start
+
+    @jax.jit
+    def doors(params, start, lead):
+        one_world = params.replace(body=body)
+        return (jc.rollout(model, params, start, 500), worlds.rollout(model, scene, one_world, lead, 500)[0],
+                worlds.rollout(cold, scene, one_world, lead, 500)[0])
+
     for throw in (SPIN, README):
         params = jc.Params(body=box, ground=jc.Ground.flat(), law=law.init_params(mu=0.18))
         start = jc.make_state(**throw)
-        one = jc.rollout(model, params, start, 500)
         lead = jax.tree_util.tree_map(lambda x: x[None], start)
-        world, _ = worlds.rollout(model, scene, params.replace(body=body), lead, 500)
+        one, world, same = doors(params, start, lead)
         for a, b in zip(jax.tree_util.tree_leaves(world), jax.tree_util.tree_leaves(one)):
             np.testing.assert_array_equal(np.asarray(a)[:, 0], np.asarray(b))
         assert float(jnp.abs(one.pos[-1, 2] - 0.05)) < 1e-6  # landed and resting on a face
-        cold = worlds.model(jc.CoulombLCP(solver=LCPSettings(max_iter=1000)))  # the world's law without its warm start
-        same, _ = worlds.rollout(cold, scene, params.replace(body=body), lead, 500)
         np.testing.assert_array_equal(np.asarray(same.pos)[:, 0], np.asarray(one.pos))
+        eager, _ = worlds.rollout(model, scene, params.replace(body=body), lead, 500)
+        np.testing.assert_allclose(np.asarray(eager.pos)[:, 0], np.asarray(jc.rollout(model, params, start, 500).pos),
+                                   rtol=0, atol=1e-9)
         default, _ = worlds.rollout(worlds.model(), scene, params.replace(body=body), lead, 500)
         gap = float(jnp.max(jnp.abs(default.pos[:, 0] - one.pos)))
         assert 0.0 < gap < 5e-4, gap

@@ -72,8 +72,9 @@ def test_a_single_body_is_a_world_of_one_body():
 @pytest.mark.parametrize("name", [n if n == "dacm" else pytest.param(n, marks=pytest.mark.slow) for n in LEARNED])
 def test_learned_law_runs_in_a_world_without_pairs(name):
     """A learned ground law in a world of three boxes without pairs: each box moves as the same
-    box alone under ``batch_rollout`` (to 1e-12 m), and the world's info carries each box's
-    ``ContactInfo``."""
+    box alone under ``batch_rollout`` (to 1e-12 m where both compile alike, inside one ``jit``: eagerly a
+    world compiles with its CPU options, ``pipeline.CPU_COMPILER_OPTIONS``), and the world's info carries
+    each box's ``ContactInfo``."""
     law, kw = LEARNED[name]()
     model = jc.Model(law=law)
     lp = law.init_params(**kw)
@@ -81,8 +82,9 @@ def test_learned_law_runs_in_a_world_without_pairs(name):
         lp = jax.tree_util.tree_map_with_path(lambda p, x: x * 1e-3 if "y_std" in jax.tree_util.keystr(p) else x, lp)
     scene, params, box = _world(law, lp, 3, pairs=[])
     states = _throws(3)
-    traj, winfo = worlds.rollout(model, scene, params, states, STEPS)
-    ref = jc.batch_rollout(model, params.replace(body=box), states, STEPS, output="trajectory")
+    (traj, winfo), ref = jax.jit(lambda p, s: (worlds.rollout(model, scene, p, s, STEPS),
+                                               jc.batch_rollout(model, p.replace(body=box), s, STEPS,
+                                                                output="trajectory")))(params, states)
     np.testing.assert_allclose(np.asarray(traj.pos), np.swapaxes(np.asarray(ref.pos), 0, 1), rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(traj.quat), np.swapaxes(np.asarray(ref.quat), 0, 1), rtol=0, atol=1e-12)
     assert winfo.contacts is not None and winfo.contacts.phi.shape[:2] == (STEPS, 3)
