@@ -730,3 +730,13 @@ def broad_phased(scene, broad_phase: str):
         return scene
     scene = heap_broad_phase(scene)
     return _dc.replace(scene, max_slots=None) if broad_phase == "group" else scene
+
+
+def is_model(path: str) -> bool:
+    """Whether the file at ``path`` is an MJCF model (its root element ``<mujoco>``), not an include."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        return ET.parse(path).getroot().tag == "mujoco"
+    except ET.ParseError:
+        return False

@@ -49,7 +49,7 @@ def outside(points, hull_points) -> float:
 def corpus(root: str, only: str | None):
     import mujoco
 
-    from benchmarks.mjcf_census import is_model
+    from .common import is_model
     from jaxcontact import collision
 
     meshes, files, bodies, largest = {}, {}, {}, []

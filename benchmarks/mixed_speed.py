@@ -79,7 +79,7 @@ def run_mujoco(text, qpos, steps, threads=2):
     import mujoco
     from mujoco import rollout
 
-    from .worlds import mujoco_initial_states
+    from .common import mujoco_initial_states
 
     m = mujoco.MjModel.from_xml_string(text)
     init = mujoco_initial_states(m, qpos, np.zeros((qpos.shape[0], m.nv)))  # at rest

@@ -34,10 +34,11 @@ import subprocess
 import sys
 import time
 import warnings
-import xml.etree.ElementTree as ET
 from collections import Counter
 
 import numpy as np
+
+from .common import is_model
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 PREFIX = "unsupported in a jaxcontact world: "
@@ -81,13 +82,6 @@ def split_top(text: str) -> list:
             start = i + 2
     out.append(text[start:])
     return [p for p in out if p]
-
-
-def is_model(path: str) -> bool:
-    try:
-        return ET.parse(path).getroot().tag == "mujoco"
-    except ET.ParseError:
-        return False
 
 
 def features(mujoco, m) -> list:
