@@ -211,7 +211,13 @@ class Joints:
     def num_limit_rows(self) -> int:
         """The contact rows of the range limits: two per limited hinge or slide, one per limited ball
         (its cone)."""
-        return sum(1 if self.kind(j) == "ball" else 2 for j in self.limited_joints)
+        return len(self.limit_row_joints)
+
+    @property
+    def limit_row_joints(self) -> np.ndarray:
+        """(L,) the joint of each range-limit row (``limit_rows``' order: two per limited hinge or slide,
+        one per limited ball)."""
+        return np.asarray([j for j in self.limited_joints for _ in range(1 if self.kind(j) == "ball" else 2)], np.int64)
 
     @property
     def limited_joints(self) -> tuple:
@@ -572,8 +578,7 @@ def soft_limit_speed(joints: Joints, jp: JointParams, phi, rate, dt: float):
     a = −2v/τ − r/(τ ζ)² (the time constant τ at least 2 h, as MuJoCo's safety keeps it;
     ``JointParams.limit_soft``): v + h·a. Used for rows past their limit (phi < 0), where it replaces
     the contact's correction cap; one-sided as MuJoCo's limit: the row only pushes."""
-    rows = np.asarray([j for j in joints.limited_joints for _ in range(1 if joints.kind(j) == "ball" else 2)], np.int64)
-    soft = jnp.asarray(jp.limit_soft, phi.dtype)[rows]
+    soft = jnp.asarray(jp.limit_soft, phi.dtype)[joints.limit_row_joints]
     tau = jnp.maximum(soft[:, 0], 2.0 * dt)
     zeta = soft[:, 1]
     return rate + dt * (-2.0 * rate / tau - phi / (tau * zeta) ** 2)

@@ -168,12 +168,6 @@ def _mixed(sp: SoftParams, bodies):
     return solref, solimp, g1 + g2, condim
 
 
-def limit_joint_of_rows(joints) -> np.ndarray:
-    """(L,) the joint of each range-limit row (``joints.limit_rows``' order: two per hinge or slide,
-    one per ball)."""
-    return np.asarray([j for j in joints.limited_joints for _ in range(1 if joints.kind(j) == "ball" else 2)], np.int64)
-
-
 @struct.dataclass
 class SoftProblem:
     """A world's contact problem with MuJoCo's soft rows (``problem``): ``prob`` (its ``BodyProblem``,
@@ -254,7 +248,7 @@ def problem(scene, params, con, prob, mu, vel_pre, dt: float, ours=None) -> Soft
     if joints is not None and joints.limited:
         L = joints.num_limit_rows
         at = slice(P, P + L)
-        j = limit_joint_of_rows(joints)
+        j = joints.limit_row_joints
         soft_row[at] = True
         solref = solref.at[at].set(jnp.asarray(params.joints.limit_soft, dtype)[j])
         solimp = solimp.at[at].set(jnp.asarray(sp.limit_solimp, dtype)[j])
@@ -357,19 +351,20 @@ def check_soft(scene, params) -> None:
         return
     for name in ("solref", "ground_solref", "limit_solref"):
         if name in vals:
-            bad = _bad_solref(vals[name].reshape(-1, 2))
-            if bad is not None:
+            ref = vals[name].reshape(-1, 2)
+            ok = _solref_ok(ref, np)
+            if not np.all(ok):
                 where = "params.joints.limit_soft" if name == "limit_solref" else f"params.soft.{name}"
                 raise ValueError(f"{where}: a solref is (time constant > 0, damping ratio > 0) or MuJoCo's direct "
-                                 f"(−stiffness < 0, −damping ≤ 0), got {bad}")
+                                 f"(−stiffness < 0, −damping ≤ 0), got {ref[np.argmin(ok)].tolist()}")
     for name in ("solimp", "ground_solimp", "limit_solimp"):
         if name in vals:
-            for row in vals[name].reshape(-1, 5):
-                if not (np.all(np.isfinite(row)) and 0 <= row[0] <= 1 and 0 <= row[1] <= 1 and row[2] >= 0
-                        and 0 <= row[3] <= 1 and row[4] >= 1):
-                    raise ValueError(f"params.soft.{name}: a solimp is (d0, d_max in [0, 1], width ≥ 0, midpoint in "
-                                     f"[0, 1], power ≥ 1; MuJoCo clamps d0, d_max, midpoint into [1e-4, 0.9999]), "
-                                     f"got {row.tolist()}")
+            imp = vals[name].reshape(-1, 5)
+            ok = _solimp_ok(imp, np)
+            if not np.all(ok):
+                raise ValueError(f"params.soft.{name}: a solimp is (d0, d_max in [0, 1], width ≥ 0, midpoint in "
+                                 f"[0, 1], power ≥ 1; MuJoCo clamps d0, d_max, midpoint into [1e-4, 0.9999]), "
+                                 f"got {imp[np.argmin(ok)].tolist()}")
     for name in ("solmix", "margin", "ground_solmix", "ground_margin", "invweight", "limit_margin", "limit_invweight"):
         if name in vals and not (np.all(np.isfinite(vals[name])) and np.all(vals[name] >= 0)):
             raise ValueError(f"params.soft.{name}: must be finite and >= 0, got {vals[name].tolist()}")
@@ -377,9 +372,17 @@ def check_soft(scene, params) -> None:
         raise ValueError(f"params.soft.impratio: must be finite and > 0, got {float(vals['impratio']):g}")
 
 
-def _bad_solref(ref):
-    ok = np.all(np.isfinite(ref), axis=1) & (((ref[:, 0] > 0) & (ref[:, 1] > 0)) | ((ref[:, 0] < 0) & (ref[:, 1] <= 0)))
-    return None if np.all(ok) else ref[np.argmin(ok)].tolist()
+def _solref_ok(ref, xp):
+    """(K,) whether each solref row of ``ref`` (K, 2) is standard (τ > 0, ζ > 0) or direct (−k < 0, −b ≤ 0);
+    ``xp``: numpy (``check_soft``, eagerly) or jax.numpy (``broken_soft``, traced)."""
+    return xp.all(xp.isfinite(ref), axis=1) & (((ref[:, 0] > 0) & (ref[:, 1] > 0)) | ((ref[:, 0] < 0) & (ref[:, 1] <= 0)))
+
+
+def _solimp_ok(imp, xp):
+    """(K,) whether each solimp row of ``imp`` (K, 5) is finite with d0, d_max and the midpoint in [0, 1],
+    the width ≥ 0 and the power ≥ 1 (``_solref_ok``'s ``xp``)."""
+    return (xp.all(xp.isfinite(imp), axis=1) & (imp[:, 0] >= 0) & (imp[:, 0] <= 1) & (imp[:, 1] >= 0)
+            & (imp[:, 1] <= 1) & (imp[:, 2] >= 0) & (imp[:, 3] >= 0) & (imp[:, 3] <= 1) & (imp[:, 4] >= 1))
 
 
 def broken_soft(scene, params):
@@ -387,15 +390,10 @@ def broken_soft(scene, params):
     sp = params.soft
 
     def solref_bad(ref):
-        ref = ref.reshape(-1, 2)
-        ok = jnp.all(jnp.isfinite(ref), axis=1) & (((ref[:, 0] > 0) & (ref[:, 1] > 0)) | ((ref[:, 0] < 0) & (ref[:, 1] <= 0)))
-        return ~jnp.all(ok)
+        return ~jnp.all(_solref_ok(ref.reshape(-1, 2), jnp))
 
     def solimp_bad(imp):
-        imp = imp.reshape(-1, 5)
-        ok = (jnp.all(jnp.isfinite(imp), axis=1) & (imp[:, 0] >= 0) & (imp[:, 0] <= 1) & (imp[:, 1] >= 0)
-              & (imp[:, 1] <= 1) & (imp[:, 2] >= 0) & (imp[:, 3] >= 0) & (imp[:, 3] <= 1) & (imp[:, 4] >= 1))
-        return ~jnp.all(ok)
+        return ~jnp.all(_solimp_ok(imp.reshape(-1, 5), jnp))
 
     nonneg = lambda x: ~jnp.all(jnp.isfinite(x) & (x >= 0))
     bad = (solref_bad(sp.solref) | solref_bad(sp.ground_solref) | solimp_bad(sp.solimp) | solimp_bad(sp.ground_solimp)
@@ -421,4 +419,4 @@ def check_mode(constraints) -> str:
 
 
 __all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "SoftParams", "broken_soft", "check_mode", "check_soft",
-           "impedance", "limit_joint_of_rows", "problem", "reference", "soft_params", "SoftProblem"]
+           "impedance", "problem", "reference", "soft_params", "SoftProblem"]
