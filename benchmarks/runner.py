@@ -146,8 +146,6 @@ REGISTRY = (
        ("mixed_speed.json", "mixed_speed.md")),
     _b("mjcf_census", "a census of public MJCF files: what MuJoCo compiles and worlds.from_mujoco loads",
        ("mjcf_census.json", "mjcf_census.md")),
-    _b("mutations", "small physics bugs planted one at a time; the tests that should notice run",
-       ("mutations.json", "mutations.md")),
     _b("overlap_census", "how often a two-body throw starts a step inside, per pair of kinds",
        ("overlap_census.json", "overlap_census.md"), legacy=False, options={"steps": 250, "seed": 0, "dtype": "float64"}),
     _b("passive_arm", "a damped, sprung two-link arm against MuJoCo C", ("passive_arm.md",), legacy=False),

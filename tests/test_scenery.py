@@ -3,7 +3,7 @@ ramp, a wall, a table — touched by free bodies through the ordinary narrow pha
 mass, no gravity, no ground contacts, their state kept bitwise. Hand calculations on tiny scenes
 (a box sliding down a ramp at g (sin θ − μ cos θ), sticking when tan θ < μ, stopping at a wall,
 resting on a table), a gradient through the ramp's angle, and the refusals. The fast catchers of
-the scenery mutations in ``benchmarks/mutations.py``."""
+the scenery mutations in ``tests/mutations.py``."""
 
 import jax
 import jax.numpy as jnp

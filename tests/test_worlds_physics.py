@@ -1,7 +1,7 @@
 """Short physics checks of worlds (jaxcontact.worlds), each a hand calculation on a tiny scene
 over a few steps: the velocity-form sweep against μ g and free flight, speculative contacts
 against a fast approach, the joints' Baumgarte decay, the broad phase's choice of pairs. They are
-the fast catchers of the worlds mutations in ``benchmarks/mutations.py`` (docs/testing.md)."""
+the fast catchers of the worlds mutations in ``tests/mutations.py`` (docs/testing.md)."""
 
 import jax
 import jax.numpy as jnp

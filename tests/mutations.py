@@ -1,9 +1,9 @@
 """Mutation check of the physics tests: plant small, plausible physics bugs one at a time in a
 temporary copy of the repository, run the tests that should notice, and report which survive.
 
-    python -m benchmarks.mutations                 # every mutation (about 30-60 min on 2 cores)
-    python -m benchmarks.mutations --only gyro-sign,big-friction-bound
-    python -m benchmarks.mutations --list
+    python tests/mutations.py                 # every mutation (about 30-60 min on 2 cores)
+    python tests/mutations.py --only gyro-sign,big-friction-bound
+    python tests/mutations.py --list
 
 Each mutation is an exact string replacement in one source file, with the number of times the
 string must occur: a target that is missing (or occurs a different number of times, e.g. after a
@@ -1509,7 +1509,7 @@ def main(argv=None) -> int:
             print(f"{m.name:32s} {m.area:12s} {m.path}: {m.old!r} -> {m.new!r}")
         return 0
     commit = _commit()  # what is copied, before anything runs
-    command = "python -m benchmarks.mutations" + (f" --only {args.only}" if args.only else "") \
+    command = "python tests/mutations.py" + (f" --only {args.only}" if args.only else "") \
         + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
     jobs = max(1, min(args.jobs, len(chosen)))
     with tempfile.TemporaryDirectory(prefix="jaxcontact-mutations-") as tmp:
