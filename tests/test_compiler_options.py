@@ -40,6 +40,16 @@ def test_the_eager_program_has_no_ynn_fusions():
     assert pipeline.compiler_options() == dict(pipeline.CPU_COMPILER_OPTIONS)
 
 
+def test_an_xla_without_the_options_gets_its_defaults(monkeypatch):
+    """An older XLA (jax 0.7, pyproject's lower bound) refuses the YNNPACK option by name when a
+    program is compiled: ``cpu_options`` asks once and answers ``()``, ``compiler_options`` None, so
+    the eager entry points compile with XLA's defaults there (an option this XLA lacks stands in)."""
+    monkeypatch.setattr(pipeline, "CPU_COMPILER_OPTIONS", (("xla_cpu_no_such_option_here", ""),))
+    assert pipeline.cpu_options.__wrapped__() == ()
+    monkeypatch.setattr(pipeline, "cpu_options", pipeline.cpu_options.__wrapped__)
+    assert pipeline.compiler_options() is None
+
+
 @pytest.mark.slow
 def test_eager_entry_points_give_the_traced_answer():
     """Eager ``rollout``, ``batch_rollout`` and ``sharded_batch_rollout`` compile their programs with

@@ -582,10 +582,25 @@ the mixed heap's time goes"). A user's own top-level ``jit`` of a world passes
 ``compiler_options=compiler_options()``."""
 
 
+@functools.cache
+def cpu_options() -> tuple:
+    """``CPU_COMPILER_OPTIONS`` where this jaxlib's XLA knows them, else ``()`` (XLA's defaults): an
+    older XLA (jax 0.7) has no YNNPACK and refuses the option by name when a program is compiled, so a
+    one-line program is compiled with them once to ask. Any other compile error is raised."""
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=dict(CPU_COMPILER_OPTIONS)).lower(
+            jax.ShapeDtypeStruct((), jnp.float32)).compile()
+    except Exception as error:  # noqa: BLE001 - XlaRuntimeError's module moved between jaxlib versions
+        if "No such compile option" not in str(error):
+            raise
+        return ()
+    return CPU_COMPILER_OPTIONS
+
+
 def compiler_options() -> dict | None:
-    """``CPU_COMPILER_OPTIONS`` as ``jax.jit``'s ``compiler_options`` where JAX's default backend is a
-    CPU; None elsewhere (XLA's defaults)."""
-    return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else None
+    """``cpu_options()`` as ``jax.jit``'s ``compiler_options`` where JAX's default backend is a CPU
+    (and this XLA knows them); None elsewhere (XLA's defaults)."""
+    return (dict(cpu_options()) or None) if jax.default_backend() == "cpu" else None
 
 
 @functools.cache
@@ -860,5 +875,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 
 __all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "actuated", "as_is", "with_ctrl", "batch_jit", "batch_rollout", "body_scene", "check_law",
-           "BATCH_STATIC", "CPU_COMPILER_OPTIONS", "RUN_STATIC", "check_shapes", "compiler_options", "coupled", "energy", "fixed_at_rest", "hold_fixed", "on_ground", "initial_warm", "lift_body", "rollout", "rollout_jit", "run", "top_level",
+           "BATCH_STATIC", "CPU_COMPILER_OPTIONS", "RUN_STATIC", "check_shapes", "compiler_options", "cpu_options", "coupled", "energy", "fixed_at_rest", "hold_fixed", "on_ground", "initial_warm", "lift_body", "rollout", "rollout_jit", "run", "top_level",
            "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]

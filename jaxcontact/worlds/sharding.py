@@ -27,7 +27,7 @@ def sharded_batch_rollout(model, scene: Scene, params: Params, states: State, n_
     """``worlds.batch_rollout`` with the world axis of ``states`` (W, N, …) (and of ``controls``
     (W, n_steps, N, 6), if given) sharded over ``mesh`` (default: all devices). Concrete inputs
     are validated first, as ``batch_rollout`` does; the same results (to round-off). Eagerly on CPU
-    devices the program is compiled with ``pipeline.CPU_COMPILER_OPTIONS``."""
+    devices the program is compiled with ``pipeline.cpu_options()``."""
     check_arguments("worlds.sharded_batch_rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), states=(states, State), n_steps=(n_steps, STEPS),
                     controls=(controls, OPTIONAL_ARRAY), mesh=(mesh, (Mesh, None)), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
@@ -46,7 +46,7 @@ def sharded_batch_rollout(model, scene: Scene, params: Params, states: State, n_
     params = jax.device_put(params, NamedSharding(mesh, P()))
     cpu = concrete and mesh.devices.reshape(-1)[0].platform == "cpu"  # at the top level: the CPU options
     run = per_device_rollout(model, scene, n_steps, False, output, True, None, pipeline.as_is, controls is not None,
-                             mesh, pipeline.CPU_COMPILER_OPTIONS if cpu else None)
+                             mesh, (pipeline.cpu_options() or None) if cpu else None)
     out = pipeline.world_out(run(params, states, controls), output, scene)
     return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
 
