@@ -41,7 +41,6 @@ What is checked where:
 from __future__ import annotations
 
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -55,6 +54,7 @@ from .eager import (
     warn_nonfinite,
     warn_penetration,
     warn_solver,
+    warn_step,
 )
 from .stages import (
     SOLVER_ACCURACY,
@@ -71,7 +71,7 @@ from .stages import (
     solver_failed,
     step_flags,
 )
-from .types import AnyState, Flags, Model, Params, PlanarState, State
+from .types import AnyState, Model, Params, PlanarState, State
 from .validation import BOOL, OPTIONAL_ARRAY, OPTIONAL_STEPS, OUTPUT, STEPS, check_arguments, check_steps, is_concrete, \
     validate_inputs
 from .worlds import pipeline
@@ -108,12 +108,7 @@ def _step_with_info(model, params, state, control, stacklevel):
     validate_inputs(params, state, control=control, batched=False)
     warn_penetration(model, params, state, stacklevel=stacklevel + 1)
     new, info = _step_jit(model, params, state, control)
-    flags = int(info.flags)
-    if flags & Flags.NONFINITE:
-        warnings.warn("the step's output is non-finite; jaxcontact.diagnostics.report(info) names the cause",
-                      NonFiniteWarning, stacklevel=stacklevel)
-    if flags & Flags.SOLVER:
-        warn_solver(0, stacklevel=stacklevel + 1, worst=info.residual)
+    warn_step(info.flags, info.residual, stacklevel=stacklevel + 1)
     return new, info
 
 
@@ -153,8 +148,6 @@ def rollout(
     check_arguments("rollout", model=(model, Model), params=(params, Params), state=(state, (State, PlanarState)),
                     n_steps=(n_steps, OPTIONAL_STEPS), controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT),
                     with_info=(with_info, BOOL))
-    if output not in ("trajectory", "final"):
-        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     if controls is not None:
         n_ctrl = jnp.shape(controls)[0]
         if n_steps is not None and check_steps(n_steps) != n_ctrl:
@@ -208,8 +201,6 @@ def batch_rollout(
         chunk_size = CPU_CHUNK if jax.default_backend() == "cpu" else None
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive int, None or 'auto', got {chunk_size!r}")
-    if output not in ("trajectory", "final"):
-        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     check = validate and is_concrete((params, states))
     if check:
         validate_inputs(params, states, batched=True, params_batched=params_batched)

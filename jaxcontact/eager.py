@@ -91,6 +91,19 @@ def warn_solver(first_step, batched: bool = False, stacklevel: int = 3, who: str
         warnings.warn(solver_message(who, int(first[bad].min()), w, hint), SolverWarning, stacklevel=stacklevel)
 
 
+def warn_step(flags, residual, who: str | None = None, stacklevel: int = 3) -> None:
+    """An eager step's warnings on its flags, for every door (a body's, a world's, a chain's):
+    ``NonFiniteWarning`` when ``flags`` has ``Flags.NONFINITE``, ``SolverWarning`` (``warn_solver``,
+    with ``residual``, m/s) when it has ``Flags.SOLVER``; ``who``: the words for what stepped ("the
+    world", "the chain"; None: a single body's words)."""
+    flags = int(flags)
+    if flags & Flags.NONFINITE:
+        warnings.warn("the step's output is non-finite; jaxcontact.diagnostics.report(info) names the cause",
+                      NonFiniteWarning, stacklevel=stacklevel)
+    if flags & Flags.SOLVER:
+        warn_solver(0, stacklevel=stacklevel + 1, who=who, worst=residual)
+
+
 def first_flag_step(out, output: str, flag: Flags = Flags.SOLVER):
     """Per rollout, the first step flagged ``flag`` (−1: none), from a rollout's output:
     ``(trajectory, infos)`` (infos.flags (…, T)) or ``(final, Summary)``; leading batch axes kept."""
@@ -169,5 +182,5 @@ def warn_world_penetration(model: Model, params: Params, states, batched: bool =
 
 
 __all__ = ["NonFiniteWarning", "PenetrationWarning", "SolverWarning", "first_flag_step", "solver_message",
-           "warn_failed_solves", "warn_nonfinite", "warn_penetration", "warn_solver", "warn_world_penetration",
+           "warn_failed_solves", "warn_nonfinite", "warn_penetration", "warn_solver", "warn_step", "warn_world_penetration",
            "worst_solver_residual"]

@@ -13,32 +13,15 @@ padding is dropped from the result.
 
 from __future__ import annotations
 
-import functools
-
 import jax
-import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from .eager import warn_penetration
 from .stages import pad_batch
 from .worlds import pipeline
+from .worlds.sharding import BATCH_AXIS, batch_mesh, per_device_rollout, shard_batch
 from .types import Model, Params, PlanarState, State
 from .validation import BOOL, OUTPUT, STEPS, check_arguments, check_steps, is_concrete, validate_inputs
-
-BATCH_AXIS = "batch"
-
-
-def batch_mesh(devices=None) -> Mesh:
-    """A 1-D mesh named ``"batch"`` over ``devices`` (default: all devices)."""
-    devs = np.asarray(jax.devices() if devices is None else devices)
-    return Mesh(devs.reshape(-1), (BATCH_AXIS,))
-
-
-def shard_batch(tree, mesh: Mesh):
-    """Place every leaf's leading axis across the mesh (each leaf's batch must divide evenly)."""
-    sharding = NamedSharding(mesh, P(BATCH_AXIS))
-    return jax.tree_util.tree_map(lambda x: jax.device_put(x, sharding), tree)
-
 
 def sharded_batch_rollout(
     model,
@@ -74,24 +57,6 @@ def sharded_batch_rollout(
                              pipeline.AsBody(output, with_info, False), False, mesh)
     out = run(params, states, None)
     return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
-
-
-@functools.lru_cache(maxsize=64)
-def per_device_rollout(model, scene, n_steps, params_batched, output, with_info, chunk, lift, with_controls, mesh,
-                       options=None):
-    """The sharded program of bodies and worlds alike: a jitted ``shard_map`` over ``mesh``'s batch
-    axis of ``worlds.pipeline.batch_jit`` (each device its own batch, its own solver loops; its own
-    chunks of ``chunk`` systems), cached per setting; called as ``(params, states, controls)``.
-    ``options``: XLA's compiler options as (name, value) pairs (``pipeline.CPU_COMPILER_OPTIONS``), for a
-    call at the top level only; None: XLA's defaults."""
-
-    def local(params, states, controls):  # traced: no validation again
-        return pipeline.batch_jit(model, scene, params, states, controls, n_steps, params_batched, output, with_info,
-                                  chunk, False, lift)
-
-    specs = (P(BATCH_AXIS) if params_batched else P(), P(BATCH_AXIS), P(BATCH_AXIS) if with_controls else P())
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(BATCH_AXIS), check_vma=False),
-                   compiler_options=None if options is None else dict(options))
 
 
 __all__ = ["BATCH_AXIS", "batch_mesh", "per_device_rollout", "shard_batch", "sharded_batch_rollout"]

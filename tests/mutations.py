@@ -1435,6 +1435,15 @@ MUTATIONS = (
     Mutation("soft-invweight-not-loaded", "soft", "jaxcontact/worlds/mjcf.py",
              "impratio=arr(model.opt.impratio), invweight=arr(inv),", "impratio=arr(model.opt.impratio), invweight=None,",
              ("tests/test_soft_constraints.py::test_a_box_on_the_floor_sinks_to_mujocos_depth",)),
+    # every door's eager step warns on its flags (eager.warn_step; worlds.pipeline.warn_step)
+    Mutation("door-world-step-silent", "worlds", "jaxcontact/worlds/pipeline.py",
+             '        warn_step(model, scene, params, state, info, "the world", stacklevel=stacklevel + 1)\n', "",
+             ("tests/test_faces.py::test_start_in_the_ground_warns_from_every_door",
+              "tests/test_warnings.py::test_report_of_a_flagged_world_says_how_many_bodies")),
+    Mutation("door-step-solver-silent", "integration", "jaxcontact/eager.py",
+             "    if flags & Flags.SOLVER:\n        warn_solver(0,", "    if False:\n        warn_solver(0,",
+             ("tests/test_warnings.py::test_report_of_a_flagged_world_says_how_many_bodies",
+              "tests/test_warnings.py::test_failed_solve_warns_with_its_numbers_and_the_flags_agree")),
 )
 
 

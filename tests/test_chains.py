@@ -330,7 +330,12 @@ def test_chain_and_world_batch_rollouts_warn_when_a_contact_solve_fails():
     params = C.make_chain(pin=(0.0, 0.0, 0.45))
     s0 = C.planar_state(params, jnp.array([0.3, 0.2, -0.1]), jnp.array([2.0, 0.0, 0.0]))
     with pytest.warns(jc.SolverWarning, match=r"did not converge for the chain \(first at step \d+"):
-        C.rollout(cm, params, s0, 120)
+        traj, info = C.rollout(cm, params, s0, 120)
+    k = int(np.argmax((np.asarray(info.flags) & int(jc.Flags.SOLVER)) != 0))  # its eager step from there warns too
+    at_k = jax.tree_util.tree_map(lambda x: x[k], traj)
+    with pytest.warns(jc.SolverWarning, match=r"did not converge for the chain \(first at step 0") as record:
+        C.step(cm, params, at_k, start="continued")
+    assert [r.filename for r in record] == [__file__]
     batch = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), s0)
     with pytest.warns(jc.SolverWarning, match=r"did not converge for 2 of 2 chains"):
         C.batch_rollout(cm, params, batch, 120, output="final")

@@ -235,7 +235,8 @@ def _mjcf_box(z):
 def test_start_in_the_ground_warns_from_every_door():
     """A box started 3 cm inside the ground: a ``PenetrationWarning`` naming the depth from
     ``jc.rollout``, ``worlds.rollout`` of ``make_scene([box])``, the world ``worlds.from_mjcf``
-    reads (and ``worlds.batch_rollout``), pointing at the caller's line; none 1 mm above it."""
+    reads (and ``worlds.batch_rollout``), and the eager steps (``jc.step``, ``worlds.step`` and
+    ``step_with_info``), pointing at the caller's line; none 1 mm above it."""
     pytest.importorskip("mujoco", reason="the MJCF loader needs mujoco (pip install -e '.[mjcf]')")
     scene, params, state, model = worlds.from_mjcf(_mjcf_box(0.02))
     box = shapes.box(0.1, 0.37)
@@ -247,6 +248,9 @@ def test_start_in_the_ground_warns_from_every_door():
         "from_mjcf": lambda s: worlds.rollout(model, scene, params, s, 1),
         "batch_rollout": lambda s: worlds.batch_rollout(model, scene, params, jax.tree_util.tree_map(
             lambda x: x[None], s), 1),
+        "jc.step": lambda s: jc.step(model, one, jax.tree_util.tree_map(lambda x: x[0], s)),
+        "worlds.step": lambda s: worlds.step(model, scene, params, s),
+        "worlds.step_with_info": lambda s: worlds.step_with_info(model, mine, params.replace(body=body), s),
     }
     for name, door in doors.items():
         with pytest.warns(PenetrationWarning, match="ground by up to 0.03 m") as record:

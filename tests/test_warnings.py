@@ -147,6 +147,13 @@ def test_report_of_a_flagged_world_says_how_many_bodies():
     text = diagnostics.report(info)
     assert re.search(r"1 of 1 worlds had solver not converged \(first at step \d+; worlds 0; 2 bodies per world\)",
                      text), text
+    # the eager steps warn as the rollout does, at the caller's line (its first step is the flagged one)
+    assert int(info.flags[0]) & jc.Flags.SOLVER
+    launched = billiards.launched(state, jnp.array([2.0, 0.0]))
+    for door in (worlds.step, worlds.step_with_info):
+        with pytest.warns(jc.SolverWarning, match=r"did not converge for the world \(first at step 0; largest") as rec:
+            door(model, scene, params, launched)
+        assert [r.filename for r in rec] == [__file__]
 
 
 def dataclasses_replace_cap(law, cap):

@@ -76,18 +76,26 @@ _step_jit = jax.jit(_step, static_argnames=("model",))
 def step_with_info(model: ChainModel, params: ChainParams, state: State, *, start: str = "initial"):
     """One ground-truth step of a chain: ``(state⁺, worlds.WorldInfo)`` (its ``impulse`` (n, 6) the
     links' contact impulses, ``joint_impulse``, ``phi_ground`` (n, C), ``joint_error``). Validates
-    concrete inputs (``start``: as ``rollout``'s)."""
+    concrete inputs (``start``: as ``rollout``'s) and warns on the step's flags as a world's step does."""
     check_arguments("chains.step_with_info", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
+    return _step_with_info(model, params, state, start, stacklevel=3)
+
+
+def _step_with_info(model, params, state, start, stacklevel):
+    """Eagerly, the step warns as a world's does (``worlds.pipeline.warn_step``); ``stacklevel``: the
+    user's call, counted from here."""
     check_start(start)
-    if is_concrete((params, state)):
-        validate_chain(params, state, start, model)
-        return _step_jit(model, params, state)
-    return _step(model, params, state)
+    if not is_concrete((params, state)):
+        return _step(model, params, state)
+    validate_chain(params, state, start, model)
+    new, info = _step_jit(model, params, state)
+    world.warn_step(*as_world(model, params), state, info, "the chain", stacklevel=stacklevel + 1)
+    return new, info
 
 
 def step(model: ChainModel, params: ChainParams, state: State, *, start: str = "initial") -> State:
     check_arguments("chains.step", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
-    return step_with_info(model, params, state, start=start)[0]
+    return _step_with_info(model, params, state, start, stacklevel=3)[0]
 
 
 @partial(jax.jit, static_argnames=("model", "n_steps", "output"))

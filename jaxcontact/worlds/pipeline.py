@@ -453,16 +453,37 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     """One step of a world: ``(state⁺, WorldInfo)``. state: ``State`` with a leading body axis
     (N, …); control: (N, 6) force (world) and torque (body) per body, or None. Concrete inputs are
     validated (``validate``; ``start`` as ``rollout``'s: "continued" for a state a step reached)
-    and the law checked; inside a user's ``jit``/``vmap``/``grad`` it traces straight through and
-    reports through ``WorldInfo.flags``."""
+    and the law checked, and an eager step warns on its flags as a single body's step and a world's
+    rollout do (``warn_step``: a start in the ground or bodies inside each other, non-finite, a solve
+    not converged); inside a user's ``jit``/``vmap``/``grad`` it traces straight through and reports
+    through ``WorldInfo.flags``."""
     check_arguments("worlds.step_with_info", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
+    return _step_with_info(model, scene, params, state, control, start, stacklevel=3)
+
+
+def _step_with_info(model, scene, params, state, control, start, stacklevel):
+    """``stacklevel``: the user's call, counted from here, for a warning an eager step raises."""
     world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, state, control, concrete=is_concrete(params.body))
     if is_concrete((params, state, control)):
         validate(scene, params, state, control, start=start, dt=model.dt)
-        return _step_jit(model, scene, params, state, control)
+        new, info = _step_jit(model, scene, params, state, control)
+        warn_step(model, scene, params, state, info, "the world", stacklevel=stacklevel + 1)
+        return new, info
     return _step(model, scene, params, state, control)
+
+
+def warn_step(model, scene: Scene, params: Params, state: State, info: WorldInfo, who: str, stacklevel: int) -> None:
+    """An eager world step's warnings, as a single body's step and a world's rollout give them: a
+    body in the ground or two bodies inside each other at the start (``PenetrationWarning``, when the
+    step flagged ``Flags.PENETRATION``), then ``eager.warn_step`` (non-finite, solve not converged).
+    ``who``: "the world" or "the chain"; ``stacklevel``: the user's call of the door, counted from here."""
+    if int(info.flags) & Flags.PENETRATION:
+        if scene.ground:
+            eager.warn_world_penetration(model, params, state, batched=False, stacklevel=stacklevel + 1)
+        warn_overlaps(model, scene, params, state, batched=False, stacklevel=stacklevel + 1)
+    eager.warn_step(info.flags, info.residual, who, stacklevel=stacklevel + 1)
 
 
 def _step(model, scene, params, state, control):
@@ -477,7 +498,7 @@ _step_jit = jax.jit(_step, static_argnames=("model", "scene"))
 def step(model, scene: Scene, params: Params, state: State, control=None, *, start: str = "initial") -> State:
     """``step_with_info`` without the info."""
     check_arguments("worlds.step", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
-    return step_with_info(model, scene, params, state, control, start=start)[0]
+    return _step_with_info(model, scene, params, state, control, start, stacklevel=3)[0]
 
 
 def body_scene(params: Params) -> Scene:
@@ -677,8 +698,6 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     check_arguments("worlds.rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), n_steps=(n_steps, STEPS),
                     controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
-    if output not in ("trajectory", "final"):
-        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, state, controls, n_steps=n_steps, concrete=is_concrete(params.body))
@@ -753,8 +772,6 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     check_arguments("worlds.batch_rollout", model=(model, Model), scene=(scene, Scene), params=(params, Params), states=(states, State), n_steps=(n_steps, STEPS),
                     controls=(controls, OPTIONAL_ARRAY), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
-    if output not in ("trajectory", "final"):
-        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
     world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, states, controls, n_steps=n_steps, batched=True, concrete=is_concrete(params.body))
