@@ -20,7 +20,8 @@ On first use they are compiled, as one library, with the machine's C++ compiler 
 processes load the cached library. Where no compiler works, or ``JAXCONTACT_NATIVE=0``,
 ``available()`` is False and the callers take their pure-JAX paths (the references that give the
 same answers), after one ``NativeWarning`` saying why. ``JAXCONTACT_THREADS`` caps the kernels'
-threads (default: every core)."""
+threads (default: every core). ``bindings`` holds the ``jax.ffi`` calls of the solver's kernels
+(``pgs_sweeps``, ``adjoint_solve``)."""
 
 from __future__ import annotations
 

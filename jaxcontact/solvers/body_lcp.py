@@ -27,8 +27,8 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from ..native import bindings
 from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve, newton_polish
 from .batching import MIN_TAIL_BODIES, tail_sweeps, with_batching_rule
 from .lcp import LCPSettings, LCPSolution, diagonal_floor, disc_step, project_disc
@@ -249,19 +249,9 @@ def _native_sweeps(settings: LCPSettings):
     """``_sweeps``' signature in the fused CPU kernel (``native/pgs.cc``): the same sweeps, one C++
     loop per world, a batch of worlds (any leading dimensions: ``vmap`` broadcasts into them) split
     over threads."""
-    from .. import native
-
     def sweeps(z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
-        dtype = jnp.dtype(z.dtype)
-        if dtype.name not in native.TARGETS:
-            raise TypeError(f"the fused kernel takes float32 or float64, got {dtype}")
-        v0 = _velocities(WJ, index, v_free, z)
-        out = (jax.ShapeDtypeStruct(z.shape, dtype), jax.ShapeDtypeStruct(tol.shape, dtype),
-               jax.ShapeDtypeStruct(tol.shape, jnp.int32))
-        call = jax.ffi.ffi_call(native.TARGETS[dtype.name][0], out, vmap_method="broadcast_all")
-        return call(z, rows, index.astype(jnp.int32), WJ, extra, v0, bias, coupling, valid.astype(jnp.int32), tol,
-                    max_iter=np.int64(settings.max_iter), fixed=np.int64(bool(settings.fixed_iterations)),
-                    threads=np.int64(native.threads()), cone=np.int64(settings.cone == "elliptic"))
+        return bindings.pgs_sweeps(z, rows, index, WJ, extra, _velocities(WJ, index, v_free, z), bias, coupling, valid,
+                                   tol, max_iter=settings.max_iter, fixed=settings.fixed_iterations, cone=settings.cone)
 
     return sweeps
 
@@ -286,8 +276,6 @@ def adjoint_kernel(sol, args, g, reg: float, cone: str = "box"):
     (I − ∂T/∂z)ᵀ λ = g on its own, the relative residual of its dense solve (∞ where it did not
     solve: more than ``ADJOINT_DENSE_ROWS`` rows or a singular system), the number of rows of the
     contacts whose projection passes a derivative)."""
-    from .. import native
-
     rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f = (jax.lax.stop_gradient(a) for a in args)
     C, d = bias.shape
     N = Minv.shape[0]
@@ -298,12 +286,8 @@ def adjoint_kernel(sol, args, g, reg: float, cone: str = "box"):
     w = _rows_times(rows, _velocities(WJ, index, v_free, z)[index]) + bias + extra * z
     y = _pre_projection(z, w, Dr, coupling, cone)
     P, dzn = _projection_jacobians(y, z[:, 0], coupling, valid, cone)
-    dtype = z.dtype
-    out = (jax.ShapeDtypeStruct((C, d), dtype), jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((), jnp.int32))
-    call = jax.ffi.ffi_call(native.ADJOINT_TARGETS[dtype.name][0], out, vmap_method="broadcast_all")
-    lam, residual, size = call(rows, index.astype(jnp.int32), WJ, extra, _steps(Dr, coupling, cone), P, dzn, gz,
-                               jnp.zeros((N + 1, 6), dtype), max_rows=np.int64(ADJOINT_DENSE_ROWS),
-                               threads=np.int64(native.threads()))
+    lam, residual, size = bindings.adjoint_solve(rows, index, WJ, extra, _steps(Dr, coupling, cone), P, dzn, gz, N,
+                                                 max_rows=ADJOINT_DENSE_ROWS)
     return lam.reshape(-1), residual, size
 
 
