@@ -1435,6 +1435,17 @@ MUTATIONS = (
     Mutation("soft-invweight-not-loaded", "soft", "jaxcontact/worlds/mjcf.py",
              "impratio=arr(model.opt.impratio), invweight=arr(inv),", "impratio=arr(model.opt.impratio), invweight=None,",
              ("tests/test_soft_constraints.py::test_a_box_on_the_floor_sinks_to_mujocos_depth",)),
+    # to_mjcf writes MuJoCo's soft values back (constraints="mujoco")
+    Mutation("soft-write-back-geoms-dropped", "soft", "jaxcontact/worlds/mjcf.py",
+             """fr = f'friction="{_f(mu)} 0.005 0.0001"' + ("" if soft is None else soft[0][i])""",
+             """fr = f'friction="{_f(mu)} 0.005 0.0001"'""",
+             ("tests/test_soft_constraints.py::test_to_mjcf_writes_the_soft_values_back",)),
+    Mutation("soft-write-back-pairs-unmixed", "soft", "jaxcontact/worlds/mjcf.py",
+             'more = (lambda a, b: "") if soft is None else soft', 'more = lambda a, b: ""',
+             ("tests/test_soft_constraints.py::test_to_mjcf_writes_the_soft_values_back",)),
+    Mutation("soft-write-back-limits-dropped", "soft", "jaxcontact/worlds/mjcf.py",
+             "if soft is not None and soft.limit_solimp is not None:", "if False:",
+             ("tests/test_soft_constraints.py::test_to_mjcf_writes_the_soft_values_back",)),
     # every door's eager step warns on its flags (eager.warn_step; worlds.pipeline.warn_step)
     Mutation("door-world-step-silent", "worlds", "jaxcontact/worlds/pipeline.py",
              '        warn_step(model, scene, params, state, info, "the world", stacklevel=stacklevel + 1)\n', "",

@@ -11,6 +11,7 @@ import pytest
 from jaxcontact import worlds
 from jaxcontact.validation import SOFT, rule_names
 from jaxcontact.worlds import joints as world_joints, soft
+from jaxcontact.worlds.mjcf import FrictionRuleWarning
 
 mujoco = pytest.importorskip("mujoco", reason="the MJCF loader needs mujoco (pip install -e '.[mjcf]')")
 
@@ -179,3 +180,62 @@ def test_impedance_is_mujocos_curve():
     y = np.where(x <= 0.3, x ** 3 / 0.3 ** 2, 1 - (1 - x) ** 3 / 0.7 ** 2)
     np.testing.assert_allclose(soft.impedance(imp, r), np.where(x >= 1, 0.9, 0.5 + 0.4 * y), rtol=1e-6)
     assert float(soft.impedance(jnp.asarray([0.9, 0.9, 0.01, 0.5, 2.0]), 0.003)) == pytest.approx(0.9)
+
+
+# every soft value off MuJoCo's defaults: per-geom solref/solimp/solmix/margin, a floor of higher priority,
+# impratio, a limited hinge's solreflimit/solimplimit/margin; {friction}: the sphere's own μ (pairs then)
+SOFT_WORLD = """<mujoco><option timestep="0.005" impratio="2"/><worldbody>
+<geom type="plane" size="2 2 .1" solref="0.03 0.9" solimp="0.8 0.95 0.002 0.4 3" priority="1"/>
+<body pos="0 0 0.051"><freejoint/><geom type="box" size=".05 .05 .05" mass="1" solref="0.025 1.1"
+  solimp="0.85 0.97 0.001 0.5 2" solmix="2" margin="0.002"/></body>
+<body pos="0.3 0 0.0499"><freejoint/><geom type="sphere" size=".05" mass="0.5" solref="0.04 0.8" solmix="0.5"{friction}/></body>
+<body pos="-0.4 0 0.6"><joint type="hinge" axis="0 1 0" limited="true" range="-30 30" solreflimit="0.03 1"
+  solimplimit="0.8 0.9 0.01 0.5 2" margin="0.01"/><geom type="capsule" fromto="0 0 0 0.2 0 0" size=".02" mass="0.3"/></body>
+</worldbody></mujoco>"""
+
+
+def _contact_values(m, d):
+    """MuJoCo's active contacts' values by body pair: solref, solimp, margin, friction's first."""
+    out = {}
+    for c in d.contact[:d.ncon]:
+        key = tuple(sorted(int(m.geom_bodyid[g]) for g in (c.geom1, c.geom2)))
+        out[key] = np.concatenate([c.solref, c.solimp, [c.includemargin + 0 * c.dist, c.friction[0]]])
+    return out
+
+
+@pytest.mark.parametrize("friction", ["", ' friction="0.8 0.005 0.0001"'], ids=["one-mu", "per-body-mu"])
+def test_to_mjcf_writes_the_soft_values_back(friction):
+    """``to_mjcf`` of a world loaded with ``constraints="mujoco"`` writes its soft values back: the file read
+    again gives the same ``SoftParams`` (the inverse weights to round-off), and MuJoCo C compiles the same
+    contacts from it (each contact's solref, solimp and margin; with per-body μ the ``<pair>``s carry the
+    two sides' mix) and, with one μ, steps it as the original file to round-off."""
+    xml = SOFT_WORLD.format(friction=friction)
+    if friction:  # MuJoCo's max(μ_a, μ_b) is not jaxcontact's √(μ_a μ_b): said on loading
+        with pytest.warns(FrictionRuleWarning):
+            scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco")
+    else:
+        scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco")
+    text = worlds.to_mjcf(scene, params, state, model)
+    scene2, params2, _, _ = worlds.from_mjcf(text, constraints="mujoco")
+    a, b = params.soft, params2.soft
+    for leaf_a, leaf_b in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_allclose(np.asarray(leaf_b), np.asarray(leaf_a), rtol=1e-12, atol=1e-12)
+    assert (a.priority, a.ground_priority, a.condim, a.cone) == (b.priority, b.ground_priority, b.condim, b.cone)
+    assert a.ground_priority == 1 and float(a.impratio) == 2.0
+    original, written = mujoco.MjModel.from_xml_string(xml), mujoco.MjModel.from_xml_string(text)
+    d1, d2 = mujoco.MjData(original), mujoco.MjData(written)
+    mujoco.mj_resetDataKeyframe(written, d2, 0)
+    mujoco.mj_forward(original, d1)
+    mujoco.mj_forward(written, d2)
+    c1, c2 = _contact_values(original, d1), _contact_values(written, d2)
+    assert len(c1) == 2 and c1.keys() == c2.keys()  # the box and the sphere on the floor
+    for key in c1:
+        np.testing.assert_allclose(c2[key][:-1], c1[key][:-1], rtol=1e-12, atol=1e-15)
+    if not friction:
+        q1, q2 = [], []
+        for _ in range(200):
+            mujoco.mj_step(original, d1)
+            mujoco.mj_step(written, d2)
+            q1.append(d1.qpos.copy())
+            q2.append(d2.qpos.copy())
+        np.testing.assert_allclose(np.array(q2), np.array(q1), atol=1e-12)

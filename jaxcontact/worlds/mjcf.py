@@ -1170,7 +1170,7 @@ def _planes_xml(scene, params, friction, mu_law, extra_geom) -> str:
     return out
 
 
-def _plane_pairs(scene, params, friction, mu_law, geom) -> str:
+def _plane_pairs(scene, params, friction, mu_law, geom, soft=None) -> str:
     """``<contact><pair>``s of every tilted plane with every free body where MuJoCo's max(μ_plane,
     μ_body) is not jaxcontact's μ (the plane's, or √(μ_plane μ_body) with per-body μ)."""
     out = ""
@@ -1187,12 +1187,13 @@ def _plane_pairs(scene, params, friction, mu_law, geom) -> str:
             if scene.shapes is not None and scene.shapes[i] == "compound":
                 raise ValueError(f"to_mjcf: plane {k}'s μ {mu_p:g} against {scene.body_name(i)}, a compound, needs a "
                                  "<pair> per geom; give the plane the bodies' μ or a larger one")
+            more = "" if soft is None else soft(-1, i)  # a tilted plane has the ground's soft values
             out += (f'    <pair geom1="plane{k}" geom2="geom{i}" friction="{_f(want)} {_f(want)} 0.005 0.0001 0.0001"'
-                    f'{extra}/>\n')
+                    f'{extra}{more}/>\n')
     return out
 
 
-def _passive_xml(scene, jp, state):
+def _passive_xml(scene, jp, state, soft=None):
     """Each joint's coordinate at ``state`` (a hinge's 0 without a reference) and its passive
     attributes for ``to_mjcf`` (a hinge's in degrees, MuJoCo's default angle unit; a slide's in
     metres): ``ref`` the coordinate of the written pose, ``springref``, ``stiffness``, ``damping``,
@@ -1212,6 +1213,9 @@ def _passive_xml(scene, jp, state):
             a += f' limited="true" range="{_f(unit(np.asarray(jp.range, float)[j]))}"'
             if jp.limit_soft is not None:  # MuJoCo's pace for a joint past its limit (JointParams.limit_soft)
                 a += f' solreflimit="{_f(np.asarray(jp.limit_soft, float)[j])}"'
+            if soft is not None and soft.limit_solimp is not None:  # MuJoCo's soft mode: the limit's impedance
+                a += (f' solimplimit="{_f(np.asarray(soft.limit_solimp, float)[j])}"'
+                      f' margin="{_f(np.asarray(soft.limit_margin, float)[j])}"')
         if not scalar:  # a ball's damping, armature and friction loss; a weld or an equality has none
             xml.append("".join(f' {n}="{_f(np.asarray(getattr(jp, n))[j])}"' for n in ("damping", "armature", "frictionloss")
                                if getattr(jp, n) is not None and scene.joints.kind(j) == "ball"))
@@ -1821,13 +1825,46 @@ def pair_friction(scene, friction, ground_mu) -> dict:
     return out
 
 
-def _pairs(scene, friction, ground_mu, geom: dict) -> str:
+def _soft_xml(scene, params, geom: dict, option: dict):
+    """``to_mjcf``'s MuJoCo soft values of a world in ``constraints="mujoco"`` (``params.soft``), as
+    ``from_mjcf`` reads them back: (each body's geom attributes, the ground's (the tilted planes share
+    them), ``<option>``'s impratio and cone, a function giving a ``<pair>``'s attributes for bodies
+    (a, b) (−1: the ground): MuJoCo's mix of the two sides, ``soft._mixed``, since a pair takes none
+    from its geoms). A key the caller's ``geom``/``option`` gives is theirs. None in the hard mode."""
+    sp = getattr(params, "soft", None)
+    if scene.constraints != "mujoco" or sp is None:
+        return None
+    from .soft import _mixed
+
+    def attrs(ref, imp, mix, margin, prio, cond):
+        values = dict(solref=_f(ref), solimp=_f(imp), solmix=_f(mix), margin=_f(margin), priority=str(int(prio)),
+                      condim=str(int(cond)))
+        return "".join(f' {k}="{v}"' for k, v in values.items() if k not in geom)
+
+    a = lambda x: np.asarray(x, float)
+    bodies = [attrs(a(sp.solref)[i], a(sp.solimp)[i], a(sp.solmix)[i], a(sp.margin)[i], sp.priority[i], sp.condim[i])
+              for i in range(scene.num_bodies)]
+    ground = attrs(a(sp.ground_solref), a(sp.ground_solimp), a(sp.ground_solmix), a(sp.ground_margin),
+                   sp.ground_priority, sp.ground_condim)
+    opt = "".join(f' {k}="{v}"' for k, v in (("impratio", _f(a(sp.impratio))), ("cone", sp.cone)) if k not in option)
+
+    def pair(b1: int, b2: int) -> str:
+        ref, imp, margin, cond = (np.asarray(x)[0] for x in _mixed(sp, np.asarray([[b1, b2]])))
+        values = dict(solref=_f(ref), solimp=_f(imp), margin=_f(margin), condim=str(int(cond)))
+        return "".join(f' {k}="{v}"' for k, v in values.items() if k not in geom)
+
+    return bodies, ground, opt, pair
+
+
+def _pairs(scene, friction, ground_mu, geom: dict, soft=None) -> str:
     """The ``<pair>`` elements of ``pair_friction``; the geoms' extra contact attributes (``geom``'s
-    ``PAIR_ATTRIBUTES``) repeated on each, since a pair does not take them from its geoms."""
+    ``PAIR_ATTRIBUTES``) repeated on each, since a pair does not take them from its geoms; in MuJoCo's
+    soft mode each pair's mixed soft values (``soft``: ``_soft_xml``'s pair function)."""
     extra = "".join(f' {k}="{v}"' for k, v in geom.items() if k in PAIR_ATTRIBUTES)
     name = lambda i: "ground" if i < 0 else f"geom{i}"
+    more = (lambda a, b: "") if soft is None else soft
     return "".join(f'    <pair geom1="{name(a)}" geom2="{name(b)}" friction="{_f([mu, mu])} 0.005 0.0001 0.0001"'
-                   f'{extra}/>\n' for (a, b), mu in pair_friction(scene, friction, ground_mu).items())
+                   f'{extra}{more(a, b)}/>\n' for (a, b), mu in pair_friction(scene, friction, ground_mu).items())
 
 
 def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = None, geom: dict | None = None,
@@ -1851,6 +1888,12 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     pair in place of its own rule, and ``from_mjcf`` reads it back without a ``FrictionRuleWarning``).
     The torsional and rolling friction written (0.005, 0.0001) are MuJoCo's defaults; jaxcontact has
     none.
+
+    MuJoCo's soft mode (``Scene.constraints = "mujoco"``, ``params.soft``): each body's contact solref,
+    solimp, solmix, margin, priority and condim on its geoms, the ground's on the floor and the tilted
+    planes, impratio and the cone on ``<option>``, each limited joint's solimplimit and margin, and a
+    ``<pair>``'s mixed values (``soft._mixed``), so ``from_mjcf(text, constraints="mujoco")`` reads the
+    same ``SoftParams`` back; a key given in ``geom``/``option`` is the caller's.
 
     Refused (``ValueError``): anisotropic μ (MuJoCo's geom friction is isotropic), a body that is
     the child of two joints (MuJoCo's joints form a tree). Restitution has no MuJoCo counterpart
@@ -1888,6 +1931,9 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     fluid = {} if medium is None else {"density": _f(medium.density), "viscosity": _f(medium.viscosity),
                                        "wind": _f(medium.wind)}
     extra_option = "".join(f' {k}="{v}"' for k, v in (fluid | (option or {})).items())
+    soft = _soft_xml(scene, params, geom or {}, option or {})  # MuJoCo's soft values (constraints="mujoco")
+    if soft is not None:
+        extra_option += soft[2]
 
     # the joint tree
     parent_of, hinge_of, group_of = {}, {}, {}
@@ -1904,7 +1950,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
             group_of[c] = g
         anchor_child = np.asarray(jp.anchor_child, float)
         axis_child = np.asarray(jp.axis_child, float)
-        q_now, passive_xml = _passive_xml(scene, jp, state)
+        q_now, passive_xml = _passive_xml(scene, jp, state, None if soft is None else params.soft)
         rates = np.asarray(world_joints.coordinates(scene.joints, jp, state)[1], float)
     children = {i: [c for c in range(N) if parent_of.get(c, -2) == i] for i in range(-1, N)}
     roots = [i for i in range(N) if parent_of.get(i, -1) == -1]
@@ -1923,7 +1969,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         v = verts_all[i][mask[i]]
         h = _box_size(v)
         mu = mu_law[0] if friction is None else friction[i]
-        fr = f'friction="{_f(mu)} 0.005 0.0001"'
+        fr = f'friction="{_f(mu)} 0.005 0.0001"' + ("" if soft is None else soft[0][i])
         kind = "hull" if scene.shapes is None else scene.shapes[i]
         if i in scene.contactless:  # collides with nothing: no geom, its mass and inertia alone
             g = "<!-- collides with nothing: no geom -->"
@@ -1976,16 +2022,17 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
         n = np.asarray(params.ground.normal, float)
         n = n / np.linalg.norm(n)
         plane = (f'    <geom name="ground" type="plane" size="0 0 0.05" pos="{_f(n * float(params.ground.height))}" '
-                 f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"{extra_geom}/>\n')
+                 f'zaxis="{_f(n)}" friction="{_f(mu_law[0])} 0.005 0.0001"{"" if soft is None else soft[1]}{extra_geom}/>\n')
         if scene.no_ground:  # contype = conaffinity = 2: the floor touches the geoms of affinity 3, not the others' 1
             plane = plane.replace('type="plane"', 'type="plane" contype="2" conaffinity="2"')
-    plane += _planes_xml(scene, params, friction, mu_law[0], extra_geom)
+    plane += _planes_xml(scene, params, friction, mu_law[0], ("" if soft is None else soft[1]) + extra_geom)
     jointed = set() if scene.joints is None else scene.joints.body_pairs()
     keep = set(scene.pairs) | jointed
     excludes = "".join(f'    <exclude body1="body{a}" body2="body{b}"/>\n' for a in range(N) for b in range(a + 1, N)
                        if (a, b) not in keep)
-    pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {})
-    pair_xml += _plane_pairs(scene, params, friction, mu_law[0], geom or {})
+    pair_soft = None if soft is None else soft[3]
+    pair_xml = "" if friction is None else _pairs(scene, friction, mu_law[0], geom or {}, pair_soft)
+    pair_xml += _plane_pairs(scene, params, friction, mu_law[0], geom or {}, pair_soft)
     actuators, ctrl = _actuators_xml(scene, params)
     actuators = _equalities_xml(scene, params) + _tendon_equalities_xml(scene, params, state) + actuators
     key = (f'  <keyframe>\n    <key name="initial" qpos="{_f(np.concatenate(qpos))}"\n'
