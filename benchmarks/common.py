@@ -26,7 +26,9 @@ import numpy as np
 
 from experiments.provenance import json_default, stamp, write_json  # noqa: F401  (the shared writer, re-exported)
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+from .runner import RESULTS_DIR  # noqa: F401  (one place: the runner's)
+
+SCENES_DIR = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"  # the package's MJCF scenes
 
 stamp()  # the code's commit as this run starts (experiments.provenance)
 
