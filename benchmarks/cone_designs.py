@@ -22,17 +22,15 @@
   differences at four steps.
 (c) the default since issue 61: the active-set polish in the forward (``LCPSettings.forward_active_set``).
 
-    python -m benchmarks.cone_designs      # writes benchmarks/results/cone_designs.{json,md}
-    python -m benchmarks.cone_designs --only sysid --name cone_designs_sysid
-    python -m benchmarks.cone_designs --only polish --name cone_designs_polish
-    python -m benchmarks.cone_designs --only sysid,slides,throw --name cone_designs_active_set
+    python -m benchmarks cone_designs      # writes benchmarks/results/cone_designs.{json,md}
+    python -m benchmarks cone_designs --only sysid --name cone_designs_sysid
+    python -m benchmarks cone_designs --only polish --name cone_designs_polish
+    python -m benchmarks cone_designs --only sysid,slides,throw --name cone_designs_active_set
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
+import sys
 
 import numpy as np
 
@@ -248,7 +246,7 @@ def polish():
 
 def markdown(res) -> str:
     L = ["# Issue 61: the designs for a face's normal split, side by side", "",
-         "From `python -m benchmarks.cone_designs` (float64, tol 1e-6; R: `LCPSettings.regularization`, relative diagonal; "
+         "From `python -m benchmarks cone_designs` (float64, tol 1e-6; R: `LCPSettings.regularization`, relative diagonal; "
          "1e-6 is today's default).", "",
          "## (a) soft normals: the slide along 30° spinning at 6 rad/s, 100 steps", "",
          "| cone | design | distance (m) | d/dμ implicit, central, rel. error | d/ds (must be 0) | sweeps a step | spin at the end (rad/s) |",
@@ -285,22 +283,22 @@ def markdown(res) -> str:
     return "\n".join(L) + "\n"
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--name", default="cone_designs", help="results file name (without suffix)")
-    p.add_argument("--only", default="newton,slides,rest,throw", help="comma-separated parts")
-    args = p.parse_args(argv)
+def run(args, out):
+    """``python -m benchmarks cone_designs [--only PART,...]``: the parts into ``out``."""
     parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw, "polish": polish,
              "sysid": lambda: [r for case in SYSID_CASES for r in sysid(*case)]}
+    unknown = [k for k in args.only.split(",") if k not in parts]
+    if unknown:
+        raise SystemExit(f"--only: unknown part {unknown[0]!r} (parts: {', '.join(parts)})")
     res = {k: parts[k]() for k in args.only.split(",")}
     for k in parts:
         res.setdefault(k, [])
-    out = Path(__file__).resolve().parent / "results"
-    (out / f"{args.name}.json").write_text(json.dumps(res, indent=1))
     md = markdown(res)
-    (out / f"{args.name}.md").write_text(md)
+    out.write(res, md)
     print(md)
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])
