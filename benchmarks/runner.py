@@ -179,11 +179,12 @@ REGISTRY = (
        options={"steps": 250, "seed": 0, "dtype": "float64"}),
     _b("world_degenerate", "which steps a degenerate-contact flag would mark, by criterion and threshold (printed)",
        legacy=False),
-    _b("world_gradients", "gradients through worlds at the default settings against central differences"),
+    _b("world_gradients", "gradients through worlds at the default settings against central differences",
+       ("world_gradients.json", "world_gradients.md"), legacy=False, options={"only": "push,train,drop,slide"}),
     _b("world_law_defaults", "candidate default laws for worlds: the heap's forward cost",
-       ("world_law_defaults.json", "world_gradients_defaults.md")),
+       ("world_law_defaults.json", "world_gradients_defaults.md"), legacy=False),
     _b("world_solvers", "three ways to sweep a world's contact problem, side by side",
-       ("world_solvers.json", "world_solvers.md")),
+       ("world_solvers.json", "world_solvers.md"), legacy=False, options={"steps": 50, "quick": False}),
     _b("worlds", "worlds of many bodies against MuJoCo C and MJX: stacks, cross-checks, the heap's speed",
        ("worlds.json", "worlds.md"), legacy=False, parts=WORLDS_PARTS,
        aliases={"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx")}),
@@ -206,6 +207,10 @@ class Results:
         self.folder, self.stem = Path(folder), stem
         self.json = self.folder / f"{stem}.json"
         self.md = self.folder / f"{stem}.md"
+
+    def tagged(self, tag: str) -> "Results":
+        """The results ``<stem>_<tag>`` beside these (these if ``tag`` is empty): a benchmark's ``--tag``."""
+        return Results(self.folder, f"{self.stem}_{tag}") if tag else self
 
     def path(self, suffix: str) -> Path:
         """A file beside them: ``<folder>/<stem><suffix>`` (``"_partial.npz"``, ``".npz"``)."""
