@@ -7,7 +7,8 @@ benchmarks.NAME`` is an alias of ``python -m benchmarks NAME`` for one release.
 A benchmark on the runner (``Benchmark.legacy`` false) is a module with
 
 * ``run(args, out)`` — the measurement: ``args`` the parsed options, ``out`` its ``Results`` (the
-  JSON and Markdown files ``<out>/<name>.json``/``.md``, written with provenance by ``Results.write``);
+  JSON and Markdown files ``<out>/<name>.json``/``.md``, written with provenance by ``Results.write``;
+  ``None`` for a benchmark that only prints: no ``results`` declared, no ``--out``);
 * optionally ``arguments(parser)`` — its own options, beside the shared ones (``SHARED``: ``--out``,
   ``--name``, ``--quick``, ``--dtype``, ``--worlds``, ``--steps``, ``--seed``, ``--only``, ``--device``),
   which the runner parses once for every benchmark (``Benchmark.options`` says which it takes and
@@ -91,6 +92,16 @@ WORLDS_PARTS = (
     Part("mjcf", "the three example MJCF scenes, jaxcontact against MuJoCo C every 50 steps for 1 s"),
 )
 
+HEAP_PROBE_PARTS = (
+    Part("creep", "MuJoCo C's heap after 2, 5 and 10 s"),
+    Part("softness", "jaxcontact's heap with Scene.softness = 0"),
+    Part("speculative", "jaxcontact's heap, no friction where φ > 0"),
+    Part("mjhard", "MuJoCo C's heap as its contact gets harder"),
+    Part("swap", "each engine continued from the other's settled heaps"),
+    Part("reach", "jaxcontact's heap with speculative contacts only within a fixed margin"),
+    Part("manifold", "can each engine's contacts hold jaxcontact's settled heaps?"),
+)
+
 REGISTRY = (
     _b("adjoint", "the velocity-form solve's backward pass: matrix-free GMRES adjoint against dense",
        ("adjoint.json", "adjoint.md")),
@@ -132,8 +143,9 @@ REGISTRY = (
     _b("heap_cpu", "where the heaps' steps go in CPU seconds: compiler options alternated, sweeps, program size",
        ("heap_cpu.json", "heap_cpu.md")),
     _b("heap_probe", "probes of why jaxcontact's settled heaps stand taller than MuJoCo C's",
-       ("heap_probe.json", "heap_probe.md")),
-    _b("heap_profile", "a jax.profiler trace of one compiled batch of 16-box heaps"),
+       ("heap_probe.json", "heap_probe.md"), legacy=False, parts=HEAP_PROBE_PARTS),
+    _b("heap_profile", "a jax.profiler trace of one compiled batch of 16-box heaps (printed)", legacy=False,
+       options={"worlds": "64", "steps": 200}),
     _b("hull_sizes", "mesh hulls' vertex counts in public MJCF files and what a hull's size costs",
        ("hull_sizes.json", "hull_sizes.md")),
     _b("joint_drift", "how far a swinging chain's joints drift apart under Baumgarte stabilisation",
@@ -245,8 +257,9 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=f"python -m benchmarks {bench.name}", description=doc.split("\n\n")[0],
                                  epilog=f"results: {', '.join(bench.results) or 'printed'}")
     options = dict(bench.options)
-    options.setdefault("out", str(RESULTS_DIR))
-    options.setdefault("name", bench.name)
+    if bench.results or "out" in options:  # a benchmark that only prints takes no --out
+        options.setdefault("out", str(RESULTS_DIR))
+        options.setdefault("name", bench.name)
     if bench.parts:
         options.setdefault("only", "all")
     for key, default in options.items():
@@ -292,15 +305,17 @@ def run(name: str, argv=None, module=None):
         from .common import select_platform
 
         select_platform(args.device)
-    given = Path(args.out)
-    if given.suffix == ".json" or (not given.is_dir() and given.name.startswith(bench.name)):
-        # an earlier command's --out, the results' path (without or with .json): its folder and stem
-        args.out, args.name = str(given.parent), given.with_suffix("").name if given.suffix == ".json" else given.name
-    if getattr(args, "quick", False) and args.out == str(RESULTS_DIR):
-        import tempfile
+    out = None  # a benchmark that only prints
+    if getattr(args, "out", None) is not None:
+        given = Path(args.out)
+        if given.suffix == ".json" or (not given.is_dir() and given.name.startswith(bench.name)):
+            # an earlier command's --out, the results' path (without or with .json): its folder and stem
+            args.out, args.name = str(given.parent), given.with_suffix("").name if given.suffix == ".json" else given.name
+        if getattr(args, "quick", False) and args.out == str(RESULTS_DIR):
+            import tempfile
 
-        args.out = tempfile.mkdtemp(prefix=f"bench_{bench.name}_")  # a smoke run keeps the results as they are
-    out = Results(args.out, args.name)
+            args.out = tempfile.mkdtemp(prefix=f"bench_{bench.name}_")  # a smoke run keeps the results as they are
+        out = Results(args.out, args.name)
     if hasattr(module, "prepare"):  # work before the parts (e.g. a child process's own entry), may end the run
         if module.prepare(args, out):
             return None
