@@ -31,7 +31,7 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.provenance import command_line, write_json
+from experiments.provenance import command_line, stamp, write_json
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -144,7 +144,8 @@ REGISTRY = (
        ("gpu_run.json", "gpu_run.md", "finals.npz", "stress.json"), legacy=False,
        options={"out": None, "device": "gpu", "seed": 0, "steps": None}),
     _b("gradient_quality", "each gradient mode against the loss smoothed at the scale of real data",
-       ("gradient_quality.json", "gradient_quality.md", "gradient_quality.npz")),
+       ("gradient_quality.json", "gradient_quality.md", "gradient_quality.npz"), legacy=False,
+       options={"steps": 150, "seed": 7}),
     _b("heap_cpu", "where the heaps' steps go in CPU seconds: compiler options alternated, sweeps, program size",
        ("heap_cpu.json", "heap_cpu.md")),
     _b("heap_probe", "probes of why jaxcontact's settled heaps stand taller than MuJoCo C's",
@@ -188,7 +189,7 @@ REGISTRY = (
     _b("stress", "10,000 boxes, degenerate and extreme starts; heaps of 16 boxes", ("stress.json", "stress.md"),
        legacy=False, options={"steps": 800, "seed": 0, "device": None, "dtype": "float64"}),
     _b("sysid_random_starts", "system identification from random starts, per gradient mode",
-       ("sysid_random_starts.json", "sysid_random_starts.md")),
+       ("sysid_random_starts.json", "sysid_random_starts.md"), legacy=False, options={"steps": 400}),
     _b("throughput", "the box-throw workload against MuJoCo C and MJX, one core and all",
        ("throughput.json", "throughput.md"), legacy=False,
        options={"steps": 800, "quick": False, "device": None, "seed": 0}),
@@ -302,6 +303,7 @@ def parts_of(bench: Benchmark, spec: str) -> list[Part]:
 def run(name: str, argv=None, module=None):
     """Run benchmark ``name`` with ``argv`` (the arguments after its name)."""
     bench = find(name)
+    stamp()  # the code's commit as the run starts (a commit made while it runs is not its code)
     module = module or importlib.import_module(bench.module_name)
     argv = list(bench.defaults) + list(sys.argv[2:] if argv is None else argv)
     if bench.legacy:
