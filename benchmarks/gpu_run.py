@@ -357,7 +357,7 @@ def phase_split(a, clock, reserve_s):
 
 
 def phase_stress(a, out_dir):
-    from .runner import run as run_benchmark
+    from .runner import Results, run as run_benchmark
 
     # the stress benchmark itself, through the runner (it writes stress.json and .md in out_dir)
     run_benchmark("stress", ["--throws", str(a.stress_throws), "--steps", str(a.steps), "--chunk",
@@ -366,7 +366,7 @@ def phase_stress(a, out_dir):
     res.pop("provenance", None)
     if a.provenance:
         res["provenance"] = a.provenance
-    common.write_json(Path(out_dir) / "stress.json", res)
+    Results(out_dir, "stress").write(res)
     by = res["by_category"]
     return {"throws": a.stress_throws, "steps": a.steps, "wall_s": res["wall_s"],
             "nan_bodies": {k: v["nan_bodies"] for k, v in by.items()},
