@@ -38,8 +38,8 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 # the shared options, parsed here once: name -> (flag, argparse keywords without the default)
 SHARED = {
-    "out": (("--out", "--out-dir"), dict(dest="out", help="results folder (a path ending in the benchmark's name or in "
-                                                          ".json, as earlier commands gave: its folder and stem)")),
+    "out": ("--out", dict(help="results folder (a path ending in the benchmark's name or in .json, as earlier commands "
+                               "gave: its folder and stem)")),
     "name": ("--name", dict(help="results files' stem")),
     "quick": ("--quick", dict(action="store_true", help="a smoke run: tiny sizes, results in a temporary place")),
     "dtype": ("--dtype", dict(choices=["float32", "float64"], help="floating-point type")),
@@ -283,6 +283,8 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
         else:
             kw["help"] += " (default: %(default)s)"
             ap.add_argument(*flags, default=default, **kw)
+        if key == "out":  # earlier commands' spelling: always the folder itself
+            ap.add_argument("--out-dir", dest="out_dir", default=None, help="results folder (always a folder)")
     if hasattr(module, "arguments"):
         module.arguments(ap)
     return ap
@@ -317,12 +319,16 @@ def run(name: str, argv=None, module=None):
 
         select_platform(args.device)
     out = None  # a benchmark that only prints
-    if getattr(args, "out", None) is not None:
+    if getattr(args, "out_dir", None) is not None:
+        args.out = args.out_dir
+    elif getattr(args, "out", None) is not None:
         given = Path(args.out)
-        if given.suffix == ".json" or (not given.is_dir() and given.name.startswith(bench.name)):
+        folder_only = bench.options.get("out", "") is None  # a required --out (gpu_run's) is the run's folder
+        if given.suffix == ".json" or (not folder_only and not given.is_dir() and given.name.startswith(bench.name)):
             # an earlier command's --out, the results' path (without or with .json): its folder and stem
             args.out = str(given.parent)
             args.name = given.with_suffix("").name if given.suffix == ".json" else given.name
+    if getattr(args, "out", None) is not None:
         if getattr(args, "quick", False) and args.out == str(RESULTS_DIR):
             import tempfile
 
