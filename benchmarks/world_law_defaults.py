@@ -177,6 +177,7 @@ def run(args, results):
     if args.table:
         text = table()
         print(text)
+        results.folder.mkdir(parents=True, exist_ok=True)
         (results.folder / "world_gradients_defaults.md").write_text(text)
         return
     runs, res = {}, {}

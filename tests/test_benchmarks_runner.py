@@ -139,3 +139,14 @@ def test_the_alias_is_the_same_command_and_options_are_checked_before_the_work()
     assert r.returncode != 0 and "unknown part 'nosuch'" in r.stderr, r.stderr[-2000:]
     r = bench("gpu_run", "--device", "cpu", "--smoke")
     assert r.returncode != 0 and "--out: the run's folder" in r.stderr, r.stderr[-2000:]
+
+
+def test_out_dir_is_the_folder_and_an_out_named_as_the_results_their_folder_and_stem(tmp_path):
+    """``--out-dir D`` writes in D (made if need be) whatever D is called; ``--out D/<name>...`` (an earlier
+    command's results path) writes beside it (world_law_defaults --table: one Markdown file, no simulation)."""
+    table = "world_gradients_defaults.md"
+    r = bench("world_law_defaults", "--table", "--out-dir", str(tmp_path / "world_law_defaults_a"))
+    assert r.returncode == 0 and (tmp_path / "world_law_defaults_a" / table).is_file(), r.stderr[-2000:]
+    r = bench("world_law_defaults", "--table", "--out", str(tmp_path / "b" / "world_law_defaults_b"))
+    assert r.returncode == 0 and (tmp_path / "b" / table).is_file(), r.stderr[-2000:]
+    assert not (tmp_path / "b" / "world_law_defaults_b").exists()
