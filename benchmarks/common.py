@@ -667,6 +667,32 @@ def scaled_mass(body, sc):
     return body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
 
 
+def throw_mass_derivative(settings) -> dict:
+    """tests/test_checks.py's throw (a tilted 0.1 m box, 40 steps, float64) under ``LCPSettings`` ``settings``:
+    d(sum of final positions)/d mass by ``jax.grad`` against central differences (step 1e-6), and along
+    ``with_mass`` (all masses and inertias scaled together: must be 0) (cone_derivative, cone_designs)."""
+    jax = x64()
+    import jax.numpy as jnp
+    import jaxcontact as jc
+    from jaxcontact.rotations import quat_exp, quat_mul
+
+    box = jc.shapes.box(0.1, 0.37)
+    tilt = quat_mul(quat_exp(jnp.array([0.0, 0.3, 0.0])), quat_exp(jnp.array([0.4, 0.0, 0.0])))
+    s0 = jc.make_state(pos=[0, 0, 0.09], quat=tilt / jnp.linalg.norm(tilt), vel=[1.0, 0, -1.0], omega=[0, 2.0, 0])
+    s0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), s0)
+    law = jc.CoulombLCP(solver=settings)
+    model = jc.Model(law=law, dt=0.002)
+    p = jc.Params(body=box, ground=jc.Ground.flat(), law=law.init_params(mu=0.18))
+    p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
+    loss = lambda q: jnp.sum(jc.rollout(model, q, s0, 40, output="final").pos)
+    g = jax.jit(jax.grad(loss))(p)
+    along = float(g.body.mass + jnp.sum(g.body.inertia * box.inertia) / box.mass)
+    L, e = jax.jit(loss), 1e-6
+    fd = float((L(p.replace(body=p.body.replace(mass=p.body.mass + e))) -
+                L(p.replace(body=p.body.replace(mass=p.body.mass - e)))) / (2 * e))
+    return {"d_mass": float(g.body.mass), "d_mass_central": fd, "along_with_mass": along}
+
+
 def fixed_point_map(z, A, b, mu, cone):
     """The projected-Jacobi map of ``solve_lcp`` (rows [n, t₁, t₂] per contact, A regularised),
     written here from the public ``disc_step``/``project_disc``: its Jacobian is the one the implicit
