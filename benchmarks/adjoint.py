@@ -1,7 +1,7 @@
 """The velocity-form contact solver's backward pass: matrix-free (Krylov) adjoint against dense.
 
-    python -m benchmarks.adjoint [--heaps 8] [--boxes 16] [--steps 200] [--seed 2]
-    python -m benchmarks.adjoint --scaling 8,16,32     # scratch memory of one step's gradient
+    python -m benchmarks adjoint [--heaps 8] [--boxes 16] [--steps 200] [--seed 2]
+    python -m benchmarks adjoint --scaling 8,16,32     # scratch memory of one step's gradient
 
 ``jax.grad`` of a heap's mean final height with respect to its initial velocities, through
 ``worlds.rollout`` (the drop and first impacts: every step's contact problem solved by
@@ -23,8 +23,8 @@ shapes, not the state). Writes ``results/adjoint_scaling.json`` and ``.md``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import sys
 import time
 from unittest import mock
 
@@ -43,7 +43,7 @@ def dense_adjoint():
         yield
 
 
-def run(heaps: int, boxes: int, steps: int, seed: int, dtypes):
+def measure(heaps: int, boxes: int, steps: int, seed: int, dtypes):
     import jax
 
     from jaxcontact import worlds
@@ -163,33 +163,33 @@ def render(res) -> str:
         "gradient than the dense one.", ""])
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(ap):
     ap.add_argument("--heaps", type=int, default=8)
     ap.add_argument("--boxes", type=int, default=16)
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=2)
     ap.add_argument("--dtypes", default="float64,float32")
-    ap.add_argument("--scaling", default="", help="comma-separated heap sizes: the memory part only")
-    args = ap.parse_args(argv)
+    ap.add_argument("--scaling", default="", help="comma-separated heap sizes: the memory part only (<name>_scaling)")
+
+
+def run(args, out):
+    """``python -m benchmarks adjoint``: ``out`` gets the two adjoints side by side; ``--scaling`` ``<name>_scaling``."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
     if args.scaling:
-        res = {"benchmark": "adjoint_scaling", "machine": common.machine_info("benchmarks.adjoint", argv),
+        res = {"benchmark": "adjoint_scaling", "machine": common.machine_info("benchmarks.adjoint", command=args.command),
                "dtype": "float64", "sizes": run_scaling([int(x) for x in args.scaling.split(",")])}
-        common.write_json(common.RESULTS_DIR / "adjoint_scaling.json", res)
-        (common.RESULTS_DIR / "adjoint_scaling.md").write_text(render_scaling(res))
+        out.tagged("scaling").write(res, render_scaling(res))
         print(render_scaling(res))
         return
     dtypes = args.dtypes.split(",")
-    res = {"benchmark": "adjoint", "machine": common.machine_info("benchmarks.adjoint", argv),
+    res = {"benchmark": "adjoint", "machine": common.machine_info("benchmarks.adjoint", command=args.command),
            "workload": {"heaps": args.heaps, "boxes": args.boxes, "steps": args.steps, "seed": args.seed, "dtypes": dtypes},
-           **run(args.heaps, args.boxes, args.steps, args.seed, dtypes)}
-    common.write_json(common.RESULTS_DIR / "adjoint.json", res)
-    (common.RESULTS_DIR / "adjoint.md").write_text(render(res))
+           **measure(args.heaps, args.boxes, args.steps, args.seed, dtypes)}
+    out.write(res, render(res))
     print(render(res))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

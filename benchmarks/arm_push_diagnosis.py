@@ -1,7 +1,7 @@
 """Why reverse mode misses central differences for the arm's early controls (issue 63, item 6;
 ``benchmarks/arm_push_gradient.py`` found 49–76 % at k = 5, 30 at the defaults).
 
-    python -m benchmarks.arm_push_diagnosis
+    python -m benchmarks arm_push_diagnosis
 
 The world of ``arm_push_gradient`` (``jaxcontact/data/scenes/arm_push.xml``, 100 steps of 4 ms,
 float64, the controls held at (0.6, 0) rad). Per case (a change of the law's solver settings, the
@@ -28,15 +28,14 @@ Writes ``benchmarks/results/<name>.{json,md}``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-from pathlib import Path
+import sys
 
 import numpy as np
 
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import SCENES_DIR, fmt, machine_info, md_machine, md_table
 
-SCENE = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes" / "arm_push.xml"
+SCENE = SCENES_DIR / "arm_push.xml"
 STEPS = 100
 KS = (5, 30, 45)
 EPS = (1e-4, 1e-6)
@@ -100,24 +99,21 @@ def case(solver: dict, law: dict, scene_kw: dict, gradients: bool) -> dict:
     return out
 
 
-def main(argv=None):
+def run(args, out):
+    """``python -m benchmarks arm_push_diagnosis [--only CASE,...]``: the cases (default all) into ``out``."""
+    names = args.only.split(",") if args.only else list(CASES)
+    for n in names:
+        if n not in CASES:
+            raise SystemExit(f"--only: unknown case {n!r} (one of {', '.join(CASES)})")
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default=",".join(CASES), help="cases, comma-separated")
-    ap.add_argument("--name", default="arm_push_diagnosis")
-    args = ap.parse_args(argv)
-    names = args.only.split(",")
-    for n in names:
-        if n not in CASES:
-            ap.error(f"--only: unknown case {n!r} (one of {', '.join(CASES)})")
-    res = {"machine": machine_info("benchmarks.arm_push_diagnosis", argv), "steps": STEPS, "window": WINDOW,
+    res = {"machine": machine_info("benchmarks.arm_push_diagnosis", command=args.command), "steps": STEPS, "window": WINDOW,
            "cases": {}}
     for n in names:
         res["cases"][n] = case(*CASES[n])
         print(n, res["cases"][n], flush=True)
-        write_json(RESULTS_DIR / f"{args.name}.json", res)
+        out.write(res)
     a, b = WINDOW
     solve = [[n, " ".join(str(s) for s in r["sweeps"]), fmt(max(r["residual"])), fmt(r["max_residual"]),
               ", ".join(f"{x:.5f}" for x in r["final"])] for n, r in res["cases"].items()]
@@ -133,9 +129,11 @@ def main(argv=None):
                     "box final x, y (m)"], solve), "",
           f"d(box final x, y)/d u_k, reverse mode against central differences at steps {EPS[0]:g}; {EPS[1]:g}:", "",
           md_table(["case", "k", "reverse mode", "central differences", "relative error"], grads)]
-    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+    out.write(res, "\n".join(md))
+    print(f"wrote {out.json}, {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

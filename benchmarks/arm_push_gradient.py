@@ -2,7 +2,7 @@
 against central differences, per control step, at the defaults and with the solver's polish set
 otherwise, side by side.
 
-    python -m benchmarks.arm_push_gradient            # about 15 min on 2 cores, loaded
+    python -m benchmarks arm_push_gradient            # about 15 min on 2 cores, loaded
 
 The world: ``jaxcontact/data/scenes/arm_push.xml`` (two links on position servos about vertical
 axes, 3 cm above the floor, sweeping a 6 cm box of 0.2 kg across it; h = 4 ms), 100 steps, float64,
@@ -22,16 +22,15 @@ Writes ``benchmarks/results/arm_push_gradient.{json,md}``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import SCENES_DIR, fmt, machine_info, md_machine, md_table
 
-SCENE = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes" / "arm_push.xml"
+SCENE = SCENES_DIR / "arm_push.xml"
 STEPS = 100
 KS = (5, 30, 45, 60, 90)
 
@@ -73,24 +72,22 @@ def columns(text: str, body: int, settings: dict, eps: float = 1e-5):
     return rows
 
 
-def main(argv=None):
+def run(args, out):
+    """``python -m benchmarks arm_push_gradient``: every case into ``out`` (``runner.Results``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--name", default="arm_push_gradient")
-    args = ap.parse_args(argv)
     text = SCENE.read_text()
     i = text.index('    <body name="box"')
     arm_only = text[:i] + text[text.index("</body>", i) + len("</body>\n"):]
-    res = {"machine": machine_info("benchmarks.arm_push_gradient", argv), "steps": STEPS, "cases": {}}
+    res = {"machine": machine_info("benchmarks.arm_push_gradient", command=args.command), "steps": STEPS, "cases": {}}
     for name, body, settings in (("box, defaults", 2, {}),
                                  ("box, before", 2, {"stall_active_set": 0, "forward_active_set": None}),
                                  ("box, no polish", 2, {"stall_active_set": 0, "forward_active_set": 0}),
                                  ("box, every solve polished", 2, {"forward_active_set": 1}),
                                  ("arm alone (lower link), defaults", 1, {})):
         res["cases"][name] = columns(text if body == 2 else arm_only, body, settings)
-        write_json(RESULTS_DIR / f"{args.name}.json", res)
+        out.write(res)
     table = [[case, r["k"], fmt(r["ad"][0]) + ", " + fmt(r["ad"][1]), fmt(r["fd"][0]) + ", " + fmt(r["fd"][1]),
               fmt(r["rel_error"]), fmt(r["cpu_s"]), r["steps_at_cap"], fmt(r["max_residual"])]
              for case, rows in res["cases"].items() for r in rows]
@@ -100,9 +97,11 @@ def main(argv=None):
           "residual (m/s) per case.", "",
           md_table(["case", "k", "reverse mode", "central differences", "relative error", "forward CPU s",
                     "steps at the cap", "max residual"], table)]
-    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+    out.write(res, "\n".join(md))
+    print(f"wrote {out.json}, {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

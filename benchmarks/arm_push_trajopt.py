@@ -1,8 +1,8 @@
 """A trajectory optimisation through contact (issue 63, item 6): Adam on the per-step torques of a
 two-link arm so that it pushes a box across the floor to a target.
 
-    python -m benchmarks.arm_push_trajopt                                  # 10 starts x 200 Adam steps
-    python -m benchmarks.arm_push_trajopt --starts 1 --iters 20 --name arm_push_trajopt_quick
+    python -m benchmarks arm_push_trajopt                                  # 10 starts x 200 Adam steps
+    python -m benchmarks arm_push_trajopt --starts 1 --iters 20 --name arm_push_trajopt_quick
 
 The world: ``jaxcontact/data/scenes/arm_trajopt.xml`` (two links on torque motors about vertical
 axes, their bottoms 3 cm above the floor, joint damping 0.2 and 0.1 N m s; a 6 cm box of 0.2 kg,
@@ -28,15 +28,14 @@ Writes ``benchmarks/results/<name>.{json,md}``.
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import SCENES_DIR, fmt, machine_info, md_machine, md_table
 
-SCENE = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes" / "arm_trajopt.xml"
+SCENE = SCENES_DIR / "arm_trajopt.xml"
 TARGET = (0.35, 0.30)
 REACH = 0.08
 W_REACH, W_EFFORT = 1.0, 1e-5
@@ -110,29 +109,30 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
             "controls": np.asarray(u)}
 
 
-def main(argv=None):
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(ap):
     ap.add_argument("--starts", type=int, default=10, help="random starts, seeds 0 … starts − 1")
     ap.add_argument("--iters", type=int, default=200, help="Adam steps")
     ap.add_argument("--horizon", type=int, default=60, help="simulation steps of 10 ms")
     ap.add_argument("--lr", type=float, default=0.05, help="Adam's learning rate (N m)")
-    ap.add_argument("--name", default="arm_push_trajopt")
-    args = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks arm_push_trajopt``: the run's results into ``out`` as it goes."""
     if args.starts < 1 or args.iters < 1 or args.horizon < 1:
-        ap.error("--starts, --iters and --horizon must be >= 1")
+        raise SystemExit("--starts, --iters and --horizon must be >= 1")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
     seeds = list(range(args.starts))
-    optimise(seeds, args.iters, args.horizon, args.lr, report=lambda h, done: write(args, argv, seeds, h, done))
+    optimise(seeds, args.iters, args.horizon, args.lr, report=lambda h, done: write(args, out, seeds, h, done))
 
 
-def write(args, argv, seeds, h, done: int):
+def write(args, out, seeds, h, done: int):
     """The results after ``done`` Adam steps of ``args.iters`` (written at each logged step, so that a run
     stopped part-way leaves what it reached)."""
     final = h["dist"][-1]
     best = h["dist"].min(axis=0)
-    res = {"machine": machine_info("benchmarks.arm_push_trajopt", argv), "scene": "jaxcontact/data/scenes/arm_trajopt.xml",
+    res = {"machine": machine_info("benchmarks.arm_push_trajopt", command=args.command), "scene": "jaxcontact/data/scenes/arm_trajopt.xml",
            "target_m": TARGET, "horizon": args.horizon, "iters": args.iters, "iters_done": done, "lr": args.lr,
            "seeds": seeds,
            "weights": {"reach": W_REACH, "reach_m": REACH, "effort": W_EFFORT},
@@ -144,7 +144,6 @@ def write(args, argv, seeds, h, done: int):
                        "grad_norm_finite": bool(np.all(np.isfinite(h["grad_norm"][:, i])))}
                       for i, s in enumerate(seeds)]}
     res["successes"] = int(sum(r["success_1cm"] for r in res["starts"]))
-    write_json(RESULTS_DIR / f"{args.name}.json", res)
     rows = [[r["seed"], fmt(r["distance_curve"][0]), fmt(r["final_distance_m"]), fmt(r["best_distance_m"]),
              fmt(r["loss_start"]), fmt(r["loss_end"]), "yes" if r["success_1cm"] else "no"] for r in res["starts"]]
     md = ["# Trajectory optimisation: an arm pushing a box to a target", "", md_machine(res["machine"]), "",
@@ -157,9 +156,11 @@ def write(args, argv, seeds, h, done: int):
           f"{h['cpu_s']:.0f} CPU s (user + sys of the process).", "",
           md_table(["seed", "distance at start (m)", "final distance (m)", "best distance (m)", "loss at start",
                     "loss at end", "within 1 cm"], rows)]
-    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}} ({done} steps)")
+    out.write(res, "\n".join(md))
+    print(f"wrote {out.json}, {out.md} ({done} steps)")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

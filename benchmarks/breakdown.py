@@ -26,8 +26,8 @@ copied into that checkout, run there as a module, ``python -m`` importing that c
 
     git worktree add /tmp/before e53ae26
     cp benchmarks/breakdown.py benchmarks/common.py /tmp/before/benchmarks/
-    (cd /tmp/before && python -m benchmarks.breakdown --label before --save /tmp/finals_before.npz --out-dir $OLDPWD/benchmarks/results)
-    python -m benchmarks.breakdown --label after --compare /tmp/finals_before.npz
+    (cd /tmp/before && python -m benchmarks breakdown --label before --save /tmp/finals_before.npz --out-dir $OLDPWD/benchmarks/results)
+    python -m benchmarks breakdown --label after --compare /tmp/finals_before.npz
 
 Writes ``benchmarks/results/breakdown_<label>.json`` and rewrites ``breakdown.md`` from every
 ``breakdown_*.json`` present.
@@ -35,7 +35,6 @@ Writes ``benchmarks/results/breakdown_<label>.json`` and rewrites ``breakdown.md
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -46,11 +45,10 @@ import numpy as np
 from . import common
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(p):
+    """breakdown's own options (shared: ``--steps``, ``--seed``, ``--out``)."""
     p.add_argument("--label", default="after", help="name of this measurement (file breakdown_<label>.json)")
     p.add_argument("--batch", type=int, default=4096)
-    p.add_argument("--steps", type=int, default=800)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--stats-batch", type=int, default=1024)
     p.add_argument("--chunks", default="", help="also time the default at these batch_rollout chunk sizes (comma list)")
@@ -61,11 +59,6 @@ def parse_args(argv=None):
     p.add_argument("--finals-max-iter", type=int, default=100, help="PGS sweep cap of the final-state rollouts")
     p.add_argument("--accuracy-throws", type=int, default=40,
                    help="float64 throws for the accuracy check against the converged Newton solution (0: none)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
-    a = p.parse_args(argv)
-    a.argv = argv
-    return a
 
 
 def time_parts(args) -> dict:
@@ -192,7 +185,7 @@ def compare(a: dict, b: dict) -> dict:
 def markdown(results: list[dict]) -> str:
     f = common.fmt
     lines = ["# Where the time goes (box throws)", "",
-             "From `python -m benchmarks.breakdown` (module docstring: what each part is, and how the "
+             "From `python -m benchmarks breakdown` (module docstring: what each part is, and how the "
              "'before' row was measured on an older checkout). µs per body-step, float32.", ""]
     names = ["free_motion", "contact_problem_and_first_sweep", "further_sweeps", "eager_validation", "flag_summary"]
     rows = []
@@ -240,12 +233,12 @@ def markdown(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def run(args, results):
+    """``python -m benchmarks breakdown --label L``: ``<name>_<label>.json``, and ``<name>.md`` of every label's."""
     import jaxcontact as jc
 
     out = {"label": args.label, "jaxcontact": str(Path(jc.__file__).resolve().parents[1]),
-           "machine": common.machine_info("benchmarks.breakdown", args.argv)}
+           "machine": common.machine_info("benchmarks.breakdown", command=args.command)}
     if args.batch:
         print(f"[time] batch {args.batch}, {args.steps} steps", file=sys.stderr, flush=True)
         out["time"] = time_parts(args)
@@ -263,13 +256,14 @@ def main(argv=None):
     if args.accuracy_throws:
         print(f"[accuracy] {args.accuracy_throws} throws against the Newton reference", file=sys.stderr, flush=True)
         out["accuracy"] = accuracy(args)
-    out_dir = Path(args.out_dir)
-    common.write_json(out_dir / f"breakdown_{args.label}.json", out)
-    results = [json.loads(p.read_text()) for p in sorted(out_dir.glob("breakdown_*.json"))]
-    results.sort(key=lambda r: r["label"] != "before")
-    (out_dir / "breakdown.md").write_text(markdown(results))
-    print(markdown(results))
+    results.tagged(args.label).write(out)
+    runs = [json.loads(p.read_text()) for p in sorted(results.folder.glob(f"{results.stem}_*.json"))]
+    runs.sort(key=lambda r: r["label"] != "before")
+    results.md.write_text(markdown(runs))
+    print(markdown(runs))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -26,7 +26,9 @@ import numpy as np
 
 from experiments.provenance import json_default, stamp, write_json  # noqa: F401  (the shared writer, re-exported)
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+from .runner import RESULTS_DIR  # noqa: F401  (one place: the runner's)
+
+SCENES_DIR = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"  # the package's MJCF scenes
 
 stamp()  # the code's commit as this run starts (experiments.provenance)
 
@@ -64,6 +66,63 @@ def throws(n: int, seed: int = 0):
     from jaxcontact.states import random_throws
 
     return random_throws(jax.random.PRNGKey(seed), n)
+
+
+# A body of one kind thrown onto a resting one (overlap_census, two_box_throws)
+THROW_KINDS = ("box", "sphere", "capsule", "cylinder")
+
+
+def throw_body(kind: str):
+    from jaxcontact import shapes
+
+    if kind == "box":
+        return shapes.box((0.1,) * 3, 0.37)
+    if kind == "sphere":
+        return shapes.sphere(0.05, 0.37)
+    if kind == "capsule":
+        return shapes.capsule(0.03, 0.05, 0.37)
+    if kind == "cylinder":
+        return shapes.cylinder(0.05, 0.05, 0.37)
+    raise ValueError(f"unknown kind {kind!r}: one of {THROW_KINDS}")
+
+
+def resting_pose(kind: str):
+    """(centre height, quaternion, top height) of B resting on the ground."""
+    if kind == "capsule":  # lying along x: body z turned onto x
+        s = np.sqrt(0.5)
+        return 0.03, [s, 0.0, s, 0.0], 0.06
+    return 0.05, [1.0, 0.0, 0.0, 0.0], 0.1
+
+
+def reach_of(kind: str) -> float:
+    return {"box": np.sqrt(3) * 0.05, "sphere": 0.05, "capsule": 0.08, "cylinder": np.sqrt(2) * 0.05}[kind]
+
+
+def throws_onto(kind_a: str, kind_b: str, n: int, seed: int, dtype):
+    """``n`` throws (a batched two-body ``State``) of a ``kind_a`` at a ``kind_b`` resting on the ground: A from
+    up to 0.15 m above B's top, aimed at it at 0.5–3 m/s, spinning (overlap_census; two_box_throws, box on box)."""
+    import jax.numpy as jnp
+
+    from jaxcontact.types import State
+
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q[q[:, 0] < 0] *= -1
+    zb, qb, top = resting_pose(kind_b)
+    lift = rng.uniform(0.0, 0.15, n) + reach_of(kind_a) + 1e-3
+    offset = rng.uniform(-0.08, 0.08, (n, 2))
+    pos_a = np.column_stack([offset, top + lift])
+    d = np.array([0.0, 0.0, top]) - pos_a
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    speed = rng.uniform(0.5, 3.0, n)
+    omega_a = rng.uniform(-10, 10, (n, 3))
+    pos = np.stack([pos_a, np.tile([0.0, 0.0, zb], (n, 1))], axis=1)
+    quat = np.stack([q, np.tile(qb, (n, 1))], axis=1)
+    vel = np.stack([d * speed[:, None], np.zeros((n, 3))], axis=1)
+    omega = np.stack([omega_a, np.zeros((n, 3))], axis=1)
+    cast = lambda x: jnp.asarray(x, dtype)
+    return State(pos=cast(pos), quat=cast(quat), vel=cast(vel), omega=cast(omega))
 
 
 def timed(fn, repeats: int = 2):
@@ -606,6 +665,32 @@ def slide_launch(omega_z):
 def scaled_mass(body, sc):
     """``body`` with its mass and inertia times ``sc``."""
     return body.replace(mass=body.mass * sc, inertia=body.inertia * sc)
+
+
+def throw_mass_derivative(settings) -> dict:
+    """tests/test_checks.py's throw (a tilted 0.1 m box, 40 steps, float64) under ``LCPSettings`` ``settings``:
+    d(sum of final positions)/d mass by ``jax.grad`` against central differences (step 1e-6), and along
+    ``with_mass`` (all masses and inertias scaled together: must be 0) (cone_derivative, cone_designs)."""
+    jax = x64()
+    import jax.numpy as jnp
+    import jaxcontact as jc
+    from jaxcontact.rotations import quat_exp, quat_mul
+
+    box = jc.shapes.box(0.1, 0.37)
+    tilt = quat_mul(quat_exp(jnp.array([0.0, 0.3, 0.0])), quat_exp(jnp.array([0.4, 0.0, 0.0])))
+    s0 = jc.make_state(pos=[0, 0, 0.09], quat=tilt / jnp.linalg.norm(tilt), vel=[1.0, 0, -1.0], omega=[0, 2.0, 0])
+    s0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), s0)
+    law = jc.CoulombLCP(solver=settings)
+    model = jc.Model(law=law, dt=0.002)
+    p = jc.Params(body=box, ground=jc.Ground.flat(), law=law.init_params(mu=0.18))
+    p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
+    loss = lambda q: jnp.sum(jc.rollout(model, q, s0, 40, output="final").pos)
+    g = jax.jit(jax.grad(loss))(p)
+    along = float(g.body.mass + jnp.sum(g.body.inertia * box.inertia) / box.mass)
+    L, e = jax.jit(loss), 1e-6
+    fd = float((L(p.replace(body=p.body.replace(mass=p.body.mass + e))) -
+                L(p.replace(body=p.body.replace(mass=p.body.mass - e)))) / (2 * e))
+    return {"d_mass": float(g.body.mass), "d_mass_central": fd, "along_with_mass": along}
 
 
 def fixed_point_map(z, A, b, mu, cone):

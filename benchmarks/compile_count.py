@@ -14,10 +14,10 @@ no cache directory) and ``XLA_FLAGS`` unset (the tests' LLVM level 0 is not a us
 The names of the compiled programs (the jitted function's name) are counted too, so that the
 functions compiled most often can be found (``--names`` prints the top ones).
 
-    python -m benchmarks.compile_count                      # the four commands below
-    python -m benchmarks.compile_count --only impacts       # one of them
-    python -m benchmarks.compile_count --tag after          # results/compile_count_after.{json,md}
-    python -m benchmarks.compile_count --run -- simulate --scene stack:2 --steps 10 --out /tmp/s.npz
+    python -m benchmarks compile_count                      # the four commands below
+    python -m benchmarks compile_count --only impacts       # one of them
+    python -m benchmarks compile_count --tag after          # results/compile_count_after.{json,md}
+    python -m benchmarks compile_count --run -- simulate --scene stack:2 --steps 10 --out /tmp/s.npz
 
 Commands (``JOBS``; run in a temporary directory; the real data from ``$JAXCONTACT_SHARED`` or
 ``../shared``): the README's main job (``contactnets train --tosses 16 --seed 0`` then
@@ -38,7 +38,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 
 BACKEND = "/jax/core/compile/backend_compile_duration"
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
@@ -135,7 +134,7 @@ def run_job(name: str, workdir: Path) -> list[dict]:
             continue
         counts = workdir / f"counts_{len(rows)}.json"
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "benchmarks.compile_count", "--run", "--counts", str(counts),
+        r = subprocess.run([sys.executable, "-m", "benchmarks", "compile_count", "--run", "--counts", str(counts),
                             "--", *argv], cwd=workdir, env=_user_env(), capture_output=True, text=True)
         process_wall = time.perf_counter() - t0
         if r.returncode:
@@ -171,33 +170,32 @@ def _md(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(result: dict, tag: str) -> None:
-    from .common import write_json
-
-    stem = "compile_count" + (f"_{tag}" if tag else "")
-    old = RESULTS / f"{stem}.json"
+def _write(result: dict, results) -> None:
+    """``results`` (``runner.Results``, tagged): this run's jobs, and the other jobs' rows already there."""
     out = dict(result)
-    if old.exists():  # a run of some jobs replaces those jobs' rows and keeps the others
-        kept = json.loads(old.read_text()).get("jobs", {})
-        out["jobs"] = {**{k: v for k, v in kept.items() if k not in result["jobs"]}, **result["jobs"]}
+    kept = results.load().get("jobs", {})  # a run of some jobs replaces those jobs' rows and keeps the others
+    out["jobs"] = {**{k: v for k, v in kept.items() if k not in result["jobs"]}, **result["jobs"]}
     out.pop("provenance", None)
-    write_json(RESULTS / f"{stem}.json", out)
-    (RESULTS / f"{stem}.md").write_text(_md(out))
+    results.write(out, _md(out))
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", default=",".join(JOBS), help="comma-separated jobs: " + ", ".join(JOBS))
+def arguments(p):
     p.add_argument("--tag", default="", help="suffix of the results files (compile_count_<tag>.*)")
     p.add_argument("--names", type=int, default=15, help="print the N most compiled function names per command")
     p.add_argument("--run", action="store_true", help="run one jaxcontact command (after --) in this process")
     p.add_argument("--counts", default=None, help=argparse.SUPPRESS)
     p.add_argument("rest", nargs=argparse.REMAINDER)
-    args = p.parse_args(argv)
+
+
+def prepare(args, results) -> bool:
+    """``--run -- ARGS``: one ``jaxcontact ARGS`` measured in this process (the jobs' child, or by hand); the
+    run ends here (True)."""
+    if not args.run:
+        return False
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-    if args.run:
-        if args.counts:
-            return run_in_process(rest, args.counts)
+    if args.counts:
+        rc = run_in_process(rest, args.counts)
+    else:
         with tempfile.TemporaryDirectory() as d:
             rc = run_in_process(rest, str(Path(d) / "c.json"))
             row = json.loads((Path(d) / "c.json").read_text())
@@ -205,12 +203,23 @@ def main(argv=None) -> int:
               f"lower {row['lower_s']:.1f} s, wall {row['wall_s']:.1f} s", file=sys.stderr)
         for b in row["by_name"][:args.names]:
             print(f"  {b['programs']:4d} {b['backend_s']:7.2f} s  {b['name']}", file=sys.stderr)
-        return rc
+    if rc:
+        raise SystemExit(rc)
+    return True
 
+
+def run(args, results) -> None:
+    """``python -m benchmarks compile_count [--only JOB,...] [--tag T]``: each job's rows into ``results`` (tagged)."""
     from .common import machine_info
 
+    if args.rest:
+        raise SystemExit(f"unrecognized arguments: {' '.join(args.rest)} (a jaxcontact command goes after --run --)")
     jobs = [j for j in args.only.split(",") if j]
-    result = {"machine": machine_info("benchmarks.compile_count", argv), "jobs": {}}
+    unknown = [j for j in jobs if j not in JOBS]
+    if unknown:
+        raise SystemExit(f"--only: unknown job {unknown[0]!r} (jobs: {', '.join(JOBS)})")
+    results = results.tagged(args.tag)
+    result = {"machine": machine_info("benchmarks.compile_count", command=args.command), "jobs": {}}
     for job in jobs:
         with tempfile.TemporaryDirectory() as d:
             rows = run_job(job, Path(d))
@@ -224,9 +233,10 @@ def main(argv=None) -> int:
                   f"(process {r['process_wall_s']:.1f} s)", flush=True)
             for b in r["by_name"][:args.names]:
                 print(f"    {b['programs']:4d} {b['backend_s']:7.2f} s  {b['name']}", flush=True)
-        _write(result, args.tag)  # after every job: a later failure keeps the rows measured
-    return 0
+        _write(result, results)  # after every job: a later failure keeps the rows measured
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -22,18 +22,17 @@ friction set before issue 61), and MuJoCo C's elliptic and pyramidal cones, in o
 * ``sweeps``: the sweeps a step takes, box and disc, on the same two workloads (256 of the throws,
   800 steps; 8 of the heaps, 300 steps): a count, not a timing.
 
-    python -m benchmarks.cone [--only slides,rate]     # writes benchmarks/results/cone.{json,md}
-    python -m benchmarks.cone --only sweeps --name cone_sweeps
-    python -m benchmarks.cone --only cpu_heap --rounds 3 --name cone_cpu_heap
+    python -m benchmarks cone [--only slides,rate]     # writes benchmarks/results/cone.{json,md}
+    python -m benchmarks cone --only sweeps --name cone_sweeps
+    python -m benchmarks cone --only cpu_heap --rounds 3 --name cone_cpu_heap
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -339,16 +338,21 @@ def markdown(out) -> str:
     return "\n".join(md)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", default="slides,rate")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
-    p.add_argument("--name", default="cone", help="results file name (without suffix)")
-    args = p.parse_args(argv)
+PARTS = ("slides", "rate", "sweeps", "cpu", "cpu_heap")
+
+
+def arguments(ap):
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2)
+
+
+def run(args, results):
+    """``python -m benchmarks cone [--only PART,...]`` (``PARTS``): ``results`` gets the JSON and Markdown."""
     parts = args.only.split(",")
-    out = {"machine": common.machine_info("benchmarks.cone", argv)}
+    unknown = [q for q in parts if q not in PARTS]
+    if unknown:
+        raise SystemExit(f"--only: unknown part {unknown[0]!r} (parts: {', '.join(PARTS)})")
+    out = {"machine": common.machine_info("benchmarks.cone", command=args.command)}
     if "slides" in parts:
         out["slides"] = slides()
     if "rate" in parts:
@@ -359,11 +363,11 @@ def main(argv=None):
         out["cpu"] = cpu(args.rounds)
     if "cpu_heap" in parts:
         out["cpu_heap"] = cpu_heap(args.rounds)
-    out_dir = Path(args.out_dir)
-    common.write_json(out_dir / f"{args.name}.json", out)
-    (out_dir / f"{args.name}.md").write_text(markdown(out))
+    results.write(out, markdown(out))
     print(markdown(out))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

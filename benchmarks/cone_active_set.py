@@ -7,14 +7,13 @@ z_n = 0; friction strictly inside the disc takes w_t = 0 (stick), on its boundar
 steps (least-norm along a face's split), the set re-identified and repeated (8 rounds); the result is
 kept only if T(z) = z is closer than at the sweeps' point. Reported: |T(z) − z| before and after.
 
-    PYTHONPATH=$PWD python -m benchmarks.cone_active_set    # writes benchmarks/results/cone_active_set.{json,md}
-    PYTHONPATH=$PWD python -m benchmarks.cone_active_set --steps 90:130 --name cone_active_set_run
+    python -m benchmarks cone_active_set    # writes benchmarks/results/cone_active_set.{json,md}
+    python -m benchmarks cone_active_set --steps 90:130 --name cone_active_set_run
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import sys
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from .common import active_set_polish, fixed_point_map, x64 as _jax  # noqa: F40
 STEPS = (14, 33, 39, 44, 49, 54, 58)
 
 
-def run(steps=STEPS):
+def polish_steps(steps=STEPS):
     jax = _jax()
     import jax.numpy as jnp
     import jaxcontact as jc
@@ -64,24 +63,24 @@ def run(steps=STEPS):
     return out
 
 
-def main(argv=None):
-    import argparse
-
-    ap = argparse.ArgumentParser()
+def arguments(ap):
     ap.add_argument("--steps", default=None, help="first:last (inclusive) instead of the seven stuck steps")
-    ap.add_argument("--name", default="cone_active_set")
-    a = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks cone_active_set [--steps A:B]``: the polish per step into ``out``."""
+    a = args
     steps = STEPS if a.steps is None else tuple(range(int(a.steps.split(":")[0]), int(a.steps.split(":")[1]) + 1))
-    res = run(steps)
-    d = Path(__file__).parent / "results"
-    (d / f"{a.name}.json").write_text(json.dumps(res, indent=1))
+    res = polish_steps(steps)
     lines = ["# Issue 61 design (c): an active-set polish at the throw's stuck steps (NumPy prototype)", "",
-             "From `PYTHONPATH=$PWD python -m benchmarks.cone_active_set` (float64, the disc, tol 1e-13; residual "
+             "From `python -m benchmarks cone_active_set` (float64, the disc, tol 1e-13; residual "
              "max |diag(A)(T(z) − z)| in m/s).", "",
              "| step | residual, sweeps | after the active-set polish | z moved (rel.) | normals active | slipping | σ_min(I − ∂T/∂z) at the sweeps' z | at the polished z |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['step']} | {r['res_sweeps']:.2g} | {r['res_active_set']:.2g} | {r['moved']:.2g} | {r['active_normals']} | {r['slipping']} | {r['smin_sweeps']:.2g} | {r['smin_active_set']:.2g} |" for r in res]
-    (d / f"{a.name}.md").write_text("\n".join(lines) + "\n")
+    out.write(res, "\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

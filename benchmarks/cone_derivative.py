@@ -25,7 +25,7 @@ import numpy as np
 
 from .common import BOX_MASS as MASS, BOX_SIZE as SIZE, CONES, SLIDE_HEADING as HEADING, SLIDE_MU as MU  # noqa: F401
 from .common import SLIDE_SPIN as SPIN, SLIDE_V0 as V0, fixed_point_map, scaled_mass as _scaled, slide_launch as _launch
-from .common import x64 as _jax
+from .common import throw_mass_derivative, x64 as _jax
 
 
 def slides():
@@ -54,29 +54,10 @@ def slides():
 
 
 def throw():
-    jax = _jax()
-    import jax.numpy as jnp
+    _jax()
     import jaxcontact as jc
-    from jaxcontact.rotations import quat_exp, quat_mul
 
-    box = jc.shapes.box(0.1, 0.37)
-    tilt = quat_mul(quat_exp(jnp.array([0.0, 0.3, 0.0])), quat_exp(jnp.array([0.4, 0.0, 0.0])))
-    s0 = jc.make_state(pos=[0, 0, 0.09], quat=tilt / jnp.linalg.norm(tilt), vel=[1.0, 0, -1.0], omega=[0, 2.0, 0])
-    s0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), s0)
-    out = []
-    for cone in CONES:
-        law = jc.CoulombLCP(solver=jc.LCPSettings(cone=cone))
-        model = jc.Model(law=law, dt=0.002)
-        p = jc.Params(body=box, ground=jc.Ground.flat(), law=law.init_params(mu=0.18))
-        p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
-        loss = lambda q: jnp.sum(jc.rollout(model, q, s0, 40, output="final").pos)
-        g = jax.jit(jax.grad(loss))(p)
-        along = float(g.body.mass + jnp.sum(g.body.inertia * box.inertia) / box.mass)
-        L, e = jax.jit(loss), 1e-6
-        fd = float((L(p.replace(body=p.body.replace(mass=p.body.mass + e))) -
-                    L(p.replace(body=p.body.replace(mass=p.body.mass - e)))) / (2 * e))
-        out.append({"cone": cone, "d_mass": float(g.body.mass), "d_mass_central": fd, "along_with_mass": along})
-    return out
+    return [{"cone": cone, **throw_mass_derivative(jc.LCPSettings(cone=cone))} for cone in CONES]
 
 
 def face():

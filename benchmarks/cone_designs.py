@@ -22,22 +22,20 @@
   differences at four steps.
 (c) the default since issue 61: the active-set polish in the forward (``LCPSettings.forward_active_set``).
 
-    python -m benchmarks.cone_designs      # writes benchmarks/results/cone_designs.{json,md}
-    python -m benchmarks.cone_designs --only sysid --name cone_designs_sysid
-    python -m benchmarks.cone_designs --only polish --name cone_designs_polish
-    python -m benchmarks.cone_designs --only sysid,slides,throw --name cone_designs_active_set
+    python -m benchmarks cone_designs      # writes benchmarks/results/cone_designs.{json,md}
+    python -m benchmarks cone_designs --only sysid --name cone_designs_sysid
+    python -m benchmarks cone_designs --only polish --name cone_designs_polish
+    python -m benchmarks cone_designs --only sysid,slides,throw --name cone_designs_active_set
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
+import sys
 
 import numpy as np
 
 from .common import BOX_MASS as MASS, BOX_SIZE as SIZE, CONES, SLIDE_MU as MU, SLIDE_SPIN as SPIN, SLIDE_V0 as V0  # noqa: F401
-from .common import fixed_point_map, scaled_mass as _scaled, slide_launch as _launch, x64 as _jax
+from .common import fixed_point_map, scaled_mass as _scaled, slide_launch as _launch, throw_mass_derivative, x64 as _jax
 
 REGS = (1e-6, 1e-2, 1e-1)
 _NO = {"forward_active_set": 0}  # the variants before design (c): the sweeps' point as is
@@ -113,30 +111,9 @@ def rest():
 
 
 def throw():
-    jax = _jax()
-    import jax.numpy as jnp
-    import jaxcontact as jc
-    from jaxcontact.rotations import quat_exp, quat_mul
-
-    box = jc.shapes.box(0.1, 0.37)
-    tilt = quat_mul(quat_exp(jnp.array([0.0, 0.3, 0.0])), quat_exp(jnp.array([0.4, 0.0, 0.0])))
-    s0 = jc.make_state(pos=[0, 0, 0.09], quat=tilt / jnp.linalg.norm(tilt), vel=[1.0, 0, -1.0], omega=[0, 2.0, 0])
-    s0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), s0)
-    out = []
-    for cone in CONES:
-        for reg, kw in VARIANTS:
-            law = jc.CoulombLCP(solver=_settings(cone, kw))
-            model = jc.Model(law=law, dt=0.002)
-            p = jc.Params(body=box, ground=jc.Ground.flat(), law=law.init_params(mu=0.18))
-            p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x, p)
-            loss = lambda q: jnp.sum(jc.rollout(model, q, s0, 40, output="final").pos)
-            g = jax.jit(jax.grad(loss))(p)
-            along = float(g.body.mass + jnp.sum(g.body.inertia * box.inertia) / box.mass)
-            L, e = jax.jit(loss), 1e-6
-            fd = float((L(p.replace(body=p.body.replace(mass=p.body.mass + e))) -
-                        L(p.replace(body=p.body.replace(mass=p.body.mass - e)))) / (2 * e))
-            out.append({"cone": cone, "reg": reg, "d_mass": float(g.body.mass), "d_mass_central": fd, "along_with_mass": along})
-    return out
+    _jax()
+    return [{"cone": cone, "reg": reg, **throw_mass_derivative(_settings(cone, kw))}
+            for cone in CONES for reg, kw in VARIANTS]
 
 
 def newton():
@@ -248,7 +225,7 @@ def polish():
 
 def markdown(res) -> str:
     L = ["# Issue 61: the designs for a face's normal split, side by side", "",
-         "From `python -m benchmarks.cone_designs` (float64, tol 1e-6; R: `LCPSettings.regularization`, relative diagonal; "
+         "From `python -m benchmarks cone_designs` (float64, tol 1e-6; R: `LCPSettings.regularization`, relative diagonal; "
          "1e-6 is today's default).", "",
          "## (a) soft normals: the slide along 30° spinning at 6 rad/s, 100 steps", "",
          "| cone | design | distance (m) | d/dμ implicit, central, rel. error | d/ds (must be 0) | sweeps a step | spin at the end (rad/s) |",
@@ -285,22 +262,22 @@ def markdown(res) -> str:
     return "\n".join(L) + "\n"
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--name", default="cone_designs", help="results file name (without suffix)")
-    p.add_argument("--only", default="newton,slides,rest,throw", help="comma-separated parts")
-    args = p.parse_args(argv)
+def run(args, out):
+    """``python -m benchmarks cone_designs [--only PART,...]``: the parts into ``out``."""
     parts = {"newton": newton, "slides": slides, "rest": rest, "throw": throw, "polish": polish,
              "sysid": lambda: [r for case in SYSID_CASES for r in sysid(*case)]}
+    unknown = [k for k in args.only.split(",") if k not in parts]
+    if unknown:
+        raise SystemExit(f"--only: unknown part {unknown[0]!r} (parts: {', '.join(parts)})")
     res = {k: parts[k]() for k in args.only.split(",")}
     for k in parts:
         res.setdefault(k, [])
-    out = Path(__file__).resolve().parent / "results"
-    (out / f"{args.name}.json").write_text(json.dumps(res, indent=1))
     md = markdown(res)
-    (out / f"{args.name}.md").write_text(md)
+    out.write(res, md)
     print(md)
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

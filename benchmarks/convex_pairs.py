@@ -12,12 +12,12 @@ alone): the largest shortfall φ_ref − φ, over all pairs and over the near on
 by less than ``NEAR``, the regime of a simulation), the largest excess φ − φ_ref (m), and the cost per
 pair (µs, float64, one ``jit(vmap)`` over the poses on this machine's CPU, best of 3).
 
-    python -m benchmarks.convex_pairs --pairs 200 --directions 20000 --out benchmarks/results/convex_pairs.json
+    python -m benchmarks convex_pairs --pairs 200 --directions 20000 --out benchmarks/results/convex_pairs.json
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 
 import jax
@@ -103,14 +103,14 @@ def method(ka, kb):
         pb, qb, num=4, margin=1.0).phi[0]))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(ap):
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--directions", type=int, default=20000)
     ap.add_argument("--iterations", default="0,10,20,40", help="collision.CONVEX_ITERATIONS values to measure")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks convex_pairs``: the rows, printed; also into ``out`` where ``--out`` is given."""
     lattice = fibonacci(args.directions)
     rng = np.random.default_rng(args.seed)
     rows = []
@@ -140,10 +140,11 @@ def main(argv=None):
         collision.CONVEX_ITERATIONS = default
         rows.append(row)
         print(row["pair"], {k: v for k, v in row.items() if k.startswith("it")}, flush=True)
-    if args.out:
-        from experiments.provenance import write_json
-        write_json(args.out, {"rows": rows, "pairs": args.pairs, "directions": args.directions, "seed": args.seed})
+    if out is not None:
+        out.write({"rows": rows, "pairs": args.pairs, "directions": args.directions, "seed": args.seed})
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -8,7 +8,7 @@ timed step resolves contact. Laws: ``CoulombLCP`` with every vertex a contact ca
 trained network is the same; its frictionless LCP uses the 8 closest candidates).
 Timing: ``jc.batch_rollout`` (jit of vmap of scan), warm-up call, then best of ``--repeats``.
 
-    python -m benchmarks.dacm_speed            # writes benchmarks/results/dacm_speed.json / .md
+    python -m benchmarks dacm_speed            # writes benchmarks/results/dacm_speed.json / .md
 
 An engine benchmark (no data, no training): the step cost of the dacm law as a contact law of
 the simulator. The dacm study itself is ``python -m studies.dacm`` (studies/dacm/README.md).
@@ -16,11 +16,8 @@ the simulator. The dacm study itself is ``python -m studies.dacm`` (studies/dacm
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -29,7 +26,6 @@ import jaxcontact as jc
 from jaxcontact import geometry, shapes
 from jaxcontact.dacm import DACMLaw
 
-from .common import RESULTS_DIR, command_line, write_json
 
 
 def sphere_body(n, seed=0):
@@ -60,16 +56,16 @@ def timeit(f, repeats):
     return best
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser()
+def arguments(p):
     p.add_argument("--vertices", default="8,64,512")
     p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--big-batch", type=int, default=1024)
     p.add_argument("--big-steps", type=int, default=100)
-    p.add_argument("--out", default=str(RESULTS_DIR / "dacm_speed.json"))
-    a = p.parse_args(argv)
+
+
+def run(a, results):
+    """``python -m benchmarks dacm_speed``: the step costs into ``results``."""
     res = {"device": str(jax.devices()[0]), "x64": bool(jax.config.jax_enable_x64), "batch": a.batch,
            "steps": a.steps, "per_body_step_us": {}}
     dl = DACMLaw(3)
@@ -103,9 +99,8 @@ def main(argv=None):
                           "steady_s": round(t, 2), "body_steps_per_s": round(a.big_batch * a.big_steps / t),
                           "finite": bool(np.all(np.isfinite(np.asarray(out))))}
     print(res["big_rollout"], file=sys.stderr)
-    write_json(Path(a.out), res)
     L = ["# dacm step cost vs vertex count (benchmarks/dacm_speed.py)", "",
-         f"`{command_line('benchmarks.dacm_speed', argv)}` — {res['device']}, x64={res['x64']}, batch {a.batch} × {a.steps} steps, "
+         f"`{a.command}` — {res['device']}, x64={res['x64']}, batch {a.batch} × {a.steps} steps, "
          "every step in contact; 2 CPU cores shared with other jobs, so absolute numbers are noisy.", "",
          "| hull vertices | LCP, all vertices (µs/body-step) | LCP, 8 closest | dacm |", "| --- | --- | --- | --- |"]
     for n, r in res["per_body_step_us"].items():
@@ -113,8 +108,10 @@ def main(argv=None):
     b = res["big_rollout"]
     L += ["", f"1024-body dacm rollout (box, jit + vmap, {b['steps']} steps): first call {b['first_call_s']} s "
           f"(compiles), steady {b['steady_s']} s = {b['body_steps_per_s']} body-steps/s, finite: {b['finite']}."]
-    Path(a.out).with_suffix(".md").write_text("\n".join(L) + "\n")
+    results.write(res, "\n".join(L))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

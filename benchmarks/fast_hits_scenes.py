@@ -5,11 +5,11 @@ heaps of ``benchmarks.mixed_speed`` (16 boxes, 16 mixed bodies; float32, ``--wor
 ``--steps`` steps, ``worlds.batch_rollout(..., output="final")`` on this process's CPU), off and on
 interleaved, the best of ``--repeats`` timed calls of each::
 
-    python -m benchmarks.fast_hits_scenes
-    python -m benchmarks.fast_hits_scenes --worlds 64 --steps 500 --repeats 3
+    python -m benchmarks fast_hits_scenes
+    python -m benchmarks fast_hits_scenes --worlds 64 --steps 500 --repeats 3
 """
-import argparse
 import dataclasses
+import sys
 import time
 
 import jax
@@ -68,21 +68,28 @@ def heap_speed(heaps, W, steps, repeats):
         print(f"{name}: on/off time {min(times[True]) / min(times[False]):.2f}", flush=True)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="scenes,speed", help="comma-separated: scenes (bitwise, float64), speed (float32 heaps)")
+PARTS = ("scenes", "speed")  # scenes: bitwise, float64; speed: float32 heaps
+
+
+def arguments(ap):
     ap.add_argument("--heaps", default="boxes16,mixed16")
-    ap.add_argument("--worlds", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks fast_hits_scenes [--only scenes,speed]``: printed (``out`` is None)."""
     parts = args.only.split(",")
+    unknown = [q for q in parts if q not in PARTS]
+    if unknown:
+        raise SystemExit(f"--only: unknown part {unknown[0]!r} (parts: {', '.join(PARTS)})")
     if "speed" in parts:  # float32 first: x64 is process-wide
-        heap_speed(args.heaps.split(","), args.worlds, args.steps, args.repeats)
+        heap_speed(args.heaps.split(","), int(args.worlds), args.steps, args.repeats)
     if "scenes" in parts:
         jax.config.update("jax_enable_x64", True)
         scenes_bitwise()
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -6,14 +6,13 @@ impact can send it to another face. So the GPU's float32 result is judged beside
 float32 result, both against float64: if the GPU's differences from float64 are distributed like
 the CPU float32 ones, the accelerator costs no accuracy.
 
-    python -m benchmarks.gpu_compare --finals benchmarks/results/gpu/finals.npz
+    python -m benchmarks gpu_compare --finals benchmarks/results/gpu/finals.npz
 
-Writes ``benchmarks/results/gpu_accuracy.json`` and ``gpu_accuracy.md`` (unless ``--out-dir``).
+Writes ``benchmarks/results/gpu_accuracy.json`` and ``gpu_accuracy.md`` (unless ``--out DIR``).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -25,15 +24,10 @@ from . import common
 FIELDS = ("pos", "quat", "vel", "omega")
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(p):
     p.add_argument("--finals", required=True, help="finals.npz of a benchmarks.gpu_run run")
     p.add_argument("--run-json", default=None, help="that run's gpu_run.json (device and command; default beside --finals)")
     p.add_argument("--limit", type=int, default=None, help="compare only the first N throws")
-    p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
-    a = p.parse_args(argv)
-    a.argv = sys.argv[1:] if argv is None else list(argv)
-    return a
 
 
 def rollout(states: dict, steps: int, dtype) -> dict:
@@ -63,8 +57,8 @@ def differences(a: dict, b: dict) -> dict:
             "frac_pos_below_1mm": float((d_pos < 1e-3).mean()), "frac_pos_below_1cm": float((d_pos < 1e-2).mean())}
 
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
+def run(a, results) -> int:
+    """``python -m benchmarks gpu_compare --finals F``: ``results`` (default ``results/gpu_accuracy.json``, ``.md``)."""
     common.select_platform("cpu")
     import jax
     import jax.numpy as jnp
@@ -74,7 +68,7 @@ def main(argv=None) -> int:
     steps = int(f["steps"])
     start = {k: f[f"start_{k}"][:n] for k in FIELDS}
     gpu = {k: np.asarray(f[f"final_{k}"][:n], np.float64) for k in FIELDS}
-    info = common.machine_info("benchmarks.gpu_compare", a.argv)
+    info = common.machine_info("benchmarks.gpu_compare", command=a.command)
     run_json = Path(a.run_json) if a.run_json else Path(a.finals).with_name("gpu_run.json")
     run = None
     if run_json.is_file():
@@ -97,8 +91,6 @@ def main(argv=None) -> int:
                        "cpu_f32": int((~np.isfinite(cpu32["pos"]).all(-1)).sum()),
                        "cpu_f64": int((~np.isfinite(cpu64["pos"]).all(-1)).sum())},
     }
-    out_dir = Path(a.out_dir)
-    common.write_json(out_dir / "gpu_accuracy.json", out)
     fm = common.fmt
     rows = [[k.replace("_", " "), fm(v["pos_m"]["p50"]), fm(v["pos_m"]["p90"]), fm(v["pos_m"]["p99"]), fm(v["pos_m"]["max"]),
              fm(v["frac_pos_below_1mm"]), fm(v["angle_rad"]["p50"]), fm(v["angle_rad"]["p99"])]
@@ -112,10 +104,12 @@ def main(argv=None) -> int:
         "Final-state differences (position in m, orientation angle in rad):", "",
         common.md_table(["pair", "pos p50", "pos p90", "pos p99", "pos max", "share < 1 mm", "angle p50", "angle p99"], rows), "",
         f"NaN bodies: {out['nan_bodies']}.", ""])
-    (out_dir / "gpu_accuracy.md").write_text(md)
+    results.write(out, md)
     print(md)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -5,7 +5,7 @@ Run on a lent GPU machine through ``benchmarks/gpu_run.sh`` (it installs the whe
 tiny sizes to check that it works before device time is spent::
 
     benchmarks/gpu_run.sh --out "$OUT"                                  # the GPU run (one device call)
-    python -m benchmarks.gpu_run --device cpu --smoke --out /tmp/gpu    # CPU check, about a minute
+    python -m benchmarks gpu_run --device cpu --smoke --out /tmp/gpu    # CPU check, about a minute
 
 Phases, in order of priority; each writes its part of ``OUT/gpu_run.json`` as soon as it ends, and
 a phase (or a batch size) that would not fit the remaining ``--budget-s`` is skipped and says so:
@@ -34,7 +34,6 @@ The last lines printed are a short table (a device call returns the end of its o
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -59,24 +58,25 @@ PHASES = ("smoke", "single", "mjx", "consistency", "split", "stress", "contactne
 
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", choices=["cpu", "gpu"], default="gpu")
+def arguments(p):
+    """gpu_run's own options (the shared ones: ``--out`` the run's folder, required; ``--device`` gpu; ``--seed``;
+    ``--steps``, default 800 or the smoke's 40)."""
     p.add_argument("--smoke", action="store_true", help="tiny sizes (a CPU check of the whole run)")
-    p.add_argument("--out", required=True, help="folder for gpu_run.json, gpu_run.md, finals.npz, stress.json")
     p.add_argument("--budget-s", type=float, default=500.0, help="wall-clock budget of the whole run")
     p.add_argument("--phases", default=",".join(PHASES), help=f"comma list out of {','.join(PHASES)}")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--commit", default=None, help="the code's commit (the device copy may have no .git)")
     for k, v in GPU.items():
-        p.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
+        if k != "steps":  # shared
+            p.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
     p.add_argument("--mjx-chunk", type=int, default=100, help="MJX steps per compiled call")
     p.add_argument("--world-batches", default="1024,4096,16384,65536", help="worlds per heap batch")
     p.add_argument("--world-steps", type=int, default=1000, help="steps of each heap batch")
     p.add_argument("--world-seeds", type=int, default=256, help="distinct heaps, tiled to each batch")
-    a = p.parse_args(argv)
-    a.argv = sys.argv[1:] if argv is None else list(argv)
+
+
+def settle_args(a):
+    """The parsed options completed: the sizes of a GPU run or of the smoke run where not given; refused where
+    inconsistent."""
     for k, v in (SMOKE if a.smoke else GPU).items():
         if getattr(a, k) is None:
             setattr(a, k, v)
@@ -85,10 +85,10 @@ def parse_args(argv=None):
     a.phases = [x.strip() for x in a.phases.split(",") if x.strip()]
     bad = [x for x in a.phases if x not in PHASES]
     if bad:
-        p.error(f"unknown phases {bad}; choose from {PHASES}")
+        raise SystemExit(f"--phases: unknown phases {bad}; choose from {PHASES}")
     a.mjx_chunk = min(a.mjx_chunk, a.steps)
     if a.steps % a.mjx_chunk:
-        p.error("--steps must be a multiple of --mjx-chunk")
+        raise SystemExit("--steps must be a multiple of --mjx-chunk")
     return a
 
 
@@ -122,7 +122,7 @@ def block(x):
 def phase_env(a):
     import jax
 
-    info = common.machine_info("benchmarks.gpu_run", a.argv)
+    info = common.machine_info("benchmarks.gpu_run", command=a.command)
     if a.commit:
         info["git_commit"] = a.commit
     try:
@@ -357,7 +357,7 @@ def phase_split(a, clock, reserve_s):
 
 
 def phase_stress(a, out_dir):
-    from .runner import run as run_benchmark
+    from .runner import Results, run as run_benchmark
 
     # the stress benchmark itself, through the runner (it writes stress.json and .md in out_dir)
     run_benchmark("stress", ["--throws", str(a.stress_throws), "--steps", str(a.steps), "--chunk",
@@ -366,7 +366,7 @@ def phase_stress(a, out_dir):
     res.pop("provenance", None)
     if a.provenance:
         res["provenance"] = a.provenance
-    common.write_json(Path(out_dir) / "stress.json", res)
+    Results(out_dir, "stress").write(res)
     by = res["by_category"]
     return {"throws": a.stress_throws, "steps": a.steps, "wall_s": res["wall_s"],
             "nan_bodies": {k: v["nan_bodies"] for k, v in by.items()},
@@ -640,13 +640,16 @@ def markdown(res) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    a = parse_args(argv)
-    common.select_platform(a.device)
-    out_dir = Path(a.out)
+def run(a, results) -> int:
+    """``python -m benchmarks gpu_run --out DIR``: every phase, ``results`` (``DIR/gpu_run.json``, ``.md``) written
+    after each; the runner has chosen the device."""
+    if results is None:
+        raise SystemExit("--out: the run's folder (gpu_run.json, gpu_run.md, finals.npz, stress.json) is required")
+    a = settle_args(a)
+    out_dir = results.folder
     out_dir.mkdir(parents=True, exist_ok=True)
     clock = Clock(a.budget_s)
-    res = {"benchmark": "gpu_run", "args": {k: v for k, v in vars(a).items() if k not in ("argv", "provenance")},
+    res = {"benchmark": "gpu_run", "args": {k: v for k, v in vars(a).items() if k not in ("command", "provenance")},
            "errors": {},
            "phase_wall_s": {}}
     if a.commit:  # a device copy's .git may be older than its files: the commit given wins
@@ -657,8 +660,7 @@ def main(argv=None) -> int:
     a.provenance = res.get("provenance")
 
     def save():
-        common.write_json(out_dir / "gpu_run.json", res)
-        (out_dir / "gpu_run.md").write_text(markdown(res))
+        results.write(res, markdown(res))
 
     res["env"] = phase_env(a)
     log(json.dumps({k: res["env"].get(k) for k in ("device_kind", "nvidia_smi", "versions", "jax_devices")}))
@@ -693,12 +695,16 @@ def main(argv=None) -> int:
             log(res["errors"][ph])
             if ph == "smoke":
                 save()
-                return 1
+                raise SystemExit(1)
         res["phase_wall_s"][ph] = time.perf_counter() - t0
         save()
     print(markdown(res))
-    return 0 if not res["errors"] else 1
+    if res["errors"]:
+        raise SystemExit(1)
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One accelerator lease, one call: install the carried wheels, then python -m benchmarks.gpu_run.
-#   benchmarks/gpu_run.sh --out "$OUT" [--commit SHA] [more benchmarks.gpu_run options]
+# One accelerator lease, one call: install the carried wheels, then python -m benchmarks gpu_run.
+#   benchmarks/gpu_run.sh --out "$OUT" [--commit SHA] [more gpu_run options]
 #   benchmarks/gpu_run.sh --device cpu --smoke --out /tmp/gpu      # the same script on a CPU, tiny sizes
 # The GPU machine has JAX but not jaxopt, mujoco or mujoco-mjx: put their wheels (and glfw, pyopengl,
 # trimesh, websockets, mujoco-core, mujoco-studio) for its Python in .whl/ (git-ignored; the command
@@ -13,4 +13,4 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   export PYTHONPATH=/tmp/jc_site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-python3 -m benchmarks.gpu_run "$@"
+python3 -m benchmarks gpu_run "$@"

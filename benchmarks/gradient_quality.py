@@ -15,22 +15,18 @@ between two independent halves of the pairs. Compared: the exact implicit gradie
 one (``CoulombLCP(gradient="relaxed", smoothing_length=ℓ)``) at each ℓ of ``--relaxed``, and the
 randomized-smoothing estimator with ``--rs-pairs`` pairs at the reference's σ.
 
-    python -m benchmarks.gradient_quality --throws 100 --ref-pairs 512
+    python -m benchmarks gradient_quality --throws 100 --ref-pairs 512
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from . import common
 
-RESULTS = Path(__file__).resolve().parent / "results"
 GROUPS = {"vertices": slice(0, 24), "mu": slice(24, 25), "restitution": slice(25, 26), "ground": slice(26, 27)}
 
 
@@ -97,29 +93,27 @@ def norms(G):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(ap):
     ap.add_argument("--throws", type=int, default=100)
-    ap.add_argument("--steps", type=int, default=150)
-    ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--sigmas", default="1e-4,1e-3", help="smoothing lengths of the references (m)")
     ap.add_argument("--relaxed", default="1e-5,1e-4,1e-3", help="relaxed-mode smoothing lengths (m)")
     ap.add_argument("--ref-pairs", type=int, default=512)
     ap.add_argument("--rs-pairs", type=int, default=16)
-    ap.add_argument("--out", default=str(RESULTS / "gradient_quality.json"))
     ap.add_argument("--rerender", action="store_true",
                     help="recompute the comparisons and tables from the --out JSON and its .npz (no simulation)")
-    a = ap.parse_args(argv)
+
+
+def run(a, out):
+    """``python -m benchmarks gradient_quality``: ``out`` (JSON, Markdown) and the gradients beside it (.npz)."""
     if a.rerender:
-        doc = json.loads(Path(a.out).read_text())
-        raw = np.load(Path(a.out).with_suffix(".npz"))
+        doc = out.load()
+        raw = np.load(out.path(".npz"))
         grads = {k[5:]: raw[k] for k in raw.files if k.startswith("grad_")}
         refs = {k[4:]: raw[k] for k in raw.files if k.startswith("ref_")}
         doc["norms"] = {k: norms(v) for k, v in grads.items()}
         doc["reference_norms"] = {s: norms(v) for s, v in refs.items()}
         doc["against_reference"] = {s: {k: metrics(v, refs[s]) for k, v in grads.items()} for s in refs}
-        common.write_json(Path(a.out), doc)
-        Path(a.out).with_suffix(".md").write_text(render(doc))
+        out.write(doc, render(doc))
         print(render(doc))
         return
 
@@ -169,7 +163,7 @@ def main(argv=None):
         timing[f"randomized@{sig:g}"] = time.perf_counter() - t
         halves[sig] = metrics(h1, h2)
 
-    doc = {"command": "python -m benchmarks.gradient_quality " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
+    doc = {"command": a.command,
            "setup": {"throws": a.throws, "steps": a.steps, "dt": 0.002, "seed": a.seed, "ref_pairs": a.ref_pairs,
                      "rs_pairs": a.rs_pairs, "loss": "sum of final position coordinates",
                      "sigma_units": "vertices and ground: sigma (m); mu and restitution: sigma / 0.1 m"},
@@ -177,10 +171,9 @@ def main(argv=None):
            "reference_norms": {f"{s:g}": norms(v) for s, v in refs.items()},
            "reference_half_vs_half": {f"{s:g}": v for s, v in halves.items()},
            "against_reference": {f"{s:g}": {k: metrics(v, refs[s]) for k, v in grads.items()} for s in refs}}
-    common.write_json(Path(a.out), doc)
-    np.savez_compressed(Path(a.out).with_suffix(".npz"), **{f"grad_{k}": v for k, v in grads.items()},
+    out.write(doc, render(doc))
+    np.savez_compressed(out.path(".npz"), **{f"grad_{k}": v for k, v in grads.items()},
                         **{f"ref_{s:g}": v for s, v in refs.items()})
-    Path(a.out).with_suffix(".md").write_text(render(doc))
     print(render(doc))
 
 
@@ -223,4 +216,6 @@ def render(doc) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

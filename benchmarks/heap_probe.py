@@ -1,13 +1,13 @@
 """Probes of why jaxcontact's settled 16-box heaps stand taller than MuJoCo C's on the same seeds
 (docs/worlds.md, "The heap's settled height").
 
-    python -m benchmarks.heap_probe --part creep      # MuJoCo C's heap after 2, 5 and 10 s
-    python -m benchmarks.heap_probe --part softness   # jaxcontact's heap with Scene.softness = 0
-    python -m benchmarks.heap_probe --part speculative  # jaxcontact's heap, no friction where φ > 0
-    python -m benchmarks.heap_probe --part mjhard     # MuJoCo C's heap as its contact gets harder
-    python -m benchmarks.heap_probe --part swap       # each engine continued from the other's heaps
-    python -m benchmarks.heap_probe --part reach      # jaxcontact's heap with speculative contacts only within a fixed margin
-    python -m benchmarks.heap_probe --part manifold   # can each engine's contacts hold jaxcontact's settled heaps?
+    python -m benchmarks heap_probe --only creep      # MuJoCo C's heap after 2, 5 and 10 s
+    python -m benchmarks heap_probe --only softness   # jaxcontact's heap with Scene.softness = 0
+    python -m benchmarks heap_probe --only speculative  # jaxcontact's heap, no friction where φ > 0
+    python -m benchmarks heap_probe --only mjhard     # MuJoCo C's heap as its contact gets harder
+    python -m benchmarks heap_probe --only swap       # each engine continued from the other's heaps
+    python -m benchmarks heap_probe --only reach      # jaxcontact's heap with speculative contacts only within a fixed margin
+    python -m benchmarks heap_probe --only manifold   # can each engine's contacts hold jaxcontact's settled heaps?
 
 ``creep``: does MuJoCo's soft friction let its heap keep sinking (so that its 2 s height is a
 transient)? ``softness``: does the relative diagonal on resting rows hold boxes up?
@@ -34,15 +34,12 @@ is above 0.5 (or none) cannot stand on that engine's contacts. Seeds 0–8 of
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, write_json
 
 SEEDS = 9
 
@@ -410,22 +407,28 @@ def render(res) -> str:
     return "\n".join(out)
 
 
-def main(argv=None):
+def prepare(args, out):
+    """Before the parts: float64 (the heaps' states are float64, as ``worlds --only heapcheck``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=["creep", "softness", "speculative", "mjhard", "swap", "reach", "manifold"], required=True)
-    args = ap.parse_args(argv)
-    from experiments.provenance import stamp
 
-    path = RESULTS_DIR / "heap_probe.json"
-    res = json.loads(path.read_text()) if path.exists() else {}
-    part = {"creep": creep, "softness": softness, "speculative": speculative, "mjhard": mjhard, "swap": swap, "reach": reach_probe, "manifold": manifold}[args.part]()
-    res[args.part] = {**part, "provenance": stamp()}
-    write_json(path, res)
-    Path(RESULTS_DIR / "heap_probe.md").write_text(render(res))
+
+def _part(name: str, probe):
+    """The runner's ``part_<name>(args, res)``: ``res[name]``, the probe's results with its commit and command."""
+    def part(args, res):
+        from experiments.provenance import stamp
+
+        res[name] = {**probe(), "provenance": stamp()}
+    return part
+
+
+part_creep, part_softness, part_speculative = _part("creep", creep), _part("softness", softness), _part("speculative", speculative)
+part_mjhard, part_swap, part_manifold = _part("mjhard", mjhard), _part("swap", swap), _part("manifold", manifold)
+part_reach = _part("reach", reach_probe)
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -2,29 +2,30 @@
 of W different 16-box drops for S steps (float32, the default model), its thunks summed by name
 (the two fused kernels appear as ``ffi_call``s, named by their FFI target), the largest first.
 
-    python -m benchmarks.heap_profile --worlds 64 --steps 200
+    python -m benchmarks heap_profile --worlds 64 --steps 200
 
 XLA's CPU runtime runs independent thunks concurrently, so the durations overlap and their sum
 exceeds the wall time; read them as shares, not as a split that adds up."""
 
 from __future__ import annotations
 
-import argparse
 import collections
 import gzip
 import json
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--worlds", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=200)
+def arguments(ap):
     ap.add_argument("--top", type=int, default=25, help="thunks listed")
-    args = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks heap_profile [--worlds W] [--steps S]``: the table, printed (``out`` is None)."""
+    args.worlds = int(args.worlds)
 
     import jax
     import jax.numpy as jnp
@@ -63,8 +64,9 @@ def main(argv=None) -> int:
     print("µs per world-step   calls  thunk")
     for name, us in total.most_common(args.top):
         print(f"{us / world_steps:17.1f} {count[name]:7d}  {name}{' (' + targets[name] + ')' if name in targets else ''}")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from .runner import alias
+
+    alias(sys.modules[__name__])

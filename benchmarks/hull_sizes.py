@@ -1,7 +1,7 @@
 """How many vertices the colliding mesh hulls of public MJCF files have, and what a hull's vertex
 count costs the engine (issue 63 item 4: meshes above ``collision.MAX_HULL_VERTICES``).
 
-    python -m benchmarks.hull_sizes --root /tmp/corpus [--only SUBSTR] [--out hull_sizes]
+    python -m benchmarks hull_sizes --root /tmp/corpus [--only SUBSTR] [--name hull_sizes]
 
 Part 1, the corpus (``benchmarks.mjcf_census``'s, every ``*.xml`` MuJoCo compiles): for every colliding
 mesh geom, its mesh's vertex count, MuJoCo's own convex hull's (``mesh_graph``: the hull MuJoCo C
@@ -20,7 +20,6 @@ reduced hull, absolute and relative to the hull's size).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -29,7 +28,6 @@ from collections import Counter
 
 import numpy as np
 
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
 def mujoco_hull_count(model, mesh: int) -> int:
@@ -177,20 +175,20 @@ def file_cost(path: str, limit: int, steps: int = 50) -> dict:
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.hull_sizes", description=__doc__.split("\n\n")[0])
+def arguments(ap):
     ap.add_argument("--root", default="/tmp/corpus")
-    ap.add_argument("--only", default=None)
-    ap.add_argument("--out", default="hull_sizes")
+    ap.add_argument("--only", default=None, help="only files whose path contains this")
     ap.add_argument("--no-cost", action="store_true", help="part 1 only")
     ap.add_argument("--file", action="append", help="a corpus file (relative to --root) to load and step both ways")
     ap.add_argument("--limit", type=int, default=1024, help="collision.MAX_HULL_VERTICES while measuring the cost of larger hulls")
-    args = ap.parse_args(argv)
+
+
+def run(args, results):
+    """``python -m benchmarks hull_sizes [--root DIR]``: the census and the costs into ``results``."""
 
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from experiments.provenance import write_json
     from jaxcontact import collision
 
     from jaxcontact.worlds.mjcf import APPROXIMATE_HULL_VERTICES as APPROX
@@ -198,7 +196,7 @@ def main(argv=None):
     meshes, files, bodies, largest = corpus(os.path.abspath(args.root), args.only)
     rows = sorted(meshes.values(), key=lambda r: -r["scipy_hull"])
     over = [r for r in rows if r["scipy_hull"] > APPROX]
-    out = {"command": "python -m benchmarks.hull_sizes " + " ".join(argv if argv is not None else sys.argv[1:]),
+    out = {"command": args.command,
            "limit": collision.MAX_HULL_VERTICES, "measured_with_limit": None if args.no_cost else args.limit, "distinct_meshes": len(rows), "meshes_over_128": over,
            "files_by_largest_hull": dict(Counter(min(v // 64 * 64, 512) for v in files.values() if v)),
            "files_over_limit": sum(v > collision.MAX_HULL_VERTICES for v in files.values()),
@@ -233,7 +231,6 @@ def main(argv=None):
             print(json.dumps(row), flush=True)
     out["cost"] = cost
     out["files"] = [file_cost(os.path.join(os.path.abspath(args.root), f), args.limit) for f in (args.file or [])]
-    write_json(os.path.join(RESULTS, f"{args.out}.json"), out)
     lines = [f"# Mesh hull sizes in the public corpus, and what a hull's vertex count costs", "",
              f"Command: `{out['command']}` (CPU seconds, `time.process_time`, 2 shared cores).", "",
              f"Distinct colliding meshes: {len(rows)}; above {APPROX} corners: {len(over)} (listed), above the limit of "
@@ -274,10 +271,11 @@ def main(argv=None):
                 lines.append(f"| {r['file']} | {mode} | {x['largest_hull']} | {x['padded']} | {x['load_s']} | "
                              f"{x['compile_and_first_s']} | {x['step_ms']} |")
             lines.append(f"| | strict vs approximate over {r['steps']} steps | | | | | largest distance {r['apart_mm']:.3g} mm |")
-    with open(os.path.join(RESULTS, f"{args.out}.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    results.write(out, "\n".join(lines))
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

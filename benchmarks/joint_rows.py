@@ -17,7 +17,6 @@ table and writes ``benchmarks/results/joint_rows.{json,md}``::
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import jax
 
@@ -30,7 +29,8 @@ from jaxcontact import worlds  # noqa: E402
 from jaxcontact.worlds import joints as J  # noqa: E402
 from jaxcontact.worlds import mjcf  # noqa: E402
 
-SCENES = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"
+from .common import SCENES_DIR as SCENES  # noqa: E402
+
 COMMAND = "python -m benchmarks joint_rows"
 
 

@@ -25,62 +25,10 @@ import time
 
 import numpy as np
 
-from .common import machine_info, md_machine
+from .common import THROW_KINDS as KINDS, machine_info, md_machine, throw_body, throws_onto
 
-KINDS = ("box", "sphere", "capsule", "cylinder")
 TOL = 40e-6
 LIMIT = 0.5e-3
-
-
-def body_of(kind: str):
-    from jaxcontact import shapes
-
-    if kind == "box":
-        return shapes.box((0.1,) * 3, 0.37)
-    if kind == "sphere":
-        return shapes.sphere(0.05, 0.37)
-    if kind == "capsule":
-        return shapes.capsule(0.03, 0.05, 0.37)
-    if kind == "cylinder":
-        return shapes.cylinder(0.05, 0.05, 0.37)
-    raise ValueError(f"unknown kind {kind!r}: one of {KINDS}")
-
-
-def resting(kind: str):
-    """(centre height, quaternion, top height) of B resting on the ground."""
-    if kind == "capsule":  # lying along x: body z turned onto x
-        s = np.sqrt(0.5)
-        return 0.03, [s, 0.0, s, 0.0], 0.06
-    return 0.05, [1.0, 0.0, 0.0, 0.0], 0.1
-
-
-def reach_of(kind: str) -> float:
-    return {"box": np.sqrt(3) * 0.05, "sphere": 0.05, "capsule": 0.08, "cylinder": np.sqrt(2) * 0.05}[kind]
-
-
-def throws(kind_a: str, kind_b: str, n: int, seed: int, dtype):
-    import jax.numpy as jnp
-
-    from jaxcontact.types import State
-
-    rng = np.random.default_rng(seed)
-    q = rng.normal(size=(n, 4))
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    q[q[:, 0] < 0] *= -1
-    zb, qb, top = resting(kind_b)
-    lift = rng.uniform(0.0, 0.15, n) + reach_of(kind_a) + 1e-3
-    offset = rng.uniform(-0.08, 0.08, (n, 2))
-    pos_a = np.column_stack([offset, top + lift])
-    d = np.array([0.0, 0.0, top]) - pos_a
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    speed = rng.uniform(0.5, 3.0, n)
-    omega_a = rng.uniform(-10, 10, (n, 3))
-    pos = np.stack([pos_a, np.tile([0.0, 0.0, zb], (n, 1))], axis=1)
-    quat = np.stack([q, np.tile(qb, (n, 1))], axis=1)
-    vel = np.stack([d * speed[:, None], np.zeros((n, 3))], axis=1)
-    omega = np.stack([omega_a, np.zeros((n, 3))], axis=1)
-    cast = lambda x: jnp.asarray(x, dtype)
-    return State(pos=cast(pos), quat=cast(quat), vel=cast(vel), omega=cast(omega))
 
 
 def census(kind_a: str, kind_b: str, n: int, seed: int = 0, steps: int = 250, dtype=None, fast_hits: bool = True):
@@ -92,11 +40,11 @@ def census(kind_a: str, kind_b: str, n: int, seed: int = 0, steps: int = 250, dt
     from jaxcontact.worlds import contacts, scenes
 
     dtype = dtype or jnp.float64
-    scene, body = worlds.make_scene([body_of(kind_a), body_of(kind_b)], pairs=[(0, 1)], fast_hits=fast_hits)
+    scene, body = worlds.make_scene([throw_body(kind_a), throw_body(kind_b)], pairs=[(0, 1)], fast_hits=fast_hits)
     params = scenes._params(body, 0.5, 0.0)
     params = jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, params)
     model = worlds.model()
-    states = throws(kind_a, kind_b, n, seed, dtype)
+    states = throws_onto(kind_a, kind_b, n, seed, dtype)
     traj, info = worlds.batch_rollout(model, scene, params, states, steps)
 
     @jax.jit

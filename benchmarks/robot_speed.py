@@ -1,8 +1,8 @@
 """Robots against MuJoCo C and MJX, in one run (issue 63, item 7): a four-legged robot on the floor and a
 7-joint arm beside a box, at 1, 64 and 1,024 worlds.
 
-    python -m benchmarks.robot_speed                      # see the results file for its wall time
-    python -m benchmarks.robot_speed --sizes 1,4 --steps 50 --profile-steps 20 --name robot_speed_smoke
+    python -m benchmarks robot_speed                      # see the results file for its wall time
+    python -m benchmarks robot_speed --sizes 1,4 --steps 50 --profile-steps 20 --name robot_speed_smoke
 
 The robots (``jaxcontact/data/scenes``): ``quadruped.xml`` (gymnasium's ant in style: a sphere torso
 on a free joint, four legs of a hip and an ankle hinge, capsule limbs, limits, damping, armature, eight
@@ -47,18 +47,16 @@ link), and jaxcontact's flags. Writes ``benchmarks/results/<name>.{json,md}``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import SCENES_DIR as SCENES, fmt, machine_info, md_machine, md_table
 from .common import stage_times as common_stage_times
 
-SCENES = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"
 ROBOTS = {
     # file, keyframe, amplitude, period (s), control offset, max_pairs, body whose final height is compared
     "quadruped": ("quadruped.xml", "stand", 0.5, 0.5, 0.0, 4, "torso"),
@@ -303,8 +301,8 @@ def stage_times(robot: str, u: np.ndarray, steps: int, max_pairs, repeats: int =
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(ap):
+    """robot_speed's own options (``--steps`` here is one count per size; shared: ``--seed``, ``--out``, ``--name``)."""
     ap.add_argument("--one-device", action="store_true",
                     help="jaxcontact's worlds by worlds.batch_rollout on one CPU device (XLA's own threads) instead of "
                          "sharded over two")
@@ -316,25 +314,26 @@ def main(argv=None):
     ap.add_argument("--profile-all-pairs", action="store_true", help="profile with every pair kept too")
     ap.add_argument("--batch-sweeps", default="", help="W,S: the sweeps of W worlds' batch over S steps (batch_sweeps)")
     ap.add_argument("--max-pairs", type=int, default=None, help="override both robots' max_pairs (0: all pairs)")
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engines", default="jaxcontact,mujoco,mjx")
-    ap.add_argument("--name", default="robot_speed")
-    args = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks robot_speed``: the robots' speeds into ``out``, written as they go."""
     if not args.one_device:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
         os.environ["JAXCONTACT_THREADS"] = "1"
     robots = args.only.split(",")
     for r in robots:
         if r not in ROBOTS:
-            ap.error(f"--only: unknown robot {r!r} (one of {', '.join(ROBOTS)})")
+            raise SystemExit(f"--only: unknown robot {r!r} (one of {', '.join(ROBOTS)})")
     sizes = [int(s) for s in args.sizes.split(",")]
     engines = [e for e in args.engines.split(",") if e]  # --engines "": the stage times alone
     steps_at = [int(s) for s in args.steps.split(",")]
     if len(steps_at) == 1:
         steps_at = steps_at * len(sizes)
     if len(steps_at) != len(sizes):
-        ap.error("--steps: one count, or one per size")
-    res = {"machine": machine_info("benchmarks.robot_speed", argv), "sizes": sizes, "steps": steps_at,
+        raise SystemExit("--steps: one count, or one per size")
+    res = {"machine": machine_info("benchmarks.robot_speed", command=args.command), "sizes": sizes, "steps": steps_at,
            "seed": args.seed, "robots": {}}
     for robot in robots:
         m, _ = mujoco_model(robot)
@@ -349,7 +348,7 @@ def main(argv=None):
                       "mujoco": lambda: run_mujoco(robot, u, steps), "mjx": lambda: run_mjx(robot, u, steps)}[eng]
                 row[eng] = fn()
                 print(f"{robot} W={W} S={steps} {eng}: {row[eng]}", flush=True)
-                write_json(RESULTS_DIR / f"{args.name}.json", res)
+                out.write(res)
         if "jaxcontact" in engines and args.profile_steps:
             u = controls(m, robot, 1, args.profile_steps, args.seed)
             entry["profile"] = {"kept pairs": profile(robot, u, args.profile_steps, pairs)}
@@ -364,7 +363,7 @@ def main(argv=None):
             u = controls(m, robot, 1, args.stage_steps, args.seed)
             entry["stages"] = stage_times(robot, u, args.stage_steps, pairs)
             print(f"{robot} stages: {entry['stages']}", flush=True)
-        write_json(RESULTS_DIR / f"{args.name}.json", res)
+        out.write(res)
     rows = []
     for robot, entry in res["robots"].items():
         for W, r in entry["sizes"].items():
@@ -410,9 +409,11 @@ def main(argv=None):
     if stage_rows:
         md += ["", f"## Stage times (one world, float32, at the state after {args.stage_steps} steps; CPU ms a call)", "",
                md_table(["robot", "stage", "value"], stage_rows)]
-    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+    out.write(res, "\n".join(md))
+    print(f"wrote {out.json}, {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -7,7 +7,8 @@ benchmarks.NAME`` is an alias of ``python -m benchmarks NAME`` for one release.
 A benchmark on the runner (``Benchmark.legacy`` false) is a module with
 
 * ``run(args, out)`` — the measurement: ``args`` the parsed options, ``out`` its ``Results`` (the
-  JSON and Markdown files ``<out>/<name>.json``/``.md``, written with provenance by ``Results.write``);
+  JSON and Markdown files ``<out>/<name>.json``/``.md``, written with provenance by ``Results.write``;
+  ``None`` for a benchmark that only prints: no ``results`` declared, no ``--out``);
 * optionally ``arguments(parser)`` — its own options, beside the shared ones (``SHARED``: ``--out``,
   ``--name``, ``--quick``, ``--dtype``, ``--worlds``, ``--steps``, ``--seed``, ``--only``, ``--device``),
   which the runner parses once for every benchmark (``Benchmark.options`` says which it takes and
@@ -17,7 +18,8 @@ A benchmark on the runner (``Benchmark.legacy`` false) is a module with
   read back from the JSON, so one part reruns and the others' results stay), and ``render(res)`` the
   Markdown of the whole; the runner writes both after every part.
 
-A legacy benchmark (not migrated yet) keeps its own ``main(argv)``; the runner hands it the arguments.
+A legacy benchmark (``legacy=True``: six, changed elsewhere when the rest moved) keeps its own ``main(argv)``;
+the runner hands it the arguments.
 Benchmarks do not import each other: what two share lives in ``common.py`` (or the package).
 """
 
@@ -30,14 +32,14 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.provenance import command_line, write_json
+from experiments.provenance import command_line, stamp, write_json
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 # the shared options, parsed here once: name -> (flag, argparse keywords without the default)
 SHARED = {
-    "out": (("--out", "--out-dir"), dict(dest="out", help="results folder (a path ending in the benchmark's name or in "
-                                                          ".json, as earlier commands gave: its folder and stem)")),
+    "out": ("--out", dict(help="results folder (a path ending in the benchmark's name or in .json, as earlier commands "
+                               "gave: its folder and stem)")),
     "name": ("--name", dict(help="results files' stem")),
     "quick": ("--quick", dict(action="store_true", help="a smoke run: tiny sizes, results in a temporary place")),
     "dtype": ("--dtype", dict(choices=["float32", "float64"], help="floating-point type")),
@@ -76,7 +78,7 @@ class Benchmark:
         return self.module or f"benchmarks.{self.name}"
 
 
-def _b(name, about, results=(), legacy=True, **kw):
+def _b(name, about, results=(), legacy=False, **kw):
     return Benchmark(name, about, tuple(results), legacy=legacy, **kw)
 
 
@@ -91,101 +93,122 @@ WORLDS_PARTS = (
     Part("mjcf", "the three example MJCF scenes, jaxcontact against MuJoCo C every 50 steps for 1 s"),
 )
 
+HEAP_PROBE_PARTS = (
+    Part("creep", "MuJoCo C's heap after 2, 5 and 10 s"),
+    Part("softness", "jaxcontact's heap with Scene.softness = 0"),
+    Part("speculative", "jaxcontact's heap, no friction where φ > 0"),
+    Part("mjhard", "MuJoCo C's heap as its contact gets harder"),
+    Part("swap", "each engine continued from the other's settled heaps"),
+    Part("reach", "jaxcontact's heap with speculative contacts only within a fixed margin"),
+    Part("manifold", "can each engine's contacts hold jaxcontact's settled heaps?"),
+)
+
 REGISTRY = (
     _b("adjoint", "the velocity-form solve's backward pass: matrix-free GMRES adjoint against dense",
-       ("adjoint.json", "adjoint.md")),
+       ("adjoint.json", "adjoint.md"), options={"steps": 200, "seed": 2}),
     _b("arm_push_diagnosis", "why reverse mode misses central differences for the arm's early controls",
-       ("arm_push_diagnosis.json", "arm_push_diagnosis.md")),
+       ("arm_push_diagnosis.json", "arm_push_diagnosis.md"), options={"only": ""}),
     _b("arm_push_gradient", "gradients through an arm pushing a box against central differences",
        ("arm_push_gradient.json", "arm_push_gradient.md")),
     _b("arm_push_trajopt", "Adam on a two-link arm's torques so that it pushes a box to a goal",
        ("arm_push_trajopt.json", "arm_push_trajopt.md")),
     _b("billiards_gradient", "the billiards shot's gradient against central differences, disc and square",
-       ("billiards_gradient.json", "billiards_gradient.md"), legacy=False),
+       ("billiards_gradient.json", "billiards_gradient.md")),
     _b("breakdown", "where a box-throw rollout's time goes; how far a solver change moves the finals",
-       ("breakdown_after.json", "breakdown.md")),
+       ("breakdown_after.json", "breakdown.md"), options={"steps": 800, "seed": 0}),
     _b("chain_stress", "random swings of the 3-link chain: non-finite or energy-gaining runs",
-       ("chain_stress.json", "chain_stress.md"), legacy=False, options={"steps": 400, "dtype": "float32", "seed": 1}),
+       ("chain_stress.json", "chain_stress.md"), options={"steps": 400, "dtype": "float32", "seed": 1}),
     _b("compile_count", "programs compiled and compile seconds of the users' commands",
-       ("compile_count_after.json", "compile_count_after.md")),
+       ("compile_count_after.json", "compile_count_after.md"),
+       options={"only": "contactnets,impacts,dacm,simulate"}),
     _b("cone", "Coulomb's disc against the square and MuJoCo C's cones: slides, sweeps, speed",
-       ("cone.json", "cone.md")),
+       ("cone.json", "cone.md"), options={"only": "slides,rate"}),
     _b("cone_active_set", "an active-set polish of the sweeps' point at the throw's stuck steps (NumPy)",
        ("cone_active_set.json", "cone_active_set.md")),
-    _b("cone_active_set_fd", "one step's dz/d(target) at the throw's stuck steps: central differences", legacy=False),
+    _b("cone_active_set_fd", "one step's dz/d(target) at the throw's stuck steps: central differences"),
     _b("cone_derivative", "where the implicit derivative of a sliding face goes wrong, disc and square",
-       ("cone_derivative.json", "cone_derivative.md"), legacy=False),
+       ("cone_derivative.json", "cone_derivative.md")),
     _b("cone_designs", "the designs for a face's normal split, side by side (float64, small cases)",
-       ("cone_designs.json", "cone_designs.md")),
-    _b("convex_pairs", "collision.convex_pair against a brute-force reference: φ's accuracy, cost per pair"),
+       ("cone_designs.json", "cone_designs.md"), options={"only": "newton,slides,rest,throw"}),
+    _b("convex_pairs", "collision.convex_pair against a brute-force reference: φ's accuracy, cost per pair (printed)",
+       options={"out": None, "seed": 0}),
     _b("dacm_speed", "the dacm law's step cost against vertex count and the Coulomb LCP",
-       ("dacm_speed.json", "dacm_speed.md")),
-    _b("faces", "faces at rest, the two doors and the heap's cost", ("faces.json",), legacy=False,
+       ("dacm_speed.json", "dacm_speed.md"), options={"steps": 20}),
+    _b("faces", "faces at rest, the two doors and the heap's cost", ("faces.json",),
        options={"only": "rest,doors,heap"}),
-    _b("fast_hits_scenes", "fast hits on and off on the slow scenes, 200 steps in float64, bitwise"),
+    _b("fast_hits_scenes", "fast hits on and off on the slow scenes, 200 steps in float64, bitwise (printed)",
+       options={"only": "scenes,speed", "worlds": "64", "steps": 500}),
     _b("friction_cone", "the pyramidal cone's friction against a sliding direction",
-       ("friction_cone.json", "friction_cone.md"), legacy=False, options={"steps": 50}),
-    _b("gpu_compare", "a GPU run's float32 finals against CPU float32 and float64 rollouts"),
-    _b("gpu_run", "everything a GPU lease measures, in one process: jaxcontact on a GPU against MJX"),
+       ("friction_cone.json", "friction_cone.md"), options={"steps": 50}),
+    _b("gpu_compare", "a GPU run's float32 finals against CPU float32 and float64 rollouts",
+       ("gpu_accuracy.json", "gpu_accuracy.md"), options={"name": "gpu_accuracy"}),
+    _b("gpu_run", "everything a GPU lease measures, in one process: jaxcontact on a GPU against MJX",
+       ("gpu_run.json", "gpu_run.md", "finals.npz", "stress.json"),
+       options={"out": None, "device": "gpu", "seed": 0, "steps": None}),
     _b("gradient_quality", "each gradient mode against the loss smoothed at the scale of real data",
-       ("gradient_quality.json", "gradient_quality.md", "gradient_quality.npz")),
+       ("gradient_quality.json", "gradient_quality.md", "gradient_quality.npz"),
+       options={"steps": 150, "seed": 7}),
     _b("heap_cpu", "where the heaps' steps go in CPU seconds: compiler options alternated, sweeps, program size",
-       ("heap_cpu.json", "heap_cpu.md")),
+       ("heap_cpu.json", "heap_cpu.md"), legacy=True),
     _b("heap_probe", "probes of why jaxcontact's settled heaps stand taller than MuJoCo C's",
-       ("heap_probe.json", "heap_probe.md")),
-    _b("heap_profile", "a jax.profiler trace of one compiled batch of 16-box heaps"),
+       ("heap_probe.json", "heap_probe.md"), parts=HEAP_PROBE_PARTS),
+    _b("heap_profile", "a jax.profiler trace of one compiled batch of 16-box heaps (printed)",
+       options={"worlds": "64", "steps": 200}),
     _b("hull_sizes", "mesh hulls' vertex counts in public MJCF files and what a hull's size costs",
        ("hull_sizes.json", "hull_sizes.md")),
     _b("joint_drift", "how far a swinging chain's joints drift apart under Baumgarte stabilisation",
-       ("joint_drift.json", "joint_drift.md"), legacy=False),
+       ("joint_drift.json", "joint_drift.md")),
     _b("joint_rows", "ball joints, composite joints, welds and equalities against MuJoCo C",
-       ("joint_rows.json", "joint_rows.md"), legacy=False),
+       ("joint_rows.json", "joint_rows.md")),
     _b("memory", "device memory per body of a final-state rollout (XLA's memory analysis)", ("memory.json",),
-       legacy=False, options={"steps": 800}),
+       options={"steps": 800}),
     _b("mixed_speed", "heaps of round and mixed bodies against MuJoCo C, both cores",
-       ("mixed_speed.json", "mixed_speed.md")),
+       ("mixed_speed.json", "mixed_speed.md"), legacy=True),
     _b("mjcf_census", "a census of public MJCF files: what MuJoCo compiles and worlds.from_mujoco loads",
-       ("mjcf_census.json", "mjcf_census.md")),
+       ("mjcf_census.json", "mjcf_census.md"), legacy=True),
     _b("overlap_census", "how often a two-body throw starts a step inside, per pair of kinds",
-       ("overlap_census.json", "overlap_census.md"), legacy=False, options={"steps": 250, "seed": 0, "dtype": "float64"}),
-    _b("passive_arm", "a damped, sprung two-link arm against MuJoCo C", ("passive_arm.md",), legacy=False),
-    _b("precision", "float32 against float64 final states of the same box throws", ("precision.json",), legacy=False,
+       ("overlap_census.json", "overlap_census.md"), options={"steps": 250, "seed": 0, "dtype": "float64"}),
+    _b("passive_arm", "a damped, sprung two-link arm against MuJoCo C", ("passive_arm.md",)),
+    _b("precision", "float32 against float64 final states of the same box throws", ("precision.json",),
        options={"steps": 800, "seed": 0}),
-    _b("robot_speed", "a four-legged robot and a 7-joint arm against MuJoCo C and MJX"),
+    _b("robot_speed", "a four-legged robot and a 7-joint arm against MuJoCo C and MJX",
+       ("robot_speed.json", "robot_speed.md"), options={"seed": 0}),
     _b("round_profile", "where a step of the round and mixed heaps spends its time",
-       ("round_profile.json", "round_profile.md")),
+       ("round_profile.json", "round_profile.md"), legacy=True),
     _b("round_shapes", "round shapes against the ground over long horizons, float64 and float32",
-       ("round_shapes.json", "round_shapes.md"), legacy=False),
-    _b("same_physics", "the finals of fixed workloads, saved before a refactor and compared after"),
-    _b("scenery", "fixed scenery against the hand calculation and MuJoCo C", ("scenery.json",), legacy=False,
+       ("round_shapes.json", "round_shapes.md")),
+    _b("same_physics", "the finals of fixed workloads, saved before a refactor and compared after", legacy=True),
+    _b("scenery", "fixed scenery against the hand calculation and MuJoCo C", ("scenery.json",),
        options={"only": "ramp,table,bin"}),
     _b("soft_speed", "what MuJoCo's soft constraints cost a robot's step against the hard rows",
-       ("soft_speed.json", "soft_speed.md")),
+       ("soft_speed.json", "soft_speed.md"), legacy=True),
     _b("side_by_side", "three mixed scenes in jaxcontact, MuJoCo C and Bullet",
-       ("side_by_side.json", "side_by_side.md")),
+       ("side_by_side.json", "side_by_side.md"), options={"only": "bin,ramp,dominoes"}),
     _b("small_rows", "where the dense solve and its unrolled sweep pay", ("small_rows.json", "small_rows.md"),
-       legacy=False, options={"only": ""}),
+       options={"only": ""}),
     _b("solver_warnings", "how often the contact solve stops at its sweep cap on random throws",
-       ("solver_warnings_float32.json", "solver_warnings_float32.md"), legacy=False,
+       ("solver_warnings_float32.json", "solver_warnings_float32.md"),
        options={"seed": 7, "steps": 800, "dtype": "float32"}),
-    _b("stress", "10,000 boxes, degenerate and extreme starts; heaps of 16 boxes", ("stress.json", "stress.md")),
+    _b("stress", "10,000 boxes, degenerate and extreme starts; heaps of 16 boxes", ("stress.json", "stress.md"),
+       options={"steps": 800, "seed": 0, "device": None, "dtype": "float64"}),
     _b("sysid_random_starts", "system identification from random starts, per gradient mode",
-       ("sysid_random_starts.json", "sysid_random_starts.md")),
+       ("sysid_random_starts.json", "sysid_random_starts.md"), options={"steps": 400}),
     _b("throughput", "the box-throw workload against MuJoCo C and MJX, one core and all",
-       ("throughput.json", "throughput.md")),
-    _b("tier_cpu", "CPU seconds of each test of the default tier"),
+       ("throughput.json", "throughput.md"),
+       options={"steps": 800, "quick": False, "device": None, "seed": 0}),
+    _b("tier_cpu", "CPU seconds of each test of the default tier (printed; also a pytest plugin)"),
     _b("two_box_throws", "a box thrown onto a resting box: how often a step starts inside",
-       ("two_box_throws.json", "two_box_throws.md"), legacy=False,
+       ("two_box_throws.json", "two_box_throws.md"),
        options={"steps": 250, "seed": 0, "dtype": "float64"}),
-    _b("world_degenerate", "which steps a degenerate-contact flag would mark, by criterion and threshold (printed)",
-       legacy=False),
-    _b("world_gradients", "gradients through worlds at the default settings against central differences"),
+    _b("world_degenerate", "which steps a degenerate-contact flag would mark, by criterion and threshold (printed)"),
+    _b("world_gradients", "gradients through worlds at the default settings against central differences",
+       ("world_gradients.json", "world_gradients.md"), options={"only": "push,train,drop,slide"}),
     _b("world_law_defaults", "candidate default laws for worlds: the heap's forward cost",
        ("world_law_defaults.json", "world_gradients_defaults.md")),
     _b("world_solvers", "three ways to sweep a world's contact problem, side by side",
-       ("world_solvers.json", "world_solvers.md")),
+       ("world_solvers.json", "world_solvers.md"), options={"steps": 50, "quick": False}),
     _b("worlds", "worlds of many bodies against MuJoCo C and MJX: stacks, cross-checks, the heap's speed",
-       ("worlds.json", "worlds.md"), legacy=False, parts=WORLDS_PARTS,
+       ("worlds.json", "worlds.md"), parts=WORLDS_PARTS,
        aliases={"crosscheck": ("collision", "heapcheck"), "heap": ("heapcheck", "mjspeed", "heapspeed", "mjx")}),
 )
 
@@ -206,6 +229,10 @@ class Results:
         self.folder, self.stem = Path(folder), stem
         self.json = self.folder / f"{stem}.json"
         self.md = self.folder / f"{stem}.md"
+
+    def tagged(self, tag: str) -> "Results":
+        """The results ``<stem>_<tag>`` beside these (these if ``tag`` is empty): a benchmark's ``--tag``."""
+        return Results(self.folder, f"{self.stem}_{tag}") if tag else self
 
     def path(self, suffix: str) -> Path:
         """A file beside them: ``<folder>/<stem><suffix>`` (``"_partial.npz"``, ``".npz"``)."""
@@ -240,8 +267,9 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=f"python -m benchmarks {bench.name}", description=doc.split("\n\n")[0],
                                  epilog=f"results: {', '.join(bench.results) or 'printed'}")
     options = dict(bench.options)
-    options.setdefault("out", str(RESULTS_DIR))
-    options.setdefault("name", bench.name)
+    if bench.results or "out" in options:  # a benchmark that only prints takes no --out
+        options.setdefault("out", str(RESULTS_DIR))
+        options.setdefault("name", bench.name)
     if bench.parts:
         options.setdefault("only", "all")
     for key, default in options.items():
@@ -255,6 +283,8 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
         else:
             kw["help"] += " (default: %(default)s)"
             ap.add_argument(*flags, default=default, **kw)
+        if key == "out":  # earlier commands' spelling: always the folder itself
+            ap.add_argument("--out-dir", dest="out_dir", default=None, help="results folder (always a folder)")
     if hasattr(module, "arguments"):
         module.arguments(ap)
     return ap
@@ -277,6 +307,7 @@ def parts_of(bench: Benchmark, spec: str) -> list[Part]:
 def run(name: str, argv=None, module=None):
     """Run benchmark ``name`` with ``argv`` (the arguments after its name)."""
     bench = find(name)
+    stamp()  # the code's commit as the run starts (a commit made while it runs is not its code)
     module = module or importlib.import_module(bench.module_name)
     argv = list(bench.defaults) + list(sys.argv[2:] if argv is None else argv)
     if bench.legacy:
@@ -287,15 +318,22 @@ def run(name: str, argv=None, module=None):
         from .common import select_platform
 
         select_platform(args.device)
-    given = Path(args.out)
-    if given.suffix == ".json" or (not given.is_dir() and given.name.startswith(bench.name)):
-        # an earlier command's --out, the results' path (without or with .json): its folder and stem
-        args.out, args.name = str(given.parent), given.with_suffix("").name if given.suffix == ".json" else given.name
-    if getattr(args, "quick", False) and args.out == str(RESULTS_DIR):
-        import tempfile
+    out = None  # a benchmark that only prints
+    if getattr(args, "out_dir", None) is not None:
+        args.out = args.out_dir
+    elif getattr(args, "out", None) is not None:
+        given = Path(args.out)
+        folder_only = bench.options.get("out", "") is None  # a required --out (gpu_run's) is the run's folder
+        if given.suffix == ".json" or (not folder_only and not given.is_dir() and given.name.startswith(bench.name)):
+            # an earlier command's --out, the results' path (without or with .json): its folder and stem
+            args.out = str(given.parent)
+            args.name = given.with_suffix("").name if given.suffix == ".json" else given.name
+    if getattr(args, "out", None) is not None:
+        if getattr(args, "quick", False) and args.out == str(RESULTS_DIR):
+            import tempfile
 
-        args.out = tempfile.mkdtemp(prefix=f"bench_{bench.name}_")  # a smoke run keeps the results as they are
-    out = Results(args.out, args.name)
+            args.out = tempfile.mkdtemp(prefix=f"bench_{bench.name}_")  # a smoke run keeps the results as they are
+        out = Results(args.out, args.name)
     if hasattr(module, "prepare"):  # work before the parts (e.g. a child process's own entry), may end the run
         if module.prepare(args, out):
             return None

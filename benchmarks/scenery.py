@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from .common import RESULTS_DIR, machine_info
+from .common import SCENES_DIR, machine_info
 
 RAMP_CASES = ((0.4, 0.2), (0.6, 0.3), (0.3, 0.4))
 T_RAMP = 250
@@ -81,7 +81,7 @@ def table(res, steps=500):
     from jaxcontact import worlds
     from jaxcontact.worlds import mjcf
 
-    path = str(RESULTS_DIR.parent.parent / "jaxcontact" / "data" / "scenes" / "box_on_table.xml")
+    path = str(SCENES_DIR / "box_on_table.xml")
     scene, params, state, model = mjcf.from_mjcf(path)
     traj, info = worlds.rollout(model, scene, params, state, steps)
     top = 0.5 + 0.02
@@ -103,7 +103,7 @@ def bin_(res, steps=1000):
     from jaxcontact import worlds
     from jaxcontact.worlds import mjcf
 
-    path = str(RESULTS_DIR.parent.parent / "jaxcontact" / "data" / "scenes" / "walled_bin.xml")
+    path = str(SCENES_DIR / "walled_bin.xml")
     scene, params, state, model = mjcf.from_mjcf(path)
     traj, info = worlds.rollout(model, scene, params, state, steps)
     inner = 0.15 - 0.04

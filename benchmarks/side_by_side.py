@@ -1,8 +1,8 @@
 """Three mixed scenes in jaxcontact, MuJoCo C and Bullet, side by side (issue 62 item 7).
 
-    python -m benchmarks.side_by_side                  # about 4 min on 2 cores
-    python -m benchmarks.side_by_side --only ramp --name side_by_side_ramp
-    python -m benchmarks.side_by_side --engines jaxcontact,jaxcontact_box,mujoco,mujoco_elliptic,bullet --name side_by_side_disc
+    python -m benchmarks side_by_side                  # about 4 min on 2 cores
+    python -m benchmarks side_by_side --only ramp --name side_by_side_ramp
+    python -m benchmarks side_by_side --engines jaxcontact,jaxcontact_box,mujoco,mujoco_elliptic,bullet --name side_by_side_disc
 
 Each scene is one description (``SCENES``: shapes, sizes, poses, masses, friction, start
 velocities), written once as MJCF (``mjcf_text``). jaxcontact loads that text with
@@ -47,11 +47,11 @@ Writes ``benchmarks/results/<name>.{json,md}`` with the command and the machine.
 
 from __future__ import annotations
 
-import argparse
+import sys
 
 from experiments.peer_scenes import DT, ENGINES, MEASURES, SCENES
 
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import fmt, machine_info, md_machine, md_table
 
 # (quantity, kind, tolerance): "rel" relative to the larger, "abs" absolute, "eq" equal, "true" must hold in each
 CHECKS = {
@@ -141,29 +141,30 @@ def markdown(res) -> str:
     return "\n".join(out)
 
 
-def main(argv=None):
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="bin,ramp,dominoes", help="scenes, comma-separated: bin, ramp, dominoes")
+def arguments(ap):
     ap.add_argument("--engines", default="jaxcontact,mujoco,mujoco_elliptic,bullet")
-    ap.add_argument("--name", default="side_by_side", help="results file stem under benchmarks/results/")
-    args = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks side_by_side [--only bin,ramp,dominoes]``: the scenes into ``out``."""
     for part in args.only.split(","):
         if part not in SCENES:
-            ap.error(f"--only: unknown scene {part!r} (one of {', '.join(SCENES)})")
+            raise SystemExit(f"--only: unknown scene {part!r} (one of {', '.join(SCENES)})")
     engines = args.engines.split(",")
     for e in engines:
         if e not in ENGINES:
-            ap.error(f"--engines: unknown engine {e!r} (one of {', '.join(ENGINES)})")
-    res = {"machine": machine_info("benchmarks.side_by_side", argv), "scenes": {}}
+            raise SystemExit(f"--engines: unknown engine {e!r} (one of {', '.join(ENGINES)})")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    res = {"machine": machine_info("benchmarks.side_by_side", command=args.command), "scenes": {}}
     for part in args.only.split(","):
         res["scenes"][part] = run_scene(part, engines)
-    write_json(RESULTS_DIR / f"{args.name}.json", res)
-    (RESULTS_DIR / f"{args.name}.md").write_text(markdown(res) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+    out.write(res, markdown(res))
+    print(f"wrote {out.json}, {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -36,13 +36,13 @@ reduced on the device to:
 
 Usage::
 
-    python -m benchmarks.stress [--json] [--throws 10000] [--steps 800] [--chunk 1000]
+    python -m benchmarks stress [--json] [--throws 10000] [--steps 800] [--chunk 1000]
 
 Writes ``benchmarks/results/stress.json`` and ``stress.md`` (unless ``--out-dir``).
 
 Heaps (worlds of many bodies)::
 
-    python -m benchmarks.stress --heaps 1000 [--heap-boxes 16] [--heap-steps 1000] [--heap-chunk 8] [--dtype float32]
+    python -m benchmarks stress --heaps 1000 [--heap-boxes 16] [--heap-steps 1000] [--heap-chunk 8] [--dtype float32]
 
 drops ``--heaps`` heaps of 16 boxes (``jaxcontact.worlds.scenes.heap``, one random key each: random
 orientations and velocities from a loose grid) and checks each world (``heap_checks``): no NaN;
@@ -59,7 +59,6 @@ instead: gradients of K heap rollouts in float32 and float64 (``stress_heap_grad
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -77,34 +76,26 @@ CATEGORIES = ["flat_rest", "flat_yaw", "edge_touch", "corner_touch", "zero_vel",
               "penetrating", "extreme_speed"]
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(p):
+    """stress's own options (shared: ``--steps``, ``--seed``, ``--device``, ``--dtype`` of the heaps, ``--out``)."""
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--throws", type=int, default=10000, help="number of bodies")
-    p.add_argument("--steps", type=int, default=800)
     p.add_argument("--chunk", type=int, default=1000, help="bodies simulated at once")
     p.add_argument("--per-category", type=int, default=None,
                    help="bodies per special category (default: throws // 20)")
     p.add_argument("--fast-speed", type=float, default=50.0, help="m/s for the 'fast' categories")
     p.add_argument("--fast-spin", type=float, default=200.0, help="rad/s for the 'fast' categories")
-    p.add_argument("--device", choices=["cpu", "gpu"], default=None)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cone", choices=["elliptic", "box"], default=None,
                    help="LCPSettings.cone of the law (default: the law's default, the disc)")
-    p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     p.add_argument("--heaps", type=int, default=0, help="drop this many heaps of boxes instead of the box throws")
     p.add_argument("--heap-boxes", type=int, default=16)
     p.add_argument("--heap-steps", type=int, default=1000)
     p.add_argument("--heap-chunk", type=int, default=8, help="heaps simulated at once")
     p.add_argument("--heap-report-partial", action="store_true",
                    help="write the record of the heaps a resumable --heaps run has finished so far")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float64", help="heaps only")
     p.add_argument("--heap-grads", type=int, default=0,
                    help="instead of the drops: gradients of this many heap rollouts, float32 and float64")
     p.add_argument("--grad-steps", type=int, default=300)
-    a = p.parse_args(argv)
-    a.argv = argv
-    return a
 
 
 def _axis_angle_quat(axis, angle):
@@ -239,13 +230,13 @@ def make_chunk_fn(model, params, steps):
     return reduce
 
 
-def run(args):
+def throw_categories(args):
     import jax
     import jax.numpy as jnp
     import jaxcontact as jc
     from tqdm import tqdm
 
-    info = common.machine_info("benchmarks.stress", args.argv)
+    info = common.machine_info("benchmarks.stress", command=args.command)
     model, params = common.box_workload(cone=args.cone)
     st, cat = initial_states(args)
     n = args.throws
@@ -338,7 +329,7 @@ def run_heaps(args):
     from jaxcontact import Flags, worlds
     from jaxcontact.worlds import scenes
 
-    info = common.machine_info("benchmarks.stress", args.argv)
+    info = common.machine_info("benchmarks.stress", command=args.command)
     model = worlds.model() if args.cone is None else worlds.model(law=dataclasses.replace(
         worlds.DEFAULT_LAW, solver=dataclasses.replace(worlds.DEFAULT_LAW.solver, cone=args.cone)))
     cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(args.dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
@@ -353,7 +344,7 @@ def run_heaps(args):
         return heap_checks(model, scene, params, traj, infos)
 
     # resumable: the checks so far, saved after each chunk, for this workload at this commit
-    partial = Path(args.out_dir) / "stress_heap.partial.npz"
+    partial = Path(args.out) / "stress_heap.partial.npz"
     tag = json.dumps({"heaps": args.heaps, "boxes": args.heap_boxes, "steps": args.heap_steps, "chunk": args.heap_chunk,
                       "seed": args.seed, "dtype": args.dtype, "code": _code_version()}, sort_keys=True)
     parts, wall_before, resumed = [], 0.0, 0
@@ -418,7 +409,7 @@ def report_partial(args):
     ``stress_heap.partial.npz``, this workload), as ``stress_heap_partial.json``/``.md``."""
     from jaxcontact.worlds import scenes
 
-    partial = Path(args.out_dir) / "stress_heap.partial.npz"
+    partial = Path(args.out) / "stress_heap.partial.npz"
     with np.load(partial) as f:
         tag = json.loads(str(f["tag"]))
         R = {kk[2:]: f[kk] for kk in f.files if kk.startswith("r_")}
@@ -432,7 +423,7 @@ def report_partial(args):
     from jaxcontact import worlds
 
     model = worlds.model()
-    out = heap_summary(args, common.machine_info("benchmarks.stress", args.argv), model.dt, scene.max_pairs,
+    out = heap_summary(args, common.machine_info("benchmarks.stress", command=args.command), model.dt, scene.max_pairs,
                        repr(model.law.solver), R, wall)
     out["partial"] = {"done": len(R["finite"]), "of": args.heaps, "code": tag["code"]}
     return out
@@ -447,7 +438,7 @@ def run_heap_grads(args):
     from jaxcontact import worlds
     from jaxcontact.worlds import scenes
 
-    info = common.machine_info("benchmarks.stress", args.argv)
+    info = common.machine_info("benchmarks.stress", command=args.command)
     model = worlds.model() if args.cone is None else worlds.model(law=dataclasses.replace(
         worlds.DEFAULT_LAW, solver=dataclasses.replace(worlds.DEFAULT_LAW.solver, cone=args.cone)))
     keys = jax.random.split(jax.random.PRNGKey(args.seed + 1), args.heap_grads)
@@ -558,29 +549,30 @@ def markdown(out) -> str:
     ])
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    common.select_platform(args.device)
+def run(args, results):
+    """``python -m benchmarks stress``: the throws into ``results`` (``stress.json``, ``.md``); ``--heaps`` into
+    ``<name>_heap``, ``--heap-grads`` into ``<name>_heap_grads`` (the runner chose the device)."""
     if args.heap_grads or args.heaps:
         import jax
 
         jax.config.update("jax_enable_x64", True)
     if args.heap_grads:
-        out, name, md = run_heap_grads(args), "stress_heap_grads", markdown_heap_grads
+        out, tag, md = run_heap_grads(args), "heap_grads", markdown_heap_grads
     elif args.heaps and args.heap_report_partial:
-        out, name, md = report_partial(args), "stress_heap_partial", markdown_heaps
+        out, tag, md = report_partial(args), "heap_partial", markdown_heaps
     elif args.heaps:
-        out, name, md = run_heaps(args), "stress_heap", markdown_heaps
+        out, tag, md = run_heaps(args), "heap", markdown_heaps
     else:
-        out, name, md = run(args), "stress", markdown
-    out_dir = Path(args.out_dir)
-    common.write_json(out_dir / f"{name}.json", out)
-    (out_dir / f"{name}.md").write_text(md(out) + "\n")
-    if name == "stress_heap":
-        (out_dir / "stress_heap.partial.npz").unlink(missing_ok=True)
+        out, tag, md = throw_categories(args), "", markdown
+    results = results.tagged(tag)
+    results.write(out, md(out))
+    if tag == "heap":
+        (results.folder / "stress_heap.partial.npz").unlink(missing_ok=True)
     print(json.dumps(out, default=common.json_default) if args.json else md(out))
-    log(f"wrote {out_dir / (name + '.json')} and {out_dir / (name + '.md')}")
+    log(f"wrote {results.json} and {results.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

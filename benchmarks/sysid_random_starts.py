@@ -40,27 +40,24 @@ windows, chosen from the parameters after its geometry stage; NAME one of ``sysi
 ``schedule:default`` the default, ``random_start_noisy``): ``schedule:random_start`` is the
 recipe ``reflect+geometry+exact+trim+polish+retrim`` as the library ships it.
 
-    python -m benchmarks.sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
-    python -m benchmarks.sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
-    python -m benchmarks.sysid_random_starts --merge OTHER.json   # add another run's modes to --out
-    python -m benchmarks.sysid_random_starts --modes MODE --start-list 5,7,0 --out PART.json   # exactly these starts, in order
-    python -m benchmarks.sysid_random_starts --modes P+smooth=1e-3/1e-3/1e-3:4 --continue-from RUN.json   # only the new cycle
-    python -m benchmarks.sysid_random_starts --check-grammar   # the mode grammar on known cases (seconds)
+    python -m benchmarks sysid_random_starts --modes exact,relaxed:1e-4 --starts 50 --data-seed 1
+    python -m benchmarks sysid_random_starts --diagnose 3 --data-seed 1 --start-seed 200   # one start's landscape
+    python -m benchmarks sysid_random_starts --merge OTHER.json   # add another run's modes to --out
+    python -m benchmarks sysid_random_starts --modes MODE --start-list 5,7,0 --out PART.json   # exactly these starts, in order
+    python -m benchmarks sysid_random_starts --modes P+smooth=1e-3/1e-3/1e-3:4 --continue-from RUN.json   # only the new cycle
+    python -m benchmarks sysid_random_starts --check-grammar   # the mode grammar on known cases (seconds)
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from . import common
-
-RESULTS = Path(__file__).resolve().parent / "results"
 NAMES = ("mu", "restitution", "ground", "vertices")
 
 
@@ -378,7 +375,7 @@ def diagnose(a, k):
     share = cn.max(0) / np.maximum(cn.sum(0), 1e-300)
     ok, e = recovered(prob.spec.flat_values(x1), truth)
     rig0, rig1 = rigid_residual(V0, Vt), rigid_residual(V1, Vt)
-    out = {"command": "python -m benchmarks.sysid_random_starts " + " ".join(a.argv), "start": k,
+    out = {"command": a.command, "start": k,
            "recovered": ok, "errors": e, "fit_loss": float(r.loss), "message": r.message, "iterations": r.iterations,
            "segment_to_truth": {"t": ts.tolist(), "loss": line.tolist(),
                                 "max_rise_over_fit_loss": float(line.max() / line[0] - 1.0),
@@ -457,12 +454,11 @@ def check_grammar() -> int:
     return n
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(ap):
+    """sysid_random_starts' own options (shared: ``--steps`` per throw, ``--out`` the results' JSON or folder)."""
     ap.add_argument("--modes", default="exact,relaxed:1e-4", help="comma-separated modes (module doc)")
     ap.add_argument("--starts", default="50", help="starts per mode: one number, or one per mode (comma-separated)")
     ap.add_argument("--throws", type=int, default=20)
-    ap.add_argument("--steps", type=int, default=400, help="engine steps per throw (2 ms)")
     ap.add_argument("--data-seed", type=int, default=1, help="throw seed (0 = validation, 1 = report)")
     ap.add_argument("--start-seed", type=int, default=100)
     ap.add_argument("--first-start", type=int, default=0, help="index of the first start (to split a run)")
@@ -477,7 +473,6 @@ def main(argv=None):
     ap.add_argument("--default", default=None, help="the mode reported as the default")
     ap.add_argument("--recommended", default=None,
                     help="the recipe reported as the recommended one (a mode present in the results)")
-    ap.add_argument("--out", default=str(RESULTS / "sysid_random_starts.json"))
     ap.add_argument("--resume", action="store_true", help="keep finished starts of the --out file")
     ap.add_argument("--diagnose", type=int, default=None, metavar="K",
                     help="only diagnose start K with the exact mode (diagnose()); writes --out")
@@ -487,13 +482,15 @@ def main(argv=None):
                     help="the friction set of the data's and the fit's law (default: the law's, the disc)")
     ap.add_argument("--check-grammar", action="store_true",
                     help="check the mode grammar on known cases (check_grammar; no compilation) and exit")
-    a = ap.parse_args(argv)
+
+
+def run(a, results):
+    """``python -m benchmarks sysid_random_starts``: the starts of each mode into ``results``, written as they go."""
     global CONE
     CONE = a.cone
     if a.check_grammar:
         print(f"mode grammar: {check_grammar()} checks passed")
         return 0
-    a.argv = list(argv) if argv is not None else __import__("sys").argv[1:]
 
     import jax
 
@@ -502,15 +499,14 @@ def main(argv=None):
 
     if a.diagnose is not None:
         out = diagnose(a, a.diagnose)
-        common.write_json(Path(a.out), out)
+        results.write(out)
         print(json.dumps({k: v for k, v in out.items() if k != "segment_to_truth"}, indent=1))
         print("segment max rise over the fit's loss:", out["segment_to_truth"]["max_rise_over_fit_loss"])
         return
     if a.merge is not None:
-        out, other = Path(a.out), json.loads(Path(a.merge).read_text())
-        doc = json.loads(out.read_text())
+        other, doc = json.loads(Path(a.merge).read_text()), results.load()
         if other["data"] != doc["data"]:
-            raise SystemExit(f"{a.merge}: other data ({other['data']}) than {out} ({doc['data']})")
+            raise SystemExit(f"{a.merge}: other data ({other['data']}) than {results.json} ({doc['data']})")
         doc.setdefault("merged", []).append({"command": other["command"], "modes": list(other["runs"])})
         for name, rows in other["runs"].items():  # a mode's starts split over runs are joined
             mine = doc["runs"].setdefault(name, [])
@@ -518,8 +514,7 @@ def main(argv=None):
             mine += [r for r in rows if r["start"] not in seen]
             mine.sort(key=lambda r: r["start"])
         summarize(doc, a.default, a.recommended)
-        common.write_json(out, doc)
-        out.with_suffix(".md").write_text(render(doc))
+        results.write(doc, render(doc))
         print(render(doc))
         return
     modes = [parse_mode(m) for m in a.modes.split(",")]
@@ -528,10 +523,9 @@ def main(argv=None):
     order = start_order(a.start_list, len(modes), a.first_start, starts)
     data = make_synthetic(n_throws=a.throws, steps=a.steps, seed=a.data_seed, law=with_cone(synthetic_law()))
     truth = data.truth
-    out = Path(a.out)
-    doc = json.loads(out.read_text()) if (a.resume and out.exists()) else {}
+    doc = results.load() if a.resume else {}
     doc.update({
-        "command": "python -m benchmarks.sysid_random_starts " + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
+        "command": a.command,
         "data": {"throws": a.throws, "steps": a.steps, "data_seed": a.data_seed, "noise": 0.0, "source": data.source},
         "criterion": "mu, restitution within 1 % relative; worst vertex within 1 % relative; ground within 1 mm "
                      "(1 % of the 0.1 m body size)",
@@ -578,11 +572,9 @@ def main(argv=None):
             print(f"{mode['name']:>22} start {k:2d}: {'OK ' if ok else 'no '} loss {loss:.3e} it {its} "
                   f"rollouts {rollouts} {wall:.0f} s  {msg}", flush=True)
             summarize(doc, a.default)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            common.write_json(out, doc)
+            results.write(doc)
     summarize(doc, a.default, a.recommended)
-    common.write_json(out, doc)
-    out.with_suffix(".md").write_text(render(doc))
+    results.write(doc, render(doc))
     print(render(doc))
 
 
@@ -651,4 +643,6 @@ def summarize(doc, default, recommended=None):
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -37,24 +37,22 @@ iteration counts) with their deviation from the default settings.
 
 Usage::
 
-    python -m benchmarks.throughput                   # CPU, batches 1,64,1024,4096, 800 steps
-    python -m benchmarks.throughput --quick           # smoke test
-    python -m benchmarks.throughput --device gpu      # GPU (batches 1,024 … 1,048,576)
-    python -m benchmarks.throughput --json --sweep
+    python -m benchmarks throughput                   # CPU, batches 1,64,1024,4096, 800 steps
+    python -m benchmarks throughput --quick           # smoke test
+    python -m benchmarks throughput --device gpu      # GPU (batches 1,024 … 1,048,576)
+    python -m benchmarks throughput --json --sweep
 
-Always writes ``benchmarks/results/throughput.json`` and ``throughput.md`` (unless ``--out-dir``).
+Always writes ``benchmarks/results/throughput.json`` and ``throughput.md`` (unless ``--out DIR``; a ``--quick`` run writes to a temporary folder unless ``--out`` is given).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
 import queue
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -65,14 +63,11 @@ CPU_BATCHES = "1,64,1024,4096"
 GPU_BATCHES = "1024,16384,131072,1048576"
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(p):
+    """throughput's own options (shared: ``--steps`` per rollout, ``--quick`` small batches and few steps,
+    ``--device``, ``--seed``, ``--out``)."""
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--batches", default=None, help=f"comma list (default CPU {CPU_BATCHES}; GPU {GPU_BATCHES})")
-    p.add_argument("--steps", type=int, default=800, help="steps per rollout (jaxcontact, MuJoCo C)")
-    p.add_argument("--quick", action="store_true", help="smoke test: small batches and few steps")
-    p.add_argument("--device", choices=["cpu", "gpu"], default=None, help="JAX platform (default: JAX's default)")
     p.add_argument("--repeats", type=int, default=2, help="timed repeats after the warm-up (best is kept)")
     p.add_argument("--peers", default="jaxcontact,mujoco,mjx", help="which simulators to run")
     p.add_argument("--mjx-steps", type=int, default=50, help="steps per MJX timing window")
@@ -91,12 +86,12 @@ def parse_args(argv=None):
     p.add_argument("--sweep-batches", default="1024",
                    help="batches for --sweep, each optionally with variants: 1024,4096=fixed10+cap20 "
                         f"(keys: {', '.join(SWEEP_VARIANTS)}; default all)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out-dir", default=str(common.RESULTS_DIR))
-    a = p.parse_args(argv)
-    a.argv = argv
+
+
+def settle_args(a):
+    """The parsed options completed (the quick run's sizes, lists parsed); refused where wrong."""
     if a.repeats < 1:
-        p.error("--repeats must be >= 1")
+        raise SystemExit("--repeats must be >= 1")
     if a.batches is None:
         a.batches = "1,64" if a.quick else (GPU_BATCHES if a.device == "gpu" else CPU_BATCHES)
     if a.quick:
@@ -116,7 +111,7 @@ def parse_args(argv=None):
         keys = [k for k in keys.split("+") if k] or list(SWEEP_VARIANTS)
         bad = [k for k in keys if k not in SWEEP_VARIANTS]
         if bad:
-            p.error(f"unknown sweep variants {bad}")
+            raise SystemExit(f"--sweep-batches: unknown sweep variants {bad}")
         sweeps[int(b)] = keys
     a.sweep_batches = sweeps
     a.peers = {x.strip() for x in a.peers.split(",")}
@@ -344,11 +339,11 @@ def host_devices_env(n):
 
 # ------------------------------------------------------------------------------------ run
 
-def run(args, save=lambda out: None):
+def measure(args, save=lambda out: None):
     """Run all benchmarks; ``save(out)`` is called after each part (partial results survive)."""
     import jax
 
-    info = common.machine_info("benchmarks.throughput", args.argv)
+    info = common.machine_info("benchmarks.throughput", command=args.command)
     device = jax.devices()[0]
     log(f"JAX devices: {info['jax_devices']}")
     mujoco, mj_msg = (None, "MuJoCo peers not requested")
@@ -545,21 +540,19 @@ def markdown(out) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    common.select_platform(args.device)
-    out_dir = Path(args.out_dir)
+def run(args, results):
+    """``python -m benchmarks throughput``: ``results`` written after each part (the runner chose the device)."""
+    args = settle_args(args)
 
     def save(o):
-        common.write_json(out_dir / "throughput.json", o)
-        (out_dir / "throughput.md").write_text(markdown(o) + "\n")
+        results.write(o, markdown(o))
 
     if args.json:  # stdout is the JSON alone: whatever the run prints (MJX's imports do) goes to stderr
         sys.stdout.flush()
         saved_stdout = os.dup(1)
         os.dup2(2, 1)
     try:
-        out = run(args, save)
+        out = measure(args, save)
     finally:
         if args.json:
             sys.stdout.flush()
@@ -570,8 +563,10 @@ def main(argv=None):
         print(json.dumps(out, default=common.json_default))
     else:
         print(markdown(out))
-    log(f"wrote {out_dir / 'throughput.json'} and {out_dir / 'throughput.md'}")
+    log(f"wrote {results.json} and {results.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

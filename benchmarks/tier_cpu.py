@@ -8,7 +8,7 @@ keeps what it measured, and ``TIER_CPU_RESUME=1`` deselects the tests already in
     PYTHONPATH=$PWD TIER_CPU_LOG=cpu.jsonl python -m pytest -q -n 2 -p benchmarks.tier_cpu
     # (-p no:xdist for one process; the tests run without a persistent compilation cache unless
     # JAXCONTACT_TEST_CACHE=1, tests/conftest.py: then give it an empty JAX_COMPILATION_CACHE_DIR)
-    python -m benchmarks.tier_cpu cpu.jsonl --top 30      # the table: per file and the top tests
+    python -m benchmarks tier_cpu cpu.jsonl --top 30      # the table: per file and the top tests
 
 A module- or session-scoped fixture is charged to the first test that uses it.
 
@@ -17,16 +17,16 @@ programs the test compiled (``miss``: module name and cache key) and those it fo
 by an earlier test or worker (``hit``: name, key, compile seconds saved): a program that several
 tests compile is one to share (``--programs`` prints them, the most compile seconds first):
 
-    python -m benchmarks.tier_cpu cpu.jsonl --programs 20
+    python -m benchmarks tier_cpu cpu.jsonl --programs 20
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
 import resource
+import sys
 import time
 
 import pytest
@@ -121,12 +121,14 @@ def programs(rows: list[dict], top: int = 20) -> str:
     return "\n".join(out)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(ap):
     ap.add_argument("log", help="the JSON lines the plugin wrote")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--programs", type=int, default=0, help="also the N programs most compiled again")
-    a = ap.parse_args(argv)
+
+
+def run(a, out) -> None:
+    """``python -m benchmarks tier_cpu LOG``: the tables, printed (``out`` is None)."""
     with open(a.log) as f:
         rows = list({r["id"]: r for r in map(json.loads, filter(str.strip, f))}.values())
     print(table(rows, a.top))
@@ -135,4 +137,6 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -23,36 +23,7 @@ import sys
 
 import numpy as np
 
-from .common import machine_info, md_machine
-
-
-def throws(n: int, seed: int, dtype):
-    import jax
-    import jax.numpy as jnp
-
-    rng = np.random.default_rng(seed)
-    half = 0.05
-    q = rng.normal(size=(n, 4))
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    q[q[:, 0] < 0] *= -1
-    # the lowest point of a rotated 0.1 m cube lies at most √3·0.05 below its centre
-    lift = rng.uniform(0.0, 0.15, n) + np.sqrt(3) * half + 1e-3
-    offset = rng.uniform(-0.08, 0.08, (n, 2))
-    pos_a = np.column_stack([offset, 2 * half + lift])
-    target = np.array([0.0, 0.0, 2 * half])
-    d = target - pos_a
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    speed = rng.uniform(0.5, 3.0, n)
-    vel_a = d * speed[:, None]
-    omega_a = rng.uniform(-10, 10, (n, 3))
-    pos = np.stack([pos_a, np.tile([0.0, 0.0, half], (n, 1))], axis=1)
-    quat = np.stack([q, np.tile([1.0, 0, 0, 0], (n, 1))], axis=1)
-    vel = np.stack([vel_a, np.zeros((n, 3))], axis=1)
-    omega = np.stack([omega_a, np.zeros((n, 3))], axis=1)
-    from jaxcontact.types import State
-
-    cast = lambda x: jnp.asarray(x, dtype)
-    return State(pos=cast(pos), quat=cast(quat), vel=cast(vel), omega=cast(omega))
+from .common import machine_info, md_machine, throws_onto
 
 
 def arguments(ap):
@@ -79,7 +50,7 @@ def run(args, out):
     if args.cone is not None:
         law = dataclasses.replace(law, solver=dataclasses.replace(law.solver, cone=args.cone))
     model = worlds.model(law=law)
-    states = throws(args.throws, args.seed, dtype)
+    states = throws_onto("box", "box", args.throws, args.seed, dtype)
 
     @jax.jit
     def roll(s):

@@ -1,10 +1,10 @@
 """Gradients through worlds at the default settings against central differences (issue 60, part 4).
 
-    python -m benchmarks.world_gradients                                   # the default law
-    python -m benchmarks.world_gradients --solver tol=1e-5 --tag before    # the default before issue 60 part 4
-    python -m benchmarks.world_gradients --solver tol=1e-5,gradient_newton=8,gradient_tol=1e-10,gradient_max_iter=5000 --tag polish
-    python -m benchmarks.world_gradients --solver tol=1e-9 --tag tol1e-9   # the whole solve tighter
-    python -m benchmarks.world_gradients --only push --timing              # + the cost of a gradient
+    python -m benchmarks world_gradients                                   # the default law
+    python -m benchmarks world_gradients --solver tol=1e-5 --tag before    # the default before issue 60 part 4
+    python -m benchmarks world_gradients --solver tol=1e-5,gradient_newton=8,gradient_tol=1e-10,gradient_max_iter=5000 --tag polish
+    python -m benchmarks world_gradients --solver tol=1e-9 --tag tol1e-9   # the whole solve tighter
+    python -m benchmarks world_gradients --only push --timing              # + the cost of a gradient
 
 Every case is a world of the 0.1 m, 0.37 kg boxes of ``worlds.scenes`` at h = 2 ms in float64,
 rolled out by ``worlds.rollout(worlds.model(law), ..., output="final")`` with the world's default law
@@ -31,7 +31,7 @@ Writes ``results/world_gradients[_TAG].json`` and ``.md``.
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 
 import numpy as np
@@ -188,13 +188,14 @@ def render(result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(ap):
     ap.add_argument("--solver", default="", help="LCPSettings changes, e.g. gradient_tol=none,tol=1e-9")
-    ap.add_argument("--only", default=",".join(CASES), help=f"cases, of {CASES}")
     ap.add_argument("--timing", action="store_true", help="time the forward and the gradient of each case")
-    ap.add_argument("--tag", default="", help="results file suffix")
-    args = ap.parse_args(argv)
+    ap.add_argument("--tag", default="", help="results file suffix: <name>_<tag>.json, .md")
+
+
+def run(args, out):
+    """``python -m benchmarks world_gradients [--only CASE,...] [--tag T]``: ``out`` (tagged) gets the results."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -204,16 +205,17 @@ def main(argv=None):
     only = [c for c in args.only.split(",") if c]
     bad = sorted(set(only) - set(CASES))
     if bad:
-        ap.error(f"unknown cases {bad}; choose from {CASES}")
+        raise SystemExit(f"--only: unknown cases {bad}; choose from {CASES}")
     rows = measure(law, only, args.timing)
     result = {"tag": args.tag or "default", "changes": changes, "solver": repr(law.solver), "rows": rows,
               "max_rel_err": max(r["rel_err"] for r in rows),
-              "machine": common.machine_info("benchmarks.world_gradients", argv)}
-    stem = "world_gradients" + (f"_{args.tag}" if args.tag else "")
-    common.write_json(common.RESULTS_DIR / f"{stem}.json", result)
-    (common.RESULTS_DIR / f"{stem}.md").write_text(render(result))
-    common.log(f"max relative error {result['max_rel_err']:.2e} -> results/{stem}.md")
+              "machine": common.machine_info("benchmarks.world_gradients", command=args.command)}
+    out = out.tagged(args.tag)
+    out.write(result, render(result))
+    common.log(f"max relative error {result['max_rel_err']:.2e} -> {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

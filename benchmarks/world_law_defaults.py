@@ -1,6 +1,6 @@
 """Candidate default laws for worlds: the forward cost on the 16-box heap, side by side (issue 60, part 4).
 
-    python -m benchmarks.world_law_defaults --rounds 3
+    python -m benchmarks world_law_defaults --rounds 3
 
 The heap of ``benchmarks.faces --only heap`` (64 worlds × 16 boxes of ``scenes.heap`` × 300 steps,
 float32, ``worlds.batch_rollout``) rolled out with each candidate law (``worlds.DEFAULT_LAW`` with
@@ -16,7 +16,7 @@ beside the heap's box-steps/s of ``world_law_defaults.json``.
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 
 import numpy as np
@@ -93,17 +93,17 @@ def table() -> str:
     sweeps64 = common.RESULTS_DIR / "world_law_defaults_sweeps64.json"
     sweeps64 = json.loads(sweeps64.read_text())["mean_sweeps_per_step_float64"] if sweeps64.exists() else {}
     lines = ["# Candidate default laws of worlds: gradients against the converged rollout, and the heap's cost", "",
-             "Written by `python -m benchmarks.world_law_defaults --table` from the runs below (float64 gradients; "
+             "Written by `python -m benchmarks world_law_defaults --table` from the runs below (float64 gradients; "
              "the heap float32 as `benchmarks.faces --only heap`).", "",
-             "    python -m benchmarks.world_gradients --solver tol=1e-5 --tag before     # warm, tol 1e-5 (the default then)",
-             "    python -m benchmarks.world_gradients --solver warm_start=false,tol=1e-5 --only push,train --tag cold",
-             "    python -m benchmarks.world_gradients --solver warm_start=false,tol=1e-5 --only drop,slide --tag cold_dropslide",
-             "    python -m benchmarks.world_gradients --solver warm_start=false,tol=1e-6 --tag cold_tol1e-6",
-             "    python -m benchmarks.world_gradients --solver tol=1e-7 --tag warm_tol1e-7",
-             "    python -m benchmarks.world_gradients --solver tol=1e-5,gradient_newton=8,gradient_tol=1e-10,gradient_max_iter=5000 --tag polish",
-             "    python -m benchmarks.world_gradients --solver warm_start=false,tol=1e-12,max_iter=20000 --tag cold_tol1e-12   # reference",
-             "    python -m benchmarks.world_law_defaults --rounds 5 --sweeps     # heap, candidates interleaved, one run",
-             "    python -m benchmarks.world_law_defaults --sweeps64              # sweeps per step of a float64 heap", "",
+             "    python -m benchmarks world_gradients --solver tol=1e-5 --tag before     # warm, tol 1e-5 (the default then)",
+             "    python -m benchmarks world_gradients --solver warm_start=false,tol=1e-5 --only push,train --tag cold",
+             "    python -m benchmarks world_gradients --solver warm_start=false,tol=1e-5 --only drop,slide --tag cold_dropslide",
+             "    python -m benchmarks world_gradients --solver warm_start=false,tol=1e-6 --tag cold_tol1e-6",
+             "    python -m benchmarks world_gradients --solver tol=1e-7 --tag warm_tol1e-7",
+             "    python -m benchmarks world_gradients --solver tol=1e-5,gradient_newton=8,gradient_tol=1e-10,gradient_max_iter=5000 --tag polish",
+             "    python -m benchmarks world_gradients --solver warm_start=false,tol=1e-12,max_iter=20000 --tag cold_tol1e-12   # reference",
+             "    python -m benchmarks world_law_defaults --rounds 5 --sweeps     # heap, candidates interleaved, one run",
+             "    python -m benchmarks world_law_defaults --sweeps64              # sweeps per step of a float64 heap", "",
              "Cell: the candidate's `jax.grad` (relative error against the converged derivative); ✗ above 1e-3. "
              "Converged derivative: the 1e-12 cold rollout's central difference at eps 1e-5 where its differences at "
              "1e-4, 1e-5, 1e-6 agree to 1e-3, else (marked) its `jax.grad`, there being no stable difference.", "",
@@ -153,13 +153,16 @@ def mean_sweeps(changes: dict, worlds_n: int = 4, dtype: str = "float32") -> flo
     return float(jnp.mean(infos.iterations))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(ap):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--table", action="store_true", help="write results/world_gradients_defaults.md from the JSON")
     ap.add_argument("--sweeps", action="store_true", help="also count the mean sweeps per step of each candidate")
-    ap.add_argument("--sweeps64", action="store_true", help="only count the sweeps per step of a float64 heap")
-    args = ap.parse_args(argv)
+    ap.add_argument("--sweeps64", action="store_true", help="only count the sweeps per step of a float64 heap "
+                                                             "(<name>_sweeps64.json)")
+
+
+def run(args, results):
+    """``python -m benchmarks world_law_defaults``: the candidates' heap cost into ``results``."""
     dtype, candidates = "float32", CANDIDATES
     if args.sweeps64:
         import jax
@@ -168,14 +171,14 @@ def main(argv=None):
         out = {name: mean_sweeps(changes, dtype="float64") for name, changes in CANDIDATES.items()}
         for name, v in out.items():
             common.log(f"{name}: float64 heap, {v:.1f} sweeps/step")
-        common.write_json(common.RESULTS_DIR / "world_law_defaults_sweeps64.json",
-                          {"mean_sweeps_per_step_float64": out,
-                           "machine": common.machine_info("benchmarks.world_law_defaults", argv)})
+        results.tagged("sweeps64").write({"mean_sweeps_per_step_float64": out, "machine": common.machine_info(
+            "benchmarks.world_law_defaults", command=args.command)})
         return
     if args.table:
         text = table()
         print(text)
-        (common.RESULTS_DIR / "world_gradients_defaults.md").write_text(text)
+        results.folder.mkdir(parents=True, exist_ok=True)
+        (results.folder / "world_gradients_defaults.md").write_text(text)
         return
     runs, res = {}, {}
     for name, changes in candidates.items():
@@ -203,9 +206,11 @@ def main(argv=None):
         res[name]["ratio_to_today"] = res[name]["box_steps_per_s"] / base
         common.log(f"{name}: best {res[name]['box_steps_per_s']:,.0f} box-steps/s, "
                    f"{res[name]['ratio_to_today']:.2f} of today's, mean z {res[name]['final_mean_z_m']:.6f} m")
-    common.write_json(common.RESULTS_DIR / "world_law_defaults.json",
-                      {"candidates": res, "machine": common.machine_info("benchmarks.world_law_defaults", argv)})
+    results.write({"candidates": res, "machine": common.machine_info("benchmarks.world_law_defaults",
+                                                                     command=args.command)})
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

@@ -6,9 +6,9 @@
   one colour share a body, one vectorised update per colour over every world (pure JAX);
 * ``native`` — the sequential sweeps as one fused C++ loop behind ``jax.ffi`` (``jaxcontact.native``).
 
-    python -m benchmarks.world_solvers                 # all (about 12 min on 2 cores)
-    python -m benchmarks.world_solvers --quick         # 1 and 16 worlds only
-    python -m benchmarks.world_solvers --grad 16       # jax.grad through 200 steps of 16 landing heaps
+    python -m benchmarks world_solvers                 # all (about 12 min on 2 cores)
+    python -m benchmarks world_solvers --quick         # 1 and 16 worlds only
+    python -m benchmarks world_solvers --grad 16       # jax.grad through 200 steps of 16 landing heaps
 
 Workloads (the world's default law, 2 ms steps): the 16-box heap **landing** (the drops' states
 at step 150, when the boxes hit, then ``--steps`` steps), the **settled** heap (states at step
@@ -23,12 +23,12 @@ difference from the sequential sweeps on the same worlds. Results:
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 
 import numpy as np
 
-from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
+from .common import cast_floats, machine_info, md_machine, md_table
 
 
 def heap_starts(W: int):
@@ -68,7 +68,7 @@ def measure(model, scene, params, states, steps: int):
             "final_pos": np.asarray(traj.pos[:, -1]), "flags": int(np.bitwise_or.reduce(np.asarray(infos.flags).reshape(-1)))}
 
 
-def grad_check(W: int, steps: int, out: str):
+def grad_check(W: int, steps: int, out, command: str):
     """``jax.grad`` of the heaps' mean final height with respect to μ (and the initial velocities)
     through ``steps`` steps of W landing heaps (float32, the default sweeps), against the forward
     rollout alone: time (best of 2 after compiling) and XLA's memory analysis of both programs."""
@@ -104,28 +104,27 @@ def grad_check(W: int, steps: int, out: str):
             res["finite"] = bool(all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(value)))
             res["dmean_height_dmu"] = float(value[0])
     res["grad_over_forward"] = res["grad"]["wall_s"] / res["forward"]["wall_s"]
-    res["machine"] = machine_info("benchmarks.world_solvers", ["--grad", str(W), "--grad-steps", str(steps)])
+    res["machine"] = machine_info("benchmarks.world_solvers", command=command)
     print({k: v for k, v in res.items() if k != "machine"}, flush=True)
-    write_json(out + ".json", res)
+    out.write(res)
     return res
 
 
-def main(argv=None):
+def arguments(ap):
+    ap.add_argument("--grad", type=int, default=0, help="only the gradient check, at this many worlds (<name>_grad.json)")
+    ap.add_argument("--grad-steps", type=int, default=200)
+
+
+def run(args, out):
+    """``python -m benchmarks world_solvers``: the table into ``out``; ``--grad W`` the gradient check."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
     from jaxcontact import worlds
     from jaxcontact.worlds import scenes
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(RESULTS_DIR / "world_solvers"))
-    ap.add_argument("--grad", type=int, default=0, help="only the gradient check, at this many worlds")
-    ap.add_argument("--grad-steps", type=int, default=200)
-    args = ap.parse_args(argv)
     if args.grad:
-        return grad_check(args.grad, args.grad_steps, args.out + "_grad")
+        return grad_check(args.grad, args.grad_steps, out.tagged("grad"), args.command)
     # float32: every method at 1 and 64 worlds, the kernel also at 256; float64: every method at 1
     # world, the kernel also at 64 (the pure-JAX sweeps of a 64-world landing take about a second a step)
     batches = {"float32": {"native": [1, 64, 256], "colour": [1, 64], "sequential": [1, 64]},
@@ -159,8 +158,7 @@ def main(argv=None):
                            "box_steps_per_s": W * n * args.steps / r["wall_s"], "final_pos_vs_sequential_max_m": diff}
                     rows.append(row)
                     print({k_: v for k_, v in row.items() if k_ not in ("flags",)}, flush=True)
-    res = {"machine": machine_info("benchmarks.world_solvers", argv), "rows": rows}
-    write_json(args.out + ".json", res)
+    res = {"machine": machine_info("benchmarks.world_solvers", command=args.command), "rows": rows}
     f = lambda x, nd=3: "—" if x is None else (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.{nd}g}")
     md = ["# Three ways to sweep a world's contacts", "", md_machine(res["machine"]), "",
           md_table(["dtype", "workload", "sweeps", "worlds", "ms/step", "µs/box-step", "box-steps/s", "sweeps/step (mean)",
@@ -168,8 +166,10 @@ def main(argv=None):
                    [[r["dtype"], r["workload"], r["sweeps"], r["worlds"], f(r["ms_per_step"]), f(r["us_per_box_step"]),
                      f(r["box_steps_per_s"]), f(r["sweeps_mean"]), f(r["sweeps_slowest_world_mean"]), f(r["compile_s"]),
                      f(r["final_pos_vs_sequential_max_m"])] for r in rows]), ""]
-    open(args.out + ".md", "w").write("\n".join(md))
+    out.write(res, "\n".join(md))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

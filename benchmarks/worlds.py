@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import RESULTS_DIR, cast_floats, machine_info, md_machine, md_table, write_json
+from .common import cast_floats, machine_info, md_machine, md_table
 from .common import (HEAP_SPACING, heap_states, heap_stats, mjx_child, mujoco_boxes_xml, mujoco_heap, mujoco_heap_speed,
                      mujoco_initial_states, run_mjx, to_mujoco)
 from .common import stage_times as stage_times_of_step
