@@ -1829,12 +1829,12 @@ def _soft_xml(scene, params, geom: dict, option: dict):
     """``to_mjcf``'s MuJoCo soft values of a world in ``constraints="mujoco"`` (``params.soft``), as
     ``from_mjcf`` reads them back: (each body's geom attributes, the ground's (the tilted planes share
     them), ``<option>``'s impratio and cone, a function giving a ``<pair>``'s attributes for bodies
-    (a, b) (−1: the ground): MuJoCo's mix of the two sides, ``soft._mixed``, since a pair takes none
+    (a, b) (−1: the ground): MuJoCo's mix of the two sides, ``soft.mixed``, since a pair takes none
     from its geoms). A key the caller's ``geom``/``option`` gives is theirs. None in the hard mode."""
     sp = getattr(params, "soft", None)
     if scene.constraints != "mujoco" or sp is None:
         return None
-    from .soft import _mixed
+    from .soft import mixed
 
     def attrs(ref, imp, mix, margin, prio, cond):
         values = dict(solref=_f(ref), solimp=_f(imp), solmix=_f(mix), margin=_f(margin), priority=str(int(prio)),
@@ -1849,7 +1849,7 @@ def _soft_xml(scene, params, geom: dict, option: dict):
     opt = "".join(f' {k}="{v}"' for k, v in (("impratio", _f(a(sp.impratio))), ("cone", sp.cone)) if k not in option)
 
     def pair(b1: int, b2: int) -> str:
-        ref, imp, margin, cond = (np.asarray(x)[0] for x in _mixed(sp, np.asarray([[b1, b2]])))
+        ref, imp, margin, cond = (np.asarray(x)[0] for x in mixed(sp, np.asarray([[b1, b2]])))
         values = dict(solref=_f(ref), solimp=_f(imp), margin=_f(margin), condim=str(int(cond)))
         return "".join(f' {k}="{v}"' for k, v in values.items() if k not in geom)
 
@@ -1892,7 +1892,7 @@ def to_mjcf(scene, params, state, model=None, path=None, option: dict | None = N
     MuJoCo's soft mode (``Scene.constraints = "mujoco"``, ``params.soft``): each body's contact solref,
     solimp, solmix, margin, priority and condim on its geoms, the ground's on the floor and the tilted
     planes, impratio and the cone on ``<option>``, each limited joint's solimplimit and margin, and a
-    ``<pair>``'s mixed values (``soft._mixed``), so ``from_mjcf(text, constraints="mujoco")`` reads the
+    ``<pair>``'s mixed values (``soft.mixed``), so ``from_mjcf(text, constraints="mujoco")`` reads the
     same ``SoftParams`` back; a key given in ``geom``/``option`` is the caller's.
 
     Refused (``ValueError``): anisotropic μ (MuJoCo's geom friction is isotropic), a body that is

@@ -139,7 +139,7 @@ def reference(solref, solimp, r, v, dt: float):
     return -b * v - k * d * r, d, (1.0 - d) / d
 
 
-def _mixed(sp: SoftParams, bodies):
+def mixed(sp: SoftParams, bodies):
     """(solref (C, 2), solimp (C, 5), margin (C,), condim (C,)) of contacts between ``bodies`` (C, 2)
     (−1: the ground), as MuJoCo's ``mj_contactParam``: the higher priority side's values; at equal
     priority solref and solimp mixed by solmix (solref by the minimum where either is direct), condim
@@ -236,7 +236,7 @@ def problem(scene, params, con, prob, mu, vel_pre, dt: float, ours=None) -> Soft
     mu = jnp.asarray(mu, dtype)
     condim = jnp.full((P,), 3, jnp.int32)
     if P:
-        ref_c, imp_c, margin_c, condim = _mixed(sp, con.bodies[:P, :2])
+        ref_c, imp_c, margin_c, condim = mixed(sp, con.bodies[:P, :2])
         solref, solimp = solref.at[:P].set(ref_c), solimp.at[:P].set(imp_c)
         margin = margin.at[:P].set(margin_c)
         if sp.invweight is not None:
@@ -418,5 +418,5 @@ def check_mode(constraints) -> str:
     return constraints
 
 
-__all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "SoftParams", "broken_soft", "check_mode", "check_soft",
+__all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "SoftParams", "broken_soft", "check_mode", "check_soft", "mixed",
            "impedance", "problem", "reference", "soft_params", "SoftProblem"]
