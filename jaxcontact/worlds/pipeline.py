@@ -48,6 +48,7 @@ import numpy as np
 from flax import struct
 
 from .. import contact, eager, geometry, stages
+from ..rotations import quat_exp, quat_mul, quat_normalize
 from ..stages import first, leading, per_body
 from ..types import Flags, Model, Params, State
 from ..validation import (
@@ -177,14 +178,15 @@ def _contactsper_body(model, scene: Scene, params: Params, state, v1, Minv, warm
     return jnp.where(held, 0.0, v), jnp.where(held, 0.0, p_imp), info, w, failed
 
 
-def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm):
+def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm, correction=None):
     """The contact stage of a world with pairs or joints: the joints eliminated
     (``joints.motion``), ``collide``, one ``contact.body_problem`` of every contact, solved by the
     law at once (``law.solve_coupled``). (velocities after contact, impulses, ``WorldInfo`` without
-    flags, warm⁺, the contacts)."""
+    flags, warm⁺, the contacts). ``correction``: a Runge–Kutta stage's joint rows (``joints.motion``)."""
     N = scene.num_bodies
     law = model.law
-    motion = world_joints.motion(model, scene, params, state, v1, Minv)  # v¹ and M⁻¹, or v_c and W of the joints
+    # v¹ and M⁻¹, or v_c and W of the joints
+    motion = world_joints.motion(model, scene, params, state, v1, Minv, correction)
     if scene.fixed:
         motion = hold_fixed(scene, motion)
     con = collide(model, scene, params, state)
@@ -304,7 +306,10 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
     4. integrate: ``stages.integrate`` per body;
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
     ``warm``: the law's warm start (None: cold), returned updated. ``stage``: how each named stage
-    is run (``direct``: called; a profiler's hook times them)."""
+    is run (``direct``: called; a profiler's hook times them). A world of ``Scene.integrator = "rk4"``
+    steps by ``rk4_stages`` instead (stages 2 and 3 four times, then one update)."""
+    if scene.integrator == "rk4":
+        return rk4_stages(model, scene, params, state, control, warm, stage)
     params, control, invalid_b = stage("checks in", lambda p, s, u: _checks_in(scene, p, s, u), params, state, control)
     given = state
     state, projected_b = stage("depenetrate", lambda p, s: _depenetrate(model, scene, p, s), params, state)
@@ -326,6 +331,66 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
         info = stage("checks out", lambda p, li, ib, pb, fb, bp, n: _checksper_body(scene, p, li, ib, pb, fb, bp, n),
                      params, laws_info, invalid_b, projected_b, failed_b, p_body, new)
     return new, info, warm
+
+
+RK4_A = (0.5, 0.5, 1.0)  # MuJoCo's RK4 tableau (``RK4_A``: diagonal below the first row): stage i from stage i − 1's
+RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)  # the stages' weights in the update (``RK4_B``)
+
+
+def advance(model, state, dq, dv):
+    """``state`` advanced by one step h = ``model.dt`` at the rates ``dq`` (N, 6) (positions: world
+    velocity, body angular velocity, the quaternion turned on its manifold as ``stages.integrate``)
+    and the accelerations ``dv`` (N, 6): MuJoCo's ``X[0] '+' h dX`` of a Runge–Kutta stage and update."""
+    h = model.dt
+    quat = jax.vmap(lambda q, w: quat_normalize(quat_mul(q, quat_exp(h * w))))(state.quat, dq[:, 3:])
+    return state.replace(pos=state.pos + h * dq[:, :3], quat=quat, vel=state.vel + h * dv[:, :3],
+                         omega=state.omega + h * dv[:, 3:])
+
+
+@stages.full_precision
+def rk4_stages(model, scene: Scene, params: Params, state, control, warm, stage=direct):
+    """The step of a world of ``Scene.integrator = "rk4"`` (MuJoCo's ``mj_RungeKutta``, four stages):
+    ``(state⁺, WorldInfo, warm⁺)`` as ``step_stages``. Each stage's acceleration a(X) = (v⁺ − v)/h is one
+    velocity update of the Euler step at the stage's state X (free motion with the gyroscopic term and
+    the damping explicit, the joint rows at acceleration level: ``joints.motion``'s ``correction``, held
+    from the step's start; MuJoCo's soft rows as they are, their a_ref an acceleration); stage i starts at
+    X₀ ⊕ h A_i (v, a) of stage i − 1 (``RK4_A``), and the step is X₀ ⊕ h Σ B_i (v_i, a_i) (``RK4_B``,
+    ``advance``). The info is the first stage's (the step's start, as MuJoCo's ``mj_forward``), its flags
+    those of every stage; the warm start is passed from stage to stage."""
+    params, control, invalid_b = stage("checks in", lambda p, s, u: _checks_in(scene, p, s, u), params, state, control)
+    jp = getattr(params, "joints", None)
+    correction = None if scene.joints is None else world_joints.stage_correction(model, scene.joints, jp, state)
+    dtype = state.pos.dtype
+    h = model.dt
+    gen = lambda s: jax.vmap(lambda x: x.generalized_velocity())(s)
+
+    def accel(p, s, u, w):
+        v1, Minv, inv = _free_motion(model, p, s, u, invalid_b, explicit=True)
+        v_new, p_body, info, w, con = _contacts_coupled(model, scene, p, s, v1, Minv, w, correction)
+        return (v_new - gen(s)) / h, v_new, p_body, info, w, con, inv
+
+    def one(carry, ab):
+        v_prev, a_prev, w, dq, dv, bad = carry
+        a_i, b_i = ab
+        s = advance(model, state, a_i * v_prev, a_i * a_prev)
+        acc, v_new, p_body, info, w, con, inv = accel(params, s, control, w)
+        info = _checks_coupled(model, scene, con, info, inv, jnp.zeros((scene.num_bodies,), bool), p_body, s)
+        v = gen(s)
+        return (v, acc, w, dq + b_i * v, dv + b_i * acc, bad | info.flags), info
+
+    acc0, v_new0, p0, info0, warm1, con0, inv0 = stage(
+        "contact", lambda p, s, u, w: accel(p, s, u, w), params, state, control, warm)
+    info0 = _checks_coupled(model, scene, con0, info0, inv0, jnp.zeros((scene.num_bodies,), bool), p0, state)
+    v0 = gen(state)
+    carry = (v0, acc0, warm1, RK4_B[0] * v0, RK4_B[0] * acc0, info0.flags)
+    carry, _ = jax.lax.scan(one, carry, (jnp.asarray(RK4_A, dtype), jnp.asarray(RK4_B[1:], dtype)))
+    _, _, warm, dq, dv, bad = carry
+    new = stage("integrate", lambda s, q, v: advance(model, s, q, v), state, dq, dv)
+    if scene.fixed:  # a fixed body's state is kept exactly as given
+        new = _keep(scene.fixed_bodies, state, new)
+    nonfinite = stages.any_nonfinite(new)
+    flags = bad | jnp.where(nonfinite, jnp.int32(Flags.NONFINITE), jnp.int32(0))
+    return new, info0.replace(flags=flags), warm
 
 
 def _checks_in(scene: Scene, params: Params, state, control):
@@ -357,15 +422,16 @@ def _depenetrate(model, scene: Scene, params: Params, state):
     return state, projected_b
 
 
-def _free_motion(model, params: Params, state, control, invalid_b):
+def _free_motion(model, params: Params, state, control, invalid_b, explicit: bool = False):
     """Stage 2: ``(v¹, M⁻¹, invalid bits)``: the fluid's drag at the state the step starts from (a wrench
-    beside the control, its rule checked), v¹ and M⁻¹ per body."""
+    beside the control, its rule checked), v¹ and M⁻¹ per body. ``explicit``: the gyroscopic term
+    explicit (a Runge–Kutta stage's acceleration: ``stages.free_velocity(..., explicit=True)``)."""
     medium = getattr(params, "medium", None)
     if medium is not None:
         invalid_b = invalid_b | jnp.where(broken_medium(medium), jnp.int32(1 << MEDIUM), jnp.int32(0))
         drag = fluid_wrench(params.body, medium, state)
         control = drag if control is None else control + drag
-    v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
+    v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u, explicit=explicit), params, state, control)
     Minv = per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
     return v1, Minv, invalid_b
 

@@ -411,6 +411,22 @@ def broken_soft(scene, params):
     return bad
 
 
+INTEGRATORS = ("euler", "rk4")
+"""``Scene.integrator``: the semi-implicit Euler step (the default) or MuJoCo's four-stage Runge–Kutta."""
+
+
+def check_integrator(integrator, constraints: str = "mujoco") -> str:
+    """``Scene.integrator``, refused by name when it is not one of ``INTEGRATORS``, or "rk4" beside the
+    hard rows: a Runge–Kutta stage's acceleration needs forces (MuJoCo's soft rows), where a hard row's
+    impulse stops an approach within one step."""
+    if not isinstance(integrator, str) or integrator not in INTEGRATORS:
+        raise ValueError(f"Scene.integrator must be one of {INTEGRATORS}, got {integrator!r}")
+    if integrator == "rk4" and constraints != "mujoco":
+        raise ValueError("Scene.integrator='rk4' needs constraints='mujoco': its stages combine accelerations, "
+                         "which MuJoCo's soft rows are and the hard rows' impulses are not")
+    return integrator
+
+
 def check_mode(constraints) -> str:
     """``Scene.constraints``, refused by name when it is not one of ``CONSTRAINTS``."""
     if not isinstance(constraints, str) or constraints not in CONSTRAINTS:
@@ -418,5 +434,6 @@ def check_mode(constraints) -> str:
     return constraints
 
 
-__all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "SoftParams", "broken_soft", "check_mode", "check_soft",
+__all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "INTEGRATORS", "SoftParams", "broken_soft", "check_integrator",
+           "check_mode", "check_soft",
            "impedance", "problem", "reference", "soft_params", "SoftProblem"]
