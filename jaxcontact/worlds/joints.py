@@ -1058,13 +1058,14 @@ class Motion:
         return jnp.max(jnp.linalg.norm(err, axis=1))
 
 
-def motion(model, scene, params: Params, state: State, v1, Minv, correction=None) -> Motion:
+def motion(model, scene, params: Params, state: State, v1, Minv, correction=None, explicit: bool = False) -> Motion:
     """The step's stage between the free velocities v¹ (N, 6) and the contact problem: free bodies
     start from v¹ with their own M⁻¹ (N, 6, 6); a world with ``scene.joints`` from v_c with the
     jointed W (``constrained_motion``). ``correction`` (R,) or None: a Runge–Kutta stage's
     (``stage_correction`` of the step's start): the joint rows then ask for the acceleration that
     keeps them, J v⁺ = J v − h J̇ v + correction (``constraint_drift``), and the damping is explicit
-    (``passive_motion``); None: the Euler step's J v⁺ = −(β/h)·error."""
+    (``passive_motion``); None: the Euler step's J v⁺ = −(β/h)·error. ``explicit``: the damping explicit
+    in an Euler step (the motion MuJoCo's Euler computes its constraint forces with: ``damped``)."""
     joints = scene.joints
     if joints is None:
         return Motion(velocity=v1, mobility=Minv, error=jnp.zeros((0,), v1.dtype))
@@ -1075,7 +1076,7 @@ def motion(model, scene, params: Params, state: State, v1, Minv, correction=None
     M = block_diag(Minv)
     v = v1.reshape(-1)
     if params.joints.has_passive():  # damping, springs, armature: the free motion and mobility change
-        v, M = passive_motion(model, joints, params.joints, state, v1, M, explicit=correction is not None)
+        v, M = passive_motion(model, joints, params.joints, state, v1, M, explicit=explicit or correction is not None)
     Jb, err = system(joints, params.joints, state)
     if correction is None:
         target = -(joints.baumgarte / model.dt) * err
@@ -1087,6 +1088,14 @@ def motion(model, scene, params: Params, state: State, v1, Minv, correction=None
     plain = joints.kinds == () and joints.uniform and not joints.num_tendon_equalities
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
                   target=target, factor=fac, anchors=None if plain else anchor_rows(joints))
+
+
+def damped(joints: Joints | None, jp) -> bool:
+    """Whether a world's joints have damping that an Euler step integrates implicitly (static: a
+    ``JointParams.damping`` or actuators, whose velocity bias is damping too). MuJoCo's Euler then
+    computes the constraint forces with M (the damping explicit) and applies them with M + hD
+    (``mj_EulerSkip``); ``pipeline._contacts_coupled`` does so in the mode ``constraints="mujoco"``."""
+    return joints is not None and isinstance(jp, JointParams) and (jp.damping is not None or jp.actuators is not None)
 
 
 def check_start(start) -> str:

@@ -187,8 +187,13 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
     law = model.law
     # v¹ and M⁻¹, or v_c and W of the joints
     motion = world_joints.motion(model, scene, params, state, v1, Minv, correction)
+    # MuJoCo's Euler with damping: the constraint forces from M (the damping explicit), applied with M + hD
+    split = (scene.constraints == "mujoco" and correction is None
+             and world_joints.damped(scene.joints, getattr(params, "joints", None)))
+    solving = world_joints.motion(model, scene, params, state, v1, Minv, explicit=True) if split else motion
     if scene.fixed:
         motion = hold_fixed(scene, motion)
+        solving = hold_fixed(scene, solving) if split else motion
     con = collide(model, scene, params, state)
     if con.rows.shape[0] == 0:  # joints alone, nothing to touch: no contact problem
         p_body = jnp.zeros_like(v1)
@@ -197,7 +202,7 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
             residual=jnp.zeros((), v1.dtype), iterations=jnp.zeros((), jnp.int32),
             joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
         return motion.after(p_body), p_body, info, warm, con
-    prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, motion.mobility, motion.velocity, model.dt)
+    prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, solving.mobility, solving.velocity, model.dt)
     if con.num_losses:  # friction losses: contacts of a fixed normal impulse (contacts.loss_contacts)
         prob = prob.replace(fixed_normal=jnp.arange(con.phi.shape[0]) >= con.phi.shape[0] - con.num_losses)
     if model.max_correction_speed is not None:
@@ -333,7 +338,7 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
     return new, info, warm
 
 
-RK4_A = (0.5, 0.5, 1.0)  # MuJoCo's RK4 tableau (``RK4_A``: diagonal below the first row): stage i from stage i − 1's
+RK4_A = (0.5, 0.5, 1.0)  # MuJoCo's RK4 tableau (``RK4_A``, its diagonal below the first row): stage i from stage i − 1
 RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)  # the stages' weights in the update (``RK4_B``)
 
 
@@ -347,6 +352,35 @@ def advance(model, state, dq, dv):
                          omega=state.omega + h * dv[:, 3:])
 
 
+def _rk4_scan(model, scene: Scene, params: Params, state, control, warm, invalid_b):
+    """``rk4_stages``' four stages in one ``lax.scan`` (one stage compiled): ``(Σ B v, Σ B a, the flags of
+    every stage, warm⁺, the first stage's WorldInfo)``."""
+    jp = getattr(params, "joints", None)
+    correction = None if scene.joints is None else world_joints.stage_correction(model, scene.joints, jp, state)
+    dtype = state.pos.dtype
+    h = model.dt
+    gen = lambda s: jax.vmap(lambda x: x.generalized_velocity())(s)
+    none = jnp.zeros((scene.num_bodies,), bool)
+
+    def one(carry, ab):
+        v_prev, a_prev, w, dq, dv, bad = carry
+        first_stage, a_i, b_i = ab
+        s = advance(model, state, a_i * v_prev, a_i * a_prev)
+        s = jax.tree_util.tree_map(lambda x0, x: jnp.where(first_stage, x0, x), state, s)  # X₀ itself, bitwise
+        v1, Minv, inv = _free_motion(model, params, s, control, invalid_b, explicit=True)
+        v_new, p_body, info, w, con = _contacts_coupled(model, scene, params, s, v1, Minv, w, correction)
+        info = _checks_coupled(model, scene, con, info, inv, none, p_body, s)
+        v = gen(s)
+        acc = (v_new - v) / h
+        return (v, acc, w, dq + b_i * v, dv + b_i * acc, bad | info.flags), info
+
+    zero = jnp.zeros((scene.num_bodies, 6), dtype)
+    stages_in = (jnp.arange(4) == 0, jnp.asarray((0.0,) + RK4_A, dtype), jnp.asarray(RK4_B, dtype))
+    carry, infos = jax.lax.scan(one, (zero, zero, warm, zero, zero, jnp.zeros((), jnp.int32)), stages_in)
+    _, _, warm, dq, dv, bad = carry
+    return dq, dv, bad, warm, jax.tree_util.tree_map(lambda x: x[0], infos)
+
+
 @stages.full_precision
 def rk4_stages(model, scene: Scene, params: Params, state, control, warm, stage=direct):
     """The step of a world of ``Scene.integrator = "rk4"`` (MuJoCo's ``mj_RungeKutta``, four stages):
@@ -356,41 +390,16 @@ def rk4_stages(model, scene: Scene, params: Params, state, control, warm, stage=
     from the step's start; MuJoCo's soft rows as they are, their a_ref an acceleration); stage i starts at
     X₀ ⊕ h A_i (v, a) of stage i − 1 (``RK4_A``), and the step is X₀ ⊕ h Σ B_i (v_i, a_i) (``RK4_B``,
     ``advance``). The info is the first stage's (the step's start, as MuJoCo's ``mj_forward``), its flags
-    those of every stage; the warm start is passed from stage to stage."""
+    those of every stage; the warm start is passed from stage to stage. The stages run as the named stage
+    "contact" (``_rk4_scan``), the update as "integrate"."""
     params, control, invalid_b = stage("checks in", lambda p, s, u: _checks_in(scene, p, s, u), params, state, control)
-    jp = getattr(params, "joints", None)
-    correction = None if scene.joints is None else world_joints.stage_correction(model, scene.joints, jp, state)
-    dtype = state.pos.dtype
-    h = model.dt
-    gen = lambda s: jax.vmap(lambda x: x.generalized_velocity())(s)
-
-    def accel(p, s, u, w):
-        v1, Minv, inv = _free_motion(model, p, s, u, invalid_b, explicit=True)
-        v_new, p_body, info, w, con = _contacts_coupled(model, scene, p, s, v1, Minv, w, correction)
-        return (v_new - gen(s)) / h, v_new, p_body, info, w, con, inv
-
-    def one(carry, ab):
-        v_prev, a_prev, w, dq, dv, bad = carry
-        a_i, b_i = ab
-        s = advance(model, state, a_i * v_prev, a_i * a_prev)
-        acc, v_new, p_body, info, w, con, inv = accel(params, s, control, w)
-        info = _checks_coupled(model, scene, con, info, inv, jnp.zeros((scene.num_bodies,), bool), p_body, s)
-        v = gen(s)
-        return (v, acc, w, dq + b_i * v, dv + b_i * acc, bad | info.flags), info
-
-    acc0, v_new0, p0, info0, warm1, con0, inv0 = stage(
-        "contact", lambda p, s, u, w: accel(p, s, u, w), params, state, control, warm)
-    info0 = _checks_coupled(model, scene, con0, info0, inv0, jnp.zeros((scene.num_bodies,), bool), p0, state)
-    v0 = gen(state)
-    carry = (v0, acc0, warm1, RK4_B[0] * v0, RK4_B[0] * acc0, info0.flags)
-    carry, _ = jax.lax.scan(one, carry, (jnp.asarray(RK4_A, dtype), jnp.asarray(RK4_B[1:], dtype)))
-    _, _, warm, dq, dv, bad = carry
+    dq, dv, bad, warm, info = stage("contact", lambda p, s, u, w, i: _rk4_scan(model, scene, p, s, u, w, i),
+                                    params, state, control, warm, invalid_b)
     new = stage("integrate", lambda s, q, v: advance(model, s, q, v), state, dq, dv)
     if scene.fixed:  # a fixed body's state is kept exactly as given
         new = _keep(scene.fixed_bodies, state, new)
-    nonfinite = stages.any_nonfinite(new)
-    flags = bad | jnp.where(nonfinite, jnp.int32(Flags.NONFINITE), jnp.int32(0))
-    return new, info0.replace(flags=flags), warm
+    flags = bad | jnp.where(stages.any_nonfinite(new), jnp.int32(Flags.NONFINITE), jnp.int32(0))
+    return new, info.replace(flags=flags), warm
 
 
 def _checks_in(scene: Scene, params: Params, state, control):
