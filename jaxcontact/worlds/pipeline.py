@@ -19,6 +19,9 @@ of pure stages over the stacked bodies (leading body axis N):
 4. v⁺ = v¹ + M⁻¹ p per body (v_c + W p with joints, and the joint impulse), ``stages.integrate``;
 5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase) in a ``WorldInfo``.
 
+A world of ``Scene.integrator = "rk4"`` (MuJoCo's soft constraints only) steps by ``rk4_stages`` instead:
+stages 2 and 3 four times at MuJoCo's Runge–Kutta stages, then one update (``advance``).
+
 ``run`` scans it (the one rollout; the law's warm start in the carry) and ``batch_jit`` vmaps
 ``run`` over systems in chunks; the entry points of bodies (``dynamics``), worlds (here:
 ``step``, ``rollout``, ``batch_rollout``) and chains (``chains.dynamics``) validate, call them

@@ -23,8 +23,10 @@ MuJoCo's ``jnt_solref``; ``SoftParams.limit_*``). Under MuJoCo's pyramidal cone 
 its four edges n ± μ_j t_j, each a frictionless row ≥ 0 whose velocity holds the slip, with MuJoCo's
 R = 2 μ²/impratio · (1 − d)/d · Â (1 + μ²) (``problem``); under the elliptic cone its normal row is soft
 and its friction rows stay this engine's (the law's cone, bounded by μ times the soft normal impulse).
-Tendon limits, friction losses, welds and equalities stay hard.
-``worlds.from_mjcf(path, constraints="mujoco")`` loads a file's compiled values; ``soft_params``
+Tendon limits, friction losses, welds and equalities stay hard. In the mode a world may step by MuJoCo's
+RK4 (``Scene.integrator``, ``INTEGRATORS``; ``pipeline.rk4_stages``), and its Euler step computes the rows'
+forces with M, the damping explicit, and applies them with M + hD as MuJoCo's (``joints.damped``).
+``worlds.from_mjcf(path, constraints="mujoco")`` loads a file's compiled values (and ``opt.integrator``); ``soft_params``
 builds MuJoCo's defaults for a world made by hand. docs/worlds.md, "MuJoCo's soft constraints".
 """
 
