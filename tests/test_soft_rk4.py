@@ -100,7 +100,7 @@ def test_a_tumbling_box_follows_mujocos_tableau_to_round_off():
     every stage): its angular velocity within 1e-11 rad/s and its pose within 1e-12 of MuJoCo's tableau
     over MuJoCo C's own stage accelerations at every one of 100 steps (round-off); against MuJoCo C's
     ``mj_step`` (4.0) the angular velocity agrees to round-off and the quaternion within 1e-4 (measured
-    8.1e-5: its RK4 turns the quaternion otherwise than the tableau of its 3.x source, not modelled)."""
+    8.1e-5: its RK4 turns the quaternion otherwise than the tableau of its source at a725507, not modelled)."""
     m, d, (scene, params, state, model) = _load(BOX, qvel=[0, 0, 0, 3.0, 0.5, 7.0])
     q_ref, v_ref = _mujoco_tableau(m, d, 100)
     traj = worlds.rollout(model, scene, params, state, 100)[0]
