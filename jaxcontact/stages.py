@@ -52,8 +52,9 @@ def gravity_magnitude(model: Model) -> float:
     return math.sqrt(model.gravity ** 2 + model.gravity_xy[0] ** 2 + model.gravity_xy[1] ** 2)
 
 
-def free_velocity(model: Model, params: Params, state: AnyState, control=None) -> jnp.ndarray:
-    """Generalised velocity after gravity, control (force world, torque body) and gyroscopics."""
+def free_velocity(model: Model, params: Params, state: AnyState, control=None, explicit: bool = False) -> jnp.ndarray:
+    """Generalised velocity after gravity, control (force world, torque body) and gyroscopics
+    (implicit; ``explicit``: −h I⁻¹(ω × Iω) at the state's ω, a Runge–Kutta stage's acceleration)."""
     body = params.body
     h = model.dt
     dtype = state.vel.dtype
@@ -67,7 +68,9 @@ def free_velocity(model: Model, params: Params, state: AnyState, control=None) -
     v = state.vel + h * (g + f[:3] / body.mass)
     I = body.inertia
     w0 = state.omega + h * solve3(I, f[3:])
-    if model.gyroscopic:
+    if model.gyroscopic and explicit:
+        w = w0 - h * solve3(I, jnp.cross(state.omega, I @ state.omega))
+    elif model.gyroscopic:
         # One Newton step on I(w − w0) + h w × I w = 0 from w0 (Bullet's implicit gyroscopic).
         Iw = I @ w0
         res = h * jnp.cross(w0, Iw)

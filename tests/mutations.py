@@ -53,6 +53,7 @@ CONE = "tests/test_friction_cone.py"
 SCENERY = "tests/test_scenery.py"
 MJCF_SCENERY = "tests/test_mjcf_scenery.py"
 BROAD = "tests/test_broad_phase.py"
+SOFT_RK4 = "tests/test_soft_rk4.py"
 OPTIONS = "tests/test_compiler_options.py::test_the_eager_program_has_no_ynn_fusions"
 
 
@@ -1455,6 +1456,32 @@ MUTATIONS = (
              "    if flags & Flags.SOLVER:\n        warn_solver(0,", "    if False:\n        warn_solver(0,",
              ("tests/test_warnings.py::test_report_of_a_flagged_world_says_how_many_bodies",
               "tests/test_warnings.py::test_failed_solve_warns_with_its_numbers_and_the_flags_agree")),
+    # MuJoCo's RK4 in the soft mode (Scene.integrator = "rk4", pipeline.rk4_stages) and its Euler's force split
+    Mutation("soft-rk4-weights-equal", "soft", "jaxcontact/worlds/pipeline.py",
+             "RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)", "RK4_B = (0.25, 0.25, 0.25, 0.25)",
+             (SOFT_RK4 + "::test_a_pendulum_swings_at_the_closed_form_period_and_follows_mujocos_rk4",
+              SOFT_RK4 + "::test_a_tumbling_box_follows_mujocos_tableau_to_round_off")),
+    Mutation("soft-rk4-stage-full-step", "soft", "jaxcontact/worlds/pipeline.py",
+             "RK4_A = (0.5, 0.5, 1.0)", "RK4_A = (0.5, 1.0, 1.0)",
+             (SOFT_RK4 + "::test_a_pendulum_swings_at_the_closed_form_period_and_follows_mujocos_rk4",)),
+    Mutation("soft-rk4-damping-implicit", "soft", "jaxcontact/worlds/joints.py",
+             "explicit=explicit or correction is not None)", "explicit=explicit)",
+             (SOFT_RK4 + "::test_a_damped_rod_past_its_limit_follows_mujocos_rk4",)),
+    Mutation("soft-rk4-no-constraint-drift", "soft", "jaxcontact/worlds/joints.py",
+             "target = Jb @ v_now - model.dt * constraint_drift(joints, params.joints, state) + correction",
+             "target = Jb @ v_now + correction",
+             (SOFT_RK4 + "::test_a_pendulum_swings_at_the_closed_form_period_and_follows_mujocos_rk4",)),
+    Mutation("soft-rk4-gyroscopic-implicit", "soft", "jaxcontact/worlds/pipeline.py",
+             "stages.free_velocity(model, p, s, u, explicit=explicit)", "stages.free_velocity(model, p, s, u)",
+             (SOFT_RK4 + "::test_a_tumbling_box_follows_mujocos_tableau_to_round_off",)),
+    Mutation("soft-rk4-gyroscopic-sign", "soft", "jaxcontact/stages.py",
+             "w = w0 - h * solve3(I, jnp.cross(state.omega, I @ state.omega))",
+             "w = w0 + h * solve3(I, jnp.cross(state.omega, I @ state.omega))",
+             (SOFT_RK4 + "::test_a_tumbling_box_follows_mujocos_tableau_to_round_off",
+              SOFT_RK4 + "::test_gradients_through_rk4_stages_match_central_differences")),
+    Mutation("soft-euler-force-from-damped-mass", "soft", "jaxcontact/worlds/pipeline.py",
+             'split = (scene.constraints == "mujoco" and correction is None', 'split = (False and correction is None',
+             ("tests/test_soft_constraints.py::test_a_damped_joint_past_its_limit_is_kicked_back_as_mujocos_euler",)),
 )
 
 

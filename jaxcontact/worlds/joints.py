@@ -885,14 +885,16 @@ def rate_drift(joints: Joints, jp: JointParams, state: State):
     return jax.jvp(rate, (state.pos, state.quat), (state.vel, dquat))[1]
 
 
-def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Minv):
+def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Minv, explicit: bool = False):
     """The free velocity and mobility with the hinges' passive forces (MuJoCo's Euler step:
     damping implicit, springs explicit, armature in the mass): with G the rate rows, A, B, K the
     armature, damping and stiffness (diagonal) and v⁰ the step's start velocity, the step solves
     (M + GᵀAG + h GᵀBG)(v − v⁰) = h f − h GᵀBG v⁰ − h GᵀK(q − q_ref) − h GᵀA Ġv⁰ (the armature's force
     A q̈ with q̈ = G v̇ + Ġ v: ``rate_drift``); with v¹ = v⁰ + h M⁻¹f that is
     v = v¹ − M'⁻¹Gᵀ[A G(v¹ − v⁰) + h A Ġv⁰ + h B G v¹ + h K(q − q_ref)], M'⁻¹ = M⁻¹ − M⁻¹Gᵀ(I + C G M⁻¹Gᵀ)⁻¹C G M⁻¹
-    (Woodbury, C = A + hB). Returns (v (6N,), M'⁻¹ (6N, 6N)); the joint rows then act through M'⁻¹."""
+    (Woodbury, C = A + hB). Returns (v (6N,), M'⁻¹ (6N, 6N)); the joint rows then act through M'⁻¹.
+    ``explicit``: every damping (the joints', the actuators' velocity bias, the tendons') explicit, at
+    v⁰, and C = A: the acceleration of a Runge–Kutta stage (MuJoCo's RK4 has no implicit damping)."""
     h = model.dt
     dtype = v1.dtype
     D = joints.num_dofs
@@ -919,11 +921,12 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
                                      joints.force_limited)
         pushed, extra, t_pushed, t_extra = pushed[:D], extra[:D], pushed[D:], extra[D:]
         damp = damp + extra
-    C = arm + h * damp
+    C = arm if explicit else arm + h * damp
+    v_damp = v0 if explicit else v1  # the velocity the damping acts at
     MG = Minv @ G.T  # (6N, D)
     S = jnp.eye(D, dtype=dtype) + C[:, None] * (G @ MG)
     Minv_p = Minv - MG @ linalg.solve(S, C[:, None] * MG.T)
-    force = arm * (G @ (v1 - v0)) + h * damp * (G @ v1) - h * pushed
+    force = arm * (G @ (v1 - v0)) + h * damp * (G @ v_damp) - h * pushed
     if jp.armature is not None:  # the rotor's inertia force is a·q̈, q̈ = G v̇ + Ġ v: its Ġ v part
         force = force + h * arm * rate_drift(joints, jp, state)
     if jp.stiffness is not None:
@@ -933,15 +936,40 @@ def passive_motion(model, joints: Joints, jp: JointParams, state: State, v1, Min
     if jp.tendons is not None and (jp.tendons.has_passive() or T and jp.actuators is not None):
         # the tendons' rows join the update (Woodbury again), with their actuators' forces and implicit damping
         Gt, ct, ft = tendon_passive(joints.tendons, jp.tendons, scalar_view(joints, G),
-                                    scalar_view(joints, q) if spring else None, v1, h)
+                                    scalar_view(joints, q) if spring else None, v_damp, h)
         if t_pushed is not None:
-            ct, ft = ct + h * t_extra, ft + h * t_extra * (Gt @ v1) - h * t_pushed
+            ct, ft = ct + h * t_extra, ft + h * t_extra * (Gt @ v_damp) - h * t_pushed
+        if explicit:
+            ct = jnp.zeros_like(ct)
         MG = Minv_p @ Gt.T
         S = jnp.eye(Gt.shape[0], dtype=dtype) + ct[:, None] * (Gt @ MG)
         Minv_p = Minv_p - MG @ linalg.solve(S, ct[:, None] * MG.T)
         push = push + Gt.T @ ft
     v = v1 - Minv_p @ push
     return v, 0.5 * (Minv_p + Minv_p.T)
+
+
+def constraint_drift(joints: Joints, jp: JointParams, state: State):
+    """(R,) J̇ v: how the joint rows' velocity J v (``system``) changes as the bodies move at their
+    velocities v with v held, by forward differentiation along the motion (as ``rate_drift``): a
+    row's acceleration is J a + J̇ v, so J a = −J̇ v keeps J v (a Runge–Kutta stage's rows)."""
+    v = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
+
+    def rows(pos, quat):
+        return system(joints, jp, state.replace(pos=pos, quat=quat))[0] @ v
+
+    dquat = 0.5 * jax.vmap(lambda q, w: quat_mul(q, jnp.concatenate([jnp.zeros((1,), w.dtype), w])))(state.quat, state.omega)
+    return jax.jvp(rows, (state.pos, state.quat), (state.vel, dquat))[1]
+
+
+def stage_correction(model, joints: Joints, jp: JointParams, state: State):
+    """(R,) the joint rows' correction of a Runge–Kutta step (``motion``'s ``correction``), from the state
+    the step starts from: −(β/h)·error − J v, the Euler step's stabilisation (its drift of position and
+    of velocity taken out within a step), held over the step's stages so that the stages' own chords
+    off the joints (O(h²), which the stages' accelerations integrate away) are not corrected."""
+    Jb, err = system(joints, jp, state)
+    v = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
+    return -(joints.baumgarte / model.dt) * err - Jb @ v
 
 
 REDUNDANT_REGULARIZATION = 1e-2  # × √(machine ε) × the largest diagonal of J M⁻¹ Jᵀ: ``regularized_motion``
@@ -1030,10 +1058,14 @@ class Motion:
         return jnp.max(jnp.linalg.norm(err, axis=1))
 
 
-def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
+def motion(model, scene, params: Params, state: State, v1, Minv, correction=None, explicit: bool = False) -> Motion:
     """The step's stage between the free velocities v¹ (N, 6) and the contact problem: free bodies
     start from v¹ with their own M⁻¹ (N, 6, 6); a world with ``scene.joints`` from v_c with the
-    jointed W (``constrained_motion``)."""
+    jointed W (``constrained_motion``). ``correction`` (R,) or None: a Runge–Kutta stage's
+    (``stage_correction`` of the step's start): the joint rows then ask for the acceleration that
+    keeps them, J v⁺ = J v − h J̇ v + correction (``constraint_drift``), and the damping is explicit
+    (``passive_motion``); None: the Euler step's J v⁺ = −(β/h)·error. ``explicit``: the damping explicit
+    in an Euler step (the motion MuJoCo's Euler computes its constraint forces with: ``damped``)."""
     joints = scene.joints
     if joints is None:
         return Motion(velocity=v1, mobility=Minv, error=jnp.zeros((0,), v1.dtype))
@@ -1044,14 +1076,26 @@ def motion(model, scene, params: Params, state: State, v1, Minv) -> Motion:
     M = block_diag(Minv)
     v = v1.reshape(-1)
     if params.joints.has_passive():  # damping, springs, armature: the free motion and mobility change
-        v, M = passive_motion(model, joints, params.joints, state, v1, M)
+        v, M = passive_motion(model, joints, params.joints, state, v1, M, explicit=explicit or correction is not None)
     Jb, err = system(joints, params.joints, state)
-    target = -(joints.baumgarte / model.dt) * err
+    if correction is None:
+        target = -(joints.baumgarte / model.dt) * err
+    else:  # a stage's acceleration: the rows' own rate kept, their drift from the step's start corrected
+        v_now = jax.vmap(lambda s: s.generalized_velocity())(state).reshape(-1)
+        target = Jb @ v_now - model.dt * constraint_drift(joints, params.joints, state) + correction
     loops = any(joints.kind(j) in EQUALITIES for j in range(joints.num_joints)) or bool(joints.num_tendon_equalities)
     vc, W, fac = (regularized_motion if loops else constrained_motion)(M, Jb, target, v)
     plain = joints.kinds == () and joints.uniform and not joints.num_tendon_equalities
     return Motion(velocity=vc.reshape(N, 6), mobility=W, error=err, v1=v, minv=M, jac=Jb,
                   target=target, factor=fac, anchors=None if plain else anchor_rows(joints))
+
+
+def damped(joints: Joints | None, jp) -> bool:
+    """Whether a world's joints have damping that an Euler step integrates implicitly (static: a
+    ``JointParams.damping`` or actuators, whose velocity bias is damping too). MuJoCo's Euler then
+    computes the constraint forces with M (the damping explicit) and applies them with M + hD
+    (``mj_EulerSkip``); ``pipeline._contacts_coupled`` does so in the mode ``constraints="mujoco"``."""
+    return joints is not None and isinstance(jp, JointParams) and (jp.damping is not None or jp.actuators is not None)
 
 
 def check_start(start) -> str:

@@ -1012,6 +1012,9 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
         gm += [float(x) for x in np.asarray(model.jnt_margin, float)[np.asarray(model.jnt_limited, bool)]]
         widest = 4.0 * max(gm, default=0.0)  # a contact's margin: its two sides' sum; the ground's reach holds half
         scene_kw["margin"] = max(scene_kw.get("margin", 0.002), widest)
+        # the file's integrator where the step has it (RK4; MuJoCo's implicit ones step as Euler here)
+        rk4 = int(model.opt.integrator) == int(M.mjtIntegrator.mjINT_RK4)
+        scene_kw.setdefault("integrator", "rk4" if rk4 else "euler")
     scene, stacked = make_scene(bodies, pairs=pairs, ground=ground, joints=joints, fixed=fixed, planes=len(tilted),
                                 contactless=contactless, no_ground=no_ground, **scene_kw)
     cast = lambda x: jnp.asarray(x, dtype)

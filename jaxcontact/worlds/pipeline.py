@@ -19,6 +19,9 @@ of pure stages over the stacked bodies (leading body axis N):
 4. v⁺ = v¹ + M⁻¹ p per body (v_c + W p with joints, and the joint impulse), ``stages.integrate``;
 5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase) in a ``WorldInfo``.
 
+A world of ``Scene.integrator = "rk4"`` (MuJoCo's soft constraints only) steps by ``rk4_stages`` instead:
+stages 2 and 3 four times at MuJoCo's Runge–Kutta stages, then one update (``advance``).
+
 ``run`` scans it (the one rollout; the law's warm start in the carry) and ``batch_jit`` vmaps
 ``run`` over systems in chunks; the entry points of bodies (``dynamics``), worlds (here:
 ``step``, ``rollout``, ``batch_rollout``) and chains (``chains.dynamics``) validate, call them
@@ -48,6 +51,7 @@ import numpy as np
 from flax import struct
 
 from .. import contact, eager, geometry, stages
+from ..rotations import quat_exp, quat_mul, quat_normalize
 from ..stages import first, leading, per_body
 from ..types import Flags, Model, Params, State
 from ..validation import (
@@ -177,16 +181,22 @@ def _contactsper_body(model, scene: Scene, params: Params, state, v1, Minv, warm
     return jnp.where(held, 0.0, v), jnp.where(held, 0.0, p_imp), info, w, failed
 
 
-def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm):
+def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm, correction=None):
     """The contact stage of a world with pairs or joints: the joints eliminated
     (``joints.motion``), ``collide``, one ``contact.body_problem`` of every contact, solved by the
     law at once (``law.solve_coupled``). (velocities after contact, impulses, ``WorldInfo`` without
-    flags, warm⁺, the contacts)."""
+    flags, warm⁺, the contacts). ``correction``: a Runge–Kutta stage's joint rows (``joints.motion``)."""
     N = scene.num_bodies
     law = model.law
-    motion = world_joints.motion(model, scene, params, state, v1, Minv)  # v¹ and M⁻¹, or v_c and W of the joints
+    # v¹ and M⁻¹, or v_c and W of the joints
+    motion = world_joints.motion(model, scene, params, state, v1, Minv, correction)
+    # MuJoCo's Euler with damping: the constraint forces from M (the damping explicit), applied with M + hD
+    split = (scene.constraints == "mujoco" and correction is None
+             and world_joints.damped(scene.joints, getattr(params, "joints", None)))
+    solving = world_joints.motion(model, scene, params, state, v1, Minv, explicit=True) if split else motion
     if scene.fixed:
         motion = hold_fixed(scene, motion)
+        solving = hold_fixed(scene, solving) if split else motion
     con = collide(model, scene, params, state)
     if con.rows.shape[0] == 0:  # joints alone, nothing to touch: no contact problem
         p_body = jnp.zeros_like(v1)
@@ -195,7 +205,7 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
             residual=jnp.zeros((), v1.dtype), iterations=jnp.zeros((), jnp.int32),
             joint_impulse=motion.joint_impulse(p_body), joint_error=motion.joint_error())
         return motion.after(p_body), p_body, info, warm, con
-    prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, motion.mobility, motion.velocity, model.dt)
+    prob = contact.body_problem(con.rows, con.bodies, con.phi, con.valid, solving.mobility, solving.velocity, model.dt)
     if con.num_losses:  # friction losses: contacts of a fixed normal impulse (contacts.loss_contacts)
         prob = prob.replace(fixed_normal=jnp.arange(con.phi.shape[0]) >= con.phi.shape[0] - con.num_losses)
     if model.max_correction_speed is not None:
@@ -304,7 +314,10 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
     4. integrate: ``stages.integrate`` per body;
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
     ``warm``: the law's warm start (None: cold), returned updated. ``stage``: how each named stage
-    is run (``direct``: called; a profiler's hook times them)."""
+    is run (``direct``: called; a profiler's hook times them). A world of ``Scene.integrator = "rk4"``
+    steps by ``rk4_stages`` instead (stages 2 and 3 four times, then one update)."""
+    if scene.integrator == "rk4":
+        return rk4_stages(model, scene, params, state, control, warm, stage)
     params, control, invalid_b = stage("checks in", lambda p, s, u: _checks_in(scene, p, s, u), params, state, control)
     given = state
     state, projected_b = stage("depenetrate", lambda p, s: _depenetrate(model, scene, p, s), params, state)
@@ -326,6 +339,70 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
         info = stage("checks out", lambda p, li, ib, pb, fb, bp, n: _checksper_body(scene, p, li, ib, pb, fb, bp, n),
                      params, laws_info, invalid_b, projected_b, failed_b, p_body, new)
     return new, info, warm
+
+
+RK4_A = (0.5, 0.5, 1.0)  # MuJoCo's RK4 tableau (``RK4_A``, its diagonal below the first row): stage i from stage i − 1
+RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)  # the stages' weights in the update (``RK4_B``)
+
+
+def advance(model, state, dq, dv):
+    """``state`` advanced by one step h = ``model.dt`` at the rates ``dq`` (N, 6) (positions: world
+    velocity, body angular velocity, the quaternion turned on its manifold as ``stages.integrate``)
+    and the accelerations ``dv`` (N, 6): MuJoCo's ``X[0] '+' h dX`` of a Runge–Kutta stage and update."""
+    h = model.dt
+    quat = jax.vmap(lambda q, w: quat_normalize(quat_mul(q, quat_exp(h * w))))(state.quat, dq[:, 3:])
+    return state.replace(pos=state.pos + h * dq[:, :3], quat=quat, vel=state.vel + h * dv[:, :3],
+                         omega=state.omega + h * dv[:, 3:])
+
+
+def _rk4_scan(model, scene: Scene, params: Params, state, control, warm, invalid_b):
+    """``rk4_stages``' four stages in one ``lax.scan`` (one stage compiled): ``(Σ B v, Σ B a, the flags of
+    every stage, warm⁺, the first stage's WorldInfo)``."""
+    jp = getattr(params, "joints", None)
+    correction = None if scene.joints is None else world_joints.stage_correction(model, scene.joints, jp, state)
+    dtype = state.pos.dtype
+    h = model.dt
+    gen = lambda s: jax.vmap(lambda x: x.generalized_velocity())(s)
+    none = jnp.zeros((scene.num_bodies,), bool)
+
+    def one(carry, ab):
+        v_prev, a_prev, w, dq, dv, bad = carry
+        first_stage, a_i, b_i = ab
+        s = advance(model, state, a_i * v_prev, a_i * a_prev)
+        s = jax.tree_util.tree_map(lambda x0, x: jnp.where(first_stage, x0, x), state, s)  # X₀ itself, bitwise
+        v1, Minv, inv = _free_motion(model, params, s, control, invalid_b, explicit=True)
+        v_new, p_body, info, w, con = _contacts_coupled(model, scene, params, s, v1, Minv, w, correction)
+        info = _checks_coupled(model, scene, con, info, inv, none, p_body, s)
+        v = gen(s)
+        acc = (v_new - v) / h
+        return (v, acc, w, dq + b_i * v, dv + b_i * acc, bad | info.flags), info
+
+    zero = jnp.zeros((scene.num_bodies, 6), dtype)
+    stages_in = (jnp.arange(4) == 0, jnp.asarray((0.0,) + RK4_A, dtype), jnp.asarray(RK4_B, dtype))
+    carry, infos = jax.lax.scan(one, (zero, zero, warm, zero, zero, jnp.zeros((), jnp.int32)), stages_in)
+    _, _, warm, dq, dv, bad = carry
+    return dq, dv, bad, warm, jax.tree_util.tree_map(lambda x: x[0], infos)
+
+
+@stages.full_precision
+def rk4_stages(model, scene: Scene, params: Params, state, control, warm, stage=direct):
+    """The step of a world of ``Scene.integrator = "rk4"`` (MuJoCo's ``mj_RungeKutta``, four stages):
+    ``(state⁺, WorldInfo, warm⁺)`` as ``step_stages``. Each stage's acceleration a(X) = (v⁺ − v)/h is one
+    velocity update of the Euler step at the stage's state X (free motion with the gyroscopic term and
+    the damping explicit, the joint rows at acceleration level: ``joints.motion``'s ``correction``, held
+    from the step's start; MuJoCo's soft rows as they are, their a_ref an acceleration); stage i starts at
+    X₀ ⊕ h A_i (v, a) of stage i − 1 (``RK4_A``), and the step is X₀ ⊕ h Σ B_i (v_i, a_i) (``RK4_B``,
+    ``advance``). The info is the first stage's (the step's start, as MuJoCo's ``mj_forward``), its flags
+    those of every stage; the warm start is passed from stage to stage. The stages run as the named stage
+    "contact" (``_rk4_scan``), the update as "integrate"."""
+    params, control, invalid_b = stage("checks in", lambda p, s, u: _checks_in(scene, p, s, u), params, state, control)
+    dq, dv, bad, warm, info = stage("contact", lambda p, s, u, w, i: _rk4_scan(model, scene, p, s, u, w, i),
+                                    params, state, control, warm, invalid_b)
+    new = stage("integrate", lambda s, q, v: advance(model, s, q, v), state, dq, dv)
+    if scene.fixed:  # a fixed body's state is kept exactly as given
+        new = _keep(scene.fixed_bodies, state, new)
+    flags = bad | jnp.where(stages.any_nonfinite(new), jnp.int32(Flags.NONFINITE), jnp.int32(0))
+    return new, info.replace(flags=flags), warm
 
 
 def _checks_in(scene: Scene, params: Params, state, control):
@@ -357,15 +434,16 @@ def _depenetrate(model, scene: Scene, params: Params, state):
     return state, projected_b
 
 
-def _free_motion(model, params: Params, state, control, invalid_b):
+def _free_motion(model, params: Params, state, control, invalid_b, explicit: bool = False):
     """Stage 2: ``(v¹, M⁻¹, invalid bits)``: the fluid's drag at the state the step starts from (a wrench
-    beside the control, its rule checked), v¹ and M⁻¹ per body."""
+    beside the control, its rule checked), v¹ and M⁻¹ per body. ``explicit``: the gyroscopic term
+    explicit (a Runge–Kutta stage's acceleration: ``stages.free_velocity(..., explicit=True)``)."""
     medium = getattr(params, "medium", None)
     if medium is not None:
         invalid_b = invalid_b | jnp.where(broken_medium(medium), jnp.int32(1 << MEDIUM), jnp.int32(0))
         drag = fluid_wrench(params.body, medium, state)
         control = drag if control is None else control + drag
-    v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u), params, state, control)
+    v1 = per_body(lambda p, s, u: stages.free_velocity(model, p, s, u, explicit=explicit), params, state, control)
     Minv = per_body(lambda p, s: geometry.mass_matrix_inverse(p.body, s), params, state)
     return v1, Minv, invalid_b
 

@@ -25,7 +25,7 @@ from .. import collision
 from ..shapes import shape_kind
 from ..types import Body
 from .joints import Joints
-from .soft import check_mode
+from .soft import check_integrator, check_mode
 
 
 COMPOUND = "compound"  # the shape of a body of several parts (shapes.compound; Scene.parts)
@@ -100,6 +100,9 @@ class Scene:
     keep their pairs and the tilted planes (``Scene.planes``). Only with ``ground``.
     constraints: "hard" (the default: contacts and range limits are hard rows) or "mujoco" (MuJoCo's
     soft constraint law on them, with ``Params.soft``'s values: ``worlds.soft``).
+    integrator: "euler" (the default: the semi-implicit Euler step) or "rk4" (MuJoCo's classic
+    four-stage Runge–Kutta, ``pipeline.rk4_stages``; only with ``constraints="mujoco"``, whose rows are
+    forces, where the hard rows are impulses: ``soft.check_integrator``).
     """
 
     topologies: tuple
@@ -123,10 +126,12 @@ class Scene:
     no_ground: tuple = ()
     max_slots: int | None = None
     constraints: str = "hard"
+    integrator: str = "euler"
 
     def __post_init__(self):
         n = len(self.topologies)
         check_mode(self.constraints)
+        check_integrator(self.integrator, self.constraints)
         check_plane_count(self.planes)
         object.__setattr__(self, "fixed", check_fixed(self.fixed, n))
         object.__setattr__(self, "contactless", check_fixed(self.contactless, n, "contactless"))
@@ -389,7 +394,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                pair_contacts: int = 4, margin: float = 0.002, ground_contacts: int | None = None, softness: float = 1e-2,
                max_pairs: int | None = None, joints: Joints | None = None, narrow_phase: str = "auto",
                names: Sequence | None = None, fixed=(), fast_hits: bool = False, planes: int = 0, contactless=(),
-               no_ground=(), max_slots: int | None = None, constraints: str = "hard"):
+               no_ground=(), max_slots: int | None = None, constraints: str = "hard", integrator: str = "euler"):
     """``(scene, stacked_body)`` of a world of ``bodies`` (a sequence of ``Body``, or one ``Body``
     already stacked on a leading axis). pairs: "all" (every pair of bodies) or a list of (a, b);
     exclude: pairs never resolved (either order); joints: the world's ``Joints`` (the two bodies
@@ -402,7 +407,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
     has (``Scene.planes``; their values in ``Params.planes``, ``worlds.planes.make_planes``). contactless:
     the bodies that collide with nothing (``Scene.contactless``): their pairs are left out of the table.
     no_ground: the bodies that do not touch the ground (``Scene.no_ground``), indices or one bool per body.
-    constraints: "hard" or "mujoco" (``Scene.constraints``)."""
+    constraints: "hard" or "mujoco" (``Scene.constraints``); integrator: "euler" or "rk4" (``Scene.integrator``)."""
     if isinstance(bodies, Body) and bodies.vertex_radius is not None:
         raise ValueError("make_scene: these stacked bodies hold a compound (body.vertex_radius), whose parts "
                          "stacking drops; pass the bodies as a list (make_scene([table, box, ...]))")
@@ -455,7 +460,7 @@ def make_scene(bodies: Sequence[Body] | Body, pairs="all", exclude=(), ground: b
                  max_pairs=max_pairs, joints=joints, vertex_counts=counts, narrow_phase=narrow_phase,
                  names=names, shapes=None if set(kinds) == {"hull"} else kinds, fixed=fixed, parts=parts, fast_hits=fast_hits,
                  planes=planes, contactless=contactless, no_ground=check_fixed(no_ground, n, "no_ground"),
-                 max_slots=max_slots, constraints=constraints), stacked
+                 max_slots=max_slots, constraints=constraints, integrator=integrator), stacked
 
 
 def check_body(scene: Scene, body: Body, concrete: bool = True) -> None:

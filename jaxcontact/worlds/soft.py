@@ -23,8 +23,10 @@ MuJoCo's ``jnt_solref``; ``SoftParams.limit_*``). Under MuJoCo's pyramidal cone 
 its four edges n ± μ_j t_j, each a frictionless row ≥ 0 whose velocity holds the slip, with MuJoCo's
 R = 2 μ²/impratio · (1 − d)/d · Â (1 + μ²) (``problem``); under the elliptic cone its normal row is soft
 and its friction rows stay this engine's (the law's cone, bounded by μ times the soft normal impulse).
-Tendon limits, friction losses, welds and equalities stay hard.
-``worlds.from_mjcf(path, constraints="mujoco")`` loads a file's compiled values; ``soft_params``
+Tendon limits, friction losses, welds and equalities stay hard. In the mode a world may step by MuJoCo's
+RK4 (``Scene.integrator``, ``INTEGRATORS``; ``pipeline.rk4_stages``), and its Euler step computes the rows'
+forces with M, the damping explicit, and applies them with M + hD as MuJoCo's (``joints.damped``).
+``worlds.from_mjcf(path, constraints="mujoco")`` loads a file's compiled values (and ``opt.integrator``); ``soft_params``
 builds MuJoCo's defaults for a world made by hand. docs/worlds.md, "MuJoCo's soft constraints".
 """
 
@@ -411,6 +413,22 @@ def broken_soft(scene, params):
     return bad
 
 
+INTEGRATORS = ("euler", "rk4")
+"""``Scene.integrator``: the semi-implicit Euler step (the default) or MuJoCo's four-stage Runge–Kutta."""
+
+
+def check_integrator(integrator, constraints: str = "mujoco") -> str:
+    """``Scene.integrator``, refused by name when it is not one of ``INTEGRATORS``, or "rk4" beside the
+    hard rows: a Runge–Kutta stage's acceleration needs forces (MuJoCo's soft rows), where a hard row's
+    impulse stops an approach within one step."""
+    if not isinstance(integrator, str) or integrator not in INTEGRATORS:
+        raise ValueError(f"Scene.integrator must be one of {INTEGRATORS}, got {integrator!r}")
+    if integrator == "rk4" and constraints != "mujoco":
+        raise ValueError("Scene.integrator='rk4' needs constraints='mujoco': its stages combine accelerations, "
+                         "which MuJoCo's soft rows are and the hard rows' impulses are not")
+    return integrator
+
+
 def check_mode(constraints) -> str:
     """``Scene.constraints``, refused by name when it is not one of ``CONSTRAINTS``."""
     if not isinstance(constraints, str) or constraints not in CONSTRAINTS:
@@ -418,5 +436,6 @@ def check_mode(constraints) -> str:
     return constraints
 
 
-__all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "SoftParams", "broken_soft", "check_mode", "check_soft", "mixed",
+__all__ = ["CONSTRAINTS", "DEFAULT_SOLIMP", "DEFAULT_SOLREF", "INTEGRATORS", "SoftParams", "broken_soft", "check_integrator",
+           "check_mode", "check_soft", "mixed",
            "impedance", "problem", "reference", "soft_params", "SoftProblem"]
