@@ -195,3 +195,26 @@ def test_the_architecture_map_names_what_exists():
     unnamed = sorted(p.relative_to(pkg).as_posix() for p in wanted if p.name not in bare)
     subpackages = sorted(p.name for p in pkg.iterdir() if (p / "__init__.py").exists() and f"`{p.name}/`" not in text)
     assert not unnamed and not subpackages, f"docs/ARCHITECTURE.md does not name {unnamed + subpackages}"
+
+
+def test_every_planted_bug_still_finds_its_target():
+    """``tests/mutations.py``: each mutation's ``old`` text occurs in its file exactly ``count`` times, its
+    name is unique and its catching tests' files exist, so a change to the engine that moves a target is
+    caught here, in the default tier, not only when the mutation check runs (a merge once left four stale)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("planted_bugs", REPO / "tests" / "mutations.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    names = [m.name for m in module.MUTATIONS]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+    stale = [f"{m.name}: found {(REPO / m.path).read_text().count(m.old)} of {m.count}" for m in module.MUTATIONS
+             if (REPO / m.path).read_text().count(m.old) != m.count]
+    assert not stale, stale
+    missing = sorted({t.split("::")[0] for m in module.MUTATIONS for t in m.tests if not (REPO / t.split("::")[0]).exists()})
+    assert not missing, missing
