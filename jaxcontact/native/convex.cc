@@ -16,7 +16,8 @@
 // (4, w x y z); then the pair's margin (). A pair that an axis separates by more than the margin
 // has no contact whichever axis the search would end at (φ is the largest separation), so the
 // kernel returns that axis at once: the direction of the centres, checked first, else the best
-// candidate (the reference searches on; its contacts are none too). The margin is taken with a
+// candidate, else the first step of the pattern search that reaches one (the reference searches on;
+// its contacts are none too). The margin is taken with a
 // relative slack (MARGIN_SLACK) so that JAX's recomputation of φ at the axis, a round-off apart,
 // also finds it beyond the margin. Attributes (static): kind_a, kind_b (0 hull, 1 sphere, 2 capsule, 3 cylinder,
 // 4 ellipsoid); for a hull its vertex indices (via, vib), its faces' vertex rings padded to a
@@ -271,6 +272,7 @@ V3<T> BestAxis(const Shape<T>& a, const Shape<T>& b, const std::vector<V3<T>>& o
       (void)j;
       if (vj > f) {
         n = nj, f = vj;
+        if (f > beyond) return n;  // the search reached an axis that separates beyond the margin
       } else {
         delta = static_cast<T>(s.shrink) * delta;
       }
@@ -364,6 +366,17 @@ inline std::pair<T, bool> CylinderEntry(V3<T> p, V3<T> d, T rho, T half) {  // c
   return {lo, side_hit && cap_hit && lo <= hi};
 }
 
+// The cylinder's rim angles (geometry.RIM_ANGLES) and its 8 fixed points a rim (_Convex.extremes), once.
+struct Trig {
+  double rim_cos[3], rim_sin[3], ring_cos[8], ring_sin[8];
+  Trig() {
+    const double pi = 3.14159265358979323846;
+    const double rim[3] = {0.0, 2 * pi / 3, -2 * pi / 3};
+    for (int k = 0; k < 3; ++k) rim_cos[k] = std::cos(rim[k]), rim_sin[k] = std::sin(rim[k]);
+    for (int k = 0; k < 8; ++k) ring_cos[k] = std::cos(2 * pi * k / 8), ring_sin[k] = std::sin(2 * pi * k / 8);
+  }
+};
+
 // A shape's manifold side: its hull faces in the world (entry), extremes, support segment.
 template <typename T>
 struct Side {
@@ -442,19 +455,17 @@ struct Side {
       if (norm > 0) ux = ux / norm, uy = uy / norm;
       else ux = T(1), uy = T(0);
       const T vx = -uy, vy = ux;
-      const double pi = 3.14159265358979323846;
-      const double rim[3] = {0.0, 2 * pi / 3, -2 * pi / 3};
+      static const Trig trig;
       for (T sign : {T(-1), T(1)})
-        for (double a : rim) {
-          const T c = T(std::cos(a)), sn = T(std::sin(a));
+        for (int k = 0; k < 3; ++k) {
+          const T c = T(trig.rim_cos[k]), sn = T(trig.rim_sin[k]);
           const T dx = c * ux + sn * vx, dy = c * uy + sn * vy;
           out.push_back(add(s->pos, s->rot({s->dims[0] * dx, s->dims[0] * dy, sign * s->dims[1]})));
         }
       for (T sign : {T(-1), T(1)})
-        for (int k = 0; k < 8; ++k) {
-          const double a = 2 * pi * k / 8;
-          out.push_back(add(s->pos, s->rot({s->dims[0] * T(std::cos(a)), s->dims[0] * T(std::sin(a)), sign * s->dims[1]})));
-        }
+        for (int k = 0; k < 8; ++k)
+          out.push_back(add(s->pos, s->rot({s->dims[0] * T(trig.ring_cos[k]), s->dims[0] * T(trig.ring_sin[k]),
+                                            sign * s->dims[1]})));
     } else if (kind == kCapsule) {
       out.push_back(add(s->w[0], mul(n, s->radius)));
       out.push_back(add(s->w[1], mul(n, s->radius)));
@@ -692,14 +703,17 @@ ffi::Error ConvexPair(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da
             quat_a.typed_data() + i * 4, via);
       b.set(kind_b, xb, Kb, rb.typed_data()[i], db.typed_data() + i * 3, pos_b.typed_data() + i * 3,
             quat_b.typed_data() + i * 4, vib);
-      own.clear(), la.clear(), lb.clear();
-      a.axes(b.pos, rings_a, width_a, xa, own);
-      b.axes(a.pos, rings_b, width_b, xb, own);
-      a.lines(lines_a, xa, la);
-      b.lines(lines_b, xb, lb);
       const T m = margin.typed_data()[i];
       const T beyond = m + static_cast<T>(kMarginSlack) * (std::abs(m) + a.size() + b.size());
-      const V3<T> n = BestAxis(a, b, own, la, lb, search, beyond, cand, vals, dirs);
+      V3<T> n = unit(sub(b.pos, a.pos));  // BestAxis's first exit, before the search's axes and lines
+      if (!(Separation(a, b, n) > beyond)) {
+        own.clear(), la.clear(), lb.clear();
+        a.axes(b.pos, rings_a, width_a, xa, own);
+        b.axes(a.pos, rings_b, width_b, xb, own);
+        a.lines(lines_a, xa, la);
+        b.lines(lines_b, xb, lb);
+        n = BestAxis(a, b, own, la, lb, search, beyond, cand, vals, dirs);
+      }
       T* out = normal->typed_data() + i * 3;
       out[0] = n.x, out[1] = n.y, out[2] = n.z;
       A.faces(rings_a, width_a, xa);
