@@ -18,7 +18,7 @@ from jaxcontact.geometry import FAR
 from jaxcontact.worlds.scenes import heap_broad_phase
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_convex_pairs import I4, KINDS, MODEL, _quats, _world  # noqa: E402  (the convex-pair tests' shapes)
+from test_convex_pairs import BOX, HALF, I4, KINDS, MODEL, TOPO, _quats, _world  # noqa: E402  (the convex-pair tests' shapes)
 
 EVERY = [("cylinder", "box"), ("box", "cylinder"), ("cylinder", "cylinder"), ("cylinder", "sphere"),
          ("sphere", "cylinder"), ("cylinder", "capsule"), ("capsule", "cylinder"), ("ellipsoid", "box"),
@@ -245,6 +245,29 @@ def test_kernel_manifold_is_the_references_at_its_axis(dtype, pairs):
         assert shallow.sum() >= 15 and r.valid[:, 0].sum() >= 30, p  # the sample holds touching and apart pairs
         assert np.mean(same[shallow]) >= 0.85, (p, np.mean(same[shallow]))
         assert np.all(n.phi[~n.valid] == FAR)
+    if ("cylinder", "box") in pairs:  # a narrower cylinder standing on the box's top, tilted ≤ 0.05 rad, 0–1 mm
+        m = 8                         # deep: its rim's triangle, every contact the same
+        axis = np.c_[rng.normal(size=(m, 2)), np.zeros(m)]
+        axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+        ang = rng.uniform(0.005, 0.05, m)
+        c = lambda x: jnp.asarray(x, dtype)
+        qa = c(np.c_[np.cos(ang / 2), np.sin(ang / 2)[:, None] * axis])
+        pb = c(np.c_[np.zeros((m, 2)), -(0.05 * np.cos(ang) + 0.025 * np.sin(ang) + HALF[2] - rng.uniform(0, 1e-3, m))])
+        out = {}
+        for switch in ("native", "jax"):
+            collision.CONVEX_MANIFOLD = switch
+            try:
+                out[switch] = jax.tree_util.tree_map(np.asarray, jax.jit(jax.vmap(
+                    lambda q, p: collision.convex_pair("cylinder", c(np.zeros((1, 3))), c(0.0), c([0.025, 0.05, 0.0]),
+                                                       c(np.zeros(3)), q, TOPO, c(BOX), c(0.0), None, p, c(I4),
+                                                       margin=0.01)))(qa, pb))
+            finally:
+                collision.CONVEX_MANIFOLD = "native"
+        n, r = out["native"], out["jax"]
+        assert np.all(r.valid.sum(1) >= 3) and np.all(r.kind == 3), r.valid
+        np.testing.assert_array_equal(n.valid, r.valid)
+        np.testing.assert_allclose(n.phi[r.valid], r.phi[r.valid], atol=tol, rtol=0)
+        np.testing.assert_allclose(n.point[r.valid], r.point[r.valid], atol=tol, rtol=0)
 
 
 @pytest.mark.parametrize("dtype, pairs", [(jnp.float64, [("cylinder", "box")]),
