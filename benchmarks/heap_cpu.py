@@ -6,9 +6,9 @@ For each heap of ``benchmarks.mixed_speed`` (its scene, ``--broad-phase heap``, 
 ``JAXCONTACT_THREADS=1``): ``--worlds`` worlds run ``--settle`` steps from the drop, then windows of
 ``--window`` steps (``pipeline.run`` vmapped, the warm start carried, as a rollout runs) are timed in
 **CPU seconds** (``time.process_time``: what the process used, whatever else the machine runs), the
-two compiles of the same program alternated window by window (A B A B …, ``--rounds`` each): ``world``
-(``worlds.pipeline.compiler_options()``: what a world's eager entry points compile with on a CPU) and
-``xla`` (XLA's defaults). Also per heap: the solve's sweeps per step and the valid contacts per world
+programs of ``--compiles`` (``COMPILES``; default ``world,xla``) alternated window by window (A B A B …,
+``--rounds`` each): ``world`` (``worlds.pipeline.compiler_options()``: what a world's eager entry points
+compile with on a CPU), ``xla`` (XLA's defaults), ``convex-jax`` (the convex pairs' manifold in JAX). Also per heap: the solve's sweeps per step and the valid contacts per world
 at the windows' states (``WorldInfo.iterations``; ``contacts.collide``), the compiled program's size
 (HLO lines, fusions, YNNPACK fusions, custom calls) and its compile time in CPU seconds; ``--trace``: each
 operation's time in one more window of each (JAX's profiler), summed per stage of the step by the
