@@ -223,8 +223,8 @@ def test_the_whole_pair_is_one_kernel_call_here():
                                           pytest.param(jnp.float32, EVERY, marks=pytest.mark.slow)])
 def test_kernel_manifold_is_the_references_at_its_axis(dtype, pairs):
     """96 random poses per kind pair, at the same axis: the kernel's manifold (``convex.cc``'s candidates
-    and reduction) and the reference's in JAX have the same deepest contact everywhere (φ, validity;
-    its point on ≥ 97 %: among points as deep, a tie) and the same patch type on ≥ 97 %; of the pairs
+    and reduction) and the reference's in JAX have the same deepest contact everywhere (φ, validity,
+    point; in float32 the point on ≥ 97 %: among points as deep, a tie) and the same patch type on ≥ 97 %; of the pairs
     touching or overlapping up to 5 mm (what a simulation sees) ≥ 85 % have every valid contact the
     same (φ, point, in the same slot);
     the rest are the reduction's ties (a rim point and a fixed point a hair apart), which the
@@ -239,7 +239,8 @@ def test_kernel_manifold_is_the_references_at_its_axis(dtype, pairs):
         np.testing.assert_array_equal(n.valid[:, 0], r.valid[:, 0])
         assert np.all(np.abs(n.phi[:, 0] - r.phi[:, 0]) <= tol), p
         ptol = tol if dtype == jnp.float64 else 5e-5  # float32: an ellipsoid's entry (a root) to 2e-5 m
-        assert np.mean(np.abs(n.point[:, 0] - r.point[:, 0]).max(-1) <= ptol) >= 0.97, p  # a tie: which is deepest
+        first = np.mean(np.abs(n.point[:, 0] - r.point[:, 0]).max(-1) <= ptol)
+        assert first == 1.0 if dtype == jnp.float64 else first >= 0.97, (p, first)  # float32: ties, which is deepest
         assert np.mean(n.kind == r.kind) >= 0.97, p
         same = (np.all(n.valid == r.valid, 1) & np.all(np.abs(n.phi - r.phi) <= tol, 1)
                 & np.all((np.abs(n.point - r.point).max(-1) <= ptol) | ~r.valid, 1))
