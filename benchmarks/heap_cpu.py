@@ -6,9 +6,9 @@ For each heap of ``benchmarks.mixed_speed`` (its scene, ``--broad-phase heap``, 
 ``JAXCONTACT_THREADS=1``): ``--worlds`` worlds run ``--settle`` steps from the drop, then windows of
 ``--window`` steps (``pipeline.run`` vmapped, the warm start carried, as a rollout runs) are timed in
 **CPU seconds** (``time.process_time``: what the process used, whatever else the machine runs), the
-two compiles of the same program alternated window by window (A B A B …, ``--rounds`` each): ``world``
-(``worlds.pipeline.compiler_options()``: what a world's eager entry points compile with on a CPU) and
-``xla`` (XLA's defaults). Also per heap: the solve's sweeps per step and the valid contacts per world
+programs of ``--compiles`` (``COMPILES``; default ``world,xla``) alternated window by window (A B A B …,
+``--rounds`` each): ``world`` (``worlds.pipeline.compiler_options()``: what a world's eager entry points
+compile with on a CPU), ``xla`` (XLA's defaults), ``convex-jax`` (the convex pairs' manifold in JAX). Also per heap: the solve's sweeps per step and the valid contacts per world
 at the windows' states (``WorldInfo.iterations``; ``contacts.collide``), the compiled program's size
 (HLO lines, fusions, YNNPACK fusions, custom calls) and its compile time in CPU seconds; ``--trace``: each
 operation's time in one more window of each (JAX's profiler), summed per stage of the step by the
@@ -27,7 +27,10 @@ import numpy as np
 from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
 from .common import HEAPS, broad_phased, heap_worlds
 
-COMPILES = ("world", "xla")
+COMPILES = ("world", "xla", "convex-jax")
+"""The programs compared: ``world`` (the world's compiler options, as its eager doors compile), ``xla``
+(XLA's defaults), ``convex-jax`` (the world's options, traced with ``collision.CONVEX_MANIFOLD`` =
+"jax": the convex pairs' manifold in JAX after the kernel's axis search, the design before)."""
 
 
 def _frames(text: str):
@@ -110,7 +113,7 @@ def _program_size(text: str) -> dict:
             "custom_calls": ops.count("custom-call")}
 
 
-def measure(heap, worlds, settle, window, rounds, traced=False):
+def measure(heap, worlds, settle, window, rounds, traced=False, compiles=COMPILES[:2]):
     import jax
     import jax.numpy as jnp
 
@@ -131,10 +134,17 @@ def measure(heap, worlds, settle, window, rounds, traced=False):
     settled = jax.jit(chunk, static_argnums=1)(state, settle) if settle else state
     out = {"bodies": n, "slots": scene.num_pair_slots, "groups": len(scene.pair_groups()), "compile": {}}
     programs = {}
-    for c in COMPILES:
+    from jaxcontact import collision
+
+    for c in compiles:
         t = time.process_time()
-        programs[c] = jax.jit(lambda s: chunk(s, window)).lower(settled).compile(
-            pipeline.compiler_options() if c == "world" else None)
+        switch = collision.CONVEX_MANIFOLD
+        collision.CONVEX_MANIFOLD = "jax" if c == "convex-jax" else switch
+        try:
+            lowered = jax.jit(lambda s: chunk(s, window)).lower(settled)
+        finally:
+            collision.CONVEX_MANIFOLD = switch
+        programs[c] = lowered.compile(None if c == "xla" else pipeline.compiler_options())
         out["compile"][c] = {"cpu_s": time.process_time() - t, **_program_size(programs[c].as_text())}
     # sweeps and contacts at the windows' states (one more program, not timed)
     probe = jax.jit(jax.vmap(lambda x: pipeline.run(model, scene, params, x, None, window, "trajectory")))
@@ -147,19 +157,19 @@ def measure(heap, worlds, settle, window, rounds, traced=False):
     out["sweeps_per_step"] = {"mean": float(it.mean()), "median": float(np.median(it)), "max": int(it.max())}
     out["valid_contacts_per_world"] = {"ground": float(valid[..., :G].sum(-1).mean()),
                                        "pairs": float(valid[..., G:].sum(-1).mean()), "slots": int(valid.shape[-1])}
-    cpu = {c: [] for c in COMPILES}
-    s = {c: settled for c in COMPILES}
-    for c in COMPILES:  # a first call of each, untimed
+    cpu = {c: [] for c in compiles}
+    s = {c: settled for c in compiles}
+    for c in compiles:  # a first call of each, untimed
         s[c] = jax.block_until_ready(programs[c](s[c]))
     for _ in range(rounds):
-        for c in COMPILES:
+        for c in compiles:
             t = time.process_time()
             s[c] = jax.block_until_ready(programs[c](s[c]))
             cpu[c].append(1e6 * (time.process_time() - t) / (worlds * window))
     out["cpu_us_per_world_step"] = cpu
-    out["mean_final_height_m"] = {c: float(np.asarray(s[c].pos[..., 2]).mean()) for c in COMPILES}
+    out["mean_final_height_m"] = {c: float(np.asarray(s[c].pos[..., 2]).mean()) for c in compiles}
     if traced:
-        out["trace"] = {c: trace(programs[c], s[c], worlds, window, f"/tmp/heap_cpu_trace_{heap}_{c}") for c in COMPILES}
+        out["trace"] = {c: trace(programs[c], s[c], worlds, window, f"/tmp/heap_cpu_trace_{heap}_{c}") for c in compiles}
     return out
 
 
@@ -172,30 +182,36 @@ def main(argv=None):
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--name", default="heap_cpu")
+    ap.add_argument("--compiles", default="world,xla", help=f"the programs compared, of {COMPILES} (the last is the "
+                                                             "ratio's reference)")
     ap.add_argument("--trace", action="store_true", help="also each operation's time in one window (JAX's profiler), "
                                                           "summed per stage of the step")
     args = ap.parse_args(argv)
+    compiles = tuple(args.compiles.split(","))
+    if len(compiles) < 2 or set(compiles) - set(COMPILES):
+        ap.error(f"--compiles: two or more of {COMPILES}, got {args.compiles!r}")
+    ref = compiles[-1]
     res = {"machine": machine_info("benchmarks.heap_cpu", argv), "worlds": args.worlds, "settle": args.settle,
            "window": args.window, "rounds": args.rounds, "heaps": {}}
     rows, info = [], []
     for h in args.only.split(","):
-        r = measure(h, args.worlds, args.settle, args.window, args.rounds, args.trace)
+        r = measure(h, args.worlds, args.settle, args.window, args.rounds, args.trace, compiles)
         print(h, r, flush=True)
         res["heaps"][h] = r
         write_json(RESULTS_DIR / f"{args.name}.json", res)
-        med = {c: float(np.median(r["cpu_us_per_world_step"][c])) for c in COMPILES}
-        for c in COMPILES:
+        med = {c: float(np.median(r["cpu_us_per_world_step"][c])) for c in compiles}
+        for c in compiles:
             p = r["compile"][c]
             rows.append([h, c, " ".join(fmt(x) for x in r["cpu_us_per_world_step"][c]), fmt(med[c]),
-                         f"{med['xla'] / med[c]:.2f}×", fmt(p["cpu_s"]), p["hlo_lines"], p["fusions"], p["ynn_fusions"],
+                         f"{med[ref] / med[c]:.2f}×", fmt(p["cpu_s"]), p["hlo_lines"], p["fusions"], p["ynn_fusions"],
                          p["custom_calls"], fmt(r["mean_final_height_m"][c])])
         v, w = r["sweeps_per_step"], r["valid_contacts_per_world"]
         info.append([h, r["slots"], r["groups"], f"{v['mean']:.1f} / {v['median']:.0f} / {v['max']}",
                      f"{w['ground']:.1f} + {w['pairs']:.1f} of {w['slots']}"])
     md = ["# Where the heaps' steps go, in CPU seconds", "", md_machine(res["machine"]), "",
           f"{args.worlds} worlds after {args.settle} steps, float32, one device, one kernel thread; windows of "
-          f"{args.window} steps, the two compiles alternated window by window, {args.rounds} rounds (module docstring).",
-          "", md_table(["heap", "compile", "CPU µs per world-step, each window", "median", "xla / this",
+          f"{args.window} steps, the compiles ({', '.join(compiles)}) alternated window by window, {args.rounds} rounds (module docstring).",
+          "", md_table(["heap", "compile", "CPU µs per world-step, each window", "median", f"{ref} / this",
                         "compile (CPU s)", "HLO lines", "fusions", "YNNPACK fusions", "custom calls",
                         "mean final z (m)"], rows),
           "", md_table(["heap", "pair slots", "pair groups", "sweeps per step (mean / median / max)",

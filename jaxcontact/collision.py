@@ -1427,6 +1427,107 @@ def _axis(a: _Convex, b: _Convex, qa, qb, margin, method: str):
     return jax.lax.platform_dependent(*args, cpu=kernel, default=reference)
 
 
+CONVEX_MANIFOLD = "native"
+"""Where ``convex_pair``'s manifold runs when its method takes the kernel (``"auto"``/``"native"`` on a
+CPU): ``"native"``, the whole pair in ``native/convex.cc`` (the axis search and the manifold at its
+axis, values from C++, derivatives from ``_convex_candidates`` at its choices); ``"jax"``, the axis
+search alone in the kernel and the manifold in JAX (the design before; a switch for side-by-side
+measurements, read when a program is traced)."""
+
+
+def _convex_candidates(a: _Convex, b: _Convex, n, sides=None):
+    """The candidates of ``convex_pair``'s manifold at the axis n (a → b, without gradient): points x
+    (M, 3) and their φ (M,) (first the pair's deepest, then a's extremes, then b's), the pair's
+    separation ``deep`` along n, the others' hits (ha, hb), whether the deepest lies over a's or b's
+    support point (on_a, on_b; ``sides`` gives them, the kernel's choice), ``close`` and the smaller
+    size. Geometry traced, features chosen without gradient."""
+    sg = jax.lax.stop_gradient
+    dt = a.pos.dtype
+    xa, yb = a.support(n), b.support(-n)
+    deep = jnp.dot(n, yb - xa)
+    pa = a.extremes(n)
+    ta, ha = jax.vmap(lambda p: b.entry(p, n))(pa)
+    pb = b.extremes(-n)
+    tb, hb = jax.vmap(lambda p: a.entry(p, -n))(pb)
+    # the deepest pair's point: over a's support point where its line along n meets b at the
+    # pair's φ, else over b's (a flat feature's support is any of its points, not always over
+    # the other body), else midway, where no other candidate is as deep
+    size = jnp.minimum(a.size(), b.size())
+    close = jnp.maximum(1e-7, 1e3 * jnp.finfo(dt).eps) * size
+    t0a, h0a = b.entry(xa, n)
+    t0b, h0b = a.entry(yb, -n)
+    if sides is None:
+        on_a = h0a & sg(t0a <= deep + close)
+        on_b = h0b & sg(t0b <= deep + close)
+    else:
+        on_a, on_b = sides
+    # (an edge or a side line against another: the closest points of the two segments)
+    ca, cb = _seg_seg(*a.support_segment(n, close), *b.support_segment(-n, close))
+    x0 = jnp.where(on_a, xa + 0.5 * deep * n, jnp.where(on_b, yb - 0.5 * deep * n, 0.5 * (ca + cb)))
+    x = jnp.concatenate([x0[None], pa + 0.5 * ta[:, None] * n, pb - 0.5 * tb[:, None] * n])
+    # its φ from the witness points, for φ's derivative (a face's support is any of its points,
+    # an edge's any of the edge's, but only the witness moves as the contact does)
+    phi0 = jnp.where(on_a, t0a, jnp.where(on_b, t0b, jnp.dot(n, cb - ca)))
+    phi = jnp.concatenate([phi0[None], ta, tb])
+    return x, phi, deep, ha, hb, on_a, on_b, close, size
+
+
+def _convex_arguments(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b, dims_b, pos_b,
+                      quat_b, margin, dt):
+    """The pair's traced arguments in one dtype (dims padded to 3), as the kernel and
+    ``_convex_evaluate`` take them."""
+    a = _convex_shape(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, dt)
+    b = _convex_shape(kind_b, verts_b, radius_b, dims_b, pos_b, quat_b, dt)
+    pad = lambda d: jnp.pad(d, [(0, 0)] * (d.ndim - 1) + [(0, 3 - d.shape[-1])]) if d.shape[-1] < 3 else d[..., :3]
+    return (a.verts, a.radius, pad(a.dims), a.pos, jnp.asarray(quat_a).astype(dt), b.verts, b.radius, pad(b.dims),
+            b.pos, jnp.asarray(quat_b).astype(dt), jnp.asarray(margin, dt))
+
+
+def _native_convex_pair(kind_a, kind_b, num, args) -> PairContacts:
+    """``convex_pair`` by the fused kernel (``native/convex.cc``'s ``ConvexPair``: the axis search of
+    ``_native_best_axis``, then the manifold at that axis): its values, with the derivatives of
+    ``_convex_evaluate`` (the reference's candidates at the kernel's axis and choices)."""
+    from .native.convex import convex_pair_manifold
+
+    sg = jax.lax.stop_gradient
+    attrs = dict(**_convex_attributes(kind_a, "a"), **_convex_attributes(kind_b, "b"),
+                 lattice=np.int64(CONVEX_LATTICE), iterations=np.int64(CONVEX_ITERATIONS), ring=np.int64(CONVEX_RING),
+                 starts=np.int64(CONVEX_STARTS), shrink=float(CONVEX_SHRINK))
+    point, normal, phi, valid, kind, choice = convex_pair_manifold(tuple(sg(x) for x in args), attrs, num, FAR,
+                                                                   POINT_TOL)
+    valid = valid.astype(bool)
+    point, phi = _convex_with_derivative((kind_a, kind_b, num), (point, phi), normal, choice, valid, args[:10])
+    return PairContacts(point=point, normal=normal, phi=phi, valid=valid, kind=kind)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _convex_with_derivative(spec, values, normal, choice, valid, args):
+    """``values`` (the kernel's point and φ), whose derivatives are those of ``_convex_evaluate``."""
+    return values
+
+
+@_convex_with_derivative.defjvp
+def _convex_with_derivative_jvp(spec, primals, tangents):
+    values, normal, choice, valid, args = primals
+    dargs = tangents[-1]
+    with jax.default_matmul_precision("highest"):
+        _, dvalues = jax.jvp(lambda a: _convex_evaluate(spec, normal, choice, valid, *a), (args,), (dargs,))
+    return values, dvalues
+
+
+def _convex_evaluate(spec, normal, choice, valid, va, ra, da, pa, qa, vb, rb, db, pb, qb):
+    """(point, φ) of a convex pair's contacts at the kernel's axis ``normal`` and choices (the kept
+    candidates, on_a, on_b; ``valid``): ``_convex_candidates``' formulas, differentiable in the
+    shapes and poses."""
+    kind_a, kind_b, num = spec
+    sg = jax.lax.stop_gradient
+    a = _Convex(kind_a, va, ra, da, quat_to_mat(qa), pa)
+    b = _Convex(kind_b, vb, rb, db, quat_to_mat(qb), pb)
+    x, phi, *_ = _convex_candidates(a, b, sg(normal), sides=(choice[num] > 0, choice[num + 1] > 0))
+    keep = choice[:num]
+    return x[keep], jnp.where(valid, phi[keep], jnp.asarray(FAR, pa.dtype))
+
+
 def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b, dims_b, pos_b, quat_b,
                 num: int = 4, margin: float = DEFAULT_MARGIN, method: str = "auto") -> PairContacts:
     """Contacts of two convex bodies of any kinds by their support functions (the general method
@@ -1440,10 +1541,37 @@ def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_
     each with φ the distance along the normal to where it enters, those within ``margin`` reduced
     to ``num`` as ``hull_hull`` reduces (a cylinder standing on a face: its rim's triangle; lying:
     the two ends of its line). Features and axis chosen without gradient, geometry traced. method
-    (``METHODS``): the axis search in pure JAX (``"jax"``, the reference) or, on a CPU, by the fused
-    kernel (``"auto"``, ``"native"``: ``native/convex.cc``, the same search); the rest is JAX either way."""
+    (``METHODS``): pure JAX (``"jax"``, the reference) or, on a CPU (``"auto"``, ``"native"``), the
+    fused kernel ``native/convex.cc``: the same search and manifold, to round-off, as one loop per
+    pair, with the reference's derivatives at its choices (``CONVEX_MANIFOLD``: or the search alone
+    there, the manifold in JAX)."""
     if method not in METHODS:
         raise ValueError(f"method: one of {METHODS}, got {method!r}")
+    if not isinstance(num, int) or num < 1:
+        raise ValueError(f"num: a static number of contacts ≥ 1, got {num!r}")
+    dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
+    if (method != "jax" and CONVEX_MANIFOLD == "native" and jax.default_backend() == "cpu"
+            and dt.name in ("float32", "float64")):
+        from . import native
+
+        if native.available():
+            args = _convex_arguments(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b,
+                                     dims_b, pos_b, quat_b, margin, dt)
+
+            def reference(*x):
+                return _convex_pair(kind_a, x[0], x[1], x[2], x[3], x[4], kind_b, x[5], x[6], x[7], x[8], x[9], num,
+                                    x[10], "jax")
+
+            kernel = lambda *x: _native_convex_pair(kind_a, kind_b, num, x)
+            return jax.lax.platform_dependent(*args, cpu=kernel, default=reference)
+    return _convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b, dims_b, pos_b,
+                        quat_b, num, margin, method)
+
+
+def _convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b, dims_b, pos_b, quat_b,
+                 num, margin, method) -> PairContacts:
+    """``convex_pair`` with its manifold in JAX (the axis by ``_axis``: the reference's search, or the
+    kernel's with ``method`` "auto"/"native" on a CPU)."""
     dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
     sg = jax.lax.stop_gradient
     with jax.default_matmul_precision("highest"):
@@ -1451,29 +1579,7 @@ def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_
         b = _convex_shape(kind_b, verts_b, radius_b, dims_b, pos_b, quat_b, dt)
         n = sg(_axis(a, b, jnp.asarray(quat_a).astype(dt), jnp.asarray(quat_b).astype(dt), jnp.asarray(margin, dt),
                      method))
-        xa, yb = a.support(n), b.support(-n)
-        deep = jnp.dot(n, yb - xa)
-        pa = a.extremes(n)
-        ta, ha = jax.vmap(lambda p: b.entry(p, n))(pa)
-        pb = b.extremes(-n)
-        tb, hb = jax.vmap(lambda p: a.entry(p, -n))(pb)
-        # the deepest pair's point: over a's support point where its line along n meets b at the
-        # pair's φ, else over b's (a flat feature's support is any of its points, not always over
-        # the other body), else midway, where no other candidate is as deep
-        size = jnp.minimum(a.size(), b.size())
-        close = jnp.maximum(1e-7, 1e3 * jnp.finfo(dt).eps) * size
-        t0a, h0a = b.entry(xa, n)
-        t0b, h0b = a.entry(yb, -n)
-        on_a = h0a & sg(t0a <= deep + close)
-        on_b = h0b & sg(t0b <= deep + close)
-        # (an edge or a side line against another: the closest points of the two segments)
-        ca, cb = _seg_seg(*a.support_segment(n, close), *b.support_segment(-n, close))
-        x0 = jnp.where(on_a, xa + 0.5 * deep * n, jnp.where(on_b, yb - 0.5 * deep * n, 0.5 * (ca + cb)))
-        x = jnp.concatenate([x0[None], pa + 0.5 * ta[:, None] * n, pb - 0.5 * tb[:, None] * n])
-        # its φ from the witness points, for φ's derivative (a face's support is any of its points,
-        # an edge's any of the edge's, but only the witness moves as the contact does)
-        phi0 = jnp.where(on_a, t0a, jnp.where(on_b, t0b, jnp.dot(n, cb - ca)))
-        phi = jnp.concatenate([phi0[None], ta, tb])
+        x, phi, deep, ha, hb, on_a, on_b, close, size = _convex_candidates(a, b, n)
         margin = jnp.asarray(margin, dt)
         others = jnp.concatenate([ha, hb]) & sg(phi[1:] <= deep + close)
         first = on_a | on_b | ~jnp.any(others)

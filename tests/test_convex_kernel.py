@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from jaxcontact import collision, native, shapes, worlds
+from jaxcontact.geometry import FAR
 from jaxcontact.worlds.scenes import heap_broad_phase
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_convex_pairs import I4, KINDS, MODEL, _quats, _world  # noqa: E402  (the convex-pair tests' shapes)
+from test_convex_pairs import BOX, HALF, I4, KINDS, MODEL, TOPO, _quats, _world  # noqa: E402  (the convex-pair tests' shapes)
 
 EVERY = [("cylinder", "box"), ("box", "cylinder"), ("cylinder", "cylinder"), ("cylinder", "sphere"),
          ("sphere", "cylinder"), ("cylinder", "capsule"), ("capsule", "cylinder"), ("ellipsoid", "box"),
@@ -44,7 +45,14 @@ def test_the_kernel_is_the_default_here():
     assert native.available()
     jaxpr = str(jax.make_jaxpr(_pair("cylinder", "box", jnp.float64, "auto"))(
         jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0])))
-    assert "jaxcontact_convex_f64" in jaxpr
+    assert "jaxcontact_convex_pair_f64" in jaxpr  # the whole pair (below)
+    collision.CONVEX_MANIFOLD = "jax"  # the axis search alone in the kernel
+    try:
+        axis = str(jax.make_jaxpr(_pair("cylinder", "box", jnp.float64, "auto"))(
+            jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0])))
+    finally:
+        collision.CONVEX_MANIFOLD = "native"
+    assert "jaxcontact_convex_f64" in axis and "jaxcontact_convex_pair" not in axis
     ref = str(jax.make_jaxpr(_pair("cylinder", "box", jnp.float64, "jax"))(
         jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0])))
     assert "jaxcontact_convex" not in ref
@@ -170,3 +178,138 @@ def test_heap_broad_phase():
     assert heap_broad_phase(few) is few
     given = dataclasses.replace(scene, max_pairs=5)
     assert heap_broad_phase(given).max_pairs == 5
+
+
+# --- the whole pair in the kernel (collision.CONVEX_MANIFOLD = "native": the axis search and the manifold) ---
+
+def _both(pairs, dtype, args, margin=0.01, grad=None):
+    """Each pair's contacts by the whole-pair kernel and by the axis kernel with the manifold in JAX (the
+    same axis, to the bit: the same search), under jit and vmap; ``grad``: a function of the contacts
+    whose gradient in the four poses is returned too."""
+    out = {}
+    for switch in ("native", "jax"):
+        collision.CONVEX_MANIFOLD = switch
+        try:
+            def f(p, a):
+                fn = _pair(*p, dtype, "native", margin=margin)
+                if grad is None:
+                    return jax.vmap(fn)(*a)
+                return jax.vmap(fn)(*a), jax.vmap(jax.grad(lambda *x: grad(fn(*x)), argnums=(0, 1, 2, 3)))(*a)
+            out[switch] = jax.jit(lambda a: {p: f(p, a[p]) for p in pairs})(args)
+        finally:
+            collision.CONVEX_MANIFOLD = "native"
+    return out["native"], out["jax"]
+
+
+def test_the_whole_pair_is_one_kernel_call_here():
+    """On a CPU a convex pair's forward program is one custom call (``jaxcontact_convex_pair``), not the
+    axis kernel and the JAX manifold: its compiled program is a fraction of the other's."""
+    fn = jax.vmap(_pair("cylinder", "box", jnp.float32, "auto"))
+    args = _poses(np.random.default_rng(0), 10, jnp.float32)
+    assert "jaxcontact_convex_pair_f32" in str(jax.make_jaxpr(fn)(*args))
+    lines = {}
+    for switch in ("native", "jax"):
+        collision.CONVEX_MANIFOLD = switch
+        try:
+            lines[switch] = jax.jit(jax.vmap(_pair("cylinder", "box", jnp.float32, "auto"))).lower(
+                *args).compile().as_text().count("\n")
+        finally:
+            collision.CONVEX_MANIFOLD = "native"
+    assert 4 * lines["native"] < lines["jax"], lines
+
+
+@pytest.mark.parametrize("dtype, pairs", [(jnp.float64, QUICK), (jnp.float32, QUICK[:1]),
+                                          pytest.param(jnp.float64, EVERY, marks=pytest.mark.slow),
+                                          pytest.param(jnp.float32, EVERY, marks=pytest.mark.slow)])
+def test_kernel_manifold_is_the_references_at_its_axis(dtype, pairs):
+    """96 random poses per kind pair, at the same axis: the kernel's manifold (``convex.cc``'s candidates
+    and reduction) and the reference's in JAX have the same deepest contact everywhere (φ, validity,
+    point; in float32 the point on ≥ 97 %: among points as deep, a tie) and the same patch type on ≥ 97 %; of the pairs
+    touching or overlapping up to 5 mm (what a simulation sees) ≥ 85 % have every valid contact the
+    same (φ, point, in the same slot);
+    the rest are the reduction's ties (a rim point and a fixed point a hair apart), which the
+    last bit decides either way. Float64 to 1e-9 m, float32 to 1e-5 m (points 5e-5 m)."""
+    rng = np.random.default_rng(5)
+    args = {p: _poses(rng, 96, dtype) for p in pairs}
+    nat, ref = _both(pairs, dtype, args)
+    tol = 1e-9 if dtype == jnp.float64 else 1e-5
+    for p in pairs:
+        n, r = jax.tree_util.tree_map(np.asarray, (nat[p], ref[p]))
+        np.testing.assert_array_equal(n.normal, r.normal)
+        np.testing.assert_array_equal(n.valid[:, 0], r.valid[:, 0])
+        assert np.all(np.abs(n.phi[:, 0] - r.phi[:, 0]) <= tol), p
+        ptol = tol if dtype == jnp.float64 else 5e-5  # float32: an ellipsoid's entry (a root) to 2e-5 m
+        first = np.mean(np.abs(n.point[:, 0] - r.point[:, 0]).max(-1) <= ptol)
+        assert first == 1.0 if dtype == jnp.float64 else first >= 0.97, (p, first)  # float32: ties, which is deepest
+        assert np.mean(n.kind == r.kind) >= 0.97, p
+        same = (np.all(n.valid == r.valid, 1) & np.all(np.abs(n.phi - r.phi) <= tol, 1)
+                & np.all((np.abs(n.point - r.point).max(-1) <= ptol) | ~r.valid, 1))
+        shallow = r.phi[:, 0] >= -0.005
+        assert shallow.sum() >= 15 and r.valid[:, 0].sum() >= 30, p  # the sample holds touching and apart pairs
+        assert np.mean(same[shallow]) >= 0.85, (p, np.mean(same[shallow]))
+        assert np.all(n.phi[~n.valid] == FAR)
+    if ("cylinder", "box") in pairs:  # a narrower cylinder standing on the box's top, tilted ≤ 0.05 rad, 0–1 mm
+        m = 8                         # deep: its rim's triangle, every contact the same
+        axis = np.c_[rng.normal(size=(m, 2)), np.zeros(m)]
+        axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+        ang = rng.uniform(0.005, 0.05, m)
+        c = lambda x: jnp.asarray(x, dtype)
+        qa = c(np.c_[np.cos(ang / 2), np.sin(ang / 2)[:, None] * axis])
+        pb = c(np.c_[np.zeros((m, 2)), -(0.05 * np.cos(ang) + 0.025 * np.sin(ang) + HALF[2] - rng.uniform(0, 1e-3, m))])
+        out = {}
+        for switch in ("native", "jax"):
+            collision.CONVEX_MANIFOLD = switch
+            try:
+                out[switch] = jax.tree_util.tree_map(np.asarray, jax.jit(jax.vmap(
+                    lambda q, p: collision.convex_pair("cylinder", c(np.zeros((1, 3))), c(0.0), c([0.025, 0.05, 0.0]),
+                                                       c(np.zeros(3)), q, TOPO, c(BOX), c(0.0), None, p, c(I4),
+                                                       margin=0.01)))(qa, pb))
+            finally:
+                collision.CONVEX_MANIFOLD = "native"
+        n, r = out["native"], out["jax"]
+        assert np.all(r.valid.sum(1) >= 3) and np.all(r.kind == 3), r.valid
+        np.testing.assert_array_equal(n.valid, r.valid)
+        np.testing.assert_allclose(n.phi[r.valid], r.phi[r.valid], atol=tol, rtol=0)
+        np.testing.assert_allclose(n.point[r.valid], r.point[r.valid], atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("dtype, pairs", [(jnp.float64, [("cylinder", "box")]),
+                                          pytest.param(jnp.float64, [("capsule", "cylinder")], marks=pytest.mark.slow),
+                                          pytest.param(jnp.float32, [("cylinder", "box"), ("capsule", "cylinder")],
+                                                       marks=pytest.mark.slow)])
+def test_kernel_manifold_derivatives_are_the_references(dtype, pairs):
+    """The gradient in the four poses of Σ φ and Σ points over the valid contacts: through the kernel
+    (``_convex_evaluate`` at its choices) and through the reference's manifold at the same axis, the
+    same (float64 to 1e-9, float32 to 1e-3 relative) on ≥ 85 % of the pairs whose manifolds agree,
+    finite everywhere."""
+    rng = np.random.default_rng(3)
+    args = {p: _poses(rng, 24, dtype) for p in pairs}
+    for p in pairs:  # touching to shallow: the centres 4–6 cm apart
+        pa, qa, pb, qb = args[p]
+        args[p] = (pa, qa, pb * jnp.asarray(rng.uniform(0.04, 0.06, (24, 1)), dtype)
+                   / jnp.linalg.norm(pb, axis=1, keepdims=True), qb)
+    loss = lambda pc: jnp.sum(jnp.where(pc.valid, pc.phi, 0.0)) + jnp.sum(jnp.where(pc.valid[:, None], pc.point, 0.0))
+    nat, ref = _both(pairs, dtype, args, grad=loss)
+    for p in pairs:
+        (n, gn), (r, gr) = jax.tree_util.tree_map(np.asarray, (nat[p], ref[p]))
+        same = np.all(n.valid == r.valid, 1) & np.all(np.abs(n.phi - r.phi) <= 1e-5, 1)
+        assert same.sum() >= 18 and n.valid.any(1).sum() >= 12, p
+        tol = 1e-9 if dtype == jnp.float64 else 1e-3 * max(1.0, max(np.abs(y).max() for y in gr))
+        agree = np.ones(len(same), bool)
+        for x, y in zip(gn, gr):
+            x, y = np.asarray(x), np.asarray(y)
+            assert np.all(np.isfinite(x))
+            agree &= np.abs(x - y).reshape(len(x), -1).max(1) <= tol
+        # the rest: a tie the last bit decides (the deepest point over a's or b's support, both at φ)
+        assert np.mean(agree[same]) >= 0.85, (p, np.mean(agree[same]))
+        assert np.abs(gn[2]).max() > 0.5, p  # the contacts move with b
+
+
+def test_bad_contact_counts_are_refused():
+    args = (jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0]))
+    for num in (0, 2.0):
+        f = _pair("cylinder", "box", jnp.float64, "auto", num=num)
+        with pytest.raises(ValueError, match="num"):
+            f(*args)
+        with pytest.raises(ValueError, match="num"):
+            jax.jit(f)(*args)

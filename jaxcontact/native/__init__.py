@@ -12,7 +12,9 @@
 - ``convex.cc``: the general convex method's axis search (``collision.convex_pair``'s
   ``_best_axis``: a cylinder or an ellipsoid against any kind) as one loop over pairs: the same
   candidates and pattern search as the pure-JAX reference; the axis is a choice without gradient,
-  from which ``collision`` computes the manifold in JAX.
+  from which ``collision`` computes the manifold in JAX; and the whole pair (that search, then
+  the manifold at its axis: ``convex_pair``'s candidates and reduction) as one kernel, bound in
+  ``native/convex.py``, whose values ``collision`` differentiates in JAX at the kernel's choices.
 
 On first use they are compiled, as one library, with the machine's C++ compiler (``$CXX``, else
 ``c++``) against the XLA FFI headers that jaxlib ships, into ``$JAXCONTACT_NATIVE_CACHE`` (default
@@ -49,6 +51,9 @@ ADJOINT_TARGETS = {"float32": ("jaxcontact_adjoint_f32", "JaxcontactAdjointF32")
 CONVEX_TARGETS = {"float32": ("jaxcontact_convex_f32", "JaxcontactConvexF32"),
                   "float64": ("jaxcontact_convex_f64", "JaxcontactConvexF64")}
 """The convex pairs' axis search FFI targets per dtype."""
+CONVEX_PAIR_TARGETS = {"float32": ("jaxcontact_convex_pair_f32", "JaxcontactConvexPairF32"),
+                       "float64": ("jaxcontact_convex_pair_f64", "JaxcontactConvexPairF64")}
+"""The convex pairs' whole narrow phase (axis and manifold) FFI targets per dtype (binding: ``native.convex``)."""
 _lock = threading.Lock()
 _state: dict = {}
 
@@ -138,7 +143,7 @@ def available() -> bool:
 
             lib = ctypes.cdll.LoadLibrary(str(_build()))
             for target, symbol in (*TARGETS.values(), *NARROW_TARGETS.values(), *ADJOINT_TARGETS.values(),
-                                   *CONVEX_TARGETS.values()):
+                                   *CONVEX_TARGETS.values(), *CONVEX_PAIR_TARGETS.values()):
                 jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
             _state.update(ok=True, lib=lib)
         except Exception as err:  # noqa: BLE001 - any failure: the pure-JAX path, said once
@@ -156,4 +161,4 @@ def threads() -> int:
         return 0
 
 
-__all__ = ["ADJOINT_TARGETS", "CONVEX_TARGETS", "NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]
+__all__ = ["ADJOINT_TARGETS", "CONVEX_PAIR_TARGETS", "CONVEX_TARGETS", "NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]

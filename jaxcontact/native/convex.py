@@ -1,0 +1,30 @@
+"""The binding of ``convex.cc``'s convex-pair manifold kernel (``collision.convex_pair`` on a CPU):
+the XLA custom call and its results' shapes. The shapes' static description (their kinds, a hull's
+faces and lines) and the derivatives are ``collision``'s."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from . import CONVEX_PAIR_TARGETS, threads
+
+
+def convex_pair_manifold(args, attributes: dict, num: int, far: float, point_tol: float):
+    """One pair's axis and manifold by the kernel (``convex.cc``'s ``ConvexPair``; every leading
+    dimension a batch of pairs). ``args``: a's verts (K, 3), radius (), dims (3), pos (3), quat (4),
+    the same of b, the margin (), one floating dtype, without gradient; ``attributes``: the shapes'
+    and the axis search's (``collision``). Returns point (num, 3), normal (3), phi (num), valid (num)
+    int32, kind () int32 and the choices (num + 2) int32: the kept candidates, then on_a and on_b."""
+    import jax.numpy as jnp
+
+    dt = args[0].dtype
+    out = (jax.ShapeDtypeStruct((num, 3), dt), jax.ShapeDtypeStruct((3,), dt), jax.ShapeDtypeStruct((num,), dt),
+           jax.ShapeDtypeStruct((num,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
+           jax.ShapeDtypeStruct((num + 2,), jnp.int32))
+    call = jax.ffi.ffi_call(CONVEX_PAIR_TARGETS[dt.name][0], out, vmap_method="broadcast_all")
+    return call(*args, **attributes, threads=np.int64(threads()), num=np.int64(num), point_tol=float(point_tol),
+                far=float(far))
+
+
+__all__ = ["convex_pair_manifold"]
