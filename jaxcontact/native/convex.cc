@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -282,6 +283,38 @@ V3<T> BestAxis(const Shape<T>& a, const Shape<T>& b, const std::vector<V3<T>>& o
   return best_n;
 }
 
+// The argument checks both handlers share (Convex, ConvexPair): batch shapes, kinds, hull tables, search
+// constants; ``who`` names the kernel in the message. Success() when every check holds.
+template <ffi::DataType DT>
+ffi::Error CheckInputs(const std::string& who, ffi::Buffer<DT>& va, ffi::Buffer<DT>& ra, ffi::Buffer<DT>& da,
+                       ffi::Buffer<DT>& pos_a, ffi::Buffer<DT>& quat_a, ffi::Buffer<DT>& vb, ffi::Buffer<DT>& rb,
+                       ffi::Buffer<DT>& db, ffi::Buffer<DT>& pos_b, ffi::Buffer<DT>& quat_b, ffi::Buffer<DT>& margin,
+                       int64_t kind_a, int64_t kind_b, I32s& via, I32s& vib, int64_t width_a, int64_t width_b,
+                       int64_t lattice, int64_t iterations, int64_t ring, int64_t starts) {
+  auto ad = va.dimensions(), bd = vb.dimensions();
+  if (ad.size() < 2 || bd.size() < 2 || ad.back() != 3 || bd.back() != 3)
+    return ffi::Error::InvalidArgument(who + ": verts must be (..., K, 3)");
+  const int64_t Ka = ad[ad.size() - 2], Kb = bd[bd.size() - 2];
+  const int64_t B = static_cast<int64_t>(ra.element_count());
+  if (static_cast<int64_t>(va.element_count()) != B * Ka * 3 || static_cast<int64_t>(vb.element_count()) != B * Kb * 3 ||
+      static_cast<int64_t>(pos_a.element_count()) != B * 3 || static_cast<int64_t>(pos_b.element_count()) != B * 3 ||
+      static_cast<int64_t>(quat_a.element_count()) != B * 4 || static_cast<int64_t>(quat_b.element_count()) != B * 4 ||
+      static_cast<int64_t>(da.element_count()) != B * 3 || static_cast<int64_t>(db.element_count()) != B * 3 ||
+      static_cast<int64_t>(rb.element_count()) != B || static_cast<int64_t>(margin.element_count()) != B)
+    return ffi::Error::InvalidArgument(who + ": inconsistent batch dimensions");
+  for (int64_t k : {kind_a, kind_b})
+    if (k < kHull || k > kEllipsoid) return ffi::Error::InvalidArgument(who + ": unknown kind");
+  if ((kind_a == kHull && (via.size() == 0 || width_a < 1)) || (kind_b == kHull && (vib.size() == 0 || width_b < 1)))
+    return ffi::Error::InvalidArgument(who + ": a hull without vertices or faces");
+  if ((kind_a == kCapsule && Ka < 2) || (kind_b == kCapsule && Kb < 2) || (kind_a == kSphere && Ka < 1) ||
+      (kind_b == kSphere && Kb < 1))
+    return ffi::Error::InvalidArgument(who + ": a sphere needs one core vertex, a capsule two");
+  if (lattice < 1 || starts < 1 || ring < 1 || iterations < 0)
+    return ffi::Error::InvalidArgument(who + ": bad search constants");
+  return ffi::Error::Success();
+}
+
+
 template <ffi::DataType DT>
 ffi::Error Convex(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da, ffi::Buffer<DT> pos_a,
                   ffi::Buffer<DT> quat_a, ffi::Buffer<DT> vb, ffi::Buffer<DT> rb, ffi::Buffer<DT> db,
@@ -290,25 +323,12 @@ ffi::Error Convex(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da, ff
                   int64_t lattice, int64_t iterations, int64_t ring, int64_t starts, double shrink,
                   int64_t threads, ffi::ResultBuffer<DT> normal) {
   using T = ffi::NativeType<DT>;
-  auto ad = va.dimensions(), bd = vb.dimensions();
-  if (ad.size() < 2 || bd.size() < 2 || ad.back() != 3 || bd.back() != 3)
-    return ffi::Error::InvalidArgument("jaxcontact convex: verts must be (..., K, 3)");
-  const int64_t Ka = ad[ad.size() - 2], Kb = bd[bd.size() - 2];
+  if (ffi::Error bad = CheckInputs<DT>("jaxcontact convex", va, ra, da, pos_a, quat_a, vb, rb, db, pos_b, quat_b, margin,
+                                       kind_a, kind_b, via, vib, width_a, width_b, lattice, iterations, ring, starts);
+      bad.failure())
+    return bad;
+  const int64_t Ka = va.dimensions()[va.dimensions().size() - 2], Kb = vb.dimensions()[vb.dimensions().size() - 2];
   const int64_t B = static_cast<int64_t>(ra.element_count());
-  if (static_cast<int64_t>(va.element_count()) != B * Ka * 3 || static_cast<int64_t>(vb.element_count()) != B * Kb * 3 ||
-      static_cast<int64_t>(pos_a.element_count()) != B * 3 || static_cast<int64_t>(quat_b.element_count()) != B * 4 ||
-      static_cast<int64_t>(da.element_count()) != B * 3 || static_cast<int64_t>(db.element_count()) != B * 3 ||
-      static_cast<int64_t>(rb.element_count()) != B || static_cast<int64_t>(margin.element_count()) != B)
-    return ffi::Error::InvalidArgument("jaxcontact convex: inconsistent batch dimensions");
-  for (int64_t k : {kind_a, kind_b})
-    if (k < kHull || k > kEllipsoid) return ffi::Error::InvalidArgument("jaxcontact convex: unknown kind");
-  if ((kind_a == kHull && (via.size() == 0 || width_a < 1)) || (kind_b == kHull && (vib.size() == 0 || width_b < 1)))
-    return ffi::Error::InvalidArgument("jaxcontact convex: a hull without vertices or faces");
-  if ((kind_a == kCapsule && Ka < 2) || (kind_b == kCapsule && Kb < 2) || (kind_a == kSphere && Ka < 1) ||
-      (kind_b == kSphere && Kb < 1))
-    return ffi::Error::InvalidArgument("jaxcontact convex: a sphere needs one core vertex, a capsule two");
-  if (lattice < 1 || starts < 1 || ring < 1 || iterations < 0)
-    return ffi::Error::InvalidArgument("jaxcontact convex: bad search constants");
   const Search search{lattice, iterations, ring, starts, shrink};
   auto work = [&](int64_t lo, int64_t hi) {
     Shape<T> a, b;
@@ -669,26 +689,14 @@ ffi::Error ConvexPair(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da
                       ffi::ResultBuffer<ffi::S32> valid, ffi::ResultBuffer<ffi::S32> kind,
                       ffi::ResultBuffer<ffi::S32> choice) {
   using T = ffi::NativeType<DT>;
-  auto ad = va.dimensions(), bd = vb.dimensions();
-  if (ad.size() < 2 || bd.size() < 2 || ad.back() != 3 || bd.back() != 3)
-    return ffi::Error::InvalidArgument("jaxcontact convex pair: verts must be (..., K, 3)");
-  const int64_t Ka = ad[ad.size() - 2], Kb = bd[bd.size() - 2];
+  if (ffi::Error bad = CheckInputs<DT>("jaxcontact convex pair", va, ra, da, pos_a, quat_a, vb, rb, db, pos_b, quat_b,
+                                       margin, kind_a, kind_b, via, vib, width_a, width_b, lattice, iterations, ring,
+                                       starts);
+      bad.failure())
+    return bad;
+  if (num < 1) return ffi::Error::InvalidArgument("jaxcontact convex pair: bad search constants or num");
+  const int64_t Ka = va.dimensions()[va.dimensions().size() - 2], Kb = vb.dimensions()[vb.dimensions().size() - 2];
   const int64_t B = static_cast<int64_t>(ra.element_count());
-  if (static_cast<int64_t>(va.element_count()) != B * Ka * 3 || static_cast<int64_t>(vb.element_count()) != B * Kb * 3 ||
-      static_cast<int64_t>(pos_a.element_count()) != B * 3 || static_cast<int64_t>(pos_b.element_count()) != B * 3 ||
-      static_cast<int64_t>(quat_a.element_count()) != B * 4 || static_cast<int64_t>(quat_b.element_count()) != B * 4 ||
-      static_cast<int64_t>(da.element_count()) != B * 3 || static_cast<int64_t>(db.element_count()) != B * 3 ||
-      static_cast<int64_t>(rb.element_count()) != B || static_cast<int64_t>(margin.element_count()) != B)
-    return ffi::Error::InvalidArgument("jaxcontact convex pair: inconsistent batch dimensions");
-  for (int64_t k : {kind_a, kind_b})
-    if (k < kHull || k > kEllipsoid) return ffi::Error::InvalidArgument("jaxcontact convex pair: unknown kind");
-  if ((kind_a == kHull && (via.size() == 0 || width_a < 1)) || (kind_b == kHull && (vib.size() == 0 || width_b < 1)))
-    return ffi::Error::InvalidArgument("jaxcontact convex pair: a hull without vertices or faces");
-  if ((kind_a == kCapsule && Ka < 2) || (kind_b == kCapsule && Kb < 2) || (kind_a == kSphere && Ka < 1) ||
-      (kind_b == kSphere && Kb < 1))
-    return ffi::Error::InvalidArgument("jaxcontact convex pair: a sphere needs one core vertex, a capsule two");
-  if (lattice < 1 || starts < 1 || ring < 1 || iterations < 0 || num < 1)
-    return ffi::Error::InvalidArgument("jaxcontact convex pair: bad search constants or num");
   const Search search{lattice, iterations, ring, starts, shrink};
   auto work = [&](int64_t lo, int64_t hi) {
     Shape<T> a, b;
