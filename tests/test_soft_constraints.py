@@ -53,22 +53,26 @@ def _mujoco(xml, steps):
     return m, np.array(qpos)
 
 
-def test_a_box_on_the_floor_sinks_to_mujocos_depth():
+@pytest.mark.parametrize("dtype, follow, rest", [(jnp.float64, 1e-7, 5e-9), (jnp.float32, 5e-7, 2e-7)],
+                         ids=["float64", "float32"])
+def test_a_box_on_the_floor_sinks_to_mujocos_depth(dtype, follow, rest):
     """A 1 kg cube at rest on its four corners: each corner row carries m g h / 4 and rests where
     R p = h k d(r)|r| (Â = 1/m, the pyramid's factor μ²(1 + μ²)/2 = 1 at μ = 1): |r| = 0.1078 mm, the
     closed form to 5e-9 m and MuJoCo C's trajectory within 1e-7 m at every step (the same law in
-    float64); the hard rows hold it at 3e-11 m."""
+    float64); the hard rows hold it at 3e-11 m. In float32, where users run, MuJoCo C's float64 run
+    within 5e-7 m (measured 1.4e-7) and the closed form within 2e-7 m (4.6e-8)."""
     xml = BOX.format(z=0.1)
     _, qpos = _mujoco(xml, 400)
-    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float64)
+    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=dtype)
     assert scene.constraints == "mujoco" and params.soft.invweight[0] == pytest.approx(1.0)
     traj, info = worlds.rollout(model, scene, params, state, 400)
-    z = np.asarray(traj.pos[1:, 0, 2])
-    np.testing.assert_allclose(z, qpos[:, 2], atol=1e-7)
+    assert traj.pos.dtype == dtype
+    z = np.asarray(traj.pos[1:, 0, 2], np.float64)
+    np.testing.assert_allclose(z, qpos[:, 2], atol=follow)
     k = 1.0 / (0.95 ** 2 * 0.02 ** 2)
     depth = _rest_depth(soft.DEFAULT_SOLIMP, 9.81 / 4.0 / k)
     assert depth == pytest.approx(1.0776e-4, rel=1e-3)
-    assert 0.1 - z[-1] == pytest.approx(depth, abs=5e-9)  # the warm-started solve's tolerance (2.0e-9 measured)
+    assert 0.1 - z[-1] == pytest.approx(depth, abs=rest)  # float64: the warm-started solve's tolerance (2.0e-9)
     assert int(np.max(np.asarray(info.flags))) == 0  # sunk by design: no penetration flag, no warning
 
 
@@ -97,13 +101,15 @@ def _hinge_angle(scene, params, traj):
         lambda x: x[k], traj))[0][0]) for k in range(traj.pos.shape[0])])
 
 
-def test_a_loaded_hinge_rests_on_its_limit_at_mujocos_deflection():
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64", "float32"])
+def test_a_loaded_hinge_rests_on_its_limit_at_mujocos_deflection(dtype):
     """A 1 kg rod of 0.4 m held on its upper limit by gravity: MuJoCo's limit yields to the torque, to
     |r| with |r| d² / (1 − d) = τ Â / k (Â = MuJoCo's dof_invweight0): 0.784 mrad. Ours follows MuJoCo C
-    within 1e-7 rad at every step (measured 1.2e-8) and rests at the closed form within 5e-8 rad (8e-9)."""
+    within 1e-7 rad at every step (measured 1.2e-8, float32 too) and rests at the closed form within
+    5e-8 rad (8e-9)."""
     xml = ROD.format(range="-1.5 0", solref="")
     m, qpos = _mujoco(xml, 200)
-    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float64)
+    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=dtype)
     traj, _ = worlds.rollout(model, scene, params, state, 200)
     q = _hinge_angle(scene, params, traj)
     np.testing.assert_allclose(q[1:], qpos[:, 0], atol=1e-7)
@@ -240,30 +246,6 @@ def test_to_mjcf_writes_the_soft_values_back(friction):
             q2.append(d2.qpos.copy())
         np.testing.assert_allclose(np.array(q2), np.array(q1), atol=1e-12)
 
-
-def test_float32_rests_where_mujoco_and_the_closed_forms_do():
-    """Where users run (float32): the cube on the floor follows MuJoCo C's float64 trajectory within 5e-7 m
-    at every step (measured 1.4e-7; float64 4e-9) and rests at the closed form's 0.1078 mm within 2e-7 m
-    (4.6e-8), without a flag; the loaded rod rests on its limit at MuJoCo's deflection within 1e-7 rad at
-    every step (1.2e-8) and the closed form within 5e-8 rad (8e-9)."""
-    xml = BOX.format(z=0.1)
-    _, qpos = _mujoco(xml, 400)
-    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float32)
-    traj, info = worlds.rollout(model, scene, params, state, 400)
-    assert traj.pos.dtype == jnp.float32
-    z = np.asarray(traj.pos[1:, 0, 2], np.float64)
-    np.testing.assert_allclose(z, qpos[:, 2], atol=5e-7)
-    k = 1.0 / (0.95 ** 2 * 0.02 ** 2)
-    assert 0.1 - z[-1] == pytest.approx(_rest_depth(soft.DEFAULT_SOLIMP, 9.81 / 4.0 / k), abs=2e-7)
-    assert int(np.max(np.asarray(info.flags))) == 0
-    xml = ROD.format(range="-1.5 0", solref="")
-    m, qpos = _mujoco(xml, 200)
-    scene, params, state, model = worlds.from_mjcf(xml, constraints="mujoco", dtype=jnp.float32)
-    traj, _ = worlds.rollout(model, scene, params, state, 200)
-    q = _hinge_angle(scene, params, traj)
-    np.testing.assert_allclose(q[1:], qpos[:, 0], atol=1e-7)
-    depth = _rest_depth(soft.DEFAULT_SOLIMP, 1.0 * 9.81 * 0.2 * float(m.dof_invweight0[0]) / k)
-    assert q[-1] == pytest.approx(depth, abs=5e-8)
 
 
 def test_a_damped_joint_past_its_limit_is_kicked_back_as_mujocos_euler():
