@@ -475,7 +475,8 @@ MUTATIONS = (
              "if given is not None and min(given, params.body.num_candidates) != want:", "if False:",
              (f"{FACES}::test_one_setting_decides_the_ground_contacts",)),
     Mutation("world-ground-penetration-unwarned", "faces", "jaxcontact/worlds/pipeline.py",
-             "            eager.warn_world_penetration(model, params, state, batched=False)", "            pass",
+             "        eager.warn_world_penetration(model, params, states, batched=batched, stacklevel=stacklevel + 1)",
+             "        pass",
              (f"{FACES}::test_start_in_the_ground_warns_from_every_door",)),
     # gradients through worlds (issue 60, part 4): the polish of the solution under differentiation
     Mutation("polish-dropped", "gradients", "jaxcontact/solvers/implicit.py",

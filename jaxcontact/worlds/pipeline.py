@@ -558,10 +558,17 @@ def warn_step(model, scene: Scene, params: Params, state: State, info: WorldInfo
     step flagged ``Flags.PENETRATION``), then ``eager.warn_step`` (non-finite, solve not converged).
     ``who``: "the world" or "the chain"; ``stacklevel``: the user's call of the door, counted from here."""
     if int(info.flags) & Flags.PENETRATION:
-        if scene.ground:
-            eager.warn_world_penetration(model, params, state, batched=False, stacklevel=stacklevel + 1)
-        warn_overlaps(model, scene, params, state, batched=False, stacklevel=stacklevel + 1)
+        warn_start(model, scene, params, state, False, stacklevel + 1)
     eager.warn_step(info.flags, info.residual, who, stacklevel=stacklevel + 1)
+
+
+def warn_start(model, scene: Scene, params: Params, states: State, batched: bool, stacklevel: int) -> None:
+    """The warnings of a start the step flagged ``Flags.PENETRATION``, for every world door: a body in the
+    ground (``eager.warn_world_penetration``) and two bodies inside each other (``warn_overlaps``);
+    ``stacklevel``: the user's call of the door, counted from here."""
+    if scene.ground:
+        eager.warn_world_penetration(model, params, states, batched=batched, stacklevel=stacklevel + 1)
+    warn_overlaps(model, scene, params, states, batched=batched, stacklevel=stacklevel + 1)
 
 
 def _step(model, scene, params, state, control):
@@ -784,9 +791,7 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     validate(scene, params, state, controls, control_steps=True, start=start, dt=model.dt)
     out = world_out(top_level(rollout_jit)(model, scene, params, state, controls, n_steps, output), output, scene)
     if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
-        if scene.ground:
-            eager.warn_world_penetration(model, params, state, batched=False)
-        warn_overlaps(model, scene, params, state, batched=False)
+        warn_start(model, scene, params, state, False, stacklevel=3)
     _warn(out, output, batched=False)
     return out
 
@@ -860,9 +865,7 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     out = world_out((top_level(batch_jit) if check else batch_jit)(*args), output, scene)
     if check:
         if _penetrated_at_start(out, output):
-            if scene.ground:
-                eager.warn_world_penetration(model, params, states, batched=True)
-            warn_overlaps(model, scene, params, states, batched=True)
+            warn_start(model, scene, params, states, True, stacklevel=3)
         _warn(out, output, batched=True)
     return out
 
@@ -971,4 +974,4 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 
 __all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "actuated", "as_is", "with_ctrl", "batch_jit", "batch_rollout", "body_scene", "check_law",
            "BATCH_STATIC", "CPU_COMPILER_OPTIONS", "RUN_STATIC", "check_shapes", "compiler_options", "cpu_options", "coupled", "energy", "fixed_at_rest", "hold_fixed", "on_ground", "initial_warm", "lift_body", "rollout", "rollout_jit", "run", "top_level",
-           "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "world_out"]
+           "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "warn_start", "warn_step", "world_out"]
