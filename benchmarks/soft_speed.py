@@ -1,7 +1,7 @@
 """What MuJoCo's soft constraints cost (``Scene.constraints = "mujoco"``, ``worlds.soft``): the CPU seconds
 per step of one world's rollout in each mode, the same process, the modes in turn.
 
-    python -m benchmarks.soft_speed [--robots quadruped,arm7_box] [--steps 200] [--rounds 3] [--dtype float32]
+    python -m benchmarks soft_speed [--robots quadruped,arm7_box] [--steps 200] [--rounds 3] [--dtype float32]
 
 The robots are ``jaxcontact/data/scenes``' quadruped (from its keyframe "stand") and 7-joint arm beside a
 box (``benchmarks.robot_speed`` describes them), loaded by ``worlds.from_mjcf(..., constraints=MODE)``
@@ -14,29 +14,25 @@ rows of its own). Results: ``benchmarks/results/soft_speed.{json,md}`` (or ``--n
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from experiments.provenance import write_json
-
 from .common import machine_info, md_machine, md_table
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SCENES = Path(__file__).resolve().parents[1] / "jaxcontact" / "data" / "scenes"
 KEYFRAMES = {"quadruped": "stand", "arm7_box": None}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.soft_speed", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robots", default=",".join(KEYFRAMES))
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    ap.add_argument("--name", default="soft_speed")
-    args = ap.parse_args(argv)
+def arguments(ap):
+    ap.add_argument("--robots", default=",".join(KEYFRAMES), help="robots of jaxcontact/data/scenes (default: %(default)s)")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds per mode (default: %(default)s)")
+
+
+def run(args, out):
+    """``python -m benchmarks soft_speed``: ``out`` (``runner.Results``) gets the .json and .md."""
     import jax
 
     if args.dtype == "float64":
@@ -46,7 +42,7 @@ def main(argv=None):
     from jaxcontact import worlds
 
     dtype = jnp.float32 if args.dtype == "float32" else jnp.float64
-    info = machine_info("benchmarks.soft_speed", argv)
+    info = machine_info("benchmarks.soft_speed", command=args.command)
     rows, records = [], []
     for robot in args.robots.split(","):
         path = str(SCENES / f"{robot}.xml")
@@ -75,14 +71,14 @@ def main(argv=None):
             rows.append([robot, mode, f"{per[mode] * 1e3:.3g}", f"{per[mode] / per['hard']:.2f}",
                          f"{rec['mean_sweeps']:.1f}", rec["max_sweeps"], rec["flags_steps"], f"{compile_s:.1f}"])
             print(rows[-1], flush=True)
-    write_json(RESULTS / f"{args.name}.json", {"machine": info, "steps": args.steps, "dtype": args.dtype,
-                                                "records": records})
     md = [f"# MuJoCo's soft constraints: CPU per step ({args.dtype}, one world, {args.steps} steps, median of "
           f"{args.rounds} rounds, modes in turn)", "", md_machine(info), "",
           md_table(["robot", "constraints", "CPU ms / step", "× hard", "mean sweeps", "max sweeps", "flagged steps",
                     "first call CPU s"], rows), ""]
-    (RESULTS / f"{args.name}.md").write_text("\n".join(md))
+    out.write({"machine": info, "steps": args.steps, "dtype": args.dtype, "records": records}, "\n".join(md))
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])
