@@ -1,7 +1,7 @@
 """Where a step of the round and mixed heaps spends its time (issue 62 item 9): stage times of one
 jitted, vmapped call at a settled heap, float32, W worlds of ``benchmarks.mixed_speed``'s heaps.
 
-    python -m benchmarks.round_profile --worlds 32 --settle 300 --name round_profile
+    python -m benchmarks round_profile --worlds 32 --settle 300 --name round_profile
 
 Each heap is loaded as ``mixed_speed`` loads it (``from_mjcf`` of ``experiments.peer_scenes.heap_scene``),
 run ``--settle`` steps (the pile formed: its contacts are what the timed step sees), then each stage
@@ -16,13 +16,13 @@ parts of the step are fused with it, so their sum is not the step's time exactly
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import sys
 import time
 
 import numpy as np
 
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import fmt, machine_info, md_machine, md_table
 from .common import BROAD_PHASES, HEAPS, broad_phased, heap_worlds
 
 
@@ -99,19 +99,19 @@ def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
                 "max_pairs": scene.max_pairs, "max_slots": scene.max_slots, "fast_hits": scene.fast_hits}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default=",".join(HEAPS))
-    ap.add_argument("--worlds", type=int, default=32)
-    ap.add_argument("--settle", type=int, default=300)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--name", default="round_profile")
+def arguments(ap):
+    ap.add_argument("--settle", type=int, default=300, help="steps before the timed stages (default: %(default)s)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed calls per stage, the best kept (default: %(default)s)")
     ap.add_argument("--broad-phase", choices=BROAD_PHASES, default="none",
                     help="heap: more than 3N pairs get max_pairs = 3N and 3N slots across the groups "
                          "(worlds.scenes.heap_broad_phase); group: max_pairs alone; none: every pair")
     ap.add_argument("--fast-hits", action="store_true", help="Scene.fast_hits on")
-    args = ap.parse_args(argv)
-    res = {"machine": machine_info("benchmarks.round_profile", argv), "worlds": args.worlds, "settle": args.settle,
+
+
+def run(args, out):
+    """``python -m benchmarks round_profile``: ``out`` (``runner.Results``) gets the .json and .md."""
+    args.worlds = int(args.worlds)
+    res = {"machine": machine_info("benchmarks.round_profile", command=args.command), "worlds": args.worlds, "settle": args.settle,
            "heaps": {}}
     md = ["# Where a step of the round and mixed heaps spends its time", "", md_machine(res["machine"]), "",
           f"{args.worlds} worlds, after {args.settle} steps, float32, one device; broad phase: {args.broad_phase}; "
@@ -121,14 +121,16 @@ def main(argv=None):
         us, info = profile(h, args.worlds, args.settle, args.repeat, args.broad_phase, args.fast_hits)
         print(h, info, {k: round(x, 1) for k, x in us.items()}, flush=True)
         res["heaps"][h] = {"us_per_world_step": us, **info}
-        write_json(RESULTS_DIR / f"{args.name}.json", res)
+        out.write(res)
         md += [f"## {h}: {info['pairs']} pairs in {info['groups']} groups, {info['slots']} pair slots of "
                f"{info['contacts per pair']} contacts", "",
                md_table(["stage", "µs per world-step", "share of the step"],
                         [[k, fmt(x), f"{100 * x / us['step']:.0f} %"] for k, x in us.items()]), ""]
-    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+    out.write(res, "\n".join(md))
+    print(f"wrote {out.json} and {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])
