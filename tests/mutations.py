@@ -1522,6 +1522,16 @@ MUTATIONS = (
     Mutation("soft-euler-force-from-damped-mass", "soft", "jaxcontact/worlds/pipeline.py",
              'split = (scene.constraints == "mujoco" and correction is None', 'split = (False and correction is None',
              ("tests/test_soft_constraints.py::test_a_damped_joint_past_its_limit_is_kicked_back_as_mujocos_euler",)),
+    # MuJoCo's contact point for soft ground contacts: midway between the surfaces
+    Mutation("soft-ground-contact-at-the-body-surface", "soft", "jaxcontact/worlds/contacts.py",
+             "shift = jnp.where(con.valid, 0.5 * con.phi, 0.0)", "shift = jnp.where(con.valid, 0.0 * con.phi, 0.0)",
+             ("tests/test_soft_constraints.py::test_a_landing_capsule_rolls_off_at_mujocos_speed",)),
+    Mutation("soft-ground-contact-on-the-plane", "soft", "jaxcontact/worlds/contacts.py",
+             "shift = jnp.where(con.valid, 0.5 * con.phi, 0.0)", "shift = jnp.where(con.valid, 1.0 * con.phi, 0.0)",
+             ("tests/test_soft_constraints.py::test_a_landing_capsule_rolls_off_at_mujocos_speed",)),
+    Mutation("soft-ground-contact-shift-in-world-frame", "soft", "jaxcontact/worlds/contacts.py",
+             "[:, None] * (con.normal @ R)[None, :]", "[:, None] * (R @ con.normal)[None, :]",
+             ("tests/test_soft_constraints.py::test_a_landing_capsule_rolls_off_at_mujocos_speed",)),
 )
 
 

@@ -261,3 +261,30 @@ def test_a_damped_joint_past_its_limit_is_kicked_back_as_mujocos_euler():
     q = _hinge_angle(scene, params, worlds.rollout(model, scene, params, state, 2)[0])
     assert abs(q[1] - qpos[0, 0]) < 1e-6
     assert abs(q[2] - qpos[1, 0]) < 1e-4
+
+
+CAPSULE = """<mujoco><option timestep="0.01"/><default><geom margin="{margin}" friction="1 0.5 0.5" solref="0.1 1"/></default>
+<worldbody><geom type="plane" size="5 5 .1"/><body pos="0 0 0.3"><freejoint/>
+<geom type="capsule" size="0.08" fromto="0 0 0 0.2 0.1 0" density="5"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.01])
+def test_a_landing_capsule_rolls_off_at_mujocos_speed(margin):
+    """A capsule thrown at (0.3, 0, −1) m/s onto the floor, soft (solref 0.1: it sinks 7 cm at the
+    landing), ends rolling: at MuJoCo C's speed (0.1 %) and place (0.1 mm) after 0.6 s, because a soft
+    contact acts at MuJoCo's contact point, midway between the two surfaces, also within the margin. At
+    the body's surface point the lever arm is off by half the depth and it rolled at 0.0914 m/s, the
+    rigid answer whatever the softness, against MuJoCo's 0.0696 (margin 0) and 0.0826 (margin 0.01)."""
+    m = mujoco.MjModel.from_xml_string(CAPSULE.format(margin=margin))
+    d = mujoco.MjData(m)
+    d.qvel[:3] = (0.3, 0.0, -1.0)
+    mujoco.mj_forward(m, d)
+    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco")
+    traj, _ = worlds.rollout(model, scene, params, state, 60)
+    for _ in range(60):
+        mujoco.mj_step(m, d)
+    mujoco.mj_kinematics(m, d)
+    speed = np.linalg.norm(np.asarray(traj.vel[-1, 0, :2]))
+    assert speed < 0.1  # it rolls (the throw's 0.3 m/s mostly gone into the landing and the spin)
+    np.testing.assert_allclose(speed, np.linalg.norm(d.qvel[:2]), rtol=1e-3)
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), d.xipos[1], atol=1e-4)

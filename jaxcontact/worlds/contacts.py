@@ -109,7 +109,10 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     N = scene.num_bodies
     Cg = num_ground_contacts(model, scene, params)
     con = per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg, model.patch_tol), params, state)
-    rows = jnp.stack([jnp.zeros_like(con.jac), con.jac], axis=2).reshape(N * Cg, 2, 3, 6)
+    jac = con.jac
+    if scene.constraints == "mujoco":  # MuJoCo's contact point: midway between the two surfaces
+        jac = per_body(lambda p, s, c: midway_jacobian(s, c), params, state, con)
+    rows = jnp.stack([jnp.zeros_like(jac), jac], axis=2).reshape(N * Cg, 2, 3, 6)
     bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
     valid = con.valid
     if N > 1:  # candidates beyond reach stay out of the problem (a single body keeps all, as dynamics does;
@@ -120,6 +123,17 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     if scene.off_ground:  # nor does a body that collides with nothing or that MuJoCo's filter keeps off the floor
         valid = valid & ~scene.off_ground_bodies[:, None]
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
+
+
+def midway_jacobian(state: State, con: geometry.Contacts):
+    """The Jacobians of ``con``'s candidates (one body against one surface) at MuJoCo's contact point,
+    midway between the two surfaces (``mj_collideGeoms``' ``con.pos``: the body's surface point moved by
+    −φ/2 along the surface normal), in place of the body's surface point: under MuJoCo's soft contacts
+    a row acts within the margin and while the surfaces overlap, and its lever arm is MuJoCo's."""
+    R = quat_to_mat(state.quat)
+    shift = jnp.where(con.valid, 0.5 * con.phi, 0.0)[:, None] * (con.normal @ R)[None, :]  # body frame: Rᵀn φ/2
+    dirs = jnp.concatenate([con.normal[None, :], con.tangents], axis=0)
+    return jax.vmap(lambda r: geometry.point_jacobian(state, r, dirs))(con.r_body - shift)
 
 
 def surfaces(scene: Scene, params: Params):
@@ -142,6 +156,8 @@ def surface_contacts(model, scene: Scene, params: Params, state: State):
     cons = [per_body(lambda p, s, g=g: geometry.contact_candidates(p.body, g, s, Cs, model.patch_tol), params, state)
             for g in grounds]
     S = len(grounds)
+    if scene.constraints == "mujoco":  # MuJoCo's contact point: midway between the two surfaces
+        cons = [c.replace(jac=per_body(lambda p, s, c: midway_jacobian(s, c), params, state, c)) for c in cons]
     jac = jnp.concatenate([c.jac for c in cons], axis=1)  # (N, S·Cs, 3, 6)
     phi = jnp.concatenate([c.phi for c in cons], axis=1)
     valid = jnp.concatenate([c.valid for c in cons], axis=1)
