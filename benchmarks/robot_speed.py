@@ -213,7 +213,7 @@ def profile(robot: str, u: np.ndarray, steps: int, max_pairs):
         if label == "full":
             it = np.asarray(info.iterations)
             kept = min(max_pairs or scene.num_pairs, scene.num_pairs)  # the broad phase's kept pair slots
-            rows = 3 * (int(np.prod(info.phi_ground.shape[1:])) + kept * scene.pair_contacts)
+            rows = 3 * (int(np.prod(info.phi_ground.shape[1:])) + kept * scene.slot_contacts)
             stats = {"contact_rows": rows, "joint_rows": int(info.joint_impulse.shape[-1]),
                      "mean_sweeps": float(it.mean()), "max_sweeps": int(it.max()),
                      "steps_at_cap": int(np.sum(it >= model.law.solver.max_iter)),

@@ -83,7 +83,7 @@ def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
             sa = jax.tree_util.tree_map(lambda x: x[ia], s)
             sb = jax.tree_util.tree_map(lambda x: x[ib], s)
             one = lambda va, ra, sa, vb, rb, sb, da, db: contacts.round_or_hull(
-                ta, va, ra, sa, tb, vb, rb, sb, scene.pair_contacts, scene.margin, scene.narrow_phase, da, db)
+                ta, va, ra, sa, tb, vb, rb, sb, scene.slot_contacts, scene.margin, scene.narrow_phase, da, db)
             return jax.vmap(one)(params.body.vertices[ia], rad[ia], sa, params.body.vertices[ib], rad[ib], sb,
                                  dims[ia], dims[ib])
         key = f"pairs {name(ta)}–{name(tb)} ({len(ks)})"
@@ -95,7 +95,7 @@ def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
     us = {k: 1e6 * t / worlds for k, t in out.items()}
     us["rest of the step (step − collide)"] = us["step"] - us["collide"]
     return us, {"pairs": scene.num_pairs, "slots": scene.num_pair_slots, "narrow slots": scene.num_narrow_slots,
-                "groups": len(scene.pair_groups()), "contacts per pair": scene.pair_contacts,
+                "groups": len(scene.pair_groups()), "contacts per pair": scene.slot_contacts,
                 "max_pairs": scene.max_pairs, "max_slots": scene.max_slots, "fast_hits": scene.fast_hits}
 
 

@@ -289,8 +289,8 @@ def initial_overlaps(scene, params, state):
 
     con = worlds.collide(worlds.model(), scene, params, state)
     # the narrow phase's slots (every pair, or the broad phase's kept ones; a skipped pair is apart)
-    phi = np.asarray(con.phi[con.num_ground:]).reshape(-1, scene.pair_contacts)
-    valid = np.asarray(con.valid[con.num_ground:]).reshape(-1, scene.pair_contacts)
+    phi = np.asarray(con.phi[con.num_ground:]).reshape(-1, scene.slot_contacts)
+    valid = np.asarray(con.valid[con.num_ground:]).reshape(-1, scene.slot_contacts)
     d = np.where(valid, phi, np.inf).min(axis=1)
     return int(np.sum(d < 0)), float(min(d.min(), 0.0))
 

@@ -938,6 +938,19 @@ def _manifold(pa, pb, dist, dirs, num, margin, dtype):
     return PairContacts(point=pts, normal=n, phi=phi, valid=valid, kind=kind)
 
 
+def most_pair_contacts(kind_a, kind_b, num: int) -> int:
+    """The most valid contacts (static) of a pair of two bodies of these kinds (``Scene.pair_shape``'s:
+    a round kind, a ``HullTopology``, a convex kind, a compound) whose manifold keeps ``num``: a round
+    pair (``round_round``, or ``round_hull`` against a hull) has at most two (``_manifold``), one when
+    a sphere is in it; every other pair ``num``. The contact problem keeps this many per pair slot
+    (``Scene.slot_contacts``): the rest of ``num`` would be empty slots on every step."""
+    round_ = [k for k in (kind_a, kind_b) if isinstance(k, str) and k in ROUND_KINDS]
+    if not round_ or not all(isinstance(k, HullTopology) or (isinstance(k, str) and k in ROUND_KINDS)
+                             for k in (kind_a, kind_b)):
+        return num
+    return min(num, 1 if "sphere" in round_ else 2)
+
+
 def round_round(kind_a, verts_a, radius_a, pos_a, quat_a, kind_b, verts_b, radius_b, pos_b, quat_b,
                 num: int = 4, margin: float = DEFAULT_MARGIN) -> PairContacts:
     """Contacts of two round bodies (``kind_*`` in ``ROUND_KINDS``, static): a sphere is its first
@@ -1435,6 +1448,13 @@ search alone in the kernel and the manifold in JAX (the design before; a switch 
 measurements, read when a program is traced)."""
 
 
+CONVEX_APART_EXIT = True
+"""Whether the whole-pair kernel (``CONVEX_MANIFOLD`` = "native") skips the manifold's candidates of a pair
+that its axis separates beyond the margin (no contact either way; its outputs are those the full manifold
+gives there, so the results are the same): True, the default; False, the design before (every pair's
+candidates and reduction; a switch for side-by-side measurements, read when a program is traced)."""
+
+
 def _convex_candidates(a: _Convex, b: _Convex, n, sides=None):
     """The candidates of ``convex_pair``'s manifold at the axis n (a → b, without gradient): points x
     (M, 3) and their φ (M,) (first the pair's deepest, then a's extremes, then b's), the pair's
@@ -1494,7 +1514,7 @@ def _native_convex_pair(kind_a, kind_b, num, args) -> PairContacts:
                  lattice=np.int64(CONVEX_LATTICE), iterations=np.int64(CONVEX_ITERATIONS), ring=np.int64(CONVEX_RING),
                  starts=np.int64(CONVEX_STARTS), shrink=float(CONVEX_SHRINK))
     point, normal, phi, valid, kind, choice = convex_pair_manifold(tuple(sg(x) for x in args), attrs, num, FAR,
-                                                                   POINT_TOL)
+                                                                   POINT_TOL, CONVEX_APART_EXIT)
     valid = valid.astype(bool)
     point, phi = _convex_with_derivative((kind_a, kind_b, num), (point, phi), normal, choice, valid, args[:10])
     return PairContacts(point=point, normal=normal, phi=phi, valid=valid, kind=kind)

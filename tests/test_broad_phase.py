@@ -13,6 +13,7 @@ import pytest
 
 import jaxcontact as jc
 from jaxcontact import shapes, worlds
+from jaxcontact.geometry import FAR
 from jaxcontact.types import Flags
 from jaxcontact.worlds import contacts
 from jaxcontact.worlds.scenes import heap_broad_phase
@@ -59,7 +60,7 @@ def test_slots_across_groups_keep_the_touching_pairs_and_flag_an_overflow():
     scene, params, s = _three()
     assert len(scene.pair_groups()) == 3 and scene.num_pair_slots == 3
     every = _collide(scene)(params, s)
-    n, G = scene.pair_contacts, every.num_ground
+    n, G = scene.slot_contacts, every.num_ground
     touching = np.flatnonzero(np.asarray(every.valid[G:]).reshape(3, n).any(axis=1))
     assert touching.tolist() == [0, 1]  # box–sphere, box–capsule
     capped_scene = dataclasses.replace(scene, max_slots=2)
@@ -129,3 +130,85 @@ def test_heap_broad_phase_caps_the_slots_of_a_heap_of_several_kinds():
     assert (heap.max_pairs, heap.max_slots, heap.num_narrow_slots, heap.num_pair_slots) == (48, 48, 120, 48)
     boxes, _ = worlds.make_scene([shapes.box(0.05)] * 16)
     assert heap_broad_phase(boxes).max_slots is None and heap_broad_phase(boxes).num_pair_slots == 48
+
+
+def _spheres(dtype):
+    """Three spheres in a row on the ground, the middle one 0.5 mm into the first and 1 mm off the third,
+    rolling at 0.3 m/s: pairs of one contact each (sphere–sphere)."""
+    scene, body = worlds.make_scene([shapes.sphere(0.03, 0.2)] * 3)
+    params = jc.Params(body=body, ground=jc.Ground.flat(3), law=jc.CoulombLCP.init_params(mu=0.5))
+    state = jc.State(pos=jnp.asarray([[0.0, 0.0, 0.03], [0.0595, 0.0, 0.03], [0.1205, 0.0, 0.03]], dtype),
+                     quat=jnp.tile(jnp.asarray(I4, dtype), (3, 1)),
+                     vel=jnp.tile(jnp.asarray([0.3, 0.0, 0.0], dtype), (3, 1)), omega=jnp.zeros((3, 3), dtype))
+    cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+    return scene, cast(params), state
+
+
+def _both_layouts(scene, params, s, steps):
+    """The collision stage (and ``steps`` steps' final state and gradient of the final x positions in the
+    velocities, when ``steps``) with the pair slots as wide as their kinds need and as ``pair_contacts``."""
+    from jaxcontact.worlds import pipeline
+    from jaxcontact.worlds import scene as scene_module
+
+    out = {}
+    for how in ("kinds", "pair_contacts"):
+        scene_module.SLOT_CONTACTS = how
+        try:
+            con = jax.jit(lambda p, x: worlds.collide(MODEL, scene, p, x))(params, s)
+            run = lambda v, p=params: pipeline.run(MODEL, scene, p, s.replace(vel=v), None, steps, "final", with_info=False)
+            out[how] = (con, jax.jit(run)(s.vel), jax.jit(jax.grad(lambda v: jnp.sum(run(v).pos[:, 0])))(s.vel)) if steps \
+                else (con,)
+        finally:
+            scene_module.SLOT_CONTACTS = "kinds"
+    return jax.tree_util.tree_map(np.asarray, (out["kinds"], out["pair_contacts"]))
+
+
+def _capsules(dtype):
+    """A box on the ground, a capsule lying across its top and another on that one, each 0.5 mm off, sliding
+    at 0.3 m/s: the two capsules touch at two points (along each other), the box and a capsule at one."""
+    lying = (0.7071068, 0.0, 0.7071068, 0.0)
+    scene, body = worlds.make_scene([shapes.box(0.1, 1.0), shapes.capsule(0.02, 0.08, 0.3), shapes.capsule(0.02, 0.08, 0.3)])
+    params = jc.Params(body=body, ground=jc.Ground.flat(3), law=jc.CoulombLCP.init_params(mu=0.5))
+    state = jc.State(pos=jnp.asarray([[0.0, 0.0, 0.05], [0.0, 0.0, 0.1205], [0.0, 0.0, 0.161]]),
+                     quat=jnp.asarray([I4, lying, lying]), vel=jnp.tile(jnp.asarray([0.3, 0.0, 0.0]), (3, 1)),
+                     omega=jnp.zeros((3, 3)))
+    cast = lambda t: jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, t)
+    return scene, cast(params), cast(state)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, pytest.param(jnp.float32, marks=pytest.mark.slow)])
+def test_pair_slots_hold_the_contacts_their_kinds_can_have(dtype):
+    """``Scene.slot_contacts``: the contact problem's pair slots hold as many contacts as the scene's pairs
+    of kinds can have (spheres 1, capsules and boxes 2, two boxes ``pair_contacts``), and the
+    collision stage gives what it gave with ``pair_contacts`` in every slot (``worlds.scene.SLOT_CONTACTS``,
+    the design before): the same valid contacts in the same order, the same ``pair_phi``/``pair_kind``
+    (4 columns, FAR where empty)."""
+    boxes, _ = worlds.make_scene([shapes.box(0.05)] * 2 + [shapes.sphere(0.02)])
+    assert boxes.slot_contacts == boxes.pair_contacts == 4
+    for (scene, params, s), want, touching in ((_spheres(dtype), 1, 2), (_capsules(dtype), 2, 3)):
+        assert scene.slot_contacts == want and scene.pair_contacts == 4
+        (c,), (c0,) = _both_layouts(scene, params, s, 0)
+        G = c.num_ground
+        assert c.phi.shape[0] - G == 3 * want and c0.phi.shape[0] - G == 3 * 4  # the switch took
+        assert c.valid[G:].sum() == c0.valid[G:].sum() >= touching  # the capsules' two
+        for name in ("rows", "phi", "bodies"):
+            np.testing.assert_array_equal(getattr(c, name)[c.valid], getattr(c0, name)[c0.valid])
+        np.testing.assert_array_equal(c.pair_phi, c0.pair_phi)
+        np.testing.assert_array_equal(c.pair_kind, c0.pair_kind)
+        assert c.pair_phi.shape == (3, 4) and np.all(c.pair_phi[:, want:] == FAR)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+def test_pair_slots_as_wide_as_their_kinds_keep_the_rollout(dtype):
+    """20 steps of the rolling spheres and of the sliding box and capsules with the pair slots as wide as their kinds
+    need: the final state and the gradient of the final x positions in the velocities those of
+    ``pair_contacts`` in every slot to round-off (a small world's dense solve sums in another order; the
+    heaps' rollouts were bitwise, docs/worlds.md)."""
+    tol, gtol = (1e-12, 1e-9) if dtype == jnp.float64 else (1e-6, 1e-4)
+    for scene, params, s in (_spheres(dtype), _capsules(dtype)):
+        (_, f, g), (_, f0, g0) = _both_layouts(scene, params, s, 20)
+        for name in ("pos", "quat", "vel", "omega"):
+            np.testing.assert_allclose(getattr(f, name), getattr(f0, name), rtol=0, atol=tol)
+        np.testing.assert_allclose(g, g0, rtol=gtol, atol=gtol)
+        assert np.all(np.isfinite(g)) and np.abs(g).max() > 1e-3

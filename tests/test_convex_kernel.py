@@ -305,6 +305,37 @@ def test_kernel_manifold_derivatives_are_the_references(dtype, pairs):
         assert np.abs(gn[2]).max() > 0.5, p  # the contacts move with b
 
 
+@pytest.mark.parametrize("dtype", [jnp.float64, pytest.param(jnp.float32, marks=pytest.mark.slow)])
+def test_the_apart_exit_changes_no_output(dtype):
+    """``collision.CONVEX_APART_EXIT``: the whole-pair kernel skips the manifold's candidates of a pair its
+    axis separates beyond the margin. On 64 random poses of a cylinder and a box (margin 1 cm: 10 apart
+    beyond it, the rest within) every output is the same to the bit with and without the exit (the
+    points of the empty slots, the normal, φ, validity, the patch type), and so is the gradient in the four
+    poses of Σ every point (valid or not: the kernel's choices and sides) and Σ φ of the valid contacts."""
+    args = _poses(np.random.default_rng(11), 64, dtype)
+    loss = lambda pc: jnp.sum(pc.point) + jnp.sum(jnp.where(pc.valid, pc.phi, 0.0))
+    fn = _pair("cylinder", "box", dtype, "native", margin=0.01)
+
+    def both(a):  # one program, the switch read as each half is traced
+        out = []
+        try:
+            for exit_ in (True, False):
+                collision.CONVEX_APART_EXIT = exit_
+                out.append((jax.vmap(fn)(*a), jax.vmap(jax.grad(lambda *x: loss(fn(*x)), argnums=(0, 1, 2, 3)))(*a)))
+        finally:
+            collision.CONVEX_APART_EXIT = True
+        return out
+
+    (pc, g), (pc0, g0) = jax.tree_util.tree_map(np.asarray, jax.jit(both)(args))
+    apart = ~pc.valid.any(1)
+    assert apart.sum() >= 8 and (~apart).sum() >= 8, apart.sum()  # both sides of the exit are sampled
+    for name in ("point", "normal", "phi", "valid", "kind"):
+        np.testing.assert_array_equal(getattr(pc, name), getattr(pc0, name))
+    for x, y in zip(g, g0):
+        np.testing.assert_array_equal(x, y)
+    assert all(np.all(np.isfinite(x)) for x in g) and np.abs(g[2][apart]).max() > 0.1
+
+
 def test_bad_contact_counts_are_refused():
     args = (jnp.zeros(3), jnp.array([1.0, 0, 0, 0]), jnp.array([0.0, 0, 0.1]), jnp.array([1.0, 0, 0, 0]))
     for num in (0, 2.0):

@@ -622,15 +622,41 @@ struct ManifoldWork {
 };
 
 // The pair's manifold at the axis n (collision.convex_pair's reference after its axis): contacts
-// (point, phi, valid), the patch type and the choices (the kept candidates, on_a, on_b).
+// (point, phi, valid), the patch type and the choices (the kept candidates, on_a, on_b). With
+// apart_exit (collision.CONVEX_APART_EXIT), a pair that n separates by more than the margin (every
+// contact invalid: valid needs deep <= margin) skips the extremes, their entries and the reduction:
+// its outputs are what they would give there (no candidate within the margin: each kept index 0,
+// each point the deepest candidate's, phi far), so the result is the same either way.
 template <typename T>
-void Manifold(const Side<T>& A, const Side<T>& B, V3<T> n, T margin, int64_t num, T point_tol, T far,
+void Manifold(const Side<T>& A, const Side<T>& B, V3<T> n, T margin, int64_t num, T point_tol, T far, bool apart_exit,
               ManifoldWork<T>& w, T* point, T* phi_out, int32_t* valid, int32_t* kind_out, int32_t* choice) {
   const Shape<T>& a = *A.s;
   const Shape<T>& b = *B.s;
   const V3<T> mn = mul(n, T(-1));
   const V3<T> xa = a.support(n), yb = b.support(mn);
   const T deep = dot(n, sub(yb, xa));
+  const T size = std::min(a.size(), b.size());
+  const T close = std::max(T(1e-7), T(1e3) * std::numeric_limits<T>::epsilon()) * size;
+  const auto e0a = B.entry(xa, n), e0b = A.entry(yb, mn);
+  const bool on_a = e0a.second && e0a.first <= deep + close;
+  const bool on_b = e0b.second && e0b.first <= deep + close;
+  V3<T> sa0, sa1, sb0, sb1, ca, cb;
+  A.support_segment(n, close, sa0, sa1);
+  B.support_segment(mn, close, sb0, sb1);
+  SegSeg(sa0, sa1, sb0, sb1, ca, cb);
+  const V3<T> x0 = on_a ? add(xa, mul(n, T(0.5) * deep)) : (on_b ? sub(yb, mul(n, T(0.5) * deep)) : mul(add(ca, cb), T(0.5)));
+  if (apart_exit && deep > margin) {  // apart along n beyond the margin: no contact (every valid below is
+    // false); what the full manifold gives then: no candidate within the margin, so each kept index is 0
+    for (int64_t j = 0; j < num; ++j) {
+      valid[j] = 0;
+      point[3 * j] = x0.x, point[3 * j + 1] = x0.y, point[3 * j + 2] = x0.z;
+      phi_out[j] = far;
+      choice[j] = 0;
+    }
+    *kind_out = 0;
+    choice[num] = on_a, choice[num + 1] = on_b;
+    return;
+  }
   A.extremes(n, w.ea);
   B.extremes(mn, w.eb);
   const size_t Ma = w.ea.size(), Mb = w.eb.size(), M = 1 + Ma + Mb;
@@ -645,16 +671,7 @@ void Manifold(const Side<T>& A, const Side<T>& B, V3<T> n, T margin, int64_t num
     w.phi[1 + Ma + i] = e.first, w.hb[i] = e.second;
     w.x[1 + Ma + i] = sub(w.eb[i], mul(n, T(0.5) * e.first));
   }
-  const T size = std::min(a.size(), b.size());
-  const T close = std::max(T(1e-7), T(1e3) * std::numeric_limits<T>::epsilon()) * size;
-  const auto e0a = B.entry(xa, n), e0b = A.entry(yb, mn);
-  const bool on_a = e0a.second && e0a.first <= deep + close;
-  const bool on_b = e0b.second && e0b.first <= deep + close;
-  V3<T> sa0, sa1, sb0, sb1, ca, cb;
-  A.support_segment(n, close, sa0, sa1);
-  B.support_segment(mn, close, sb0, sb1);
-  SegSeg(sa0, sa1, sb0, sb1, ca, cb);
-  w.x[0] = on_a ? add(xa, mul(n, T(0.5) * deep)) : (on_b ? sub(yb, mul(n, T(0.5) * deep)) : mul(add(ca, cb), T(0.5)));
+  w.x[0] = x0;
   w.phi[0] = on_a ? e0a.first : (on_b ? e0b.first : dot(n, sub(cb, ca)));
   bool any_other = false;
   for (size_t i = 0; i < Ma; ++i) any_other = any_other || (w.ha[i] && w.phi[1 + i] <= deep + close);
@@ -684,7 +701,7 @@ ffi::Error ConvexPair(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da
                       ffi::Buffer<DT> pos_b, ffi::Buffer<DT> quat_b, ffi::Buffer<DT> margin, int64_t kind_a,
                       int64_t kind_b, I32s via, I32s vib, I32s rings_a, I32s rings_b, int64_t width_a, int64_t width_b,
                       I32s lines_a, I32s lines_b, int64_t lattice, int64_t iterations, int64_t ring, int64_t starts,
-                      double shrink, int64_t threads, int64_t num, double point_tol, double far,
+                      double shrink, int64_t threads, int64_t num, double point_tol, double far, int64_t apart_exit,
                       ffi::ResultBuffer<DT> point, ffi::ResultBuffer<DT> normal, ffi::ResultBuffer<DT> phi,
                       ffi::ResultBuffer<ffi::S32> valid, ffi::ResultBuffer<ffi::S32> kind,
                       ffi::ResultBuffer<ffi::S32> choice) {
@@ -726,7 +743,7 @@ ffi::Error ConvexPair(ffi::Buffer<DT> va, ffi::Buffer<DT> ra, ffi::Buffer<DT> da
       out[0] = n.x, out[1] = n.y, out[2] = n.z;
       A.faces(rings_a, width_a, xa);
       Bs.faces(rings_b, width_b, xb);
-      Manifold(A, Bs, n, m, num, static_cast<T>(point_tol), static_cast<T>(far), mw, point->typed_data() + i * num * 3,
+      Manifold(A, Bs, n, m, num, static_cast<T>(point_tol), static_cast<T>(far), apart_exit != 0, mw, point->typed_data() + i * num * 3,
                phi->typed_data() + i * num, valid->typed_data() + i * num, kind->typed_data() + i,
                choice->typed_data() + i * (num + 2));
     }
@@ -782,6 +799,7 @@ JAXCONTACT_CONVEX(JaxcontactConvexF64, ffi::F64)
           .Attr<I32s>("lines_a").Attr<I32s>("lines_b").Attr<int64_t>("lattice")                            \
           .Attr<int64_t>("iterations").Attr<int64_t>("ring").Attr<int64_t>("starts").Attr<double>("shrink") \
           .Attr<int64_t>("threads").Attr<int64_t>("num").Attr<double>("point_tol").Attr<double>("far")      \
+          .Attr<int64_t>("apart_exit")                                                                      \
           .Ret<ffi::Buffer<DT>>()                                                                           \
           .Ret<ffi::Buffer<DT>>()                                                                           \
           .Ret<ffi::Buffer<DT>>()                                                                           \

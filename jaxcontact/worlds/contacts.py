@@ -326,7 +326,7 @@ def separate_fast_pairs(model, scene: Scene, params: Params, before: State, afte
         pinned |= scene.fixed_bodies
     if scene.joints is not None:
         pinned |= scene.jointed_bodies
-    n = scene.pair_contacts
+    n = scene.slot_contacts
     rows, phi, valid, bodies, slot_pair, *_ = pair_contacts(model, dataclasses.replace(scene, fast_hits=False), params, after)
     S = slot_pair.shape[0]
     J = rows[:, :, 0, :].reshape(S, n, 2, 6)
@@ -395,7 +395,7 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
     (``keep_slots``): (rows (S·n, 2, 3, 6), phi, valid, bodies (S·n, 2), slot_pair (S,),
     pair_phi (P, n), pair_kind (P,), capacity); ``pair_phi``/``pair_kind`` of every pair the narrow
     phase ran on."""
-    n, P = scene.pair_contacts, scene.num_pairs
+    n, P = scene.slot_contacts, scene.num_pairs
     pairs = np.asarray(scene.pairs, dtype=int).reshape(P, 2)
     dtype = state.pos.dtype
     broad = scene.max_pairs is not None
@@ -451,11 +451,12 @@ def pair_contacts(model, scene: Scene, params: Params, state: State):
         order = np.argsort(np.concatenate([o[0] for o in out]), kind="stable")
         cols = [c[order] for c in cols]
     slot_pair, slot_bodies, rows, phi, valid, kind = cols
+    full = jnp.pad(phi, ((0, 0), (0, scene.pair_contacts - n)), constant_values=collision.FAR)  # (S, pair_contacts)
     if broad:
-        pair_phi = jnp.broadcast_to(gaps[:, None], (P, n)).astype(dtype).at[slot_pair].set(phi)
+        pair_phi = jnp.broadcast_to(gaps[:, None], (P, scene.pair_contacts)).astype(dtype).at[slot_pair].set(full)
         pair_kind = jnp.zeros((P,), jnp.int32).at[slot_pair].set(kind)
     else:
-        pair_phi, pair_kind = phi, kind
+        pair_phi, pair_kind = full, kind
     if scene.max_slots is not None and slot_pair.shape[0] > scene.max_slots:  # one cap across the groups
         keep, over = keep_slots(scene.max_slots, phi, valid)
         capacity = capacity | over
@@ -624,7 +625,7 @@ def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
     is the least over the pair's valid points for all of them. A face patch then bounces as one:
     its four points' distances differ by round-off, and a switch read point by point could bounce
     two of them and not the others (a spurious torque, measured on the cradle at a 3 mm gap)."""
-    G, n, E = con.num_ground, scene.pair_contacts, con.pair_end
+    G, n, E = con.num_ground, scene.slot_contacts, con.pair_end
     if not scene.pairs:
         return con.phi
     phi, vn, valid = con.phi[G:E].reshape(-1, n), vn_pre[G:E].reshape(-1, n), con.valid[G:E].reshape(-1, n)
@@ -636,7 +637,7 @@ def patch_phi(scene: Scene, con: WorldContacts, vn_pre, dt: float):
 def manifold_size(model, scene: Scene, params: Params) -> int:
     """Contacts per manifold (static): consecutive contacts on the same two bodies, a body's ground
     candidates (split in equal parts) and a pair slot's points alike."""
-    sizes = [s for s in (num_ground_contacts(model, scene, params), scene.pair_contacts if scene.pairs else 0) if s]
+    sizes = [s for s in (num_ground_contacts(model, scene, params), scene.slot_contacts if scene.pairs else 0) if s]
     if num_joint_contacts(scene, params):
         sizes.append(1)  # a limit, a friction loss is a contact of its own
     return math.gcd(*sizes) if sizes else 1
@@ -669,14 +670,14 @@ def warm_slots(scene: Scene, con: WorldContacts, table):
     """The warm start of this step's contacts (C, 3) from ``table`` (the impulses of the previous
     step per body–ground contact and per pair of the scene, ``initial_warm``'s layout): a pair the
     broad phase brings in takes its own last impulses (zero if it was out)."""
-    G, n, L = con.num_ground, scene.pair_contacts, con.phi.shape[0] - con.pair_end  # the limits', losses' last
+    G, n, L = con.num_ground, scene.slot_contacts, con.phi.shape[0] - con.pair_end  # the limits', losses' last
     pairs = table[G:table.shape[0] - L].reshape(scene.num_pairs, n, 3)[con.slot_pair].reshape(-1, 3)
     return jnp.concatenate([table[:G], pairs, table[table.shape[0] - L:]])
 
 
 def warm_table(scene: Scene, con: WorldContacts, z):
     """``warm_slots`` inverted: this step's impulses z (C, 3) into the table (pairs out: zero)."""
-    G, n, E = con.num_ground, scene.pair_contacts, con.pair_end
+    G, n, E = con.num_ground, scene.slot_contacts, con.pair_end
     pairs = jnp.zeros((scene.num_pairs, n, 3), z.dtype).at[con.slot_pair].set(z[G:E].reshape(-1, n, 3))
     return jnp.concatenate([z[:G], pairs.reshape(-1, 3), z[E:]])
 
@@ -687,7 +688,7 @@ def start_overlaps(model, scene: Scene, params: Params, state: State):
     (the narrow phase on every pair, whatever ``Scene.max_pairs``)."""
     every = dataclasses.replace(scene, max_pairs=None, max_slots=None, fast_hits=False)
     _, phi, valid, *_ = pair_contacts(model, every, params, state)
-    return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.pair_contacts), axis=1)
+    return jnp.max(jnp.where(valid, -phi, 0.0).reshape(scene.num_pairs, scene.slot_contacts), axis=1)
 
 
 __all__ = ["FAST_HIT", "WorldContacts", "bounding_radii", "check_ground_contacts", "collide", "compound_pair", "limit_contacts", "loss_contacts", "num_joint_contacts", "num_losses", "sides", "tendon_limit_contacts", "fast_pairs", "is_compound", "keep_slots", "shape_parts", "ground_contacts", "manifold_size", "num_ground_contacts",

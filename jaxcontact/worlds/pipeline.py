@@ -498,7 +498,7 @@ def initial_warm(model, scene: Scene, params: Params, state):
     if not coupled(scene):
         lmodel = _ground_model(model, scene, params)
         return per_body(lambda p, s: model.law.init_warm(lmodel, p, s), params, state)
-    C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.pair_contacts
+    C = scene.num_bodies * num_ground_contacts(model, scene, params) + scene.num_pairs * scene.slot_contacts
     if scene.joints is not None:  # two contacts per limited joint or tendon, the friction losses
         C += num_joint_contacts(scene, params)
     return jnp.zeros((C, 3), state.pos.dtype)

@@ -28,6 +28,10 @@ from .joints import Joints
 from .soft import check_integrator, check_mode
 
 
+SLOT_CONTACTS = "kinds"
+"""How many contacts a pair slot of the contact problem holds (``Scene.slot_contacts``, read when a program is
+traced): "kinds" (the default: the most the scene's pairs of kinds can have, ``collision.most_pair_contacts``)
+or "pair_contacts" (``Scene.pair_contacts`` on every slot, the design before; kept to measure against)."""
 COMPOUND = "compound"  # the shape of a body of several parts (shapes.compound; Scene.parts)
 
 
@@ -42,7 +46,8 @@ class Scene:
     ground_contacts: deprecated, None. ``Model.max_contacts`` alone decides how many ground
     contacts a body keeps, in bodies and worlds alike (a face's widest spread when more touch:
     ``geometry.face_points``); an int given here warns (``DeprecationWarning``) and must agree with
-    it, or the step refuses it (``contacts.check_ground_contacts``). pair_contacts: contacts kept per body–body pair (the manifold is reduced to this many points).
+    it, or the step refuses it (``contacts.check_ground_contacts``). pair_contacts: contacts kept per body–body pair (the manifold is reduced to this many points;
+    the contact problem holds ``slot_contacts`` per pair slot, fewer where no pair can have that many).
     margin: speculative distance (m): pairs closer than this report contacts with their true signed
     distance (φ > 0), so a contact is in the problem one step before the surfaces meet, and its
     φ has a gradient.
@@ -276,6 +281,16 @@ class Scene:
         if self.shapes is not None and self.shapes[i] != "hull":
             return self.shapes[i]
         return self.topologies[i]
+
+    @property
+    def slot_contacts(self) -> int:
+        """Contacts per pair slot of the contact problem (static): ``pair_contacts``, or fewer where no
+        group of pairs can have that many (``collision.most_pair_contacts``: a heap of spheres 1, of
+        capsules 2); ``WorldInfo.pair_phi`` keeps ``pair_contacts`` columns (the others φ FAR)."""
+        groups = self.pair_groups()
+        if not groups or SLOT_CONTACTS == "pair_contacts":
+            return self.pair_contacts
+        return max(collision.most_pair_contacts(ta, tb, self.pair_contacts) for ta, tb, _ in groups)
 
     def pair_slots(self, group_size: int) -> int:
         """Pairs of a topology group of ``group_size`` the narrow phase runs on each step."""
