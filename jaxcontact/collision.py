@@ -701,7 +701,7 @@ def _kernel_attributes(topo_a: HullTopology, topo_b: HullTopology, num: int) -> 
 def _native_hull_hull(spec, verts_a, pos_a, quat_a, verts_b, pos_b, quat_b, margin) -> PairContacts:
     """``hull_hull`` by the fused kernel: its choices and values, with the derivatives of
     ``_evaluate`` (the reference's values at those choices)."""
-    from . import native
+    from .native.narrow import hull_hull_manifold
 
     topo_a, topo_b, num = spec
     dt = verts_a.dtype
@@ -710,9 +710,8 @@ def _native_hull_hull(spec, verts_a, pos_a, quat_a, verts_b, pos_b, quat_b, marg
     out = (jax.ShapeDtypeStruct((num, 3), dt), jax.ShapeDtypeStruct((3,), dt), jax.ShapeDtypeStruct((num,), dt),
            jax.ShapeDtypeStruct((num,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
            jax.ShapeDtypeStruct((6 + num,), jnp.int32))
-    call = jax.ffi.ffi_call(native.NARROW_TARGETS[dt.name][0], out, vmap_method="broadcast_all")
-    point, normal, phi, valid, kind, choice = call(*(sg(a) for a in args), sg(margin),
-                                                   **_kernel_attributes(topo_a, topo_b, num))
+    point, normal, phi, valid, kind, choice = hull_hull_manifold(tuple(sg(a) for a in (*args, margin)), out,
+                                                                 _kernel_attributes(topo_a, topo_b, num))
     valid = valid.astype(bool)
     point, normal, phi = _with_derivative(spec, (point, normal, phi), choice, valid, args)
     return PairContacts(point=point, normal=normal, phi=phi, valid=valid, kind=kind)
@@ -1404,16 +1403,13 @@ def _native_best_axis(kind_a, kind_b, va, ra, da, pa, qa, vb, rb, db, pb, qb, ma
     except that a pair separated beyond its ``margin`` (``MARGIN_SLACK``) along the centres'
     direction or a candidate axis gets that axis at once (it has no contact either way); inputs
     without gradient, dims padded to 3."""
-    from . import native
+    from .native.convex import best_axis
 
-    dt = va.dtype
     pad = lambda d: jnp.pad(d, [(0, 0)] * (d.ndim - 1) + [(0, 3 - d.shape[-1])]) if d.shape[-1] < 3 else d[..., :3]
-    call = jax.ffi.ffi_call(native.CONVEX_TARGETS[dt.name][0], jax.ShapeDtypeStruct((3,), dt),
-                            vmap_method="broadcast_all")
-    return call(va, ra, pad(da), pa, qa, vb, rb, pad(db), pb, qb, margin, **_convex_attributes(kind_a, "a"),
-                **_convex_attributes(kind_b, "b"), lattice=np.int64(CONVEX_LATTICE),
-                iterations=np.int64(CONVEX_ITERATIONS), ring=np.int64(CONVEX_RING), starts=np.int64(CONVEX_STARTS),
-                shrink=float(CONVEX_SHRINK), threads=np.int64(native.threads()))
+    return best_axis((va, ra, pad(da), pa, qa, vb, rb, pad(db), pb, qb, margin),
+                     dict(**_convex_attributes(kind_a, "a"), **_convex_attributes(kind_b, "b"),
+                          lattice=np.int64(CONVEX_LATTICE), iterations=np.int64(CONVEX_ITERATIONS),
+                          ring=np.int64(CONVEX_RING), starts=np.int64(CONVEX_STARTS), shrink=float(CONVEX_SHRINK)))
 
 
 def _axis(a: _Convex, b: _Convex, qa, qb, margin, method: str):

@@ -1,5 +1,5 @@
-"""The binding of ``convex.cc``'s convex-pair manifold kernel (``collision.convex_pair`` on a CPU):
-the XLA custom call and its results' shapes. The shapes' static description (their kinds, a hull's
+"""The bindings of ``convex.cc``'s kernels (``collision.convex_pair`` on a CPU): the convex pairs' axis
+search (``Convex``) and their whole manifold (``ConvexPair``), the XLA custom calls and their results' shapes. The shapes' static description (their kinds, a hull's
 faces and lines) and the derivatives are ``collision``'s."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from . import CONVEX_PAIR_TARGETS, threads
+from . import CONVEX_PAIR_TARGETS, CONVEX_TARGETS, threads
 
 
 def convex_pair_manifold(args, attributes: dict, num: int, far: float, point_tol: float, apart_exit: bool = True):
@@ -29,4 +29,14 @@ def convex_pair_manifold(args, attributes: dict, num: int, far: float, point_tol
                 far=float(far), apart_exit=np.int64(bool(apart_exit)))
 
 
-__all__ = ["convex_pair_manifold"]
+def best_axis(args, attributes: dict):
+    """One pair's axis of largest separation by the kernel (``convex.cc``'s ``Convex``; every leading
+    dimension a batch of pairs). ``args``: a's verts (K, 3), radius (), dims (3), pos (3), quat (4), the
+    same of b, the margin (), one floating dtype, without gradient; ``attributes``: the shapes' and the
+    search's (``collision``). Returns the axis (3,)."""
+    dt = args[0].dtype
+    call = jax.ffi.ffi_call(CONVEX_TARGETS[dt.name][0], jax.ShapeDtypeStruct((3,), dt), vmap_method="broadcast_all")
+    return call(*args, **attributes, threads=np.int64(threads()))
+
+
+__all__ = ["best_axis", "convex_pair_manifold"]
