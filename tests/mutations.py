@@ -1556,6 +1556,13 @@ MUTATIONS = (
     Mutation("soft-ground-contact-shift-in-world-frame", "soft", "jaxcontact/worlds/contacts.py",
              "[:, None] * (con.normal @ R)[None, :]", "[:, None] * (R @ con.normal)[None, :]",
              ("tests/test_soft_constraints.py::test_a_landing_capsule_rolls_off_at_mujocos_speed",)),
+    # MuJoCo's contact frame of a capsule on a plane: the first tangent along its axis
+    Mutation("soft-capsule-frame-never-used", "soft", "jaxcontact/worlds/contacts.py",
+             "use = (other >= 0) & (norm > 1e-6 * size)", "use = (other < -1) & (norm > 1e-6 * size)",
+             ("tests/test_soft_constraints.py::test_a_capsule_slides_on_mujocos_pyramid_turned_with_its_axis",)),
+    Mutation("soft-capsule-partner-itself", "soft", "jaxcontact/worlds/contacts.py",
+             "out[i, 0], out[i, 1] = 1, 0", "out[i, 0], out[i, 1] = 0, 1",
+             ("tests/test_soft_constraints.py::test_a_capsule_slides_on_mujocos_pyramid_turned_with_its_axis",)),
 )
 
 

@@ -288,3 +288,26 @@ def test_a_landing_capsule_rolls_off_at_mujocos_speed(margin):
     assert speed < 0.1  # it rolls (the throw's 0.3 m/s mostly gone into the landing and the spin)
     np.testing.assert_allclose(speed, np.linalg.norm(d.qvel[:2]), rtol=1e-3)
     np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), d.xipos[1], atol=1e-4)
+
+
+SLIDING = """<mujoco><option timestep="0.005" cone="{cone}"/><default><geom friction="0.5 0.5 0.5"/></default>
+<worldbody><geom type="plane" size="5 5 .1"/><body pos="0 0 0.0795"><freejoint/>
+<geom type="capsule" size="0.08" fromto="0 0 0 0.2 0.1 0" density="5"/></body></worldbody></mujoco>"""
+
+
+def test_a_capsule_slides_on_mujocos_pyramid_turned_with_its_axis():
+    """A capsule lying on the floor launched at (1, 0.6) m/s, 31° off its axis: under MuJoCo's pyramidal
+    cone its friction is the pyramid of its contact frame, whose first tangent MuJoCo lays along the
+    capsule's axis (``mjc_PlaneCapsule``). It ends where MuJoCo C's does (0.1 mm after 0.2 s); with the
+    pyramid along the world's x and y it ended 24 mm away (0.227, 0.142 m against 0.210, 0.125)."""
+    m = mujoco.MjModel.from_xml_string(SLIDING.format(cone="pyramidal"))
+    d = mujoco.MjData(m)
+    d.qvel[:3] = (1.0, 0.6, 0.0)
+    mujoco.mj_forward(m, d)
+    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco")
+    traj, _ = worlds.rollout(model, scene, params, state, 40)
+    for _ in range(40):
+        mujoco.mj_step(m, d)
+    mujoco.mj_kinematics(m, d)
+    assert np.linalg.norm(d.xipos[1, :2] - np.asarray(state.pos[0, :2])) > 0.1  # it slid 13 cm
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), d.xipos[1], atol=1e-4)

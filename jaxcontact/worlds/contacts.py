@@ -111,7 +111,7 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     con = per_body(lambda p, s: geometry.contact_candidates(p.body, p.ground, s, Cg, model.patch_tol), params, state)
     jac = con.jac
     if scene.constraints == "mujoco":  # MuJoCo's contact point: midway between the two surfaces
-        jac = per_body(lambda p, s, c: midway_jacobian(s, c), params, state, con)
+        jac = soft_jacobians(scene, params, state, con)
     rows = jnp.stack([jnp.zeros_like(jac), jac], axis=2).reshape(N * Cg, 2, 3, 6)
     bodies = np.stack([np.full(N * Cg, -1), np.repeat(np.arange(N), Cg)], axis=1)
     valid = con.valid
@@ -125,15 +125,60 @@ def ground_contacts(model, scene: Scene, params: Params, state: State):
     return rows, con.phi.reshape(-1), valid.reshape(-1), bodies
 
 
-def midway_jacobian(state: State, con: geometry.Contacts):
-    """The Jacobians of ``con``'s candidates (one body against one surface) at MuJoCo's contact point,
-    midway between the two surfaces (``mj_collideGeoms``' ``con.pos``: the body's surface point moved by
-    −φ/2 along the surface normal), in place of the body's surface point: under MuJoCo's soft contacts
-    a row acts within the margin and while the surfaces overlap, and its lever arm is MuJoCo's."""
+def midway_jacobian(state: State, con: geometry.Contacts, vertices=None, partner=None):
+    """The Jacobians of ``con``'s candidates (one body against one surface) as MuJoCo's contacts: at
+    MuJoCo's contact point, midway between the two surfaces (``mj_collideGeoms``' ``con.pos``: the body's
+    surface point moved by −φ/2 along the surface normal), in place of the body's surface point (under
+    MuJoCo's soft contacts a row acts within the margin and while the surfaces overlap, and its lever arm
+    is MuJoCo's); and a capsule's candidates with MuJoCo's frame, their first tangent along the capsule's
+    axis (``mjc_PlaneCapsule``; the pyramid's edges turn with it), where ``partner`` (V,) names each
+    vertex's other end of its capsule (−1: none) among ``vertices`` (V, 3), body frame."""
     R = quat_to_mat(state.quat)
     shift = jnp.where(con.valid, 0.5 * con.phi, 0.0)[:, None] * (con.normal @ R)[None, :]  # body frame: Rᵀn φ/2
-    dirs = jnp.concatenate([con.normal[None, :], con.tangents], axis=0)
-    return jax.vmap(lambda r: geometry.point_jacobian(state, r, dirs))(con.r_body - shift)
+    n = con.normal
+    C = con.phi.shape[0]
+    t1 = jnp.broadcast_to(con.tangents[0], (C, 3))
+    t2 = jnp.broadcast_to(con.tangents[1], (C, 3))
+    if partner is not None:
+        V = vertices.shape[0]
+        own = jnp.minimum(con.index, V - 1)
+        other = jnp.where(con.index < V, jnp.asarray(partner)[own], -1)
+        axis = (vertices[jnp.maximum(other, 0)] - vertices[own]) @ R.T  # world
+        along = axis - (axis @ n)[:, None] * n[None, :]  # MuJoCo's mju_makeFrame: orthogonal to the normal
+        size = jnp.linalg.norm(axis, axis=1)
+        norm = jnp.linalg.norm(along, axis=1)
+        use = (other >= 0) & (norm > 1e-6 * size)  # a standing capsule keeps the default frame
+        u = along / jnp.where(use, norm, 1.0)[:, None]
+        t1 = jnp.where(use[:, None], u, t1)
+        t2 = jnp.where(use[:, None], jnp.cross(n[None, :], u), t2)
+    dirs = jnp.stack([jnp.broadcast_to(n, (C, 3)), t1, t2], axis=1)  # (C, 3, 3)
+    return jax.vmap(lambda r, d: geometry.point_jacobian(state, r, d))(con.r_body - shift, dirs)
+
+
+def capsule_partners(scene: Scene, num_vertices: int):
+    """(N, V) int32: for each body's vertex the other end of its capsule (a capsule body's two vertices,
+    a compound's capsule parts'), −1 elsewhere; None when no body holds a capsule (static)."""
+    if scene.shapes is None:
+        return None
+    out = np.full((scene.num_bodies, num_vertices), -1, np.int32)
+    for i, kind in enumerate(scene.shapes):
+        parts = scene.parts[i] if scene.parts is not None else None
+        if parts:
+            for part in parts:
+                if part[0] == "capsule" and part[2] - part[1] == 2:
+                    out[i, part[1]], out[i, part[1] + 1] = part[1] + 1, part[1]
+        elif kind == "capsule":
+            out[i, 0], out[i, 1] = 1, 0
+    return out if (out >= 0).any() else None
+
+
+def soft_jacobians(scene: Scene, params: Params, state: State, con):
+    """``midway_jacobian`` of every body's candidates (``con`` per body) under MuJoCo's soft contacts."""
+    partner = capsule_partners(scene, params.body.vertices.shape[-2])
+    if partner is None:
+        return per_body(lambda p, s, c: midway_jacobian(s, c), params, state, con)
+    return per_body(lambda p, s, c, k: midway_jacobian(s, c, p.body.vertices, k), params, state, con,
+                    jnp.asarray(partner))
 
 
 def surfaces(scene: Scene, params: Params):
@@ -157,7 +202,7 @@ def surface_contacts(model, scene: Scene, params: Params, state: State):
             for g in grounds]
     S = len(grounds)
     if scene.constraints == "mujoco":  # MuJoCo's contact point: midway between the two surfaces
-        cons = [c.replace(jac=per_body(lambda p, s, c: midway_jacobian(s, c), params, state, c)) for c in cons]
+        cons = [c.replace(jac=soft_jacobians(scene, params, state, c)) for c in cons]
     jac = jnp.concatenate([c.jac for c in cons], axis=1)  # (N, S·Cs, 3, 6)
     phi = jnp.concatenate([c.phi for c in cons], axis=1)
     valid = jnp.concatenate([c.valid for c in cons], axis=1)
