@@ -1,7 +1,7 @@
 """A trajectory optimisation through contact (issue 63, item 6): Adam on the per-step torques of a
 two-link arm so that it pushes a box across the floor to a target.
 
-    python -m benchmarks arm_push_trajopt --seed0 100                      # 10 starts x 200 Adam steps
+    python -m benchmarks arm_push_trajopt                  # 10 starts (seeds 100-109) x 200 Adam steps
     python -m benchmarks arm_push_trajopt --starts 1 --iters 20 --name arm_push_trajopt_quick
     python -m benchmarks arm_push_trajopt --profile --name arm_push_trajopt_profile   # one gradient's cost
 
@@ -25,6 +25,12 @@ hard minimum over t ≥ 0 sat at t = 0 once the arm had swung away (its seed 7),
 it, so its gradient was zero and that start stayed where it was for 110 Adam steps. All starts are one ``jax.vmap`` of ``jax.value_and_grad`` of the loss
 under one ``jax.jit``; ``optax.adam`` at ``--lr`` (``--schedule``: constant, or cosine-decayed to
 ``--lr-end`` of it over the ``--iters`` steps; ``--b2`` its second-moment decay), ``--iters`` steps.
+The recipe (the defaults, chosen on validation seeds 5, 6, 8, 9, docs/worlds.md): lr 0.05 cosine-decayed
+to 0.005, b2 0.99, each start's gradient normalised to unit norm before Adam (``--normalise``: an
+impact's gradient, up to 1,000× the others, would otherwise fill Adam's second moment and shrink every
+later step), and a start whose loss rises above 4× its best goes back to its best iterate, its moments
+zeroed and its step halved (``--revert``: through a stiff impact the gradient can point uphill for tens
+of steps).
 
 The benchmark's own setting of the world (the engine's defaults are left as they are): ``--max-iter``
 caps the world law's sweeps a step (the default law's 1,000). A step whose sweeps reach the cap is
@@ -39,6 +45,7 @@ Writes ``benchmarks/results/<name>.{json,md}``.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -106,9 +113,11 @@ def optimiser(lr: float, iters: int, schedule: str = "constant", lr_end: float =
 
 def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, log_every: int = 10, report=None,
              schedule: str = "constant", lr_end: float = 1.0, b2: float = 0.999, max_iter: int | None = None,
-             normalise: bool = False):
+             normalise: bool = False, revert: float = 0.0):
     """Adam from each seed in ``starts`` at once: dict of the per-start histories (numpy);
-    ``report(history, done)`` at each logged iteration (the results written so far)."""
+    ``report(history, done)`` at each logged iteration (the results written so far). ``revert`` R > 0: a
+    start whose loss exceeds R times its best so far goes back to its best iterate, its Adam moments
+    zeroed and its step halved (that iteration makes no step: the next evaluates the best iterate again)."""
     import jax
     import jax.numpy as jnp
     import optax
@@ -120,9 +129,18 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
     state = opt.init(u)
 
     @jax.jit
-    def update(u, state, g):
+    def update(u, state, g, scale):
         upd, state = opt.update(g, state, u)
-        return optax.apply_updates(u, upd), state
+        return optax.apply_updates(u, upd * scale[:, None, None]), state
+
+    @jax.jit
+    def back(u, state, best_u, go):
+        """The starts ``go`` back to their best iterate, their moments zeroed (the counts are shared)."""
+        zero = lambda x: jnp.where(go.reshape((-1,) + (1,) * (x.ndim - 1)), 0, x) if x.ndim and x.shape[0] == go.shape[0] else x
+        return jnp.where(go[:, None, None], best_u, u), jax.tree.map(zero, state)
+
+    scale = jnp.ones(len(starts), u.dtype)
+    best_loss, best_u, reverts = np.full(len(starts), np.inf), u, np.zeros(len(starts), int)
 
     losses, dists, gnorm, sweeps = [], [], [], []
     c0 = time.process_time()
@@ -133,7 +151,7 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
 
     def history():
         return {"loss": np.stack(losses), "dist": np.stack(dists), "grad_norm": np.stack(gnorm),
-                "sweeps": np.stack(sweeps), "compile_s": compile_s, "wall_s": time.perf_counter() - t0,
+                "sweeps": np.stack(sweeps), "reverts": reverts.copy(), "compile_s": compile_s, "wall_s": time.perf_counter() - t0,
                 "cpu_s": time.process_time() - c0}
 
     for i in range(iters + 1):
@@ -148,9 +166,22 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
                   f"({time.perf_counter() - t0:.0f} s, {time.process_time() - c0:.0f} CPU s)", flush=True)
             if report is not None:
                 report(history(), i)
-        if i < iters:
-            u, state = update(u, state, g)
-    return {**history(), "controls": np.asarray(u)}
+        if i == iters:
+            break
+        if revert > 0:
+            v = np.asarray(value)
+            go = v > revert * best_loss
+            better = v < best_loss
+            best_loss = np.where(better, v, best_loss)
+            best_u = jnp.where(jnp.asarray(better)[:, None, None], u, best_u)
+            if go.any():
+                reverts += go
+                scale = jnp.where(jnp.asarray(go), 0.5 * scale, scale)
+                u_new, state_new = update(u, state, g, jnp.where(jnp.asarray(go), 0.0, scale))
+                u, state = back(u_new, state_new, best_u, jnp.asarray(go))
+                continue
+        u, state = update(u, state, g, scale)
+    return {**history(), "controls": np.asarray(u), "reverts": reverts}
 
 
 def profile(args, out):
@@ -214,16 +245,21 @@ def profile(args, out):
 
 def arguments(ap):
     ap.add_argument("--starts", type=int, default=10, help="random starts, seeds seed0 … seed0 + starts − 1")
-    ap.add_argument("--seed0", type=int, default=0, help="the first start's seed")
+    ap.add_argument("--seed0", type=int, default=100, help="the first start's seed (0-9 chose the recipe)")
     ap.add_argument("--seeds", help="comma-separated seeds (in place of --seed0/--starts)")
     ap.add_argument("--iters", type=int, default=200, help="Adam steps")
     ap.add_argument("--horizon", type=int, default=60, help="simulation steps of 10 ms")
     ap.add_argument("--lr", type=float, default=0.05, help="Adam's learning rate (N m)")
-    ap.add_argument("--schedule", choices=["constant", "cosine"], default="constant", help="the learning rate's schedule")
-    ap.add_argument("--lr-end", type=float, default=1.0, help="cosine: the last rate as a fraction of --lr")
-    ap.add_argument("--b2", type=float, default=0.999, help="Adam's second-moment decay")
-    ap.add_argument("--normalise", action="store_true", help="each start's gradient to unit norm before Adam")
-    ap.add_argument("--max-iter", type=int, default=None, help="the world law's cap on sweeps a step (default: the law's)")
+    ap.add_argument("--schedule", choices=["constant", "cosine"], default="cosine", help="the learning rate's schedule")
+    ap.add_argument("--lr-end", type=float, default=0.1, help="cosine: the last rate as a fraction of --lr")
+    ap.add_argument("--b2", type=float, default=0.99, help="Adam's second-moment decay")
+    ap.add_argument("--normalise", action=argparse.BooleanOptionalAction, default=True,
+                    help="each start's gradient to unit norm before Adam")
+    ap.add_argument("--revert", type=float, default=4.0,
+                    help="a start whose loss exceeds this many times its best goes back to its best iterate "
+                         "(moments zeroed, its step halved); 0: never")
+    ap.add_argument("--max-iter", type=int, default=200,
+                    help="the world law's cap on sweeps a step (0: the law's own, 1,000)")
     ap.add_argument("--sigma", type=float, default=0.3, help="the first controls' standard deviation (N m)")
     ap.add_argument("--profile", action="store_true", help="profile one value-and-gradient in place of the run (give it its own --name)")
 
@@ -232,8 +268,9 @@ def run(args, out):
     """``python -m benchmarks arm_push_trajopt``: the run's results into ``out`` as it goes."""
     if args.starts < 1 or args.iters < 1 or args.horizon < 1:
         raise SystemExit("--starts, --iters and --horizon must be >= 1")
-    if args.max_iter is not None and args.max_iter < 1:
-        raise SystemExit("--max-iter must be >= 1")
+    if args.max_iter < 0 or args.revert < 0 or not 0 < args.b2 < 1 or args.lr <= 0:
+        raise SystemExit("--max-iter and --revert must be >= 0, --b2 in (0, 1), --lr > 0")
+    args.max_iter = args.max_iter or None
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -242,7 +279,7 @@ def run(args, out):
     seeds = ([int(x) for x in args.seeds.split(",")] if args.seeds else
              list(range(args.seed0, args.seed0 + args.starts)))
     optimise(seeds, args.iters, args.horizon, args.lr, sigma=args.sigma, schedule=args.schedule, lr_end=args.lr_end,
-             b2=args.b2, max_iter=args.max_iter, normalise=args.normalise, report=lambda h, done: write(args, out, seeds, h, done))
+             b2=args.b2, max_iter=args.max_iter, normalise=args.normalise, revert=args.revert, report=lambda h, done: write(args, out, seeds, h, done))
 
 
 def write(args, out, seeds, h, done: int):
@@ -252,7 +289,7 @@ def write(args, out, seeds, h, done: int):
     best = h["dist"].min(axis=0)
     res = {"machine": machine_info("benchmarks.arm_push_trajopt", command=args.command), "scene": "jaxcontact/data/scenes/arm_trajopt.xml",
            "target_m": TARGET, "horizon": args.horizon, "iters": args.iters, "iters_done": done, "lr": args.lr,
-           "schedule": args.schedule, "lr_end": args.lr_end, "b2": args.b2, "normalise": args.normalise, "max_iter": args.max_iter,
+           "schedule": args.schedule, "lr_end": args.lr_end, "b2": args.b2, "normalise": args.normalise, "revert": args.revert, "max_iter": args.max_iter,
            "sigma": args.sigma, "seeds": seeds,
            "weights": {"reach": W_REACH, "reach_m": REACH, "effort": W_EFFORT},
            "compile_s": h["compile_s"], "wall_s": h["wall_s"], "cpu_s": h["cpu_s"],
@@ -261,7 +298,8 @@ def write(args, out, seeds, h, done: int):
                        "loss_end": float(h["loss"][-1, i]), "loss_curve": h["loss"][:, i].tolist(),
                        "distance_curve": h["dist"][:, i].tolist(),
                        "grad_norm_curve": h["grad_norm"][:, i].tolist(), "sweeps_curve": h["sweeps"][:, i].tolist(),
-                       "grad_norm_finite": bool(np.all(np.isfinite(h["grad_norm"][:, i])))}
+                       "grad_norm_finite": bool(np.all(np.isfinite(h["grad_norm"][:, i]))),
+                       "reverts": int(h["reverts"][i])}
                       for i, s in enumerate(seeds)]}
     res["successes"] = int(sum(r["success_1cm"] for r in res["starts"]))
     rows = [[r["seed"], fmt(r["distance_curve"][0]), fmt(r["final_distance_m"]), fmt(r["best_distance_m"]),
@@ -271,7 +309,8 @@ def write(args, out, seeds, h, done: int):
            if done < args.iters else "") +
           f"Adam ({args.iters} steps, lr {args.lr}"
           + (f" cosine-decayed to {args.lr_end:g} of it" if args.schedule == "cosine" else "") +
-          f", b2 {args.b2:g}" + (", each start's gradient normalised" if args.normalise else "") + ") on the per-step torques of `arm_trajopt.xml`, "
+          f", b2 {args.b2:g}" + (", each start's gradient normalised" if args.normalise else "")
+          + (f", back to the best iterate above {args.revert:g}× its loss" if args.revert else "") + ") on the per-step torques of `arm_trajopt.xml`, "
           f"{args.horizon} steps of 10 ms, the sweeps capped at "
           + (f"{args.max_iter}" if args.max_iter is not None else "the law's default") +
           f", target {TARGET} m, seeds {', '.join(map(str, seeds))} (module docstring). "
