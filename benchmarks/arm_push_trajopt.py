@@ -39,7 +39,8 @@ sweeps on a stalled stiff island (the arm striking the box) for the polish: ``--
 value-and-gradient's CPU time, its sweeps and its gradient against the defaults' (float64 and float32),
 and ``tests/test_arm_trajopt.py`` checks the cap's gradient against the defaults'. Reported per start: the box's final
 distance to the target (m) at the last iterate and at the best iterate, the loss at the start and
-the end, success = final distance within 1 cm, and each start's whole loss curve (JSON).
+the end, success = final distance within 1 cm, and in the JSON each start's curves (loss, distance, gradient
+norm, sweeps), its returns to the best iterate, and its last and best controls.
 Writes ``benchmarks/results/<name>.{json,md}``.
 """
 
@@ -151,7 +152,8 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
 
     def history():
         return {"loss": np.stack(losses), "dist": np.stack(dists), "grad_norm": np.stack(gnorm),
-                "sweeps": np.stack(sweeps), "reverts": reverts.copy(), "compile_s": compile_s, "wall_s": time.perf_counter() - t0,
+                "sweeps": np.stack(sweeps), "reverts": reverts.copy(), "controls": np.asarray(u),
+                "best_controls": np.asarray(best_u), "compile_s": compile_s, "wall_s": time.perf_counter() - t0,
                 "cpu_s": time.process_time() - c0}
 
     for i in range(iters + 1):
@@ -161,6 +163,11 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
         dists.append(np.asarray(dist))
         gnorm.append(np.asarray(jnp.sqrt(jnp.sum(g ** 2, axis=(1, 2)))))
         sweeps.append(np.asarray(jnp.sum(it, axis=1)))
+        v = np.asarray(value)
+        go = v > revert * best_loss if revert > 0 else np.zeros(len(starts), bool)
+        better = v < best_loss
+        best_loss = np.where(better, v, best_loss)
+        best_u = jnp.where(jnp.asarray(better)[:, None, None], u, best_u)
         if i % log_every == 0 or i == iters:
             print(f"iter {i}: loss {np.round(losses[-1], 6).tolist()} dist {np.round(dists[-1], 4).tolist()} "
                   f"({time.perf_counter() - t0:.0f} s, {time.process_time() - c0:.0f} CPU s)", flush=True)
@@ -169,11 +176,6 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
         if i == iters:
             break
         if revert > 0:
-            v = np.asarray(value)
-            go = v > revert * best_loss
-            better = v < best_loss
-            best_loss = np.where(better, v, best_loss)
-            best_u = jnp.where(jnp.asarray(better)[:, None, None], u, best_u)
             if go.any():
                 reverts += go
                 scale = jnp.where(jnp.asarray(go), 0.5 * scale, scale)
@@ -181,7 +183,7 @@ def optimise(starts, iters: int, horizon: int, lr: float, sigma: float = 0.3, lo
                 u, state = back(u_new, state_new, best_u, jnp.asarray(go))
                 continue
         u, state = update(u, state, g, scale)
-    return {**history(), "controls": np.asarray(u), "reverts": reverts}
+    return history()
 
 
 def profile(args, out):
@@ -299,7 +301,8 @@ def write(args, out, seeds, h, done: int):
                        "distance_curve": h["dist"][:, i].tolist(),
                        "grad_norm_curve": h["grad_norm"][:, i].tolist(), "sweeps_curve": h["sweeps"][:, i].tolist(),
                        "grad_norm_finite": bool(np.all(np.isfinite(h["grad_norm"][:, i]))),
-                       "reverts": int(h["reverts"][i])}
+                       "reverts": int(h["reverts"][i]), "controls": h["controls"][i].tolist(),
+                       "best_controls": h["best_controls"][i].tolist()}
                       for i, s in enumerate(seeds)]}
     res["successes"] = int(sum(r["success_1cm"] for r in res["starts"]))
     rows = [[r["seed"], fmt(r["distance_curve"][0]), fmt(r["final_distance_m"]), fmt(r["best_distance_m"]),
