@@ -1563,6 +1563,9 @@ MUTATIONS = (
     Mutation("soft-capsule-partner-itself", "soft", "jaxcontact/worlds/contacts.py",
              "out[i, 0], out[i, 1] = 1, 0", "out[i, 0], out[i, 1] = 0, 1",
              ("tests/test_soft_constraints.py::test_a_capsule_slides_on_mujocos_pyramid_turned_with_its_axis",)),
+    Mutation("soft-tilted-plane-defaults", "soft", "jaxcontact/worlds/mjcf.py",
+             "    floor = values(surfaces[:1])\n", "    floor = values([])\n",
+             ("tests/test_soft_constraints.py::test_a_world_whose_only_surface_is_a_tilted_plane_takes_its_soft_values",)),
 )
 
 

@@ -1041,7 +1041,8 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     if tilted:
         params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed + contactless))
     if scene.constraints == "mujoco":  # MuJoCo's soft constraints with the file's compiled values (worlds.soft)
-        params = params.replace(soft=_soft_params(M, model, geoms, plane, fixed, hinges if joints is not None else [],
+        params = params.replace(soft=_soft_params(M, model, geoms, [plane] * (plane is not None) + tilted, fixed,
+                                                  hinges if joints is not None else [],
                                                   0 if joints is None else joints.num_joints, dtype))
         if joints is not None and joints.limited and getattr(params.joints, "limit_soft", None) is None:
             raise ValueError("unsupported in a jaxcontact world: constraints='mujoco' with a limited joint whose "
@@ -1076,12 +1077,13 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g, **xy)
 
 
-def _soft_params(M, model, geoms, plane, fixed, hinges, num_joints: int, dtype):
+def _soft_params(M, model, geoms, surfaces, fixed, hinges, num_joints: int, dtype):
     """``worlds.soft.SoftParams`` of MuJoCo's compiled values: each body's contact solref, solimp,
     solmix, margin (``geom_margin − geom_gap``), priority and condim from its colliding geoms (the mean
     of several geoms' values, the largest priority and condim), its inverse weight ``body_invweight0`` of
-    its geoms' MuJoCo bodies (a folded body's geoms keep theirs; 0 for a fixed body: MuJoCo's world); the floor's as the ground's (MuJoCo's defaults without one;
-    tilted planes share it); ``opt.o_solref``/``o_solimp``/``o_margin`` where the override flag is on;
+    its geoms' MuJoCo bodies (a folded body's geoms keep theirs; 0 for a fixed body: MuJoCo's world); the first of
+    ``surfaces``' (the floor, then the tilted planes) as the ground's, which every surface shares (MuJoCo's defaults
+    without one; a warning where the file gives the surfaces different values); ``opt.o_solref``/``o_solimp``/``o_margin`` where the override flag is on;
     each joint's ``jnt_solimp``, ``jnt_margin`` and ``dof_invweight0`` (the welds' and equalities' that
     follow the joints: unused defaults)."""
     from .soft import DEFAULT_SOLIMP, DEFAULT_SOLREF, SoftParams
@@ -1100,7 +1102,13 @@ def _soft_params(M, model, geoms, plane, fixed, hinges, num_joints: int, dtype):
                 max(int(model.geom_priority[g]) for g in gs), max(int(model.geom_condim[g]) for g in gs))
 
     per = [values(gs) for gs in geoms]
-    floor = values([] if plane is None else [plane])
+    floor = values(surfaces[:1])
+    differ = [g for g in surfaces[1:] if any(np.any(np.asarray(a) != np.asarray(b)) for a, b in zip(values([g]), floor))]
+    if differ:
+        warnings.warn(f"the soft contacts' values (solref, solimp, solmix, margin, priority, condim) of plane geom(s) "
+                      f"{[_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in differ]} differ from those of "
+                      f"{_name(M, model, M.mjtObj.mjOBJ_GEOM, surfaces[0])}: every surface of a world shares the "
+                      f"first's here (SoftParams.ground_*)", UserWarning, stacklevel=4)
     nk = len(model.kept)
     inv = [0.0 if i in fixed or i >= nk else  # a contact's Â: its geom's MuJoCo body's (a folded body's own)
            float(np.mean([model.raw.body_invweight0[model.raw.geom_bodyid[g], 0] for g in gs] if gs
