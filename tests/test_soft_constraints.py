@@ -337,5 +337,6 @@ def test_a_world_whose_only_surface_is_a_tilted_plane_takes_its_soft_values():
         worst = max(worst, float(np.linalg.norm(pos[k + 1] - d.xipos[1])))
     assert worst < 3e-3, worst
     both = mujoco.MjModel.from_xml_string(RAMP.format(floor='<geom name="floor" type="plane" size="5 5 .1" pos="0 0 -1" solref="0.02 1"/>'))
-    with pytest.warns(UserWarning, match="differ from those of"):
+    with pytest.warns(UserWarning, match="differ from those of") as record:
         worlds.from_mujoco(both, constraints="mujoco")
+    assert [w.filename for w in record if "differ from those of" in str(w.message)] == [__file__]  # the user's line

@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 
 import jax
@@ -1077,6 +1078,16 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     return scene, params, state, world_model(dt=float(model.opt.timestep), gravity=g, **xy)
 
 
+def _callers_level() -> int:
+    """The ``stacklevel`` (for a ``warnings.warn`` in the function that calls this) of the first frame outside
+    the package: the user's call of ``from_mjcf``/``from_mujoco``, however deep the loader's frames."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _soft_params(M, model, geoms, surfaces, fixed, hinges, num_joints: int, dtype):
     """``worlds.soft.SoftParams`` of MuJoCo's compiled values: each body's contact solref, solimp,
     solmix, margin (``geom_margin − geom_gap``), priority and condim from its colliding geoms (the mean
@@ -1108,7 +1119,7 @@ def _soft_params(M, model, geoms, surfaces, fixed, hinges, num_joints: int, dtyp
         warnings.warn(f"the soft contacts' values (solref, solimp, solmix, margin, priority, condim) of plane geom(s) "
                       f"{[_name(M, model, M.mjtObj.mjOBJ_GEOM, g) for g in differ]} differ from those of "
                       f"{_name(M, model, M.mjtObj.mjOBJ_GEOM, surfaces[0])}: every surface of a world shares the "
-                      f"first's here (SoftParams.ground_*)", UserWarning, stacklevel=4)
+                      f"first's here (SoftParams.ground_*)", UserWarning, stacklevel=_callers_level())
     nk = len(model.kept)
     inv = [0.0 if i in fixed or i >= nk else  # a contact's Â: its geom's MuJoCo body's (a folded body's own)
            float(np.mean([model.raw.body_invweight0[model.raw.geom_bodyid[g], 0] for g in gs] if gs
