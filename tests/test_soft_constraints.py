@@ -10,7 +10,7 @@ import pytest
 
 from jaxcontact import worlds
 from jaxcontact.validation import SOFT, rule_names
-from jaxcontact.worlds import joints as world_joints, soft
+from jaxcontact.worlds import joints as world_joints, mjcf, soft
 from jaxcontact.worlds.mjcf import FrictionRuleWarning
 
 mujoco = pytest.importorskip("mujoco", reason="the MJCF loader needs mujoco (pip install -e '.[mjcf]')")
@@ -263,6 +263,20 @@ def test_a_damped_joint_past_its_limit_is_kicked_back_as_mujocos_euler():
     assert abs(q[2] - qpos[1, 0]) < 1e-4
 
 
+def thrown(xml: str, velocity, steps: int):
+    """One free body of ``xml`` thrown at ``velocity`` (m/s, linear) from its file's pose, run ``steps`` steps
+    here (the soft mode, the file's values) and by MuJoCo C: (scene, our trajectory, MuJoCo's centres of mass
+    (steps + 1, 1, 3), MuJoCo's data after the run)."""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qvel[:3] = velocity
+    mujoco.mj_forward(m, d)
+    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco")
+    traj, _ = worlds.rollout(model, scene, params, state, steps)
+    ref, _ = mjcf.mujoco_trajectory(m, d, steps)
+    return scene, traj, ref, d
+
+
 CAPSULE = """<mujoco><option timestep="0.01"/><default><geom margin="{margin}" friction="1 0.5 0.5" solref="0.1 1"/></default>
 <worldbody><geom type="plane" size="5 5 .1"/><body pos="0 0 0.3"><freejoint/>
 <geom type="capsule" size="0.08" fromto="0 0 0 0.2 0.1 0" density="5"/></body></worldbody></mujoco>"""
@@ -275,19 +289,11 @@ def test_a_landing_capsule_rolls_off_at_mujocos_speed(margin):
     contact acts at MuJoCo's contact point, midway between the two surfaces, also within the margin. At
     the body's surface point the lever arm is off by half the depth and it rolled at 0.0914 m/s, the
     rigid answer whatever the softness, against MuJoCo's 0.0696 (margin 0) and 0.0826 (margin 0.01)."""
-    m = mujoco.MjModel.from_xml_string(CAPSULE.format(margin=margin))
-    d = mujoco.MjData(m)
-    d.qvel[:3] = (0.3, 0.0, -1.0)
-    mujoco.mj_forward(m, d)
-    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco")
-    traj, _ = worlds.rollout(model, scene, params, state, 60)
-    for _ in range(60):
-        mujoco.mj_step(m, d)
-    mujoco.mj_kinematics(m, d)
+    _, traj, ref, d = thrown(CAPSULE.format(margin=margin), (0.3, 0.0, -1.0), 60)
     speed = np.linalg.norm(np.asarray(traj.vel[-1, 0, :2]))
     assert speed < 0.1  # it rolls (the throw's 0.3 m/s mostly gone into the landing and the spin)
     np.testing.assert_allclose(speed, np.linalg.norm(d.qvel[:2]), rtol=1e-3)
-    np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), d.xipos[1], atol=1e-4)
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), ref[-1, 0], atol=1e-4)
 
 
 SLIDING = """<mujoco><option timestep="0.005" cone="{cone}"/><default><geom friction="0.5 0.5 0.5"/></default>
@@ -300,17 +306,9 @@ def test_a_capsule_slides_on_mujocos_pyramid_turned_with_its_axis():
     cone its friction is the pyramid of its contact frame, whose first tangent MuJoCo lays along the
     capsule's axis (``mjc_PlaneCapsule``). It ends where MuJoCo C's does (0.1 mm after 0.2 s); with the
     pyramid along the world's x and y it ended 24 mm away (0.227, 0.142 m against 0.210, 0.125)."""
-    m = mujoco.MjModel.from_xml_string(SLIDING.format(cone="pyramidal"))
-    d = mujoco.MjData(m)
-    d.qvel[:3] = (1.0, 0.6, 0.0)
-    mujoco.mj_forward(m, d)
-    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco")
-    traj, _ = worlds.rollout(model, scene, params, state, 40)
-    for _ in range(40):
-        mujoco.mj_step(m, d)
-    mujoco.mj_kinematics(m, d)
-    assert np.linalg.norm(d.xipos[1, :2] - np.asarray(state.pos[0, :2])) > 0.1  # it slid 13 cm
-    np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), d.xipos[1], atol=1e-4)
+    _, traj, ref, _ = thrown(SLIDING.format(cone="pyramidal"), (1.0, 0.6, 0.0), 40)
+    assert np.linalg.norm(ref[-1, 0, :2] - np.asarray(traj.pos[0, 0, :2])) > 0.1  # it slid 13 cm
+    np.testing.assert_allclose(np.asarray(traj.pos[-1, 0]), ref[-1, 0], atol=1e-4)
 
 
 RAMP = """<mujoco><option timestep="0.01"/><default><geom margin="0.01" friction="1 0.5 0.5" solref="0.1 1"/></default>
@@ -323,18 +321,9 @@ def test_a_world_whose_only_surface_is_a_tilted_plane_takes_its_soft_values():
     solimp and margin (not MuJoCo's defaults) make it sink as in MuJoCo C (within 3 mm over 0.8 s; with the
     defaults' stiffer floor it stayed 19 mm higher at the landing, 31.7 mm apart at worst). A floor beside
     it with other values: a warning that every surface shares the first's."""
-    m = mujoco.MjModel.from_xml_string(RAMP.format(floor=""))
-    d = mujoco.MjData(m)
-    d.qvel[:3] = (0.3, 0.0, -1.0)
-    mujoco.mj_forward(m, d)
-    scene, params, state, model = worlds.from_mujoco(m, data=d, constraints="mujoco")
+    scene, traj, ref, _ = thrown(RAMP.format(floor=""), (0.3, 0.0, -1.0), 80)
     assert scene.planes == 1 and not scene.ground
-    pos = np.asarray(worlds.rollout(model, scene, params, state, 80)[0].pos)[:, 0]
-    worst = 0.0
-    for k in range(80):
-        mujoco.mj_step(m, d)
-        mujoco.mj_kinematics(m, d)
-        worst = max(worst, float(np.linalg.norm(pos[k + 1] - d.xipos[1])))
+    worst = float(np.max(np.linalg.norm(np.asarray(traj.pos) - ref, axis=-1)))
     assert worst < 3e-3, worst
     both = mujoco.MjModel.from_xml_string(RAMP.format(floor='<geom name="floor" type="plane" size="5 5 .1" pos="0 0 -1" solref="0.02 1"/>'))
     with pytest.warns(UserWarning, match="differ from those of") as record:

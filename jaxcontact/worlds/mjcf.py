@@ -1042,7 +1042,7 @@ def from_mujoco(model, keyframe=None, data=None, approximate: bool = False, dtyp
     if tilted:
         params = params.replace(planes=_mjcf_planes(M, model, d, tilted, plane_mu, mus, same, dtype, fixed + contactless))
     if scene.constraints == "mujoco":  # MuJoCo's soft constraints with the file's compiled values (worlds.soft)
-        params = params.replace(soft=_soft_params(M, model, geoms, [plane] * (plane is not None) + tilted, fixed,
+        params = params.replace(soft=_soft_params(M, model, geoms, ([] if plane is None else [plane]) + tilted, fixed,
                                                   hinges if joints is not None else [],
                                                   0 if joints is None else joints.num_joints, dtype))
         if joints is not None and joints.limited and getattr(params.joints, "limit_soft", None) is None:
