@@ -149,7 +149,7 @@ REGISTRY = (
        ("gradient_quality.json", "gradient_quality.md", "gradient_quality.npz"),
        options={"steps": 150, "seed": 7}),
     _b("heap_cpu", "where the heaps' steps go in CPU seconds: compiler options alternated, sweeps, program size",
-       ("heap_cpu.json", "heap_cpu.md"), legacy=True),
+       ("heap_cpu.json", "heap_cpu.md"), options={"only": "boxes16,mixed16", "worlds": "64"}),
     _b("heap_probe", "probes of why jaxcontact's settled heaps stand taller than MuJoCo C's",
        ("heap_probe.json", "heap_probe.md"), parts=HEAP_PROBE_PARTS),
     _b("heap_profile", "a jax.profiler trace of one compiled batch of 16-box heaps (printed)",
