@@ -21,7 +21,7 @@ HELPERS = {"__init__", "__main__", "common", "runner"}
 PENDING: dict = {}
 # benchmarks that still parse their own command line and write their own results ("[own options]" in the
 # listing): these six were being changed elsewhere when the rest moved onto the runner; the list only shrinks
-LEGACY = {"mixed_speed", "mjcf_census", "same_physics"}
+LEGACY = {"mjcf_census", "same_physics"}
 
 
 def bench(*args, timeout=120):
