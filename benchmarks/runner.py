@@ -71,6 +71,7 @@ class Benchmark:
     parts: tuple[Part, ...] = ()
     aliases: dict = dataclasses.field(default_factory=dict)  # --only names of several parts
     legacy: bool = False  # its own main(argv) still parses its command line
+    out_is_name: bool = False  # its --out NAME is the results' stem (--name), as it was; --out-dir the folder
     module: str = ""  # default: benchmarks.<name>
 
     @property
@@ -166,7 +167,7 @@ REGISTRY = (
        ("mixed_speed.json", "mixed_speed.md"), options={"only": "boxes16,spheres64,mixed16", "worlds": "256",
                                                          "steps": 1000}),
     _b("mjcf_census", "a census of public MJCF files: what MuJoCo compiles and worlds.from_mujoco loads",
-       ("mjcf_census.json", "mjcf_census.md"), legacy=True),
+       ("mjcf_census.json", "mjcf_census.md"), out_is_name=True),
     _b("overlap_census", "how often a two-body throw starts a step inside, per pair of kinds",
        ("overlap_census.json", "overlap_census.md"), options={"steps": 250, "seed": 0, "dtype": "float64"}),
     _b("passive_arm", "a damped, sprung two-link arm against MuJoCo C", ("passive_arm.md",)),
@@ -276,6 +277,11 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
     for key, default in options.items():
         flags, kw = SHARED[key]
         flags, kw = ((flags,) if isinstance(flags, str) else flags), dict(kw)
+        if bench.out_is_name and key == "out":  # --out is --name's other spelling (below): the folder is --out-dir
+            ap.add_argument("--out-dir", dest="out", default=default, help="results folder (default: %(default)s)")
+            continue
+        if bench.out_is_name and key == "name":
+            flags, kw["help"] = ("--name", "--out"), "results files' stem (--out: the same, this benchmark's spelling)"
         if key == "only" and bench.parts:
             kw["help"] = (f"comma-separated parts: {', '.join(p.name for p in bench.parts)}"
                           + (f"; or {', '.join(bench.aliases)}" if bench.aliases else "") + " (default: all)")
@@ -324,7 +330,8 @@ def run(name: str, argv=None, module=None):
         args.out = args.out_dir
     elif getattr(args, "out", None) is not None:
         given = Path(args.out)
-        folder_only = bench.options.get("out", "") is None  # a required --out (gpu_run's) is the run's folder
+        # a required --out (gpu_run's) is the run's folder; so is an out_is_name benchmark's --out-dir
+        folder_only = bench.options.get("out", "") is None or bench.out_is_name
         if given.suffix == ".json" or (not folder_only and not given.is_dir() and given.name.startswith(bench.name)):
             # an earlier command's --out, the results' path (without or with .json): its folder and stem
             args.out = str(given.parent)

@@ -6,6 +6,7 @@ its own: read from its source), ``python -m benchmarks.NAME`` is the same comman
 import each other (what two share lives in ``benchmarks/common.py``, the runner or the package)."""
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ HELPERS = {"__init__", "__main__", "common", "runner"}
 PENDING: dict = {}
 # benchmarks that still parse their own command line and write their own results ("[own options]" in the
 # listing): these six were being changed elsewhere when the rest moved onto the runner; the list only shrinks
-LEGACY = {"mjcf_census", "same_physics"}
+LEGACY = {"same_physics"}
 
 
 def bench(*args, timeout=120):
@@ -150,3 +151,29 @@ def test_out_dir_is_the_folder_and_an_out_named_as_the_results_their_folder_and_
     r = bench("world_law_defaults", "--table", "--out", str(tmp_path / "b" / "world_law_defaults_b"))
     assert r.returncode == 0 and (tmp_path / "b" / table).is_file(), r.stderr[-2000:]
     assert not (tmp_path / "b" / "world_law_defaults_b").exists()
+
+
+def test_mjcf_census_out_is_the_results_stem_and_merge_joins_parts(tmp_path):
+    """``mjcf_census --out NAME`` is the results' stem (``--out-dir`` the folder; a path as the stem writes there),
+    ``--merge`` joins parts read from the results folder, a later part's record of a file winning (no corpus,
+    no simulation)."""
+    def part(name, command, files, complete=True):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"summary": {"command": command, "sources": ["src"],
+                                                                       "complete": complete}, "files": files}))
+    refused = {"loads": False, "problems": ["p"], "buckets": ["b"]}
+    a = {"file": "a.xml", "status": "compiled", "features": ["geom box"], "nbody": 2,
+         "strict": {"loads": True, "deviation_m": 0.02, "follows": False}, "approximate": {"loads": True}}
+    part("p1", "run one", [a, {"file": "b.xml", "status": "not a model"}])
+    part("p2", "run two", [{**a, "strict": {"loads": True, "deviation_m": 0.001, "follows": True}},
+                           {"file": "c.xml", "status": "compiled", "features": [], "nbody": 1, "strict": refused,
+                            "approximate": refused}])
+    r = bench("mjcf_census", "--steps", "100", "--out-dir", str(tmp_path), "--merge", "p1,p2", "--out", "merged")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads((tmp_path / "merged.json").read_text())
+    s = got["summary"]
+    assert [f["file"] for f in got["files"]] == ["a.xml", "b.xml", "c.xml"]
+    assert (s["files"], s["compiled"], s["not_models"], s["strict_loads"], s["strict_follows"]) == (3, 2, 1, 1, 1)
+    assert s["command"].startswith("run one ; run two ; merged by python -m benchmarks mjcf_census") and s["complete"]
+    assert "provenance" in got and (tmp_path / "merged.md").read_text().startswith("# MJCF census")
+    r = bench("mjcf_census", "--out-dir", str(tmp_path), "--merge", "p1", "--out", str(tmp_path / "sub" / "alone"))
+    assert r.returncode == 0 and (tmp_path / "sub" / "alone.json").is_file(), r.stderr[-2000:]
