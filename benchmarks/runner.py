@@ -4,7 +4,7 @@ Every benchmark is declared here as data (``REGISTRY``: name, one line, module, 
 results files it writes, its parts), so that one command line reaches them all; ``python -m
 benchmarks.NAME`` is an alias of ``python -m benchmarks NAME`` for one release.
 
-A benchmark on the runner (``Benchmark.legacy`` false) is a module with
+Every benchmark is a module with
 
 * ``run(args, out)`` — the measurement: ``args`` the parsed options, ``out`` its ``Results`` (the
   JSON and Markdown files ``<out>/<name>.json``/``.md``, written with provenance by ``Results.write``;
@@ -18,8 +18,8 @@ A benchmark on the runner (``Benchmark.legacy`` false) is a module with
   read back from the JSON, so one part reruns and the others' results stay), and ``render(res)`` the
   Markdown of the whole; the runner writes both after every part.
 
-A legacy benchmark (``legacy=True``: four, changed elsewhere when the rest moved) keeps its own ``main(argv)``;
-the runner hands it the arguments.
+None parses a command line or writes results of its own (``tests/test_benchmarks_runner.py`` reads their
+source); ``mjcf_census`` keeps its earlier ``--out NAME``, the results' stem (``Benchmark.out_is_name``).
 Benchmarks do not import each other: what two share lives in ``common.py`` (or the package).
 """
 
@@ -70,7 +70,6 @@ class Benchmark:
     defaults: tuple[str, ...] = ()  # arguments put before the user's (the user's win)
     parts: tuple[Part, ...] = ()
     aliases: dict = dataclasses.field(default_factory=dict)  # --only names of several parts
-    legacy: bool = False  # its own main(argv) still parses its command line
     out_is_name: bool = False  # its --out NAME is the results' stem (--name), as it was; --out-dir the folder
     module: str = ""  # default: benchmarks.<name>
 
@@ -79,8 +78,8 @@ class Benchmark:
         return self.module or f"benchmarks.{self.name}"
 
 
-def _b(name, about, results=(), legacy=False, **kw):
-    return Benchmark(name, about, tuple(results), legacy=legacy, **kw)
+def _b(name, about, results=(), **kw):
+    return Benchmark(name, about, tuple(results), **kw)
 
 
 WORLDS_PARTS = (
@@ -179,7 +178,7 @@ REGISTRY = (
        ("round_profile.json", "round_profile.md"), options={"only": "boxes16,spheres64,mixed16", "worlds": "32"}),
     _b("round_shapes", "round shapes against the ground over long horizons, float64 and float32",
        ("round_shapes.json", "round_shapes.md")),
-    _b("same_physics", "the finals of fixed workloads, saved before a refactor and compared after", legacy=True),
+    _b("same_physics", "the finals of fixed workloads, saved before a refactor and compared after"),
     _b("scenery", "fixed scenery against the hand calculation and MuJoCo C", ("scenery.json",),
        options={"only": "ramp,table,bin"}),
     _b("soft_speed", "what MuJoCo's soft constraints cost a robot's step against the hard rows",
@@ -317,8 +316,6 @@ def run(name: str, argv=None, module=None):
     stamp()  # the code's commit as the run starts (a commit made while it runs is not its code)
     module = module or importlib.import_module(bench.module_name)
     argv = list(bench.defaults) + list(sys.argv[2:] if argv is None else argv)
-    if bench.legacy:
-        return module.main(argv)
     args = parser(bench, module).parse_args(argv)
     args.command = command_line()  # as run: python -m benchmarks NAME ... (or the alias's form)
     if getattr(args, "device", None):
@@ -365,7 +362,7 @@ def listing() -> str:
     width = max(len(b.name) for b in REGISTRY)
     lines = ["python -m benchmarks NAME [--help] ...", ""]
     for b in REGISTRY:
-        lines.append(f"  {b.name:<{width}}  {b.about}" + ("" if not b.legacy else "  [own options]"))
+        lines.append(f"  {b.name:<{width}}  {b.about}")
         lines += [f"  {'':<{width}}    --only {p.name}: {p.about}" for p in b.parts]
     return "\n".join(lines)
 
@@ -386,10 +383,7 @@ def check() -> list[str]:
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
                 try:
-                    if b.legacy:
-                        module.main(["--help"])
-                    else:
-                        parser(b, module).parse_args(["--help"])
+                    parser(b, module).parse_args(["--help"])
                     raise RuntimeError("--help did not exit")
                 except SystemExit as e:
                     if e.code not in (0, None):
@@ -397,7 +391,7 @@ def check() -> list[str]:
             if "usage:" not in buf.getvalue():
                 raise RuntimeError("--help printed no usage")
             missing = [p.name for p in b.parts if not hasattr(module, f"part_{p.name}")]
-            if missing or (not b.legacy and not hasattr(module, "run" if not b.parts else "render")):
+            if missing or not hasattr(module, "run" if not b.parts else "render"):
                 raise RuntimeError(f"missing: {missing or 'run'}")
             lines.append(f"{b.name}: ok")
         except Exception as e:  # noqa: BLE001 - reported per benchmark
