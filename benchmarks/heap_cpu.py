@@ -1,6 +1,6 @@
 """Where the heaps' steps go, in quantities a loaded machine does not move (issue 62 item 9).
 
-    python -m benchmarks.heap_cpu --worlds 64 --settle 200 --window 100 --rounds 4 --name heap_cpu
+    python -m benchmarks heap_cpu --worlds 64 --settle 200 --window 100 --rounds 4 --name heap_cpu
 
 For each heap of ``benchmarks.mixed_speed`` (its scene, ``--broad-phase heap``, float32, one device,
 ``JAXCONTACT_THREADS=1``): ``--worlds`` worlds run ``--settle`` steps from the drop, then windows of
@@ -17,14 +17,14 @@ operation's source (``trace``). Writes
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
+import sys
 import time
 
 import numpy as np
 
-from .common import RESULTS_DIR, fmt, machine_info, md_machine, md_table, write_json
+from .common import fmt, machine_info, md_machine, md_table
 from .common import HEAPS, broad_phased, heap_worlds
 
 COMPILES = ("world", "xla", "convex-jax", "slots-full", "convex-full")
@@ -179,32 +179,36 @@ def measure(heap, worlds, settle, window, rounds, traced=False, compiles=COMPILE
     return out
 
 
-def main(argv=None):
-    os.environ.setdefault("JAXCONTACT_THREADS", "1")
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="boxes16,mixed16")
-    ap.add_argument("--worlds", type=int, default=64)
-    ap.add_argument("--settle", type=int, default=200)
-    ap.add_argument("--window", type=int, default=100)
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--name", default="heap_cpu")
+def arguments(ap):
+    ap.add_argument("--settle", type=int, default=200,
+                    help="steps from the drop before the windows (default: %(default)s)")
+    ap.add_argument("--window", type=int, default=100, help="steps per timed window (default: %(default)s)")
+    ap.add_argument("--rounds", type=int, default=4, help="timed windows of each program (default: %(default)s)")
     ap.add_argument("--compiles", default="world,xla", help=f"the programs compared, of {COMPILES} (the last is the "
-                                                             "ratio's reference)")
+                                                             "ratio's reference; default: %(default)s)")
     ap.add_argument("--trace", action="store_true", help="also each operation's time in one window (JAX's profiler), "
                                                           "summed per stage of the step")
-    args = ap.parse_args(argv)
+
+
+def run(args, out):
+    """``python -m benchmarks heap_cpu``: ``out`` (``runner.Results``) gets the .json (after each heap) and .md."""
+    os.environ.setdefault("JAXCONTACT_THREADS", "1")
     compiles = tuple(args.compiles.split(","))
     if len(compiles) < 2 or set(compiles) - set(COMPILES):
-        ap.error(f"--compiles: two or more of {COMPILES}, got {args.compiles!r}")
+        raise SystemExit(f"--compiles: two or more of {COMPILES}, got {args.compiles!r}")
+    for h in args.only.split(","):
+        if h not in HEAPS:
+            raise SystemExit(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
+    worlds = int(args.worlds)
     ref = compiles[-1]
-    res = {"machine": machine_info("benchmarks.heap_cpu", argv), "worlds": args.worlds, "settle": args.settle,
-           "window": args.window, "rounds": args.rounds, "heaps": {}}
+    res = {"machine": machine_info("benchmarks.heap_cpu", command=args.command), "worlds": worlds,
+           "settle": args.settle, "window": args.window, "rounds": args.rounds, "heaps": {}}
     rows, info = [], []
     for h in args.only.split(","):
-        r = measure(h, args.worlds, args.settle, args.window, args.rounds, args.trace, compiles)
+        r = measure(h, worlds, args.settle, args.window, args.rounds, args.trace, compiles)
         print(h, r, flush=True)
         res["heaps"][h] = r
-        write_json(RESULTS_DIR / f"{args.name}.json", res)
+        out.write(res)
         med = {c: float(np.median(r["cpu_us_per_world_step"][c])) for c in compiles}
         for c in compiles:
             p = r["compile"][c]
@@ -215,7 +219,7 @@ def main(argv=None):
         info.append([h, r["slots"], r["groups"], f"{v['mean']:.1f} / {v['median']:.0f} / {v['max']}",
                      f"{w['ground']:.1f} + {w['pairs']:.1f} of {w['slots']}"])
     md = ["# Where the heaps' steps go, in CPU seconds", "", md_machine(res["machine"]), "",
-          f"{args.worlds} worlds after {args.settle} steps, float32, one device, one kernel thread; windows of "
+          f"{worlds} worlds after {args.settle} steps, float32, one device, one kernel thread; windows of "
           f"{args.window} steps, the compiles ({', '.join(compiles)}) alternated window by window, {args.rounds} rounds (module docstring).",
           "", md_table(["heap", "compile", "CPU µs per world-step, each window", "median", f"{ref} / this",
                         "compile (CPU s)", "HLO lines", "fusions", "YNNPACK fusions", "custom calls",
@@ -227,9 +231,11 @@ def main(argv=None):
             md += ["", f"## {h}, compile {c}: one window traced (JAX's profiler; µs per world-step, inflated by it)", "",
                    md_table(["stage (by the operation's source)", "µs per world-step", "operations per step"],
                             [[k, fmt(v["us_per_world_step"]), fmt(v["ops_per_step"])] for k, v in t.items()])]
-    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+    out.write(res, "\n".join(md))
+    print(f"wrote {out.json} and {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

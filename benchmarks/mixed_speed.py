@@ -1,7 +1,7 @@
 """Heaps of round and mixed bodies against MuJoCo C, both on both cores, in one run (issue 62 item 9).
 
-    python -m benchmarks.mixed_speed                       # about 10 min on 2 cores
-    python -m benchmarks.mixed_speed --worlds 64 --steps 200 --name mixed_speed_quick
+    python -m benchmarks mixed_speed                       # about 10 min on 2 cores
+    python -m benchmarks mixed_speed --worlds 64 --steps 200 --name mixed_speed_quick
 
 Three heaps (``experiments.peer_scenes.heap_scene``: layers of a 4 × 4 grid 0.1 m apart dropped on
 the open floor, μ 0.5, each world its own random orientations and ±5 mm jitter, seeds 0 … W − 1):
@@ -9,7 +9,7 @@ the open floor, μ 0.5, each world its own random orientations and ±5 mm jitter
 cylinders). Each heap runs ``--worlds`` worlds × ``--steps`` steps:
 
 - jaxcontact: ``worlds.sharded_batch_rollout(..., output="final")`` over two CPU devices (this
-  process sets ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` and ``JAXCONTACT_THREADS=1``
+  run sets ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` and ``JAXCONTACT_THREADS=1``
   before JAX starts: one core per device, as MuJoCo's two threads), float32, the defaults, compiled
   ahead (compile time reported apart), one timed call; with ``--broad-phase heap`` (the default)
   the scene as ``simulate --mjcf`` runs a loaded file (``worlds.scenes.heap_broad_phase``): more
@@ -33,15 +33,14 @@ Writes ``benchmarks/results/<name>.{json,md}``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
+import sys
 import time
 
 import numpy as np
 
-from .common import (BROAD_PHASES, HEAPS, RESULTS_DIR, broad_phased, fmt, heap_worlds, machine_info, md_machine,
-                     md_table, write_json)
+from .common import BROAD_PHASES, HEAPS, broad_phased, fmt, heap_worlds, machine_info, md_machine, md_table
 
 COMPILES = ("world", "xla")
 
@@ -98,36 +97,43 @@ def run_mujoco(text, qpos, steps, threads=2):
             "mean_final_height_m": float(z.mean()), "threads": threads}
 
 
-def main(argv=None):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
-    os.environ["JAXCONTACT_THREADS"] = "1"
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default=",".join(HEAPS), help=f"heaps, comma-separated: {', '.join(HEAPS)}")
-    ap.add_argument("--worlds", type=int, default=256)
-    ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--name", default="mixed_speed")
+def arguments(ap):
     ap.add_argument("--broad-phase", default="heap",
                     help="comma-separated, each run beside the others: heap (more than 3N pairs get max_pairs = 3N "
                          "and 3N slots across the groups, as simulate --mjcf), group (max_pairs alone: the design "
-                         "before max_slots), none (every pair); a suffix +fast: with Scene.fast_hits")
+                         "before max_slots), none (every pair); a suffix +fast: with Scene.fast_hits (default: "
+                         "%(default)s)")
     ap.add_argument("--fast-hits", action="store_true", help="Scene.fast_hits on (off by default)")
     ap.add_argument("--compile", default="world",
                     help="comma-separated, each run beside the others: world (XLA's options of a world's eager entry "
                          "points on a CPU, worlds.pipeline.CPU_COMPILER_OPTIONS: no YNNPACK fusions), xla (XLA's "
-                         "defaults: the design before)")
-    args = ap.parse_args(argv)
+                         "defaults: the design before) (default: %(default)s)")
+
+
+def run(args, out):
+    """``python -m benchmarks mixed_speed``: ``out`` (``runner.Results``) gets the .json (after each heap and
+    design) and .md. Two CPU devices: the flags are set here, before JAX starts its CPU backend (the runner
+    and ``common`` import no JAX), and checked."""
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    os.environ["JAXCONTACT_THREADS"] = "1"
+    import jax
+
+    if len(jax.devices("cpu")) != 2:
+        raise RuntimeError(f"mixed_speed runs on two CPU devices; JAX started before XLA_FLAGS was set and has "
+                           f"{jax.devices('cpu')}")
     for h in args.only.split(","):
         if h not in HEAPS:
-            ap.error(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
+            raise SystemExit(f"--only: unknown heap {h!r} (one of {', '.join(HEAPS)})")
     for b in args.broad_phase.split(","):
         if b.removesuffix("+fast") not in BROAD_PHASES:
-            ap.error(f"--broad-phase: unknown {b!r} (one of {', '.join(BROAD_PHASES)})")
+            raise SystemExit(f"--broad-phase: unknown {b!r} (one of {', '.join(BROAD_PHASES)})")
     for c in args.compile.split(","):
         if c not in COMPILES:
-            ap.error(f"--compile: unknown {c!r} (one of {', '.join(COMPILES)})")
+            raise SystemExit(f"--compile: unknown {c!r} (one of {', '.join(COMPILES)})")
+    args.worlds = int(args.worlds)
     designs = [(b, c) for b in args.broad_phase.split(",") for c in args.compile.split(",")]
-    res = {"machine": machine_info("benchmarks.mixed_speed", argv), "worlds": args.worlds, "steps": args.steps,
-           "broad_phase": args.broad_phase, "fast_hits": args.fast_hits, "compile": args.compile, "heaps": {}}
+    res = {"machine": machine_info("benchmarks.mixed_speed", command=args.command), "worlds": args.worlds,
+           "steps": args.steps, "broad_phase": args.broad_phase, "fast_hits": args.fast_hits, "compile": args.compile, "heaps": {}}
     for h in args.only.split(","):
         kinds, n = HEAPS[h]
         text, qpos, _ = heap_worlds(kinds, n, args.worlds)
@@ -139,7 +145,7 @@ def main(argv=None):
             key = h if len(designs) == 1 else f"{h} ({b}, {c})"
             res["heaps"][key] = {"bodies": n, "jaxcontact": jc, "mujoco": mj,
                                  "behind": mj["body_steps_per_s"] / jc["body_steps_per_s"]}
-            write_json(RESULTS_DIR / f"{args.name}.json", res)
+            out.write(res)
     rows = [[h, r["bodies"], fmt(r["jaxcontact"]["body_steps_per_s"]), fmt(r["mujoco"]["body_steps_per_s"]),
              f"{r['behind']:.2f}×", fmt(r["jaxcontact"]["compile_s"]), fmt(r["jaxcontact"]["mean_final_height_m"]),
              fmt(r["mujoco"]["mean_final_height_m"]), r["jaxcontact"]["flags"], r["jaxcontact"].get("max_pairs"),
@@ -153,9 +159,11 @@ def main(argv=None):
                     "compile (s)", "mean final z, jaxcontact (m)", "mean final z, MuJoCo (m)", "flags", "max_pairs",
                     "pair slots"],
                    rows)]
-    (RESULTS_DIR / f"{args.name}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {RESULTS_DIR / args.name}.{{json,md}}")
+    out.write(res, "\n".join(md))
+    print(f"wrote {out.json} and {out.md}")
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

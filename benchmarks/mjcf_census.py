@@ -1,15 +1,15 @@
 """A census of public MJCF files: what MuJoCo compiles, what ``worlds.from_mujoco`` loads (strict and
 ``approximate=True``), every refusal bucketed, and whether each loaded world follows MuJoCo C.
 
-    python -m benchmarks.mjcf_census --root /tmp/corpus [--steps 100] [--tol 0.01] [--only SUBSTR[,SUBSTR...]]
-        [--constraints hard|mujoco]
+    python -m benchmarks mjcf_census --root /tmp/corpus [--steps 100] [--tol 0.01] [--only SUBSTR[,SUBSTR...]]
+        [--constraints hard|mujoco] [--out NAME]
 
 ``--root`` holds the corpus (every ``*.xml`` below it is tried; a file whose root element is not
 ``<mujoco>`` is an include fragment or another XML, counted apart; so is a file MuJoCo itself cannot
 compile: a missing mesh, an LFS pointer). An optional ``ROOT/SOURCES.txt`` (lines ``subdir repo
 commit paths...``) names where each part of the corpus came from; the results keep it. The corpus
 is not part of the repository: only this script and its results (``benchmarks/results/
-mjcf_census.{json,md}``, or ``--out NAME``).
+mjcf_census.{json,md}``, or ``--out NAME``: the results' stem, as ``--name``; ``--out-dir`` the folder).
 
 Per file: MuJoCo compiles it? ``from_mujoco(model)`` loads it (strict), and with ``approximate=True``?
 Every problem of a refusal is bucketed by its first words with names and numbers removed
@@ -40,7 +40,6 @@ import numpy as np
 
 from .common import is_model
 
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
 PREFIX = "unsupported in a jaxcontact world: "
 
 
@@ -237,7 +236,7 @@ def follow_in_child(path: str, steps: int, tol: float, approximate: bool, timeou
     that file alone): ``deviation_m``, ``follows``, ``run_s``; or ``run_error``."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    cmd = [sys.executable, "-m", "benchmarks.mjcf_census", "--follow", os.path.abspath(path), "--steps", str(steps),
+    cmd = [sys.executable, "-m", "benchmarks", "mjcf_census", "--follow", os.path.abspath(path), "--steps", str(steps),
            "--constraints", constraints]
     try:
         out = subprocess.run(cmd + (["--approximate"] if approximate else []), cwd=here, env=env, capture_output=True,
@@ -370,27 +369,39 @@ def cause(x: dict, tol: float) -> str:
     return "other" if "integrator" in x else "not measured (an earlier run)"
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.mjcf_census", description=__doc__.split("\n\n")[0])
+def arguments(ap):
     ap.add_argument("--root", default=None, help="the corpus: every *.xml below it")
-    ap.add_argument("--steps", type=int, default=100, help="steps compared with MuJoCo C (0: load only)")
-    ap.add_argument("--tol", type=float, default=0.01, help="metres: a loaded file follows MuJoCo C within this")
+    ap.add_argument("--steps", type=int, default=100, help="steps compared with MuJoCo C (0: load only; default: "
+                                                          "%(default)s)")
+    ap.add_argument("--tol", type=float, default=0.01, help="metres: a loaded file follows MuJoCo C within this "
+                                                            "(default: %(default)s)")
     ap.add_argument("--only", default=None, help="only files whose path contains this (or any of A,B,...)")
-    ap.add_argument("--out", default="mjcf_census", help="results name in benchmarks/results/ (.json, .md)")
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds for one file's comparison with MuJoCo C")
-    ap.add_argument("--merge", default=None, help="NAME,NAME,...: results of parts of one census (runs with --only) "
-                    "merged into --out, a later part's record of a file replacing an earlier's")
+    ap.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds for one file's comparison with MuJoCo C (default: %(default)s)")
+    ap.add_argument("--merge", default=None, help="NAME,NAME,...: results of parts of one census (runs with --only, "
+                    "in the results folder) merged into --out, a later part's record of a file replacing an earlier's")
     ap.add_argument("--constraints", default="hard", choices=("hard", "mujoco"),
-                    help="the worlds' constraints (Scene.constraints): hard rows or MuJoCo's soft law")
+                    help="the worlds' constraints (Scene.constraints): hard rows or MuJoCo's soft law "
+                         "(default: %(default)s)")
     ap.add_argument("--follow", default=None, help=argparse.SUPPRESS)  # the child: one file's comparison
     ap.add_argument("--approximate", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.follow:
-        return follow_main(args.follow, args.steps, args.approximate, args.constraints)
+
+
+def prepare(args, out) -> bool:
+    """``--follow FILE``: the child of ``follow_in_child``, one file's comparison printed; the run ends here."""
+    if not args.follow:
+        return False
+    follow_main(args.follow, args.steps, args.approximate, args.constraints)
+    return True
+
+
+def run(args, out):
+    """``python -m benchmarks mjcf_census``: ``out`` (``runner.Results``) gets the .json and .md, every ten files
+    and at the end; ``--merge`` joins earlier runs' results instead."""
     if args.merge:
-        return merge(args, args.merge.split(","), argv)
+        return merge(args, out, args.merge.split(","))
     if not args.root:
-        ap.error("--root is required")
+        raise SystemExit("python -m benchmarks mjcf_census: --root is required (the corpus)")
 
     import jax
 
@@ -418,48 +429,43 @@ def main(argv=None):
         records.append(rec)
         strict = rec.get("strict", {})
         if (k + 1) % 10 == 0 or k + 1 == len(paths):  # the results so far: a run stopped early keeps them
-            write(args, records, sources, root, t0, argv, done=k + 1 == len(paths))
+            write(out, args, args.command, records, sources, t0, done=k + 1 == len(paths))
         print(f"[{k + 1}/{len(paths)} {time.perf_counter() - t0:.0f}s] {p}: {rec['status']}"
               + (f", strict {'loads' if strict.get('loads') else 'refused'}" if strict else "")
               + (f", {strict['deviation_m'] * 1000:.3g} mm" if "deviation_m" in strict else ""), flush=True)
-    summary = write(args, records, sources, root, t0, argv, done=True)
+    summary = write(out, args, args.command, records, sources, t0, done=True)
     print(json.dumps({k: summary[k] for k in ("files", "compiled", "strict_loads", "approximate_loads",
                                               "strict_follows", "approximate_follows")}))
 
 
-def merge(args, names, argv) -> dict:
-    """One census's results from its parts (``benchmarks/results/<name>.json`` each, runs of the same
+def merge(args, out, names) -> dict:
+    """One census's results from its parts (``<name>.json`` each in the results folder, runs of the same
     corpus with ``--only``): every part's records by file, a later part's replacing an earlier's, in
-    the corpus's order; the parts' commands are kept in the summary (``parts``)."""
+    the corpus's order; the parts' commands are kept in the summary's command."""
     by_file, parts, sources, complete = {}, [], [], True
     for name in names:
-        with open(os.path.join(RESULTS, f"{name}.json")) as f:
-            got = json.load(f)
+        got = json.loads((out.folder / f"{name}.json").read_text())
         parts.append(got["summary"].get("command", name))
         sources = sources or got["summary"].get("sources", [])
         complete &= bool(got["summary"].get("complete", False))
         by_file.update({r["file"]: r for r in got["files"]})
     records = [by_file[k] for k in sorted(by_file)]
-    args.command = (" ; ".join(parts) + " ; merged by python -m benchmarks.mjcf_census "
-                    + " ".join(argv if argv is not None else sys.argv[1:]))
-    return write(args, records, sources, None, time.perf_counter(), argv, done=complete)
+    command = " ; ".join(parts) + " ; merged by " + args.command
+    return write(out, args, command, records, sources, time.perf_counter(), done=complete)
 
 
-def write(args, records, sources, root, t0, argv, done: bool) -> dict:
-    """The results of ``records`` (so far, unless ``done``) to ``benchmarks/results/<out>.{json,md}``."""
-    from experiments.provenance import write_json
-
-    command = getattr(args, "command", None) or "python -m benchmarks.mjcf_census " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+def write(out, args, command, records, sources, t0, done: bool) -> dict:
+    """The results of ``records`` (so far, unless ``done``) to ``out`` (``runner.Results``: .json and .md)."""
     summary = summarise(records, sources, args.steps, args.tol, command)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     summary["complete"] = done
-    os.makedirs(RESULTS, exist_ok=True)
-    write_json(os.path.join(RESULTS, f"{args.out}.json"), {"summary": summary, "files": records})
-    with open(os.path.join(RESULTS, f"{args.out}.md"), "w") as f:
-        f.write(markdown(summary, records) if done else f"(partial: {len(records)} files so far)\n\n" + markdown(summary, records))
+    md = markdown(summary, records)
+    out.write({"summary": summary, "files": records},
+              md if done else f"(partial: {len(records)} files so far)\n\n" + md)
     return summary
 
 
 if __name__ == "__main__":
-    main()
+    from .runner import alias
+
+    alias(sys.modules[__name__])

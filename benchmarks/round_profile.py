@@ -8,7 +8,8 @@ run ``--settle`` steps (the pile formed: its contacts are what the timed step se
 is timed alone at that state, ``jax.vmap`` over the worlds, compiled ahead, best of ``--repeat``
 calls (``--broad-phase heap``: the scene as ``mixed_speed`` runs it): the whole step (``pipeline.step_stages``), the collision stage (``contacts.collide``), its
 ground contacts, its pairs (``contacts.pair_contacts``), each group of pairs of one pair of kinds
-(``contacts.round_or_hull`` over the group), the fast pairs' separation, and the rest of the step
+(``contacts.pair_contacts`` of the scene with that group's pairs alone: its broad phase, narrow phase and
+rows), the fast pairs' separation, and the rest of the step
 (step − collide: the contact problem, the solve, integration), and for a heap with cylinders the step
 without the pairs that hold one (every other pair in the problem, no cap). µs per world-step; the stages run as
 parts of the step are fused with it, so their sum is not the step's time exactly. Writes
@@ -72,22 +73,12 @@ def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
     out["collide"] = _time(v(lambda s: contacts.collide(model, scene, params, s)), states, repeat=repeat)
     out["ground contacts"] = _time(v(lambda s: contacts.ground_contacts(model, scene, params, s)), states, repeat=repeat)
     out["pair contacts (all)"] = _time(v(lambda s: contacts.pair_contacts(model, scene, params, s)), states, repeat=repeat)
-    pairs = np.asarray(scene.pairs, dtype=int).reshape(-1, 2)
-    dims = contacts.shape_dims(params.body, scene.num_bodies, jnp.float32)
-    rad = params.body.radius if params.body.radius is not None else jnp.zeros(scene.num_bodies, jnp.float32)
-    for ta, tb, ks in scene.pair_groups():
-        ia, ib = pairs[np.asarray(ks), 0], pairs[np.asarray(ks), 1]
-        name = lambda t: t if isinstance(t, str) else "box"
-
-        def group(s, ta=ta, tb=tb, ia=ia, ib=ib):
-            sa = jax.tree_util.tree_map(lambda x: x[ia], s)
-            sb = jax.tree_util.tree_map(lambda x: x[ib], s)
-            one = lambda va, ra, sa, vb, rb, sb, da, db: contacts.round_or_hull(
-                ta, va, ra, sa, tb, vb, rb, sb, scene.slot_contacts, scene.margin, scene.narrow_phase, da, db)
-            return jax.vmap(one)(params.body.vertices[ia], rad[ia], sa, params.body.vertices[ib], rad[ib], sb,
-                                 dims[ia], dims[ib])
+    name = lambda t: t if isinstance(t, str) else "box"
+    for ta, tb, ks in scene.pair_groups():  # the engine's own pair stage on this group's pairs alone
+        group = dataclasses.replace(scene, pairs=tuple(scene.pairs[k] for k in ks))
         key = f"pairs {name(ta)}–{name(tb)} ({len(ks)})"
-        out[key] = _time(v(group), states, repeat=repeat)
+        out[key] = _time(v(lambda s, group=group: contacts.pair_contacts(model, group, params, s)), states,
+                         repeat=repeat)
     if scene.fast_hits:
         Minv = v(lambda s: jax.vmap(geometry.mass_matrix_inverse)(params.body, s))(states)
         out["separate fast pairs"] = _time(v(lambda s, M: contacts.separate_fast_pairs(

@@ -4,7 +4,7 @@ Every benchmark is declared here as data (``REGISTRY``: name, one line, module, 
 results files it writes, its parts), so that one command line reaches them all; ``python -m
 benchmarks.NAME`` is an alias of ``python -m benchmarks NAME`` for one release.
 
-A benchmark on the runner (``Benchmark.legacy`` false) is a module with
+Every benchmark is a module with
 
 * ``run(args, out)`` — the measurement: ``args`` the parsed options, ``out`` its ``Results`` (the
   JSON and Markdown files ``<out>/<name>.json``/``.md``, written with provenance by ``Results.write``;
@@ -18,8 +18,8 @@ A benchmark on the runner (``Benchmark.legacy`` false) is a module with
   read back from the JSON, so one part reruns and the others' results stay), and ``render(res)`` the
   Markdown of the whole; the runner writes both after every part.
 
-A legacy benchmark (``legacy=True``: four, changed elsewhere when the rest moved) keeps its own ``main(argv)``;
-the runner hands it the arguments.
+None parses a command line or writes results of its own (``tests/test_benchmarks_runner.py`` reads their
+source); ``mjcf_census`` keeps its earlier ``--out NAME``, the results' stem (``Benchmark.out_is_name``).
 Benchmarks do not import each other: what two share lives in ``common.py`` (or the package).
 """
 
@@ -70,7 +70,7 @@ class Benchmark:
     defaults: tuple[str, ...] = ()  # arguments put before the user's (the user's win)
     parts: tuple[Part, ...] = ()
     aliases: dict = dataclasses.field(default_factory=dict)  # --only names of several parts
-    legacy: bool = False  # its own main(argv) still parses its command line
+    out_is_name: bool = False  # its --out NAME is the results' stem (--name), as it was; --out-dir the folder
     module: str = ""  # default: benchmarks.<name>
 
     @property
@@ -78,8 +78,8 @@ class Benchmark:
         return self.module or f"benchmarks.{self.name}"
 
 
-def _b(name, about, results=(), legacy=False, **kw):
-    return Benchmark(name, about, tuple(results), legacy=legacy, **kw)
+def _b(name, about, results=(), **kw):
+    return Benchmark(name, about, tuple(results), **kw)
 
 
 WORLDS_PARTS = (
@@ -149,7 +149,7 @@ REGISTRY = (
        ("gradient_quality.json", "gradient_quality.md", "gradient_quality.npz"),
        options={"steps": 150, "seed": 7}),
     _b("heap_cpu", "where the heaps' steps go in CPU seconds: compiler options alternated, sweeps, program size",
-       ("heap_cpu.json", "heap_cpu.md"), legacy=True),
+       ("heap_cpu.json", "heap_cpu.md"), options={"only": "boxes16,mixed16", "worlds": "64"}),
     _b("heap_probe", "probes of why jaxcontact's settled heaps stand taller than MuJoCo C's",
        ("heap_probe.json", "heap_probe.md"), parts=HEAP_PROBE_PARTS),
     _b("heap_profile", "a jax.profiler trace of one compiled batch of 16-box heaps (printed)",
@@ -163,9 +163,10 @@ REGISTRY = (
     _b("memory", "device memory per body of a final-state rollout (XLA's memory analysis)", ("memory.json",),
        options={"steps": 800}),
     _b("mixed_speed", "heaps of round and mixed bodies against MuJoCo C, both cores",
-       ("mixed_speed.json", "mixed_speed.md"), legacy=True),
+       ("mixed_speed.json", "mixed_speed.md"), options={"only": "boxes16,spheres64,mixed16", "worlds": "256",
+                                                         "steps": 1000}),
     _b("mjcf_census", "a census of public MJCF files: what MuJoCo compiles and worlds.from_mujoco loads",
-       ("mjcf_census.json", "mjcf_census.md"), legacy=True),
+       ("mjcf_census.json", "mjcf_census.md"), out_is_name=True),
     _b("overlap_census", "how often a two-body throw starts a step inside, per pair of kinds",
        ("overlap_census.json", "overlap_census.md"), options={"steps": 250, "seed": 0, "dtype": "float64"}),
     _b("passive_arm", "a damped, sprung two-link arm against MuJoCo C", ("passive_arm.md",)),
@@ -177,7 +178,7 @@ REGISTRY = (
        ("round_profile.json", "round_profile.md"), options={"only": "boxes16,spheres64,mixed16", "worlds": "32"}),
     _b("round_shapes", "round shapes against the ground over long horizons, float64 and float32",
        ("round_shapes.json", "round_shapes.md")),
-    _b("same_physics", "the finals of fixed workloads, saved before a refactor and compared after", legacy=True),
+    _b("same_physics", "the finals of fixed workloads, saved before a refactor and compared after"),
     _b("scenery", "fixed scenery against the hand calculation and MuJoCo C", ("scenery.json",),
        options={"only": "ramp,table,bin"}),
     _b("soft_speed", "what MuJoCo's soft constraints cost a robot's step against the hard rows",
@@ -275,6 +276,11 @@ def parser(bench: Benchmark, module=None) -> argparse.ArgumentParser:
     for key, default in options.items():
         flags, kw = SHARED[key]
         flags, kw = ((flags,) if isinstance(flags, str) else flags), dict(kw)
+        if bench.out_is_name and key == "out":  # --out is --name's other spelling (below): the folder is --out-dir
+            ap.add_argument("--out-dir", dest="out", default=default, help="results folder (default: %(default)s)")
+            continue
+        if bench.out_is_name and key == "name":
+            flags, kw["help"] = ("--name", "--out"), "results files' stem (--out: the same, this benchmark's spelling)"
         if key == "only" and bench.parts:
             kw["help"] = (f"comma-separated parts: {', '.join(p.name for p in bench.parts)}"
                           + (f"; or {', '.join(bench.aliases)}" if bench.aliases else "") + " (default: all)")
@@ -310,8 +316,6 @@ def run(name: str, argv=None, module=None):
     stamp()  # the code's commit as the run starts (a commit made while it runs is not its code)
     module = module or importlib.import_module(bench.module_name)
     argv = list(bench.defaults) + list(sys.argv[2:] if argv is None else argv)
-    if bench.legacy:
-        return module.main(argv)
     args = parser(bench, module).parse_args(argv)
     args.command = command_line()  # as run: python -m benchmarks NAME ... (or the alias's form)
     if getattr(args, "device", None):
@@ -323,7 +327,8 @@ def run(name: str, argv=None, module=None):
         args.out = args.out_dir
     elif getattr(args, "out", None) is not None:
         given = Path(args.out)
-        folder_only = bench.options.get("out", "") is None  # a required --out (gpu_run's) is the run's folder
+        # a required --out (gpu_run's) is the run's folder; so is an out_is_name benchmark's --out-dir
+        folder_only = bench.options.get("out", "") is None or bench.out_is_name
         if given.suffix == ".json" or (not folder_only and not given.is_dir() and given.name.startswith(bench.name)):
             # an earlier command's --out, the results' path (without or with .json): its folder and stem
             args.out = str(given.parent)
@@ -357,7 +362,7 @@ def listing() -> str:
     width = max(len(b.name) for b in REGISTRY)
     lines = ["python -m benchmarks NAME [--help] ...", ""]
     for b in REGISTRY:
-        lines.append(f"  {b.name:<{width}}  {b.about}" + ("" if not b.legacy else "  [own options]"))
+        lines.append(f"  {b.name:<{width}}  {b.about}")
         lines += [f"  {'':<{width}}    --only {p.name}: {p.about}" for p in b.parts]
     return "\n".join(lines)
 
@@ -378,10 +383,7 @@ def check() -> list[str]:
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
                 try:
-                    if b.legacy:
-                        module.main(["--help"])
-                    else:
-                        parser(b, module).parse_args(["--help"])
+                    parser(b, module).parse_args(["--help"])
                     raise RuntimeError("--help did not exit")
                 except SystemExit as e:
                     if e.code not in (0, None):
@@ -389,7 +391,7 @@ def check() -> list[str]:
             if "usage:" not in buf.getvalue():
                 raise RuntimeError("--help printed no usage")
             missing = [p.name for p in b.parts if not hasattr(module, f"part_{p.name}")]
-            if missing or (not b.legacy and not hasattr(module, "run" if not b.parts else "render")):
+            if missing or not hasattr(module, "run" if not b.parts else "render"):
                 raise RuntimeError(f"missing: {missing or 'run'}")
             lines.append(f"{b.name}: ok")
         except Exception as e:  # noqa: BLE001 - reported per benchmark

@@ -11,17 +11,18 @@ Runs, in float64 on this machine's CPU:
 * ``chains``: the 3-link chain swinging onto the ground (300 steps, ``chains.rollout``).
 
 ``--out FILE.npz`` saves every final state; ``--compare OLD.npz`` also prints, per workload, the
-largest difference of the positions and orientations (m, and quaternion units) from the old file.
-Only public entry points are called, so the same file runs against an older checkout
-(``PYTHONPATH=<old tree> python benchmarks/same_physics.py --out old.npz``)::
+largest difference of the positions and orientations (m, and quaternion units) from the old file,
+and exits 1 when a throw moved by more than 1e-12 m. Only public entry points are called, so the
+same file runs against an older checkout (``PYTHONPATH=<old tree> python benchmarks/same_physics.py
+--out old.npz``: that tree's ``jaxcontact``, this file's runner)::
 
-    python -m benchmarks.same_physics --out /tmp/new.npz --compare /tmp/old.npz
+    python -m benchmarks same_physics --out /tmp/new.npz --compare /tmp/old.npz
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
+from pathlib import Path
 
 import jax
 
@@ -106,18 +107,30 @@ def compare(new: dict, old_path: str) -> bool:
     return ok
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True, help="npz of the finals")
-    p.add_argument("--compare", default=None, help="an earlier --out file")
-    p.add_argument("--throws", type=int, default=1000)
-    args = p.parse_args(argv)
+def arguments(ap):
+    # dest "finals": the npz path, not the runner's results folder (this benchmark writes no JSON or Markdown)
+    ap.add_argument("--out", dest="finals", required=True, help="npz of the finals")
+    ap.add_argument("--compare", default=None, help="an earlier --out file")
+    ap.add_argument("--throws", type=int, default=1000, help="box throws (default: %(default)s)")
+
+
+def run(args, out):
+    """``python -m benchmarks same_physics``: the finals saved to ``--out``; with ``--compare``, a throw that
+    moved ends the run with exit status 1."""
     finals = {**throws(args.throws), **world_finals()}
-    np.savez(args.out, **finals)
-    if args.compare:
-        return 0 if compare(finals, args.compare) else 1
-    return 0
+    np.savez(args.finals, **finals)
+    if args.compare and not compare(finals, args.compare):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if __package__:  # python -m benchmarks.same_physics
+        from .runner import alias
+
+        alias(sys.modules[__name__])
+    else:  # python benchmarks/same_physics.py with PYTHONPATH=<a tree>: that tree's jaxcontact (imported above),
+        # this file's runner and tooling (its repository first on the path from here on)
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from benchmarks.runner import run as run_benchmark
+
+        run_benchmark("same_physics", sys.argv[1:], sys.modules[__name__])

@@ -1,9 +1,11 @@
 """The benchmarks' one runner (``python -m benchmarks NAME``, ``benchmarks/runner.py``), through its command
 line (tests do not import benchmark modules): every module of ``benchmarks/`` is declared, each declared
-benchmark imports and parses ``--help``, a bad part is refused by name, only the listed legacy benchmarks
-keep a command line of their own (a benchmark on the runner has no parser, ``main`` or provenance writer of
-its own: read from its source), ``python -m benchmarks.NAME`` is the same command, and benchmarks do not
-import each other (what two share lives in ``benchmarks/common.py``, the runner or the package)."""
+benchmark imports and parses ``--help``, a bad part is refused by name, no benchmark keeps a command line of
+its own (none has a parser, ``main`` or provenance writer of its own: read from its source), ``python -m
+benchmarks.NAME`` is the same command, earlier spellings keep their meaning, and benchmarks do not import each
+other (what two share lives in ``benchmarks/common.py``, the runner or the package)."""
+
+import json
 
 import ast
 import os
@@ -19,9 +21,9 @@ HELPERS = {"__init__", "__main__", "common", "runner"}
 # benchmarks that still import another one, each pending its move (none now: what two share lives in
 # common.py); the list only shrinks
 PENDING: dict = {}
-# benchmarks that still parse their own command line and write their own results ("[own options]" in the
-# listing): these six were being changed elsewhere when the rest moved onto the runner; the list only shrinks
-LEGACY = {"heap_cpu", "mixed_speed", "mjcf_census", "same_physics"}
+# benchmarks that still parse their own command line and write their own results: none (the last four,
+# heap_cpu, mixed_speed, mjcf_census and same_physics, moved onto the runner last); the list stays empty
+LEGACY: set = set()
 
 
 def bench(*args, timeout=120):
@@ -83,13 +85,6 @@ def test_benchmarks_do_not_import_each_other(tmp_path):
     assert crossing_imports(tmp_path) == ["benchmarks/b.py:2 imports benchmarks.a", "benchmarks/b.py:3 imports benchmarks.a"]
 
 
-def test_only_the_listed_legacy_benchmarks_keep_their_own_command_line():
-    r = bench()
-    assert r.returncode == 0, r.stderr[-3000:]
-    own = {line.split()[0] for line in r.stdout.splitlines() if line.rstrip().endswith("[own options]")}
-    assert own == LEGACY, (own - LEGACY, LEGACY - own)
-
-
 def own_command_line(path: Path) -> list[str]:
     """What a benchmark on the runner must not have, read from its source: an ``ArgumentParser``, a ``main``, a
     ``write_json`` (the runner's ``Results`` writes with provenance), ``machine_info`` without the runner's
@@ -116,9 +111,10 @@ def own_command_line(path: Path) -> list[str]:
     return out
 
 
-def test_a_benchmark_on_the_runner_has_no_command_line_or_writer_of_its_own(tmp_path):
-    on_runner = sorted(set(modules()) - LEGACY)
-    assert len(on_runner) == len(modules()) - len(LEGACY) >= 46
+def test_every_benchmark_is_on_the_runner_with_no_command_line_or_writer_of_its_own(tmp_path):
+    assert not LEGACY, "every benchmark is on the runner: the legacy list stays empty"
+    on_runner = modules()
+    assert len(on_runner) >= 52
     offenders = [o for m in on_runner for o in own_command_line(BENCH / f"{m}.py")]
     assert not offenders, offenders
     bad = tmp_path / "b.py"
@@ -150,3 +146,39 @@ def test_out_dir_is_the_folder_and_an_out_named_as_the_results_their_folder_and_
     r = bench("world_law_defaults", "--table", "--out", str(tmp_path / "b" / "world_law_defaults_b"))
     assert r.returncode == 0 and (tmp_path / "b" / table).is_file(), r.stderr[-2000:]
     assert not (tmp_path / "b" / "world_law_defaults_b").exists()
+
+
+def test_mjcf_census_out_is_the_results_stem_and_merge_joins_parts(tmp_path):
+    """``mjcf_census --out NAME`` is the results' stem (``--out-dir`` the folder; a path as the stem writes there),
+    ``--merge`` joins parts read from the results folder, a later part's record of a file winning (no corpus,
+    no simulation)."""
+    def part(name, command, files, complete=True):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"summary": {"command": command, "sources": ["src"],
+                                                                       "complete": complete}, "files": files}))
+    refused = {"loads": False, "problems": ["p"], "buckets": ["b"]}
+    a = {"file": "a.xml", "status": "compiled", "features": ["geom box"], "nbody": 2,
+         "strict": {"loads": True, "deviation_m": 0.02, "follows": False}, "approximate": {"loads": True}}
+    part("p1", "run one", [a, {"file": "b.xml", "status": "not a model"}])
+    part("p2", "run two", [{**a, "strict": {"loads": True, "deviation_m": 0.001, "follows": True}},
+                           {"file": "c.xml", "status": "compiled", "features": [], "nbody": 1, "strict": refused,
+                            "approximate": refused}])
+    r = bench("mjcf_census", "--steps", "100", "--out-dir", str(tmp_path), "--merge", "p1,p2", "--out", "merged")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads((tmp_path / "merged.json").read_text())
+    s = got["summary"]
+    assert [f["file"] for f in got["files"]] == ["a.xml", "b.xml", "c.xml"]
+    assert (s["files"], s["compiled"], s["not_models"], s["strict_loads"], s["strict_follows"]) == (3, 2, 1, 1, 1)
+    assert s["command"].startswith("run one ; run two ; merged by python -m benchmarks mjcf_census") and s["complete"]
+    assert "provenance" in got and (tmp_path / "merged.md").read_text().startswith("# MJCF census")
+    r = bench("mjcf_census", "--out-dir", str(tmp_path), "--merge", "p1", "--out", str(tmp_path / "sub" / "alone"))
+    assert r.returncode == 0 and (tmp_path / "sub" / "alone.json").is_file(), r.stderr[-2000:]
+
+
+def test_same_physics_runs_as_a_script_against_a_tree_and_its_out_is_the_finals_file(tmp_path):
+    """``PYTHONPATH=<tree> python benchmarks/same_physics.py`` (how a refactor's base is measured) parses its
+    command line through the runner; its ``--out`` is the finals' npz."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    r = subprocess.run([sys.executable, str(BENCH / "same_physics.py"), "--help"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "usage: python -m benchmarks same_physics" in r.stdout, r.stderr[-2000:]
+    assert "--out FINALS" in r.stdout and "--compare" in r.stdout and "--throws" in r.stdout
