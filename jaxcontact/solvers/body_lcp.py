@@ -24,15 +24,17 @@ backward pass, too, costs O(C) memory per solve rather than the (C·d)² of a fo
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+from flax import struct
 
 from ..native import bindings
 from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve, newton_polish
 from .batching import MIN_TAIL_BODIES, tail_sweeps, with_batching_rule
-from .lcp import LCPSettings, LCPSolution, diagonal_floor, disc_step, project_disc
-from .problem import Method, choose
+from .lcp import LCPSettings, LCPSolution, Method, diagonal_floor, disc_step, project_disc
+from .problem import Plan, table
 
 
 def _prepare(rows, index, Minv, soft, reg, valid):
@@ -312,11 +314,11 @@ def _native_adjoint(settings: LCPSettings, T):
     return adjoint
 
 
-def _choose_adjoint(settings: LCPSettings, T, method: Method):
-    """The reverse pass's adjoint solve: the fused kernel's (``_native_adjoint``) where the sweeps
-    run in the fused kernel on a CPU (``method.sweep``), else None (``implicit_fixed_point``'s
-    GMRES on T's products, the reference)."""
-    if method.sweep != "native" or jax.default_backend() != "cpu":
+def _choose_adjoint(settings: LCPSettings, T, plan: Plan):
+    """The reverse pass's adjoint solve that ``plan.adjoint`` names (``problem.choose``): the fused
+    kernel's (``_native_adjoint``) on a CPU, GMRES on T's products elsewhere; None for "reference"
+    (``implicit_fixed_point``'s GMRES on T's products)."""
+    if plan.adjoint != "native" or jax.default_backend() != "cpu":
         return None
     on_cpu = _native_adjoint(settings, T)
 
@@ -329,9 +331,9 @@ def _choose_adjoint(settings: LCPSettings, T, method: Method):
     return adjoint
 
 
-def _choose_sweeps(settings: LCPSettings, group, method: Method):
-    """The sweeps ``method`` names (``problem.choose``): ``method.sweep`` on a CPU and
-    ``method.sweep_elsewhere`` off it ("native": the fused kernel; "colour": by colour, with the
+def _choose_sweeps(settings: LCPSettings, group, plan: Plan):
+    """The sweeps ``plan`` names (``problem.choose``): ``plan.sweep`` on a CPU and
+    ``plan.sweep_elsewhere`` off it ("native": the fused kernel; "colour": by colour, with the
     manifold size ``group``; "sequential": pure JAX), one ``platform_dependent`` where they differ."""
     def make(name):
         if name == "native":
@@ -340,9 +342,9 @@ def _choose_sweeps(settings: LCPSettings, group, method: Method):
             return _coloured_sweeps(settings, group)
         return _sweeps(settings)
 
-    if method.sweep == method.sweep_elsewhere:
-        return make(method.sweep)
-    on_cpu, elsewhere = make(method.sweep), make(method.sweep_elsewhere)
+    if plan.sweep == plan.sweep_elsewhere:
+        return make(plan.sweep)
+    on_cpu, elsewhere = make(plan.sweep), make(plan.sweep_elsewhere)
     return lambda *a: jax.lax.platform_dependent(*a, cpu=on_cpu, default=elsewhere)
 
 
@@ -481,9 +483,26 @@ def _coloured_sweeps(settings: LCPSettings, group: int):
     return with_batching_rule(single, batched)
 
 
+@struct.dataclass
+class VelocityLCP:
+    """The LCP of contacts between free bodies as ``solve_velocity`` takes it (``solve_body_lcp``'s
+    arrays, one pytree): rows (C, 2, d, 6), bodies (C, 2), Minv (N, 6, 6), v_free (N, 6), bias (C, d),
+    coupling (C, d), valid (C,), soft (C, d) or None, z0 (C, d) or None."""
+
+    rows: jnp.ndarray
+    bodies: jnp.ndarray
+    Minv: jnp.ndarray
+    v_free: jnp.ndarray
+    bias: jnp.ndarray
+    coupling: jnp.ndarray
+    valid: jnp.ndarray
+    soft: Any = None
+    z0: Any = None
+
+
 def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
                    settings: LCPSettings = LCPSettings(), z0=None, group: int | None = None,
-                   method: Method | None = None) -> LCPSolution:
+                   method: Plan | None = None) -> LCPSolution:
     """The box-friction LCP of contacts between free bodies, without forming A.
 
     rows: (C, 2, d, 6) each contact's rows [normal, tangents] on its two bodies (signed: their sum
@@ -493,10 +512,22 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     each tangent row (the normal's entry is ignored); valid: (C,) contacts in the problem (the
     others keep z = 0 and are never visited); soft: (C, d) relative diagonal added to A's rows
     (constraint-force mixing; default none), before ``settings.regularization``.
-    z0: (C, d) start of the sweeps (a warm start), not differentiated. method: the sweeps of
-    ``problem.choose`` (None: chosen here from ``settings`` and ``group``).
+    z0: (C, d) start of the sweeps (a warm start), not differentiated. method: a ``problem.Plan`` of
+    the velocity form (None: the table's, ``problem.table``, from ``settings`` and ``group``).
     Returns ``LCPSolution`` with z (C, d); differentiable in rows, Minv, v_free, bias, soft and
-    coupling (implicitly, at the solution)."""
+    coupling (implicitly, at the solution). The arrays one by one, as a user holds them; a world's
+    problem goes through ``solve_contact`` (``solve_velocity``)."""
+    how = Method(settings, group=group, form="velocity")
+    plan = table("bodies", rows.shape[0] * rows.shape[2], how) if method is None else method
+    lcp = VelocityLCP(rows=rows, bodies=bodies, Minv=Minv, v_free=v_free, bias=bias, coupling=coupling, valid=valid,
+                      soft=soft, z0=z0)
+    return solve_velocity(lcp, how, plan)
+
+
+def solve_velocity(lcp: VelocityLCP, method: Method, plan: Plan) -> LCPSolution:
+    """``solve_body_lcp`` of a ``VelocityLCP`` under ``method`` (its settings and manifold size) by
+    the sweeps and adjoint of ``plan`` (``problem.choose``)."""
+    settings, group = method.settings, method.group
     if settings.forward_newton:
         raise ValueError("LCPSettings.forward_newton is a dense solve's setting (solve_lcp, one body); the velocity "
                          "form (worlds) does not take it yet: set it to 0 (issue 61, docs/worlds.md 'Friction cone')")
@@ -504,20 +535,24 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         raise ValueError("LCPSettings.forward_active_set is a dense solve's setting (solve_lcp, one body); the velocity "
                          "form (worlds) never forms A and does not take it: leave it None (issue 61, docs/worlds.md "
                          "'Friction cone')")
+    rows, valid, Minv, v_free = lcp.rows, lcp.valid, lcp.Minv, lcp.v_free
     C, _, d, _ = rows.shape
     N = Minv.shape[0]
     dtype = v_free.dtype
-    soft = jnp.zeros((C, d), dtype) if soft is None else jnp.broadcast_to(soft, (C, d)).astype(dtype)
+    soft = jnp.zeros((C, d), dtype) if lcp.soft is None else jnp.broadcast_to(lcp.soft, (C, d)).astype(dtype)
     valid_f = valid.astype(dtype)
-    bodies_f = jnp.asarray(bodies).astype(dtype)
+    bodies_f = jnp.asarray(lcp.bodies).astype(dtype)
     rows = rows * valid_f[:, None, None, None]  # padding: no rows (their z is pinned at 0)
-    bias = jnp.where(valid[:, None], bias, 0.0)
-    z0 = jnp.zeros((C, d), dtype) if z0 is None else jnp.where(valid[:, None], z0, 0.0).astype(dtype)
+    bias = jnp.where(valid[:, None], lcp.bias, 0.0)
+    z0 = jnp.zeros((C, d), dtype) if lcp.z0 is None else jnp.where(valid[:, None], lcp.z0, 0.0).astype(dtype)
+    coupling = lcp.coupling
     reg = settings.regularization
     T = _fixed_point_map(reg, settings.cone)
-    method = choose("bodies", C * d, settings, group=group, form="velocity") if method is None else method
 
-    def run(settings, sweeps, z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
+    def run(settings, sweeps, z_init, *args):
+        """The sweeps from ``z_init``: (z, (residual, sweeps)); ``args`` T's (rows, bodies_f, Minv,
+        v_free, bias, soft, coupling, valid_f), as ``implicit_fixed_point`` passes them."""
+        rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f = args
         rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
@@ -532,7 +567,7 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         return z.reshape(-1), (res, it)
 
     fine = settings.polish_settings()
-    fine = None if fine is None else functools.partial(run, fine, _choose_sweeps(fine, group, method))
+    fine = None if fine is None else functools.partial(run, fine, _choose_sweeps(fine, group, plan))
     newton = newton_polish(T, settings.gradient_newton, matrix_free=True) if settings.gradient_newton else None
     polish = None
     if fine is not None or newton is not None:
@@ -541,14 +576,13 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
             z = z if fine is None else fine(jnp.zeros_like(z) if settings.gradient_restart else z, *args)[0]
             return z if newton is None or fine is None else newton(z, *args)
 
-    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, method),
+    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, plan),
                           polish=polish)
-    def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
-        return run(settings, _choose_sweeps(settings, group, method), z_init, rows, bodies_f, Minv, v_free, bias,
-                   soft, coupling, valid_f)
+    def _solve(z_init, *args):
+        return run(settings, _choose_sweeps(settings, group, plan), z_init, *args)
 
     z, (res, it) = _solve(z0.reshape(-1), rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f)
     return LCPSolution(z=z.reshape(C, d), residual=res, iterations=it)
 
 
-__all__ = ["ground_index", "solve_body_lcp", "with_ground"]
+__all__ = ["VelocityLCP", "ground_index", "solve_body_lcp", "solve_velocity", "with_ground"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +37,7 @@ from .. import linalg
 from .implicit import implicit_fixed_point, newton_polish
 
 from .batching import MIN_TAIL_DENSE, tail_sweeps, with_batching_rule
-from .problem import SWEEP_METHODS, Method, choose
+from .problem import SWEEP_METHODS, Plan, table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +164,35 @@ class LCPSettings:
 
 CONES = ("elliptic", "box")
 """``LCPSettings.cone``: Coulomb's disc (elliptic) or each tangent on its own (box)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """How a law solves its contact problem (``solve_contact(problem, method)``), static: the law's
+    ``settings``; ``gradient``, a ``RelaxedGradient`` for the relaxed derivative (the same value;
+    dense form); ``group``, the contacts' manifold size (the coloured sweeps need it); ``relaxed``,
+    ``(kappa, newton_iters, regularization[, cone])`` for a relaxed-complementarity solve
+    (``RelaxedCoulomb``; ``settings`` unused); ``form``, "dense" or "velocity" forced (a comparison, a
+    benchmark). The table (``problem.choose``) turns it into a ``Plan``: the form, the sweeps (the fused
+    kernel or pure JAX), the batching and the adjoint."""
+
+    settings: LCPSettings = LCPSettings()
+    gradient: Any = None
+    group: int | None = None
+    relaxed: tuple | None = None
+    form: str | None = None
+
+
+@struct.dataclass
+class DenseLCP:
+    """The dense box-friction LCP as ``solve_dense`` takes it: A (m, m), b (m,), coupling (m,) (each
+    friction row's coefficient), z0 (m,) the start of the sweeps (None: zero), and the static ``rows``."""
+
+    A: jnp.ndarray
+    b: jnp.ndarray
+    coupling: jnp.ndarray
+    z0: Any
+    rows: RowStructure = struct.field(pytree_node=False)
 
 
 def disc_step(mu1, mu2, d1, d2):
@@ -609,11 +639,11 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     return zt.T, change, it
 
 
-def _pgs(rows: RowStructure, settings: LCPSettings, method: Method):
+def _pgs(rows: RowStructure, settings: LCPSettings, plan: Plan):
     """The forward solve (z0, A, b, coupling) -> (z, change, sweeps): with the one batching rule
-    where ``method.batching`` says so (``problem.choose``)."""
-    single = functools.partial(_pgs_single, rows, settings, method.sweep == "unrolled")
-    if method.batching != "tail":
+    where ``plan.batching`` says so (``problem.choose``)."""
+    single = functools.partial(_pgs_single, rows, settings, plan.sweep == "unrolled")
+    if plan.batching != "tail":
         return single  # a uniform trip count, or rows in a fori_loop: plain vmap is right
     return with_batching_rule(single, functools.partial(_pgs_batched, rows, settings))
 
@@ -630,25 +660,31 @@ def _refined(active, T):
 
 
 def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSettings(), z0=None,
-              method: Method | None = None):
+              method: Plan | None = None):
     """Solve the box-friction LCP (see module docstring); differentiable in A, b and coupling.
 
     A: (m, m) Delassus matrix J M⁻¹ Jᵀ. b: (m,) free constraint velocity plus bias.
     coupling: (m,) friction coefficient of each friction row (ignored on other rows).
     z0: (m,) start of the sweeps (a warm start; default zero) — not differentiated.
-    method: the sweep and batching of ``problem.choose`` (None: chosen here from the row count).
-    Returns ``LCPSolution(z, residual, iterations)``.
-    """
+    method: a ``problem.Plan`` of the dense form (None: the table's, ``problem.table``, from the row count).
+    Returns ``LCPSolution(z, residual, iterations)``. The arrays one by one, as a user holds them;
+    a law's problem goes through ``solve_contact`` (``solve_dense``)."""
+    plan = table("dense", len(rows.lo0), Method(settings)) if method is None else method
+    return solve_dense(DenseLCP(A=A, b=b, coupling=coupling, z0=z0, rows=rows), settings, plan)
+
+
+def solve_dense(lcp: DenseLCP, settings: LCPSettings, plan: Plan) -> LCPSolution:
+    """``solve_lcp`` of a ``DenseLCP`` by the sweeps and batching of ``plan`` (``problem.choose``)."""
+    A, b, coupling, z0, rows = lcp.A, lcp.b, lcp.coupling, lcp.z0, lcp.rows
     A = regularized(A, settings.regularization)
     T = _fixed_point_map(rows, settings.cone)
     if z0 is None:
         z0 = jnp.zeros_like(b)
-    method = choose("dense", len(rows.lo0), settings) if method is None else method
-    pgs = _pgs(rows, settings, method)
+    pgs = _pgs(rows, settings, plan)
     polish = None
     if settings.polish_settings() is not None or settings.gradient_newton:
         fine = settings.polish_settings()
-        fine = None if fine is None else _pgs(rows, fine, choose("dense", len(rows.lo0), fine))
+        fine = None if fine is None else _pgs(rows, fine, table("dense", len(rows.lo0), Method(fine)))
         newton = newton_polish(T, settings.gradient_newton) if settings.gradient_newton else None
 
         def polish(z, A, b, coupling):
