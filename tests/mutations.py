@@ -812,6 +812,17 @@ MUTATIONS = (
     Mutation("table-dense-world-rows-as-small-rows", "solvers", "jaxcontact/solvers/problem.py",
              "(form is None and (rows <= DENSE_WORLD_ROWS\n", "(form is None and (rows <= SMALL_ROWS\n",
              (f"{ENTRY}::test_the_table",)),
+    # the one front door (issue 64): the problem carries the law's part, the table alone asks for the kernels
+    Mutation("entry-friction-without-mu-accepted", "solvers", "jaxcontact/solvers/entry.py",
+             "    if problem.rows_per_contact > 1 and problem.mu is None:\n",
+             "    if problem.rows_per_contact > 1 and problem.mu is None:\n        problem = problem.replace(mu=1.0)\n"
+             "    if False:\n",
+             (f"{ENTRY}::test_the_entry_refuses_what_it_cannot_solve",)),
+    Mutation("table-kernel-not-asked", "solvers", "jaxcontact/solvers/problem.py",
+             'cpu = "native" if native.available() else "sequential"', 'cpu = "native"',
+             (f"{ENTRY}::test_the_table_asks_for_the_kernel_once_per_choice",)),
+    Mutation("table-adjoint-beside-the-kernel-dropped", "solvers", "jaxcontact/solvers/problem.py",
+             '"native" if cpu == "native" else "reference")', '"reference")', (f"{ENTRY}::test_the_table",)),
     # a hinge's passive forces (issue 63, item 1): damping, springs, armature, their reference and the traced rule
     Mutation("passive-damping-explicit", "joints", "jaxcontact/worlds/joints.py",
              "v_damp = v0 if explicit else v1", "v_damp = v0",

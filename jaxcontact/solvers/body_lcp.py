@@ -24,7 +24,7 @@ backward pass, too, costs O(C) memory per solve rather than the (C·d)² of a fo
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -85,14 +85,31 @@ def _index(bodies_f, N):
     return ground_index(jax.lax.stop_gradient(bodies_f).astype(jnp.int32), N)
 
 
+class Sweeping(NamedTuple):
+    """One problem as the sweeps and the projected-Jacobi map read it (``_prepare``'s arrays given):
+    rows (C, 2, d, 6), index (C, 2) (the ground N), WJ = M⁻¹Jᵀ per row, extra (C, d) the added
+    diagonal, v_free (N, 6), bias (C, d), coupling (C, d), valid (C,) bool."""
+
+    rows: Any
+    index: Any
+    WJ: Any
+    extra: Any
+    v_free: Any
+    bias: Any
+    coupling: Any
+    valid: Any
+
+
 def _fixed_point_map(reg, cone: str = "box"):
-    def T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
-        """The projected-Jacobi map on the flat impulses z (C·d,) (the adjoint solve wants a vector)."""
+    def T(z, *args):
+        """The projected-Jacobi map on the flat impulses z (C·d,) (the adjoint solve wants a vector)
+        at ``args`` = (rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f)."""
+        rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f = args
         N = Minv.shape[0]
         z = z.reshape(bias.shape)
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
-        return _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0, cone).reshape(-1)
+        return _jacobi(z, Sweeping(rows, index, WJ, extra, v_free, bias, coupling, valid_f > 0), Dr, cone).reshape(-1)
 
     return T
 
@@ -132,10 +149,12 @@ def _project(y, zn, coupling, cone: str):
     return jnp.concatenate([jnp.maximum(y[:, :1], 0.0), jnp.clip(y[:, 1:], -bound[:, 1:], bound[:, 1:])], axis=1)
 
 
-def _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid, cone: str = "box"):
-    """One projected-Jacobi step from z (C, d), ``_prepare``'s arrays given: the map whose fixed
-    point is the solution (``_fixed_point_map``; the solve's residual). With the elliptic cone the
-    tangent pair takes the common step (``lcp.disc_step``) and the disc's projection."""
+def _jacobi(z, p: Sweeping, Dr, cone: str = "box"):
+    """One projected-Jacobi step from z (C, d) of the problem ``p`` with the regularised diagonal
+    ``Dr``: the map whose fixed point is the solution (``_fixed_point_map``; the solve's residual).
+    With the elliptic cone the tangent pair takes the common step (``lcp.disc_step``) and the disc's
+    projection."""
+    rows, index, WJ, extra, v_free, bias, coupling, valid = p
     v = _velocities(WJ, index, v_free, z)
     w = _rows_times(rows, v[index]) + bias + extra * z
     y = _project(_pre_projection(z, w, Dr, coupling, cone), z[:, 0], coupling, cone)
@@ -151,10 +170,11 @@ def _contact_blocks(rows, WJ, extra):
     return G + jnp.eye(d, dtype=WJ.dtype) * extra[:, None, :]
 
 
-def _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid):
-    """One problem laid out for the sweeps: its valid contacts first, in index order (``order``),
+def _setup(z, p: Sweeping):
+    """The problem ``p`` laid out for the sweeps: its valid contacts first, in index order (``order``),
     each with its rows, M⁻¹Jᵀ, 3×3 block G of A (extra diagonal included), bias, coupling and
     extra diagonal; and the first sweep's carry (z in that order, the bodies' velocities)."""
+    rows, index, WJ, extra, v_free, bias, coupling, valid = p
     order = jnp.argsort(~valid, stable=True)
     G = _contact_blocks(rows, WJ, extra)
     data = {"order": order, "n_valid": jnp.sum(valid.astype(jnp.int32)),
@@ -210,9 +230,9 @@ def _unfinished(settings: LCPSettings, carry, tol):
     return (carry[3] < settings.max_iter) & (carry[2] > tol)
 
 
-def _sweeps_single(settings: LCPSettings, z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
-    """Sweeps of one problem to ``tol`` or ``settings.max_iter``: (z, last change, sweeps)."""
-    data, carry = _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid)
+def _sweeps_single(settings: LCPSettings, z, p: Sweeping, tol):
+    """Sweeps of one problem ``p`` from z to ``tol`` or ``settings.max_iter``: (z, last change, sweeps)."""
+    data, carry = _setup(z, p)
     sweep = functools.partial(_sweep, cone=settings.cone)
     if settings.fixed_iterations:
         carry = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: sweep(data, c), carry)
@@ -227,20 +247,18 @@ def _tail(settings: LCPSettings, sweep, data, carry, tol):
     return tail_sweeps(sweep, lambda c, t: _unfinished(settings, c, t), data, carry, tol, MIN_TAIL_BODIES)
 
 
-def _sweeps_batched(settings: LCPSettings, *args):
-    """``_sweeps_single`` of a batch (leading axis B on every argument, ``tol`` last), through the
-    one batching rule (``batching.tail_sweeps``)."""
-    *args, tol = args
-    data, carry = jax.vmap(_setup)(*args)
+def _sweeps_batched(settings: LCPSettings, z, p: Sweeping, tol):
+    """``_sweeps_single`` of a batch (leading axis B on every array), through the one batching rule
+    (``batching.tail_sweeps``)."""
+    data, carry = jax.vmap(_setup)(z, p)
     zo, _, change, it = _tail(settings, jax.vmap(functools.partial(_sweep, cone=settings.cone)), data, carry, tol)
-    z = jax.vmap(lambda z0, o, x: jnp.zeros_like(z0).at[o].set(x))(args[0], data["order"], zo)
+    z = jax.vmap(lambda z0, o, x: jnp.zeros_like(z0).at[o].set(x))(z, data["order"], zo)
     return z, change, it
 
 
 def _sweeps(settings: LCPSettings):
-    """The forward solve (z0, rows, index, M⁻¹Jᵀ, extra, v_free, bias, coupling, valid, tol) ->
-    (z, last change, sweeps), with its own batching rule (a uniform trip count with
-    ``fixed_iterations``: plain vmap)."""
+    """The forward solve (z0, ``Sweeping``, tol) -> (z, last change, sweeps), with its own batching
+    rule (a uniform trip count with ``fixed_iterations``: plain vmap)."""
     single = functools.partial(_sweeps_single, settings)
     if settings.fixed_iterations:
         return single
@@ -251,9 +269,10 @@ def _native_sweeps(settings: LCPSettings):
     """``_sweeps``' signature in the fused CPU kernel (``native/pgs.cc``): the same sweeps, one C++
     loop per world, a batch of worlds (any leading dimensions: ``vmap`` broadcasts into them) split
     over threads."""
-    def sweeps(z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
-        return bindings.pgs_sweeps(z, rows, index, WJ, extra, _velocities(WJ, index, v_free, z), bias, coupling, valid,
-                                   tol, max_iter=settings.max_iter, fixed=settings.fixed_iterations, cone=settings.cone)
+    def sweeps(z, p: Sweeping, tol):
+        return bindings.pgs_sweeps(z, p.rows, p.index, p.WJ, p.extra, _velocities(p.WJ, p.index, p.v_free, z), p.bias,
+                                   p.coupling, p.valid, tol, max_iter=settings.max_iter,
+                                   fixed=settings.fixed_iterations, cone=settings.cone)
 
     return sweeps
 
@@ -380,10 +399,11 @@ def _colouring(mbodies, mvalid, N: int):
     return colour, rank
 
 
-def _coloured_setup(group: int, z, rows, index, WJ, extra, v_free, bias, coupling, valid):
+def _coloured_setup(group: int, z, p: Sweeping):
     """One world's problem laid out by manifold (a dummy manifold M appended: no rows, diagonal 1)
     and its colour table ``tab`` (M, W = N): the manifolds of colour c in row c (the dummy M where
     none)."""
+    rows, index, WJ, extra, v_free, bias, coupling, valid = p
     C, d = z.shape
     N = v_free.shape[0]
     k = group
@@ -455,11 +475,10 @@ def _coloured_sweep(data, carry, colours, cone: str = "box"):
     return zm, v, change, it + 1
 
 
-def _coloured_sweeps_batched(settings: LCPSettings, group: int, *args):
-    """The sweeps of a batch of problems (leading axis B on every argument, ``tol`` last) to each
-    one's ``tol`` or ``settings.max_iter``: a world that has converged is frozen while the others go on."""
-    *args, tol = args
-    data, carry = jax.vmap(functools.partial(_coloured_setup, group))(*args)
+def _coloured_sweeps_batched(settings: LCPSettings, group: int, z, p: Sweeping, tol):
+    """The sweeps of a batch of problems (leading axis B on every array) to each one's ``tol`` or
+    ``settings.max_iter``: a world that has converged is frozen while the others go on."""
+    data, carry = jax.vmap(functools.partial(_coloured_setup, group))(z, p)
 
     sweep = lambda data, carry: _coloured_sweep(data, carry, jnp.max(data["colours"]), settings.cone)
     if settings.fixed_iterations:
@@ -467,7 +486,7 @@ def _coloured_sweeps_batched(settings: LCPSettings, group: int, *args):
     else:
         carry = _tail(settings, sweep, data, carry, tol)
     zm, _, change, it = carry
-    B, C, d = args[0].shape
+    B, C, d = z.shape
     return zm[:, :-1].reshape(B, C, d), change, it
 
 
@@ -477,7 +496,7 @@ def _coloured_sweeps(settings: LCPSettings, group: int):
     batched = functools.partial(_coloured_sweeps_batched, settings, group)
 
     def single(*args):
-        z, change, it = batched(*(x[None] for x in args))
+        z, change, it = batched(*jax.tree_util.tree_map(lambda x: x[None], args))
         return z[0], change[0], it[0]
 
     return with_batching_rule(single, batched)
@@ -560,9 +579,9 @@ def solve_velocity(lcp: VelocityLCP, method: Method, plan: Plan) -> LCPSolution:
         b = _rows_times(rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
-        z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
-                          coupling, valid_f > 0, tol)
-        step = _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0, settings.cone)  # T(z), set-up reused
+        p = Sweeping(rows, index, WJ, extra, v_free, bias, coupling, valid_f > 0)
+        z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), p, tol)
+        step = _jacobi(z, p, Dr, settings.cone)  # T(z), set-up reused
         res = jnp.max(jnp.abs(Dr * (step - z)), initial=0.0)
         return z.reshape(-1), (res, it)
 

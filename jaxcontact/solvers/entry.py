@@ -102,8 +102,8 @@ def _dense(problem: ContactProblem, method: Method, plan) -> ContactSolution:
     sol = solve_dense(DenseLCP(A=A, b=b, coupling=coupling, z0=z0, rows=rows), settings, plan)
     z = sol.z
     if method.gradient is not None:
-        z = relaxed_gradient(z, regularized(A, settings.regularization), b, coupling, rows,
-                             jnp.repeat(problem.valid, d), method.gradient, settings.cone)
+        z = relaxed_gradient(z, DenseLCP(A=regularized(A, settings.regularization), b=b, coupling=coupling, z0=None,
+                                         rows=rows), jnp.repeat(problem.valid, d), method.gradient, settings.cone)
     return ContactSolution(z=z.reshape(C, d), impulse=problem.J.T @ z, residual=sol.residual,
                            iterations=sol.iterations)
 
@@ -215,7 +215,8 @@ def _relaxed(problem: ContactProblem, relaxed) -> ContactSolution:
     b = _rhs(problem).reshape(-1)
     rows = RowStructure.contacts(C, problem.num_tangents)
     valid = jnp.repeat(problem.valid, d)
-    sol = solve_relaxed_lcp(A, b, _coupling(problem, problem.mu), rows, valid, kappa, newton_iters, cone)
+    lcp = DenseLCP(A=A, b=b, coupling=_coupling(problem, problem.mu), z0=None, rows=rows)
+    sol = solve_relaxed_lcp(lcp, valid, kappa, newton_iters, cone)
     return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
                            iterations=sol.iterations)
 

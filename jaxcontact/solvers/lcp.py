@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -472,19 +472,18 @@ def _unrolled_row(rows: RowStructure, i: int, zs, A, b, coupling):
     return zi
 
 
-def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str = "box", visit=None):
-    """One projected Gauss–Seidel sweep; returns (z, max scaled change).
+def _pgs_sweep(rows: RowStructure, z, lcp, unrolled: bool, cone: str = "box", visit=None):
+    """One projected Gauss–Seidel sweep of ``lcp`` = (A, b, coupling); returns (z, max scaled change).
 
     z, b, coupling: (m, *batch); A: (m, m, *batch) — the batch, if any, is the *trailing* axis
     (``_pgs_batched``), so every row update is one contiguous vector operation. ``cone``
     "elliptic": a contact's two tangent rows are one block (``disc_step``, ``project_disc``).
     visit: None (every row), or ``(order, count)`` of the looped sweeps (``visited_rows``): rows
     ``order[:count]`` in that order, the others left as they are."""
+    A, b, coupling = lcp
     m = z.shape[0]
-    if cone == "elliptic":
-        first, second = rows.pairs()
-        if len(first):
-            return _pgs_sweep_disc(rows, z, A, b, coupling, unrolled, first, second, visit)
+    if cone == "elliptic" and len(rows.pairs()[0]):
+        return _pgs_sweep_disc(rows, z, lcp, unrolled, visit)
     if unrolled:  # the method's sweep (``problem.choose``: up to ``SMALL_ROWS`` rows)
         # Unrolled on scalars: with a trailing batch axis every row update is an elementwise
         # vector operation, so XLA fuses the sweep into few kernels with no dynamic-update-slices.
@@ -512,10 +511,12 @@ def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str 
     return jax.lax.fori_loop(0, m if visit is None else visit[1], row, (z, jnp.zeros((), z.dtype)))
 
 
-def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first, second, visit=None):
+def _pgs_sweep_disc(rows: RowStructure, z, lcp, unrolled: bool, visit=None):
     """``_pgs_sweep`` with the elliptic cone: rows in order, each contact's tangent pair (``first``,
-    ``second``) updated at its first row as one block, from the constraint velocities after its
-    normal's update."""
+    ``second``: ``RowStructure.pairs``) updated at its first row as one block, from the constraint
+    velocities after its normal's update."""
+    A, b, coupling = lcp
+    first, second = rows.pairs()
     m = z.shape[0]
     partner = np.arange(m)
     partner[first] = second
@@ -596,15 +597,24 @@ def _tolerance(settings: LCPSettings, b):
     return jnp.maximum(jnp.asarray(settings.tol, b.dtype), floor)
 
 
-def _pgs_single(rows: RowStructure, settings: LCPSettings, unrolled: bool, z, A, b, coupling):
+class _Sweeps(NamedTuple):
+    """What a dense solve's sweeps are (static): the rows, the settings, unrolled or looped."""
+
+    rows: RowStructure
+    settings: LCPSettings
+    unrolled: bool
+
+
+def _pgs_single(how: _Sweeps, z, A, b, coupling):
     """Sweeps of one problem until no scaled change exceeds the tolerance (or the cap):
     (z, last change, sweeps)."""
+    rows, settings, unrolled = how
     tol = _tolerance(settings, b)
     visit = None if unrolled or not VISIT_COUPLED_ROWS else visited_rows(A, b, z)
 
     def body(carry):
         z, _, it = carry
-        z, change = _pgs_sweep(rows, z, A, b, coupling, unrolled, settings.cone, visit)
+        z, change = _pgs_sweep(rows, z, (A, b, coupling), unrolled, settings.cone, visit)
         return z, change, it + 1
 
     init = (z, jnp.asarray(jnp.inf, b.dtype), jnp.asarray(0, jnp.int32))
@@ -627,7 +637,7 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     def sweep(data, carry):
         At, bt, ct = data
         zt, _, it = carry
-        zn, ch = _pgs_sweep(rows, zt, At, bt, ct, True, settings.cone)  # the tail rule serves unrolled sweeps only
+        zn, ch = _pgs_sweep(rows, zt, (At, bt, ct), True, settings.cone)  # the tail rule serves unrolled sweeps only
         return zn, ch, it + 1
 
     def unfinished(carry, tol):
@@ -642,7 +652,7 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
 def _pgs(rows: RowStructure, settings: LCPSettings, plan: Plan):
     """The forward solve (z0, A, b, coupling) -> (z, change, sweeps): with the one batching rule
     where ``plan.batching`` says so (``problem.choose``)."""
-    single = functools.partial(_pgs_single, rows, settings, plan.sweep == "unrolled")
+    single = functools.partial(_pgs_single, _Sweeps(rows, settings, plan.sweep == "unrolled"))
     if plan.batching != "tail":
         return single  # a uniform trip count, or rows in a fori_loop: plain vmap is right
     return with_batching_rule(single, functools.partial(_pgs_batched, rows, settings))
