@@ -73,7 +73,7 @@ def frictionless(model, params, state, v_free, settings: LCPSettings = LCPSettin
     """(solution, candidates) of the frictionless LCP of ``params.body`` at ``v_free``:
     normal impulses ``solution.z[:, 0]`` (C,) and the generalised impulse ``solution.impulse``."""
     prob, con = rigid_body(model, params, state, v_free, friction=False)
-    return solve_contact(prob.replace(mu=0.0), Method(settings)), con
+    return solve_contact(prob, Method(settings)), con
 
 
 @struct.dataclass

@@ -86,6 +86,21 @@ def test_the_entry_refuses_what_it_cannot_solve():
         jax.jit(solve_contact)(_body_problem(100))
 
 
+def test_a_frictionless_problem_needs_no_mu():
+    """Normal rows only (``contact.rigid_body(..., friction=False)``): no coefficient to give. A box
+    resting on a face takes, over its four corners, the impulse of its weight m g h in the step."""
+    law = jc.CoulombLCP()
+    model = jc.Model(law=law, dt=0.01)
+    params = jc.Params(body=jc.shapes.box(0.1, 0.37), ground=jc.Ground.flat(), law=law.init_params())
+    s = jc.make_state(pos=jnp.array([0.0, 0.0, 0.05]))
+    v_free = s.generalized_velocity() + jnp.array([0.0, 0.0, -9.81 * 0.01, 0.0, 0.0, 0.0])
+    prob, _ = jc.contact.rigid_body(model, params, s, v_free, friction=False)
+    assert prob.num_tangents == 0 and prob.mu is None
+    sol = jax.jit(solve_contact)(prob)
+    assert float(jnp.sum(sol.z[:, 0])) == pytest.approx(0.37 * 9.81 * 0.01, rel=1e-5)
+    np.testing.assert_array_equal(np.asarray(sol.z), np.asarray(jax.jit(solve_contact)(prob.replace(mu=0.0)).z))
+
+
 def test_a_body_problem_small_or_forced_dense_is_the_dense_solution():
     """A world's problem up to ``DENSE_WORLD_ROWS`` goes dense: the same impulses as forcing either
     form (two boxes resting on each other, 2 ground contacts each and 4 between them: 8 contacts,

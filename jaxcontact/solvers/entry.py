@@ -83,7 +83,7 @@ def _held_normals(problem: ContactProblem, A, b, settings):
 def _coupling(problem: ContactProblem, mu):
     C, nt = problem.num_contacts, problem.num_tangents
     dtype = problem.A.dtype
-    mu = jnp.broadcast_to(jnp.asarray(mu, dtype), (C, nt))
+    mu = jnp.broadcast_to(jnp.asarray(0.0 if mu is None else mu, dtype), (C, nt))  # None: no tangent rows
     return jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1).reshape(-1)
 
 
