@@ -810,7 +810,19 @@ MUTATIONS = (
              ("tests/test_convex_pairs.py::test_mjcf_round_scenery_and_cylinder_pairs_load_natively",)),
     # the dense world threshold (issue 60, tier time): a world of free bodies above DENSE_WORLD_ROWS in velocity form
     Mutation("table-dense-world-rows-as-small-rows", "solvers", "jaxcontact/solvers/problem.py",
-             "(rows <= DENSE_WORLD_ROWS or gradient", "(rows <= SMALL_ROWS or gradient", (f"{ENTRY}::test_the_table",)),
+             "(form is None and (rows <= DENSE_WORLD_ROWS\n", "(form is None and (rows <= SMALL_ROWS\n",
+             (f"{ENTRY}::test_the_table",)),
+    # the one front door (issue 64): the problem carries the law's part, the table alone asks for the kernels
+    Mutation("entry-friction-without-mu-accepted", "solvers", "jaxcontact/solvers/entry.py",
+             "    if problem.rows_per_contact > 1 and problem.mu is None:\n",
+             "    if problem.rows_per_contact > 1 and problem.mu is None:\n        problem = problem.replace(mu=1.0)\n"
+             "    if False:\n",
+             (f"{ENTRY}::test_the_entry_refuses_what_it_cannot_solve",)),
+    Mutation("table-kernel-not-asked", "solvers", "jaxcontact/solvers/problem.py",
+             'cpu = "native" if native.available() else "sequential"', 'cpu = "native"',
+             (f"{ENTRY}::test_the_table_asks_for_the_kernel_once_per_choice",)),
+    Mutation("table-adjoint-beside-the-kernel-dropped", "solvers", "jaxcontact/solvers/problem.py",
+             '"native" if cpu == "native" else "reference")', '"reference")', (f"{ENTRY}::test_the_table",)),
     # a hinge's passive forces (issue 63, item 1): damping, springs, armature, their reference and the traced rule
     Mutation("passive-damping-explicit", "joints", "jaxcontact/worlds/joints.py",
              "v_damp = v0 if explicit else v1", "v_damp = v0",
@@ -963,8 +975,8 @@ MUTATIONS = (
              "return A, jnp.where(n, -jnp.diagonal(regularized(A, settings.regularization)), b)", "return A, b",
              ("tests/test_friction_loss.py::test_a_spinning_wheel_stops_at_the_analytic_time_and_stays_stopped",)),
     Mutation("loss-row-softened", "joints", "jaxcontact/solvers/entry.py",
-             "soft = jnp.where(problem.fixed_normal if soft.ndim == 1 else problem.fixed_normal[:, None], 0.0, soft)",
-             "soft = soft",
+             "problem = problem.replace(soft=jnp.where(held, 0.0, soft))",
+             "problem = problem.replace(soft=soft)",
              ("tests/test_friction_loss.py::test_a_pendulum_is_held_below_its_friction_loss_and_slips_above_it",)),
     Mutation("tendon-limit-upper-sign", "tendons", "jaxcontact/worlds/tendons.py",
              "for sign, dist in ((1.0, L[t] - rng[t, 0]), (-1.0, rng[t, 1] - L[t])):",

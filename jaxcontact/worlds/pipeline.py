@@ -230,15 +230,17 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         ours = soften(jnp.zeros(con.phi.shape, bool))
         vel_pre = contact.relative_velocity(prob, v_pre)
         sp = world_soft.problem(scene, params, con, prob, mu, vel_pre, model.dt, ours)
-        sol = law.solve_coupled(model, params, sp.prob, sp.mu, sp.vn_pre, sp.prob.phi, lambda impact: sp.soft,
-                                # the pyramid's edges warm-started; an elliptic world's soft rows start cold (a
-                                # warm start sent Metaworld's mug to 6e6 mm, not yet understood)
-                                None if warm is None or sp.edges == 1 else sp.spread(warm_slots(scene, con, warm)),
-                                None if sp.edges > 1 else manifold_size(model, scene, params))
+        # the pyramid's edges warm-started; an elliptic world's soft rows start cold (a warm start sent
+        # Metaworld's mug to 6e6 mm, not yet understood)
+        start = None if warm is None or sp.edges == 1 else sp.spread(warm_slots(scene, con, warm))
+        sol = law.solve_coupled(model, params, contact.CoupledProblem(
+            problem=sp.prob.replace(mu=sp.mu, warm=start), vn_pre=sp.vn_pre, phi_switch=sp.prob.phi,
+            soften=lambda impact: sp.soft, group=None if sp.edges > 1 else manifold_size(model, scene, params)))
         sol = sol.replace(z=sp.collapse(sol.z))
     else:
-        sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
-                                None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
+        sol = law.solve_coupled(model, params, contact.CoupledProblem(
+            problem=prob.replace(mu=mu, warm=None if warm is None else warm_slots(scene, con, warm)), vn_pre=vn_pre,
+            phi_switch=patch_phi(scene, con, vn_pre, model.dt), soften=soften, group=manifold_size(model, scene, params)))
     p_body = sol.impulse.reshape(N, 6)
     if warm is not None:
         warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
