@@ -71,8 +71,9 @@ from .stages import (
     solver_failed,
     step_flags,
 )
+from .doors import enter, last_states
 from .types import AnyState, Model, Params, PlanarState, State
-from .validation import BOOL, OPTIONAL_ARRAY, OPTIONAL_STEPS, OUTPUT, STEPS, check_arguments, check_steps, is_concrete, \
+from .validation import BOOL, OPTIONAL_ARRAY, OPTIONAL_STEPS, OUTPUT, STEPS, check_arguments, check_steps, \
     validate_inputs
 from .worlds import pipeline
 from .worlds.pipeline import CPU_CHUNK
@@ -81,7 +82,7 @@ from .worlds.pipeline import CPU_CHUNK
 def _step(model: Model, params: Params, state: AnyState, control=None):
     state, control = as_input_dtype(params, state, control)
     world = pipeline.lift_body(params, state, control, steps=False)
-    new, info, _ = pipeline.step_stages(model, pipeline.body_scene(params), *world, None)
+    new, info, _ = pipeline.step_stages(model, pipeline.body_scene(), *world, None)
     return first(new), first(info.contacts)
 
 
@@ -98,33 +99,41 @@ def step_with_info(model: Model, params: Params, state: AnyState, control=None):
     """
     check_arguments("step_with_info", model=(model, Model), params=(params, Params), state=(state, (State, PlanarState)),
                     control=(control, OPTIONAL_ARRAY))
-    return _step_with_info(model, params, state, control, stacklevel=3)
+    return _step_with_info(model, params, state, control)
 
 
-def _step_with_info(model, params, state, control, stacklevel):
-    """``stacklevel``: of a warning raised here, pointing at the user's call."""
-    if not is_concrete((params, state, control)):
-        return _step(model, params, state, control)
-    validate_inputs(params, state, control=control, batched=False)
-    warn_penetration(model, params, state, stacklevel=stacklevel + 1)
-    new, info = _step_jit(model, params, state, control)
-    warn_step(info.flags, info.residual, stacklevel=stacklevel + 1)
-    return new, info
+def _step_with_info(model, params, state, control):
+    def checks():
+        validate_inputs(params, state, control=control, batched=False)
+        warn_penetration(model, params, state)
+
+    def warn(out):
+        warn_step(out[1].flags, out[1].residual)
+        return out
+
+    return enter((params, state, control), lambda eager: (_step_jit if eager else _step)(model, params, state, control),
+                 checks, warn)
 
 
 def step(model: Model, params: Params, state: AnyState, control=None) -> AnyState:
     """One step of a single body: ``state⁺`` (``step_with_info`` without the info)."""
     check_arguments("step", model=(model, Model), params=(params, Params), state=(state, (State, PlanarState)),
                     control=(control, OPTIONAL_ARRAY))
-    return _step_with_info(model, params, state, control, stacklevel=3)[0]
+    return _step_with_info(model, params, state, control)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("model", "n_steps", "output", "with_info", "watch"))
-def _rollout(model, params, state, controls, n_steps, output, with_info, watch=False):
-    """The world rollout of one body (``pipeline.run``); ``watch`` (eager calls) also returns the
-    first step whose contact solve failed (−1: none) and the largest such residual."""
-    run = lambda p, s, u: pipeline.run(model, pipeline.body_scene(params), p, s, u, n_steps, output, with_info, watch)
-    return pipeline.AsBody(output, with_info, watch)(run, params, state, controls)
+@functools.partial(jax.jit, static_argnames=("spec",))
+def _rollout(spec: pipeline.RolloutSpec, params, state, controls):
+    """The world rollout of one body (``pipeline.run`` through ``pipeline.as_body``); ``spec.watch``
+    (eager calls) also returns the first step whose contact solve failed (−1: none) and the largest
+    such residual."""
+    return pipeline.as_body(spec, lambda p, s, u: pipeline.run(spec, p, s, u), params, state, controls)
+
+
+def _spec(model, n_steps, output, with_info, watch=False, **batch) -> pipeline.RolloutSpec:
+    """A body's rollout settings: its world of one (``pipeline.body_scene``), its inputs and outputs a
+    single body's (``pipeline.as_body``)."""
+    return pipeline.RolloutSpec(model, pipeline.body_scene(), n_steps, output, with_info, watch, body=True, **batch)
 
 
 def rollout(
@@ -156,14 +165,20 @@ def rollout(
     if n_steps is None:
         raise ValueError("rollout needs n_steps (an int >= 0) or a controls array")
     n_steps = check_steps(n_steps)
-    if not is_concrete((params, state, controls)):
-        return _rollout(model, params, state, controls, n_steps, output, with_info)
-    validate_inputs(params, state, control=controls, batched=False, control_steps=True)
-    warn_penetration(model, params, state)
-    out, failed = _rollout(model, params, state, controls, n_steps, output, with_info, watch=True)
-    warn_nonfinite(_last_state(out, output, with_info))
-    warn_solver(failed[0], worst=failed[1])
-    return out
+
+    def checks():
+        validate_inputs(params, state, control=controls, batched=False, control_steps=True)
+        warn_penetration(model, params, state)
+
+    def warn(watched):
+        out, failed = watched
+        warn_nonfinite(last_states(out, output, with_info))
+        warn_solver(failed[0], worst=failed[1])
+        return out
+
+    return enter((params, state, controls),
+                 lambda eager: _rollout(_spec(model, n_steps, output, with_info, eager), params, state, controls),
+                 checks, warn)
 
 
 def batch_rollout(
@@ -201,25 +216,26 @@ def batch_rollout(
         chunk_size = CPU_CHUNK if jax.default_backend() == "cpu" else None
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive int, None or 'auto', got {chunk_size!r}")
-    check = validate and is_concrete((params, states))
-    if check:
+
+    def checks():
         validate_inputs(params, states, batched=True, params_batched=params_batched)
         if not params_batched:
             warn_penetration(model, params, states, batched=True)
-    out = pipeline.batch_jit(model, pipeline.body_scene(params), params, states, None, n_steps, params_batched, output,
-                             with_info, chunk_size, check, pipeline.AsBody(output, with_info, check))
-    if check:
-        out, failed = out
-        warn_nonfinite(_last_state(out, output, with_info, batched=True), batched=True)
-        warn_solver(failed[0], batched=True, worst=failed[1])
+
+    def run(eager):
+        spec = _spec(model, n_steps, output, with_info, eager, params_batched=params_batched, chunk_size=chunk_size)
+        return pipeline.batch_jit(spec, params, states, None)
+
+    return enter((params, states), run, checks, lambda watched: warn_batch(watched, output, with_info), check=validate)
+
+
+def warn_batch(watched, output: str, with_info: bool):
+    """The warnings of a watched batch of bodies (``(out, failed)``: ``batch_rollout``'s and the sharded
+    one's eager program): ``NonFiniteWarning`` of its last states, ``SolverWarning``; returns ``out``."""
+    out, failed = watched
+    warn_nonfinite(last_states(out, output, with_info, batched=True), batched=True)
+    warn_solver(failed[0], batched=True, worst=failed[1])
     return out
-
-
-def _last_state(out, output, with_info, batched=False):
-    states = out[0] if with_info else out
-    if output == "final":
-        return states
-    return jax.tree_util.tree_map(lambda x: x[:, -1] if batched else x[-1], states)
 
 
 __all__ = [
@@ -227,6 +243,7 @@ __all__ = [
     "step_with_info",
     "rollout",
     "batch_rollout",
+    "warn_batch",
     "depenetrate",
     "NonFiniteWarning",
     "PenetrationWarning",

@@ -475,7 +475,7 @@ MUTATIONS = (
              "if given is not None and min(given, params.body.num_candidates) != want:", "if False:",
              (f"{FACES}::test_one_setting_decides_the_ground_contacts",)),
     Mutation("world-ground-penetration-unwarned", "faces", "jaxcontact/worlds/pipeline.py",
-             "        eager.warn_world_penetration(model, params, states, batched=batched, stacklevel=stacklevel + 1)",
+             "        eager.warn_world_penetration(model, params, states, batched=batched)",
              "        pass",
              (f"{FACES}::test_start_in_the_ground_warns_from_every_door",)),
     # gradients through worlds (issue 60, part 4): the polish of the solution under differentiation
@@ -1463,7 +1463,7 @@ MUTATIONS = (
              "        if False:\n            problems.append(f\"option flag constraint", ("tests/test_mjcf_flags.py::test_contacts_disabled_collide_nothing_as_mujoco_and_disabled_constraints_are_refused",)),
     # a world's eager programs on a CPU: compiled without YNNPACK fusions (docs/worlds.md)
     Mutation("world-options-not-passed", "worlds", "jaxcontact/worlds/pipeline.py",
-             "static_argnames=static, compiler_options=compiler_options())", "static_argnames=static)", (OPTIONS,)),
+             "static_argnames=(\"spec\",), compiler_options=compiler_options())", "static_argnames=(\"spec\",))", (OPTIONS,)),
     Mutation("world-options-keep-ynn", "worlds", "jaxcontact/worlds/pipeline.py",
              'CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", ""),)',
              'CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_DOT"),)', (OPTIONS,)),
@@ -1513,7 +1513,7 @@ MUTATIONS = (
              ("tests/test_soft_constraints.py::test_to_mjcf_writes_the_soft_values_back",)),
     # every door's eager step warns on its flags (eager.warn_step; worlds.pipeline.warn_step)
     Mutation("door-world-step-silent", "worlds", "jaxcontact/worlds/pipeline.py",
-             '        warn_step(model, scene, params, state, info, "the world", stacklevel=stacklevel + 1)\n', "",
+             '        warn_step(model, scene, params, state, out[1], "the world")\n', "",
              ("tests/test_faces.py::test_start_in_the_ground_warns_from_every_door",
               "tests/test_warnings.py::test_report_of_a_flagged_world_says_how_many_bodies")),
     Mutation("door-step-solver-silent", "integration", "jaxcontact/eager.py",
