@@ -196,7 +196,7 @@ def test_the_sharded_doors_warn_a_failed_solve_at_the_callers_line():
     """The one eager wrapper (``doors.enter``) serves the sharded doors too, which once stayed silent: a box's
     solve capped at one sweep (as ``test_checks``' ``rollout``) warns from ``sharding.sharded_batch_rollout`` and,
     as a world of one box, from ``worlds.sharded_batch_rollout``, with ``batch_rollout``'s words, at the caller's
-    line."""
+    line; ``batch_rollout(validate=False)`` stays silent."""
     from jaxcontact.sharding import sharded_batch_rollout
 
     capped = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12, cone="box")), dt=DT)
@@ -215,3 +215,6 @@ def test_the_sharded_doors_warn_a_failed_solve_at_the_callers_line():
         with pytest.warns(jc.SolverWarning, match=rf"did not converge for {who} \(first at step 0") as rec:
             door(two)
         assert [r.filename for r in rec if r.category is jc.SolverWarning] == [__file__], name
+    with warnings.catch_warnings():  # batch_rollout(validate=False): no check, no warning (the flags report)
+        warnings.simplefilter("error")
+        jc.batch_rollout(capped, params, two, 2, validate=False)
