@@ -308,10 +308,10 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
     0. checks in: ``validation.broken_rules`` per body;
     1. depenetrate: ``stages.depenetrate`` per body (the ground's; position only);
     2. free motion: ``stages.free_velocity`` and M⁻¹ per body;
-    3. contact, by the law: bodies that cannot touch each other (``coupled`` false) each call
-       ``law(model, params, state, v¹)`` against the ground (``_contacts_per_body``); a world with
-       pairs or joints collides and builds one problem that ``law.solve_coupled`` solves
-       (``_contacts_coupled``);
+    3. contact, by the law, on the world's ``route`` (chosen once): bodies that cannot touch each other
+       (``coupled`` false) each call ``law(model, params, state, v¹)`` against the ground
+       (``_contacts_ground``); a world with pairs or joints collides and builds one problem that
+       ``law.solve_coupled`` solves (``_contacts_coupled``); both give a ``WorldInfo``;
     4. integrate: ``stages.integrate`` per body;
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
     ``warm``: the law's warm start (None: cold), returned updated. ``stage``: how each named stage
@@ -324,22 +324,23 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
     state, projected_b = stage("depenetrate", lambda p, s: _depenetrate(model, scene, p, s), params, state)
     v1, Minv, invalid_b = stage("free motion", lambda p, s, u, i: _free_motion(model, p, s, u, i),
                                 params, state, control, invalid_b)
-    if coupled(scene):
-        v_new, p_body, info, warm, con = stage(
-            "contact", lambda p, s, v, M, w: _contacts_coupled(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
-    else:
-        v_new, p_body, laws_info, warm, failed_b = stage(
-            "contact", lambda p, s, v, M, w: _contactsper_body(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
-        con = None
+    contacts, checks = route(scene)  # the one branch: both routes' stages return the same
+    v_new, p_body, info, warm, con = stage(
+        "contact", lambda p, s, v, M, w: contacts(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
     new = stage("integrate", lambda p, g, s, v, M, c: _integrate(model, scene, p, g, s, v, M, c),
                 params, given, state, v_new, Minv, con)
-    if coupled(scene):
-        info = stage("checks out", lambda c, i, ib, pb, bp, n: _checks_coupled(model, scene, c, i, ib, pb, bp, n),
-                     con, info, invalid_b, projected_b, p_body, new)
-    else:
-        info = stage("checks out", lambda p, li, ib, pb, fb, bp, n: _checksper_body(scene, p, li, ib, pb, fb, bp, n),
-                     params, laws_info, invalid_b, projected_b, failed_b, p_body, new)
+    info = stage("checks out", lambda p, c, i, ib, pb, bp, n: checks(model, scene, p, c, i, ib, pb, bp, n),
+                 params, con, info, invalid_b, projected_b, p_body, new)
     return new, info, warm
+
+
+def route(scene: Scene):
+    """A world's contact route, chosen once (static, ``coupled``): its contact stage and its checks out,
+    the same on both routes — contact ``(model, scene, params, state, v¹, M⁻¹, warm) -> (v after contact,
+    impulses (N, 6), WorldInfo, warm⁺, the contacts or None)``, checks out ``(model, scene, params, contacts,
+    WorldInfo, invalid bits (N,), moved out (N,), impulses, state⁺) -> WorldInfo`` with its flags. Coupled:
+    ``_contacts_coupled``, ``_checks_coupled``; per body: ``_contacts_ground``, ``_checks_ground``."""
+    return (_contacts_coupled, _checks_coupled) if coupled(scene) else (_contacts_ground, _checks_ground)
 
 
 RK4_A = (0.5, 0.5, 1.0)  # MuJoCo's RK4 tableau (``RK4_A``, its diagonal below the first row): stage i from stage i − 1
@@ -373,7 +374,7 @@ def _rk4_scan(model, scene: Scene, params: Params, state, control, warm, invalid
         s = jax.tree_util.tree_map(lambda x0, x: jnp.where(first_stage, x0, x), state, s)  # X₀ itself, bitwise
         v1, Minv, inv = _free_motion(model, params, s, control, invalid_b, explicit=True)
         v_new, p_body, info, w, con = _contacts_coupled(model, scene, params, s, v1, Minv, w, correction)
-        info = _checks_coupled(model, scene, con, info, inv, none, p_body, s)
+        info = _checks_coupled(model, scene, params, con, info, inv, none, p_body, s)
         v = gen(s)
         acc = (v_new - v) / h
         return (v, acc, w, dq + b_i * v, dv + b_i * acc, bad | info.flags), info
@@ -459,7 +460,8 @@ def _integrate(model, scene: Scene, params: Params, given, state, v_new, Minv, c
     return new
 
 
-def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, invalid_b, projected_b, p_body, new):
+def _checks_coupled(model, scene: Scene, params: Params, con: WorldContacts, info: WorldInfo, invalid_b, projected_b,
+                    p_body, new):
     """A coupled world's checks out: one ``Flags`` set from its one solve, its bodies and its pairs."""
     invalid, projected = _or(invalid_b), jnp.any(projected_b)
     failed = stages.solver_failed(model, info)
@@ -473,21 +475,32 @@ def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, in
     return info.replace(flags=flags, invalid=invalid)
 
 
-def _checksper_body(scene: Scene, params: Params, laws_info, invalid_b, projected_b, failed_b, p_body, new):
+def _contacts_ground(model, scene: Scene, params: Params, state, v1, Minv, warm):
+    """The per-body route's contact stage in the coupled route's form (``route``): ``_contactsper_body``, its
+    laws' infos in a ``WorldInfo`` (``contacts``: each body's ``ContactInfo``, whose ``flags`` hold the body's
+    solve-failed bit, ``Flags.SOLVER``, until ``_checks_ground`` sets them); no contacts of pairs (None)."""
+    v_new, p_body, laws_info, warm, failed_b = _contactsper_body(model, scene, params, state, v1, Minv, warm)
+    most = (lambda x: x[0]) if scene.num_bodies == 1 else (lambda x: jnp.max(x, initial=0))  # no bodies: 0
+    dtype = p_body.dtype
+    info = WorldInfo(
+        impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), dtype),
+        pair_kind=jnp.zeros((0,), jnp.int32), residual=most(laws_info.residual),
+        iterations=most(laws_info.iterations), joint_impulse=jnp.zeros((0,), dtype),
+        joint_error=jnp.zeros((), dtype),
+        contacts=laws_info.replace(flags=jnp.where(failed_b, jnp.int32(Flags.SOLVER), jnp.int32(0))))
+    return v_new, p_body, info, warm, None
+
+
+def _checks_ground(model, scene: Scene, params: Params, con, info: WorldInfo, invalid_b, projected_b, p_body, new):
     """The per-body route's checks out: each body's ``Flags`` (as a single body's step sets them, in
-    its ``ContactInfo``) and the world's, their OR, in a ``WorldInfo``."""
+    its ``ContactInfo``) and the world's, their OR."""
+    failed_b = (info.contacts.flags & int(Flags.SOLVER)) != 0
     flags_b = per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
                         params, invalid_b, p_body, new, projected_b, failed_b)
     one = scene.num_bodies == 1
     pick = (lambda x: x[0]) if one else (lambda x: _or(x))
-    most = (lambda x: x[0]) if one else (lambda x: jnp.max(x, initial=0))  # no bodies: 0
-    dtype = p_body.dtype
-    return WorldInfo(
-        impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), dtype),
-        pair_kind=jnp.zeros((0,), jnp.int32), residual=most(laws_info.residual),
-        iterations=most(laws_info.iterations), joint_impulse=jnp.zeros((0,), dtype),
-        joint_error=jnp.zeros((), dtype), flags=pick(flags_b), invalid=pick(invalid_b),
-        contacts=laws_info.replace(flags=flags_b, invalid=invalid_b))
+    return info.replace(flags=pick(flags_b), invalid=pick(invalid_b),
+                        contacts=info.contacts.replace(flags=flags_b, invalid=invalid_b))
 
 
 def initial_warm(model, scene: Scene, params: Params, state):
@@ -993,5 +1006,5 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
 __all__ = ["CPU_CHUNK", "CPU_COMPILER_OPTIONS", "RolloutSpec", "WorldInfo", "actuated", "as_body", "batch_jit",
            "batch_rollout", "body_scene", "check_law", "check_shapes", "compiler_options", "coupled", "cpu_options",
            "energy", "fixed_at_rest", "hold_fixed", "initial_warm", "lift_body", "on_ground", "rollout", "rollout_jit",
-           "run", "step", "step_stages", "step_with_info", "top_level", "validate", "validate_batch", "warn_overlaps",
+           "route", "run", "step", "step_stages", "step_with_info", "top_level", "validate", "validate_batch", "warn_overlaps",
            "warn_rollout", "warn_start", "warn_step", "with_ctrl", "world_out"]
