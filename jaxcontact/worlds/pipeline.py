@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -329,8 +329,8 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
         "contact", lambda p, s, v, M, w: contacts(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
     new = stage("integrate", lambda p, g, s, v, M, c: _integrate(model, scene, p, g, s, v, M, c),
                 params, given, state, v_new, Minv, con)
-    info = stage("checks out", lambda p, c, i, ib, pb, bp, n: checks(model, scene, p, c, i, ib, pb, bp, n),
-                 params, con, info, invalid_b, projected_b, p_body, new)
+    info = stage("checks out", lambda p, c, i, b: checks(model, scene, p, c, i, b),
+                 params, con, info, Bodies(invalid_b, projected_b, p_body, new))
     return new, info, warm
 
 
@@ -338,7 +338,7 @@ def route(scene: Scene):
     """A world's contact route, chosen once (static, ``coupled``): its contact stage and its checks out,
     the same on both routes — contact ``(model, scene, params, state, v¹, M⁻¹, warm) -> (v after contact,
     impulses (N, 6), WorldInfo, warm⁺, the contacts or None)``, checks out ``(model, scene, params, contacts,
-    WorldInfo, invalid bits (N,), moved out (N,), impulses, state⁺) -> WorldInfo`` with its flags. Coupled:
+    WorldInfo, Bodies) -> WorldInfo`` with its flags. Coupled:
     ``_contacts_coupled``, ``_checks_coupled``; per body: ``_contacts_ground``, ``_checks_ground``."""
     return (_contacts_coupled, _checks_coupled) if coupled(scene) else (_contacts_ground, _checks_ground)
 
@@ -374,7 +374,7 @@ def _rk4_scan(model, scene: Scene, params: Params, state, control, warm, invalid
         s = jax.tree_util.tree_map(lambda x0, x: jnp.where(first_stage, x0, x), state, s)  # X₀ itself, bitwise
         v1, Minv, inv = _free_motion(model, params, s, control, invalid_b, explicit=True)
         v_new, p_body, info, w, con = _contacts_coupled(model, scene, params, s, v1, Minv, w, correction)
-        info = _checks_coupled(model, scene, params, con, info, inv, none, p_body, s)
+        info = _checks_coupled(model, scene, params, con, info, Bodies(inv, none, p_body, s))
         v = gen(s)
         acc = (v_new - v) / h
         return (v, acc, w, dq + b_i * v, dv + b_i * acc, bad | info.flags), info
@@ -460,9 +460,19 @@ def _integrate(model, scene: Scene, params: Params, given, state, v_new, Minv, c
     return new
 
 
-def _checks_coupled(model, scene: Scene, params: Params, con: WorldContacts, info: WorldInfo, invalid_b, projected_b,
-                    p_body, new):
+class Bodies(NamedTuple):
+    """What a step's checks out read of its bodies: the broken rules' bits (N,) (``validation.RULES``),
+    moved out of the ground (N,), the contact impulses (N, 6) and the state⁺."""
+
+    invalid: jnp.ndarray
+    projected: jnp.ndarray
+    impulse: jnp.ndarray
+    new: Any
+
+
+def _checks_coupled(model, scene: Scene, params: Params, con: WorldContacts, info: WorldInfo, bodies: Bodies):
     """A coupled world's checks out: one ``Flags`` set from its one solve, its bodies and its pairs."""
+    invalid_b, projected_b, p_body, new = bodies
     invalid, projected = _or(invalid_b), jnp.any(projected_b)
     failed = stages.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
@@ -491,9 +501,10 @@ def _contacts_ground(model, scene: Scene, params: Params, state, v1, Minv, warm)
     return v_new, p_body, info, warm, None
 
 
-def _checks_ground(model, scene: Scene, params: Params, con, info: WorldInfo, invalid_b, projected_b, p_body, new):
+def _checks_ground(model, scene: Scene, params: Params, con, info: WorldInfo, bodies: Bodies):
     """The per-body route's checks out: each body's ``Flags`` (as a single body's step sets them, in
     its ``ContactInfo``) and the world's, their OR."""
+    invalid_b, projected_b, p_body, new = bodies
     failed_b = (info.contacts.flags & int(Flags.SOLVER)) != 0
     flags_b = per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
                         params, invalid_b, p_body, new, projected_b, failed_b)
@@ -1003,7 +1014,7 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
     return jnp.sum(per_body(lambda p, s: stages.energy(model, p, s), params, state))
 
 
-__all__ = ["CPU_CHUNK", "CPU_COMPILER_OPTIONS", "RolloutSpec", "WorldInfo", "actuated", "as_body", "batch_jit",
+__all__ = ["CPU_CHUNK", "CPU_COMPILER_OPTIONS", "Bodies", "RolloutSpec", "WorldInfo", "actuated", "as_body", "batch_jit",
            "batch_rollout", "body_scene", "check_law", "check_shapes", "compiler_options", "coupled", "cpu_options",
            "energy", "fixed_at_rest", "hold_fixed", "initial_warm", "lift_body", "on_ground", "rollout", "rollout_jit",
            "route", "run", "step", "step_stages", "step_with_info", "top_level", "validate", "validate_batch", "warn_overlaps",
