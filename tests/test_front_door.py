@@ -31,23 +31,23 @@ def _same(a, b):
 
 
 def test_the_front_door_steps_a_world_as_its_own_door():
-    """A world (``scene=``) through ``jc.rollout``, ``jc.step_with_info`` and ``jc.step`` gives its own door's
-    answer bit for bit, the infos only with ``with_info`` (as a body's)."""
+    """A world (``scene=``) through ``jc.rollout`` gives ``worlds.rollout``'s answer bit for bit, the infos only
+    with ``with_info`` (as a body's)."""
     scene, params, state = _world()
     traj, infos = worlds.rollout(MODEL, scene, params, state, STEPS)
     _same(jc.rollout(MODEL, params, state, STEPS, scene=scene, with_info=True), (traj, infos))
     _same(jc.rollout(MODEL, params, state, STEPS, scene=scene), traj)
     assert traj.pos.shape == (STEPS + 1, 2, 3) and float(jnp.max(jnp.abs(traj.pos[-1] - state.pos))) > 1e-3
-    _same(jc.step_with_info(MODEL, params, state, scene=scene), worlds.step_with_info(MODEL, scene, params, state))
-    _same(jc.step(MODEL, params, state, scene=scene), worlds.step(MODEL, scene, params, state))
 
 
 @pytest.mark.slow
-def test_the_front_door_batches_worlds_and_steps_chains_as_their_own_doors():
-    """``jc.batch_rollout`` of worlds (a body's default, ``output="final"``) is ``worlds.batch_rollout``'s;
-    a chain (``ChainModel``) through ``jc.rollout``/``step_with_info`` is ``chains.rollout``'s and
-    ``chains.step_with_info``'s, bit for bit."""
+def test_the_front_door_steps_and_batches_worlds_and_chains_as_their_own_doors():
+    """``jc.step``/``step_with_info`` and ``jc.batch_rollout`` (a body's default, ``output="final"``) of a world
+    are ``worlds.step``'s, ``step_with_info``'s and ``batch_rollout``'s; a chain (``ChainModel``) through
+    ``jc.rollout``/``step_with_info`` is ``chains.rollout``'s and ``chains.step_with_info``'s, bit for bit."""
     scene, params, state = _world()
+    _same(jc.step_with_info(MODEL, params, state, scene=scene), worlds.step_with_info(MODEL, scene, params, state))
+    _same(jc.step(MODEL, params, state, scene=scene), worlds.step(MODEL, scene, params, state))
     batch = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), state)
     final = jc.batch_rollout(MODEL, params, batch, STEPS, scene=scene)
     _same(final, worlds.batch_rollout(MODEL, scene, params, batch, STEPS, output="final")[0])
