@@ -47,7 +47,8 @@ def test_adam_on_an_arms_torques_pushes_the_box_towards_its_target():
 
 @pytest.mark.slow
 def test_the_trajopt_benchmarks_cap_of_200_sweeps_keeps_the_defaults_gradient():
-    """``benchmarks/arm_push_trajopt.py`` caps the world law's sweeps a step at 200 (the default 1,000; the
+    """``benchmarks/arm_push_trajopt.py --max-iter 200`` (its earlier default; now the law's own 1,000, which
+    the optimisation needed on fresh seeds) caps the world law's sweeps a step at 200 (the
     steps that reach the cap are polished by the law's ``stall_active_set``): through a push of the box
     (a constant 0.8 N m shoulder torque, 60 steps), the loss and its gradient stay the defaults'."""
     pytest.importorskip("mujoco")
