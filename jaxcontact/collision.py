@@ -1057,6 +1057,10 @@ def round_hull(kind_a, verts_a, radius_a, pos_a, quat_a, verts_b, topo_b, pos_b,
 ROUND_KERNEL = True
 """Whether ``round_hull``'s ``"auto"``/``"native"`` methods take the kernel on a CPU (True, the default) or
 the pure-JAX reference (False, the design before; kept to measure against)."""
+ROUND_APART_EXIT = True
+"""Whether the kernel skips a pair whose core is farther from the hull's origin than the radius, the hull's
+bounding sphere and the margin (no contact there whatever the features; the point and normal of such a pair
+are unspecified, as for every pair without a valid contact)."""
 
 
 def _round_attributes(kind_a, topo_b: HullTopology) -> dict:
@@ -1066,7 +1070,8 @@ def _round_attributes(kind_a, topo_b: HullTopology) -> dict:
     return dict(capsule=np.int64(kind_a == "capsule"), tris=flat(tris), owner=flat(owner), rings=flat(rings),
                 width=np.int64(rings.shape[1]), edges=flat(np.asarray(topo_b.edges, np.int32).reshape(-1, 2)),
                 far=float(FAR), round_align=float(ROUND_ALIGN), kind_none=np.int64(int(PatchType.NONE)),
-                kind_point=np.int64(int(PatchType.POINT)), kind_line=np.int64(int(PatchType.LINE)))
+                kind_point=np.int64(int(PatchType.POINT)), kind_line=np.int64(int(PatchType.LINE)),
+                apart_exit=np.int64(bool(ROUND_APART_EXIT)))
 
 
 def _native_round_hull(spec, *args) -> PairContacts:

@@ -223,7 +223,7 @@ template <ffi::DataType DT>
 ffi::Error RoundHull(ffi::Buffer<DT> core, ffi::Buffer<DT> radius, ffi::Buffer<DT> pos_a, ffi::Buffer<DT> quat_a,
                      ffi::Buffer<DT> vb, ffi::Buffer<DT> pos_b, ffi::Buffer<DT> quat_b, ffi::Buffer<DT> margin,
                      int64_t capsule, I32s tris, I32s owner, I32s rings, int64_t width, I32s edges, int64_t num, double far,
-                     double round_align, int64_t kind_none, int64_t kind_point, int64_t kind_line, int64_t threads,
+                     double round_align, int64_t kind_none, int64_t kind_point, int64_t kind_line, int64_t apart_exit, int64_t threads,
                      ffi::ResultBuffer<DT> point, ffi::ResultBuffer<DT> normal, ffi::ResultBuffer<DT> phi,
                      ffi::ResultBuffer<ffi::S32> valid, ffi::ResultBuffer<ffi::S32> kind) {
   using T = ffi::NativeType<DT>;
@@ -242,10 +242,27 @@ ffi::Error RoundHull(ffi::Buffer<DT> core, ffi::Buffer<DT> radius, ffi::Buffer<D
     for (int64_t i = lo; i < hi; ++i) {
       const Pose<T> pa(pos_a.typed_data() + 3 * i, quat_a.typed_data() + 4 * i);
       const Pose<T> pb(pos_b.typed_data() + 3 * i, quat_b.typed_data() + 4 * i);
-      h.set(pb, vb.typed_data() + i * Kb * 3, Kb, rings, width);
       const T* xa = core.typed_data() + i * Ka * 3;
+      const T* xb = vb.typed_data() + i * Kb * 3;
       const V3<T> e0 = pa.world(xa), e1 = capsule ? pa.world(xa + 3) : e0;
       const T r = radius.typed_data()[i], m = margin.typed_data()[i];
+      // apart: the core farther from b's origin than a's radius, b's bounding sphere and the margin
+      // (with a slack): no contact, whatever the features (the point and normal are then unspecified)
+      T rb2 = 0;
+      for (int64_t k = 0; k < Kb; ++k) rb2 = std::max(rb2, xb[3 * k] * xb[3 * k] + xb[3 * k + 1] * xb[3 * k + 1] + xb[3 * k + 2] * xb[3 * k + 2]);
+      const V3<T> near = SegPoint(e0, e1, pb.p);
+      const T reach = r + std::sqrt(rb2) + m;
+      if (apart_exit && dot(sub(near, pb.p), sub(near, pb.p)) > reach * reach * T(1 + 1e-3) + T(1e-12)) {
+        T* pt = point->typed_data() + i * num * 3;
+        for (int64_t k = 0; k < 3 * num; ++k) pt[k] = 0;
+        T* nr = normal->typed_data() + i * 3;
+        const V3<T> n = unit(sub(pb.p, near));
+        nr[0] = n.x, nr[1] = n.y, nr[2] = n.z;
+        for (int64_t k = 0; k < num; ++k) phi->typed_data()[i * num + k] = static_cast<T>(far), valid->typed_data()[i * num + k] = 0;
+        kind->typed_data()[i] = static_cast<int32_t>(kind_none);
+        continue;
+      }
+      h.set(pb, xb, Kb, rings, width);
       V3<T> p[3], q[3], dirs[3];
       T d[3];
       int M = 1;
@@ -335,7 +352,7 @@ ffi::Error RoundHull(ffi::Buffer<DT> core, ffi::Buffer<DT> radius, ffi::Buffer<D
           .Arg<ffi::Buffer<DT>>()                                                                         \
           .Attr<int64_t>("capsule").Attr<I32s>("tris").Attr<I32s>("owner").Attr<I32s>("rings").Attr<int64_t>("width")         \
           .Attr<I32s>("edges").Attr<int64_t>("num").Attr<double>("far").Attr<double>("round_align")       \
-          .Attr<int64_t>("kind_none").Attr<int64_t>("kind_point").Attr<int64_t>("kind_line")              \
+          .Attr<int64_t>("kind_none").Attr<int64_t>("kind_point").Attr<int64_t>("kind_line").Attr<int64_t>("apart_exit")  \
           .Attr<int64_t>("threads")                                                                       \
           .Ret<ffi::Buffer<DT>>()                                                                         \
           .Ret<ffi::Buffer<DT>>()                                                                         \
