@@ -46,11 +46,12 @@ def closing_impacts(law):
     from jaxcontact.solvers import solve_contact
 
     class ClosingImpacts(CoulombLCP):
-        def solve_coupled(self, model, params, problem, mu, vn_pre, phi_switch, soften, z0, group):
+        def solve_coupled(self, model, params, coupled):
+            problem, vn_pre, phi_switch = coupled.problem, coupled.vn_pre, coupled.phi_switch
             target = normal_target_at(self, model, params.law.restitution, vn_pre, phi_switch, problem.target)
             impact = problem.valid & (vn_pre < -self.restitution_threshold) & (phi_switch + model.dt * vn_pre < 0)
-            return solve_contact(problem, mu, self.solver, target, z0=z0, soft=soften(impact),
-                                 gradient=self.relaxed_gradient(model), group=group)
+            return solve_contact(problem.replace(target=target, soft=coupled.soften(impact)),
+                                 self.method(model, coupled.group))
 
     return ClosingImpacts(**{f.name: getattr(law, f.name) for f in dataclasses.fields(law)})
 

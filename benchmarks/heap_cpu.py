@@ -132,7 +132,7 @@ def measure(heap, worlds, settle, window, rounds, traced=False, compiles=COMPILE
                   omega=jnp.zeros((worlds, n, 3), jnp.float32))
 
     def chunk(s, steps):
-        return jax.vmap(lambda x: pipeline.run(model, scene, params, x, None, steps, "final", with_info=False))(s)
+        return jax.vmap(lambda x: pipeline.run(pipeline.RolloutSpec(model, scene, steps, "final", False), params, x, None))(s)
 
     settled = jax.jit(chunk, static_argnums=1)(state, settle) if settle else state
     out = {"bodies": n, "slots": scene.num_pair_slots, "groups": len(scene.pair_groups()), "compile": {}}
@@ -153,7 +153,7 @@ def measure(heap, worlds, settle, window, rounds, traced=False, compiles=COMPILE
         programs[c] = lowered.compile(None if c == "xla" else pipeline.compiler_options())
         out["compile"][c] = {"cpu_s": time.process_time() - t, **_program_size(programs[c].as_text())}
     # sweeps and contacts at the windows' states (one more program, not timed)
-    probe = jax.jit(jax.vmap(lambda x: pipeline.run(model, scene, params, x, None, window, "trajectory")))
+    probe = jax.jit(jax.vmap(lambda x: pipeline.run(pipeline.RolloutSpec(model, scene, window), params, x, None)))
     traj, info = probe(settled)
     con = jax.jit(jax.vmap(jax.vmap(lambda x: contacts.collide(model, scene, params, x))))(
         jax.tree_util.tree_map(lambda a: a[:, 1:], traj))

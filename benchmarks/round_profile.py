@@ -56,8 +56,8 @@ def profile(heap, worlds, settle, repeat, broad_phase="none", fast_hits=False):
     states = State(pos=jnp.asarray(q[..., :3]), quat=jnp.asarray(q[..., 3:]), vel=jnp.zeros((worlds, n, 3), jnp.float32),
                    omega=jnp.zeros((worlds, n, 3), jnp.float32))
     if settle:
-        states = jax.jit(jax.vmap(lambda s: pipeline.run(model, scene, params, s, None, settle, "final",
-                                                         with_info=False)))(states)
+        states = jax.jit(jax.vmap(lambda s: pipeline.run(
+        pipeline.RolloutSpec(model, scene, settle, "final", False), params, s, None)))(states)
     v = lambda f: jax.vmap(f)
     warm = jax.vmap(lambda s: pipeline.initial_warm(model, scene, params, s))(states)
     ctrl = jnp.zeros((worlds, n, 6), jnp.float32)

@@ -116,6 +116,8 @@ REGISTRY = (
        ("billiards_gradient.json", "billiards_gradient.md")),
     _b("breakdown", "where a box-throw rollout's time goes; how far a solver change moves the finals",
        ("breakdown_after.json", "breakdown.md"), options={"steps": 800, "seed": 0}),
+    _b("call_path", "the step's frames down to a sweep, their parameter counts; where native code is chosen",
+       ("call_path.json", "call_path.md")),
     _b("chain_stress", "random swings of the 3-link chain: non-finite or energy-gaining runs",
        ("chain_stress.json", "chain_stress.md"), options={"steps": 400, "dtype": "float32", "seed": 1}),
     _b("compile_count", "programs compiled and compile seconds of the users' commands",

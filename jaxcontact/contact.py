@@ -18,6 +18,7 @@ a chain's links), the friction coefficients and the target.
 * ``body_problem`` — a world's ``BodyProblem``: each contact's rows on its two bodies (A never
   formed); ``dense`` turns it into a ``ContactProblem``; ``relative_velocity``, ``body_impulse``;
 * ``frictionless`` — the normal-only problem of a body, solved (dacm's reference and dynamic branch);
+* ``CoupledProblem`` — a world's problem as a law's ``solve_coupled`` takes it (impacts, warm start);
 * ``info`` / ``rigid_body_info`` / ``empty_info`` — the per-step ``ContactInfo``.
 
 The problem types and the dense conversion live in ``solvers.problem`` (the solvers take them);
@@ -26,10 +27,13 @@ they are re-exported here.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import jax.numpy as jnp
+from flax import struct
 
 from . import geometry
-from .solvers import LCPSettings, ground_index, solve_contact, with_ground
+from .solvers import LCPSettings, Method, ground_index, solve_contact, with_ground
 from .solvers.entry import body_impulse
 from .solvers.problem import (
     BodyProblem,
@@ -69,7 +73,24 @@ def frictionless(model, params, state, v_free, settings: LCPSettings = LCPSettin
     """(solution, candidates) of the frictionless LCP of ``params.body`` at ``v_free``:
     normal impulses ``solution.z[:, 0]`` (C,) and the generalised impulse ``solution.impulse``."""
     prob, con = rigid_body(model, params, state, v_free, friction=False)
-    return solve_contact(prob, 0.0, settings), con
+    return solve_contact(prob, Method(settings)), con
+
+
+@struct.dataclass
+class CoupledProblem:
+    """A world's contacts as the step hands them to a law at once (``ContactLaw.solve_coupled``).
+
+    problem: the ``BodyProblem`` with the step's friction per contact (``mu``) and warm start
+    (``warm``); its target the step's (−φ/h, capped); vn_pre: (C,) the pre-step relative normal
+    velocities; phi_switch: (C,) the distances the restitution switch reads; soften (static): the
+    impacts (C,) bool → the rows' softness (None: none) outside their islands; group (static): the
+    contacts' manifold size (the coloured sweeps), None where they vary."""
+
+    problem: BodyProblem
+    vn_pre: jnp.ndarray
+    phi_switch: jnp.ndarray
+    soften: Callable[[Any], Any] = struct.field(pytree_node=False, default=lambda impact: None)
+    group: int | None = struct.field(pytree_node=False, default=None)
 
 
 def info(phi, active, z, patch, solution: ContactSolution, mode=-1, patch_normal=None) -> ContactInfo:
@@ -103,6 +124,7 @@ def rigid_body_info(model, params, con: geometry.Contacts, solution: ContactSolu
 __all__ = [
     "BodyProblem",
     "ContactProblem",
+    "CoupledProblem",
     "ContactSolution",
     "block_diag",
     "body_impulse",

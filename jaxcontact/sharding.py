@@ -16,12 +16,14 @@ from __future__ import annotations
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from .doors import enter
+from .dynamics import warn_batch
 from .eager import warn_penetration
-from .stages import pad_batch
 from .worlds import pipeline
-from .worlds.sharding import BATCH_AXIS, batch_mesh, per_device_rollout, shard_batch
+from .worlds.sharding import BATCH_AXIS, batch_mesh, per_device_rollout, shard_batch, sharded
 from .types import Model, Params, PlanarState, State
-from .validation import BOOL, OUTPUT, STEPS, check_arguments, check_steps, is_concrete, validate_inputs
+from .validation import BOOL, OUTPUT, STEPS, check_arguments, check_steps, validate_inputs
+
 
 def sharded_batch_rollout(
     model,
@@ -34,29 +36,30 @@ def sharded_batch_rollout(
     output: str = "final",
     with_info: bool = False,
 ):
-    """``batch_rollout`` with the batch axis sharded over ``mesh`` (default: all devices)."""
+    """``batch_rollout`` with the batch axis sharded over ``mesh`` (default: all devices); eagerly it
+    validates and warns as ``batch_rollout`` does (``doors.enter``)."""
     check_arguments("sharding.sharded_batch_rollout", model=(model, Model), params=(params, Params),
                     states=(states, (State, PlanarState)), n_steps=(n_steps, STEPS), mesh=(mesh, (Mesh, None)),
                     params_batched=(params_batched, BOOL), output=(output, OUTPUT), with_info=(with_info, BOOL))
     n_steps = check_steps(n_steps)
-    if is_concrete((params, states)):
+    mesh = batch_mesh() if mesh is None else mesh
+
+    def checks():
         validate_inputs(params, states, batched=True, params_batched=params_batched)
         if not params_batched:
             warn_penetration(model, params, states, batched=True)
-    mesh = batch_mesh() if mesh is None else mesh
-    n = jax.tree_util.tree_leaves(states)[0].shape[0]
-    ndev = mesh.devices.size
-    n_pad = (-n) % ndev
-    states = shard_batch(pad_batch(states, n_pad), mesh)
-    if params_batched:
-        params = shard_batch(pad_batch(params, n_pad), mesh)
-    else:
-        params = jax.device_put(params, NamedSharding(mesh, P()))
-    chunk = pipeline.CPU_CHUNK if mesh.devices.reshape(-1)[0].platform == "cpu" else None
-    run = per_device_rollout(model, pipeline.body_scene(params), n_steps, params_batched, output, with_info, chunk,
-                             pipeline.AsBody(output, with_info, False), False, mesh)
-    out = run(params, states, None)
-    return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
+
+    def run(eager):
+        n = jax.tree_util.tree_leaves(states)[0].shape[0]
+        padded, n_pad = sharded(states, n, mesh)
+        p = sharded(params, n, mesh)[0] if params_batched else jax.device_put(params, NamedSharding(mesh, P()))
+        chunk = pipeline.CPU_CHUNK if mesh.devices.reshape(-1)[0].platform == "cpu" else None
+        spec = pipeline.RolloutSpec(model, pipeline.body_scene(), n_steps, output, with_info, eager, body=True,
+                                    params_batched=params_batched, chunk_size=chunk)
+        out = per_device_rollout(spec, mesh, False)(p, padded, None)
+        return jax.tree_util.tree_map(lambda x: x[:n], out) if n_pad else out
+
+    return enter((params, states), run, checks, lambda watched: warn_batch(watched, output, with_info))
 
 
 __all__ = ["BATCH_AXIS", "batch_mesh", "per_device_rollout", "shard_batch", "sharded_batch_rollout"]

@@ -155,7 +155,7 @@ def _both_layouts(scene, params, s, steps):
         scene_module.SLOT_CONTACTS = how
         try:
             con = jax.jit(lambda p, x: worlds.collide(MODEL, scene, p, x))(params, s)
-            run = lambda v, p=params: pipeline.run(MODEL, scene, p, s.replace(vel=v), None, steps, "final", with_info=False)
+            run = lambda v, p=params: pipeline.run(pipeline.RolloutSpec(MODEL, scene, steps, "final", False), p, s.replace(vel=v), None)
             out[how] = (con, jax.jit(run)(s.vel), jax.jit(jax.grad(lambda v: jnp.sum(run(v).pos[:, 0])))(s.vel)) if steps \
                 else (con,)
         finally:

@@ -35,7 +35,7 @@ def test_the_eager_program_has_no_ynn_fusions():
     """The world's program the eager rollout compiles (``top_level(rollout_jit)``, a one-box world) has
     no YNNPACK fusion (XLA's default compile of it has some: ``benchmarks.heap_cpu`` counts them)."""
     scene, params, state = _world(jnp.float32, n=1)
-    top = pipeline.top_level(pipeline.rollout_jit).lower(MODEL, scene, params, state, None, 1, "final").compile()
+    top = pipeline.top_level(pipeline.rollout_jit).lower(pipeline.RolloutSpec(MODEL, scene, 1, "final"), params, state, None).compile()
     assert "fusion" in top.as_text() and "__ynn_fusion" not in top.as_text()
     assert pipeline.compiler_options() == dict(pipeline.CPU_COMPILER_OPTIONS)
 

@@ -231,7 +231,7 @@ def solve_paths(bp, mu, s):
     A, b = dense.A, (dense.free_velocity.at[:, 0].add(-bp.target)).reshape(-1)
     rows = RowStructure.contacts(C, 2)
     for sweep in ("unrolled", "looped"):
-        method = P.Method("dense", sweep, sweep, "vmap")
+        method = P.Plan("dense", sweep, sweep, "vmap")
         zs[sweep] = solve_lcp(A, b, coupling.reshape(-1), rows, s, method=method).z.reshape(C, 3)
     return zs, A, b
 

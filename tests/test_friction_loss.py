@@ -138,7 +138,7 @@ def test_the_solver_holds_a_fixed_normal_at_one_and_refuses_other_forms_by_name(
     import dataclasses
 
     from jaxcontact import contact
-    from jaxcontact.solvers import SMALL_ROWS, choose, solve_contact
+    from jaxcontact.solvers import SMALL_ROWS, Method, solve_contact, table
     from jaxcontact.worlds import contacts
 
     model, scene, params, s = wheel(0.1)
@@ -150,13 +150,13 @@ def test_the_solver_holds_a_fixed_normal_at_one_and_refuses_other_forms_by_name(
     mu = pad(jnp.stack([bound, jnp.zeros_like(bound)], axis=1), 0.0)
     settings = dataclasses.replace(model.law.solver, cone=cone)
     held = jnp.arange(1 + padded) == 0
-    assert choose("dense", 3 * (1 + padded), settings).sweep == ("looped" if 3 * (1 + padded) > SMALL_ROWS else "unrolled")
+    assert table("dense", 3 * (1 + padded), Method(settings)).sweep == ("looped" if 3 * (1 + padded) > SMALL_ROWS else "unrolled")
 
     @jax.jit
     def solve(spin):
         v = jnp.array([[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]) * spin
         prob = contact.body_problem(rows, bodies, phi, valid, minv, v, H).replace(fixed_normal=held)
-        return solve_contact(prob, mu, settings, soft=jnp.full((1 + padded,), 1e-2)).z
+        return solve_contact(prob.replace(mu=mu, soft=jnp.full((1 + padded,), 1e-2)), Method(settings)).z
 
     fast, slow = solve(3.0), solve(1e-3)
     assert float(fast[0, 0]) == pytest.approx(1.0, abs=1e-12) and float(slow[0, 0]) == pytest.approx(1.0, abs=1e-12)
@@ -165,6 +165,6 @@ def test_the_solver_holds_a_fixed_normal_at_one_and_refuses_other_forms_by_name(
     assert np.all(np.asarray(fast[1:]) == 0)
     prob = contact.body_problem(rows, bodies, phi, valid, minv, jnp.zeros((1, 6)), H).replace(fixed_normal=held)
     with pytest.raises(ValueError, match="fixed-normal.*relaxed law"):
-        solve_contact(prob, mu, relaxed=(1e-3, 10))
+        solve_contact(prob.replace(mu=mu), Method(relaxed=(1e-3, 10)))
     with pytest.raises(ValueError, match="fixed-normal.*velocity form"):
-        solve_contact(prob, mu, form="velocity")
+        solve_contact(prob.replace(mu=mu), Method(form="velocity"))

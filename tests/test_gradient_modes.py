@@ -11,7 +11,7 @@ import pytest
 
 import jaxcontact as jc
 from jaxcontact.randomized_smoothing import randomized_jacobian, randomized_value_and_grad
-from jaxcontact.solvers import (LCPSettings, RelaxedGradient, RowStructure, regularized, relaxed_gradient,
+from jaxcontact.solvers import (DenseLCP, LCPSettings, RelaxedGradient, RowStructure, regularized, relaxed_gradient,
                                 relaxed_solution, solve_lcp)
 
 TIGHT = LCPSettings(tol=1e-12, max_iter=2000)
@@ -19,8 +19,8 @@ TIGHT = LCPSettings(tol=1e-12, max_iter=2000)
 
 def _relaxed_z(A, b, c, rows, s, newton_iters=6):
     z = solve_lcp(A, b, c, rows, TIGHT).z
-    return relaxed_gradient(z, regularized(jnp.asarray(A), TIGHT.regularization), b, c, rows,
-                            jnp.ones(b.shape[0], bool), RelaxedGradient(s, newton_iters))
+    lcp = DenseLCP(A=regularized(jnp.asarray(A), TIGHT.regularization), b=b, coupling=c, z0=None, rows=rows)
+    return relaxed_gradient(z, lcp, jnp.ones(b.shape[0], bool), RelaxedGradient(s, newton_iters))
 
 
 def _two_contacts():
@@ -60,8 +60,9 @@ def test_relaxed_derivative_of_one_contact_matches_the_closed_form_and_finite_di
         closed = (b / np.sqrt(b * b + 4 * s * s) - 1) / (2 * a)
         assert abs(g - closed) < 1e-5, (b, g, closed)
         # finite differences of the relaxed solution's value (the smoothed map itself)
-        zk = lambda x: float(relaxed_solution(jnp.zeros(1), regularized(A, TIGHT.regularization), jnp.array([x]), c,
-                                              rows, jnp.ones(1, bool), RelaxedGradient(s, 30))[0])
+        zk = lambda x: float(relaxed_solution(jnp.zeros(1), DenseLCP(A=regularized(A, TIGHT.regularization),
+                                                                     b=jnp.array([x]), coupling=c, z0=None, rows=rows),
+                                              jnp.ones(1, bool), RelaxedGradient(s, 30))[0])
         fd = (zk(b + 1e-6) - zk(b - 1e-6)) / 2e-6
         assert abs(g - fd) < 1e-5, (b, g, fd)
 

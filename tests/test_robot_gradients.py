@@ -48,7 +48,7 @@ def test_looped_sweeps_visiting_coupled_rows_only_give_the_same_iterates(cone):
     exactly the coupled ones, in their order."""
     A, b, coupling, rows, pad = padded_lcp(0)
     s = LCPSettings(cone=cone, tol=1e-9, max_iter=300, forward_active_set=0)
-    method = P.Method("dense", "looped", "looped", "vmap")
+    method = P.Plan("dense", "looped", "looped", "vmap")
     order, count = lcp.visited_rows(lcp.regularized(A, s.regularization), b, jnp.zeros_like(b))
     assert int(count) == int(np.sum(~pad))
     np.testing.assert_array_equal(np.asarray(order[:int(count)]), np.flatnonzero(~pad))

@@ -190,3 +190,31 @@ def test_cli_warning_names_an_option_and_counts_steps_over_the_whole_rollout(tmp
     first = np.asarray(summary.first_step)[:, list(jc.Flags).index(jc.Flags.SOLVER)]
     assert int(m.group(1)) == int((first >= 0).sum())
     assert int(m.group(2)) == int(first[first >= 0].min()) > 100
+
+
+def test_the_sharded_doors_warn_a_failed_solve_at_the_callers_line():
+    """The one eager wrapper (``doors.enter``) serves the sharded doors too, which once stayed silent: a box's
+    solve capped at one sweep (as ``test_checks``' ``rollout``) warns from ``sharding.sharded_batch_rollout`` and,
+    as a world of one box, from ``worlds.sharded_batch_rollout``, with ``batch_rollout``'s words, at the caller's
+    line; ``batch_rollout(validate=False)`` stays silent."""
+    from jaxcontact.sharding import sharded_batch_rollout
+
+    capped = jc.Model(law=jc.CoulombLCP(solver=jc.LCPSettings(max_iter=1, tol=1e-12, cone="box")), dt=DT)
+    box = jc.shapes.box(0.1, 0.37)
+    params = jc.Params(body=box, ground=jc.Ground.flat(), law=capped.law.init_params(mu=0.18))
+    rest = jc.make_state(pos=[0, 0, 0.05], vel=[0.5, 0, 0], omega=[0, 0, 3.0])
+    scene, stacked = worlds.make_scene([box])
+    doors = {
+        "bodies": (lambda s: sharded_batch_rollout(capped, params, s, 2), "2 of 2 bodies"),
+        "worlds": (lambda s: worlds.sharded_batch_rollout(capped, scene, params.replace(body=stacked),
+                                                           jax.tree_util.tree_map(lambda x: x[:, None], s), 2),
+                   "2 of 2 worlds"),
+    }
+    two = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), rest)
+    for name, (door, who) in doors.items():
+        with pytest.warns(jc.SolverWarning, match=rf"did not converge for {who} \(first at step 0") as rec:
+            door(two)
+        assert [r.filename for r in rec if r.category is jc.SolverWarning] == [__file__], name
+    with warnings.catch_warnings():  # batch_rollout(validate=False): no check, no warning (the flags report)
+        warnings.simplefilter("error")
+        jc.batch_rollout(capped, params, two, 2, validate=False)

@@ -237,7 +237,8 @@ def test_velocity_form_solver_equals_the_dense_one_with_its_gradient():
     def loss(v_free, mu, valid, velocity_form):
         p = bp.replace(v_free=v_free, valid=valid)
         mus = jnp.full((bp.num_contacts, 2), mu)
-        sol = jc.solvers.solve_contact(p, mus, settings, soft=soft, form="velocity" if velocity_form else "dense")
+        sol = jc.solvers.solve_contact(p.replace(mu=mus, soft=soft),
+                                       jc.solvers.Method(settings, form="velocity" if velocity_form else "dense"))
         return jnp.sum(w * sol.z), sol
 
     fns = {f: jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True), static_argnums=3) for f in (False, True)}

@@ -39,10 +39,11 @@ from functools import partial
 
 import jax
 
+from ..doors import enter, last_states
 from ..eager import warn_failed_solves, warn_nonfinite
 from ..stages import full_precision
 from ..types import State
-from ..validation import OUTPUT, STEPS, check_arguments, check_steps, is_concrete
+from ..validation import OUTPUT, STEPS, check_arguments, check_steps
 from ..worlds import pipeline as world
 from ..worlds.joints import JointedParams, check_start
 from ..worlds.scene import Scene
@@ -78,24 +79,25 @@ def step_with_info(model: ChainModel, params: ChainParams, state: State, *, star
     links' contact impulses, ``joint_impulse``, ``phi_ground`` (n, C), ``joint_error``). Validates
     concrete inputs (``start``: as ``rollout``'s) and warns on the step's flags as a world's step does."""
     check_arguments("chains.step_with_info", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
-    return _step_with_info(model, params, state, start, stacklevel=3)
+    return _step_with_info(model, params, state, start)
 
 
-def _step_with_info(model, params, state, start, stacklevel):
-    """Eagerly, the step warns as a world's does (``worlds.pipeline.warn_step``); ``stacklevel``: the
-    user's call, counted from here."""
+def _step_with_info(model, params, state, start):
+    """The chain's step through the one eager wrapper (``doors.enter``); eagerly it warns as a world's
+    step does (``worlds.pipeline.warn_step``)."""
     check_start(start)
-    if not is_concrete((params, state)):
-        return _step(model, params, state)
-    validate_chain(params, state, start, model)
-    new, info = _step_jit(model, params, state)
-    world.warn_step(*as_world(model, params), state, info, "the chain", stacklevel=stacklevel + 1)
-    return new, info
+
+    def warn(out):
+        world.warn_step(*as_world(model, params), state, out[1], "the chain")
+        return out
+
+    return enter((params, state), lambda eager: (_step_jit if eager else _step)(model, params, state),
+                 lambda: validate_chain(params, state, start, model), warn)
 
 
 def step(model: ChainModel, params: ChainParams, state: State, *, start: str = "initial") -> State:
     check_arguments("chains.step", model=(model, ChainModel), params=(params, ChainParams), state=(state, State))
-    return _step_with_info(model, params, state, start, stacklevel=3)[0]
+    return _step_with_info(model, params, state, start)[0]
 
 
 @partial(jax.jit, static_argnames=("model", "n_steps", "output"))
@@ -103,13 +105,18 @@ def step(model: ChainModel, params: ChainParams, state: State, *, start: str = "
 def _rollout(model, params, state, n_steps, output="trajectory"):
     """The world rollout of the chain's world (``worlds.pipeline.run``)."""
     wmodel, scene, wparams = as_world(model, params)
-    out = world.run(wmodel, scene, wparams, state, None, n_steps, output)
+    out = world.run(world.RolloutSpec(wmodel, scene, n_steps, output), wparams, state, None)
     return world.world_out(out, output, scene, unit="chains")
 
 
-def _check_output(output: str) -> None:
-    if output not in ("trajectory", "final"):
-        raise ValueError(f"output must be 'trajectory' or 'final', got {output!r}")
+_HINT = "the rollout's infos (or its Summary with output='final') name the steps"
+
+
+def _warn(out, output: str, batched: bool):
+    """An eager chain rollout's warnings (``NonFiniteWarning``, ``SolverWarning``); returns ``out``."""
+    warn_nonfinite(last_states(out, output, batched=batched), batched=batched)
+    warn_failed_solves(out, output, "chain", batched, _HINT)
+    return out
 
 
 def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, *, output: str = "trajectory",
@@ -123,18 +130,9 @@ def rollout(model: ChainModel, params: ChainParams, state: State, n_steps: int, 
     ``worlds.rollout``'s."""
     check_arguments("chains.rollout", model=(model, ChainModel), params=(params, ChainParams), state=(state, State), n_steps=(n_steps, STEPS), output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
-    _check_output(output)
     check_start(start)
-    if not is_concrete((params, state)):
-        return _rollout(model, params, state, n_steps, output)
-    validate_chain(params, state, start, model)
-    out = _rollout(model, params, state, n_steps, output)
-    warn_nonfinite(out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[-1], out[0]))
-    warn_failed_solves(out, output, "chain", False, _HINT, stacklevel=3)
-    return out
-
-
-_HINT = "the rollout's infos (or its Summary with output='final') name the steps"
+    return enter((params, state), lambda eager: _rollout(model, params, state, n_steps, output),
+                 lambda: validate_chain(params, state, start, model), lambda out: _warn(out, output, False))
 
 
 def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps: int, *, output: str = "trajectory",
@@ -143,15 +141,11 @@ def batch_rollout(model: ChainModel, params: ChainParams, states: State, n_steps
     check_arguments("chains.batch_rollout", model=(model, ChainModel), params=(params, ChainParams), states=(states, State), n_steps=(n_steps, STEPS),
                     output=(output, OUTPUT))
     n_steps = check_steps(n_steps)
-    _check_output(output)
     check_start(start)
-    check = is_concrete((params, states))
-    if check:
+
+    def checks():
         for b in range(states.pos.shape[0]):
             validate_chain(params, jax.tree_util.tree_map(lambda x: x[b], states), start, model)
-    out = jax.vmap(lambda s: _rollout(model, params, s, n_steps, output))(states)
-    if check:
-        last = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[:, -1], out[0])
-        warn_nonfinite(last, batched=True)
-        warn_failed_solves(out, output, "chain", True, _HINT, stacklevel=3)
-    return out
+
+    return enter((params, states), lambda eager: jax.vmap(lambda s: _rollout(model, params, s, n_steps, output))(states),
+                 checks, lambda out: _warn(out, output, True))

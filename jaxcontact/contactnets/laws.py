@@ -18,7 +18,7 @@ from flax import struct
 from .. import contact, geometry
 from ..rotations import quat_to_mat
 from ..laws.base import LawDefaults
-from ..solvers import LCPSettings, solve_contact
+from ..solvers import LCPSettings, Method, solve_contact
 from ..types import Ground, Params
 from ..validation import DTYPE, KEY, NUMBER, OPTIONAL_POINTS, check_arguments
 from .functions import ContactFunctions, PolytopeParams, init_deep, init_polytope
@@ -67,7 +67,7 @@ class ContactNetsLaw(LawDefaults):
         jac = jnp.concatenate([Jn[:, None, :], Jt], axis=1)  # (C, 3, 6): friction lumped into J_t (μ = 1)
         Minv = geometry.mass_matrix_inverse(params.body, state)
         prob = contact.from_jacobians(jac, phi, jnp.ones(C, bool), Minv, v_free, model.dt)
-        sol = solve_contact(prob, 1.0, self.solver)
+        sol = solve_contact(prob.replace(mu=1.0), Method(self.solver))
         poly: PolytopeParams = theta if isinstance(theta, PolytopeParams) else theta.poly
         pts = state.pos + poly.vertices @ R.T
         ground = Ground(normal=poly.normal, height=jnp.zeros((), prob.A.dtype))

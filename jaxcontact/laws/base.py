@@ -7,12 +7,13 @@ world and a chain) in one of two ways:
   for one body against the ground (``params``: one body's; ``impulse`` its generalised impulse,
   ``info`` a ``ContactInfo``). The step calls it for every body of a world whose bodies cannot
   touch each other (no body–body pairs, no joints): a single body is such a world of one body.
-* **coupled**, optional: ``law.solve_coupled(model, params, problem, mu, vn_pre, phi_switch,
-  soften, z0, group) -> ContactSolution`` for every contact of a world at once (body–body pairs,
-  joints): ``problem`` a ``contact.BodyProblem``, the step's friction per contact ``mu``, the
-  pre-step relative normal velocities, the distances the restitution switch reads, ``soften``
-  (the impacts (C,) → the rows' softness or None) and a warm start. A law without it sets
-  ``coupling_refusal`` to the sentence that says why, and is refused by name where a world needs it.
+* **coupled**, optional: ``law.solve_coupled(model, params, coupled) -> ContactSolution`` for
+  every contact of a world at once (body–body pairs, joints): ``coupled`` a
+  ``contact.CoupledProblem``: the ``BodyProblem`` with the step's friction per contact (``mu``) and
+  warm start (``warm``), the pre-step relative normal velocities, the distances the restitution
+  switch reads, ``soften`` (the impacts (C,) → the rows' softness or None) and the manifold size.
+  A law without it sets ``coupling_refusal`` to the sentence that says why, and is refused by name
+  where a world needs it.
 
 Optional members, with the defaults of ``LawDefaults`` (every law in jaxcontact subclasses it):
 
@@ -61,7 +62,7 @@ class ContactLaw(Protocol):
 
     def solve_warm(self, model: Any, params: Params, state: AnyState, v_free: jnp.ndarray, warm: Any): ...
 
-    def solve_coupled(self, model: Any, params: Params, problem: Any, mu, vn_pre, phi_switch, soften, z0, group): ...
+    def solve_coupled(self, model: Any, params: Params, coupled: Any): ...
 
     def with_friction(self, law_params: Any, mu) -> Any: ...
 
@@ -92,7 +93,7 @@ class LawDefaults:
         impulse, info = self(model, params, state, v_free)
         return impulse, info, warm
 
-    def solve_coupled(self, model, params: Params, problem, mu, vn_pre, phi_switch, soften, z0, group):
+    def solve_coupled(self, model, params: Params, coupled):
         raise ValueError(f"{type(self).__name__} {self.coupling_refusal}")
 
     def with_friction(self, law_params, mu):

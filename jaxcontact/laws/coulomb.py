@@ -42,7 +42,7 @@ import numpy as np
 from flax import struct
 
 from .. import contact
-from ..solvers import LCPSettings, RelaxedGradient, check_gradient_mode, solve_contact
+from ..solvers import LCPSettings, Method, RelaxedGradient, check_gradient_mode, solve_contact
 from ..types import AnyState, Params
 from ..validation import FRICTION, NUMBER, OPTIONAL_NUMBER, check_arguments, check_dtype
 from .base import LawDefaults
@@ -145,19 +145,24 @@ class CoulombLCP(LawDefaults):
                     "position form applies ε twice on late landings: a known bug of the single-body law)")
         return None
 
-    def solve_coupled(self, model, params: Params, problem: contact.BodyProblem, mu, vn_pre, phi_switch, soften,
-                      z0, group):
+    def method(self, model, group: int | None = None) -> Method:
+        """The law's ``solvers.Method``: its solver settings, its gradient mode on ``model``
+        (``relaxed_gradient``), the contacts' manifold size ``group``."""
+        return Method(self.solver, gradient=self.relaxed_gradient(model), group=group)
+
+    def solve_coupled(self, model, params: Params, coupled: contact.CoupledProblem):
         """Every contact of a world at once (``base.ContactLaw``): the normal target raised for
-        restitution from the *relative* pre-step normal velocity ``vn_pre`` at the distances
-        ``phi_switch`` (``normal_target_at``), the rows softened outside the islands of this step's
-        impacts (``soften``: approaching faster than ``restitution_threshold``), solved by
+        restitution from the *relative* pre-step normal velocity ``coupled.vn_pre`` at the distances
+        ``coupled.phi_switch`` (``normal_target_at``), the rows softened outside the islands of this
+        step's impacts (``coupled.soften``: approaching faster than ``restitution_threshold``), solved by
         ``solvers.solve_contact``."""
         if self.coupling_refusal is not None:
             raise ValueError(f"{type(self).__name__} {self.coupling_refusal}")
-        target = normal_target_at(self, model, params.law.restitution, vn_pre, phi_switch, problem.target)
+        problem, vn_pre = coupled.problem, coupled.vn_pre
+        target = normal_target_at(self, model, params.law.restitution, vn_pre, coupled.phi_switch, problem.target)
         impact = problem.valid & (vn_pre < -self.restitution_threshold)
-        return solve_contact(problem, mu, self.solver, target, z0=z0, soft=soften(impact),
-                             gradient=self.relaxed_gradient(model), group=group)
+        return solve_contact(problem.replace(target=target, soft=coupled.soften(impact)),
+                             self.method(model, coupled.group))
 
     @staticmethod
     def with_friction(law_params: CoulombParams, mu) -> CoulombParams:
@@ -179,8 +184,8 @@ class CoulombLCP(LawDefaults):
         prob, con = contact.rigid_body(model, params, state, v_free)
         target = normal_target(self, model, params, state, prob, con)
         z0 = None if warm is None else warm[con.index]
-        sol = solve_contact(prob, params.law.mu[: prob.num_tangents], self.solver, target, z0=z0,
-                            gradient=self.relaxed_gradient(model))
+        sol = solve_contact(prob.replace(target=target, mu=params.law.mu[: prob.num_tangents], warm=z0),
+                            self.method(model))
         new = None if warm is None else jnp.zeros_like(warm).at[con.index].set(jax.lax.stop_gradient(sol.z))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol), new
 

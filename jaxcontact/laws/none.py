@@ -26,8 +26,9 @@ class NoContact(LawDefaults):
 
     coupling_refusal = None
 
-    def solve_coupled(self, model, params, problem, mu, vn_pre, phi_switch, soften, z0, group):
+    def solve_coupled(self, model, params, coupled):
         """No impulse on any contact of a world (``base.ContactLaw``)."""
+        problem = coupled.problem
         dtype = problem.v_free.dtype
         zero = jnp.zeros((), dtype)
         return contact.ContactSolution(z=jnp.zeros((problem.num_contacts, problem.rows_per_contact), dtype),

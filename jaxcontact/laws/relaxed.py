@@ -20,7 +20,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from .. import contact
-from ..solvers import CONES, solve_contact
+from ..solvers import CONES, Method, solve_contact
 from ..types import AnyState, Params
 from .base import LawDefaults
 from ..validation import FRICTION, NUMBER, OPTIONAL_NUMBER, check_arguments
@@ -72,6 +72,6 @@ class RelaxedCoulomb(LawDefaults):
         sk = jnp.sqrt(self.kappa)
         _, target = restitution_switch(model, params, state, prob, con, self.restitution_threshold,
                                        blend=(sk, model.dt * sk))
-        sol = solve_contact(prob, params.law.mu[: prob.num_tangents], target=target,
-                            relaxed=(self.kappa, self.newton_iters, self.regularization, self.cone))
+        sol = solve_contact(prob.replace(target=target, mu=params.law.mu[: prob.num_tangents]),
+                            Method(relaxed=(self.kappa, self.newton_iters, self.regularization, self.cone)))
         return sol.impulse, contact.rigid_body_info(model, params, con, sol)

@@ -73,17 +73,19 @@ def tail_sweeps(sweep, unfinished, data, carry, tol, min_tail: int, axis: int = 
 
 
 def with_batching_rule(single, batched):
-    """``single(*args)`` whose ``vmap`` calls ``batched(*args)`` with every argument batched on its
-    leading axis (unbatched ones broadcast): a solve's own batching rule (``tail_sweeps``)."""
+    """``single(*args)`` whose ``vmap`` calls ``batched(*args)`` with every array of the arguments (pytrees)
+    batched on its leading axis (unbatched ones broadcast): a solve's own batching rule (``tail_sweeps``)."""
     @jax.custom_batching.custom_vmap
     def solve(*args):
         return single(*args)
 
     @solve.def_vmap
     def _(axis_size, in_batched, *args):
-        args = [x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, bat in zip(args, in_batched)]
+        args = jax.tree_util.tree_map(lambda x, bat: x if bat else jnp.broadcast_to(x, (axis_size,) + x.shape),
+                                      list(args), list(in_batched))
         if axis_size == 0:  # no problems (a world of no bodies): single's outputs, none of them
-            one = jax.eval_shape(single, *[jax.ShapeDtypeStruct(x.shape[1:], x.dtype) for x in args])
+            one = jax.eval_shape(single, *jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype),
+                                                                 args))
             out = jax.tree_util.tree_map(lambda s: jnp.zeros((0,) + s.shape, s.dtype), one)
             return out, jax.tree_util.tree_map(lambda _: True, out)
         out = batched(*args)

@@ -24,15 +24,17 @@ backward pass, too, costs O(C) memory per solve rather than the (C·d)² of a fo
 from __future__ import annotations
 
 import functools
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from flax import struct
 
 from ..native import bindings
 from .implicit import fixed_point_adjoint_matvec, implicit_fixed_point, krylov_guarded_solve, newton_polish
 from .batching import MIN_TAIL_BODIES, tail_sweeps, with_batching_rule
-from .lcp import LCPSettings, LCPSolution, diagonal_floor, disc_step, project_disc
-from .problem import Method, choose
+from .lcp import LCPSettings, LCPSolution, Method, diagonal_floor, disc_step, project_disc
+from .problem import Plan, table
 
 
 def _prepare(rows, index, Minv, soft, reg, valid):
@@ -83,14 +85,31 @@ def _index(bodies_f, N):
     return ground_index(jax.lax.stop_gradient(bodies_f).astype(jnp.int32), N)
 
 
+class Sweeping(NamedTuple):
+    """One problem as the sweeps and the projected-Jacobi map read it (``_prepare``'s arrays given):
+    rows (C, 2, d, 6), index (C, 2) (the ground N), WJ = M⁻¹Jᵀ per row, extra (C, d) the added
+    diagonal, v_free (N, 6), bias (C, d), coupling (C, d), valid (C,) bool."""
+
+    rows: Any
+    index: Any
+    WJ: Any
+    extra: Any
+    v_free: Any
+    bias: Any
+    coupling: Any
+    valid: Any
+
+
 def _fixed_point_map(reg, cone: str = "box"):
-    def T(z, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
-        """The projected-Jacobi map on the flat impulses z (C·d,) (the adjoint solve wants a vector)."""
+    def T(z, *args):
+        """The projected-Jacobi map on the flat impulses z (C·d,) (the adjoint solve wants a vector)
+        at ``args`` = (rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f)."""
+        rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f = args
         N = Minv.shape[0]
         z = z.reshape(bias.shape)
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
-        return _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0, cone).reshape(-1)
+        return _jacobi(z, Sweeping(rows, index, WJ, extra, v_free, bias, coupling, valid_f > 0), Dr, cone).reshape(-1)
 
     return T
 
@@ -130,10 +149,12 @@ def _project(y, zn, coupling, cone: str):
     return jnp.concatenate([jnp.maximum(y[:, :1], 0.0), jnp.clip(y[:, 1:], -bound[:, 1:], bound[:, 1:])], axis=1)
 
 
-def _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid, cone: str = "box"):
-    """One projected-Jacobi step from z (C, d), ``_prepare``'s arrays given: the map whose fixed
-    point is the solution (``_fixed_point_map``; the solve's residual). With the elliptic cone the
-    tangent pair takes the common step (``lcp.disc_step``) and the disc's projection."""
+def _jacobi(z, p: Sweeping, Dr, cone: str = "box"):
+    """One projected-Jacobi step from z (C, d) of the problem ``p`` with the regularised diagonal
+    ``Dr``: the map whose fixed point is the solution (``_fixed_point_map``; the solve's residual).
+    With the elliptic cone the tangent pair takes the common step (``lcp.disc_step``) and the disc's
+    projection."""
+    rows, index, WJ, extra, v_free, bias, coupling, valid = p
     v = _velocities(WJ, index, v_free, z)
     w = _rows_times(rows, v[index]) + bias + extra * z
     y = _project(_pre_projection(z, w, Dr, coupling, cone), z[:, 0], coupling, cone)
@@ -149,10 +170,11 @@ def _contact_blocks(rows, WJ, extra):
     return G + jnp.eye(d, dtype=WJ.dtype) * extra[:, None, :]
 
 
-def _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid):
-    """One problem laid out for the sweeps: its valid contacts first, in index order (``order``),
+def _setup(z, p: Sweeping):
+    """The problem ``p`` laid out for the sweeps: its valid contacts first, in index order (``order``),
     each with its rows, M⁻¹Jᵀ, 3×3 block G of A (extra diagonal included), bias, coupling and
     extra diagonal; and the first sweep's carry (z in that order, the bodies' velocities)."""
+    rows, index, WJ, extra, v_free, bias, coupling, valid = p
     order = jnp.argsort(~valid, stable=True)
     G = _contact_blocks(rows, WJ, extra)
     data = {"order": order, "n_valid": jnp.sum(valid.astype(jnp.int32)),
@@ -208,9 +230,9 @@ def _unfinished(settings: LCPSettings, carry, tol):
     return (carry[3] < settings.max_iter) & (carry[2] > tol)
 
 
-def _sweeps_single(settings: LCPSettings, z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
-    """Sweeps of one problem to ``tol`` or ``settings.max_iter``: (z, last change, sweeps)."""
-    data, carry = _setup(z, rows, index, WJ, extra, v_free, bias, coupling, valid)
+def _sweeps_single(settings: LCPSettings, z, p: Sweeping, tol):
+    """Sweeps of one problem ``p`` from z to ``tol`` or ``settings.max_iter``: (z, last change, sweeps)."""
+    data, carry = _setup(z, p)
     sweep = functools.partial(_sweep, cone=settings.cone)
     if settings.fixed_iterations:
         carry = jax.lax.fori_loop(0, settings.max_iter, lambda _, c: sweep(data, c), carry)
@@ -225,20 +247,18 @@ def _tail(settings: LCPSettings, sweep, data, carry, tol):
     return tail_sweeps(sweep, lambda c, t: _unfinished(settings, c, t), data, carry, tol, MIN_TAIL_BODIES)
 
 
-def _sweeps_batched(settings: LCPSettings, *args):
-    """``_sweeps_single`` of a batch (leading axis B on every argument, ``tol`` last), through the
-    one batching rule (``batching.tail_sweeps``)."""
-    *args, tol = args
-    data, carry = jax.vmap(_setup)(*args)
+def _sweeps_batched(settings: LCPSettings, z, p: Sweeping, tol):
+    """``_sweeps_single`` of a batch (leading axis B on every array), through the one batching rule
+    (``batching.tail_sweeps``)."""
+    data, carry = jax.vmap(_setup)(z, p)
     zo, _, change, it = _tail(settings, jax.vmap(functools.partial(_sweep, cone=settings.cone)), data, carry, tol)
-    z = jax.vmap(lambda z0, o, x: jnp.zeros_like(z0).at[o].set(x))(args[0], data["order"], zo)
+    z = jax.vmap(lambda z0, o, x: jnp.zeros_like(z0).at[o].set(x))(z, data["order"], zo)
     return z, change, it
 
 
 def _sweeps(settings: LCPSettings):
-    """The forward solve (z0, rows, index, M⁻¹Jᵀ, extra, v_free, bias, coupling, valid, tol) ->
-    (z, last change, sweeps), with its own batching rule (a uniform trip count with
-    ``fixed_iterations``: plain vmap)."""
+    """The forward solve (z0, ``Sweeping``, tol) -> (z, last change, sweeps), with its own batching
+    rule (a uniform trip count with ``fixed_iterations``: plain vmap)."""
     single = functools.partial(_sweeps_single, settings)
     if settings.fixed_iterations:
         return single
@@ -249,9 +269,10 @@ def _native_sweeps(settings: LCPSettings):
     """``_sweeps``' signature in the fused CPU kernel (``native/pgs.cc``): the same sweeps, one C++
     loop per world, a batch of worlds (any leading dimensions: ``vmap`` broadcasts into them) split
     over threads."""
-    def sweeps(z, rows, index, WJ, extra, v_free, bias, coupling, valid, tol):
-        return bindings.pgs_sweeps(z, rows, index, WJ, extra, _velocities(WJ, index, v_free, z), bias, coupling, valid,
-                                   tol, max_iter=settings.max_iter, fixed=settings.fixed_iterations, cone=settings.cone)
+    def sweeps(z, p: Sweeping, tol):
+        return bindings.pgs_sweeps(z, p.rows, p.index, p.WJ, p.extra, _velocities(p.WJ, p.index, p.v_free, z), p.bias,
+                                   p.coupling, p.valid, tol, max_iter=settings.max_iter,
+                                   fixed=settings.fixed_iterations, cone=settings.cone)
 
     return sweeps
 
@@ -312,11 +333,11 @@ def _native_adjoint(settings: LCPSettings, T):
     return adjoint
 
 
-def _choose_adjoint(settings: LCPSettings, T, method: Method):
-    """The reverse pass's adjoint solve: the fused kernel's (``_native_adjoint``) where the sweeps
-    run in the fused kernel on a CPU (``method.sweep``), else None (``implicit_fixed_point``'s
-    GMRES on T's products, the reference)."""
-    if method.sweep != "native" or jax.default_backend() != "cpu":
+def _choose_adjoint(settings: LCPSettings, T, plan: Plan):
+    """The reverse pass's adjoint solve that ``plan.adjoint`` names (``problem.choose``): the fused
+    kernel's (``_native_adjoint``) on a CPU, GMRES on T's products elsewhere; None for "reference"
+    (``implicit_fixed_point``'s GMRES on T's products)."""
+    if plan.adjoint != "native" or jax.default_backend() != "cpu":
         return None
     on_cpu = _native_adjoint(settings, T)
 
@@ -329,9 +350,9 @@ def _choose_adjoint(settings: LCPSettings, T, method: Method):
     return adjoint
 
 
-def _choose_sweeps(settings: LCPSettings, group, method: Method):
-    """The sweeps ``method`` names (``problem.choose``): ``method.sweep`` on a CPU and
-    ``method.sweep_elsewhere`` off it ("native": the fused kernel; "colour": by colour, with the
+def _choose_sweeps(settings: LCPSettings, group, plan: Plan):
+    """The sweeps ``plan`` names (``problem.choose``): ``plan.sweep`` on a CPU and
+    ``plan.sweep_elsewhere`` off it ("native": the fused kernel; "colour": by colour, with the
     manifold size ``group``; "sequential": pure JAX), one ``platform_dependent`` where they differ."""
     def make(name):
         if name == "native":
@@ -340,9 +361,9 @@ def _choose_sweeps(settings: LCPSettings, group, method: Method):
             return _coloured_sweeps(settings, group)
         return _sweeps(settings)
 
-    if method.sweep == method.sweep_elsewhere:
-        return make(method.sweep)
-    on_cpu, elsewhere = make(method.sweep), make(method.sweep_elsewhere)
+    if plan.sweep == plan.sweep_elsewhere:
+        return make(plan.sweep)
+    on_cpu, elsewhere = make(plan.sweep), make(plan.sweep_elsewhere)
     return lambda *a: jax.lax.platform_dependent(*a, cpu=on_cpu, default=elsewhere)
 
 
@@ -378,10 +399,11 @@ def _colouring(mbodies, mvalid, N: int):
     return colour, rank
 
 
-def _coloured_setup(group: int, z, rows, index, WJ, extra, v_free, bias, coupling, valid):
+def _coloured_setup(group: int, z, p: Sweeping):
     """One world's problem laid out by manifold (a dummy manifold M appended: no rows, diagonal 1)
     and its colour table ``tab`` (M, W = N): the manifolds of colour c in row c (the dummy M where
     none)."""
+    rows, index, WJ, extra, v_free, bias, coupling, valid = p
     C, d = z.shape
     N = v_free.shape[0]
     k = group
@@ -453,11 +475,10 @@ def _coloured_sweep(data, carry, colours, cone: str = "box"):
     return zm, v, change, it + 1
 
 
-def _coloured_sweeps_batched(settings: LCPSettings, group: int, *args):
-    """The sweeps of a batch of problems (leading axis B on every argument, ``tol`` last) to each
-    one's ``tol`` or ``settings.max_iter``: a world that has converged is frozen while the others go on."""
-    *args, tol = args
-    data, carry = jax.vmap(functools.partial(_coloured_setup, group))(*args)
+def _coloured_sweeps_batched(settings: LCPSettings, group: int, z, p: Sweeping, tol):
+    """The sweeps of a batch of problems (leading axis B on every array) to each one's ``tol`` or
+    ``settings.max_iter``: a world that has converged is frozen while the others go on."""
+    data, carry = jax.vmap(functools.partial(_coloured_setup, group))(z, p)
 
     sweep = lambda data, carry: _coloured_sweep(data, carry, jnp.max(data["colours"]), settings.cone)
     if settings.fixed_iterations:
@@ -465,7 +486,7 @@ def _coloured_sweeps_batched(settings: LCPSettings, group: int, *args):
     else:
         carry = _tail(settings, sweep, data, carry, tol)
     zm, _, change, it = carry
-    B, C, d = args[0].shape
+    B, C, d = z.shape
     return zm[:, :-1].reshape(B, C, d), change, it
 
 
@@ -475,15 +496,32 @@ def _coloured_sweeps(settings: LCPSettings, group: int):
     batched = functools.partial(_coloured_sweeps_batched, settings, group)
 
     def single(*args):
-        z, change, it = batched(*(x[None] for x in args))
+        z, change, it = batched(*jax.tree_util.tree_map(lambda x: x[None], args))
         return z[0], change[0], it[0]
 
     return with_batching_rule(single, batched)
 
 
+@struct.dataclass
+class VelocityLCP:
+    """The LCP of contacts between free bodies as ``solve_velocity`` takes it (``solve_body_lcp``'s
+    arrays, one pytree): rows (C, 2, d, 6), bodies (C, 2), Minv (N, 6, 6), v_free (N, 6), bias (C, d),
+    coupling (C, d), valid (C,), soft (C, d) or None, z0 (C, d) or None."""
+
+    rows: jnp.ndarray
+    bodies: jnp.ndarray
+    Minv: jnp.ndarray
+    v_free: jnp.ndarray
+    bias: jnp.ndarray
+    coupling: jnp.ndarray
+    valid: jnp.ndarray
+    soft: Any = None
+    z0: Any = None
+
+
 def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
                    settings: LCPSettings = LCPSettings(), z0=None, group: int | None = None,
-                   method: Method | None = None) -> LCPSolution:
+                   method: Plan | None = None) -> LCPSolution:
     """The box-friction LCP of contacts between free bodies, without forming A.
 
     rows: (C, 2, d, 6) each contact's rows [normal, tangents] on its two bodies (signed: their sum
@@ -493,10 +531,22 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
     each tangent row (the normal's entry is ignored); valid: (C,) contacts in the problem (the
     others keep z = 0 and are never visited); soft: (C, d) relative diagonal added to A's rows
     (constraint-force mixing; default none), before ``settings.regularization``.
-    z0: (C, d) start of the sweeps (a warm start), not differentiated. method: the sweeps of
-    ``problem.choose`` (None: chosen here from ``settings`` and ``group``).
+    z0: (C, d) start of the sweeps (a warm start), not differentiated. method: a ``problem.Plan`` of
+    the velocity form (None: the table's, ``problem.table``, from ``settings`` and ``group``).
     Returns ``LCPSolution`` with z (C, d); differentiable in rows, Minv, v_free, bias, soft and
-    coupling (implicitly, at the solution)."""
+    coupling (implicitly, at the solution). The arrays one by one, as a user holds them; a world's
+    problem goes through ``solve_contact`` (``solve_velocity``)."""
+    how = Method(settings, group=group, form="velocity")
+    plan = table("bodies", rows.shape[0] * rows.shape[2], how) if method is None else method
+    lcp = VelocityLCP(rows=rows, bodies=bodies, Minv=Minv, v_free=v_free, bias=bias, coupling=coupling, valid=valid,
+                      soft=soft, z0=z0)
+    return solve_velocity(lcp, how, plan)
+
+
+def solve_velocity(lcp: VelocityLCP, method: Method, plan: Plan) -> LCPSolution:
+    """``solve_body_lcp`` of a ``VelocityLCP`` under ``method`` (its settings and manifold size) by
+    the sweeps and adjoint of ``plan`` (``problem.choose``)."""
+    settings, group = method.settings, method.group
     if settings.forward_newton:
         raise ValueError("LCPSettings.forward_newton is a dense solve's setting (solve_lcp, one body); the velocity "
                          "form (worlds) does not take it yet: set it to 0 (issue 61, docs/worlds.md 'Friction cone')")
@@ -504,20 +554,24 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         raise ValueError("LCPSettings.forward_active_set is a dense solve's setting (solve_lcp, one body); the velocity "
                          "form (worlds) never forms A and does not take it: leave it None (issue 61, docs/worlds.md "
                          "'Friction cone')")
+    rows, valid, Minv, v_free = lcp.rows, lcp.valid, lcp.Minv, lcp.v_free
     C, _, d, _ = rows.shape
     N = Minv.shape[0]
     dtype = v_free.dtype
-    soft = jnp.zeros((C, d), dtype) if soft is None else jnp.broadcast_to(soft, (C, d)).astype(dtype)
+    soft = jnp.zeros((C, d), dtype) if lcp.soft is None else jnp.broadcast_to(lcp.soft, (C, d)).astype(dtype)
     valid_f = valid.astype(dtype)
-    bodies_f = jnp.asarray(bodies).astype(dtype)
+    bodies_f = jnp.asarray(lcp.bodies).astype(dtype)
     rows = rows * valid_f[:, None, None, None]  # padding: no rows (their z is pinned at 0)
-    bias = jnp.where(valid[:, None], bias, 0.0)
-    z0 = jnp.zeros((C, d), dtype) if z0 is None else jnp.where(valid[:, None], z0, 0.0).astype(dtype)
+    bias = jnp.where(valid[:, None], lcp.bias, 0.0)
+    z0 = jnp.zeros((C, d), dtype) if lcp.z0 is None else jnp.where(valid[:, None], lcp.z0, 0.0).astype(dtype)
+    coupling = lcp.coupling
     reg = settings.regularization
     T = _fixed_point_map(reg, settings.cone)
-    method = choose("bodies", C * d, settings, group=group, form="velocity") if method is None else method
 
-    def run(settings, sweeps, z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
+    def run(settings, sweeps, z_init, *args):
+        """The sweeps from ``z_init``: (z, (residual, sweeps)); ``args`` T's (rows, bodies_f, Minv,
+        v_free, bias, soft, coupling, valid_f), as ``implicit_fixed_point`` passes them."""
+        rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f = args
         rows, Minv, v_free, bias, soft, coupling = (jax.lax.stop_gradient(x) for x in (rows, Minv, v_free, bias, soft, coupling))
         index = _index(bodies_f, N)
         WJ, Dr, extra = _prepare(rows, index, Minv, soft, reg, valid_f > 0)
@@ -525,14 +579,14 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
         b = _rows_times(rows, with_ground(v_free)[index]) + bias
         floor = 64 * jnp.finfo(dtype).eps * (1.0 + jnp.max(jnp.abs(b)))
         tol = jnp.maximum(jnp.asarray(settings.tol, dtype), floor)
-        z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), rows, index, WJ, extra, v_free, bias,
-                          coupling, valid_f > 0, tol)
-        step = _jacobi(z, rows, index, WJ, Dr, extra, v_free, bias, coupling, valid_f > 0, settings.cone)  # T(z), set-up reused
+        p = Sweeping(rows, index, WJ, extra, v_free, bias, coupling, valid_f > 0)
+        z, _, it = sweeps(jax.lax.stop_gradient(z_init).reshape(C, d), p, tol)
+        step = _jacobi(z, p, Dr, settings.cone)  # T(z), set-up reused
         res = jnp.max(jnp.abs(Dr * (step - z)), initial=0.0)
         return z.reshape(-1), (res, it)
 
     fine = settings.polish_settings()
-    fine = None if fine is None else functools.partial(run, fine, _choose_sweeps(fine, group, method))
+    fine = None if fine is None else functools.partial(run, fine, _choose_sweeps(fine, group, plan))
     newton = newton_polish(T, settings.gradient_newton, matrix_free=True) if settings.gradient_newton else None
     polish = None
     if fine is not None or newton is not None:
@@ -541,14 +595,13 @@ def solve_body_lcp(rows, bodies, Minv, v_free, bias, coupling, valid, soft=None,
             z = z if fine is None else fine(jnp.zeros_like(z) if settings.gradient_restart else z, *args)[0]
             return z if newton is None or fine is None else newton(z, *args)
 
-    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, method),
+    @implicit_fixed_point(T, has_aux=True, matrix_free=True, adjoint=_choose_adjoint(settings, T, plan),
                           polish=polish)
-    def _solve(z_init, rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f):
-        return run(settings, _choose_sweeps(settings, group, method), z_init, rows, bodies_f, Minv, v_free, bias,
-                   soft, coupling, valid_f)
+    def _solve(z_init, *args):
+        return run(settings, _choose_sweeps(settings, group, plan), z_init, *args)
 
     z, (res, it) = _solve(z0.reshape(-1), rows, bodies_f, Minv, v_free, bias, soft, coupling, valid_f)
     return LCPSolution(z=z.reshape(C, d), residual=res, iterations=it)
 
 
-__all__ = ["ground_index", "solve_body_lcp", "with_ground"]
+__all__ = ["VelocityLCP", "ground_index", "solve_body_lcp", "solve_velocity", "with_ground"]

@@ -2,10 +2,11 @@
 
 Every law hands its problem here (``CoulombLCP`` one body's ``ContactProblem`` or a world's
 ``BodyProblem``, ContactNets' learned one, dacm's frictionless one, ``RelaxedCoulomb``'s relaxed
-one); ``problem.choose`` picks the method from the problem's static sizes and the law's settings
-(the table in ``problem``'s docstring) and this module runs it: the box-friction LCP by projected
-Gauss–Seidel dense (``lcp.solve_lcp``) or in velocity form (``body_lcp.solve_body_lcp``), or the
-relaxed LCP by Newton (``relaxed_lcp``), each with its implicit derivative.
+one) with its ``Method`` (``lcp.Method``: settings, gradient mode, manifold size); ``problem.choose``
+picks the ``Plan`` from the problem's static sizes and the method (the table in ``problem``'s
+docstring) and this module runs it: the box-friction LCP by projected Gauss–Seidel dense
+(``lcp.solve_dense``) or in velocity form (``body_lcp.solve_velocity``), or the relaxed LCP by
+Newton (``relaxed_lcp``), each with its implicit derivative. These three are called here only.
 """
 
 from __future__ import annotations
@@ -14,60 +15,47 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .body_lcp import ground_index, solve_body_lcp
-from .lcp import LCPSettings, RowStructure, regularized, solve_lcp
+from .body_lcp import VelocityLCP, ground_index, solve_velocity
+from .lcp import DenseLCP, Method, RowStructure, regularized, solve_dense
 from .problem import BodyProblem, ContactProblem, ContactSolution, choose, dense, soften
-from .relaxed import RelaxedGradient, relaxed_gradient
+from .relaxed import relaxed_gradient
 from .relaxed_lcp import solve_relaxed_lcp
 
 
-def solve_contact(problem, mu=1.0, settings: LCPSettings = LCPSettings(), target=None, z0=None, soft=None,
-                  gradient: RelaxedGradient | None = None, group: int | None = None, relaxed=None,
-                  form: str | None = None) -> ContactSolution:
-    """The contact impulse of ``problem`` (a ``ContactProblem`` or a ``BodyProblem``).
+def solve_contact(problem, method: Method = Method()) -> ContactSolution:
+    """The contact impulse of ``problem`` (a ``ContactProblem`` or a ``BodyProblem``) by ``method``
+    (``lcp.Method``: the law's settings, gradient mode, manifold size, a relaxed solve, a forced form).
 
-    mu: friction coefficient per tangent row, broadcast to (C, num_tangents) (a scalar, (nt,) per
-    direction, or (C, nt)); settings: the law's ``LCPSettings``; target: (C,) normal-row target,
-    default the problem's (−φ/h); z0: (C, d) start of the sweeps (a warm start; padded contacts
-    start at zero; not differentiated); soft: (C,) relative diagonal added to each contact's rows, or
-    (C, d) to each row (constraint-force mixing; a world's softness; MuJoCo-soft rows' R / A_ii); gradient: a ``RelaxedGradient`` for the relaxed
-    derivative (same value; dense form); group: the contacts' manifold size (the coloured sweeps);
-    relaxed: ``(kappa, newton_iters, regularization[, cone])`` for the relaxed-complementarity solution
-    (``RelaxedCoulomb``; ``settings`` unused); form: force "dense" or "velocity" (``problem.choose``)."""
-    if isinstance(problem, BodyProblem):
-        kind, full = "bodies", problem.full_mobility
-    elif isinstance(problem, ContactProblem):
-        kind, full = "dense", False
+    The problem carries the law's part: its ``target`` (the normal rows' velocity target), ``mu``
+    (friction per tangent row, broadcast to (C, num_tangents): a scalar, (nt,) per direction, or
+    (C, nt); None only without tangent rows), ``soft`` ((C,) relative diagonal added to each
+    contact's rows, or (C, d) to each row: constraint-force mixing; None: none) and ``warm`` ((C, d)
+    start of the sweeps; padded contacts start at zero; not differentiated). ``problem.choose`` picks
+    the ``Plan`` (form, sweeps, batching, adjoint) and the form's solver runs it."""
+    plan = choose(problem, method)
+    if problem.rows_per_contact > 1 and problem.mu is None:
+        raise ValueError("solve_contact: the problem has friction rows but no friction coefficient: set its mu "
+                         "(problem.replace(mu=...))")
+    if problem.fixed_normal is not None and problem.soft is not None:  # a fixed bound holds without the softness's creep
+        soft = jnp.asarray(problem.soft)
+        held = problem.fixed_normal if soft.ndim == 1 else problem.fixed_normal[:, None]
+        problem = problem.replace(soft=jnp.where(held, 0.0, soft))
+    bodies = isinstance(problem, BodyProblem)
+    if plan.form == "velocity":
+        sol = _velocity(problem, method, plan)
     else:
-        raise TypeError(f"solve_contact: expected a ContactProblem or a BodyProblem, got {type(problem).__name__}")
-    rows = problem.num_contacts * problem.rows_per_contact
-    held = problem.fixed_normal is not None  # rows of a fixed bound (a joint's friction loss): dense only
-    if held and (relaxed is not None or form == "velocity"):
-        raise ValueError("solve_contact: a problem with fixed-normal contacts (a joint's or tendon's friction loss) is "
-                         "solved by the dense projected Gauss–Seidel only, not " + ("a relaxed law's Newton solve "
-                         "(RelaxedCoulomb)" if relaxed is not None else "in velocity form"))
-    method = choose(kind, rows, settings, gradient, full, group, relaxed is not None, "dense" if held else form)
-    if held and soft is not None:  # a fixed bound holds without the softness's creep
-        soft = jnp.asarray(soft)
-        soft = jnp.where(problem.fixed_normal if soft.ndim == 1 else problem.fixed_normal[:, None], 0.0, soft)
-    if method.form == "relaxed":
-        if kind == "bodies":
-            problem = dense(problem)
-        return _relaxed(problem if soft is None else soften(problem, soft), mu, *relaxed, target=target)
-    if method.form == "velocity":
-        sol = _velocity(problem, mu, settings, target, z0, soft, group, method)
-    else:
-        body = dense(problem) if kind == "bodies" else problem
-        sol = _dense(body if soft is None else soften(body, soft), mu, settings, target, z0, gradient, method)
-    if kind == "bodies":  # a world's solve: is its solution at a degenerate point (Flags.DEGENERATE)?
-        judged = problem if not held else problem.replace(valid=problem.valid & ~problem.fixed_normal)
-        sol = sol.replace(degenerate=degenerate(judged, sol.z, mu, target, settings.cone))
+        flat = dense(problem) if bodies else problem
+        flat = flat if flat.soft is None else soften(flat, flat.soft).replace(soft=None)
+        sol = (_relaxed(flat, method.relaxed) if plan.form == "relaxed" else _dense(flat, method, plan))
+    if bodies and plan.form != "relaxed":  # a world's solve: is its solution at a degenerate point (Flags.DEGENERATE)?
+        held = problem.fixed_normal
+        judged = problem if held is None else problem.replace(valid=problem.valid & ~held)
+        sol = sol.replace(degenerate=degenerate(judged, sol.z, problem.mu, None, method.settings.cone))
     return sol
 
 
-def _rhs(problem: ContactProblem, target):
-    target = problem.target if target is None else target
-    return problem.free_velocity.at[:, 0].add(-target)
+def _rhs(problem: ContactProblem):
+    return problem.free_velocity.at[:, 0].add(-problem.target)
 
 
 def _without_padding(problem: ContactProblem, rhs):
@@ -95,25 +83,27 @@ def _held_normals(problem: ContactProblem, A, b, settings):
 def _coupling(problem: ContactProblem, mu):
     C, nt = problem.num_contacts, problem.num_tangents
     dtype = problem.A.dtype
-    mu = jnp.broadcast_to(jnp.asarray(mu, dtype), (C, nt))
+    mu = jnp.broadcast_to(jnp.asarray(0.0 if mu is None else mu, dtype), (C, nt))  # None: no tangent rows
     return jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1).reshape(-1)
 
 
-def _dense(problem: ContactProblem, mu, settings, target, z0, gradient, method) -> ContactSolution:
+def _dense(problem: ContactProblem, method: Method, plan) -> ContactSolution:
     """The box-friction LCP with A formed, by projected Gauss–Seidel with implicit gradients."""
     C, d = problem.num_contacts, problem.rows_per_contact
-    A, b = _without_padding(problem, _rhs(problem, target))
+    settings = method.settings
+    A, b = _without_padding(problem, _rhs(problem))
     if problem.fixed_normal is not None:
         A, b = _held_normals(problem, A, b, settings)
     rows = RowStructure.contacts(C, problem.num_tangents)
+    z0 = problem.warm
     if z0 is not None:
         z0 = jnp.where(problem.valid[:, None], jax.lax.stop_gradient(z0), 0.0).astype(b.dtype).reshape(-1)
-    coupling = _coupling(problem, mu)
-    sol = solve_lcp(A, b, coupling, rows, settings, z0=z0, method=method)
+    coupling = _coupling(problem, problem.mu)
+    sol = solve_dense(DenseLCP(A=A, b=b, coupling=coupling, z0=z0, rows=rows), settings, plan)
     z = sol.z
-    if gradient is not None:
-        z = relaxed_gradient(z, regularized(A, settings.regularization), b, coupling, rows,
-                             jnp.repeat(problem.valid, d), gradient, settings.cone)
+    if method.gradient is not None:
+        z = relaxed_gradient(z, DenseLCP(A=regularized(A, settings.regularization), b=b, coupling=coupling, z0=None,
+                                         rows=rows), jnp.repeat(problem.valid, d), method.gradient, settings.cone)
     return ContactSolution(z=z.reshape(C, d), impulse=problem.J.T @ z, residual=sol.residual,
                            iterations=sol.iterations)
 
@@ -126,22 +116,23 @@ def body_impulse(problem: BodyProblem, z) -> jnp.ndarray:
     return jnp.zeros((N + 1, 6), p.dtype).at[idx.reshape(-1)].add(p.reshape(-1, 6))[:N]
 
 
-def _velocity(problem: BodyProblem, mu, settings, target, z0, soft, group, method) -> ContactSolution:
-    """The same LCP in velocity form (``body_lcp.solve_body_lcp``): the solution of the dense
+def _velocity(problem: BodyProblem, method: Method, plan) -> ContactSolution:
+    """The same LCP in velocity form (``body_lcp.solve_velocity``): the solution of the dense
     form (the same sweeps in exact arithmetic) in O(C) memory, each sweep visiting the valid
     contacts only. ``impulse`` is (6N,), as the dense form's over the world's stacked velocities."""
     C, d = problem.num_contacts, problem.rows_per_contact
     dtype = problem.v_free.dtype
-    target = problem.target if target is None else target
-    bias = jnp.zeros((C, d), dtype).at[:, 0].set(-target)
-    coupling = jnp.concatenate([jnp.zeros((C, 1), dtype), jnp.broadcast_to(jnp.asarray(mu, dtype), (C, d - 1))], axis=1)
+    bias = jnp.zeros((C, d), dtype).at[:, 0].set(-problem.target)
+    mu = jnp.broadcast_to(jnp.asarray(problem.mu, dtype), (C, d - 1))
+    coupling = jnp.concatenate([jnp.zeros((C, 1), dtype), mu], axis=1)
+    soft = problem.soft
     if soft is not None:
         soft = jnp.asarray(soft, dtype)
         soft = jnp.broadcast_to(soft[:, None] if soft.ndim == 1 else soft, (C, d))
-    if z0 is not None:
-        z0 = jax.lax.stop_gradient(z0)
-    sol = solve_body_lcp(problem.rows, problem.bodies, problem.mobility, problem.v_free, bias, coupling,
-                         problem.valid, soft, settings, z0, group, method=method)
+    z0 = None if problem.warm is None else jax.lax.stop_gradient(problem.warm)
+    lcp = VelocityLCP(rows=problem.rows, bodies=problem.bodies, Minv=problem.mobility, v_free=problem.v_free, bias=bias,
+                      coupling=coupling, valid=problem.valid, soft=soft, z0=z0)
+    sol = solve_velocity(lcp, method, plan)
     return ContactSolution(z=sol.z, impulse=body_impulse(problem, sol.z).reshape(-1), residual=sol.residual,
                            iterations=sol.iterations)
 
@@ -214,18 +205,20 @@ def degenerate(problem: BodyProblem, z, mu, target=None, cone: str = "box", impu
     return jnp.any((cap > 0) & (force >= (1 - impulse_tol) * cap) & every)
 
 
-def _relaxed(problem: ContactProblem, mu, kappa: float, newton_iters: int, regularization: float = 1e-6,
-             cone: str = "box", target=None) -> ContactSolution:
-    """The relaxed-complementarity impulse (``solve_relaxed_lcp``) with the friction set ``cone``;
-    A gets a relative diagonal ``regularization``."""
+def _relaxed(problem: ContactProblem, relaxed) -> ContactSolution:
+    """The relaxed-complementarity impulse (``solve_relaxed_lcp``) of ``relaxed`` = ``(kappa,
+    newton_iters, regularization[, cone])`` (``lcp.Method.relaxed``): the friction set ``cone`` (default
+    "box"), A with a relative diagonal ``regularization`` (default 1e-6)."""
+    kappa, newton_iters, regularization, cone = (tuple(relaxed) + (1e-6, "box")[len(relaxed) - 2:])[:4]
     C, d = problem.num_contacts, problem.rows_per_contact
     A = problem.A + jnp.diag(regularization * jnp.diagonal(problem.A))
-    b = _rhs(problem, target).reshape(-1)
+    b = _rhs(problem).reshape(-1)
     rows = RowStructure.contacts(C, problem.num_tangents)
     valid = jnp.repeat(problem.valid, d)
-    sol = solve_relaxed_lcp(A, b, _coupling(problem, mu), rows, valid, kappa, newton_iters, cone)
+    lcp = DenseLCP(A=A, b=b, coupling=_coupling(problem, problem.mu), z0=None, rows=rows)
+    sol = solve_relaxed_lcp(lcp, valid, kappa, newton_iters, cone)
     return ContactSolution(z=sol.z.reshape(C, d), impulse=problem.J.T @ sol.z, residual=sol.residual,
                            iterations=sol.iterations)
 
 
-__all__ = ["DEGENERATE_IMPULSE", "DEGENERATE_VELOCITY", "body_impulse", "degenerate", "solve_contact"]
+__all__ = ["DEGENERATE_IMPULSE", "DEGENERATE_VELOCITY", "Method", "body_impulse", "degenerate", "solve_contact"]

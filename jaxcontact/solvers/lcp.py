@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +37,7 @@ from .. import linalg
 from .implicit import implicit_fixed_point, newton_polish
 
 from .batching import MIN_TAIL_DENSE, tail_sweeps, with_batching_rule
-from .problem import SWEEP_METHODS, Method, choose
+from .problem import SWEEP_METHODS, Plan, table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +164,35 @@ class LCPSettings:
 
 CONES = ("elliptic", "box")
 """``LCPSettings.cone``: Coulomb's disc (elliptic) or each tangent on its own (box)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """How a law solves its contact problem (``solve_contact(problem, method)``), static: the law's
+    ``settings``; ``gradient``, a ``RelaxedGradient`` for the relaxed derivative (the same value;
+    dense form); ``group``, the contacts' manifold size (the coloured sweeps need it); ``relaxed``,
+    ``(kappa, newton_iters, regularization[, cone])`` for a relaxed-complementarity solve
+    (``RelaxedCoulomb``; ``settings`` unused); ``form``, "dense" or "velocity" forced (a comparison, a
+    benchmark). The table (``problem.choose``) turns it into a ``Plan``: the form, the sweeps (the fused
+    kernel or pure JAX), the batching and the adjoint."""
+
+    settings: LCPSettings = LCPSettings()
+    gradient: Any = None
+    group: int | None = None
+    relaxed: tuple | None = None
+    form: str | None = None
+
+
+@struct.dataclass
+class DenseLCP:
+    """The dense box-friction LCP as ``solve_dense`` takes it: A (m, m), b (m,), coupling (m,) (each
+    friction row's coefficient), z0 (m,) the start of the sweeps (None: zero), and the static ``rows``."""
+
+    A: jnp.ndarray
+    b: jnp.ndarray
+    coupling: jnp.ndarray
+    z0: Any
+    rows: RowStructure = struct.field(pytree_node=False)
 
 
 def disc_step(mu1, mu2, d1, d2):
@@ -442,19 +472,18 @@ def _unrolled_row(rows: RowStructure, i: int, zs, A, b, coupling):
     return zi
 
 
-def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str = "box", visit=None):
-    """One projected Gauss–Seidel sweep; returns (z, max scaled change).
+def _pgs_sweep(rows: RowStructure, z, lcp, unrolled: bool, cone: str = "box", visit=None):
+    """One projected Gauss–Seidel sweep of ``lcp`` = (A, b, coupling); returns (z, max scaled change).
 
     z, b, coupling: (m, *batch); A: (m, m, *batch) — the batch, if any, is the *trailing* axis
     (``_pgs_batched``), so every row update is one contiguous vector operation. ``cone``
     "elliptic": a contact's two tangent rows are one block (``disc_step``, ``project_disc``).
     visit: None (every row), or ``(order, count)`` of the looped sweeps (``visited_rows``): rows
     ``order[:count]`` in that order, the others left as they are."""
+    A, b, coupling = lcp
     m = z.shape[0]
-    if cone == "elliptic":
-        first, second = rows.pairs()
-        if len(first):
-            return _pgs_sweep_disc(rows, z, A, b, coupling, unrolled, first, second, visit)
+    if cone == "elliptic" and len(rows.pairs()[0]):
+        return _pgs_sweep_disc(rows, z, lcp, unrolled, visit)
     if unrolled:  # the method's sweep (``problem.choose``: up to ``SMALL_ROWS`` rows)
         # Unrolled on scalars: with a trailing batch axis every row update is an elementwise
         # vector operation, so XLA fuses the sweep into few kernels with no dynamic-update-slices.
@@ -482,10 +511,12 @@ def _pgs_sweep(rows: RowStructure, z, A, b, coupling, unrolled: bool, cone: str 
     return jax.lax.fori_loop(0, m if visit is None else visit[1], row, (z, jnp.zeros((), z.dtype)))
 
 
-def _pgs_sweep_disc(rows: RowStructure, z, A, b, coupling, unrolled: bool, first, second, visit=None):
+def _pgs_sweep_disc(rows: RowStructure, z, lcp, unrolled: bool, visit=None):
     """``_pgs_sweep`` with the elliptic cone: rows in order, each contact's tangent pair (``first``,
-    ``second``) updated at its first row as one block, from the constraint velocities after its
-    normal's update."""
+    ``second``: ``RowStructure.pairs``) updated at its first row as one block, from the constraint
+    velocities after its normal's update."""
+    A, b, coupling = lcp
+    first, second = rows.pairs()
     m = z.shape[0]
     partner = np.arange(m)
     partner[first] = second
@@ -566,15 +597,24 @@ def _tolerance(settings: LCPSettings, b):
     return jnp.maximum(jnp.asarray(settings.tol, b.dtype), floor)
 
 
-def _pgs_single(rows: RowStructure, settings: LCPSettings, unrolled: bool, z, A, b, coupling):
+class _Sweeps(NamedTuple):
+    """What a dense solve's sweeps are (static): the rows, the settings, unrolled or looped."""
+
+    rows: RowStructure
+    settings: LCPSettings
+    unrolled: bool
+
+
+def _pgs_single(how: _Sweeps, z, A, b, coupling):
     """Sweeps of one problem until no scaled change exceeds the tolerance (or the cap):
     (z, last change, sweeps)."""
+    rows, settings, unrolled = how
     tol = _tolerance(settings, b)
     visit = None if unrolled or not VISIT_COUPLED_ROWS else visited_rows(A, b, z)
 
     def body(carry):
         z, _, it = carry
-        z, change = _pgs_sweep(rows, z, A, b, coupling, unrolled, settings.cone, visit)
+        z, change = _pgs_sweep(rows, z, (A, b, coupling), unrolled, settings.cone, visit)
         return z, change, it + 1
 
     init = (z, jnp.asarray(jnp.inf, b.dtype), jnp.asarray(0, jnp.int32))
@@ -597,7 +637,7 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     def sweep(data, carry):
         At, bt, ct = data
         zt, _, it = carry
-        zn, ch = _pgs_sweep(rows, zt, At, bt, ct, True, settings.cone)  # the tail rule serves unrolled sweeps only
+        zn, ch = _pgs_sweep(rows, zt, (At, bt, ct), True, settings.cone)  # the tail rule serves unrolled sweeps only
         return zn, ch, it + 1
 
     def unfinished(carry, tol):
@@ -609,11 +649,11 @@ def _pgs_batched(rows: RowStructure, settings: LCPSettings, z, A, b, coupling):
     return zt.T, change, it
 
 
-def _pgs(rows: RowStructure, settings: LCPSettings, method: Method):
+def _pgs(rows: RowStructure, settings: LCPSettings, plan: Plan):
     """The forward solve (z0, A, b, coupling) -> (z, change, sweeps): with the one batching rule
-    where ``method.batching`` says so (``problem.choose``)."""
-    single = functools.partial(_pgs_single, rows, settings, method.sweep == "unrolled")
-    if method.batching != "tail":
+    where ``plan.batching`` says so (``problem.choose``)."""
+    single = functools.partial(_pgs_single, _Sweeps(rows, settings, plan.sweep == "unrolled"))
+    if plan.batching != "tail":
         return single  # a uniform trip count, or rows in a fori_loop: plain vmap is right
     return with_batching_rule(single, functools.partial(_pgs_batched, rows, settings))
 
@@ -630,25 +670,31 @@ def _refined(active, T):
 
 
 def solve_lcp(A, b, coupling, rows: RowStructure, settings: LCPSettings = LCPSettings(), z0=None,
-              method: Method | None = None):
+              method: Plan | None = None):
     """Solve the box-friction LCP (see module docstring); differentiable in A, b and coupling.
 
     A: (m, m) Delassus matrix J M⁻¹ Jᵀ. b: (m,) free constraint velocity plus bias.
     coupling: (m,) friction coefficient of each friction row (ignored on other rows).
     z0: (m,) start of the sweeps (a warm start; default zero) — not differentiated.
-    method: the sweep and batching of ``problem.choose`` (None: chosen here from the row count).
-    Returns ``LCPSolution(z, residual, iterations)``.
-    """
+    method: a ``problem.Plan`` of the dense form (None: the table's, ``problem.table``, from the row count).
+    Returns ``LCPSolution(z, residual, iterations)``. The arrays one by one, as a user holds them;
+    a law's problem goes through ``solve_contact`` (``solve_dense``)."""
+    plan = table("dense", len(rows.lo0), Method(settings)) if method is None else method
+    return solve_dense(DenseLCP(A=A, b=b, coupling=coupling, z0=z0, rows=rows), settings, plan)
+
+
+def solve_dense(lcp: DenseLCP, settings: LCPSettings, plan: Plan) -> LCPSolution:
+    """``solve_lcp`` of a ``DenseLCP`` by the sweeps and batching of ``plan`` (``problem.choose``)."""
+    A, b, coupling, z0, rows = lcp.A, lcp.b, lcp.coupling, lcp.z0, lcp.rows
     A = regularized(A, settings.regularization)
     T = _fixed_point_map(rows, settings.cone)
     if z0 is None:
         z0 = jnp.zeros_like(b)
-    method = choose("dense", len(rows.lo0), settings) if method is None else method
-    pgs = _pgs(rows, settings, method)
+    pgs = _pgs(rows, settings, plan)
     polish = None
     if settings.polish_settings() is not None or settings.gradient_newton:
         fine = settings.polish_settings()
-        fine = None if fine is None else _pgs(rows, fine, choose("dense", len(rows.lo0), fine))
+        fine = None if fine is None else _pgs(rows, fine, table("dense", len(rows.lo0), Method(fine)))
         newton = newton_polish(T, settings.gradient_newton) if settings.gradient_newton else None
 
         def polish(z, A, b, coupling):

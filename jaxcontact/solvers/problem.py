@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from .. import native
+
 SMALL_ROWS = 64
 """A problem of at most this many rows (C·d) is small: a world's is formed densely (A built), and
 every dense problem this small is swept unrolled (each row one vector operation over a batch,
@@ -53,7 +55,11 @@ class ContactProblem:
 
     J: (C·d, nv) stacked rows (normal, tangents per contact). A: (C·d, C·d) Delassus matrix J W Jᵀ.
     free_velocity: (C, d) J v_free per contact. phi: (C,) signed distances (m). valid: (C,) real
-    contacts (padding never pushes). target: (C,) −φ/h, the no-penetration normal velocity (m/s).
+    contacts (padding never pushes). target: (C,) −φ/h, the no-penetration normal velocity (m/s),
+    or the law's (raised for restitution). The law's part of the problem (``PROBLEM_FIELDS``): mu,
+    the friction coefficient per tangent row (a scalar, (nt,) per direction, or (C, nt)); soft, the
+    softness (constraint-force mixing: (C,) relative diagonal per contact or (C, d) per row; a
+    world's ``Scene.softness``, MuJoCo-soft rows' R / A_ii); warm, a start of the sweeps (C, d).
     """
 
     J: jnp.ndarray
@@ -65,6 +71,9 @@ class ContactProblem:
     num_contacts: int = struct.field(pytree_node=False)
     num_tangents: int = struct.field(pytree_node=False)
     fixed_normal: Any = None  # (C,) bool or None: contacts whose normal impulse is held at 1 (``BodyProblem``'s)
+    mu: Any = None  # friction per tangent row, broadcast to (C, num_tangents); None: no tangent rows allowed
+    soft: Any = None  # (C,) or (C, d) relative diagonal added to each contact's rows (constraint-force mixing)
+    warm: Any = None  # (C, d) start of the sweeps (a warm start; padded contacts start at zero; not differentiated)
 
     @property
     def rows_per_contact(self) -> int:
@@ -140,7 +149,8 @@ class BodyProblem:
     v_free: (N, 6). phi, valid, target: (C,) as ``ContactProblem``'s. fixed_normal: None, or (C,) bool
     the contacts whose normal impulse is not solved but held at 1, so that their friction rows are
     bounded by μ alone, |z_t| ≤ μ (a joint's friction loss: ``worlds.joints.loss_rows``, μ = its
-    friction loss times h; their normal rows are zero and never softened). Solved densely only."""
+    friction loss times h; their normal rows are zero and never softened). Solved densely only.
+    mu, soft, warm: the law's part, as ``ContactProblem``'s."""
 
     rows: jnp.ndarray
     bodies: jnp.ndarray
@@ -150,6 +160,9 @@ class BodyProblem:
     valid: jnp.ndarray
     target: jnp.ndarray
     fixed_normal: Any = None
+    mu: Any = None
+    soft: Any = None
+    warm: Any = None
 
     @property
     def num_contacts(self) -> int:
@@ -175,8 +188,9 @@ def dense(problem: BodyProblem) -> ContactProblem:
     """The same problem with J (C·d, 6N) and A formed (``from_body_rows``), for ``solve``."""
     prob = from_body_rows(problem.rows, problem.bodies, problem.phi, problem.valid, problem.mobility,
                           problem.v_free, 1.0)
-    # the problem's own target (capped, raised), not −φ/dt
-    return prob.replace(target=problem.target, fixed_normal=problem.fixed_normal)
+    # the problem's own target (capped, raised), not −φ/dt, and the law's part
+    return prob.replace(target=problem.target, fixed_normal=problem.fixed_normal, mu=problem.mu, soft=problem.soft,
+                        warm=problem.warm)
 
 
 def soften(problem: ContactProblem, soft) -> ContactProblem:
@@ -203,38 +217,62 @@ def normal_diagonal(problem: BodyProblem) -> jnp.ndarray:
 
 
 @dataclasses.dataclass(frozen=True)
-class Method:
-    """How a contact problem is solved (``choose``): ``form`` "dense" (``lcp.solve_lcp``),
-    "velocity" (``body_lcp.solve_body_lcp``) or "relaxed" (``relaxed_lcp.solve_relaxed_lcp``);
-    ``sweep`` the sweeps on a CPU ("unrolled", "looped"; "native", "colour", "sequential"; "newton")
-    and ``sweep_elsewhere`` off a CPU; ``batching`` "tail" (``batching.tail_sweeps``) or "vmap"."""
+class Plan:
+    """A row of the table (``choose``): how a contact problem is solved. ``form`` "dense"
+    (``lcp.solve_dense``), "velocity" (``body_lcp.solve_velocity``) or "relaxed"
+    (``relaxed_lcp.solve_relaxed_lcp``); ``sweep`` the sweeps on a CPU ("unrolled", "looped"; "native",
+    "colour", "sequential"; "newton") and ``sweep_elsewhere`` off a CPU; ``batching`` "tail"
+    (``batching.tail_sweeps``) or "vmap"; ``adjoint`` the reverse pass's solve: "native" (the fused
+    kernel ``native/adjoint.cc`` on a CPU, beside the fused sweeps) or "reference" (``implicit``'s)."""
 
     form: str
     sweep: str
     sweep_elsewhere: str
     batching: str
+    adjoint: str = "reference"
 
 
-def choose(kind: str, rows: int, settings, gradient=None, full_mobility: bool = False, group: int | None = None,
-           relaxed: bool = False, form: str | None = None) -> Method:
-    """The one table (module docstring): how to solve a problem of ``kind`` ("dense": a
-    ``ContactProblem``; "bodies": a ``BodyProblem``) of ``rows`` rows under ``settings``
-    (``LCPSettings``), with a relaxed ``gradient``, a jointed world's ``full_mobility``, the
-    contacts' manifold size ``group`` (the coloured sweeps need it), a ``relaxed`` law; ``form``
-    forces "dense" or "velocity" (a comparison, a benchmark)."""
-    if relaxed:
-        return Method("relaxed", "newton", "newton", "vmap")
+def choose(problem, method) -> Plan:
+    """The one table (module docstring): how ``problem`` (a ``ContactProblem`` or a ``BodyProblem``)
+    is solved by ``method`` (``lcp.Method``: the law's settings, gradient mode, manifold size, a
+    relaxed law's solve, a forced form), from the problem's static sizes. Refuses what no row solves:
+    another type, a forced form the problem cannot take, a held normal (a joint's friction loss)
+    outside the dense form."""
+    if isinstance(problem, BodyProblem):
+        kind, full = "bodies", problem.full_mobility
+    elif isinstance(problem, ContactProblem):
+        kind, full = "dense", False
+    else:
+        raise TypeError(f"solve_contact: expected a ContactProblem or a BodyProblem, got {type(problem).__name__}")
+    held = problem.fixed_normal is not None  # rows of a fixed bound (a joint's friction loss): dense only
+    if held and (method.relaxed is not None or method.form == "velocity"):
+        raise ValueError("solve_contact: a problem with fixed-normal contacts (a joint's or tendon's friction loss) is "
+                         "solved by the dense projected Gauss–Seidel only, not " + ("a relaxed law's Newton solve "
+                         "(RelaxedCoulomb)" if method.relaxed is not None else "in velocity form"))
+    if held:
+        method = dataclasses.replace(method, form="dense")
+    return table(kind, problem.num_contacts * problem.rows_per_contact, method, full)
+
+
+def table(kind: str, rows: int, method, full_mobility: bool = False) -> Plan:
+    """``choose``'s table by the problem's ``kind`` ("dense": a ``ContactProblem``; "bodies": a
+    ``BodyProblem``), its number of ``rows`` and a jointed world's ``full_mobility``; ``method.form``
+    forces "dense" or "velocity" (a comparison, a benchmark). The one place that asks whether the fused
+    kernels can run (``native.available()``)."""
+    if method.relaxed is not None:
+        return Plan("relaxed", "newton", "newton", "vmap")
+    form, settings, group = method.form, method.settings, method.group
     if form not in (None, "dense", "velocity"):
         raise ValueError(f"form must be None, 'dense' or 'velocity', got {form!r}")
     uniform = settings.fixed_iterations
     if form == "velocity" and (kind == "dense" or full_mobility):
         raise ValueError("the velocity form needs a BodyProblem of free bodies (every body's own M⁻¹); a formed A "
                          "or a jointed world's full mobility is solved densely")
-    dense = kind == "dense" or form == "dense" or (form is None and (rows <= DENSE_WORLD_ROWS or gradient is not None
-                                                                      or full_mobility))
+    dense = kind == "dense" or form == "dense" or (form is None and (rows <= DENSE_WORLD_ROWS
+                                                                      or method.gradient is not None or full_mobility))
     if dense:
         sweep = "unrolled" if rows <= SMALL_ROWS else "looped"
-        return Method("dense", sweep, sweep, "tail" if sweep == "unrolled" and not uniform else "vmap")
+        return Plan("dense", sweep, sweep, "tail" if sweep == "unrolled" and not uniform else "vmap")
     cpu, elsewhere = {"auto": ("native", "colour"), "native": ("native", "colour"), "colour": ("colour", "colour"),
                       "sequential": ("sequential", "sequential")}[settings.sweeps]
     if group is None:  # no manifold size: no colouring
@@ -242,11 +280,9 @@ def choose(kind: str, rows: int, settings, gradient=None, full_mobility: bool = 
     if settings.sweeps == "auto" and jax.default_backend() != "cpu":
         cpu = elsewhere  # no CPU to run on: never build the kernel
     if cpu == "native":
-        from .. import native
-
         cpu = "native" if native.available() else "sequential"
-    return Method("velocity", cpu, elsewhere, "vmap" if uniform else "tail")
+    return Plan("velocity", cpu, elsewhere, "vmap" if uniform else "tail", "native" if cpu == "native" else "reference")
 
 
-__all__ = ["DENSE_WORLD_ROWS", "SMALL_ROWS", "SWEEP_METHODS", "BodyProblem", "ContactProblem", "ContactSolution", "Method", "block_diag",
-           "body_problem", "choose", "dense", "from_body_rows", "from_jacobians", "soften"]
+__all__ = ["DENSE_WORLD_ROWS", "SMALL_ROWS", "SWEEP_METHODS", "BodyProblem", "ContactProblem", "ContactSolution", "Plan",
+           "block_diag", "body_problem", "choose", "dense", "from_body_rows", "from_jacobians", "soften", "table"]

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from .. import linalg
 from .implicit import implicit_root
-from .lcp import RowStructure
+from .lcp import DenseLCP
 from .relaxed_lcp import relaxed_residual
 
 GRADIENT_MODES = ("exact", "relaxed")
@@ -66,10 +66,11 @@ def check_gradient_mode(mode: str, owner: str = "gradient") -> str:
     return mode
 
 
-def relaxed_solution(z_hard, A, b, coupling, rows: RowStructure, valid, settings: RelaxedGradient,
-                     cone: str = "box"):
-    """The relaxed solution z_κ near the hard one, differentiable implicitly in (A, b, coupling).
-    A must be the matrix the hard solve used (``lcp.regularized``); ``cone`` its friction set."""
+def relaxed_solution(z_hard, lcp: DenseLCP, valid, settings: RelaxedGradient, cone: str = "box"):
+    """The relaxed solution z_κ near the hard one, differentiable implicitly in ``lcp``'s (A, b,
+    coupling) (its ``z0`` unused). A must be the matrix the hard solve used (``lcp.regularized``);
+    ``cone`` its friction set."""
+    A, b, coupling, rows = lcp.A, lcp.b, lcp.coupling, lcp.rows
     F = relaxed_residual(rows, cone)
     kap = float(settings.velocity_scale) ** 2
 
@@ -92,11 +93,11 @@ def relaxed_solution(z_hard, A, b, coupling, rows: RowStructure, valid, settings
     return newton(jax.lax.stop_gradient(z_hard), A, b, coupling, valid)
 
 
-def relaxed_gradient(z_hard, A, b, coupling, rows: RowStructure, valid, settings: RelaxedGradient,
-                     cone: str = "box"):
+def relaxed_gradient(z_hard, lcp: DenseLCP, valid, settings: RelaxedGradient, cone: str = "box"):
     """``z_hard`` as the value, the relaxed problem's implicit derivative as the derivative (module
-    docstring). z_hard: the hard solution (its own derivative is discarded); ``cone`` its friction set."""
-    z_soft = relaxed_solution(z_hard, A, b, coupling, rows, valid, settings, cone)
+    docstring). z_hard: the hard solution of ``lcp`` (its own derivative is discarded); ``cone`` its
+    friction set."""
+    z_soft = relaxed_solution(z_hard, lcp, valid, settings, cone)
     delta = z_soft - jax.lax.stop_gradient(z_soft)  # exactly 0 in value where finite
     delta = jnp.where(jnp.isfinite(z_soft), delta, jnp.zeros_like(delta))
     return jax.lax.stop_gradient(z_hard) + delta

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import linalg
-from .lcp import LCPSolution, RowStructure, disc_step
+from .lcp import DenseLCP, LCPSolution, RowStructure, disc_step
 
 
 def _sr(x, k):
@@ -73,11 +73,12 @@ def relaxed_residual(rows: RowStructure, cone: str = "box"):
     return F
 
 
-def solve_relaxed_lcp(A, b, coupling, rows: RowStructure, valid, kappa: float, newton_iters: int,
-                      cone: str = "box") -> LCPSolution:
-    """Solve the relaxed LCP (module docstring) with the friction set ``cone``
-    (``LCPSettings.cone``). valid: (m,) rows that take part (others return z = 0). Returns ``LCPSolution(z, residual, iterations)`` with the residual the
-    largest scaled relaxed-equation error |diag(A)·F(z)| (m/s) before the implicit step."""
+def solve_relaxed_lcp(lcp: DenseLCP, valid, kappa: float, newton_iters: int, cone: str = "box") -> LCPSolution:
+    """Solve the relaxed LCP ``lcp`` (module docstring; its A, b, coupling and rows, ``z0`` unused) with
+    the friction set ``cone`` (``LCPSettings.cone``). valid: (m,) rows that take part (others return
+    z = 0). Returns ``LCPSolution(z, residual, iterations)`` with the residual the largest scaled
+    relaxed-equation error |diag(A)·F(z)| (m/s) before the implicit step."""
+    A, b, coupling, rows = lcp.A, lcp.b, lcp.coupling, lcp.rows
     is_fric = jnp.asarray(rows.is_friction)
     F = partial(relaxed_residual(rows, cone), valid=valid)
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,6 +53,7 @@ from flax import struct
 from .. import contact, eager, geometry, stages
 from ..rotations import quat_exp, quat_mul, quat_normalize
 from ..stages import first, leading, per_body
+from ..doors import enter, last_states
 from ..types import Flags, Model, Params, State
 from ..validation import (
     FIXED_MOVING,
@@ -230,15 +231,17 @@ def _contacts_coupled(model, scene: Scene, params: Params, state, v1, Minv, warm
         ours = soften(jnp.zeros(con.phi.shape, bool))
         vel_pre = contact.relative_velocity(prob, v_pre)
         sp = world_soft.problem(scene, params, con, prob, mu, vel_pre, model.dt, ours)
-        sol = law.solve_coupled(model, params, sp.prob, sp.mu, sp.vn_pre, sp.prob.phi, lambda impact: sp.soft,
-                                # the pyramid's edges warm-started; an elliptic world's soft rows start cold (a
-                                # warm start sent Metaworld's mug to 6e6 mm, not yet understood)
-                                None if warm is None or sp.edges == 1 else sp.spread(warm_slots(scene, con, warm)),
-                                None if sp.edges > 1 else manifold_size(model, scene, params))
+        # the pyramid's edges warm-started; an elliptic world's soft rows start cold (a warm start sent
+        # Metaworld's mug to 6e6 mm, not yet understood)
+        start = None if warm is None or sp.edges == 1 else sp.spread(warm_slots(scene, con, warm))
+        sol = law.solve_coupled(model, params, contact.CoupledProblem(
+            problem=sp.prob.replace(mu=sp.mu, warm=start), vn_pre=sp.vn_pre, phi_switch=sp.prob.phi,
+            soften=lambda impact: sp.soft, group=None if sp.edges > 1 else manifold_size(model, scene, params)))
         sol = sol.replace(z=sp.collapse(sol.z))
     else:
-        sol = law.solve_coupled(model, params, prob, mu, vn_pre, patch_phi(scene, con, vn_pre, model.dt), soften,
-                                None if warm is None else warm_slots(scene, con, warm), manifold_size(model, scene, params))
+        sol = law.solve_coupled(model, params, contact.CoupledProblem(
+            problem=prob.replace(mu=mu, warm=None if warm is None else warm_slots(scene, con, warm)), vn_pre=vn_pre,
+            phi_switch=patch_phi(scene, con, vn_pre, model.dt), soften=soften, group=manifold_size(model, scene, params)))
     p_body = sol.impulse.reshape(N, 6)
     if warm is not None:
         warm = warm_table(scene, con, jax.lax.stop_gradient(sol.z))
@@ -307,10 +310,10 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
     0. checks in: ``validation.broken_rules`` per body;
     1. depenetrate: ``stages.depenetrate`` per body (the ground's; position only);
     2. free motion: ``stages.free_velocity`` and M⁻¹ per body;
-    3. contact, by the law: bodies that cannot touch each other (``coupled`` false) each call
-       ``law(model, params, state, v¹)`` against the ground (``_contacts_per_body``); a world with
-       pairs or joints collides and builds one problem that ``law.solve_coupled`` solves
-       (``_contacts_coupled``);
+    3. contact, by the law, on the world's ``route`` (chosen once): bodies that cannot touch each other
+       (``coupled`` false) each call ``law(model, params, state, v¹)`` against the ground
+       (``_contacts_ground``); a world with pairs or joints collides and builds one problem that
+       ``law.solve_coupled`` solves (``_contacts_coupled``); both give a ``WorldInfo``;
     4. integrate: ``stages.integrate`` per body;
     5. checks out: ``stages.step_flags`` (+ ``Flags.CAPACITY`` from the broad phase).
     ``warm``: the law's warm start (None: cold), returned updated. ``stage``: how each named stage
@@ -323,22 +326,23 @@ def step_stages(model, scene: Scene, params: Params, state, control, warm, stage
     state, projected_b = stage("depenetrate", lambda p, s: _depenetrate(model, scene, p, s), params, state)
     v1, Minv, invalid_b = stage("free motion", lambda p, s, u, i: _free_motion(model, p, s, u, i),
                                 params, state, control, invalid_b)
-    if coupled(scene):
-        v_new, p_body, info, warm, con = stage(
-            "contact", lambda p, s, v, M, w: _contacts_coupled(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
-    else:
-        v_new, p_body, laws_info, warm, failed_b = stage(
-            "contact", lambda p, s, v, M, w: _contactsper_body(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
-        con = None
+    contacts, checks = route(scene)  # the one branch: both routes' stages return the same
+    v_new, p_body, info, warm, con = stage(
+        "contact", lambda p, s, v, M, w: contacts(model, scene, p, s, v, M, w), params, state, v1, Minv, warm)
     new = stage("integrate", lambda p, g, s, v, M, c: _integrate(model, scene, p, g, s, v, M, c),
                 params, given, state, v_new, Minv, con)
-    if coupled(scene):
-        info = stage("checks out", lambda c, i, ib, pb, bp, n: _checks_coupled(model, scene, c, i, ib, pb, bp, n),
-                     con, info, invalid_b, projected_b, p_body, new)
-    else:
-        info = stage("checks out", lambda p, li, ib, pb, fb, bp, n: _checksper_body(scene, p, li, ib, pb, fb, bp, n),
-                     params, laws_info, invalid_b, projected_b, failed_b, p_body, new)
+    info = stage("checks out", lambda p, c, i, b: checks(model, scene, p, c, i, b),
+                 params, con, info, Bodies(invalid_b, projected_b, p_body, new))
     return new, info, warm
+
+
+def route(scene: Scene):
+    """A world's contact route, chosen once (static, ``coupled``): its contact stage and its checks out,
+    the same on both routes — contact ``(model, scene, params, state, v¹, M⁻¹, warm) -> (v after contact,
+    impulses (N, 6), WorldInfo, warm⁺, the contacts or None)``, checks out ``(model, scene, params, contacts,
+    WorldInfo, Bodies) -> WorldInfo`` with its flags. Coupled:
+    ``_contacts_coupled``, ``_checks_coupled``; per body: ``_contacts_ground``, ``_checks_ground``."""
+    return (_contacts_coupled, _checks_coupled) if coupled(scene) else (_contacts_ground, _checks_ground)
 
 
 RK4_A = (0.5, 0.5, 1.0)  # MuJoCo's RK4 tableau (``RK4_A``, its diagonal below the first row): stage i from stage i − 1
@@ -372,7 +376,7 @@ def _rk4_scan(model, scene: Scene, params: Params, state, control, warm, invalid
         s = jax.tree_util.tree_map(lambda x0, x: jnp.where(first_stage, x0, x), state, s)  # X₀ itself, bitwise
         v1, Minv, inv = _free_motion(model, params, s, control, invalid_b, explicit=True)
         v_new, p_body, info, w, con = _contacts_coupled(model, scene, params, s, v1, Minv, w, correction)
-        info = _checks_coupled(model, scene, con, info, inv, none, p_body, s)
+        info = _checks_coupled(model, scene, params, con, info, Bodies(inv, none, p_body, s))
         v = gen(s)
         acc = (v_new - v) / h
         return (v, acc, w, dq + b_i * v, dv + b_i * acc, bad | info.flags), info
@@ -458,8 +462,19 @@ def _integrate(model, scene: Scene, params: Params, given, state, v_new, Minv, c
     return new
 
 
-def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, invalid_b, projected_b, p_body, new):
+class Bodies(NamedTuple):
+    """What a step's checks out read of its bodies: the broken rules' bits (N,) (``validation.RULES``),
+    moved out of the ground (N,), the contact impulses (N, 6) and the state⁺."""
+
+    invalid: jnp.ndarray
+    projected: jnp.ndarray
+    impulse: jnp.ndarray
+    new: Any
+
+
+def _checks_coupled(model, scene: Scene, params: Params, con: WorldContacts, info: WorldInfo, bodies: Bodies):
     """A coupled world's checks out: one ``Flags`` set from its one solve, its bodies and its pairs."""
+    invalid_b, projected_b, p_body, new = bodies
     invalid, projected = _or(invalid_b), jnp.any(projected_b)
     failed = stages.solver_failed(model, info)
     # bodies that start a step inside each other deeper than one step of max_correction_speed: the
@@ -472,21 +487,33 @@ def _checks_coupled(model, scene: Scene, con: WorldContacts, info: WorldInfo, in
     return info.replace(flags=flags, invalid=invalid)
 
 
-def _checksper_body(scene: Scene, params: Params, laws_info, invalid_b, projected_b, failed_b, p_body, new):
+def _contacts_ground(model, scene: Scene, params: Params, state, v1, Minv, warm):
+    """The per-body route's contact stage in the coupled route's form (``route``): ``_contactsper_body``, its
+    laws' infos in a ``WorldInfo`` (``contacts``: each body's ``ContactInfo``, whose ``flags`` hold the body's
+    solve-failed bit, ``Flags.SOLVER``, until ``_checks_ground`` sets them); no contacts of pairs (None)."""
+    v_new, p_body, laws_info, warm, failed_b = _contactsper_body(model, scene, params, state, v1, Minv, warm)
+    most = (lambda x: x[0]) if scene.num_bodies == 1 else (lambda x: jnp.max(x, initial=0))  # no bodies: 0
+    dtype = p_body.dtype
+    info = WorldInfo(
+        impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), dtype),
+        pair_kind=jnp.zeros((0,), jnp.int32), residual=most(laws_info.residual),
+        iterations=most(laws_info.iterations), joint_impulse=jnp.zeros((0,), dtype),
+        joint_error=jnp.zeros((), dtype),
+        contacts=laws_info.replace(flags=jnp.where(failed_b, jnp.int32(Flags.SOLVER), jnp.int32(0))))
+    return v_new, p_body, info, warm, None
+
+
+def _checks_ground(model, scene: Scene, params: Params, con, info: WorldInfo, bodies: Bodies):
     """The per-body route's checks out: each body's ``Flags`` (as a single body's step sets them, in
-    its ``ContactInfo``) and the world's, their OR, in a ``WorldInfo``."""
+    its ``ContactInfo``) and the world's, their OR."""
+    invalid_b, projected_b, p_body, new = bodies
+    failed_b = (info.contacts.flags & int(Flags.SOLVER)) != 0
     flags_b = per_body(lambda p, i, imp, s1, pr, f: stages.step_flags(i, stages.any_nonfinite(imp, s1), pr, f),
                         params, invalid_b, p_body, new, projected_b, failed_b)
     one = scene.num_bodies == 1
     pick = (lambda x: x[0]) if one else (lambda x: _or(x))
-    most = (lambda x: x[0]) if one else (lambda x: jnp.max(x, initial=0))  # no bodies: 0
-    dtype = p_body.dtype
-    return WorldInfo(
-        impulse=p_body, phi_ground=laws_info.phi, pair_phi=jnp.zeros((0, scene.pair_contacts), dtype),
-        pair_kind=jnp.zeros((0,), jnp.int32), residual=most(laws_info.residual),
-        iterations=most(laws_info.iterations), joint_impulse=jnp.zeros((0,), dtype),
-        joint_error=jnp.zeros((), dtype), flags=pick(flags_b), invalid=pick(invalid_b),
-        contacts=laws_info.replace(flags=flags_b, invalid=invalid_b))
+    return info.replace(flags=pick(flags_b), invalid=pick(invalid_b),
+                        contacts=info.contacts.replace(flags=flags_b, invalid=invalid_b))
 
 
 def initial_warm(model, scene: Scene, params: Params, state):
@@ -536,39 +563,41 @@ def step_with_info(model, scene: Scene, params: Params, state: State, control=No
     not converged); inside a user's ``jit``/``vmap``/``grad`` it traces straight through and reports
     through ``WorldInfo.flags``."""
     check_arguments("worlds.step_with_info", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
-    return _step_with_info(model, scene, params, state, control, start, stacklevel=3)
+    return _step_with_info(model, scene, params, state, control, start)
 
 
-def _step_with_info(model, scene, params, state, control, start, stacklevel):
-    """``stacklevel``: the user's call, counted from here, for a warning an eager step raises."""
+def _step_with_info(model, scene, params, state, control, start):
+    """A world's step through the one eager wrapper (``doors.enter``): static checks, then on concrete
+    inputs ``validate``, the jitted step and ``warn_step``."""
     world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, state, control, concrete=is_concrete(params.body))
-    if is_concrete((params, state, control)):
-        validate(scene, params, state, control, start=start, dt=model.dt)
-        new, info = _step_jit(model, scene, params, state, control)
-        warn_step(model, scene, params, state, info, "the world", stacklevel=stacklevel + 1)
-        return new, info
-    return _step(model, scene, params, state, control)
+
+    def warn(out):
+        warn_step(model, scene, params, state, out[1], "the world")
+        return out
+
+    return enter((params, state, control),
+                 lambda eager: (_step_jit if eager else _step)(model, scene, params, state, control),
+                 lambda: validate(scene, params, state, control, start=start, dt=model.dt), warn)
 
 
-def warn_step(model, scene: Scene, params: Params, state: State, info: WorldInfo, who: str, stacklevel: int) -> None:
+def warn_step(model, scene: Scene, params: Params, state: State, info: WorldInfo, who: str) -> None:
     """An eager world step's warnings, as a single body's step and a world's rollout give them: a
     body in the ground or two bodies inside each other at the start (``PenetrationWarning``, when the
     step flagged ``Flags.PENETRATION``), then ``eager.warn_step`` (non-finite, solve not converged).
-    ``who``: "the world" or "the chain"; ``stacklevel``: the user's call of the door, counted from here."""
+    ``who``: "the world" or "the chain". Called inside ``doors.enter``, which points them at the user's call."""
     if int(info.flags) & Flags.PENETRATION:
-        warn_start(model, scene, params, state, False, stacklevel + 1)
-    eager.warn_step(info.flags, info.residual, who, stacklevel=stacklevel + 1)
+        warn_start(model, scene, params, state, False)
+    eager.warn_step(info.flags, info.residual, who)
 
 
-def warn_start(model, scene: Scene, params: Params, states: State, batched: bool, stacklevel: int) -> None:
+def warn_start(model, scene: Scene, params: Params, states: State, batched: bool) -> None:
     """The warnings of a start the step flagged ``Flags.PENETRATION``, for every world door: a body in the
-    ground (``eager.warn_world_penetration``) and two bodies inside each other (``warn_overlaps``);
-    ``stacklevel``: the user's call of the door, counted from here."""
+    ground (``eager.warn_world_penetration``) and two bodies inside each other (``warn_overlaps``)."""
     if scene.ground:
-        eager.warn_world_penetration(model, params, states, batched=batched, stacklevel=stacklevel + 1)
-    warn_overlaps(model, scene, params, states, batched=batched, stacklevel=stacklevel + 1)
+        eager.warn_world_penetration(model, params, states, batched=batched)
+    warn_overlaps(model, scene, params, states, batched=batched)
 
 
 def _step(model, scene, params, state, control):
@@ -583,10 +612,10 @@ _step_jit = jax.jit(_step, static_argnames=("model", "scene"))
 def step(model, scene: Scene, params: Params, state: State, control=None, *, start: str = "initial") -> State:
     """``step_with_info`` without the info."""
     check_arguments("worlds.step", model=(model, Model), scene=(scene, Scene), params=(params, Params), state=(state, State), control=(control, OPTIONAL_ARRAY))
-    return _step_with_info(model, scene, params, state, control, start, stacklevel=3)[0]
+    return _step_with_info(model, scene, params, state, control, start)[0]
 
 
-def body_scene(params: Params) -> Scene:
+def body_scene() -> Scene:
     """The scene of a single body as a world: one body, no pairs, the ground, no softness (the
     model's ``max_contacts`` keeps its ground contacts, as in every world)."""
     return Scene(topologies=(None,), ground=True, softness=0.0)
@@ -600,27 +629,42 @@ def lift_body(params: Params, state, control, steps: bool):
 
 
 @dataclasses.dataclass(frozen=True)
-class AsBody:
-    """A world rollout of one body (``pipeline.run``) called on one body's inputs and returning
-    its outputs: the body's states and its law's ``ContactInfo`` (``WorldInfo.contacts``)."""
+class RolloutSpec:
+    """A rollout's static settings, one hashable value (``jax.jit``'s static argument of ``run``,
+    ``rollout_jit``, ``batch_jit`` and ``sharding.per_device_rollout``): the ``model`` and ``scene``,
+    ``n_steps``, ``output`` ("trajectory" or "final"), ``with_info``, ``watch`` (also return the first
+    step whose contact solve failed and the largest such residual: eager warnings), ``body`` (a single
+    body's inputs and outputs, ``as_body``) and, for batches, ``params_batched`` and ``chunk_size``."""
 
-    output: str
-    with_info: bool
-    watch: bool
+    model: Any
+    scene: Scene
+    n_steps: int
+    output: str = "trajectory"
+    with_info: bool = True
+    watch: bool = False
+    body: bool = False
+    params_batched: bool = False
+    chunk_size: int | None = None
 
-    def __call__(self, fn, params, state, controls):
-        state, controls = stages.as_input_dtype(params, state, controls)  # a single body's: no materials
-        out = fn(*lift_body(params, state, controls, steps=True))
-        failed = None
-        if self.watch:
-            out, failed = out
-        if self.output == "final":
-            out = (first(out[0]), out[1]) if self.with_info else first(out)
-        elif self.with_info:
-            out = (first(out[0], 1), first(out[1].contacts, 1))
-        else:
-            out = first(out, 1)
-        return (out, failed) if self.watch else out
+
+def as_body(spec: RolloutSpec, fn, params, state, controls):
+    """``fn`` (a world rollout of one body, ``run``) called on one body's inputs (lifted to a world of one,
+    ``lift_body``) and returning its outputs: the body's states and its law's ``ContactInfo``
+    (``WorldInfo.contacts``); a world's (``spec.body`` false) called as it is."""
+    if not spec.body:
+        return fn(params, state, controls)
+    state, controls = stages.as_input_dtype(params, state, controls)  # a single body's: no materials
+    out = fn(*lift_body(params, state, controls, steps=True))
+    failed = None
+    if spec.watch:
+        out, failed = out
+    if spec.output == "final":
+        out = (first(out[0]), out[1]) if spec.with_info else first(out)
+    elif spec.with_info:
+        out = (first(out[0], 1), first(out[1].contacts, 1))
+    else:
+        out = first(out, 1)
+    return (out, failed) if spec.watch else out
 
 
 def _watch(model, info, k, failed):
@@ -636,15 +680,16 @@ def _watch(model, info, k, failed):
     return jnp.where((first < 0) & bad, k, first), worst
 
 
-def run(model, scene: Scene, params: Params, state, controls, n_steps: int, output: str, with_info: bool = True,
-        watch: bool = False):
-    """The one rollout: ``step_stages`` scanned ``n_steps`` times (``lax.scan``), the law's warm
+def run(spec: RolloutSpec, params: Params, state, controls):
+    """The one rollout: ``step_stages`` scanned ``spec.n_steps`` times (``lax.scan``), the law's warm
     start in the carry. output="trajectory": ``(trajectory (n_steps + 1, N, …), infos)`` (the
     infos only ``with_info``); "final": ``final`` or ``(final, Summary)``. ``watch`` also returns
     the first step whose contact solve failed and the largest such residual (eager warnings).
     Not jitted: ``rollout_jit`` is; the entry points of bodies, worlds and chains call them. The
-    state and controls are cast to the inputs' dtype with a world's materials (``AsBody`` casts a
+    state and controls are cast to the inputs' dtype with a world's materials (``as_body`` casts a
     single body's first, which refuses a per-body friction)."""
+    model, scene, n_steps, output, with_info, watch = (spec.model, spec.scene, spec.n_steps, spec.output,
+                                                       spec.with_info, spec.watch)
     state, controls = stages.as_input_dtype(params, state, controls, materials=True)
     if controls is None and coupled(scene):
         controls = jnp.zeros((n_steps, scene.num_bodies, 6), state.pos.dtype) if not actuated(scene) else None
@@ -675,8 +720,7 @@ def run(model, scene: Scene, params: Params, state, controls, n_steps: int, outp
     return (out, failed) if watch else out
 
 
-RUN_STATIC = ("model", "scene", "n_steps", "output", "with_info", "watch")
-rollout_jit = jax.jit(run, static_argnames=RUN_STATIC)
+rollout_jit = jax.jit(run, static_argnames=("spec",))
 
 CPU_COMPILER_OPTIONS = (("xla_cpu_experimental_ynn_fusion_type", ""),)
 """XLA's options for a world's programs compiled on a CPU by the eager entry points (``rollout``,
@@ -713,8 +757,7 @@ def compiler_options() -> dict | None:
 def top_level(program):
     """``program`` (``rollout_jit`` or ``batch_jit``) jitted again with ``compiler_options()``: what
     the eager entry points call (at the top level: JAX refuses compiler options in a nested ``jit``)."""
-    static = RUN_STATIC if program is rollout_jit else BATCH_STATIC
-    return jax.jit(program.__wrapped__, static_argnames=static, compiler_options=compiler_options())
+    return jax.jit(program.__wrapped__, static_argnames=("spec",), compiler_options=compiler_options())
 
 
 # Systems per sequential chunk of a batched rollout on a CPU (chosen by the chunk-size sweep of the
@@ -722,13 +765,14 @@ def top_level(program):
 CPU_CHUNK = 256
 
 
-def _batch(model, scene, params, states, controls, n_steps, params_batched, output, with_info, chunk_size, watch,
-           lift):
+def _batch(spec: RolloutSpec, params, states, controls):
     """``run`` vmapped over the leading axis of ``states`` (and ``controls``, ``params`` if
-    batched), in sequential chunks of ``chunk_size`` (``lax.map`` over vmapped chunks; None: all
-    at once). ``lift``: each element's inputs and outputs through it (a single body's)."""
+    ``spec.params_batched``), in sequential chunks of ``spec.chunk_size`` (``lax.map`` over vmapped
+    chunks; None: all at once); a single body's inputs and outputs through ``as_body``."""
+    params_batched, chunk_size = spec.params_batched, spec.chunk_size
+
     def f(p, s, u):
-        return lift(lambda p, s, u: run(model, scene, p, s, u, n_steps, output, with_info, watch), p, s, u)
+        return as_body(spec, lambda p, s, u: run(spec, p, s, u), p, s, u)
 
     n = jax.tree_util.tree_leaves(states)[0].shape[0]
     if n == 1:  # one system: the unbatched program (a vmap of one costs ~1.6x here), same result
@@ -749,13 +793,7 @@ def _batch(model, scene, params, states, controls, n_steps, params_batched, outp
     return jax.tree_util.tree_map(lambda x: x.reshape(n_chunks * chunk_size, *x.shape[2:])[:n], out)
 
 
-def as_is(fn, p, s, u):
-    """The lift of ``batch_jit`` for worlds: their own inputs and outputs."""
-    return fn(p, s, u)
-
-
-BATCH_STATIC = ("model", "scene", "n_steps", "params_batched", "output", "with_info", "chunk_size", "watch", "lift")
-batch_jit = jax.jit(_batch, static_argnames=BATCH_STATIC)
+batch_jit = jax.jit(_batch, static_argnames=("spec",))
 
 
 def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, controls=None, *,
@@ -786,14 +824,16 @@ def rollout(model, scene: Scene, params: Params, state: State, n_steps: int, con
     world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, state, controls, n_steps=n_steps, concrete=is_concrete(params.body))
-    if not is_concrete((params, state, controls)):
-        return world_out(rollout_jit(model, scene, params, state, controls, n_steps, output), output, scene)
-    validate(scene, params, state, controls, control_steps=True, start=start, dt=model.dt)
-    out = world_out(top_level(rollout_jit)(model, scene, params, state, controls, n_steps, output), output, scene)
-    if _penetrated_at_start(out, output):  # the flag first: the overlaps' narrow phase only then
-        warn_start(model, scene, params, state, False, stacklevel=3)
-    _warn(out, output, batched=False)
-    return out
+    spec = RolloutSpec(model, scene, n_steps, output)
+
+    def warn(out):
+        warn_rollout(model, scene, params, state, out, output, batched=False)
+        return out
+
+    return enter((params, state, controls),
+                 lambda eager: world_out((top_level(rollout_jit) if eager else rollout_jit)(spec, params, state, controls),
+                                         output, scene),
+                 lambda: validate(scene, params, state, controls, control_steps=True, start=start, dt=model.dt), warn)
 
 
 def world_out(out, output: str, scene: Scene, unit: str = "worlds"):
@@ -808,7 +848,7 @@ def world_out(out, output: str, scene: Scene, unit: str = "worlds"):
 _HINT = "jaxcontact.diagnostics.report of the rollout's infos (or of its Summary with output='final') names the steps"
 
 
-def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: bool, stacklevel: int = 4) -> None:
+def warn_overlaps(model, scene: Scene, params: Params, states: State, batched: bool, stacklevel: int = 3) -> None:
     """Warn (``PenetrationWarning``) when concrete start states put a pair of bodies inside each
     other deeper than one step of ``Model.max_correction_speed`` corrects (``penetration_tol``):
     the pair, how deep, and how long separating takes at the capped speed (pairs are pushed apart
@@ -839,11 +879,15 @@ def _penetrated_at_start(out, output: str) -> bool:
     return bool(np.any(eager.first_flag_step(out, output, Flags.PENETRATION) == 0))
 
 
-def _warn(out, output: str, batched: bool) -> None:
-    """An eager rollout's warnings: non-finite final states, steps whose contact solve failed."""
-    final = out[0] if output == "final" else jax.tree_util.tree_map(lambda x: x[..., -1, :, :], out[0])
+def warn_rollout(model, scene: Scene, params: Params, states: State, out, output: str, batched: bool) -> None:
+    """An eager world rollout's warnings: a start in the ground or bodies inside each other (when its first
+    step flagged ``Flags.PENETRATION``: the overlaps' narrow phase only then), non-finite final states,
+    steps whose contact solve failed."""
+    if _penetrated_at_start(out, output):
+        warn_start(model, scene, params, states, batched)
+    final = last_states(out, output, batched=batched)
     final = final if batched else jax.tree_util.tree_map(lambda x: x[None], final)
-    eager.warn_nonfinite(final, batched=True, stacklevel=4)
+    eager.warn_nonfinite(final, batched=True)
     eager.warn_failed_solves(out, output, "world", batched, _HINT)
 
 
@@ -858,16 +902,16 @@ def batch_rollout(model, scene: Scene, params: Params, states: State, n_steps: i
     world_joints.check_start(start)
     check_law(model, scene)
     check_shapes(scene, params, states, controls, n_steps=n_steps, batched=True, concrete=is_concrete(params.body))
-    check = is_concrete((params, states, controls))
-    if check:
-        validate_batch(scene, params, states, controls, start=start, dt=model.dt)
-    args = (model, scene, params, states, controls, n_steps, False, output, True, None, False, as_is)
-    out = world_out((top_level(batch_jit) if check else batch_jit)(*args), output, scene)
-    if check:
-        if _penetrated_at_start(out, output):
-            warn_start(model, scene, params, states, True, stacklevel=3)
-        _warn(out, output, batched=True)
-    return out
+    spec = RolloutSpec(model, scene, n_steps, output)
+
+    def warn(out):
+        warn_rollout(model, scene, params, states, out, output, batched=True)
+        return out
+
+    return enter((params, states, controls),
+                 lambda eager: world_out((top_level(batch_jit) if eager else batch_jit)(spec, params, states, controls),
+                                         output, scene),
+                 lambda: validate_batch(scene, params, states, controls, start=start, dt=model.dt), warn)
 
 
 def check_shapes(scene: Scene, params: Params, state: State, control=None, n_steps: int | None = None,
@@ -972,6 +1016,8 @@ def energy(model, params: Params, state: State) -> jnp.ndarray:
     return jnp.sum(per_body(lambda p, s: stages.energy(model, p, s), params, state))
 
 
-__all__ = ["AsBody", "CPU_CHUNK", "WorldInfo", "actuated", "as_is", "with_ctrl", "batch_jit", "batch_rollout", "body_scene", "check_law",
-           "BATCH_STATIC", "CPU_COMPILER_OPTIONS", "RUN_STATIC", "check_shapes", "compiler_options", "cpu_options", "coupled", "energy", "fixed_at_rest", "hold_fixed", "on_ground", "initial_warm", "lift_body", "rollout", "rollout_jit", "run", "top_level",
-           "step", "step_stages", "step_with_info", "validate", "validate_batch", "warn_overlaps", "warn_start", "warn_step", "world_out"]
+__all__ = ["CPU_CHUNK", "CPU_COMPILER_OPTIONS", "Bodies", "RolloutSpec", "WorldInfo", "actuated", "as_body", "batch_jit",
+           "batch_rollout", "body_scene", "check_law", "check_shapes", "compiler_options", "coupled", "cpu_options",
+           "energy", "fixed_at_rest", "hold_fixed", "initial_warm", "lift_body", "on_ground", "rollout", "rollout_jit",
+           "route", "run", "step", "step_stages", "step_with_info", "top_level", "validate", "validate_batch", "warn_overlaps",
+           "warn_rollout", "warn_start", "warn_step", "with_ctrl", "world_out"]
