@@ -1029,10 +1029,10 @@ def round_hull(kind_a, verts_a, radius_a, pos_a, quat_a, verts_b, topo_b, pos_b,
     reference's derivatives (``ROUND_KERNEL``: whether the kernel is used)."""
     if kind_a not in ROUND_KINDS:
         raise ValueError(f"round_hull: kind_a in {ROUND_KINDS}, got {kind_a!r}")
-    if method not in METHODS:
-        raise ValueError(f"method: one of {METHODS}, got {method!r}")
     if not isinstance(num, int) or num < 1:
         raise ValueError(f"num: a static number of contacts ≥ 1, got {num!r}")
+    if method not in METHODS:
+        raise ValueError(f"method: one of {METHODS}, got {method!r}")
     verts_b = jnp.asarray(verts_b)
     _check(verts_b, topo_b, "b")
     dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
