@@ -27,13 +27,15 @@ import numpy as np
 from .common import fmt, machine_info, md_machine, md_table
 from .common import HEAPS, broad_phased, heap_worlds
 
-COMPILES = ("world", "xla", "convex-jax", "slots-full", "convex-full")
+COMPILES = ("world", "xla", "convex-jax", "slots-full", "convex-full", "round-jax")
 """The programs compared: ``world`` (the world's compiler options, as its eager doors compile), ``xla``
 (XLA's defaults), ``convex-jax`` (the world's options, traced with ``collision.CONVEX_MANIFOLD`` =
 "jax": the convex pairs' manifold in JAX after the kernel's axis search, the design before), ``slots-full`` (the
 world's options, traced with ``worlds.scene.SLOT_CONTACTS`` = "pair_contacts": every pair slot ``pair_contacts`` wide,
 the design before), ``convex-full`` (the world's options, traced with ``collision.CONVEX_APART_EXIT`` = False: the
-convex kernel's manifold on every pair, also those apart beyond the margin, the design before)."""
+convex kernel's manifold on every pair, also those apart beyond the margin, the design before), ``round-jax`` (the
+world's options, traced with ``collision.ROUND_KERNEL`` = False: spheres' and capsules' contacts against hulls in
+the pure-JAX reference, the design before)."""
 
 
 def _frames(text: str):
@@ -143,6 +145,8 @@ def measure(heap, worlds, settle, window, rounds, traced=False, compiles=COMPILE
     for c in compiles:
         t = time.process_time()
         switch, slots, apart = collision.CONVEX_MANIFOLD, scene_module.SLOT_CONTACTS, collision.CONVEX_APART_EXIT
+        round_kernel = collision.ROUND_KERNEL
+        collision.ROUND_KERNEL = round_kernel and c != "round-jax"
         collision.CONVEX_MANIFOLD = "jax" if c == "convex-jax" else switch
         scene_module.SLOT_CONTACTS = "pair_contacts" if c == "slots-full" else slots
         collision.CONVEX_APART_EXIT = apart and c != "convex-full"
@@ -150,6 +154,7 @@ def measure(heap, worlds, settle, window, rounds, traced=False, compiles=COMPILE
             lowered = jax.jit(lambda s: chunk(s, window)).lower(settled)
         finally:
             collision.CONVEX_MANIFOLD, scene_module.SLOT_CONTACTS, collision.CONVEX_APART_EXIT = switch, slots, apart
+            collision.ROUND_KERNEL = round_kernel
         programs[c] = lowered.compile(None if c == "xla" else pipeline.compiler_options())
         out["compile"][c] = {"cpu_s": time.process_time() - t, **_program_size(programs[c].as_text())}
     # sweeps and contacts at the windows' states (one more program, not timed)

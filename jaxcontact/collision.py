@@ -1017,18 +1017,97 @@ def _point_hull(x, w, tris, planes_n, planes_d):
 
 
 def round_hull(kind_a, verts_a, radius_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b,
-               num: int = 4, margin: float = DEFAULT_MARGIN) -> PairContacts:
+               num: int = 4, margin: float = DEFAULT_MARGIN, method: str = "auto") -> PairContacts:
     """Contacts of a round body a (``kind_a`` in ``ROUND_KINDS``) against the convex hull b
     (``verts_b`` as ``topo_b`` says; a box, a hull, a fixed wall): the core's closest points to the
     hull (points against the faces' triangles, the segment against the hull's edges; exact), or,
     where the core is inside the hull, the face of least penetration. Normal a → b, φ = distance −
     radius; a capsule's ends within the margin of the hull are contacts too (a capsule lying on a
-    face: two points). Features are chosen without gradient, the geometry recomputed with it."""
+    face: two points). Features are chosen without gradient, the geometry recomputed with it.
+    method (``METHODS``): ``"jax"``, the pure-JAX reference; ``"auto"``/``"native"`` on a CPU the fused
+    kernel (``native/round.cc``: the same formulas and choices, to round-off) for the values, with the
+    reference's derivatives (``ROUND_KERNEL``: whether the kernel is used)."""
     if kind_a not in ROUND_KINDS:
         raise ValueError(f"round_hull: kind_a in {ROUND_KINDS}, got {kind_a!r}")
+    if not isinstance(num, int) or num < 1:
+        raise ValueError(f"num: a static number of contacts ≥ 1, got {num!r}")
+    if method not in METHODS:
+        raise ValueError(f"method: one of {METHODS}, got {method!r}")
     verts_b = jnp.asarray(verts_b)
     _check(verts_b, topo_b, "b")
     dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
+    if not jnp.issubdtype(dt, jnp.floating):
+        dt = jnp.dtype(float)
+    args = tuple(jnp.asarray(x, dt) for x in (verts_a, radius_a, pos_a, quat_a, verts_b, pos_b, quat_b, margin))
+    spec = (kind_a, topo_b, num)
+
+    def reference(*a):
+        return _round_hull(spec, *a)
+
+    if (method == "jax" or not ROUND_KERNEL or jax.default_backend() != "cpu"
+            or dt.name not in ("float32", "float64")):
+        return reference(*args)
+    from . import native
+
+    if not native.available():
+        return reference(*args)
+    return jax.lax.platform_dependent(*args, cpu=lambda *a: _native_round_hull(spec, *a), default=reference)
+
+
+ROUND_KERNEL = True
+"""Whether ``round_hull``'s ``"auto"``/``"native"`` methods take the kernel on a CPU (True, the default) or
+the pure-JAX reference (False, the design before; kept to measure against)."""
+ROUND_APART_EXIT = True
+"""Whether the kernel skips a pair whose core is farther from the hull's origin than the radius, the hull's
+bounding sphere and the margin (no contact there whatever the features; the point and normal of such a pair
+are unspecified, as for every pair without a valid contact)."""
+
+
+def _round_attributes(kind_a, topo_b: HullTopology) -> dict:
+    """The kernel's static attributes of a round kind against a hull topology (``native/round.cc``)."""
+    tris, owner, rings = _hull_faces(topo_b)
+    flat = lambda x: np.ascontiguousarray(x, np.int32).reshape(-1)
+    return dict(capsule=np.int64(kind_a == "capsule"), tris=flat(tris), owner=flat(owner), rings=flat(rings),
+                width=np.int64(rings.shape[1]), edges=flat(np.asarray(topo_b.edges, np.int32).reshape(-1, 2)),
+                far=float(FAR), round_align=float(ROUND_ALIGN), kind_none=np.int64(int(PatchType.NONE)),
+                kind_point=np.int64(int(PatchType.POINT)), kind_line=np.int64(int(PatchType.LINE)),
+                apart_exit=np.int64(bool(ROUND_APART_EXIT)))
+
+
+def _native_round_hull(spec, *args) -> PairContacts:
+    """``round_hull`` by the kernel (``native/round.cc``): its values, with the reference's derivatives."""
+    from .native.round import round_hull_manifold
+
+    kind_a, topo_b, num = spec
+    sg = jax.lax.stop_gradient
+    point, normal, phi, valid, kind = round_hull_manifold(tuple(sg(a) for a in args),
+                                                          _round_attributes(kind_a, topo_b), num)
+    point, normal, phi = _round_with_derivative(spec, (point, normal, phi), args)
+    return PairContacts(point=point, normal=normal, phi=phi, valid=valid.astype(bool), kind=kind)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _round_with_derivative(spec, values, args):
+    """``values`` (the kernel's point, normal, φ), whose derivatives are the reference's (``_round_hull``)."""
+    return values
+
+
+@_round_with_derivative.defjvp
+def _round_with_derivative_jvp(spec, primals, tangents):
+    values, args = primals
+    _, dargs = tangents
+    def values_of(a):
+        pc = _round_hull(spec, *a)
+        return pc.point, pc.normal, pc.phi
+
+    _, dref = jax.jvp(values_of, (args,), (dargs,))
+    return values, dref
+
+
+def _round_hull(spec, verts_a, radius_a, pos_a, quat_a, verts_b, pos_b, quat_b, margin) -> PairContacts:
+    """``round_hull`` in pure JAX (the reference)."""
+    kind_a, topo_b, num = spec
+    dt = verts_b.dtype
     tris, owner, rings = _hull_faces(topo_b)
     with jax.default_matmul_precision("highest"):
         w = _world(verts_b, pos_b, quat_b)

@@ -49,18 +49,20 @@ def _cast(tree, dtype):
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), tree)
 
 
+@pytest.mark.parametrize("method", ["jax", "native"])
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
-def test_round_hull_contacts_are_the_sampled_closest(dtype):
+def test_round_hull_contacts_are_the_sampled_closest(dtype, method):
     """A sphere and a capsule at random poses around a randomly turned box, separated, touching
     and with the core inside: φ is the least signed distance of the core (densely sampled) to the
     box less the radius; the normal points from the round body into the box (it is the box's outward
-    normal at the closest point, negated); the point lies midway between the surfaces."""
+    normal at the closest point, negated); the point lies midway between the surfaces. Both methods:
+    the pure-JAX reference and the CPU kernel (``native/round.cc``)."""
     rng = np.random.default_rng(3)
     r = 0.03
     tol = 1e-6 if dtype == jnp.float64 else 2e-5
     fn = {k: jax.jit(jax.vmap(lambda pa, qa, pb, qb, k=k: collision.round_hull(
         k, jnp.asarray(CAP if k == "capsule" else SPH, dtype), jnp.asarray(r, dtype), pa, qa, jnp.asarray(BOX, dtype),
-        TOPO, pb, qb, num=4, margin=1.0))) for k in ("sphere", "capsule")}
+        TOPO, pb, qb, num=4, margin=1.0, method=method))) for k in ("sphere", "capsule")}
     for kind, f in fn.items():
         M = 24
         qa, qb = _quats(rng, M), _quats(rng, M)

@@ -15,6 +15,9 @@
   from which ``collision`` computes the manifold in JAX; and the whole pair (that search, then
   the manifold at its axis: ``convex_pair``'s candidates and reduction) as one kernel, bound in
   ``native/convex.py``, whose values ``collision`` differentiates in JAX at the kernel's choices.
+- ``round.cc``: a sphere's or capsule's contacts against a hull (``collision.round_hull``) as one loop
+  over pairs: the same formulas and choices as the pure-JAX reference, to round-off; bound in
+  ``native/round.py``; ``collision`` takes the derivatives from the reference.
 
 On first use they are compiled, as one library, with the machine's C++ compiler (``$CXX``, else
 ``c++``) against the XLA FFI headers that jaxlib ships, into ``$JAXCONTACT_NATIVE_CACHE`` (default
@@ -38,7 +41,7 @@ import threading
 import warnings
 from pathlib import Path
 
-SOURCES = tuple(Path(__file__).with_name(f) for f in ("pgs.cc", "narrow.cc", "adjoint.cc", "convex.cc"))
+SOURCES = tuple(Path(__file__).with_name(f) for f in ("pgs.cc", "narrow.cc", "adjoint.cc", "convex.cc", "round.cc"))
 HEADERS = (Path(__file__).with_name("parallel.h"),)  # included by the sources (part of the cache key)
 TARGETS = {"float32": ("jaxcontact_pgs_f32", "JaxcontactPgsF32"), "float64": ("jaxcontact_pgs_f64", "JaxcontactPgsF64")}
 """The sweeps' FFI targets (registered name, library symbol) per dtype."""
@@ -54,6 +57,10 @@ CONVEX_TARGETS = {"float32": ("jaxcontact_convex_f32", "JaxcontactConvexF32"),
 CONVEX_PAIR_TARGETS = {"float32": ("jaxcontact_convex_pair_f32", "JaxcontactConvexPairF32"),
                        "float64": ("jaxcontact_convex_pair_f64", "JaxcontactConvexPairF64")}
 """The convex pairs' whole narrow phase (axis and manifold) FFI targets per dtype (binding: ``native.convex``)."""
+ROUND_TARGETS = {"float32": ("jaxcontact_round_hull_f32", "JaxcontactRoundHullF32"),
+                 "float64": ("jaxcontact_round_hull_f64", "JaxcontactRoundHullF64")}
+"""A sphere's or capsule's contacts against a hull (``collision.round_hull``) FFI targets per dtype (binding:
+``native.round``)."""
 _lock = threading.Lock()
 _state: dict = {}
 
@@ -143,7 +150,7 @@ def available() -> bool:
 
             lib = ctypes.cdll.LoadLibrary(str(_build()))
             for target, symbol in (*TARGETS.values(), *NARROW_TARGETS.values(), *ADJOINT_TARGETS.values(),
-                                   *CONVEX_TARGETS.values(), *CONVEX_PAIR_TARGETS.values()):
+                                   *CONVEX_TARGETS.values(), *CONVEX_PAIR_TARGETS.values(), *ROUND_TARGETS.values()):
                 jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
             _state.update(ok=True, lib=lib)
         except Exception as err:  # noqa: BLE001 - any failure: the pure-JAX path, said once
@@ -161,4 +168,4 @@ def threads() -> int:
         return 0
 
 
-__all__ = ["ADJOINT_TARGETS", "CONVEX_PAIR_TARGETS", "CONVEX_TARGETS", "NARROW_TARGETS", "NativeWarning", "TARGETS", "available", "cache_dir", "threads"]
+__all__ = ["ADJOINT_TARGETS", "CONVEX_PAIR_TARGETS", "CONVEX_TARGETS", "NARROW_TARGETS", "NativeWarning", "ROUND_TARGETS", "TARGETS", "available", "cache_dir", "threads"]
