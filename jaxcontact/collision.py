@@ -668,11 +668,7 @@ def hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, nu
             va, pa, qa, vb, pb, qb, m = a
             return _hull_hull(va, topo_a, pa, qa, vb, topo_b, pb, qb, num, m)
 
-    if method == "jax" or jax.default_backend() != "cpu" or dt.name not in ("float32", "float64"):
-        return reference(*args, margin)
-    from . import native
-
-    if not native.available():
+    if not kernel_runs(method, dt):
         return reference(*args, margin)
 
     def kernel(*a):
@@ -682,7 +678,18 @@ def hull_hull(verts_a, topo_a, pos_a, quat_a, verts_b, topo_b, pos_b, quat_b, nu
 
 
 METHODS = ("auto", "native", "jax")
-"""``hull_hull``'s methods."""
+"""The narrow phase's methods (``hull_hull``, ``round_hull``, ``convex_pair``)."""
+
+
+def kernel_runs(method: str, dtype) -> bool:
+    """Whether a narrow-phase ``method`` (``METHODS``) takes its fused CPU kernel for ``dtype``: not
+    ``"jax"``, JAX's default backend a CPU, float32 or float64, and the kernels built
+    (``native.available()``): the narrow phase's one place to ask (the solvers': ``solvers.problem.table``)."""
+    if method == "jax" or jax.default_backend() != "cpu" or jnp.dtype(dtype).name not in ("float32", "float64"):
+        return False
+    from . import native
+
+    return native.available()
 
 
 def _kernel_attributes(topo_a: HullTopology, topo_b: HullTopology, num: int) -> dict:
@@ -1044,12 +1051,7 @@ def round_hull(kind_a, verts_a, radius_a, pos_a, quat_a, verts_b, topo_b, pos_b,
     def reference(*a):
         return _round_hull(spec, *a)
 
-    if (method == "jax" or not ROUND_KERNEL or jax.default_backend() != "cpu"
-            or dt.name not in ("float32", "float64")):
-        return reference(*args)
-    from . import native
-
-    if not native.available():
+    if not (ROUND_KERNEL and kernel_runs(method, dt)):
         return reference(*args)
     return jax.lax.platform_dependent(*args, cpu=lambda *a: _native_round_hull(spec, *a), default=reference)
 
@@ -1505,11 +1507,7 @@ def _axis(a: _Convex, b: _Convex, qa, qb, margin, method: str):
                               _Convex(b.kind, vb, rb, db, quat_to_mat(qb), pb))
 
     dt = a.pos.dtype
-    if method == "jax" or jax.default_backend() != "cpu" or dt.name not in ("float32", "float64"):
-        return reference(*args)
-    from . import native
-
-    if not native.available():
+    if not kernel_runs(method, dt):
         return reference(*args)
     kernel = lambda *x: _native_best_axis(a.kind, b.kind, *x)
     return jax.lax.platform_dependent(*args, cpu=kernel, default=reference)
@@ -1645,20 +1643,16 @@ def convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_
     if not isinstance(num, int) or num < 1:
         raise ValueError(f"num: a static number of contacts ≥ 1, got {num!r}")
     dt = jnp.result_type(verts_a, verts_b, pos_a, pos_b, quat_a, quat_b)
-    if (method != "jax" and CONVEX_MANIFOLD == "native" and jax.default_backend() == "cpu"
-            and dt.name in ("float32", "float64")):
-        from . import native
+    if CONVEX_MANIFOLD == "native" and kernel_runs(method, dt):
+        args = _convex_arguments(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b,
+                                 dims_b, pos_b, quat_b, margin, dt)
 
-        if native.available():
-            args = _convex_arguments(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b,
-                                     dims_b, pos_b, quat_b, margin, dt)
+        def reference(*x):
+            return _convex_pair(kind_a, x[0], x[1], x[2], x[3], x[4], kind_b, x[5], x[6], x[7], x[8], x[9], num,
+                                x[10], "jax")
 
-            def reference(*x):
-                return _convex_pair(kind_a, x[0], x[1], x[2], x[3], x[4], kind_b, x[5], x[6], x[7], x[8], x[9], num,
-                                    x[10], "jax")
-
-            kernel = lambda *x: _native_convex_pair(kind_a, kind_b, num, x)
-            return jax.lax.platform_dependent(*args, cpu=kernel, default=reference)
+        kernel = lambda *x: _native_convex_pair(kind_a, kind_b, num, x)
+        return jax.lax.platform_dependent(*args, cpu=kernel, default=reference)
     return _convex_pair(kind_a, verts_a, radius_a, dims_a, pos_a, quat_a, kind_b, verts_b, radius_b, dims_b, pos_b,
                         quat_b, num, margin, method)
 
