@@ -1169,7 +1169,7 @@ MUTATIONS = (
     Mutation("convex-pair-kernel-margin-ignored", "convexkernel", "jaxcontact/native/convex.cc",
              "w.mask[1 + i] = w.ha[i] && w.phi[1 + i] <= margin;", "w.mask[1 + i] = w.ha[i];",
              ("tests/test_convex_kernel.py::test_kernel_manifold_is_the_references_at_its_axis",)),
-    Mutation("convex-pair-kernel-segments-unclamped", "convexkernel", "jaxcontact/native/convex.cc",
+    Mutation("convex-pair-kernel-segments-unclamped", "convexkernel", "jaxcontact/native/vec3.h",
              "if (t != tc) s = a > tiny", "if (false) s = a > tiny",
              ("tests/test_convex_kernel.py::test_kernel_manifold_is_the_references_at_its_axis",)),
     Mutation("convex-pair-kernel-second-point-nearest", "convexkernel", "jaxcontact/native/convex.cc",

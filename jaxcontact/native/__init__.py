@@ -42,7 +42,7 @@ import warnings
 from pathlib import Path
 
 SOURCES = tuple(Path(__file__).with_name(f) for f in ("pgs.cc", "narrow.cc", "adjoint.cc", "convex.cc", "round.cc"))
-HEADERS = (Path(__file__).with_name("parallel.h"),)  # included by the sources (part of the cache key)
+HEADERS = tuple(Path(__file__).with_name(f) for f in ("parallel.h", "vec3.h"))  # included by the sources (part of the cache key)
 TARGETS = {"float32": ("jaxcontact_pgs_f32", "JaxcontactPgsF32"), "float64": ("jaxcontact_pgs_f64", "JaxcontactPgsF64")}
 """The sweeps' FFI targets (registered name, library symbol) per dtype."""
 NARROW_TARGETS = {"float32": ("jaxcontact_narrow_f32", "JaxcontactNarrowF32"),

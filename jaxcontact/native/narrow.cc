@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "parallel.h"
+#include "vec3.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -27,6 +28,7 @@ namespace ffi = xla::ffi;
 namespace {
 
 using I32s = ffi::Span<const int32_t>;
+using namespace jaxcontact;
 
 struct Topo {
   I32s fa, fb, sa, sb, ea, eb, efa, efb, via, vib, ca, cb, vca, vcb;
@@ -34,30 +36,6 @@ struct Topo {
   double face_b_bias0, face_b_bias1, edge_bias0, edge_bias1, parallel_sine, point_tol, far;
 };
 
-template <typename T>
-struct V3 {
-  T x, y, z;
-};
-template <typename T>
-inline V3<T> sub(V3<T> a, V3<T> b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-template <typename T>
-inline V3<T> add(V3<T> a, V3<T> b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
-template <typename T>
-inline V3<T> mul(V3<T> a, T s) { return {a.x * s, a.y * s, a.z * s}; }
-template <typename T>
-inline T dot(V3<T> a, V3<T> b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-template <typename T>
-inline V3<T> cross(V3<T> a, V3<T> b) {
-  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-
-template <typename T>
-void QuatToMat(const T* q, T* r) {
-  const T w = q[0], x = q[1], y = q[2], z = q[3];
-  r[0] = 1 - 2 * (y * y + z * z); r[1] = 2 * (x * y - w * z); r[2] = 2 * (x * z + w * y);
-  r[3] = 2 * (x * y + w * z); r[4] = 1 - 2 * (x * x + z * z); r[5] = 2 * (y * z - w * x);
-  r[6] = 2 * (x * z - w * y); r[7] = 2 * (y * z + w * x); r[8] = 1 - 2 * (x * x + y * y);
-}
 
 template <typename T>
 inline V3<T> Rot(const T* r, V3<T> v) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "parallel.h"
+#include "vec3.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -33,38 +34,14 @@ namespace ffi = xla::ffi;
 namespace {
 
 using I32s = ffi::Span<const int32_t>;
-
-template <typename T>
-struct V3 {
-  T x, y, z;
-};
-template <typename T>
-inline V3<T> add(V3<T> a, V3<T> b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
-template <typename T>
-inline V3<T> sub(V3<T> a, V3<T> b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-template <typename T>
-inline V3<T> mul(V3<T> a, T s) { return {a.x * s, a.y * s, a.z * s}; }
-template <typename T>
-inline T dot(V3<T> a, V3<T> b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-template <typename T>
-inline V3<T> cross(V3<T> a, V3<T> b) { return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x}; }
-template <typename T>
-inline V3<T> unit(V3<T> a) {  // collision._unit: finite at 0
-  const T r = std::sqrt(std::max(dot(a, a), T(1e-30)));
-  return {a.x / r, a.y / r, a.z / r};
-}
-template <typename T>
-inline T clip01(T x) { return std::min(std::max(x, T(0)), T(1)); }
+using namespace jaxcontact;
 
 template <typename T>
 struct Pose {
   T R[9];
   V3<T> p;
   Pose(const T* pos, const T* q) {  // rotations.quat_to_mat
-    const T qw = q[0], qx = q[1], qy = q[2], qz = q[3];
-    R[0] = 1 - 2 * (qy * qy + qz * qz), R[1] = 2 * (qx * qy - qw * qz), R[2] = 2 * (qx * qz + qw * qy);
-    R[3] = 2 * (qx * qy + qw * qz), R[4] = 1 - 2 * (qx * qx + qz * qz), R[5] = 2 * (qy * qz - qw * qx);
-    R[6] = 2 * (qx * qz - qw * qy), R[7] = 2 * (qy * qz + qw * qx), R[8] = 1 - 2 * (qx * qx + qy * qy);
+    QuatToMat(q, R);
     p = {pos[0], pos[1], pos[2]};
   }
   V3<T> world(const T* v) const {
@@ -77,25 +54,8 @@ template <typename T>
 V3<T> SegPoint(V3<T> p0, V3<T> p1, V3<T> x) {  // collision._seg_point
   const V3<T> d = sub(p1, p0);
   const T dd = dot(d, d);
-  const T t = clip01(dot(sub(x, p0), d) / (dd > T(1e-30) ? dd : T(1)));
+  const T t = Clip01(dot(sub(x, p0), d) / (dd > T(1e-30) ? dd : T(1)));
   return add(p0, mul(d, t));
-}
-
-template <typename T>
-void SegSeg(V3<T> p0, V3<T> p1, V3<T> q0, V3<T> q1, V3<T>& cp, V3<T>& cq) {  // collision._seg_seg
-  const V3<T> d1 = sub(p1, p0), d2 = sub(q1, q0), r = sub(p0, q0);
-  const T a = dot(d1, d1), e = dot(d2, d2), f = dot(d2, r), c = dot(d1, r), b = dot(d1, d2);
-  const T tiny = T(1e-30);
-  const T denom = a * e - b * b;
-  const bool crossed = denom > T(1e-12) * std::max(a * e, tiny);
-  T s = crossed ? clip01((b * f - c * e) / denom) : T(0);
-  s = a > tiny ? s : T(0);
-  s = e > tiny ? s : (a > tiny ? clip01(-c / a) : T(0));
-  const T t = e > tiny ? (b * s + f) / e : T(0);
-  const T tc = clip01(t);
-  if (t != tc) s = a > tiny ? clip01((b * tc - c) / a) : T(0);
-  cp = add(p0, mul(d1, s));
-  cq = add(q0, mul(d2, tc));
 }
 
 template <typename T>
